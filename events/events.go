@@ -1,0 +1,62 @@
+package events
+
+import "reflect"
+
+// Prefix starts every Lensfn event type; the last segment is the payload version.
+const Prefix = "dev.lensfn."
+
+// Event types. A type names one fact that happened; its payload struct is in Catalogue.
+const (
+	// TypeDatasetDownloaded: a trace dataset was downloaded and verified into the data dir.
+	TypeDatasetDownloaded = "dev.lensfn.simulation.dataset.downloaded.v1"
+)
+
+// Sources name the producer of an event (the CloudEvent `source` attribute).
+const (
+	SourceSimulationAPI = "/lensfn/simulation-api"
+)
+
+// DatasetDownloaded is the data of TypeDatasetDownloaded.
+type DatasetDownloaded struct {
+	Dataset     string `json:"dataset" doc:"catalogue name of the dataset"`
+	TraceFormat string `json:"trace_format" doc:"parser module that reads it"`
+	Path        string `json:"path" doc:"absolute path of the file (or directory) in the data dir"`
+	SHA256      string `json:"sha256" doc:"verified digest of the downloaded bytes"`
+	SizeBytes   int64  `json:"size_bytes" doc:"size of the downloaded file"`
+}
+
+// Definition describes one event type of the catalogue.
+type Definition struct {
+	Type        string
+	Source      string
+	Description string
+	Payload     reflect.Type
+}
+
+// Catalogue lists every event type Lensfn emits, in a stable order.
+var Catalogue = []Definition{
+	{
+		Type:        TypeDatasetDownloaded,
+		Source:      SourceSimulationAPI,
+		Description: "A trace dataset was downloaded, its sha256 verified and its metadata written.",
+		Payload:     reflect.TypeFor[DatasetDownloaded](),
+	},
+}
+
+// Lookup returns the definition of an event type.
+func Lookup(eventType string) (Definition, bool) {
+	for _, d := range Catalogue {
+		if d.Type == eventType {
+			return d, true
+		}
+	}
+	return Definition{}, false
+}
+
+// SchemaFile is the file name, under schemas/, of an event type's JSON Schema.
+func SchemaFile(eventType string) string { return eventType + ".schema.json" }
+
+// DataSchemaURI is the `dataschema` attribute sent with an event type.
+func DataSchemaURI(eventType string) string {
+	return "https://lensfn.dev/events/schemas/" + SchemaFile(eventType)
+}

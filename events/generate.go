@@ -1,0 +1,3 @@
+package events
+
+//go:generate go run ./internal/genschema schemas
