@@ -1,0 +1,26 @@
+// Package redisstore implements the state.Store contract on Redis 7.0 (go-redis v9), and
+// runs an embedded Redis-compatible server (miniredis) for the local stack and for tests.
+//
+// Keyspace (every key under one prefix carrying a hash tag, default "lens:{v1}:", so all keys
+// of a script or ZINTERSTORE share one Redis Cluster slot):
+//
+//	rec:<kind>:<id>               hash: kind id status version created_ms updated_ms score
+//	                              search doc fence, and a:<attr> per indexed attribute
+//	idx:<kind>:all                zset of ids, score = created_ms*1000 + seq%1000 (unique, time-ordered)
+//	idx:<kind>:s:<status>         zset, same scores, one per status
+//	idx:<kind>:a:<attr>:<value>   zset, same scores, one per attribute value
+//	facet:<kind>:<attr>           set of the attribute's values that have at least one record
+//	statuses:<kind>               set of statuses ever used (Counts reports ZCARD of each)
+//	search:<kind>                 hash id -> lower-cased search text (scanned server-side by List)
+//	gen:<kind>                    bumped whenever index membership changes; names list caches
+//	list:<kind>:<digest>          short-lived intersection of a filter set, reused while gen is unchanged
+//	progress:<kind>:<id>          stream (XADD MAXLEN ~ N)
+//	logs:<kind>:<id>              list capped at the newest N lines, logs-dropped:<kind>:<id> counts the rest
+//	lease:<name>, fence:<name>    lease hash (owner, token) with PX expiry; fencing counter
+//	claim:<key>                   idempotency claim: "p" pending or "d:<result>" done, with PX expiry
+//	seq, counter:<name>           sequence and named counters
+//
+// Every multi-key change is one Lua script that receives all its keys in KEYS; listings never
+// SCAN. Imports: runtime/state, go-redis and miniredis. This is the only package in the module
+// allowed to import those two.
+package redisstore

@@ -1,0 +1,205 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lensfn/lensfn/runtime/state"
+)
+
+// List returns one page of q, newest first. One script picks or builds the candidate set
+// (a single index directly; several through a cached ZUNIONSTORE/ZINTERSTORE), applies the
+// created range as score bounds and the search needle server-side, and returns the total
+// and the page's ids; one pipeline then fetches the rows.
+func (s *Store) List(ctx context.Context, q state.Query) (page state.Page, err error) {
+	defer s.observe("list", time.Now(), &err)
+	q, err = q.Validate()
+	if err != nil {
+		return state.Page{}, err
+	}
+	statuses := append([]string(nil), q.Status...)
+	sort.Strings(statuses)
+	statuses = compactSorted(statuses)
+	attrs := setAttrs(q.Attrs)
+	names := sortedNames(attrs)
+
+	var sources []string
+	digest := sha1.New()
+	for _, st := range statuses {
+		sources = append(sources, s.keys.status(q.Kind, st))
+		fmt.Fprintf(digest, "s\x00%s\x00", st)
+	}
+	for _, name := range names {
+		sources = append(sources, s.keys.attr(q.Kind, name, attrs[name]))
+		fmt.Fprintf(digest, "a\x00%s\x00%s\x00", name, attrs[name])
+	}
+	sum := hex.EncodeToString(digest.Sum(nil))
+
+	mode, target := "direct", s.keys.all(q.Kind)
+	switch {
+	case len(sources) == 1:
+		target = sources[0]
+	case len(sources) > 1:
+		mode, target = "combine", s.keys.list(q.Kind, sum)
+	}
+	minScore, maxScore := "-inf", "+inf"
+	if !q.CreatedAfter.IsZero() {
+		minScore = strconv.FormatInt(max(ms(q.CreatedAfter), 0)*1000, 10)
+	}
+	if !q.CreatedBefore.IsZero() {
+		if ms(q.CreatedBefore) < 0 {
+			return state.Page{}, nil
+		}
+		maxScore = strconv.FormatInt(ms(q.CreatedBefore)*1000+999, 10)
+	}
+	keys := append([]string{s.keys.gen(q.Kind), target, s.keys.listGen(q.Kind, sum), s.keys.search(q.Kind)}, sources...)
+	args := []any{mode, len(statuses), len(names), s.opts.ListCacheTTL.Milliseconds(), minScore, maxScore,
+		q.Offset, q.Limit, strings.ToLower(q.Search)}
+	reply, err := listScript.Run(ctx, s.rdb, keys, args...).Slice()
+	if err != nil {
+		return state.Page{}, fmt.Errorf("redisstore: list %s: %w", q.Kind, err)
+	}
+	total, ids, err := parseListReply(reply)
+	if err != nil {
+		return state.Page{}, fmt.Errorf("redisstore: list %s: %w", q.Kind, err)
+	}
+	records, err := s.fetch(ctx, q.Kind, ids)
+	if err != nil {
+		return state.Page{}, err
+	}
+	// A record deleted between the two round trips is left out of the page and the total.
+	total -= len(ids) - len(records)
+	return state.Page{Records: records, Total: total}, nil
+}
+
+func parseListReply(reply []any) (int, []string, error) {
+	if len(reply) != 2 {
+		return 0, nil, fmt.Errorf("unexpected list reply of %d elements", len(reply))
+	}
+	total, ok := reply[0].(int64)
+	if !ok {
+		return 0, nil, fmt.Errorf("unexpected list total %T", reply[0])
+	}
+	raw, _ := reply[1].([]any)
+	ids := make([]string, 0, len(raw))
+	for _, v := range raw {
+		id, ok := v.(string)
+		if !ok {
+			return 0, nil, fmt.Errorf("unexpected list id %T", v)
+		}
+		ids = append(ids, id)
+	}
+	return int(total), ids, nil
+}
+
+// fetch reads records in one pipeline, keeping the order of ids and skipping missing ones.
+func (s *Store) fetch(ctx context.Context, kind string, ids []string) ([]state.Record, error) {
+	if len(ids) == 0 {
+		return []state.Record{}, nil
+	}
+	cmds := make([]*redis.MapStringStringCmd, len(ids))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.HGetAll(ctx, s.keys.record(kind, id))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: fetch %d %s records: %w", len(ids), kind, err)
+	}
+	out := make([]state.Record, 0, len(ids))
+	for _, cmd := range cmds {
+		h := cmd.Val()
+		if len(h) == 0 {
+			continue
+		}
+		r, err := decodeRecord(h)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// Counts returns the number of records per status (ZCARD of each status index), unfiltered.
+func (s *Store) Counts(ctx context.Context, kind string) (counts map[string]int, err error) {
+	defer s.observe("counts", time.Now(), &err)
+	if err := state.ValidateName("kind", kind); err != nil {
+		return nil, err
+	}
+	statuses, err := s.rdb.SMembers(ctx, s.keys.statuses(kind)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: counts %s: %w", kind, err)
+	}
+	cmds := make([]*redis.IntCmd, len(statuses))
+	if len(statuses) > 0 {
+		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, st := range statuses {
+				cmds[i] = p.ZCard(ctx, s.keys.status(kind, st))
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: counts %s: %w", kind, err)
+		}
+	}
+	counts = make(map[string]int, len(statuses))
+	for i, st := range statuses {
+		counts[st] = int(cmds[i].Val())
+	}
+	return counts, nil
+}
+
+// Facets returns the sorted distinct values of each attribute that at least one record holds.
+func (s *Store) Facets(ctx context.Context, kind string, attrs ...string) (facets map[string][]string, err error) {
+	defer s.observe("facets", time.Now(), &err)
+	if err := state.ValidateName("kind", kind); err != nil {
+		return nil, err
+	}
+	for _, a := range attrs {
+		if err := state.ValidateName("attribute name", a); err != nil {
+			return nil, err
+		}
+	}
+	cmds := make([]*redis.StringSliceCmd, len(attrs))
+	if len(attrs) > 0 {
+		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, a := range attrs {
+				cmds[i] = p.SMembers(ctx, s.keys.facet(kind, a))
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: facets %s: %w", kind, err)
+		}
+	}
+	facets = make(map[string][]string, len(attrs))
+	for i, a := range attrs {
+		values := cmds[i].Val()
+		sort.Strings(values)
+		if values == nil {
+			values = []string{}
+		}
+		facets[a] = values
+	}
+	return facets, nil
+}
+
+func compactSorted(s []string) []string {
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -1,0 +1,275 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lensfn/lensfn/runtime/state"
+)
+
+// Create stores a new record at version 1 with all its index entries.
+func (s *Store) Create(ctx context.Context, r state.Record) (out state.Record, err error) {
+	defer s.observe("create", time.Now(), &err)
+	r, keys, args, err := s.createCall(r, time.Now())
+	if err != nil {
+		return state.Record{}, err
+	}
+	if err := createScript.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
+		return state.Record{}, scriptError(err, r.Kind+" "+r.ID)
+	}
+	return r, nil
+}
+
+// createCall validates r and builds the create script's keys and arguments; r comes back as
+// it will be stored.
+func (s *Store) createCall(r state.Record, now time.Time) (state.Record, []string, []any, error) {
+	if err := state.ValidateRecord(r); err != nil {
+		return r, nil, nil, err
+	}
+	r = r.Clone()
+	now = now.Truncate(time.Millisecond)
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = now
+	}
+	r.CreatedAt = r.CreatedAt.Truncate(time.Millisecond).UTC()
+	r.UpdatedAt = now.UTC()
+	r.Version = 1
+	r.Fence = 0
+	r.Search = strings.ToLower(r.Search)
+	r.Attrs = setAttrs(r.Attrs)
+
+	names := sortedNames(r.Attrs)
+	keys := []string{
+		s.keys.record(r.Kind, r.ID), s.keys.all(r.Kind), s.keys.status(r.Kind, r.Status),
+		s.keys.statuses(r.Kind), s.keys.search(r.Kind), s.keys.seq(), s.keys.gen(r.Kind),
+	}
+	args := []any{r.ID, strconv.FormatInt(ms(r.CreatedAt), 10), r.Status, r.Search, len(names)}
+	for _, name := range names {
+		keys = append(keys, s.keys.attr(r.Kind, name, r.Attrs[name]), s.keys.facet(r.Kind, name))
+		args = append(args, r.Attrs[name])
+	}
+	args = append(args,
+		fieldKind, r.Kind, fieldID, r.ID, fieldStatus, r.Status, fieldVersion, 1,
+		fieldCreatedMS, ms(r.CreatedAt), fieldUpdatedMS, ms(r.UpdatedAt),
+		fieldSearch, r.Search, fieldDoc, r.Doc, fieldFence, 0)
+	for _, name := range names {
+		args = append(args, attrField+name, r.Attrs[name])
+	}
+	return r, keys, args, nil
+}
+
+// Get returns one record.
+func (s *Store) Get(ctx context.Context, kind, id string) (r state.Record, err error) {
+	defer s.observe("get", time.Now(), &err)
+	if err := validateRef(kind, id); err != nil {
+		return state.Record{}, err
+	}
+	return s.get(ctx, kind, id)
+}
+
+// get reads a record without reporting to the observer (for use inside other operations).
+func (s *Store) get(ctx context.Context, kind, id string) (state.Record, error) {
+	h, err := s.rdb.HGetAll(ctx, s.keys.record(kind, id)).Result()
+	if err != nil {
+		return state.Record{}, fmt.Errorf("redisstore: get %s %s: %w", kind, id, err)
+	}
+	if len(h) == 0 {
+		return state.Record{}, fmt.Errorf("%w: %s %s", state.ErrNotFound, kind, id)
+	}
+	return decodeRecord(h)
+}
+
+// Update rewrites the record at r.Version and moves its index entries.
+func (s *Store) Update(ctx context.Context, r state.Record, opts state.UpdateOptions) (out state.Record, err error) {
+	defer s.observe("update", time.Now(), &err)
+	if err := state.ValidateRecord(r); err != nil {
+		return state.Record{}, err
+	}
+	if r.Version <= 0 {
+		return state.Record{}, fmt.Errorf("%w: update of %s %s needs the version that was read", state.ErrInvalid, r.Kind, r.ID)
+	}
+	if opts.Fence != (state.Fence{}) {
+		if err := state.ValidateKey("fence lease name", opts.Fence.Lease); err != nil {
+			return state.Record{}, err
+		}
+		if opts.Fence.Token <= 0 {
+			return state.Record{}, fmt.Errorf("%w: fence token %d is not positive", state.ErrInvalid, opts.Fence.Token)
+		}
+	}
+	what := r.Kind + " " + r.ID
+	// The script needs the old index keys in KEYS, so read the current memberships first;
+	// the version check inside the script guarantees they are still the current ones.
+	cur, err := s.get(ctx, r.Kind, r.ID)
+	if err != nil {
+		return state.Record{}, err
+	}
+	if cur.Version != r.Version {
+		return state.Record{}, fmt.Errorf("%w: %s is at version %d, not %d", state.ErrVersionConflict, what, cur.Version, r.Version)
+	}
+
+	next := r.Clone()
+	next.Attrs = setAttrs(next.Attrs)
+	next.Search = strings.ToLower(next.Search)
+	next.CreatedAt = cur.CreatedAt
+	next.UpdatedAt = time.Now().Truncate(time.Millisecond).UTC()
+
+	type change struct{ name, value string }
+	var leave, join []change
+	var delFields []any
+	for _, name := range sortedNames(cur.Attrs) {
+		if v := cur.Attrs[name]; next.Attrs[name] != v {
+			leave = append(leave, change{name, v})
+			if next.Attrs[name] == "" {
+				delFields = append(delFields, attrField+name)
+			}
+		}
+	}
+	for _, name := range sortedNames(next.Attrs) {
+		if v := next.Attrs[name]; cur.Attrs[name] != v {
+			join = append(join, change{name, v})
+		}
+	}
+	moved := cur.Status != next.Status || len(leave) > 0 || len(join) > 0
+
+	fenceKey := s.keys.record(r.Kind, r.ID) // unused placeholder when unfenced
+	if opts.Fence.Token > 0 {
+		fenceKey = s.keys.fence(opts.Fence.Lease)
+	}
+	keys := []string{
+		s.keys.record(r.Kind, r.ID), s.keys.search(r.Kind), s.keys.gen(r.Kind), fenceKey,
+		s.keys.status(r.Kind, cur.Status), s.keys.status(r.Kind, next.Status), s.keys.statuses(r.Kind),
+	}
+	movedFlag := "0"
+	if moved {
+		movedFlag = "1"
+	}
+	args := []any{r.ID, strconv.FormatInt(r.Version, 10), opts.Fence.Token, movedFlag, next.Search, next.Status,
+		len(leave), len(join), len(delFields)}
+	for _, c := range leave {
+		keys = append(keys, s.keys.attr(r.Kind, c.name, c.value), s.keys.facet(r.Kind, c.name))
+		args = append(args, c.value)
+	}
+	for _, c := range join {
+		keys = append(keys, s.keys.attr(r.Kind, c.name, c.value), s.keys.facet(r.Kind, c.name))
+		args = append(args, c.value)
+	}
+	args = append(args, delFields...)
+	args = append(args, fieldStatus, next.Status, fieldUpdatedMS, ms(next.UpdatedAt),
+		fieldSearch, next.Search, fieldDoc, next.Doc)
+	for _, name := range sortedNames(next.Attrs) {
+		args = append(args, attrField+name, next.Attrs[name])
+	}
+	version, err := updateScript.Run(ctx, s.rdb, keys, args...).Int64()
+	if err != nil {
+		return state.Record{}, scriptError(err, what)
+	}
+	next.Version = version
+	next.Fence = cur.Fence
+	if opts.Fence.Token > 0 {
+		next.Fence = opts.Fence.Token
+	}
+	return next, nil
+}
+
+// Delete removes the record, its index entries, progress stream and logs.
+func (s *Store) Delete(ctx context.Context, kind, id string, opts state.DeleteOptions) (err error) {
+	defer s.observe("delete", time.Now(), &err)
+	if err := validateRef(kind, id); err != nil {
+		return err
+	}
+	what := kind + " " + id
+	const attempts = 16
+	for range attempts {
+		cur, err := s.get(ctx, kind, id)
+		if err != nil {
+			return err
+		}
+		if opts.Version != 0 && cur.Version != opts.Version {
+			return fmt.Errorf("%w: %s is at version %d, not %d", state.ErrVersionConflict, what, cur.Version, opts.Version)
+		}
+		names := sortedNames(cur.Attrs)
+		keys := []string{
+			s.keys.record(kind, id), s.keys.all(kind), s.keys.status(kind, cur.Status), s.keys.search(kind),
+			s.keys.gen(kind), s.keys.progress(kind, id), s.keys.logs(kind, id), s.keys.logsDropped(kind, id),
+		}
+		args := []any{id, strconv.FormatInt(cur.Version, 10), len(names)}
+		for _, name := range names {
+			keys = append(keys, s.keys.attr(kind, name, cur.Attrs[name]), s.keys.facet(kind, name))
+			args = append(args, cur.Attrs[name])
+		}
+		err = scriptError(deleteScript.Run(ctx, s.rdb, keys, args...).Err(), what)
+		if err == nil || opts.Version != 0 || !errors.Is(err, state.ErrVersionConflict) {
+			return err
+		}
+		// An unconditional delete raced a writer: read the new memberships and try again.
+	}
+	return fmt.Errorf("%w: %s kept changing during %d delete attempts", state.ErrVersionConflict, what, attempts)
+}
+
+func validateRef(kind, id string) error {
+	if err := state.ValidateName("kind", kind); err != nil {
+		return err
+	}
+	return state.ValidateID(id)
+}
+
+// setAttrs drops empty values: an empty attribute means "not set" and is not indexed.
+func setAttrs(attrs map[string]string) map[string]string {
+	out := make(map[string]string, len(attrs))
+	for k, v := range attrs {
+		if v != "" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func sortedNames(attrs map[string]string) []string {
+	names := make([]string, 0, len(attrs))
+	for name := range attrs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func decodeRecord(h map[string]string) (state.Record, error) {
+	r := state.Record{
+		Kind:   h[fieldKind],
+		ID:     h[fieldID],
+		Status: h[fieldStatus],
+		Search: h[fieldSearch],
+		Attrs:  map[string]string{},
+	}
+	if doc, ok := h[fieldDoc]; ok && doc != "" {
+		r.Doc = []byte(doc)
+	}
+	var err error
+	parse := func(field string) int64 {
+		n, perr := strconv.ParseInt(h[field], 10, 64)
+		if perr != nil && err == nil {
+			err = fmt.Errorf("redisstore: record %s %s has a corrupt %s field %q", r.Kind, r.ID, field, h[field])
+		}
+		return n
+	}
+	r.Version = parse(fieldVersion)
+	r.CreatedAt = time.UnixMilli(parse(fieldCreatedMS)).UTC()
+	r.UpdatedAt = time.UnixMilli(parse(fieldUpdatedMS)).UTC()
+	r.Fence = parse(fieldFence)
+	for field, value := range h {
+		if name, ok := strings.CutPrefix(field, attrField); ok {
+			r.Attrs[name] = value
+		}
+	}
+	return r, err
+}
+
+// isNil reports a missing key or empty reply.
+func isNil(err error) bool { return errors.Is(err, redis.Nil) }

@@ -1,0 +1,254 @@
+package redisstore
+
+import "github.com/redis/go-redis/v9"
+
+// Script errors are returned with redis.error_reply and mapped to state errors in errors.go.
+// Scores are concatenated as strings (created_ms .. %03d) because Lua numbers print with 14
+// significant digits, which would round a 16-digit score.
+
+// createScript inserts a record and all its index entries.
+// KEYS: 1 rec, 2 idx all, 3 idx status, 4 statuses set, 5 search hash, 6 seq, 7 gen,
+//
+//	then one (attr index, facet set) pair per attribute.
+//
+// ARGV: 1 id, 2 created_ms, 3 status, 4 search text, 5 attribute count n,
+//
+//	6..5+n attribute values (same order as the key pairs), then hash field/value pairs.
+var createScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return redis.error_reply('LENS_EXISTS') end
+local id = ARGV[1]
+local n = tonumber(ARGV[5])
+local seq = redis.call('INCR', KEYS[6])
+local score = ARGV[2] .. string.format('%03d', seq % 1000)
+redis.call('HSET', KEYS[1], 'score', score, unpack(ARGV, 6 + n))
+redis.call('ZADD', KEYS[2], score, id)
+redis.call('ZADD', KEYS[3], score, id)
+redis.call('SADD', KEYS[4], ARGV[3])
+if ARGV[4] ~= '' then redis.call('HSET', KEYS[5], id, ARGV[4]) end
+for i = 1, n do
+  redis.call('ZADD', KEYS[6 + 2 * i], score, id)
+  redis.call('SADD', KEYS[7 + 2 * i], ARGV[5 + i])
+end
+redis.call('INCR', KEYS[7])
+return score
+`)
+
+// updateScript rewrites a record at an expected version and moves its index memberships.
+// KEYS: 1 rec, 2 search hash, 3 gen, 4 fence counter (any key when unfenced), 5 old status
+//
+//	index, 6 new status index, 7 statuses set, then nRem (index, facet) pairs to leave,
+//	then nAdd (index, facet) pairs to join.
+//
+// ARGV: 1 id, 2 expected version, 3 fence token (0 = unfenced), 4 "1" when membership
+//
+//	changes, 5 search text, 6 new status, 7 nRem, 8 nAdd, 9 nDel, then nRem values,
+//	nAdd values, nDel hash fields to delete, then hash field/value pairs to set.
+var updateScript = redis.NewScript(`
+local v = redis.call('HGET', KEYS[1], 'version')
+if not v then return redis.error_reply('LENS_NOTFOUND') end
+if v ~= ARGV[2] then return redis.error_reply('LENS_VERSION') end
+local fence = tonumber(ARGV[3])
+if fence > 0 then
+  local issued = tonumber(redis.call('GET', KEYS[4]) or '0')
+  local written = tonumber(redis.call('HGET', KEYS[1], 'fence') or '0')
+  if issued > fence or written > fence then return redis.error_reply('LENS_STALEFENCE') end
+  redis.call('HSET', KEYS[1], 'fence', ARGV[3])
+end
+local id = ARGV[1]
+local score = redis.call('HGET', KEYS[1], 'score')
+if KEYS[5] ~= KEYS[6] then
+  redis.call('ZREM', KEYS[5], id)
+  redis.call('ZADD', KEYS[6], score, id)
+  redis.call('SADD', KEYS[7], ARGV[6])
+end
+local nRem, nAdd, nDel = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+local a = 10
+for i = 1, nRem do
+  local index = KEYS[6 + 2 * i]
+  redis.call('ZREM', index, id)
+  if redis.call('EXISTS', index) == 0 then redis.call('SREM', KEYS[7 + 2 * i], ARGV[a]) end
+  a = a + 1
+end
+local k = 8 + 2 * nRem
+for i = 1, nAdd do
+  redis.call('ZADD', KEYS[k], score, id)
+  redis.call('SADD', KEYS[k + 1], ARGV[a])
+  k = k + 2
+  a = a + 1
+end
+if nDel > 0 then redis.call('HDEL', KEYS[1], unpack(ARGV, a, a + nDel - 1)) end
+a = a + nDel
+redis.call('HSET', KEYS[1], unpack(ARGV, a))
+if ARGV[5] == '' then redis.call('HDEL', KEYS[2], id) else redis.call('HSET', KEYS[2], id, ARGV[5]) end
+if ARGV[4] == '1' then redis.call('INCR', KEYS[3]) end
+return redis.call('HINCRBY', KEYS[1], 'version', 1)
+`)
+
+// deleteScript removes a record at an expected version with every index entry, its progress
+// stream and its logs, pruning facet values left without records.
+// KEYS: 1 rec, 2 idx all, 3 idx status, 4 search hash, 5 gen, 6 progress, 7 logs,
+//
+//	8 logs dropped, then one (attr index, facet set) pair per attribute.
+//
+// ARGV: 1 id, 2 expected version, 3 attribute count n, 4..3+n attribute values.
+var deleteScript = redis.NewScript(`
+local v = redis.call('HGET', KEYS[1], 'version')
+if not v then return redis.error_reply('LENS_NOTFOUND') end
+if v ~= ARGV[2] then return redis.error_reply('LENS_VERSION') end
+local id = ARGV[1]
+redis.call('DEL', KEYS[1], KEYS[6], KEYS[7], KEYS[8])
+redis.call('ZREM', KEYS[2], id)
+redis.call('ZREM', KEYS[3], id)
+redis.call('HDEL', KEYS[4], id)
+for i = 1, tonumber(ARGV[3]) do
+  local index = KEYS[7 + 2 * i]
+  redis.call('ZREM', index, id)
+  if redis.call('EXISTS', index) == 0 then redis.call('SREM', KEYS[8 + 2 * i], ARGV[3 + i]) end
+end
+redis.call('INCR', KEYS[5])
+return 1
+`)
+
+// listScript pages one filtered listing, newest first.
+// KEYS: 1 gen, 2 target (the single source in direct mode, the cached combination otherwise),
+//
+//	3 cache generation marker, 4 search hash, then the source indexes: nStatus status
+//	indexes (combined with OR) followed by attribute indexes (AND).
+//
+// ARGV: 1 mode "direct"|"combine", 2 nStatus, 3 nAttr, 4 cache TTL ms, 5 min score,
+//
+//	6 max score, 7 offset, 8 limit, 9 lower-cased search needle ("" = none).
+//
+// Every index holds the same score for an id, so AGGREGATE MAX keeps the exact created score
+// (a weighted SUM would round). Returns {total, ids}. The combination is rebuilt only when gen moved since it was built, so
+// the pages of one listing reuse it while no write changed index membership.
+var listScript = redis.NewScript(`
+local target = KEYS[2]
+if ARGV[1] == 'combine' then
+  local gen = redis.call('GET', KEYS[1]) or '0'
+  if redis.call('GET', KEYS[3]) ~= gen or redis.call('EXISTS', target) == 0 then
+    local nStatus, nAttr = tonumber(ARGV[2]), tonumber(ARGV[3])
+    local sources = {}
+    if nStatus > 1 then
+      local args = {target, nStatus}
+      for i = 1, nStatus do args[#args + 1] = KEYS[4 + i] end
+      args[#args + 1] = 'AGGREGATE'
+      args[#args + 1] = 'MAX'
+      redis.call('ZUNIONSTORE', unpack(args))
+      sources[1] = target
+    elseif nStatus == 1 then
+      sources[1] = KEYS[5]
+    end
+    for i = 1, nAttr do sources[#sources + 1] = KEYS[4 + nStatus + i] end
+    if #sources > 1 then
+      local args = {target, #sources}
+      for i = 1, #sources do args[#args + 1] = sources[i] end
+      args[#args + 1] = 'AGGREGATE'
+      args[#args + 1] = 'MAX'
+      redis.call('ZINTERSTORE', unpack(args))
+    end
+    redis.call('PEXPIRE', target, ARGV[4])
+    redis.call('SET', KEYS[3], gen, 'PX', ARGV[4])
+  end
+end
+local minScore, maxScore = ARGV[5], ARGV[6]
+local offset, limit, needle = tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9]
+if needle == '' then
+  local total = redis.call('ZCOUNT', target, minScore, maxScore)
+  local ids = redis.call('ZREVRANGEBYSCORE', target, maxScore, minScore, 'LIMIT', offset, limit)
+  return {total, ids}
+end
+local total, ids, upper = 0, {}, maxScore
+while true do
+  local batch = redis.call('ZREVRANGEBYSCORE', target, upper, minScore, 'WITHSCORES', 'LIMIT', 0, 1000)
+  local count = #batch / 2
+  if count == 0 then break end
+  local members = {}
+  for i = 1, count do members[i] = batch[2 * i - 1] end
+  local texts = redis.call('HMGET', KEYS[4], unpack(members))
+  for i = 1, count do
+    local text = texts[i]
+    if text and string.find(text, needle, 1, true) then
+      if total >= offset and total < offset + limit then ids[#ids + 1] = members[i] end
+      total = total + 1
+    end
+  end
+  if count < 1000 then break end
+  upper = '(' .. batch[2 * count]
+end
+return {total, ids}
+`)
+
+// acquireLeaseScript takes a free lease (issuing the next fencing token) or extends one the
+// owner already holds. KEYS: 1 lease, 2 fence counter. ARGV: 1 owner, 2 ttl ms.
+// Returns {1, token} on success, {0, holder} when someone else holds it.
+var acquireLeaseScript = redis.NewScript(`
+local holder = redis.call('HGET', KEYS[1], 'owner')
+if holder then
+  if holder ~= ARGV[1] then return {0, holder} end
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return {1, tonumber(redis.call('HGET', KEYS[1], 'token'))}
+end
+local token = redis.call('INCR', KEYS[2])
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', token)
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return {1, token}
+`)
+
+// renewLeaseScript extends the lease only for its holder. KEYS: 1 lease.
+// ARGV: 1 owner, 2 token, 3 ttl ms. Returns 1 when renewed, 0 when lost.
+var renewLeaseScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] and redis.call('HGET', KEYS[1], 'token') == ARGV[2] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  return 1
+end
+return 0
+`)
+
+// releaseLeaseScript deletes the lease only for its holder (never a bare DEL).
+// KEYS: 1 lease. ARGV: 1 owner, 2 token. Returns 1 when released, 0 when lost.
+var releaseLeaseScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] and redis.call('HGET', KEYS[1], 'token') == ARGV[2] then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+return 0
+`)
+
+// claimScript marks an unknown key pending, or reports what is there.
+// KEYS: 1 claim. ARGV: 1 pending ttl ms. Returns {state, result}.
+var claimScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if not v then
+  redis.call('SET', KEYS[1], 'p', 'PX', ARGV[1])
+  return {'new', ''}
+end
+if v == 'p' then return {'pending', ''} end
+return {'done', string.sub(v, 3)}
+`)
+
+// abandonClaimScript drops a pending claim and leaves a done one. KEYS: 1 claim.
+var abandonClaimScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == 'p' then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
+
+// appendLogsScript appends lines and trims the list to the newest cap lines, counting drops.
+// KEYS: 1 logs, 2 dropped counter. ARGV: 1 cap, 2 lines already dropped by the caller, 3.. lines.
+var appendLogsScript = redis.NewScript(`
+local cap = tonumber(ARGV[1])
+local dropped = tonumber(ARGV[2])
+local n = redis.call('RPUSH', KEYS[1], unpack(ARGV, 3))
+if n > cap then
+  redis.call('LTRIM', KEYS[1], -cap, -1)
+  dropped = dropped + n - cap
+end
+if dropped > 0 then redis.call('INCRBY', KEYS[2], dropped) end
+return n
+`)
+
+var allScripts = []*redis.Script{
+	createScript, updateScript, deleteScript, listScript,
+	acquireLeaseScript, renewLeaseScript, releaseLeaseScript,
+	claimScript, abandonClaimScript, appendLogsScript,
+}

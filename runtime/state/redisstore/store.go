@@ -1,0 +1,142 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lensfn/lensfn/runtime/state"
+)
+
+// Options tune a Store. The zero value is usable.
+type Options struct {
+	// Prefix starts every key; it must contain a hash tag ("{v1}") and end with ':'.
+	// Default DefaultPrefix. Tests use a unique prefix per test.
+	Prefix string
+	// Observe, when set, is called after every store operation with its name ("create",
+	// "list", "lease.acquire"...), duration and error.
+	Observe state.Observer
+	// StreamMaxLen caps each progress stream approximately (XADD MAXLEN ~). Default 10000.
+	StreamMaxLen int64
+	// LogCap is the number of log lines kept per record. Default 500, at most 5000.
+	LogCap int
+	// ListCacheTTL is how long a combined filter set is kept for the next pages. Default 10s.
+	ListCacheTTL time.Duration
+	// PoolSize overrides the connection pool size (go-redis default: 10 per CPU).
+	PoolSize int
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	if err := validatePrefix(o.Prefix); err != nil {
+		return o, err
+	}
+	if o.StreamMaxLen == 0 {
+		o.StreamMaxLen = 10000
+	}
+	if o.LogCap == 0 {
+		o.LogCap = 500
+	}
+	if o.StreamMaxLen < 0 || o.LogCap < 0 || o.LogCap > 5000 || o.ListCacheTTL < 0 || o.PoolSize < 0 {
+		return o, fmt.Errorf("redisstore: options out of range (stream max len %d, log cap %d (1-5000), list cache TTL %s, pool size %d)",
+			o.StreamMaxLen, o.LogCap, o.ListCacheTTL, o.PoolSize)
+	}
+	if o.ListCacheTTL == 0 {
+		o.ListCacheTTL = 10 * time.Second
+	}
+	return o, nil
+}
+
+// Store is the Redis implementation of state.Store. It is safe for concurrent use.
+type Store struct {
+	rdb  *redis.Client
+	keys keyspace
+	opts Options
+}
+
+var _ state.Store = (*Store)(nil)
+
+// Open connects to redisURL (redis://[user:password@]host:port/db or rediss://...), checks
+// the server answers and loads the scripts.
+func Open(ctx context.Context, redisURL string, opts Options) (*Store, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	ro, err := redis.ParseURL(redisURL)
+	if err != nil {
+		// url.Error repeats the whole URL, password included: report only the cause.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("redisstore: invalid Redis URL: %w", err)
+	}
+	if opts.PoolSize > 0 {
+		ro.PoolSize = opts.PoolSize
+	}
+	rdb := redis.NewClient(ro)
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("redisstore: Redis at %s does not answer: %w", ro.Addr, err)
+	}
+	for _, s := range allScripts {
+		if err := s.Load(ctx, rdb).Err(); err != nil {
+			_ = rdb.Close()
+			return nil, fmt.Errorf("redisstore: loading scripts into Redis at %s: %w", ro.Addr, err)
+		}
+	}
+	return &Store{rdb: rdb, keys: keyspace{prefix: opts.Prefix}, opts: opts}, nil
+}
+
+// Close releases the connections.
+func (s *Store) Close() error { return s.rdb.Close() }
+
+// Ping checks the server answers.
+func (s *Store) Ping(ctx context.Context) (err error) {
+	defer s.observe("ping", time.Now(), &err)
+	return s.rdb.Ping(ctx).Err()
+}
+
+// Incr increments the named counter.
+func (s *Store) Incr(ctx context.Context, name string) (n int64, err error) {
+	defer s.observe("incr", time.Now(), &err)
+	if err := state.ValidateKey("counter name", name); err != nil {
+		return 0, err
+	}
+	return s.rdb.Incr(ctx, s.keys.counter(name)).Result()
+}
+
+func (s *Store) observe(op string, start time.Time, err *error) {
+	if s.opts.Observe != nil {
+		s.opts.Observe(op, time.Since(start), *err)
+	}
+}
+
+// scriptError maps the LENS_* replies of the scripts to state errors.
+func scriptError(err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	switch {
+	case strings.HasPrefix(msg, "LENS_EXISTS"):
+		return fmt.Errorf("%w: %s", state.ErrExists, what)
+	case strings.HasPrefix(msg, "LENS_NOTFOUND"):
+		return fmt.Errorf("%w: %s", state.ErrNotFound, what)
+	case strings.HasPrefix(msg, "LENS_VERSION"):
+		return fmt.Errorf("%w: %s changed since it was read", state.ErrVersionConflict, what)
+	case strings.HasPrefix(msg, "LENS_STALEFENCE"):
+		return fmt.Errorf("%w: %s was written under a newer lease", state.ErrStaleFence, what)
+	}
+	return fmt.Errorf("redisstore: %s: %w", what, err)
+}
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
