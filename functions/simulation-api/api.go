@@ -1,0 +1,190 @@
+package simulationapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/runtime/cloudevent"
+	"github.com/lensfn/lensfn/runtime/fn"
+	"github.com/lensfn/lensfn/runtime/problem"
+)
+
+// Name is the function's Knative Service name.
+const Name = "simulation-api"
+
+// API serves /api/simulation.
+type API struct {
+	deps       fn.Deps
+	catalogue  *Catalogue
+	downloader *Downloader
+	timelines  *Timelines
+	client     *http.Client
+}
+
+// New builds the function. Parsers reads traces (the WASM parser modules in production).
+func New(d fn.Deps, parsers TraceParsers) (*fn.Function, *API) {
+	builds := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_simulation_timeline_index_builds_total",
+		Help: "Trace parses that built a dataset timeline index, by dataset."}, []string{"dataset"})
+	downloads := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_simulation_dataset_downloads_total",
+		Help: "Dataset downloads, by dataset and outcome (fetched, present, failed)."}, []string{"dataset", "outcome"})
+	d.Metrics.Registry.MustRegister(builds, downloads)
+
+	client := &http.Client{Timeout: 0, Transport: http.DefaultTransport}
+	dl := &Downloader{Root: filepath.Join(d.Config.DataDir, "datasets"), Mirror: d.Config.Env("LENS_DATASET_MIRROR"),
+		Client: client, Store: d.Store, Owner: d.Config.InstanceID, MaxBytes: 2 << 30}
+	a := &API{deps: d, downloader: dl, client: client,
+		catalogue: &Catalogue{Parsers: parsers, Downloader: dl},
+		timelines: &Timelines{Parsers: parsers, OnBuild: func(ds string) { builds.WithLabelValues(ds).Inc() }}}
+
+	mux := http.NewServeMux()
+	mux.Handle("GET /api/simulation/backends", fn.Handle(a.listBackends))
+	mux.Handle("GET /api/simulation/scenarios", fn.Handle(a.listScenarios))
+	mux.Handle("POST /api/simulation/models/discover", fn.Handle(a.discover))
+	mux.Handle("GET /api/simulation/trace-datasets", fn.Handle(a.listDatasets))
+	mux.Handle("POST /api/simulation/trace-datasets/download", fn.Handle(func(w http.ResponseWriter, r *http.Request) error {
+		return a.download(w, r, downloads)
+	}))
+	mux.Handle("GET /api/simulation/trace-datasets/{name}/timeline", fn.Handle(a.timeline))
+	mux.Handle("/", fn.Handle(func(w http.ResponseWriter, r *http.Request) error {
+		return problem.New(problem.CodeNotFound, "no route %s %s", r.Method, r.URL.Path)
+	}))
+	return &fn.Function{
+		Routes: mux,
+		Events: map[string]cloudevent.Handler{events.TypeDatasetDownloaded: a.onDatasetDownloaded},
+	}, a
+}
+
+func (a *API) listBackends(w http.ResponseWriter, r *http.Request) error {
+	fn.WriteJSON(w, http.StatusOK, map[string]any{"backends": a.catalogue.backends(r.Context())})
+	return nil
+}
+
+func (a *API) listScenarios(w http.ResponseWriter, r *http.Request) error {
+	fn.WriteJSON(w, http.StatusOK, map[string]any{"scenarios": scenarioViews(a.catalogue.backends(r.Context()), true)})
+	return nil
+}
+
+func (a *API) listDatasets(w http.ResponseWriter, r *http.Request) error {
+	fn.WriteJSON(w, http.StatusOK, map[string]any{"data_dir": a.downloader.Root, "datasets": a.catalogue.datasets(r.Context())})
+	return nil
+}
+
+func (a *API) discover(w http.ResponseWriter, r *http.Request) error {
+	var req DiscoverRequest
+	if err := fn.DecodeJSON(r, &req, false); err != nil {
+		return err
+	}
+	if req.EndpointURL == nil {
+		return problem.Validation(problem.Field("field required", "missing", "body", "endpoint_url"))
+	}
+	if req.APIKey != nil && len(*req.APIKey) > maxAPIKeyLength {
+		return problem.Validation(problem.Field(fmt.Sprintf("at most %d characters", maxAPIKeyLength), "string_too_long", "body", "api_key"))
+	}
+	if _, err := validateEndpoint("endpoint_url", *req.EndpointURL); err != nil {
+		return err
+	}
+	key := ""
+	if req.APIKey != nil {
+		key = *req.APIKey
+	}
+	models, err := DiscoverModels(r.Context(), a.client, *req.EndpointURL, key)
+	if err != nil {
+		return err
+	}
+	fn.WriteJSON(w, http.StatusOK, DiscoverResponse{Endpoint: *req.EndpointURL, Models: models})
+	return nil
+}
+
+// DownloadRequest is the body of POST /trace-datasets/download.
+type DownloadRequest struct {
+	Dataset *string `json:"dataset"`
+	Force   bool    `json:"force"`
+}
+
+func (a *API) download(w http.ResponseWriter, r *http.Request, outcomes *prometheus.CounterVec) error {
+	var req DownloadRequest
+	if err := fn.DecodeJSON(r, &req, false); err != nil {
+		return err
+	}
+	if req.Dataset == nil {
+		return problem.Validation(problem.Field("field required", "missing", "body", "dataset"))
+	}
+	d, ok := FindDataset(*req.Dataset)
+	if !ok {
+		return problem.New(problem.CodeBadRequest, "unknown trace dataset %q; GET /api/simulation/trace-datasets lists them", *req.Dataset)
+	}
+	res, fresh, err := a.downloader.Download(r.Context(), d, req.Force)
+	if err != nil {
+		outcomes.WithLabelValues(d.Name, "failed").Inc()
+		return err
+	}
+	if !fresh {
+		outcomes.WithLabelValues(d.Name, "present").Inc()
+		fn.WriteJSON(w, http.StatusOK, res)
+		return nil
+	}
+	outcomes.WithLabelValues(d.Name, "fetched").Inc()
+	// The id names this download, so a retried send is deduplicated downstream.
+	id := fmt.Sprintf("%s/%s/%d", d.Name, res.SHA256[:16], time.Now().UnixNano())
+	err = a.deps.Events.Send(r.Context(), events.TypeDatasetDownloaded, id, d.Name, events.DatasetDownloaded{
+		Dataset: d.Name, TraceFormat: d.TraceFormat, Path: res.Path, SHA256: res.SHA256, SizeBytes: res.SizeBytes})
+	if err != nil && err != cloudevent.ErrNoSink {
+		// The file is verified and in place; the index is built on first use instead.
+		a.deps.Log.Warnw("dataset downloaded but its event was not delivered", "dataset", d.Name, "error", err)
+	}
+	fn.WriteJSON(w, http.StatusOK, res)
+	return nil
+}
+
+func (a *API) timeline(w http.ResponseWriter, r *http.Request) error {
+	bins := 800
+	if raw := r.URL.Query().Get("bins"); raw != "" {
+		v, err := strconv.Atoi(raw)
+		if err != nil || v < 50 || v > 2000 {
+			return problem.Validation(problem.Field("must be an integer from 50 to 2000", "range", "query", "bins"))
+		}
+		bins = v
+	}
+	d, ok := FindDataset(r.PathValue("name"))
+	if !ok {
+		return problem.New(problem.CodeNotFound, "unknown trace dataset %q", r.PathValue("name"))
+	}
+	if downloaded, _ := a.downloader.Downloaded(d); !downloaded {
+		return problem.New(problem.CodeConflict, "trace dataset %q is not downloaded; POST /api/simulation/trace-datasets/download first", d.Name)
+	}
+	ix, err := a.timelines.Get(r.Context(), d, a.downloader.Path(d))
+	if err != nil {
+		return problem.Wrap(problem.CodeConflict, err, fmt.Sprintf("trace dataset %q could not be parsed: %v", d.Name, err))
+	}
+	width, out := ix.Bin(bins)
+	fn.WriteJSON(w, http.StatusOK, Timeline{Dataset: d.Name, TraceFormat: d.TraceFormat, RequestCount: ix.RequestCount,
+		DurationSeconds: ix.Duration, SourceSizeBytes: ix.SourceSize, BinWidthSeconds: width, Bins: out})
+	return nil
+}
+
+// onDatasetDownloaded builds the new file's timeline index off the request path.
+func (a *API) onDatasetDownloaded(ctx context.Context, e cloudevent.Event) error {
+	var p events.DatasetDownloaded
+	if err := e.DecodeData(&p); err != nil {
+		return err
+	}
+	d, ok := FindDataset(p.Dataset)
+	if !ok {
+		return cloudevent.Permanent(fmt.Errorf("unknown dataset %q", p.Dataset))
+	}
+	if p.Path != a.downloader.Path(d) {
+		return cloudevent.Permanent(fmt.Errorf("dataset %q is not at %q in this data dir", p.Dataset, p.Path))
+	}
+	if _, err := a.timelines.Build(ctx, d, p.Path); err != nil {
+		return cloudevent.Permanent(fmt.Errorf("index %s: %w", d.Name, err))
+	}
+	a.deps.Log.Infow("timeline index built", "dataset", d.Name)
+	return nil
+}

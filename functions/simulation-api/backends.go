@@ -1,0 +1,215 @@
+package simulationapi
+
+import (
+	"context"
+	"os/exec"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Version is the trace-replayer backend's version, reported in backend listings and results.
+const Version = "0.1.0"
+
+// ScenarioView is a scenario as the API shows it.
+type ScenarioView struct {
+	Name              string   `json:"name"`
+	DisplayName       string   `json:"display_name"`
+	Description       string   `json:"description"`
+	SupportedBackends []string `json:"supported_backends"`
+}
+
+// FormatCapabilities is one entry of trace_format_capabilities.
+type FormatCapabilities struct {
+	SupportsTraceRange  bool `json:"supports_trace_range"`
+	SupportsScaleFactor bool `json:"supports_scale_factor"`
+}
+
+// Capabilities describes what a backend can do.
+type Capabilities struct {
+	PromptKinds               []string                      `json:"prompt_kinds"`
+	ArrivalPatterns           []string                      `json:"arrival_patterns"`
+	SupportsDuration          bool                          `json:"supports_duration"`
+	SupportsRequestCount      bool                          `json:"supports_request_count"`
+	SupportsRequestRate       bool                          `json:"supports_request_rate"`
+	SupportsStreaming         bool                          `json:"supports_streaming"`
+	SupportsPerRequestResults bool                          `json:"supports_per_request_results"`
+	SupportsCancellation      bool                          `json:"supports_cancellation"`
+	SupportsTraceRange        bool                          `json:"supports_trace_range"`
+	ScaleFactorTraceFormats   []string                      `json:"scale_factor_trace_formats"`
+	TraceFormatCapabilities   map[string]FormatCapabilities `json:"trace_format_capabilities"`
+	AdvancedOptions           []string                      `json:"advanced_options"`
+	TraceFormats              []string                      `json:"trace_formats"`
+}
+
+// Backend is one entry of GET /backends.
+type Backend struct {
+	Name                string         `json:"name"`
+	DisplayName         string         `json:"display_name"`
+	APIVersion          int            `json:"api_version"`
+	Available           bool           `json:"available"`
+	Version             *string        `json:"version"`
+	UnavailableReason   *string        `json:"unavailable_reason"`
+	Scenarios           []ScenarioView `json:"scenarios"`
+	Capabilities        Capabilities   `json:"capabilities"`
+	ManagedInstallation bool           `json:"managed_installation"`
+}
+
+// aiperfFormats are the formats AIPerf reads natively.
+var aiperfFormats = []string{"bailian_trace", "baseten_trace", "burst_gpt_trace", "mooncake_trace", "weka_public_dataset"}
+
+// Catalogue answers the backend, scenario and dataset listings from the loaded parser modules
+// and the tools installed on this machine.
+type Catalogue struct {
+	Parsers    TraceParsers
+	LookPath   func(string) (string, error) // exec.LookPath, replaceable in tests
+	Downloader *Downloader
+}
+
+func (c *Catalogue) backends(ctx context.Context) []Backend {
+	formats := c.Parsers.Formats()
+	replayer := Backend{Name: "trace-replayer", DisplayName: "Trace Replayer", APIVersion: 1, Available: true,
+		Version: ptr(Version), Capabilities: capabilitiesFor(formats)}
+	aiperfCaps := make([]TraceFormat, 0, len(aiperfFormats))
+	for _, f := range aiperfFormats {
+		// AIPerf reads every format itself; Baseten is the only one it time-scales (--replay-speedup).
+		aiperfCaps = append(aiperfCaps, TraceFormat{Name: f, SupportsTraceRange: f != "weka_public_dataset",
+			SupportsScaleFactor: f == "baseten_trace"})
+	}
+	aiperf := Backend{Name: "aiperf", DisplayName: "AIPerf", APIVersion: 1, Capabilities: capabilitiesFor(aiperfCaps)}
+	if path, err := c.lookPath("aiperf"); err == nil {
+		aiperf.Available = true
+		aiperf.Version = commandVersion(ctx, path)
+	} else {
+		aiperf.UnavailableReason = ptr("the aiperf command is not installed on this instance (pip install aiperf)")
+	}
+	all := []Backend{aiperf, replayer}
+	for i := range all {
+		all[i].Scenarios = scenarioViews(all[i:i+1], false)
+	}
+	return all
+}
+
+func (c *Catalogue) lookPath(name string) (string, error) {
+	if c.LookPath != nil {
+		return c.LookPath(name)
+	}
+	return exec.LookPath(name)
+}
+
+func commandVersion(ctx context.Context, path string) *string {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "--version").Output()
+	if err != nil {
+		return nil
+	}
+	fields := strings.Fields(string(out))
+	if len(fields) == 0 {
+		return nil
+	}
+	return ptr(fields[len(fields)-1])
+}
+
+func capabilitiesFor(formats []TraceFormat) Capabilities {
+	caps := Capabilities{PromptKinds: []string{"trace"}, ArrivalPatterns: []string{}, SupportsDuration: true,
+		SupportsStreaming: true, SupportsPerRequestResults: true, SupportsCancellation: true,
+		ScaleFactorTraceFormats: []string{}, TraceFormatCapabilities: map[string]FormatCapabilities{},
+		AdvancedOptions: []string{}, TraceFormats: []string{}}
+	for _, f := range formats {
+		caps.TraceFormats = append(caps.TraceFormats, f.Name)
+		caps.TraceFormatCapabilities[f.Name] = FormatCapabilities{f.SupportsTraceRange, f.SupportsScaleFactor}
+		caps.SupportsTraceRange = caps.SupportsTraceRange || f.SupportsTraceRange
+		if f.SupportsScaleFactor {
+			caps.ScaleFactorTraceFormats = append(caps.ScaleFactorTraceFormats, f.Name)
+		}
+	}
+	sort.Strings(caps.TraceFormats)
+	sort.Strings(caps.ScaleFactorTraceFormats)
+	return caps
+}
+
+// supports reports whether a backend can replay some dataset of the scenario.
+func supports(b Backend, scenario string) bool {
+	for _, d := range Datasets {
+		if d.Scenario == scenario && contains(b.Capabilities.TraceFormats, d.TraceFormat) {
+			return true
+		}
+	}
+	return false
+}
+
+// scenarioViews lists the scenarios some of the backends support; with listBackends each
+// scenario names those backends (GET /scenarios), else the list is left empty as in a
+// backend's own scenario list.
+func scenarioViews(backends []Backend, listBackends bool) []ScenarioView {
+	out := []ScenarioView{}
+	for _, s := range Scenarios {
+		names := []string{}
+		for _, b := range backends {
+			if supports(b, s.Name) {
+				names = append(names, b.Name)
+			}
+		}
+		if len(names) == 0 {
+			continue
+		}
+		sort.Strings(names)
+		if !listBackends {
+			names = []string{}
+		}
+		out = append(out, ScenarioView{Name: s.Name, DisplayName: s.DisplayName, Description: s.Description, SupportedBackends: names})
+	}
+	return out
+}
+
+// DatasetView is one entry of GET /trace-datasets.
+type DatasetView struct {
+	Name              string   `json:"name"`
+	Filename          string   `json:"filename"`
+	Scenario          string   `json:"scenario"`
+	TraceFormat       string   `json:"trace_format"`
+	Description       string   `json:"description"`
+	Downloaded        bool     `json:"downloaded"`
+	Path              string   `json:"path"`
+	ArtifactURI       string   `json:"artifact_uri"`
+	SizeBytes         *int64   `json:"size_bytes"`
+	License           string   `json:"license"`
+	SHA256            string   `json:"sha256"`
+	SourceRepository  string   `json:"source_repository"`
+	URL               string   `json:"url"`
+	Files             int      `json:"files"`
+	SupportedBackends []string `json:"supported_backends"`
+}
+
+func (c *Catalogue) datasets(ctx context.Context) []DatasetView {
+	backends := c.backends(ctx)
+	out := make([]DatasetView, 0, len(Datasets))
+	for _, d := range Datasets {
+		v := DatasetView{Name: d.Name, Filename: d.Filename, Scenario: d.Scenario, TraceFormat: d.TraceFormat,
+			Description: d.Description, Path: c.Downloader.Path(d), ArtifactURI: "artifact://dataset/" + d.Name + "/" + d.Filename,
+			License: d.License, SHA256: d.SHA256(), SourceRepository: d.SourceRepository, URL: d.URL(), Files: len(d.Files),
+			SupportedBackends: []string{}}
+		if ok, size := c.Downloader.Downloaded(d); ok {
+			v.Downloaded, v.SizeBytes = true, &size
+		}
+		for _, b := range backends {
+			if contains(b.Capabilities.TraceFormats, d.TraceFormat) {
+				v.SupportedBackends = append(v.SupportedBackends, b.Name)
+			}
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,9 @@
+// Command simulation-api serves /api/simulation as a Knative function.
+package main
+
+import (
+	simulationapi "github.com/lensfn/lensfn/functions/simulation-api"
+	"github.com/lensfn/lensfn/runtime/fn"
+)
+
+func main() { fn.Main(simulationapi.Name, simulationapi.Build) }

@@ -1,0 +1,109 @@
+package simulationapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/lensfn/lensfn/runtime/problem"
+)
+
+const (
+	discoverTimeout   = 10 * time.Second
+	discoverMaxBytes  = 1 << 20
+	maxAPIKeyLength   = 4096
+	maxEndpointLength = 2048
+)
+
+// DiscoverRequest is the body of POST /models/discover.
+type DiscoverRequest struct {
+	EndpointURL *string `json:"endpoint_url"`
+	APIKey      *string `json:"api_key"`
+}
+
+// DiscoverResponse lists the models an endpoint serves.
+type DiscoverResponse struct {
+	Endpoint string   `json:"endpoint"`
+	Models   []string `json:"models"`
+}
+
+// validateEndpoint checks an OpenAI-compatible base URL (422 when it is not one).
+func validateEndpoint(field, raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(raw) > maxEndpointLength {
+		return nil, problem.Validation(problem.Field("must be an http(s) URL such as http://127.0.0.1:8000/v1", "url_parsing", "body", field))
+	}
+	if u.User != nil {
+		return nil, problem.Validation(problem.Field("must not carry credentials; pass api_key instead", "url_parsing", "body", field))
+	}
+	return u, nil
+}
+
+// modelsURL is where an endpoint lists its models: <base>/models for a /v1 base, else
+// <base>/v1/models.
+func modelsURL(endpoint string) string {
+	base := strings.TrimRight(endpoint, "/")
+	if strings.HasSuffix(base, "/v1") {
+		return base + "/models"
+	}
+	return base + "/v1/models"
+}
+
+// DiscoverModels probes an endpoint's model list. The key is sent as a Bearer token and appears
+// in no error message.
+func DiscoverModels(ctx context.Context, client *http.Client, endpoint, apiKey string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, discoverTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, modelsURL(endpoint), nil)
+	if err != nil {
+		return nil, problem.New(problem.CodeBadRequest, "endpoint URL is not usable")
+	}
+	req.Header.Set("Accept", "application/json")
+	if apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+apiKey)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		reason := "connection failed"
+		if errors.Is(err, context.DeadlineExceeded) {
+			reason = fmt.Sprintf("no answer within %s", discoverTimeout)
+		}
+		return nil, problem.New(problem.CodeBadRequest, "could not reach %s: %s", modelsURL(endpoint), reason)
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return nil, problem.New(problem.CodeBadRequest, "the endpoint refused the credentials (HTTP %d)", resp.StatusCode)
+	case resp.StatusCode/100 != 2:
+		return nil, problem.New(problem.CodeBadRequest, "the endpoint answered HTTP %d to GET %s", resp.StatusCode, modelsURL(endpoint))
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, discoverMaxBytes+1))
+	if err != nil {
+		return nil, problem.New(problem.CodeBadRequest, "the model list could not be read")
+	}
+	if len(body) > discoverMaxBytes {
+		return nil, problem.New(problem.CodeBadRequest, "the model list is larger than %d bytes", discoverMaxBytes)
+	}
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &list); err != nil || list.Data == nil {
+		return nil, problem.New(problem.CodeBadRequest, "the endpoint did not answer an OpenAI model list ({\"data\": [...]})")
+	}
+	models := make([]string, 0, len(list.Data))
+	for _, m := range list.Data {
+		if m.ID == "" {
+			return nil, problem.New(problem.CodeBadRequest, "the model list has an entry without an id")
+		}
+		models = append(models, m.ID)
+	}
+	return models, nil
+}

@@ -1,0 +1,12 @@
+// Package simulationapi is the simulation-api function: the /api/simulation routes of
+// spec/simulation-api.zh.txt. This slice serves the catalogue: backends, scenarios, model
+// discovery, the trace-dataset catalogue, dataset downloads (sha256-verified, coalesced, from
+// upstream or a mirror) and dataset timelines computed with the trace-parser modules.
+//
+// A download emits dev.lensfn.simulation.dataset.downloaded.v1; the same function consumes it
+// (Trigger dataset-downloaded-to-simulation-api) and builds the dataset's timeline index, so the
+// expensive parse happens once, off the request path, exactly once per event.
+//
+// It may import events, runtime/fn, runtime/problem, runtime/cloudevent, runtime/state and
+// runtime/wasmhost; nothing imports it but its cmd and tests/.
+package simulationapi

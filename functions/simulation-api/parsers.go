@@ -1,0 +1,59 @@
+package simulationapi
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/lensfn/lensfn/runtime/fn"
+	"github.com/lensfn/lensfn/runtime/wasmhost"
+)
+
+// kindTraceParser is the module kind of trace parsers in the WASM ABI.
+const kindTraceParser = "trace-parser"
+
+// wasmParsers reads traces through the parser modules loaded by the WASM host.
+type wasmParsers struct{ host *wasmhost.Host }
+
+// NewWASMParsers serves TraceParsers from the host's trace-parser modules.
+func NewWASMParsers(host *wasmhost.Host) TraceParsers { return wasmParsers{host} }
+
+func (w wasmParsers) Formats() []TraceFormat {
+	var out []TraceFormat
+	for _, m := range w.host.Modules() {
+		if m.Kind != kindTraceParser {
+			continue
+		}
+		out = append(out, TraceFormat{Name: m.Name, SupportsTraceRange: m.Capabilities["supports_trace_range"],
+			SupportsScaleFactor: m.Capabilities["supports_scale_factor"]})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (w wasmParsers) Arrivals(ctx context.Context, format, path string, emit func(float64)) error {
+	p, err := w.host.Parser(format)
+	if err != nil {
+		return err
+	}
+	_, err = p.Parse(ctx, wasmhost.Source{Path: path}, wasmhost.ParseOptions{}, func(r *wasmhost.TraceRequest) error {
+		emit(r.RecordedMs / 1000)
+		return nil
+	})
+	return err
+}
+
+// Build is the function's fn.Builder: it loads the WASM modules, then the routes.
+func Build(ctx context.Context, d fn.Deps) (*fn.Function, error) {
+	dirs := []string{}
+	if d.Config.ModuleDir != "" {
+		dirs = append(dirs, d.Config.ModuleDir)
+	}
+	host, err := wasmhost.New(ctx, wasmhost.Config{CacheDir: d.Config.CacheDir, BuiltinDir: d.Config.BuiltinModuleDir, ModuleDirs: dirs})
+	if err != nil {
+		return nil, fmt.Errorf("load WASM modules: %w", err)
+	}
+	f, _ := New(d, NewWASMParsers(host))
+	f.Close = host.Close
+	return f, nil
+}

@@ -1,0 +1,145 @@
+package fn
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the environment of a function, read once at start and never changed.
+type Config struct {
+	Port          int    // PORT (Knative sets it; default 8080)
+	Service       string // K_SERVICE
+	Revision      string // K_REVISION
+	Configuration string // K_CONFIGURATION
+	// Sink is where events go (K_SINK, the Broker); empty means the function emits nothing.
+	Sink string
+	// CEOverrides are extensions added to every event sent (K_CE_OVERRIDES).
+	CEOverrides map[string]string
+	// RedisURL locates the state store (REDIS_URL); empty starts an embedded in-process store
+	// whose data lives only as long as the process.
+	RedisURL string
+	// DataDir holds datasets and artifacts (LENS_DATA_DIR, default ~/.local/share/lensfn).
+	DataDir string
+	// ModuleDir holds user WASM modules with their manifests (LENS_MODULE_DIR, optional).
+	ModuleDir string
+	// BuiltinModuleDir holds the built-in WASM modules (LENS_BUILTIN_MODULE_DIR, default
+	// bin/modules as built by `make wasm`).
+	BuiltinModuleDir string
+	// CacheDir keeps the WASM compilation cache (LENS_CACHE_DIR, default <DataDir>/cache).
+	CacheDir string
+	// InstanceID names this process for leases and logs (POD_NAME, else host-pid).
+	InstanceID    string
+	LogLevel      string // LOG_LEVEL: debug, info, warn, error
+	LoggingConfig string // K_LOGGING_CONFIG: a zap JSON config, as in Knative's config-logging
+	// DrainQuietPeriod is how long the drain waits without requests before shutting down
+	// (LENS_DRAIN_QUIET_PERIOD, default 2s locally; queue-proxy already drained on Knative).
+	DrainQuietPeriod time.Duration
+	// ShutdownTimeout bounds the whole graceful shutdown (LENS_SHUTDOWN_TIMEOUT, default 30s).
+	ShutdownTimeout time.Duration
+
+	getenv func(string) string
+}
+
+// LoadConfig reads the environment through getenv (os.Getenv in a main, a map in tests).
+func LoadConfig(getenv func(string) string) (Config, error) {
+	c := Config{
+		Service: getenv("K_SERVICE"), Revision: getenv("K_REVISION"), Configuration: getenv("K_CONFIGURATION"),
+		Sink: getenv("K_SINK"), RedisURL: getenv("REDIS_URL"), ModuleDir: getenv("LENS_MODULE_DIR"),
+		LogLevel: orDefault(getenv("LOG_LEVEL"), "info"), LoggingConfig: getenv("K_LOGGING_CONFIG"),
+		getenv: getenv,
+	}
+	var err error
+	if c.Port, err = intVar(getenv, "PORT", 8080); err != nil {
+		return c, err
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		return c, fmt.Errorf("PORT %d is out of range", c.Port)
+	}
+	if raw := getenv("K_CE_OVERRIDES"); raw != "" {
+		var o struct {
+			Extensions map[string]string `json:"extensions"`
+		}
+		if err := json.Unmarshal([]byte(raw), &o); err != nil {
+			return c, fmt.Errorf("K_CE_OVERRIDES is not {\"extensions\":{...}}: %w", err)
+		}
+		c.CEOverrides = o.Extensions
+	}
+	c.DataDir = getenv("LENS_DATA_DIR")
+	if c.DataDir == "" {
+		home := getenv("HOME")
+		if home == "" {
+			home = os.TempDir()
+		}
+		c.DataDir = filepath.Join(home, ".local", "share", "lensfn")
+	}
+	if c.DataDir, err = filepath.Abs(c.DataDir); err != nil {
+		return c, err
+	}
+	c.CacheDir = orDefault(getenv("LENS_CACHE_DIR"), filepath.Join(c.DataDir, "cache"))
+	c.BuiltinModuleDir = orDefault(getenv("LENS_BUILTIN_MODULE_DIR"), filepath.Join("bin", "modules"))
+	c.InstanceID = getenv("POD_NAME")
+	if c.InstanceID == "" {
+		host, _ := os.Hostname()
+		c.InstanceID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if c.DrainQuietPeriod, err = durationVar(getenv, "LENS_DRAIN_QUIET_PERIOD", 2*time.Second); err != nil {
+		return c, err
+	}
+	if c.ShutdownTimeout, err = durationVar(getenv, "LENS_SHUTDOWN_TIMEOUT", 30*time.Second); err != nil {
+		return c, err
+	}
+	switch strings.ToLower(c.LogLevel) {
+	case "debug", "info", "warn", "error":
+	default:
+		return c, fmt.Errorf("LOG_LEVEL %q is not one of debug, info, warn, error", c.LogLevel)
+	}
+	return c, nil
+}
+
+// Env returns a function-specific variable from the environment the config was loaded from,
+// so function configs are read in the same single pass at start.
+func (c Config) Env(name string) string {
+	if c.getenv == nil {
+		return ""
+	}
+	return c.getenv(name)
+}
+
+// Name is the function's service name.
+func (c Config) Name(fallback string) string { return orDefault(c.Service, fallback) }
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+func intVar(getenv func(string) string, name string, def int) (int, error) {
+	raw := getenv(name)
+	if raw == "" {
+		return def, nil
+	}
+	v, err := strconv.Atoi(raw)
+	if err != nil {
+		return 0, fmt.Errorf("%s=%q is not an integer", name, raw)
+	}
+	return v, nil
+}
+
+func durationVar(getenv func(string) string, name string, def time.Duration) (time.Duration, error) {
+	raw := getenv(name)
+	if raw == "" {
+		return def, nil
+	}
+	v, err := time.ParseDuration(raw)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("%s=%q is not a duration such as 2s", name, raw)
+	}
+	return v, nil
+}

@@ -1,0 +1,14 @@
+// Package fn is the contract every Lensfn function is built on and the runtime that serves it on
+// Knative or in the local stack.
+//
+// A function's main reads the environment once (LoadConfig), then hands a Builder to Main. The
+// runtime owns everything the Knative runtime contract asks of a container: listening on PORT,
+// kubelet and K-Network-Probe probes through knative's Drainer, /healthz and /readyz, /metrics on
+// a private Prometheus registry (requests and latency per route, events in and out, store
+// operations), structured logging through knative's logging package, the CloudEvents receiver at
+// /events with deduplication, and a graceful drain on SIGTERM that finishes in-flight work.
+//
+// It may import events, runtime/problem, runtime/cloudevent, runtime/state and its Redis store,
+// and the third-party packages knative.dev/pkg (signals, network, logging only), zap and
+// prometheus/client_golang.
+package fn

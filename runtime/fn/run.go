@@ -1,0 +1,206 @@
+package fn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+	"knative.dev/pkg/logging"
+	"knative.dev/pkg/network/handlers"
+	"knative.dev/pkg/signals"
+
+	"github.com/lensfn/lensfn/runtime/cloudevent"
+	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/runtime/state"
+	"github.com/lensfn/lensfn/runtime/state/redisstore"
+)
+
+// Deps is what the runtime hands a function's Builder.
+type Deps struct {
+	Config  Config
+	Log     *zap.SugaredLogger
+	Metrics *Metrics
+	Store   state.Store
+	Events  *cloudevent.Sender
+}
+
+// Function is what a Builder returns: its routes, the event types it consumes and its hooks.
+type Function struct {
+	// Routes serves the function's HTTP API; the runtime adds /healthz, /readyz, /metrics and
+	// /events in front of it.
+	Routes http.Handler
+	// Events maps each consumed CloudEvent type to its handler, served at POST /events.
+	Events map[string]cloudevent.Handler
+	// Ready, when set, adds a readiness condition (for example: modules compiled).
+	Ready func(ctx context.Context) error
+	// Close releases the function's resources after the server stopped.
+	Close func(ctx context.Context) error
+}
+
+// Builder constructs a function from its dependencies.
+type Builder func(ctx context.Context, d Deps) (*Function, error)
+
+// Main is the whole body of a function's main: read the environment, run until SIGTERM, drain,
+// exit non-zero on failure.
+func Main(name string, build Builder) {
+	cfg, err := LoadConfig(os.Getenv)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: configuration: %v\n", name, err)
+		os.Exit(2)
+	}
+	if err := Run(signals.NewContext(), cfg, name, build); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(1)
+	}
+}
+
+// Run serves the function until ctx is cancelled, then drains and shuts down.
+func Run(ctx context.Context, cfg Config, name string, build Builder) error {
+	name = cfg.Name(name)
+	log, _ := logging.NewLogger(cfg.LoggingConfig, cfg.LogLevel)
+	log = log.With("function", name, "instance", cfg.InstanceID)
+	defer func() { _ = log.Sync() }()
+	metrics := newMetrics(name)
+
+	store, stopEmbedded, err := openStore(ctx, cfg, metrics, log)
+	if err != nil {
+		return err
+	}
+	defer stopEmbedded()
+	defer store.Close()
+
+	sender, err := cloudevent.NewSender(cloudevent.SenderConfig{Sink: cfg.Sink, Source: "/lensfn/" + name,
+		Extensions: cfg.CEOverrides, Observe: metrics.observeSent})
+	if err != nil {
+		return err
+	}
+	f, err := build(ctx, Deps{Config: cfg, Log: log, Metrics: metrics, Store: store, Events: sender})
+	if err != nil {
+		return fmt.Errorf("build %s: %w", name, err)
+	}
+	handler, err := assemble(cfg, log, metrics, store, f)
+	if err != nil {
+		return err
+	}
+	drainer := &handlers.Drainer{Inner: handler, QuietPeriod: cfg.DrainQuietPeriod,
+		HealthCheck: func(w http.ResponseWriter, r *http.Request) { readiness(w, r, store, f) }}
+	listener, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(cfg.Port)))
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: drainer, ReadHeaderTimeout: 30 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(listener) }()
+	log.Infow("serving", "address", listener.Addr().String(), "sink", cfg.Sink != "", "revision", cfg.Revision)
+
+	select {
+	case err := <-serveErr:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("draining")
+	drainer.Drain()
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	defer cancel()
+	err = srv.Shutdown(shutdownCtx)
+	if f.Close != nil {
+		err = errors.Join(err, f.Close(shutdownCtx))
+	}
+	log.Info("stopped")
+	return err
+}
+
+func openStore(ctx context.Context, cfg Config, m *Metrics, log *zap.SugaredLogger) (state.Store, func(), error) {
+	url, stop := cfg.RedisURL, func() {}
+	if url == "" {
+		embedded, err := redisstore.StartEmbedded()
+		if err != nil {
+			return nil, nil, err
+		}
+		log.Warnw("REDIS_URL is not set: using an embedded in-process store whose data lives only as long as this process",
+			"address", embedded.URL())
+		url, stop = embedded.URL(), func() { embedded.Close() }
+	}
+	store, err := redisstore.Open(ctx, url, redisstore.Options{Observe: m.observeStore})
+	if err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("open state store: %w", err)
+	}
+	return store, stop, nil
+}
+
+func assemble(cfg Config, log *zap.SugaredLogger, m *Metrics, store state.Store, f *Function) (http.Handler, error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { readiness(w, r, store, f) })
+	mux.Handle("GET /metrics", m.handler())
+	if len(f.Events) > 0 {
+		recv, err := cloudevent.NewReceiver(cloudevent.ReceiverConfig{
+			Handlers: f.Events, Dedupe: claimDeduper{store}, Observe: m.observeReceived,
+			Log: func(msg string, kv ...any) { log.Warnw(msg, kv...) },
+		})
+		if err != nil {
+			return nil, err
+		}
+		mux.Handle("POST /events", recv)
+	}
+	if f.Routes != nil {
+		mux.Handle("/", f.Routes)
+	} else {
+		mux.Handle("/", Handle(func(http.ResponseWriter, *http.Request) error {
+			return problem.New(problem.CodeNotFound, "no such route")
+		}))
+	}
+	return problem.WithRequestID(m.instrument(mux)), nil
+}
+
+func readiness(w http.ResponseWriter, r *http.Request, store state.Store, f *Function) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	err := store.Ping(ctx)
+	if err == nil && f.Ready != nil {
+		err = f.Ready(ctx)
+	}
+	if err != nil {
+		http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte("ready\n"))
+}
+
+// claimDeduper lets the CloudEvents receiver deduplicate through the state store's claims.
+type claimDeduper struct{ store state.Store }
+
+const claimPrefix = "ce:"
+
+func (d claimDeduper) Claim(ctx context.Context, key string, ttl time.Duration) (cloudevent.ClaimState, error) {
+	c, err := d.store.Claim(ctx, claimPrefix+key, ttl)
+	if err != nil {
+		return 0, err
+	}
+	switch c.State {
+	case state.ClaimNew:
+		return cloudevent.ClaimNew, nil
+	case state.ClaimPending:
+		return cloudevent.ClaimPending, nil
+	}
+	return cloudevent.ClaimDone, nil
+}
+
+func (d claimDeduper) Complete(ctx context.Context, key, outcome string, ttl time.Duration) error {
+	return d.store.CompleteClaim(ctx, claimPrefix+key, outcome, ttl)
+}
+
+func (d claimDeduper) Abandon(ctx context.Context, key string) error {
+	return d.store.AbandonClaim(ctx, claimPrefix+key)
+}
