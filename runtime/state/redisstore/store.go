@@ -127,13 +127,13 @@ func scriptError(err error, what string) error {
 	}
 	msg := err.Error()
 	switch {
-	case strings.HasPrefix(msg, "LENS_EXISTS"):
+	case strings.Contains(msg, "LENS_EXISTS"):
 		return fmt.Errorf("%w: %s", state.ErrExists, what)
-	case strings.HasPrefix(msg, "LENS_NOTFOUND"):
+	case strings.Contains(msg, "LENS_NOTFOUND"):
 		return fmt.Errorf("%w: %s", state.ErrNotFound, what)
-	case strings.HasPrefix(msg, "LENS_VERSION"):
+	case strings.Contains(msg, "LENS_VERSION"):
 		return fmt.Errorf("%w: %s changed since it was read", state.ErrVersionConflict, what)
-	case strings.HasPrefix(msg, "LENS_STALEFENCE"):
+	case strings.Contains(msg, "LENS_STALEFENCE"):
 		return fmt.Errorf("%w: %s was written under a newer lease", state.ErrStaleFence, what)
 	}
 	return fmt.Errorf("redisstore: %s: %w", what, err)

@@ -1,0 +1,201 @@
+package redisstore_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lensfn/lensfn/runtime/state"
+	"github.com/lensfn/lensfn/runtime/state/redisstore"
+	"github.com/lensfn/lensfn/runtime/state/statetest"
+)
+
+// redisURL is REDIS_URL when set (CI points it at a real redis-server), else the URL of an
+// embedded server started once for the package.
+func redisURL(t testing.TB) string {
+	if u := os.Getenv("REDIS_URL"); u != "" {
+		return u
+	}
+	embeddedOnce.Do(func() {
+		embedded, embeddedErr = redisstore.StartEmbedded()
+	})
+	if embeddedErr != nil {
+		t.Fatal(embeddedErr)
+	}
+	return embedded.URL()
+}
+
+var (
+	embeddedOnce sync.Once
+	embedded     *redisstore.Embedded
+	embeddedErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if embedded != nil {
+		embedded.Close()
+	}
+	os.Exit(code)
+}
+
+// uniquePrefix gives each test its own keyspace (and hash tag).
+func uniquePrefix() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return "lenstest:{" + hex.EncodeToString(b) + "}:"
+}
+
+// openStore opens a store with a fresh prefix and deletes its keys after the test.
+func openStore(t testing.TB, opts redisstore.Options) *redisstore.Store {
+	t.Helper()
+	url := redisURL(t)
+	if opts.Prefix == "" {
+		opts.Prefix = uniquePrefix()
+	}
+	ctx := context.Background()
+	s, err := redisstore.Open(ctx, url, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = s.Close()
+		dropPrefix(t, url, opts.Prefix)
+	})
+	return s
+}
+
+// dropPrefix removes a test's keys. Only test cleanup scans; the store itself never does.
+func dropPrefix(t testing.TB, url, prefix string) {
+	ro, err := redis.ParseURL(url)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	rdb := redis.NewClient(ro)
+	defer rdb.Close()
+	ctx := context.Background()
+	iter := rdb.Scan(ctx, 0, strings.ReplaceAll(prefix, "[", "\\[")+"*", 1000).Iterator()
+	var batch []string
+	for iter.Next(ctx) {
+		batch = append(batch, iter.Val())
+		if len(batch) == 1000 {
+			rdb.Unlink(ctx, batch...)
+			batch = batch[:0]
+		}
+	}
+	if len(batch) > 0 {
+		rdb.Unlink(ctx, batch...)
+	}
+	if err := iter.Err(); err != nil {
+		t.Errorf("cleanup of %s: %v", prefix, err)
+	}
+}
+
+func TestConformance(t *testing.T) {
+	statetest.Run(t, func(t *testing.T) state.Store {
+		return openStore(t, redisstore.Options{})
+	})
+}
+
+func TestOpenRejectsBadInput(t *testing.T) {
+	ctx := context.Background()
+	url := redisURL(t)
+	for _, prefix := range []string{"lens:", "lens:{}:", "lens:{v1}"} {
+		if _, err := redisstore.Open(ctx, url, redisstore.Options{Prefix: prefix}); err == nil {
+			t.Errorf("prefix %q accepted", prefix)
+		}
+	}
+	if _, err := redisstore.Open(ctx, url, redisstore.Options{LogCap: 100000}); err == nil {
+		t.Error("log cap 100000 accepted")
+	}
+	_, err := redisstore.Open(ctx, "redis://user:s3cret@[::1:bad/0", redisstore.Options{})
+	if err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("bad URL error %v (must not repeat the password)", err)
+	}
+	_, err = redisstore.Open(ctx, "http://127.0.0.1:1/0", redisstore.Options{})
+	if err == nil {
+		t.Error("http:// URL accepted")
+	}
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err = redisstore.Open(short, "redis://127.0.0.1:1/0", redisstore.Options{})
+	if err == nil {
+		t.Error("unreachable server accepted")
+	}
+}
+
+func TestObserverSeesOperations(t *testing.T) {
+	type call struct {
+		op  string
+		err error
+	}
+	var mu sync.Mutex
+	var calls []call
+	s := openStore(t, redisstore.Options{Observe: func(op string, dur time.Duration, err error) {
+		if dur < 0 {
+			t.Errorf("%s: negative duration", op)
+		}
+		mu.Lock()
+		calls = append(calls, call{op, err})
+		mu.Unlock()
+	}})
+	ctx := context.Background()
+	_, _ = s.Create(ctx, state.Record{Kind: "task", ID: "a", Status: "queued"})
+	_, _ = s.Get(ctx, "task", "missing")
+	_, _ = s.List(ctx, state.Query{Kind: "task"})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(calls) != 3 || calls[0].op != "create" || calls[0].err != nil ||
+		calls[1].op != "get" || !errors.Is(calls[1].err, state.ErrNotFound) || calls[2].op != "list" {
+		t.Errorf("observed %+v", calls)
+	}
+}
+
+func TestLogCapOption(t *testing.T) {
+	s := openStore(t, redisstore.Options{LogCap: 3})
+	ctx := context.Background()
+	if err := s.AppendLogs(ctx, "task", "a", "1", "2", "3", "4"); err != nil {
+		t.Fatal(err)
+	}
+	logs, err := s.ReadLogs(ctx, "task", "a")
+	if err != nil || strings.Join(logs.Lines, ",") != "2,3,4" || logs.Dropped != 1 {
+		t.Errorf("logs %+v, %v", logs, err)
+	}
+}
+
+func TestEmbeddedServesOtherClients(t *testing.T) {
+	e, err := redisstore.StartEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if !strings.HasPrefix(e.URL(), "redis://127.0.0.1:") {
+		t.Errorf("URL %s is not on loopback", e.URL())
+	}
+	ctx := context.Background()
+	a, err := redisstore.Open(ctx, e.URL(), redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := redisstore.Open(ctx, e.URL(), redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := a.Create(ctx, state.Record{Kind: "task", ID: "shared", Status: "queued"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Get(ctx, "task", "shared"); err != nil {
+		t.Errorf("second client does not see the record: %v", err)
+	}
+}
