@@ -1,0 +1,167 @@
+package wasmhost
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lensfn/lensfn/wasm-modules/abi"
+)
+
+// LatencyInput is what a calculator needs to know about one request.
+type LatencyInput struct {
+	PromptTokens       int
+	CachedPromptTokens int
+	OutputTokens       int
+	RunningRequests    int
+	MaxNumSeqs         int
+	RemotePrefill      bool
+	// Rand seeds this request's jitter; the same value gives the same schedule.
+	Rand uint64
+}
+
+// Calculator is a configured latency calculator with its own instance pool; every
+// instance received the configuration once, when it started. Safe for concurrent use.
+type Calculator struct {
+	m *module
+}
+
+// Calculator returns a calculator configured with configJSON (the simulator's latency
+// flags under their flag names, durations as "10ms"/"500us" strings or numbers of ms).
+// nameOrPath is a loaded calculator's name or the path of a user .wasm whose directory
+// holds a manifest pinning it. A bad configuration is reported here, not per call.
+func (h *Host) Calculator(nameOrPath string, configJSON []byte) (*Calculator, error) {
+	base, err := h.calculatorModule(nameOrPath)
+	if err != nil {
+		return nil, err
+	}
+	if len(configJSON) == 0 {
+		configJSON = []byte("{}")
+	}
+	config := append([]byte{}, configJSON...)
+	m := &module{host: h, rt: base.rt, compiled: base.compiled, info: base.info, untrusted: base.untrusted, shared: true}
+	m.configure = func(ctx context.Context, in *instance) error {
+		ptr, err := in.writeInput(ctx, m, config)
+		if err != nil {
+			return err
+		}
+		_, err = in.call(ctx, m, abi.ExportCalcConfigure, uint64(ptr), uint64(len(config)))
+		return err
+	}
+	m.initPool(h.cfg.PoolSize)
+	in, err := m.get(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("latency calculator %s: %w", m.info.Name, err)
+	}
+	m.put(in, false)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		m.close(context.Background())
+		return nil, ErrClosed
+	}
+	h.calcs = append(h.calcs, m)
+	return &Calculator{m: m}, nil
+}
+
+func (h *Host) calculatorModule(nameOrPath string) (*module, error) {
+	if !strings.HasSuffix(nameOrPath, ".wasm") {
+		return h.lookup(nameOrPath, abi.KindLatencyCalculator)
+	}
+	path, err := filepath.Abs(nameOrPath)
+	if err != nil {
+		return nil, err
+	}
+	man, err := ReadManifest(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("latency calculator %s: a user module needs a manifest beside it: %w", nameOrPath, err)
+	}
+	for _, e := range man.Modules {
+		if e.File != filepath.Base(path) {
+			continue
+		}
+		if e.Kind != abi.KindLatencyCalculator {
+			return nil, fmt.Errorf("latency calculator %s: manifest kind is %q", nameOrPath, e.Kind)
+		}
+		h.mu.Lock()
+		m := h.extra[strings.ToLower(e.SHA256)]
+		h.mu.Unlock()
+		if m != nil {
+			return m, nil
+		}
+		m, err := h.load(context.Background(), path, e, false)
+		if err != nil {
+			return nil, err
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if prev := h.extra[strings.ToLower(e.SHA256)]; prev != nil {
+			m.close(context.Background())
+			return prev, nil
+		}
+		h.extra[strings.ToLower(e.SHA256)] = m
+		return m, nil
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("latency calculator %s: %w", nameOrPath, err)
+	}
+	return nil, fmt.Errorf("latency calculator %s: not listed in %s", nameOrPath, filepath.Join(filepath.Dir(path), ManifestFile))
+}
+
+// Info describes the calculator's module.
+func (c *Calculator) Info() ModuleInfo { return c.m.info }
+
+// Schedule returns the request's time to first token and its OutputTokens-1 inter-token
+// gaps, appended to gaps[:0] (pass the previous result to reuse its storage). One guest
+// call per request.
+func (c *Calculator) Schedule(in LatencyInput, gaps []time.Duration) (time.Duration, []time.Duration, error) {
+	if in.PromptTokens < 0 || in.CachedPromptTokens < 0 || in.OutputTokens < 0 || in.RunningRequests < 0 || in.MaxNumSeqs < 0 {
+		return 0, gaps[:0], fmt.Errorf("latency input %+v: counts must not be negative", in)
+	}
+	m := c.m
+	ctx := context.Background()
+	inst, err := m.get(ctx)
+	if err != nil {
+		return 0, gaps[:0], err
+	}
+	var flags uint64
+	if in.RemotePrefill {
+		flags |= uint64(abi.ScheduleFlagRemotePrefill)
+	}
+	stack := inst.stack[:7]
+	stack[0], stack[1], stack[2] = uint64(in.PromptTokens), uint64(in.CachedPromptTokens), uint64(in.OutputTokens)
+	stack[3], stack[4], stack[5], stack[6] = uint64(in.RunningRequests), uint64(in.MaxNumSeqs), flags, in.Rand
+	cctx, cancel := m.callCtx(ctx)
+	err = inst.schedule.CallWithStack(cctx, stack)
+	cancel()
+	if err != nil {
+		m.put(inst, true)
+		return 0, gaps[:0], inst.trapError(m, abi.ExportCalcSchedule, err)
+	}
+	out, err := inst.result(m, abi.ExportCalcSchedule, stack[0])
+	if err != nil {
+		m.put(inst, true)
+		return 0, gaps[:0], err
+	}
+	want := 1 + max(in.OutputTokens-1, 0)
+	if len(out) != 8*want {
+		m.put(inst, true)
+		return 0, gaps[:0], fmt.Errorf("%w: %s returned %d bytes, want %d (TTFT + %d gaps as i64 ns)", ErrBadModule, abi.ExportCalcSchedule, len(out), 8*want, want-1)
+	}
+	ttft := time.Duration(binary.LittleEndian.Uint64(out))
+	gaps = gaps[:0]
+	for i := 8; i < len(out); i += 8 {
+		gaps = append(gaps, time.Duration(binary.LittleEndian.Uint64(out[i:])))
+	}
+	m.put(inst, false)
+	return ttft, gaps, nil
+}
+
+// Close releases the calculator's instances.
+func (c *Calculator) Close() {
+	c.m.close(context.Background())
+}

@@ -1,0 +1,13 @@
+// Package wasmhost runs Lensfn's WebAssembly plugins (trace-format parsers and latency
+// calculators, ABI in wasm-modules/ABI.md) on wazero. It is the only package that imports
+// wazero.
+//
+// It owns: reading module manifests and checking each module's sha256; compiling every
+// module once through an on-disk compilation cache; refusing a module whose ABI version,
+// exports or descriptor do not fit, at load time; a bounded pool of instances per module
+// (an instance is never shared between goroutines and is discarded after any error or when
+// its memory has grown large); memory limits; and per-call timeouts for user modules only
+// (interrupting guest code costs ~7x on Go guests, so built-ins run without it).
+//
+// Imports: the standard library, wazero, and wasm-modules/abi.
+package wasmhost

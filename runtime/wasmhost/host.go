@@ -1,0 +1,244 @@
+package wasmhost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/lensfn/lensfn/wasm-modules/abi"
+)
+
+// Config configures a Host. Zero values pick the defaults noted per field.
+type Config struct {
+	// CacheDir holds wazero's compilation cache; empty disables the on-disk cache
+	// (every start then compiles for ~1 s per module).
+	CacheDir string
+	// BuiltinDir holds the built-in modules and their manifest (`make wasm` writes
+	// bin/modules). They run without per-call interruption. Optional.
+	BuiltinDir string
+	// ModuleDirs hold user modules with manifests (LENS_MODULE_DIR). They run with
+	// close-on-context-done and CallTimeout. A directory without a manifest is an error.
+	ModuleDirs []string
+	// PoolSize bounds the live instances per module (and per calculator); default 4.
+	PoolSize int
+	// MemoryLimitPages caps each instance's linear memory in 64 KiB pages; default 4096
+	// (256 MiB). Go guests need about 52 pages after start.
+	MemoryLimitPages uint32
+	// CallTimeout bounds one call into a user module; default 10 s.
+	CallTimeout time.Duration
+}
+
+// ModuleInfo describes a loaded module.
+type ModuleInfo struct {
+	Kind         string          `json:"kind"` // abi.KindTraceParser or abi.KindLatencyCalculator
+	Name         string          `json:"name"`
+	Version      string          `json:"version"`
+	ABIVersion   uint32          `json:"abi_version"`
+	Description  string          `json:"description,omitempty"`
+	Capabilities map[string]bool `json:"capabilities"`
+	SHA256       string          `json:"sha256"`
+	Builtin      bool            `json:"builtin"`
+	Path         string          `json:"path"`
+}
+
+// Errors a caller can test with errors.Is.
+var (
+	ErrUnknownModule = errors.New("unknown module")
+	ErrABIMismatch   = errors.New("module ABI version mismatch")
+	ErrBadModule     = errors.New("module does not implement the Lensfn ABI")
+	ErrClosed        = errors.New("wasm host closed")
+)
+
+// Host owns the wazero runtimes, the compiled modules and their instance pools.
+// Its methods are safe for concurrent use.
+type Host struct {
+	cfg      Config
+	cache    wazero.CompilationCache
+	builtins wazero.Runtime // first-party modules: no interruption cost
+	users    wazero.Runtime // user modules: WithCloseOnContextDone
+	mu       sync.Mutex
+	modules  map[string]*module // by name
+	extra    map[string]*module // user calculators loaded by path, by sha256
+	calcs    []*module          // configured calculator pools
+	closed   bool
+}
+
+// New loads, verifies and compiles every module in cfg.BuiltinDir and cfg.ModuleDirs, and
+// starts one instance of each to check its ABI version, exports and descriptor; any
+// problem fails the whole load.
+func New(ctx context.Context, cfg Config) (*Host, error) {
+	if cfg.PoolSize <= 0 {
+		cfg.PoolSize = 4
+	}
+	if cfg.MemoryLimitPages == 0 {
+		cfg.MemoryLimitPages = 4096
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = 10 * time.Second
+	}
+	h := &Host{cfg: cfg, modules: map[string]*module{}, extra: map[string]*module{}}
+	rc := wazero.NewRuntimeConfigCompiler().WithMemoryLimitPages(cfg.MemoryLimitPages)
+	if cfg.CacheDir != "" {
+		cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("wasm compilation cache %s: %w", cfg.CacheDir, err)
+		}
+		h.cache = cache
+		rc = rc.WithCompilationCache(cache)
+	}
+	h.builtins = wazero.NewRuntimeWithConfig(ctx, rc)
+	h.users = wazero.NewRuntimeWithConfig(ctx, rc.WithCloseOnContextDone(true))
+	for _, rt := range []wazero.Runtime{h.builtins, h.users} {
+		if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+			h.Close(ctx)
+			return nil, fmt.Errorf("wasi: %w", err)
+		}
+	}
+
+	type job struct {
+		dir     string
+		entry   ManifestEntry
+		builtin bool
+	}
+	var jobs []job
+	dirs := append([]string{}, cfg.ModuleDirs...)
+	if cfg.BuiltinDir != "" {
+		dirs = append([]string{cfg.BuiltinDir}, dirs...)
+	}
+	for i, dir := range dirs {
+		m, err := ReadManifest(dir)
+		if err != nil {
+			h.Close(ctx)
+			return nil, fmt.Errorf("module directory %s: %w", dir, err)
+		}
+		for _, e := range m.Modules {
+			jobs = append(jobs, job{dir, e, cfg.BuiltinDir != "" && i == 0})
+		}
+	}
+	// Compile in parallel: even from a warm cache, loading is dominated by per-module work.
+	loaded := make([]*module, len(jobs))
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			loaded[i], errs[i] = h.load(ctx, filepath.Join(j.dir, j.entry.File), j.entry, j.builtin)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, m := range loaded {
+			if m != nil {
+				m.close(ctx)
+			}
+		}
+		h.Close(ctx)
+		return nil, err
+	}
+	for _, m := range loaded {
+		if prev := h.modules[m.info.Name]; prev != nil {
+			h.Close(ctx)
+			return nil, fmt.Errorf("module name %q is used by both %s and %s", m.info.Name, prev.info.Path, m.info.Path)
+		}
+		h.modules[m.info.Name] = m
+	}
+	return h, nil
+}
+
+// load verifies one module against its manifest entry, compiles it and checks it by
+// starting one instance, which stays in the pool.
+func (h *Host) load(ctx context.Context, path string, e ManifestEntry, builtin bool) (*module, error) {
+	bin, sum, err := readPinned(path, e.SHA256)
+	if err != nil {
+		return nil, err
+	}
+	rt := h.users
+	if builtin {
+		rt = h.builtins
+	}
+	compiled, err := rt.CompileModule(ctx, bin)
+	if err != nil {
+		return nil, fmt.Errorf("%s: compile: %w", path, err)
+	}
+	m := &module{
+		host: h, rt: rt, compiled: compiled, untrusted: !builtin,
+		info: ModuleInfo{SHA256: sum, Builtin: builtin, Path: path},
+	}
+	m.initPool(h.cfg.PoolSize)
+	if err := m.check(ctx, e); err != nil {
+		m.close(ctx)
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+// Close closes every instance and both runtimes.
+func (h *Host) Close(ctx context.Context) error {
+	h.mu.Lock()
+	h.closed = true
+	mods := make([]*module, 0, len(h.modules)+len(h.extra))
+	for _, m := range h.modules {
+		mods = append(mods, m)
+	}
+	for _, m := range h.extra {
+		mods = append(mods, m)
+	}
+	mods = append(append([]*module{}, h.calcs...), mods...)
+	h.mu.Unlock()
+	for _, m := range mods {
+		m.close(ctx)
+	}
+	var errs []error
+	for _, rt := range []wazero.Runtime{h.builtins, h.users} {
+		if rt != nil {
+			errs = append(errs, rt.Close(ctx))
+		}
+	}
+	if h.cache != nil {
+		errs = append(errs, h.cache.Close(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// Modules lists the loaded modules, parsers first, each kind sorted by name.
+func (h *Host) Modules() []ModuleInfo {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]ModuleInfo, 0, len(h.modules))
+	for _, m := range h.modules {
+		info := m.info
+		info.Capabilities = make(map[string]bool, len(m.info.Capabilities))
+		for k, v := range m.info.Capabilities {
+			info.Capabilities[k] = v
+		}
+		out = append(out, info)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Kind != out[j].Kind {
+			return out[i].Kind == abi.KindTraceParser
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+func (h *Host) lookup(name, kind string) (*module, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, ErrClosed
+	}
+	m := h.modules[name]
+	if m == nil || m.info.Kind != kind {
+		return nil, fmt.Errorf("%w: no %s named %q", ErrUnknownModule, kind, name)
+	}
+	return m, nil
+}

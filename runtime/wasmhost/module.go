@@ -1,0 +1,335 @@
+package wasmhost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/lensfn/lensfn/wasm-modules/abi"
+)
+
+// recycleBytes: an instance whose linear memory grew past this is closed instead of being
+// pooled again (Go guests never shrink their memory).
+const recycleBytes = 64 << 20
+
+// module is one compiled module with its bounded instance pool: slots holds a token per
+// live instance (at most PoolSize), idle the instances nobody is using.
+type module struct {
+	host      *Host
+	rt        wazero.Runtime
+	compiled  wazero.CompiledModule
+	info      ModuleInfo
+	untrusted bool
+	// shared: the compiled module belongs to another module value (a calculator's pool).
+	shared bool
+	// configure, when set, is called once on every new instance (calculators).
+	configure func(ctx context.Context, in *instance) error
+
+	slots     chan struct{}
+	idle      chan *instance
+	closeOnce sync.Once
+	done      chan struct{}
+}
+
+func (m *module) initPool(size int) {
+	m.slots = make(chan struct{}, size)
+	m.idle = make(chan *instance, size)
+	m.done = make(chan struct{})
+}
+
+// instance is one instantiated module; only the goroutine that checked it out uses it.
+type instance struct {
+	mod      api.Module
+	mem      api.Memory
+	stderr   *tailBuffer
+	fn       map[string]api.Function
+	stack    []uint64
+	bufPtr   uint32
+	bufSize  uint32
+	schedule api.Function
+}
+
+// get checks out an idle instance or starts a new one while fewer than PoolSize are live;
+// otherwise it waits.
+func (m *module) get(ctx context.Context) (*instance, error) {
+	select {
+	case in := <-m.idle:
+		return in, nil
+	default:
+	}
+	select {
+	case in := <-m.idle:
+		return in, nil
+	case m.slots <- struct{}{}:
+		in, err := m.instantiate(ctx)
+		if err != nil {
+			<-m.slots
+			return nil, err
+		}
+		return in, nil
+	case <-m.done:
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// put returns an instance to the pool, or discards it after a failure or heavy growth.
+func (m *module) put(in *instance, failed bool) {
+	if failed || in.mem.Size() > recycleBytes {
+		m.discard(in)
+		return
+	}
+	select {
+	case <-m.done:
+		m.discard(in)
+	case m.idle <- in:
+	}
+}
+
+func (m *module) discard(in *instance) {
+	_ = in.mod.Close(context.Background())
+	<-m.slots
+}
+
+func (m *module) close(ctx context.Context) {
+	m.closeOnce.Do(func() {
+		close(m.done)
+		for {
+			select {
+			case in := <-m.idle:
+				_ = in.mod.Close(ctx)
+				<-m.slots
+			default:
+				if !m.shared {
+					_ = m.compiled.Close(ctx)
+				}
+				return
+			}
+		}
+	})
+}
+
+var commonExports = []string{abi.ExportABIVersion, abi.ExportDescribe, abi.ExportBuffer, abi.ExportError}
+
+var kindExports = map[string][]string{
+	abi.KindTraceParser:       {abi.ExportParseBegin, abi.ExportParseFeed, abi.ExportParseEnd},
+	abi.KindLatencyCalculator: {abi.ExportCalcConfigure, abi.ExportCalcSchedule},
+}
+
+func (m *module) instantiate(ctx context.Context) (*instance, error) {
+	stderr := &tailBuffer{max: 4096}
+	cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions(abi.ExportInitialize).WithStderr(stderr)
+	mod, err := m.rt.InstantiateModule(ctx, m.compiled, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("instantiate %s: %w%s", m.info.Path, err, stderr.suffix())
+	}
+	in := &instance{mod: mod, mem: mod.Memory(), stderr: stderr, fn: map[string]api.Function{}, stack: make([]uint64, 8)}
+	if in.mem == nil {
+		mod.Close(ctx)
+		return nil, fmt.Errorf("%w: %s exports no memory", ErrBadModule, m.info.Path)
+	}
+	names := append([]string{}, commonExports...)
+	names = append(names, kindExports[m.info.Kind]...)
+	for _, name := range names {
+		f := mod.ExportedFunction(name)
+		if f == nil {
+			mod.Close(ctx)
+			return nil, fmt.Errorf("%w: %s does not export %s", ErrBadModule, m.info.Path, name)
+		}
+		in.fn[name] = f
+	}
+	in.schedule = in.fn[abi.ExportCalcSchedule]
+	if m.configure != nil {
+		if err := m.configure(ctx, in); err != nil {
+			mod.Close(ctx)
+			return nil, err
+		}
+	}
+	return in, nil
+}
+
+// check starts the first instance, verifies the ABI version and descriptor against the
+// manifest entry and pools the instance.
+func (m *module) check(ctx context.Context, e ManifestEntry) error {
+	m.info.Kind = e.Kind // selects the exports instantiate requires
+	if _, ok := kindExports[e.Kind]; !ok {
+		return fmt.Errorf("manifest kind %q is neither %q nor %q", e.Kind, abi.KindTraceParser, abi.KindLatencyCalculator)
+	}
+	m.slots <- struct{}{}
+	mod, err := m.rt.InstantiateModule(ctx, m.compiled,
+		wazero.NewModuleConfig().WithName("").WithStartFunctions(abi.ExportInitialize))
+	if err != nil {
+		<-m.slots
+		return fmt.Errorf("instantiate: %w", err)
+	}
+	// Check the version before anything else: a module of another ABI may not even
+	// have the other exports.
+	ver := mod.ExportedFunction(abi.ExportABIVersion)
+	if ver == nil {
+		mod.Close(ctx)
+		<-m.slots
+		return fmt.Errorf("%w: no %s export", ErrBadModule, abi.ExportABIVersion)
+	}
+	res, err := ver.Call(ctx)
+	mod.Close(ctx)
+	<-m.slots
+	if err != nil {
+		return fmt.Errorf("%s: %w", abi.ExportABIVersion, err)
+	}
+	if got := uint32(res[0]); got != abi.Version {
+		return fmt.Errorf("%w: module has ABI version %d, host speaks %d", ErrABIMismatch, got, abi.Version)
+	}
+
+	in, err := m.get(ctx)
+	if err != nil {
+		return err
+	}
+	raw, err := in.call(ctx, m, abi.ExportDescribe)
+	if err != nil {
+		m.put(in, true)
+		return err
+	}
+	d, err := abi.ParseDescriptor(raw)
+	if err != nil {
+		m.put(in, true)
+		return err
+	}
+	if d.ABIVersion != abi.Version {
+		m.put(in, true)
+		return fmt.Errorf("%w: descriptor says ABI version %d, host speaks %d", ErrABIMismatch, d.ABIVersion, abi.Version)
+	}
+	if d.Kind != e.Kind || d.Name != e.Name {
+		m.put(in, true)
+		return fmt.Errorf("module describes itself as %s %q but the manifest says %s %q", d.Kind, d.Name, e.Kind, e.Name)
+	}
+	m.info.Name, m.info.Version, m.info.ABIVersion = d.Name, d.Version, d.ABIVersion
+	m.info.Description = d.Description
+	m.info.Capabilities = d.Capabilities
+	if m.info.Capabilities == nil {
+		m.info.Capabilities = map[string]bool{}
+	}
+	m.put(in, false)
+	return nil
+}
+
+// callCtx bounds a call into a user module; first-party modules are not interruptible
+// (their runtime lacks close-on-context-done), so they get ctx unchanged.
+func (m *module) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if m.untrusted {
+		return context.WithTimeout(ctx, m.host.cfg.CallTimeout)
+	}
+	return ctx, func() {}
+}
+
+// call invokes an export that returns a packed ptr/len (or abi.Failed) and returns a view
+// of the bytes in guest memory, valid until the next call on the instance.
+func (in *instance) call(ctx context.Context, m *module, name string, args ...uint64) ([]byte, error) {
+	f := in.fn[name]
+	stack := in.stack[:max(len(args), 1)]
+	copy(stack, args)
+	cctx, cancel := m.callCtx(ctx)
+	err := f.CallWithStack(cctx, stack)
+	cancel()
+	if err != nil {
+		return nil, in.trapError(m, name, err)
+	}
+	return in.result(m, name, stack[0])
+}
+
+func (in *instance) result(m *module, name string, v uint64) ([]byte, error) {
+	if v == abi.Failed {
+		return nil, &GuestError{Module: m.info.Name, Export: name, Message: in.lastError()}
+	}
+	ptr, n := abi.Unpack(v)
+	b, ok := in.mem.Read(ptr, n)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s returned bytes %d+%d outside its memory", ErrBadModule, name, ptr, n)
+	}
+	return b, nil
+}
+
+func (in *instance) lastError() string {
+	f := in.fn[abi.ExportError]
+	stack := in.stack[:1]
+	if err := f.CallWithStack(context.Background(), stack); err != nil {
+		return "(lens_error failed: " + err.Error() + ")"
+	}
+	ptr, n := abi.Unpack(stack[0])
+	b, ok := in.mem.Read(ptr, n)
+	if !ok {
+		return "(lens_error returned bytes outside memory)"
+	}
+	return string(b)
+}
+
+func (in *instance) trapError(m *module, name string, err error) error {
+	return fmt.Errorf("module %s: %s trapped (instance discarded): %w%s", m.info.Name, name, err, in.stderr.suffix())
+}
+
+// writeInput copies b into the guest's input buffer (growing it through lens_buffer when
+// needed) and returns its address.
+func (in *instance) writeInput(ctx context.Context, m *module, b []byte) (uint32, error) {
+	if uint32(len(b)) > in.bufSize || in.bufSize == 0 {
+		f := in.fn[abi.ExportBuffer]
+		stack := in.stack[:1]
+		stack[0] = uint64(max(len(b), 1))
+		cctx, cancel := m.callCtx(ctx)
+		err := f.CallWithStack(cctx, stack)
+		cancel()
+		if err != nil {
+			return 0, in.trapError(m, abi.ExportBuffer, err)
+		}
+		in.bufPtr, in.bufSize = uint32(stack[0]), uint32(max(len(b), 1))
+	}
+	if !in.mem.Write(in.bufPtr, b) {
+		return 0, fmt.Errorf("%w: lens_buffer returned %d, outside memory for %d bytes", ErrBadModule, in.bufPtr, len(b))
+	}
+	return in.bufPtr, nil
+}
+
+// GuestError is a failure the module reported through lens_error (bad input, bad
+// configuration), as opposed to a trap.
+type GuestError struct {
+	Module  string
+	Export  string
+	Message string
+}
+
+func (e *GuestError) Error() string { return e.Module + ": " + e.Message }
+
+// IsGuestError reports whether err carries a message from the module itself.
+func IsGuestError(err error) bool {
+	var g *GuestError
+	return errors.As(err, &g)
+}
+
+// tailBuffer keeps the last max bytes a guest wrote to stderr (a Go guest's panic text).
+type tailBuffer struct {
+	mu  sync.Mutex
+	b   []byte
+	max int
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) suffix() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.b) == 0 {
+		return ""
+	}
+	return "; guest stderr: " + string(t.b)
+}

@@ -1,0 +1,153 @@
+// Package wasmtest builds the WASM modules for tests on demand: it runs
+// wasm-modules/build.sh once per source state and caches the result under the user cache
+// directory, keyed by a hash of wasm-modules/, go.mod, go.sum and the Go version, so
+// repeated test runs start in milliseconds. Built modules are never committed.
+//
+// Imports: the standard library only (it is test support for runtime/wasmhost and
+// tests/conformance).
+package wasmtest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// RepoRoot returns the directory holding go.mod, found by walking up from the working directory.
+func RepoRoot(tb testing.TB) string {
+	tb.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			tb.Fatal("wasmtest: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+var (
+	mu    sync.Mutex
+	built = map[string]string{}
+)
+
+// BuiltinDir returns a directory with every built-in module and its manifest.
+func BuiltinDir(tb testing.TB) string {
+	return build(tb, false)
+}
+
+// ExampleDir returns the directory of the example user modules (with their manifest).
+// It needs wat2wasm (Debian's wabt); without it the test is skipped with that reason.
+func ExampleDir(tb testing.TB) string {
+	if _, err := exec.LookPath("wat2wasm"); err != nil {
+		tb.Skip("wat2wasm not found: install Debian's wabt to build the example user module")
+	}
+	return filepath.Join(build(tb, true), "examples")
+}
+
+// CacheDir returns a compilation cache directory shared by test runs.
+func CacheDir(tb testing.TB) string {
+	tb.Helper()
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return tb.TempDir()
+	}
+	return filepath.Join(base, "lensfn", "wazero-cache")
+}
+
+func build(tb testing.TB, examples bool) string {
+	tb.Helper()
+	root := RepoRoot(tb)
+	key, err := sourceHash(root)
+	if err != nil {
+		tb.Fatalf("wasmtest: hashing sources: %v", err)
+	}
+	if examples {
+		key += "-examples"
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if dir, ok := built[key]; ok {
+		return dir
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	dir := filepath.Join(base, "lensfn", "wasmtest", key)
+	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); err == nil {
+		built[key] = dir
+		return dir
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), key+".tmp-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	args := []string{filepath.Join(root, "wasm-modules", "build.sh"), tmp}
+	if !examples {
+		args = append(args, "--no-examples")
+	}
+	cmd := exec.Command("bash", args...)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		os.RemoveAll(tmp)
+		tb.Fatalf("wasmtest: build.sh failed: %v\n%s", err, out)
+	}
+	// Another test process may have finished first; either result is the same build.
+	if err := os.Rename(tmp, dir); err != nil {
+		os.RemoveAll(tmp)
+		if _, serr := os.Stat(filepath.Join(dir, "manifest.json")); serr != nil {
+			tb.Fatalf("wasmtest: %v", err)
+		}
+	}
+	built[key] = dir
+	return dir
+}
+
+func sourceHash(root string) (string, error) {
+	h := sha256.New()
+	fmt.Fprintln(h, runtime.Version())
+	var files []string
+	err := filepath.WalkDir(filepath.Join(root, "wasm-modules"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() && !strings.HasSuffix(p, "_test.go") {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	files = append(files, filepath.Join(root, "go.mod"), filepath.Join(root, "go.sum"))
+	sort.Strings(files)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		rel, _ := filepath.Rel(root, f)
+		fmt.Fprintf(h, "%s %d\n", rel, len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:24], nil
+}

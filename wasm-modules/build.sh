@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Builds every built-in Lensfn WASM module into OUTDIR with a manifest.json pinning each
+# module's sha256, and the example user module(s) into OUTDIR/examples with their own
+# manifest (use that directory as LENS_MODULE_DIR).
+#
+# usage: wasm-modules/build.sh OUTDIR [--no-examples]
+set -euo pipefail
+
+usage() { echo "usage: $0 OUTDIR [--no-examples]" >&2; exit 2; }
+[ $# -ge 1 ] || usage
+out=$1
+examples=1
+if [ $# -ge 2 ]; then
+	[ "$2" = "--no-examples" ] || usage
+	examples=0
+fi
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+
+# name kind package-dir (relative to the repo root)
+builtins=(
+	"mooncake_trace trace-parser wasm-modules/tracefmt/mooncake/guest"
+	"bailian_trace trace-parser wasm-modules/tracefmt/bailian/guest"
+	"baseten_trace trace-parser wasm-modules/tracefmt/baseten/guest"
+	"burst_gpt_trace trace-parser wasm-modules/tracefmt/burstgpt/guest"
+	"weka_public_dataset trace-parser wasm-modules/tracefmt/weka/guest"
+	"constant latency-calculator wasm-modules/latency/constant/guest"
+	"per-token latency-calculator wasm-modules/latency/pertoken/guest"
+)
+
+# write_manifest DIR ENTRIES...: each entry is "name kind file"
+write_manifest() {
+	local dir=$1; shift
+	local tmp="$dir/manifest.json.tmp" sep=""
+	{
+		printf '{"manifest_version":1,"modules":['
+		for entry in "$@"; do
+			read -r name kind file <<<"$entry"
+			sum=$(sha256sum "$dir/$file" | cut -d' ' -f1)
+			printf '%s\n  {"file":"%s","sha256":"%s","kind":"%s","name":"%s"}' "$sep" "$file" "$sum" "$kind" "$name"
+			sep=","
+		done
+		printf '\n]}\n'
+	} >"$tmp"
+	mv "$tmp" "$dir/manifest.json"
+}
+
+entries=()
+cd "$root"
+for b in "${builtins[@]}"; do
+	read -r name kind pkg <<<"$b"
+	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -ldflags='-s -w' \
+		-o "$out/$name.wasm.tmp" "./$pkg"
+	mv "$out/$name.wasm.tmp" "$out/$name.wasm"
+	entries+=("$name $kind $name.wasm")
+done
+write_manifest "$out" "${entries[@]}"
+
+if [ "$examples" = 1 ]; then
+	if ! command -v wat2wasm >/dev/null 2>&1; then
+		echo "build.sh: wat2wasm not found; the example user module is WebAssembly text." >&2
+		echo "build.sh: install Debian's wabt (apt-get install wabt) or pass --no-examples." >&2
+		exit 1
+	fi
+	mkdir -p "$out/examples"
+	wat2wasm "$root/wasm-modules/examples/simple_csv_trace/simple_csv_trace.wat" \
+		-o "$out/examples/simple_csv_trace.wasm"
+	write_manifest "$out/examples" "simple_csv_trace trace-parser simple_csv_trace.wasm"
+fi

@@ -1,0 +1,123 @@
+package mooncake_test
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/lensfn/lensfn/wasm-modules/abi"
+	"github.com/lensfn/lensfn/wasm-modules/tracefmt"
+	"github.com/lensfn/lensfn/wasm-modules/tracefmt/mooncake"
+)
+
+// parse runs the core over input fed in chunks of chunk bytes and returns detached copies.
+func parse(t testing.TB, input string, chunk int) ([]abi.TraceRequest, error) {
+	var out []abi.TraceRequest
+	err := tracefmt.ParseReader(mooncake.New(), strings.NewReader(input), chunk, func(r *abi.TraceRequest) error {
+		var c abi.TraceRequest
+		if _, err := abi.DecodeRecord(abi.AppendRecord(nil, r), &c); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, c)
+		return nil
+	})
+	return out, err
+}
+
+func TestHandWrittenSessions(t *testing.T) {
+	b, err := os.ReadFile("testdata/sessions.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := parse(t, string(b), 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := json.Marshal(got)
+	want := `[` +
+		`{"line":1,"turn_index":0,"arrival_ms":0,"recorded_ms":0,"input_tokens":600,"output_tokens":20,"hash_ids":[7,8],"block_size":512,"context_mode":"deltas_without_responses"},` +
+		`{"line":2,"session_id":"s1","turn_index":0,"arrival_ms":500,"recorded_ms":500,"input_tokens":0,"output_tokens":5,"prompt":"hello é\n","context_mode":"deltas_without_responses"},` +
+		`{"line":4,"session_id":"s1","turn_index":1,"delay_ms":250,"recorded_ms":750,"input_tokens":0,"output_tokens":7,"messages":[{"role":"user","content":"next"}],"tools":[],"context_mode":"deltas_without_responses","metadata":{"message_mode":"delta"}},` +
+		`{"line":5,"session_id":"42","turn_index":0,"arrival_ms":1000.5,"recorded_ms":1000.5,"input_tokens":0,"output_tokens":0,"payload":{"model":"m","prompt":"x"},"extra":{"ignore_eos":true},"context_mode":"deltas_without_responses"},` +
+		`{"line":6,"session_id":"s1","turn_index":2,"recorded_ms":750,"input_tokens":3,"output_tokens":0,"context_mode":"deltas_without_responses"}]`
+	if string(js) != want {
+		t.Fatalf("records\n got %s\nwant %s", js, want)
+	}
+}
+
+func TestBadRecordsNameLineAndField(t *testing.T) {
+	cases := map[string]struct{ input, want string }{
+		"string length":   {`{"timestamp":0,"input_length":"5"}`, `line 1: field "input_length": expected an integer`},
+		"negative output": {"{\"input_length\":1}\n{\"input_length\":1,\"output_length\":-2}", `line 2: field "output_length": negative value -2`},
+		"fractional":      {`{"input_length":1.5}`, `line 1: field "input_length": expected an integer`},
+		"unknown field":   {`{"input_length":1,"inputlength":2}`, `line 1: unknown field "inputlength"`},
+		"no input":        {`{"timestamp":3}`, `line 1: needs one of the fields`},
+		"hashes alone":    {`{"text_input":"x","hash_ids":[1]}`, `line 1: field "hash_ids": only allowed together with "input_length"`},
+		"bad hash":        {`{"input_length":1,"hash_ids":[1,"a"]}`, `line 1: field "hash_ids": element 1: expected an integer`},
+		"truncated":       {`{"input_length":1`, `line 1: object not closed`},
+		"trailing":        {`{"input_length":1} x`, `line 1: unexpected "x" after the JSON object`},
+		"not object":      {`[1]`, `line 1: expected a JSON object`},
+		"time travel":     {"{\"timestamp\":5,\"input_length\":1}\n{\"timestamp\":4,\"input_length\":1}", `line 2: field "timestamp": 4 is before the first request's timestamp 5`},
+		"messages object": {`{"messages":{}}`, `line 1: field "messages": expected an array`},
+		"bad raw":         {`{"messages":[1,]}`, `line 1: field "messages":`},
+		"bad mode":        {`{"messages":[],"message_mode":"x"}`, `line 1: field "message_mode": must be`},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := parse(t, c.input, 3)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want it to contain %q", err, c.want)
+			}
+		})
+	}
+}
+
+// The real Mooncake conversation trace: 12,031 requests over ~1 hour, every line with
+// 512-token blocks and ceil(input/512) hash ids (checked in traces/SOURCES.md).
+func TestRealConversationTrace(t *testing.T) {
+	const path = "../../../../shared/traces/mooncake/conversation_trace.jsonl"
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("real trace not available: %v", err)
+	}
+	n, last := 0, 0.0
+	err := tracefmt.ParseFile(mooncake.New(), path, 64<<10, func(r *abi.TraceRequest) error {
+		n++
+		if r.ArrivalMs == nil || *r.ArrivalMs < last {
+			t.Fatalf("line %d: arrival %v not monotonic after %v", r.Line, r.ArrivalMs, last)
+		}
+		last = *r.ArrivalMs
+		if want := (r.InputTokens + 511) / 512; len(r.HashIDs) != want || r.BlockSize != 512 {
+			t.Fatalf("line %d: %d hash ids (block %d) for %d tokens", r.Line, len(r.HashIDs), r.BlockSize, r.InputTokens)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 12031 || last != 3536999 {
+		t.Fatalf("got %d records ending at %v ms, want 12031 ending at 3536999", n, last)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(`{"timestamp": 0, "input_length": 6758, "output_length": 500, "hash_ids": [0, 1, 2]}`), 5)
+	f.Add([]byte("{\"session_id\":\"a\",\"delay\":1,\"messages\":[{\"role\":\"user\"}]}\n{\"text_input\":\"\\ud83d\\ude00\"}"), 1)
+	f.Fuzz(func(t *testing.T, input []byte, chunk int) {
+		if chunk <= 0 || chunk > 1<<16 {
+			chunk = 1 + chunk&0xff
+		}
+		whole, errWhole := parse(t, string(input), len(input)+1)
+		split, errSplit := parse(t, string(input), chunk)
+		if (errWhole == nil) != (errSplit == nil) {
+			t.Fatalf("chunking changed the outcome: %v vs %v", errWhole, errSplit)
+		}
+		if errWhole == nil {
+			a, _ := json.Marshal(whole)
+			b, _ := json.Marshal(split)
+			if string(a) != string(b) {
+				t.Fatalf("chunking changed the records:\n%s\n%s", a, b)
+			}
+		}
+	})
+}

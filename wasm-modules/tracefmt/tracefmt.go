@@ -1,0 +1,119 @@
+package tracefmt
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/lensfn/lensfn/wasm-modules/abi"
+)
+
+// Emit receives one normalised record. The record and its slices may be reused by the
+// parser after Emit returns, so a caller that keeps it must copy it.
+type Emit func(*abi.TraceRequest) error
+
+// Parser turns a byte stream into normalised records. Feed may be called with chunks split
+// anywhere (also inside a line or a UTF-8 sequence); End flushes what is left and checks
+// the whole input. A Parser is used for one source and is not safe for concurrent use.
+// Errors name the line, row or request and the field.
+type Parser interface {
+	Feed(chunk []byte, emit Emit) error
+	End(emit Emit) error
+}
+
+// ParseFile runs p over the file at path in chunks of chunkSize bytes.
+func ParseFile(p Parser, path string, chunkSize int, emit Emit) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return ParseReader(p, f, chunkSize, emit)
+}
+
+// ParseReader runs p over r in chunks of chunkSize bytes.
+func ParseReader(p Parser, r io.Reader, chunkSize int, emit Emit) error {
+	if chunkSize <= 0 {
+		chunkSize = 64 << 10
+	}
+	buf := make([]byte, chunkSize)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			if ferr := p.Feed(buf[:n], emit); ferr != nil {
+				return ferr
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return p.End(emit)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// Lines splits a chunked stream into lines (without the trailing "\n" or "\r\n") and
+// numbers them from 1. Only a line that straddles two chunks is copied.
+type Lines struct {
+	carry []byte
+	line  int64
+	// MaxLine bounds the length of one line so that a file without newlines cannot grow
+	// memory without limit. Zero means 64 MiB.
+	MaxLine int
+}
+
+// Feed calls fn for every complete line in chunk.
+func (l *Lines) Feed(chunk []byte, fn func(line int64, text []byte) error) error {
+	max := l.MaxLine
+	if max == 0 {
+		max = 64 << 20
+	}
+	for len(chunk) > 0 {
+		nl := bytes.IndexByte(chunk, '\n')
+		if nl < 0 {
+			if len(l.carry)+len(chunk) > max {
+				return fmt.Errorf("line %d: longer than %d bytes", l.line+1, max)
+			}
+			l.carry = append(l.carry, chunk...)
+			return nil
+		}
+		text := chunk[:nl]
+		if len(l.carry) > 0 {
+			l.carry = append(l.carry, text...)
+			text = l.carry
+		}
+		chunk = chunk[nl+1:]
+		l.line++
+		if err := fn(l.line, trimCR(text)); err != nil {
+			return err
+		}
+		l.carry = l.carry[:0]
+	}
+	return nil
+}
+
+// End delivers a last line that has no trailing newline.
+func (l *Lines) End(fn func(line int64, text []byte) error) error {
+	if len(l.carry) == 0 {
+		return nil
+	}
+	l.line++
+	text := l.carry
+	l.carry = l.carry[:0]
+	return fn(l.line, trimCR(text))
+}
+
+func trimCR(b []byte) []byte {
+	if n := len(b); n > 0 && b[n-1] == '\r' {
+		return b[:n-1]
+	}
+	return b
+}
+
+// IsBlank reports whether b holds only whitespace (blank lines are skipped in JSONL).
+func IsBlank(b []byte) bool {
+	return len(bytes.TrimSpace(b)) == 0
+}
