@@ -1,0 +1,23 @@
+// Command inference-sim runs the vLLM-compatible inference simulator.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	inferencesim "github.com/lensfn/lensfn/functions/inference-sim"
+)
+
+func main() {
+	env := inferencesim.Environment{Port: os.Getenv("PORT"), PodName: os.Getenv("POD_NAME"),
+		PodNamespace: os.Getenv("POD_NAMESPACE"), PodIP: os.Getenv("POD_IP"),
+		SimModel: os.Getenv("SIM_MODEL"), PythonHashSeed: os.Getenv("PYTHONHASHSEED")}
+	if err := inferencesim.Run(context.Background(), os.Args[1:], env, os.Stderr); err != nil {
+		if !errors.Is(err, inferencesim.ErrUsage) {
+			fmt.Fprintln(os.Stderr, "inference-sim:", err)
+		}
+		os.Exit(2)
+	}
+}

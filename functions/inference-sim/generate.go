@@ -1,0 +1,693 @@
+package inferencesim
+
+import (
+	"encoding/json"
+	"io"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/latency"
+)
+
+const (
+	kindChat = iota
+	kindText
+)
+
+// choice is one generated sequence of a request.
+type choice struct {
+	index        int
+	tokens       []string
+	finish       string
+	promptText   string // completions echo
+	toolCalls    []toolCall
+	toolOfToken  []int // streamed tool calls: tool-call index of each token
+	ttft         time.Duration
+	gaps         []time.Duration
+	promptTokens int
+
+	// streaming cursor
+	next       int           // next token to emit
+	deadline   time.Duration // when token `next` (or the finish) is due
+	firstAt    time.Duration
+	lastAt     time.Duration
+	roleSent   bool
+	finished   bool
+	textOffset int
+	maxTokens  int
+}
+
+func (c *choice) completionTokens() int { return len(c.tokens) }
+
+// genCtx carries one generation request from parsing to the last byte. It
+// is pooled; a streamed request returns it to the pool in Close.
+type genCtx struct {
+	r    *rank
+	kind int
+	chat chatRequest
+	text completionRequest
+
+	model        string // model name echoed in responses
+	lora         string
+	mm           *modelMetrics
+	stream       bool
+	includeUsage bool
+	maxTokens    int
+	maxTokensSet bool
+	n            int
+	ignoreEOS    bool
+	remoteDecode bool
+	remotePrefill bool
+	logprobs     bool
+	topLogprobs  int
+	echoPrompt   bool
+	tools        []toolDef
+	toolChoice   toolChoice
+
+	promptTokens int
+	cachedTokens int
+	cacheMiss    bool // prefix-cache hit rate below the threshold
+	prompts      []prompt
+	promptBuf    []byte
+	tokScratch   []string
+	idScratch    []uint32
+	kvBlocks     []uint64
+
+	choices []choice
+	tokBuf  []string
+
+	id       []byte
+	created  int64
+	counter  uint64
+	rng      rng
+	arrival  time.Duration
+	admitted time.Duration
+	queued   bool
+	running  int
+	acquired bool
+
+	// stream state
+	out      []byte
+	outOff   int
+	started  bool
+	done     bool
+	complete bool
+}
+
+var genPool = sync.Pool{New: func() any { return &genCtx{} }}
+
+func (r *rank) getGen(kind int) *genCtx {
+	g := genPool.Get().(*genCtx)
+	g.r, g.kind = r, kind
+	return g
+}
+
+func (g *genCtx) reset() {
+	msgs := g.chat.Messages[:0]
+	for i := range msgs[:cap(msgs)] {
+		msgs[:cap(msgs)][i] = chatMessage{}
+	}
+	g.chat = chatRequest{Messages: msgs}
+	g.text = completionRequest{}
+	for i := range g.choices {
+		gaps := g.choices[i].gaps[:0]
+		g.choices[i] = choice{gaps: gaps}
+	}
+	clear(g.tokBuf)
+	clear(g.tokScratch)
+	*g = genCtx{
+		chat: g.chat, choices: g.choices[:0], tokBuf: g.tokBuf[:0], promptBuf: g.promptBuf[:0],
+		tokScratch: g.tokScratch[:0], idScratch: g.idScratch[:0], kvBlocks: g.kvBlocks[:0],
+		id: g.id[:0], out: g.out[:0],
+	}
+}
+
+func (g *genCtx) release() {
+	g.reset()
+	genPool.Put(g)
+}
+
+// handleGenerate serves /v1/chat/completions and /v1/completions.
+func (r *rank) handleGenerate(ctx *fasthttp.RequestCtx, kind int) {
+	g := r.getGen(kind)
+	g.arrival = monoNow()
+	if e := g.prepare(ctx); e != nil {
+		writeError(ctx, e)
+		g.finishEarly()
+		return
+	}
+	if g.stream {
+		ctx.Response.Header.SetContentType("text/event-stream")
+		ctx.Response.Header.Set("Cache-Control", "no-cache")
+		ctx.Response.SetBodyStream(g, -1)
+		return // g is released by Close
+	}
+	end := g.admitted
+	for i := range g.choices {
+		c := &g.choices[i]
+		d := g.admitted + c.ttft
+		for _, gap := range c.gaps {
+			d += gap
+		}
+		end = max(end, d)
+	}
+	r.sim.pacer.waitUntil(end)
+	now := monoNow()
+	ctx.Response.Header.SetContentType("application/json")
+	bp := getBuf()
+	*bp = g.appendFullResponse((*bp)[:0])
+	ctx.SetBody(*bp)
+	putBuf(bp)
+	g.complete = true
+	g.finishNonStream(now, end)
+}
+
+// finishEarly releases a request that ended before generation.
+func (g *genCtx) finishEarly() {
+	if g.acquired {
+		g.r.kvFinish(g)
+		g.r.sched.release(g.lora)
+	}
+	g.release()
+}
+
+// finishNonStream records metrics with the simulated timeline anchored at
+// the real admission time and the measured completion.
+func (g *genCtx) finishNonStream(now, end time.Duration) {
+	r := g.r
+	late := max(now-end, 0)
+	for i := range g.choices {
+		c := &g.choices[i]
+		first := g.admitted + c.ttft
+		last := first
+		for _, gap := range c.gaps {
+			last += gap
+		}
+		if n := len(c.gaps); n > 0 {
+			for _, gap := range c.gaps[:n-1] {
+				g.mm.itl.Observe(seconds(gap))
+			}
+			g.mm.itl.Observe(seconds(c.gaps[n-1] + late))
+		}
+		st := requestStats{arrival: g.arrival, admitted: g.admitted, firstToken: first, lastToken: last + late,
+			finished: now, promptTokens: c.promptTokens, cachedTokens: g.cachedTokens, genTokens: len(c.tokens),
+			maxTokens: c.maxTokens, finishReason: c.finish, queued: g.queued, kvCacheQueried: r.kv != nil}
+		g.mm.observe(&st)
+	}
+	r.kvFinish(g)
+	r.sched.release(g.lora)
+	g.acquired = false
+	g.release()
+}
+
+// prepare parses, validates, admits and schedules the request. On success
+// the request holds a running slot.
+func (g *genCtx) prepare(ctx *fasthttp.RequestCtx) *apiError {
+	r := g.r
+	if !ctx.IsPost() {
+		return newError(405, "Method not allowed, use POST")
+	}
+	if r.sim.draining.Load() {
+		return errShuttingDown
+	}
+	g.counter = r.counter.Add(1)
+	g.rng = newRNG(mix(uint64(r.cfg.Seed), g.counter))
+	body := ctx.PostBody()
+	var err error
+	if g.kind == kindChat {
+		err = json.Unmarshal(body, &g.chat)
+	} else {
+		err = json.Unmarshal(body, &g.text)
+	}
+	if err != nil {
+		return newError(400, "Failed to read and parse request body, "+err.Error())
+	}
+	if e := returnErrorHeader(ctx); e != nil {
+		return e
+	}
+	common := &g.chat.commonRequest
+	if g.kind == kindText {
+		common = &g.text.commonRequest
+	}
+	if e := r.injectFailure(&g.rng, common.Model); e != nil {
+		return e
+	}
+	if e := g.resolveModel(common.Model); e != nil {
+		return e
+	}
+	if e := g.readParams(common); e != nil {
+		return e
+	}
+	if e := g.tokenizePrompt(); e != nil {
+		return e
+	}
+	running, queued, e := r.sched.acquire(g.lora)
+	if e != nil {
+		return e
+	}
+	g.acquired, g.running, g.queued = true, running, queued
+	g.admitted = monoNow()
+	g.created = time.Now().Unix()
+	prefix := "chatcmpl-"
+	if g.kind == kindText {
+		prefix = "cmpl-"
+	}
+	g.id = append(g.id[:0], prefix...)
+	g.id = appendUUID(g.id, r.cfg.Seed, r.port, g.counter)
+	if r.kv != nil {
+		if e := r.kvStart(g); e != nil {
+			return e
+		}
+	}
+	if e := g.generate(); e != nil {
+		return e
+	}
+	return g.schedule()
+}
+
+func returnErrorHeader(ctx *fasthttp.RequestCtx) *apiError {
+	h := ctx.Request.Header.Peek("X-Return-Error")
+	if len(h) == 0 {
+		return nil
+	}
+	code, err := strconv.Atoi(string(h))
+	if err != nil || code < 100 || code > 599 {
+		return newError(400, "Invalid X-Return-Error header value "+strconv.Quote(string(h))+": must be an HTTP status code")
+	}
+	return newError(code, "Simulated error triggered by X-Return-Error header (code "+strconv.Itoa(code)+")")
+}
+
+func (g *genCtx) resolveModel(name string) *apiError {
+	r := g.r
+	for _, s := range r.cfg.ServedModelNames {
+		if s == name {
+			g.model = name
+			g.mm = r.metrics.forModel(r.metrics.baseModel)
+			return nil
+		}
+	}
+	if r.loras.known(name) {
+		g.model, g.lora = name, name
+		g.mm = r.metrics.forModel(name)
+		return nil
+	}
+	return newParamError(404, "The model `"+name+"` does not exist.", "model")
+}
+
+func (g *genCtx) readParams(c *commonRequest) *apiError {
+	g.stream = c.Stream
+	g.includeUsage = c.Stream && c.StreamOptions != nil && c.StreamOptions.IncludeUsage
+	max := c.MaxTokens
+	if g.kind == kindChat && g.chat.MaxCompletionTokens != nil {
+		max = g.chat.MaxCompletionTokens
+	}
+	if max != nil {
+		if *max <= 0 {
+			return newParamError(400, "max_tokens must be at least 1, got "+strconv.FormatInt(*max, 10)+".", "max_tokens")
+		}
+		g.maxTokens, g.maxTokensSet = int(min(*max, 1<<31-1)), true
+	}
+	g.n = 1
+	if c.N != nil {
+		if *c.N <= 0 {
+			return newParamError(400, "n must be at least 1, got "+strconv.FormatInt(*c.N, 10)+".", "n")
+		}
+		if *c.N > 128 {
+			return newParamError(400, "n must be at most 128.", "n")
+		}
+		g.n = int(*c.N)
+	}
+	g.ignoreEOS = c.IgnoreEOS
+	if g.ignoreEOS && !g.maxTokensSet && g.r.cfg.Mode == ModeRandom {
+		return newParamError(400, "ignore_eos requires max_tokens (or max_completion_tokens) to be set.", "ignore_eos")
+	}
+	kv := c.KVTransferParams
+	g.remoteDecode = c.DoRemoteDecode || (kv != nil && kv.DoRemoteDecode)
+	g.remotePrefill = c.DoRemotePrefill || (kv != nil && kv.DoRemotePrefill)
+	if g.remoteDecode && g.stream {
+		return newParamError(400, "Prefill does not support streaming", "stream")
+	}
+	if c.CacheHitThreshold != nil && (*c.CacheHitThreshold < 0 || *c.CacheHitThreshold > 1) {
+		return newParamError(400, "cache_hit_threshold must be within [0, 1].", "cache_hit_threshold")
+	}
+	if g.kind == kindChat {
+		if len(g.chat.Messages) == 0 {
+			return newParamError(400, "messages must not be empty.", "messages")
+		}
+		g.logprobs = g.chat.Logprobs
+		if g.chat.TopLogprobs != nil {
+			if *g.chat.TopLogprobs < 0 || *g.chat.TopLogprobs > 20 {
+				return newParamError(400, "top_logprobs must be within 0-20.", "top_logprobs")
+			}
+			if !g.logprobs && *g.chat.TopLogprobs > 0 {
+				return newParamError(400, "top_logprobs requires logprobs to be true.", "top_logprobs")
+			}
+			g.topLogprobs = int(*g.chat.TopLogprobs)
+		}
+		if len(g.chat.Tools) > 0 {
+			if e := validateTools(g.chat.Tools, g.r.cfg.Tools.SkipValidation); e != nil {
+				return e
+			}
+		}
+		tc, err := parseToolChoice(g.chat.ToolChoice, len(g.chat.Tools) > 0)
+		if err != nil {
+			return newParamError(400, err.Error(), "tool_choice")
+		}
+		if tc.mode == "function" && findTool(g.chat.Tools, tc.name) == nil {
+			return newParamError(400, "tool_choice names the function "+strconv.Quote(tc.name)+" that is not in tools.", "tool_choice")
+		}
+		if tc.mode == "required" && len(g.chat.Tools) == 0 {
+			return newParamError(400, "tool_choice \"required\" needs at least one tool.", "tool_choice")
+		}
+		g.tools, g.toolChoice = g.chat.Tools, tc
+	} else {
+		if g.text.Logprobs != nil {
+			if *g.text.Logprobs < 0 || *g.text.Logprobs > 20 {
+				return newParamError(400, "logprobs must be within 0-20.", "logprobs")
+			}
+			g.logprobs, g.topLogprobs = true, int(*g.text.Logprobs)
+		}
+		g.echoPrompt = g.text.Echo
+		ps, err := parsePrompts(g.text.Prompt)
+		if err != nil {
+			return newParamError(400, err.Error(), "prompt")
+		}
+		g.prompts = ps
+	}
+	return nil
+}
+
+// tokenizePrompt counts prompt tokens (and ids when the KV cache needs
+// them) and checks the context window.
+func (g *genCtx) tokenizePrompt() *apiError {
+	r := g.r
+	needIDs := r.kv != nil
+	what := "messages"
+	longest := 0
+	if g.kind == kindChat {
+		b := g.promptBuf[:0]
+		for i := range g.chat.Messages {
+			m := &g.chat.Messages[i]
+			b = append(b, "### "...)
+			b = append(b, m.Role...)
+			b = append(b, ": "...)
+			b = append(b, m.Content.Text...)
+			b = append(b, '\n')
+		}
+		g.promptBuf = b
+		s := unsafeString(b)
+		if needIDs {
+			g.idScratch = appendTokenIDs(g.idScratch[:0], s)
+			g.promptTokens = len(g.idScratch)
+		} else {
+			g.promptTokens = countTokens(s)
+		}
+		longest = g.promptTokens
+	} else {
+		what = "prompt"
+		for i := range g.prompts {
+			p := &g.prompts[i]
+			n := len(p.IDs)
+			if !p.IsIDs {
+				n = countTokens(p.Text)
+			}
+			g.promptTokens += n
+			longest = max(longest, n)
+		}
+		if needIDs && len(g.prompts) > 0 {
+			p := &g.prompts[0]
+			if p.IsIDs {
+				for _, id := range p.IDs {
+					g.idScratch = append(g.idScratch, uint32(id))
+				}
+			} else {
+				g.idScratch = appendTokenIDs(g.idScratch[:0], p.Text)
+			}
+		}
+	}
+	maxLen := r.cfg.MaxModelLen
+	if g.maxTokensSet && longest+g.maxTokens > maxLen {
+		return newError(400, "This model's maximum context length is "+strconv.Itoa(maxLen)+
+			" tokens. However, you requested "+strconv.Itoa(longest+g.maxTokens)+" tokens ("+
+			strconv.Itoa(longest)+" in the "+what+", "+strconv.Itoa(g.maxTokens)+
+			" in the completion). Please reduce the length of the "+what+" or completion.")
+	}
+	if longest >= maxLen {
+		return newError(400, "This model's maximum context length is "+strconv.Itoa(maxLen)+
+			" tokens. However, your "+what+" resulted in "+strconv.Itoa(longest)+
+			" tokens. Please reduce the length of the "+what+".")
+	}
+	return nil
+}
+
+// generate produces the tokens of every choice.
+func (g *genCtx) generate() *apiError {
+	r := g.r
+	nPrompts := 1
+	if g.kind == kindText {
+		nPrompts = len(g.prompts)
+	}
+	total := nPrompts * g.n
+	if cap(g.choices) < total {
+		g.choices = make([]choice, total)
+	}
+	g.choices = g.choices[:total]
+	for p := 0; p < nPrompts; p++ {
+		promptTokens := g.promptTokens
+		var echoSrc string
+		if g.kind == kindChat {
+			echoSrc = lastUserText(g.chat.Messages)
+		} else {
+			pr := &g.prompts[p]
+			if pr.IsIDs {
+				promptTokens = len(pr.IDs)
+				echoSrc = idsText(pr.IDs)
+			} else {
+				promptTokens = countTokens(pr.Text)
+				echoSrc = pr.Text
+			}
+		}
+		for k := 0; k < g.n; k++ {
+			i := p*g.n + k
+			c := &g.choices[i]
+			c.index = i
+			c.promptTokens = promptTokens
+			if g.kind == kindText && g.echoPrompt {
+				c.promptText = echoSrc
+			}
+			remaining := r.cfg.MaxModelLen - promptTokens
+			maxResp := remaining
+			if g.maxTokensSet {
+				maxResp = min(g.maxTokens, remaining)
+			}
+			c.maxTokens = maxResp
+			if g.cacheMiss {
+				c.finish = finishCacheThreshold
+				continue
+			}
+			if g.kind == kindChat && g.toolChoice.mode != "none" && len(g.tools) > 0 {
+				if done, e := g.generateToolCalls(c, maxResp); e != nil {
+					return e
+				} else if done {
+					continue
+				}
+			}
+			start := len(g.tokBuf)
+			switch {
+			case r.cfg.Mode == ModeEcho:
+				g.tokBuf = appendTokens(g.tokBuf, echoSrc)
+				c.finish = finishStop
+				if g.maxTokensSet && len(g.tokBuf)-start >= g.maxTokens {
+					c.finish = finishLength
+				}
+			case r.dataset != nil:
+				var reason string
+				g.tokBuf, reason = r.dataset.appendResponse(g.tokBuf, &g.rng, g.promptBuf, maxResp, g.ignoreEOS, g.maxTokensSet)
+				c.finish = reason
+			default:
+				var n int
+				switch {
+				case g.ignoreEOS:
+					n = maxResp
+				case g.maxTokensSet:
+					n = responseLengthHistogram(&g.rng, 1, maxResp)
+				default:
+					n = responseLengthGaussian(&g.rng, 1, maxResp)
+				}
+				g.tokBuf = appendPresetTokens(g.tokBuf, &g.rng, n)
+				c.finish = finishStop
+				if n == maxResp {
+					c.finish = finishLength
+				}
+			}
+			c.tokens = g.tokBuf[start:len(g.tokBuf):len(g.tokBuf)]
+			if g.remoteDecode {
+				c.finish = finishRemoteDecode
+			}
+		}
+	}
+	// tokBuf may have been reallocated while appending: re-slice choices.
+	off := 0
+	for i := range g.choices {
+		c := &g.choices[i]
+		n := len(c.tokens)
+		c.tokens = g.tokBuf[off : off+n : off+n]
+		off += n
+	}
+	return nil
+}
+
+func lastUserText(msgs []chatMessage) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "user" {
+			return msgs[i].Content.Text
+		}
+	}
+	return msgs[len(msgs)-1].Content.Text
+}
+
+// schedule asks the latency calculator for each choice's timeline, once
+// per choice.
+func (g *genCtx) schedule() *apiError {
+	calc := g.r.sim.settings.Load().calc
+	for i := range g.choices {
+		c := &g.choices[i]
+		in := latency.Input{
+			PromptTokens: c.promptTokens, CachedPromptTokens: g.cachedTokens, OutputTokens: len(c.tokens),
+			RunningRequests: g.running, MaxNumSeqs: g.r.cfg.MaxNumSeqs, RemotePrefill: g.remotePrefill,
+			Rand: mix(g.rng.next(), uint64(i)),
+		}
+		if g.cacheMiss { // answered at once, without generation
+			c.ttft, c.gaps, c.deadline = 0, c.gaps[:0], g.admitted
+			continue
+		}
+		ttft, gaps, err := calc.Schedule(in, c.gaps[:0])
+		if err != nil {
+			return newError(500, "latency calculator failed")
+		}
+		if len(gaps) < max(len(c.tokens)-1, 0) {
+			return newError(500, "latency calculator returned too few gaps")
+		}
+		c.ttft, c.gaps = ttft, gaps
+		c.deadline = g.admitted + ttft
+	}
+	return nil
+}
+
+// Streaming: genCtx is the response body. fasthttp calls Read from the
+// connection's goroutine and sends each returned slice as one HTTP chunk,
+// flushed; Read blocks until the next frame is due. All frames due at the
+// same moment leave in one chunk (one write), so a zero-latency stream
+// costs one syscall and a late server catches up without extra writes.
+
+func (g *genCtx) Read(p []byte) (int, error) {
+	if g.outOff < len(g.out) {
+		n := copy(p, g.out[g.outOff:])
+		g.outOff += n
+		return n, nil
+	}
+	if g.done {
+		return 0, io.EOF
+	}
+	g.out, g.outOff = g.out[:0], 0
+	next, ok := g.nextDeadline()
+	if !ok {
+		g.finishStream()
+	} else {
+		g.r.sim.pacer.waitUntil(next)
+		g.emitDue(monoNow())
+	}
+	n := copy(p, g.out)
+	g.outOff = n
+	return n, nil
+}
+
+// nextDeadline is the earliest pending event of any choice.
+func (g *genCtx) nextDeadline() (time.Duration, bool) {
+	var best time.Duration
+	found := false
+	for i := range g.choices {
+		c := &g.choices[i]
+		if c.finished {
+			continue
+		}
+		if !found || c.deadline < best {
+			best, found = c.deadline, true
+		}
+	}
+	return best, found
+}
+
+// emitDue appends every frame whose deadline has passed.
+func (g *genCtx) emitDue(now time.Duration) {
+	for i := range g.choices {
+		c := &g.choices[i]
+		for !c.finished && c.deadline <= now {
+			if g.kind == kindChat && !c.roleSent {
+				g.out = g.appendRoleChunk(g.out, c)
+				c.roleSent = true
+			}
+			if c.next < len(c.tokens) {
+				if c.next == 0 {
+					c.firstAt = now
+				} else {
+					g.mm.itl.Observe(seconds(now - c.lastAt))
+				}
+				c.lastAt = now
+				if c.toolOfToken != nil {
+					g.out = g.appendToolCallChunk(g.out, c, c.next)
+				} else {
+					g.out = g.appendTokenChunk(g.out, c, c.tokens[c.next])
+					c.textOffset += len(c.tokens[c.next])
+				}
+				if c.next < len(c.gaps) {
+					c.deadline += c.gaps[c.next]
+				}
+				c.next++
+				continue
+			}
+			if c.next == 0 {
+				c.firstAt, c.lastAt = now, now
+			}
+			g.out = g.appendFinishChunk(g.out, c)
+			c.finished = true
+		}
+	}
+	if _, ok := g.nextDeadline(); !ok {
+		g.finishStream()
+	}
+}
+
+func (g *genCtx) finishStream() {
+	if g.done {
+		return
+	}
+	if g.includeUsage {
+		g.out = g.appendUsageChunk(g.out)
+	}
+	g.out = appendDone(g.out)
+	g.done, g.complete = true, true
+}
+
+// Close is called by fasthttp when the body has been written or the
+// client went away; it records metrics and frees the running slot.
+func (g *genCtx) Close() error {
+	now := monoNow()
+	if g.complete {
+		for i := range g.choices {
+			c := &g.choices[i]
+			st := requestStats{arrival: g.arrival, admitted: g.admitted, firstToken: c.firstAt, lastToken: c.lastAt,
+				finished: now, promptTokens: c.promptTokens, cachedTokens: g.cachedTokens, genTokens: len(c.tokens),
+				maxTokens: c.maxTokens, finishReason: c.finish, queued: g.queued, kvCacheQueried: g.r.kv != nil}
+			g.mm.observe(&st)
+		}
+	}
+	g.r.kvFinish(g)
+	g.r.sched.release(g.lora)
+	g.acquired = false
+	g.release()
+	return nil
+}

@@ -1,0 +1,10 @@
+// Package kvcache owns the simulator's prefix KV cache: chained block
+// hashes of prompt tokens (FNV-64a over canonical CBOR, as llm-d's
+// kv-block indexer computes them), a ref-counted block store with LRU
+// eviction of unused blocks, and the KV events (BlockStored,
+// BlockRemoved, AllBlocksCleared) published over ZMQ in vLLM's msgpack
+// batch layout, so KV-aware routers can index the simulator.
+//
+// It imports the standard library and github.com/go-zeromq/zmq4 (the
+// pure-Go ZMQ implementation), which lives only here.
+package kvcache

@@ -1,0 +1,122 @@
+package inferencesim
+
+import (
+	"container/heap"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// Timing strategy.
+//
+// Every delay is a wait for an absolute deadline on the monotonic clock, so
+// a late wake-up shortens the next wait instead of shifting every later
+// token (the reference's per-token sleeps accumulate their overshoot).
+//
+// Go's timers are exact while the process is busy (they are checked on
+// every scheduling round) but an idle process sleeps in epoll, whose
+// timeout has millisecond granularity: a 500 us sleep then lasts ~1.1 ms.
+// The pacer therefore sleeps on an ordinary timer until about a
+// millisecond before the deadline and hands the remainder to one shared
+// "fine" goroutine. That goroutine holds a heap of the imminent deadlines
+// and yields (runtime.Gosched) between checks of the clock, waking each
+// waiter when its deadline passes. It runs only while some deadline is
+// less than a millisecond away, and it is one goroutine however many
+// streams are open, so 256 streams cost one spinning goroutine, not 256.
+
+// monoBase anchors monotonic offsets; monoNow is the offset of now.
+var monoBase = time.Now()
+
+func monoNow() time.Duration { return time.Since(monoBase) }
+
+const (
+	// fineWindow is the part of a wait handed to the fine goroutine.
+	fineWindow = 1200 * time.Microsecond
+)
+
+type fineWaiter struct {
+	deadline time.Duration
+	done     chan struct{}
+}
+
+type waiterHeap []*fineWaiter
+
+func (h waiterHeap) Len() int           { return len(h) }
+func (h waiterHeap) Less(i, j int) bool { return h[i].deadline < h[j].deadline }
+func (h waiterHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *waiterHeap) Push(x any)        { *h = append(*h, x.(*fineWaiter)) }
+func (h *waiterHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return x
+}
+
+// pacer waits for absolute deadlines with sub-millisecond precision.
+type pacer struct {
+	mu      sync.Mutex
+	waiters waiterHeap
+	kick    chan struct{}
+	pool    sync.Pool
+	// coarseOnly disables the fine goroutine (plain timer sleeps only).
+	coarseOnly bool
+}
+
+func newPacer(coarseOnly bool) *pacer {
+	p := &pacer{kick: make(chan struct{}, 1), coarseOnly: coarseOnly}
+	p.pool.New = func() any { return &fineWaiter{done: make(chan struct{}, 1)} }
+	if !coarseOnly {
+		go p.run()
+	}
+	return p
+}
+
+// waitUntil returns at (or just after) the monotonic offset deadline.
+func (p *pacer) waitUntil(deadline time.Duration) {
+	rem := deadline - monoNow()
+	if rem <= 0 {
+		return
+	}
+	if p.coarseOnly {
+		time.Sleep(rem)
+		return
+	}
+	if rem > fineWindow {
+		time.Sleep(rem - fineWindow + 200*time.Microsecond)
+		rem = deadline - monoNow()
+		if rem <= 0 {
+			return
+		}
+	}
+	w := p.pool.Get().(*fineWaiter)
+	w.deadline = deadline
+	p.mu.Lock()
+	heap.Push(&p.waiters, w)
+	p.mu.Unlock()
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+	<-w.done
+	p.pool.Put(w)
+}
+
+// run is the fine goroutine.
+func (p *pacer) run() {
+	for {
+		p.mu.Lock()
+		if len(p.waiters) == 0 {
+			p.mu.Unlock()
+			<-p.kick
+			continue
+		}
+		now := monoNow()
+		for len(p.waiters) > 0 && p.waiters[0].deadline <= now {
+			w := heap.Pop(&p.waiters).(*fineWaiter)
+			w.done <- struct{}{}
+		}
+		p.mu.Unlock()
+		runtime.Gosched()
+	}
+}

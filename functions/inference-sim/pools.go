@@ -1,0 +1,15 @@
+package inferencesim
+
+import "sync"
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
+
+func putBuf(b *[]byte) {
+	if cap(*b) > 1<<20 { // do not keep huge buffers alive
+		return
+	}
+	*b = (*b)[:0]
+	bufPool.Put(b)
+}

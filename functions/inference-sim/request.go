@@ -1,0 +1,230 @@
+package inferencesim
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Wire types of the generation requests. Unknown fields are ignored, as
+// vLLM does, so clients that send extra OpenAI parameters keep working.
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+type kvTransferParams struct {
+	DoRemoteDecode  bool            `json:"do_remote_decode"`
+	DoRemotePrefill bool            `json:"do_remote_prefill"`
+	RemoteBlockIDs  json.RawMessage `json:"remote_block_ids"`
+	RemoteEngineID  json.RawMessage `json:"remote_engine_id"`
+	RemoteHost      json.RawMessage `json:"remote_host"`
+	RemotePort      json.RawMessage `json:"remote_port"`
+}
+
+// commonRequest holds the fields shared by chat and text completions.
+type commonRequest struct {
+	Model             string            `json:"model"`
+	Stream            bool              `json:"stream"`
+	StreamOptions     *streamOptions    `json:"stream_options"`
+	MaxTokens         *int64            `json:"max_tokens"`
+	N                 *int64            `json:"n"`
+	IgnoreEOS         bool              `json:"ignore_eos"`
+	KVTransferParams  *kvTransferParams `json:"kv_transfer_params"`
+	DoRemoteDecode    bool              `json:"do_remote_decode"`
+	DoRemotePrefill   bool              `json:"do_remote_prefill"`
+	CacheHitThreshold *float64          `json:"cache_hit_threshold"`
+}
+
+type contentPart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// messageContent is a chat message's content: a string, an array of
+// parts (text parts are used), or null.
+type messageContent struct {
+	Text string
+}
+
+func (c *messageContent) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || b[0] == 'n' {
+		c.Text = ""
+		return nil
+	}
+	if b[0] == '"' {
+		return json.Unmarshal(b, &c.Text)
+	}
+	if b[0] != '[' {
+		return errors.New("content must be a string or an array of content parts")
+	}
+	var parts []contentPart
+	if err := json.Unmarshal(b, &parts); err != nil {
+		return err
+	}
+	var sb strings.Builder
+	for i, p := range parts {
+		if p.Type == "text" {
+			if i > 0 && sb.Len() > 0 {
+				sb.WriteByte('\n')
+			}
+			sb.WriteString(p.Text)
+		}
+	}
+	c.Text = sb.String()
+	return nil
+}
+
+type chatMessage struct {
+	Role    string         `json:"role"`
+	Content messageContent `json:"content"`
+	Name    string         `json:"name"`
+}
+
+type toolFunction struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+	Strict      *bool           `json:"strict"`
+}
+
+type toolDef struct {
+	Type     string       `json:"type"`
+	Function toolFunction `json:"function"`
+}
+
+type chatRequest struct {
+	commonRequest
+	Messages            []chatMessage   `json:"messages"`
+	MaxCompletionTokens *int64          `json:"max_completion_tokens"`
+	Logprobs            bool            `json:"logprobs"`
+	TopLogprobs         *int64          `json:"top_logprobs"`
+	Tools               []toolDef       `json:"tools"`
+	ToolChoice          json.RawMessage `json:"tool_choice"`
+}
+
+type completionRequest struct {
+	commonRequest
+	Prompt   json.RawMessage `json:"prompt"`
+	Logprobs *int64          `json:"logprobs"`
+	Echo     bool            `json:"echo"`
+}
+
+// prompt is one entry of a completion request's prompt: text or token ids.
+type prompt struct {
+	Text   string
+	IDs    []int64
+	IsIDs  bool
+}
+
+// parsePrompts accepts a string, a list of strings, a list of token ids
+// or a list of lists of token ids.
+func parsePrompts(raw json.RawMessage) ([]prompt, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, errors.New("prompt is required")
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, err
+		}
+		return []prompt{{Text: s}}, nil
+	case '[':
+	default:
+		return nil, errors.New("prompt must be a string, a list of strings, a list of token ids or a list of lists of token ids")
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return nil, errors.New("prompt must not be empty")
+	}
+	first := bytes.TrimSpace(items[0])
+	switch {
+	case len(first) > 0 && first[0] == '"':
+		out := make([]prompt, len(items))
+		for i, it := range items {
+			if err := json.Unmarshal(it, &out[i].Text); err != nil {
+				return nil, fmt.Errorf("prompt[%d]: all prompts of a list must be strings", i)
+			}
+		}
+		return out, nil
+	case len(first) > 0 && first[0] == '[':
+		out := make([]prompt, len(items))
+		for i, it := range items {
+			if err := json.Unmarshal(it, &out[i].IDs); err != nil {
+				return nil, fmt.Errorf("prompt[%d]: must be a list of token ids", i)
+			}
+			if len(out[i].IDs) == 0 {
+				return nil, fmt.Errorf("prompt[%d] is empty", i)
+			}
+			out[i].IsIDs = true
+		}
+		return out, nil
+	default:
+		var ids []int64
+		if err := json.Unmarshal(raw, &ids); err != nil {
+			return nil, errors.New("prompt: a list must hold only strings, only token ids or only lists of token ids")
+		}
+		return []prompt{{IDs: ids, IsIDs: true}}, nil
+	}
+}
+
+// idsText renders token ids as "1,2,3" (echo of token-id prompts).
+func idsText(ids []int64) string {
+	b := make([]byte, 0, len(ids)*6)
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
+	}
+	return string(b)
+}
+
+// toolChoice is the decoded tool_choice.
+type toolChoice struct {
+	mode string // "none", "auto", "required" or "function"
+	name string
+}
+
+func parseToolChoice(raw json.RawMessage, haveTools bool) (toolChoice, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		if haveTools {
+			return toolChoice{mode: "auto"}, nil
+		}
+		return toolChoice{mode: "none"}, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return toolChoice{}, err
+		}
+		switch s {
+		case "none", "auto", "required":
+			return toolChoice{mode: s}, nil
+		}
+		return toolChoice{}, fmt.Errorf("tool_choice %q is not one of none, auto, required", s)
+	}
+	var named struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(raw, &named); err != nil {
+		return toolChoice{}, fmt.Errorf("tool_choice: %v", err)
+	}
+	if named.Function.Name == "" {
+		return toolChoice{}, errors.New("tool_choice: a named tool choice needs function.name")
+	}
+	return toolChoice{mode: "function", name: named.Function.Name}, nil
+}

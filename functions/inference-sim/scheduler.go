@@ -1,0 +1,199 @@
+package inferencesim
+
+import (
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// scheduler admits requests: at most max-num-seqs run at once, the rest
+// wait in a bounded FIFO queue (full queue: 429). A request for a LoRA
+// adapter also needs one of max-loras adapter slots; a slot is free when
+// its adapter has no running request. When a request finishes, waiting
+// requests whose adapter is already loaded go first.
+type scheduler struct {
+	mu         sync.Mutex
+	maxRunning int
+	maxWaiting int
+	maxLoRAs   int
+	running    int
+	waiting    []*admission
+	loaded     map[string]int // adapter -> running requests using it
+	closed     bool
+
+	onChange func(running, waiting int)
+	onLoRA   func(running, waiting string)
+}
+
+type admission struct {
+	lora     string
+	ready    chan struct{}
+	running  int // running count when admitted (itself included)
+	rejected bool
+}
+
+var admissionPool = sync.Pool{New: func() any { return &admission{ready: make(chan struct{}, 1)} }}
+
+func newScheduler(maxRunning, maxWaiting, maxLoRAs int) *scheduler {
+	return &scheduler{maxRunning: maxRunning, maxWaiting: maxWaiting, maxLoRAs: maxLoRAs,
+		loaded: make(map[string]int), onChange: func(int, int) {}}
+}
+
+// canRun reports whether a request for lora may start now, loading the
+// adapter (evicting an idle one if needed) when it may.
+func (s *scheduler) canRun(lora string, allowEvict bool) bool {
+	if s.running >= s.maxRunning {
+		return false
+	}
+	if lora == "" {
+		return true
+	}
+	if _, ok := s.loaded[lora]; ok {
+		return true
+	}
+	if len(s.loaded) < s.maxLoRAs {
+		s.loaded[lora] = 0
+		return true
+	}
+	if !allowEvict {
+		return false
+	}
+	for name, n := range s.loaded {
+		if n == 0 {
+			delete(s.loaded, name)
+			s.loaded[lora] = 0
+			return true
+		}
+	}
+	return false
+}
+
+func (s *scheduler) start(lora string) int {
+	s.running++
+	if lora != "" {
+		s.loaded[lora]++
+	}
+	return s.running
+}
+
+// acquire blocks until the request may run. It returns the number of
+// running requests including this one and whether it had to wait.
+func (s *scheduler) acquire(lora string) (running int, queued bool, err *apiError) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return 0, false, errShuttingDown
+	}
+	if len(s.waiting) == 0 && s.canRun(lora, true) {
+		r := s.start(lora)
+		s.onChange(s.running, 0)
+		if lora != "" {
+			s.reportLoRA()
+		}
+		s.mu.Unlock()
+		return r, false, nil
+	}
+	if len(s.waiting) >= s.maxWaiting {
+		s.mu.Unlock()
+		return 0, false, errQueueFull
+	}
+	a := admissionPool.Get().(*admission)
+	a.lora, a.rejected = lora, false
+	s.waiting = append(s.waiting, a)
+	s.onChange(s.running, len(s.waiting))
+	if lora != "" {
+		s.reportLoRA()
+	}
+	s.mu.Unlock()
+	<-a.ready
+	running, rejected := a.running, a.rejected
+	admissionPool.Put(a)
+	if rejected {
+		return 0, true, errShuttingDown
+	}
+	return running, true, nil
+}
+
+// release ends a running request and admits waiting ones.
+func (s *scheduler) release(lora string) {
+	s.mu.Lock()
+	s.running--
+	if lora != "" {
+		if n, ok := s.loaded[lora]; ok && n > 0 {
+			s.loaded[lora] = n - 1
+		}
+	}
+	s.dispatch()
+	s.onChange(s.running, len(s.waiting))
+	if lora != "" || len(s.waiting) > 0 {
+		s.reportLoRA()
+	}
+	s.mu.Unlock()
+}
+
+func (s *scheduler) dispatch() {
+	for len(s.waiting) > 0 && s.running < s.maxRunning {
+		i := slices.IndexFunc(s.waiting, func(a *admission) bool { return s.canRun(a.lora, false) })
+		if i < 0 {
+			i = slices.IndexFunc(s.waiting, func(a *admission) bool { return s.canRun(a.lora, true) })
+		}
+		if i < 0 {
+			return
+		}
+		a := s.waiting[i]
+		s.waiting = slices.Delete(s.waiting, i, i+1)
+		a.running = s.start(a.lora)
+		a.ready <- struct{}{}
+	}
+}
+
+// shutdown rejects waiting requests and every later one.
+func (s *scheduler) shutdown() {
+	s.mu.Lock()
+	s.closed = true
+	for _, a := range s.waiting {
+		a.rejected = true
+		a.ready <- struct{}{}
+	}
+	s.waiting = nil
+	s.onChange(s.running, 0)
+	s.mu.Unlock()
+}
+
+func (s *scheduler) counts() (running, waiting int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.running, len(s.waiting)
+}
+
+// reportLoRA publishes the running and waiting adapter sets.
+func (s *scheduler) reportLoRA() {
+	if s.onLoRA == nil {
+		return
+	}
+	var run, wait []string
+	for name, n := range s.loaded {
+		if n > 0 {
+			run = append(run, name)
+		}
+	}
+	for _, a := range s.waiting {
+		if a.lora != "" && !slices.Contains(wait, a.lora) {
+			wait = append(wait, a.lora)
+		}
+	}
+	sort.Strings(run)
+	sort.Strings(wait)
+	s.onLoRA(strings.Join(run, ","), strings.Join(wait, ","))
+}
+
+var (
+	errShuttingDown = newError(503, "The server is shutting down")
+	errQueueFull    = newError(429, "Failed to enqueue request, waiting requests queue is full")
+)
+
+// sinceMono converts a monotonic offset difference to a duration (helper
+// for readability at call sites).
+func sinceMono(from, to time.Duration) time.Duration { return to - from }

@@ -1,0 +1,333 @@
+package inferencesim
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/kvcache"
+	"github.com/lensfn/lensfn/functions/inference-sim/latency"
+)
+
+// CalculatorResolver builds the latency calculator named by
+// --latency-calculator (or /admin/config). The default resolver knows the
+// built-in "constant" and "per-token"; the lead can pass one that also
+// loads WebAssembly calculators by name or path.
+type CalculatorResolver func(name string, p latency.Params) (latency.Calculator, error)
+
+// Option adjusts a Simulator.
+type Option func(*Simulator)
+
+// WithCalculatorResolver replaces the latency calculator resolver.
+func WithCalculatorResolver(r CalculatorResolver) Option {
+	return func(s *Simulator) { s.resolve = r }
+}
+
+// WithLogger sets the logger (default: slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(s *Simulator) { s.log = l } }
+
+// WithCoarseTimers disables the sub-millisecond pacer (plain timer sleeps
+// only): cheaper when no latency is below a few milliseconds.
+func WithCoarseTimers() Option { return func(s *Simulator) { s.coarse = true } }
+
+// settings are the parts of the configuration /admin/config may change at
+// run time; they are swapped atomically as a whole.
+type settings struct {
+	failureRate   int
+	failureTypes  []string
+	calcName      string
+	latencyParams latency.Params
+	calc          latency.Calculator
+	fake          *FakeMetrics
+}
+
+// Simulator is the inference simulator: one rank per data-parallel rank,
+// each with its own port, scheduler, metrics and KV cache.
+type Simulator struct {
+	cfg      *Config
+	log      *slog.Logger
+	resolve  CalculatorResolver
+	coarse   bool
+	pacer    *pacer
+	settings atomic.Pointer[settings]
+	adminMu  sync.Mutex
+	ranks    []*rank
+	started  time.Time
+	draining atomic.Bool
+	tlsConf  *tls.Config
+	dataset  *dataset
+}
+
+// rank is one data-parallel rank.
+type rank struct {
+	sim     *Simulator
+	cfg     *Config
+	index   int
+	port    int
+	portStr string
+	sched   *scheduler
+	metrics *metrics
+	loras   *loraRegistry
+	kv      *kvcache.Cache
+	kvPub   *kvcache.Publisher
+	dataset *dataset
+	counter atomic.Uint64
+	server  *fasthttp.Server
+	metricsHandler fasthttp.RequestHandler
+}
+
+// New builds a simulator from a validated configuration.
+func New(cfg *Config, opts ...Option) (*Simulator, error) {
+	s := &Simulator{cfg: cfg, log: slog.Default(), resolve: latency.New, started: time.Now()}
+	for _, o := range opts {
+		o(s)
+	}
+	calc, err := s.resolve(cfg.LatencyCalculator, cfg.Latency)
+	if err != nil {
+		return nil, fmt.Errorf("latency calculator: %w", err)
+	}
+	s.settings.Store(&settings{failureRate: cfg.FailureInjectionRate, failureTypes: cfg.FailureTypes,
+		calcName: cfg.LatencyCalculator, latencyParams: cfg.Latency, calc: calc, fake: cfg.FakeMetrics})
+	s.pacer = newPacer(s.coarse)
+	if cfg.DatasetPath != "" {
+		ds, err := openDataset(cfg, s.log)
+		if err != nil {
+			return nil, err
+		}
+		s.dataset = ds
+	}
+	if cfg.SSLCertFile != "" || cfg.SelfSignedCerts {
+		tc, err := tlsConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		s.tlsConf = tc
+	}
+	ranks := []int{0}
+	if cfg.DataParallelRank >= 0 {
+		ranks = []int{cfg.DataParallelRank}
+	} else {
+		for i := 1; i < cfg.DataParallelSize; i++ {
+			ranks = append(ranks, i)
+		}
+	}
+	for i, idx := range ranks {
+		port := cfg.Port + i
+		r := &rank{sim: s, cfg: cfg, index: idx, port: port, portStr: strconv.Itoa(port), dataset: s.dataset}
+		r.loras = newLoRARegistry(cfg.LoRAModules)
+		r.metrics = newMetrics(cfg, func() *FakeMetrics { return s.settings.Load().fake })
+		r.sched = newScheduler(cfg.MaxNumSeqs, cfg.MaxWaitingQueueLength, cfg.MaxLoRAs)
+		rm := r.metrics
+		mm := rm.running.WithLabelValues(rm.baseModel)
+		wm := rm.waiting.WithLabelValues(rm.baseModel)
+		r.sched.onChange = func(running, waiting int) { mm.Set(float64(running)); wm.Set(float64(waiting)) }
+		r.sched.onLoRA = func(run, wait string) { rm.setLoRAInfo(cfg.MaxLoRAs, run, wait) }
+		r.metricsHandler = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(rm.registry, promhttp.HandlerOpts{}))
+		if cfg.EnableKVCache {
+			if err := r.initKVCache(idx); err != nil {
+				return nil, err
+			}
+		}
+		r.server = &fasthttp.Server{
+			Handler:               r.handle,
+			Name:                  "fasthttp",
+			MaxRequestBodySize:    cfg.MaxRequestBodySizeMB << 20,
+			ReadTimeout:           0,
+			IdleTimeout:           90 * time.Second,
+			NoDefaultDate:         false,
+			CloseOnShutdown:       true,
+			TLSConfig:             s.tlsConf,
+			StreamRequestBody:     false,
+			ReduceMemoryUsage:     false,
+			Concurrency:           1 << 16,
+		}
+		s.ranks = append(s.ranks, r)
+	}
+	return s, nil
+}
+
+// Ports returns the port of every rank.
+func (s *Simulator) Ports() []int {
+	out := make([]int, len(s.ranks))
+	for i, r := range s.ranks {
+		out[i] = r.port
+	}
+	return out
+}
+
+// Handler returns rank i's request handler (tests, embedding).
+func (s *Simulator) Handler(i int) fasthttp.RequestHandler { return s.ranks[i].handle }
+
+// Serve listens on every rank's port until ctx is cancelled, then drains.
+func (s *Simulator) Serve(ctx context.Context) error {
+	lns := make([]net.Listener, len(s.ranks))
+	for i, r := range s.ranks {
+		ln, err := net.Listen("tcp", ":"+r.portStr)
+		if err != nil {
+			for _, l := range lns[:i] {
+				l.Close()
+			}
+			return fmt.Errorf("rank %d: %w", r.index, err)
+		}
+		lns[i] = ln
+	}
+	return s.ServeListeners(ctx, lns)
+}
+
+// ServeListeners serves rank i on lns[i] until ctx is cancelled, then
+// stops accepting, lets in-flight requests finish (up to
+// --shutdown-timeout) and returns.
+func (s *Simulator) ServeListeners(ctx context.Context, lns []net.Listener) error {
+	if len(lns) != len(s.ranks) {
+		return fmt.Errorf("need %d listeners, got %d", len(s.ranks), len(lns))
+	}
+	errc := make(chan error, len(lns))
+	for i, r := range s.ranks {
+		ln := lns[i]
+		if s.tlsConf != nil {
+			ln = tls.NewListener(ln, s.tlsConf)
+		}
+		s.log.Info("inference-sim listening", "rank", r.index, "addr", ln.Addr().String(), "model", s.cfg.Model, "tls", s.tlsConf != nil)
+		go func() { errc <- r.server.Serve(ln) }()
+	}
+	select {
+	case err := <-errc:
+		s.shutdown()
+		return err
+	case <-ctx.Done():
+	}
+	s.shutdown()
+	return nil
+}
+
+func (s *Simulator) shutdown() {
+	s.draining.Store(true)
+	for _, r := range s.ranks {
+		r.sched.shutdown()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, r := range s.ranks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.server.ShutdownWithContext(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				s.log.Warn("shutdown", "rank", r.index, "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, r := range s.ranks {
+		if r.kvPub != nil {
+			r.kvPub.Close()
+		}
+	}
+	if s.dataset != nil {
+		s.dataset.Close()
+	}
+}
+
+var (
+	ctJSON  = "application/json"
+	hdrPod  = "x-inference-pod"
+	hdrPort = "x-inference-port"
+	hdrNS   = "x-inference-namespace"
+)
+
+// handle routes one request.
+func (r *rank) handle(ctx *fasthttp.RequestCtx) {
+	if r.cfg.PodName != "" {
+		ctx.Response.Header.Set(hdrPod, r.cfg.PodName)
+		ctx.Response.Header.Set(hdrPort, r.portStr)
+	}
+	if r.cfg.PodNamespace != "" {
+		ctx.Response.Header.Set(hdrNS, r.cfg.PodNamespace)
+	}
+	if r.cfg.EnableRequestIDHeaders {
+		if id := ctx.Request.Header.Peek("X-Request-Id"); len(id) > 0 {
+			ctx.Response.Header.SetBytesV("X-Request-Id", id)
+		}
+	}
+	switch string(ctx.Path()) {
+	case "/v1/chat/completions":
+		r.handleGenerate(ctx, kindChat)
+	case "/v1/completions":
+		r.handleGenerate(ctx, kindText)
+	case "/v1/models":
+		r.handleModels(ctx)
+	case "/metrics":
+		r.metricsHandler(ctx)
+	case "/health":
+		ctx.Response.Header.SetContentType(ctJSON)
+	case "/ready", "/health/ready":
+		ctx.Response.Header.SetContentType(ctJSON)
+		if time.Since(r.sim.started) < r.cfg.StartupDuration || r.sim.draining.Load() {
+			ctx.SetStatusCode(503)
+		}
+	case "/v1/load_lora_adapter":
+		r.handleLoadLoRA(ctx)
+	case "/v1/unload_lora_adapter":
+		r.handleUnloadLoRA(ctx)
+	case "/tokenize":
+		r.handleTokenize(ctx)
+	case "/v1/embeddings":
+		r.handleEmbeddings(ctx)
+	case "/admin/config":
+		r.handleAdminConfig(ctx)
+	default:
+		writeError(ctx, newError(404, "Not Found: "+string(ctx.Path())))
+	}
+}
+
+func (r *rank) handleModels(ctx *fasthttp.RequestCtx) {
+	if !ctx.IsGet() {
+		writeError(ctx, newError(405, "Method not allowed, use GET"))
+		return
+	}
+	created := strconv.FormatInt(time.Now().Unix(), 10)
+	bp := getBuf()
+	b := append((*bp)[:0], `{"object":"list","data":[`...)
+	first := true
+	entry := func(id, root, parent string) {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, `{"id":`...)
+		b = appendJSONString(b, id)
+		b = append(b, `,"object":"model","created":`...)
+		b = append(b, created...)
+		b = append(b, `,"owned_by":"vllm","root":`...)
+		b = appendJSONString(b, root)
+		b = append(b, `,"parent":`...)
+		if parent == "" {
+			b = append(b, "null"...)
+		} else {
+			b = appendJSONString(b, parent)
+		}
+		b = append(b, '}')
+	}
+	for _, name := range r.cfg.ServedModelNames {
+		entry(name, r.cfg.Model, "")
+	}
+	for _, l := range r.loras.list() {
+		entry(l.Name, l.Path, r.cfg.ServedModelNames[0])
+	}
+	b = append(b, "]}"...)
+	ctx.Response.Header.SetContentType(ctJSON)
+	ctx.SetBody(b)
+	*bp = b
+	putBuf(bp)
+}

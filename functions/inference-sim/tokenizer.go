@@ -1,0 +1,98 @@
+package inferencesim
+
+// The dummy tokenizer of the reference simulator: one token per match of
+//
+//	({|}|:|,|-|\.|\?|!|;|@|#|\$|%|\^|&|\*|\(|\)|\+|-|_|~|/|\\|>|<|\[|\]|=|"|'|\w+)(\s*)
+//
+// (leftmost-first), with \w and \s in their ASCII meaning, and token id
+// FNV-32a of the matched text. It is written out by hand because it runs
+// on every request and a regexp would dominate the request's CPU time.
+
+func isWordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
+}
+
+func isSpaceByte(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+}
+
+var punctTable = func() (t [256]bool) {
+	for _, c := range []byte("{}:,-.?!;@#$%^&*()+_~/\\><[]=\"'") {
+		t[c] = true
+	}
+	return t
+}()
+
+// nextToken returns the bounds of the first token at or after i, or
+// start == len(s) when there is none.
+func nextToken(s string, i int) (start, end int) {
+	for i < len(s) {
+		c := s[i]
+		if punctTable[c] {
+			end = i + 1
+			break
+		}
+		if isWordByte(c) {
+			end = i + 1
+			for end < len(s) && isWordByte(s[end]) {
+				end++
+			}
+			break
+		}
+		i++
+	}
+	if i >= len(s) {
+		return len(s), len(s)
+	}
+	for end < len(s) && isSpaceByte(s[end]) {
+		end++
+	}
+	return i, end
+}
+
+// countTokens returns the number of dummy tokens in s.
+func countTokens(s string) int {
+	n := 0
+	for i := 0; ; {
+		st, en := nextToken(s, i)
+		if st == len(s) {
+			return n
+		}
+		n++
+		i = en
+	}
+}
+
+// appendTokens appends the token strings of s (substrings, no copies).
+func appendTokens(dst []string, s string) []string {
+	for i := 0; ; {
+		st, en := nextToken(s, i)
+		if st == len(s) {
+			return dst
+		}
+		dst = append(dst, s[st:en])
+		i = en
+	}
+}
+
+// tokenID is the dummy tokenizer's id of a token: FNV-32a of its text.
+func tokenID(tok string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(tok); i++ {
+		h ^= uint32(tok[i])
+		h *= 16777619
+	}
+	return h
+}
+
+// appendTokenIDs appends the ids of the tokens of s.
+func appendTokenIDs(dst []uint32, s string) []uint32 {
+	for i := 0; ; {
+		st, en := nextToken(s, i)
+		if st == len(s) {
+			return dst
+		}
+		dst = append(dst, tokenID(s[st:en]))
+		i = en
+	}
+}

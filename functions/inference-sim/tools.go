@@ -1,0 +1,314 @@
+package inferencesim
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+)
+
+// toolCall is one generated function call.
+type toolCall struct {
+	id   string
+	name string
+	args string
+}
+
+var toolWords = []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
+	"india", "juliet", "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo"}
+
+func findTool(tools []toolDef, name string) *toolDef {
+	for i := range tools {
+		if tools[i].Function.Name == name {
+			return &tools[i]
+		}
+	}
+	return nil
+}
+
+// validateTools checks every tool's JSON schema well enough that argument
+// generation cannot fail: an array without items, an unknown type or a
+// malformed schema is a 400, never a crash (the reference panics on an
+// array without items).
+func validateTools(tools []toolDef, skipStrict bool) *apiError {
+	for i := range tools {
+		t := &tools[i]
+		if t.Type != "" && t.Type != "function" {
+			return newParamError(400, fmt.Sprintf("Tool validation failed: tools[%d].type must be \"function\"", i), "tools")
+		}
+		if t.Function.Name == "" {
+			return newParamError(400, fmt.Sprintf("Tool validation failed: tools[%d].function.name is required", i), "tools")
+		}
+		raw := bytes.TrimSpace(t.Function.Parameters)
+		if len(raw) == 0 || string(raw) == "null" {
+			continue
+		}
+		var schema any
+		if err := json.Unmarshal(raw, &schema); err != nil {
+			return newParamError(400, fmt.Sprintf("Tool validation failed: tools[%d].function.parameters: %v", i, err), "tools")
+		}
+		if err := checkSchema(schema, "parameters", 0); err != nil {
+			return newParamError(400, fmt.Sprintf("Tool validation failed: %s: %v", t.Function.Name, err), "tools")
+		}
+	}
+	return nil
+}
+
+func checkSchema(s any, path string, depth int) error {
+	if depth > 32 {
+		return fmt.Errorf("%s: schema nested too deeply", path)
+	}
+	m, ok := s.(map[string]any)
+	if !ok {
+		return fmt.Errorf("%s: a schema must be an object", path)
+	}
+	if e, ok := m["enum"]; ok {
+		if arr, ok := e.([]any); !ok || len(arr) == 0 {
+			return fmt.Errorf("%s.enum must be a non-empty array", path)
+		}
+		return nil
+	}
+	typ, err := schemaType(m)
+	if err != nil {
+		return fmt.Errorf("%s: %v", path, err)
+	}
+	switch typ {
+	case "object":
+		if p, ok := m["properties"]; ok {
+			props, ok := p.(map[string]any)
+			if !ok {
+				return fmt.Errorf("%s.properties must be an object", path)
+			}
+			for k, v := range props {
+				if err := checkSchema(v, path+"."+k, depth+1); err != nil {
+					return err
+				}
+			}
+		}
+		if r, ok := m["required"]; ok {
+			arr, ok := r.([]any)
+			if !ok {
+				return fmt.Errorf("%s.required must be an array of names", path)
+			}
+			for _, x := range arr {
+				if _, ok := x.(string); !ok {
+					return fmt.Errorf("%s.required must be an array of names", path)
+				}
+			}
+		}
+	case "array":
+		items, ok := m["items"]
+		if !ok {
+			return fmt.Errorf("%s: an array schema needs items", path)
+		}
+		if err := checkSchema(items, path+"[]", depth+1); err != nil {
+			return err
+		}
+	case "string", "integer", "number", "boolean", "null":
+	default:
+		return fmt.Errorf("%s: unsupported type %q", path, typ)
+	}
+	return nil
+}
+
+func schemaType(m map[string]any) (string, error) {
+	switch t := m["type"].(type) {
+	case nil:
+		if _, ok := m["properties"]; ok {
+			return "object", nil
+		}
+		return "", fmt.Errorf("missing type")
+	case string:
+		return t, nil
+	case []any:
+		for _, x := range t {
+			if s, ok := x.(string); ok && s != "null" {
+				return s, nil
+			}
+		}
+		return "null", nil
+	}
+	return "", fmt.Errorf("type must be a string")
+}
+
+// generateToolCalls decides whether choice c calls tools and, if so,
+// fills its calls and tokens. It reports false when c is a text answer.
+func (g *genCtx) generateToolCalls(c *choice, maxTokens int) (bool, *apiError) {
+	tc := g.r.cfg.Tools
+	var picks []*toolDef
+	switch g.toolChoice.mode {
+	case "function":
+		picks = append(picks, findTool(g.tools, g.toolChoice.name))
+	case "auto":
+		if g.rng.intn(2) == 0 {
+			return false, nil
+		}
+		fallthrough
+	case "required":
+		picks = append(picks, &g.tools[g.rng.intn(len(g.tools))])
+		for len(picks) < 5 && g.rng.intn(100) < tc.ExtraCallProbability {
+			picks = append(picks, &g.tools[g.rng.intn(len(g.tools))])
+		}
+	}
+	start := len(g.tokBuf)
+	for k, t := range picks {
+		var schema any
+		if raw := bytes.TrimSpace(t.Function.Parameters); len(raw) > 0 && string(raw) != "null" {
+			if err := json.Unmarshal(raw, &schema); err != nil {
+				return false, newParamError(400, "Tool validation failed: "+err.Error(), "tools")
+			}
+		}
+		args := []byte("{}")
+		if schema != nil {
+			args = g.appendArgValue(nil, schema, 0)
+		}
+		id := make([]byte, 0, 24)
+		id = append(id, "chatcmpl-tool-"...)
+		id = strconv.AppendUint(id, 1000000000+uint64(g.rng.intn(9000000000)), 10)
+		call := toolCall{id: string(id), name: t.Function.Name, args: string(args)}
+		c.toolCalls = append(c.toolCalls, call)
+		before := len(g.tokBuf)
+		g.tokBuf = appendTokens(g.tokBuf, call.args)
+		if len(g.tokBuf) == before { // keep at least one chunk per call
+			g.tokBuf = append(g.tokBuf, "")
+		}
+		for range len(g.tokBuf) - before {
+			c.toolOfToken = append(c.toolOfToken, k)
+		}
+	}
+	c.tokens = g.tokBuf[start:len(g.tokBuf):len(g.tokBuf)]
+	c.finish = finishToolCalls
+	return true, nil
+}
+
+func (g *genCtx) appendArgValue(dst []byte, s any, depth int) []byte {
+	tc := g.r.cfg.Tools
+	m, _ := s.(map[string]any)
+	if e, ok := m["enum"].([]any); ok && len(e) > 0 {
+		v, _ := json.Marshal(e[g.rng.intn(len(e))])
+		return append(dst, v...)
+	}
+	typ, _ := schemaType(m)
+	switch typ {
+	case "string":
+		return appendJSONString(dst, toolWords[g.rng.intn(len(toolWords))])
+	case "integer":
+		lo, hi := tc.MinIntegerParam, tc.MaxIntegerParam
+		if v, ok := m["minimum"].(float64); ok {
+			lo = int(math.Ceil(v))
+		}
+		if v, ok := m["maximum"].(float64); ok {
+			hi = int(math.Floor(v))
+		}
+		return strconv.AppendInt(dst, int64(g.rng.intRange(lo, max(lo, hi))), 10)
+	case "number":
+		lo, hi := tc.MinNumberParam, tc.MaxNumberParam
+		if v, ok := m["minimum"].(float64); ok {
+			lo = v
+		}
+		if v, ok := m["maximum"].(float64); ok {
+			hi = v
+		}
+		v := lo + g.rng.float()*(max(hi, lo)-lo)
+		return strconv.AppendFloat(dst, math.Round(v*100)/100, 'f', -1, 64)
+	case "boolean":
+		return strconv.AppendBool(dst, g.rng.intn(2) == 1)
+	case "array":
+		lo, hi := tc.MinArrayParamLength, tc.MaxArrayParamLength
+		if v, ok := m["minItems"].(float64); ok {
+			lo = int(v)
+		}
+		if v, ok := m["maxItems"].(float64); ok {
+			hi = int(v)
+		}
+		n := g.rng.intRange(lo, max(lo, hi))
+		dst = append(dst, '[')
+		for i := 0; i < n; i++ {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = g.appendArgValue(dst, m["items"], depth+1)
+		}
+		return append(dst, ']')
+	case "object":
+		props, _ := m["properties"].(map[string]any)
+		required := map[string]bool{}
+		if r, ok := m["required"].([]any); ok {
+			for _, x := range r {
+				if s, ok := x.(string); ok {
+					required[s] = true
+				}
+			}
+		}
+		keys := make([]string, 0, len(props))
+		for k := range props {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys) // deterministic with --seed
+		prob := tc.ObjectNotRequiredFieldProbability
+		if depth == 0 {
+			prob = tc.NotRequiredParamProbability
+		}
+		dst = append(dst, '{')
+		first := true
+		for _, k := range keys {
+			if !required[k] && g.rng.intn(100) >= prob {
+				continue
+			}
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = appendJSONString(dst, k)
+			dst = append(dst, ':')
+			dst = g.appendArgValue(dst, props[k], depth+1)
+		}
+		return append(dst, '}')
+	}
+	return append(dst, "null"...)
+}
+
+// appendToolCalls appends ,"tool_calls":[…] of a complete message.
+func appendToolCalls(dst []byte, calls []toolCall, _ int) []byte {
+	dst = append(dst, `,"tool_calls":[`...)
+	for i, c := range calls {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"function":{"name":`...)
+		dst = appendJSONString(dst, c.name)
+		dst = append(dst, `,"arguments":`...)
+		dst = appendJSONString(dst, c.args)
+		dst = append(dst, `},"id":`...)
+		dst = appendJSONString(dst, c.id)
+		dst = append(dst, `,"type":"function","index":`...)
+		dst = strconv.AppendInt(dst, int64(i), 10)
+		dst = append(dst, '}')
+	}
+	return append(dst, ']')
+}
+
+// appendToolCallChunk streams token j of a tool-calling choice: the first
+// token of each call carries its id, type and name.
+func (g *genCtx) appendToolCallChunk(dst []byte, c *choice, j int) []byte {
+	k := c.toolOfToken[j]
+	first := j == 0 || c.toolOfToken[j-1] != k
+	dst = g.appendChunkHead(dst)
+	dst = strconv.AppendInt(dst, int64(c.index), 10)
+	dst = append(dst, `,"finish_reason":null,"delta":{"tool_calls":[{"index":`...)
+	dst = strconv.AppendInt(dst, int64(k), 10)
+	if first {
+		dst = append(dst, `,"id":`...)
+		dst = appendJSONString(dst, c.toolCalls[k].id)
+		dst = append(dst, `,"type":"function","function":{"name":`...)
+		dst = appendJSONString(dst, c.toolCalls[k].name)
+		dst = append(dst, `,"arguments":`...)
+	} else {
+		dst = append(dst, `,"function":{"arguments":`...)
+	}
+	dst = appendJSONString(dst, c.tokens[j])
+	dst = append(dst, "}}]}}]}"...)
+	return appendSSEEnd(dst)
+}
