@@ -1,0 +1,55 @@
+// Package calcguest exports the latency-calculator half of the ABI (lens_calc_configure,
+// lens_calc_schedule) around a latency.Model. Imports: the standard library,
+// wasm-modules/abi, wasm-modules/latency, wasm-modules/internal/guest.
+package calcguest
+
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/lensfn/lensfn/wasm-modules/abi"
+	"github.com/lensfn/lensfn/wasm-modules/internal/guest"
+	"github.com/lensfn/lensfn/wasm-modules/latency"
+)
+
+var (
+	newModel  func(configJSON []byte) (*latency.Model, error)
+	model     *latency.Model
+	durations []int64
+	output    []byte
+)
+
+// Serve makes the module a latency calculator: d is its descriptor, factory parses the
+// configuration into a model.
+func Serve(d abi.Descriptor, factory func(configJSON []byte) (*latency.Model, error)) {
+	d.Kind = abi.KindLatencyCalculator
+	guest.SetDescriptor(d)
+	newModel = factory
+}
+
+//go:wasmexport lens_calc_configure
+func configure(ptr, length uint32) uint64 {
+	m, err := newModel(guest.Bytes(ptr, length))
+	if err != nil {
+		return guest.Fail(err)
+	}
+	model = m
+	return abi.Pack(0, 0)
+}
+
+//go:wasmexport lens_calc_schedule
+func schedule(prompt, cached, outputTokens, running, maxNumSeqs, flags uint32, rand uint64) uint64 {
+	if model == nil {
+		return guest.Fail(errors.New("lens_calc_schedule called before lens_calc_configure"))
+	}
+	durations = model.Schedule(latency.Input{
+		PromptTokens: int(int32(prompt)), CachedPromptTokens: int(int32(cached)), OutputTokens: int(int32(outputTokens)),
+		RunningRequests: int(int32(running)), MaxNumSeqs: int(int32(maxNumSeqs)),
+		RemotePrefill: flags&abi.ScheduleFlagRemotePrefill != 0, Rand: rand,
+	}, durations)
+	output = output[:0]
+	for _, d := range durations {
+		output = binary.LittleEndian.AppendUint64(output, uint64(d))
+	}
+	return guest.Packed(output)
+}

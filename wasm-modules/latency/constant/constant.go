@@ -1,0 +1,38 @@
+// Package constant is the "constant" latency calculator: TTFT is time-to-first-token
+// (with its std-dev), or kv-cache-transfer-latency for a request whose prefill ran
+// remotely; every inter-token gap is inter-token-latency. Imports: the standard library
+// and wasm-modules/latency, wasm-modules/abi.
+package constant
+
+import (
+	"github.com/lensfn/lensfn/wasm-modules/abi"
+	"github.com/lensfn/lensfn/wasm-modules/latency"
+)
+
+// Name and Version as the module describes itself.
+const (
+	Name    = "constant"
+	Version = "1.0.0"
+)
+
+// Descriptor is what the module reports through lens_describe.
+func Descriptor() abi.Descriptor {
+	return abi.Descriptor{ABIVersion: abi.Version, Kind: abi.KindLatencyCalculator, Name: Name, Version: Version,
+		Description: "TTFT = time-to-first-token (P/D: kv-cache-transfer-latency); gaps = inter-token-latency; load factor on TTFT and gaps"}
+}
+
+// New parses the configuration and returns the calculator.
+func New(configJSON []byte) (*latency.Model, error) {
+	cfg, err := latency.ParseConfig(configJSON)
+	if err != nil {
+		return nil, err
+	}
+	return latency.NewModel(cfg, ttft), nil
+}
+
+func ttft(c *latency.Config, in latency.Input) (mean, std int64, loaded bool) {
+	if in.RemotePrefill {
+		return c.KVCacheTransferLatency, c.KVCacheTransferLatencyStdDev, false
+	}
+	return c.TimeToFirstToken, c.TimeToFirstTokenStdDev, true
+}

@@ -1,0 +1,13 @@
+// Command guest is the per-token latency-calculator module.
+// Build: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared (see wasm-modules/build.sh).
+package main
+
+import (
+	"github.com/lensfn/lensfn/wasm-modules/internal/guest/calcguest"
+	"github.com/lensfn/lensfn/wasm-modules/latency/pertoken"
+)
+
+// A reactor runs init but never main.
+func init() { calcguest.Serve(pertoken.Descriptor(), pertoken.New) }
+
+func main() {}
