@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -55,6 +56,9 @@ func (s *Store) ReadProgress(ctx context.Context, kind, id, after string, count 
 	}
 	if after == "" {
 		after = "0-0"
+	}
+	if !validStreamID(after) {
+		return nil, fmt.Errorf("%w: progress cursor %q is not a stream id (<ms>-<seq>)", state.ErrInvalid, after)
 	}
 	args := &redis.XReadArgs{
 		Streams: []string{s.keys.progress(kind, id), after},
@@ -133,4 +137,22 @@ func (s *Store) ReadLogs(ctx context.Context, kind, id string) (logs state.Logs,
 		out = []string{}
 	}
 	return state.Logs{Lines: out, Dropped: n}, nil
+}
+
+// validStreamID accepts "<ms>" or "<ms>-<seq>" with decimal parts.
+func validStreamID(id string) bool {
+	ms, seq, hasSeq := strings.Cut(id, "-")
+	return isDigits(ms) && (!hasSeq || isDigits(seq))
+}
+
+func isDigits(s string) bool {
+	if s == "" || len(s) > 20 {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }

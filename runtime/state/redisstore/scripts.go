@@ -153,28 +153,31 @@ if ARGV[1] == 'combine' then
 end
 local minScore, maxScore = ARGV[5], ARGV[6]
 local offset, limit, needle = tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9]
+-- Walk by rank, not by score: rank ranges cost O(log N + page) at any depth and never skip
+-- members that share a score.
+local above = 0
+if maxScore ~= '+inf' then above = redis.call('ZCOUNT', target, '(' .. maxScore, '+inf') end
+local inRange = redis.call('ZCOUNT', target, minScore, maxScore)
 if needle == '' then
-  local total = redis.call('ZCOUNT', target, minScore, maxScore)
-  local ids = redis.call('ZREVRANGEBYSCORE', target, maxScore, minScore, 'LIMIT', offset, limit)
-  return {total, ids}
+  local ids = {}
+  if offset < inRange then
+    local last = math.min(offset + limit, inRange) - 1
+    ids = redis.call('ZREVRANGE', target, above + offset, above + last)
+  end
+  return {inRange, ids}
 end
-local total, ids, upper = 0, {}, maxScore
-while true do
-  local batch = redis.call('ZREVRANGEBYSCORE', target, upper, minScore, 'WITHSCORES', 'LIMIT', 0, 1000)
-  local count = #batch / 2
-  if count == 0 then break end
-  local members = {}
-  for i = 1, count do members[i] = batch[2 * i - 1] end
+local total, ids = 0, {}
+for pos = 0, inRange - 1, 1000 do
+  local last = math.min(pos + 1000, inRange) - 1
+  local members = redis.call('ZREVRANGE', target, above + pos, above + last)
   local texts = redis.call('HMGET', KEYS[4], unpack(members))
-  for i = 1, count do
+  for i = 1, #members do
     local text = texts[i]
     if text and string.find(text, needle, 1, true) then
       if total >= offset and total < offset + limit then ids[#ids + 1] = members[i] end
       total = total + 1
     end
   end
-  if count < 1000 then break end
-  upper = '(' .. batch[2 * count]
 end
 return {total, ids}
 `)

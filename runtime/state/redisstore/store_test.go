@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -27,7 +28,7 @@ func redisURL(t testing.TB) string {
 	embeddedOnce.Do(func() {
 		embedded, embeddedErr = redisstore.StartEmbedded()
 	})
-	if embeddedErr != nil {
+	if embeddedErr != nil && t != nil {
 		t.Fatal(embeddedErr)
 	}
 	return embedded.URL()
@@ -41,6 +42,12 @@ var (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if benchStore != nil {
+		_ = benchStore.Close()
+		if err := dropPrefix(redisURL(nil), benchPrefix); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}
 	if embedded != nil {
 		embedded.Close()
 	}
@@ -68,36 +75,42 @@ func openStore(t testing.TB, opts redisstore.Options) *redisstore.Store {
 	}
 	t.Cleanup(func() {
 		_ = s.Close()
-		dropPrefix(t, url, opts.Prefix)
+		if err := dropPrefix(url, opts.Prefix); err != nil {
+			t.Error(err)
+		}
 	})
 	return s
 }
 
 // dropPrefix removes a test's keys. Only test cleanup scans; the store itself never does.
-func dropPrefix(t testing.TB, url, prefix string) {
+func dropPrefix(url, prefix string) error {
 	ro, err := redis.ParseURL(url)
 	if err != nil {
-		t.Error(err)
-		return
+		return err
 	}
 	rdb := redis.NewClient(ro)
 	defer rdb.Close()
 	ctx := context.Background()
-	iter := rdb.Scan(ctx, 0, strings.ReplaceAll(prefix, "[", "\\[")+"*", 1000).Iterator()
+	iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
 	var batch []string
 	for iter.Next(ctx) {
 		batch = append(batch, iter.Val())
 		if len(batch) == 1000 {
-			rdb.Unlink(ctx, batch...)
+			if err := rdb.Unlink(ctx, batch...).Err(); err != nil {
+				return err
+			}
 			batch = batch[:0]
 		}
 	}
 	if len(batch) > 0 {
-		rdb.Unlink(ctx, batch...)
+		if err := rdb.Unlink(ctx, batch...).Err(); err != nil {
+			return err
+		}
 	}
 	if err := iter.Err(); err != nil {
-		t.Errorf("cleanup of %s: %v", prefix, err)
+		return fmt.Errorf("cleanup of %s: %w", prefix, err)
 	}
+	return nil
 }
 
 func TestConformance(t *testing.T) {
@@ -125,7 +138,7 @@ func TestOpenRejectsBadInput(t *testing.T) {
 	if err == nil {
 		t.Error("http:// URL accepted")
 	}
-	short, cancel := context.WithTimeout(ctx, 2*time.Second)
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
 	_, err = redisstore.Open(short, "redis://127.0.0.1:1/0", redisstore.Options{})
 	if err == nil {
@@ -197,5 +210,61 @@ func TestEmbeddedServesOtherClients(t *testing.T) {
 	}
 	if _, err := b.Get(ctx, "task", "shared"); err != nil {
 		t.Errorf("second client does not see the record: %v", err)
+	}
+}
+
+// More than 1000 records in one millisecond reuse seq%1000 and tie on score; listings must
+// still return each record exactly once with the right totals.
+func TestListWithTiedScores(t *testing.T) {
+	s := openStore(t, redisstore.Options{})
+	ctx := context.Background()
+	created := time.Date(2026, 9, 23, 9, 0, 0, 0, time.UTC)
+	const n = 1010
+	for i := range n {
+		r := state.Record{Kind: "task", ID: fmt.Sprintf("tie%04d", i), Status: "queued", CreatedAt: created,
+			Attrs: map[string]string{"model": "m"}, Search: fmt.Sprintf("needle %d", i%2)}
+		if _, err := s.Create(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []state.Query{
+		{Kind: "task"},
+		{Kind: "task", Status: []string{"queued"}, Attrs: map[string]string{"model": "m"}},
+		{Kind: "task", Search: "needle 1", CreatedBefore: created},
+	} {
+		want := n
+		if q.Search != "" {
+			want = n / 2
+		}
+		seen := map[string]bool{}
+		for off := 0; off < n; off += 97 {
+			q.Offset, q.Limit = off, 97
+			p, err := s.List(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Total != want {
+				t.Fatalf("%+v: total %d, want %d", q, p.Total, want)
+			}
+			for _, r := range p.Records {
+				if seen[r.ID] {
+					t.Fatalf("%+v: %s listed twice", q, r.ID)
+				}
+				seen[r.ID] = true
+			}
+		}
+		if len(seen) != want {
+			t.Errorf("%+v: %d distinct records over all pages, want %d", q, len(seen), want)
+		}
+	}
+}
+
+func TestProgressCursorValidation(t *testing.T) {
+	s := openStore(t, redisstore.Options{})
+	for _, bad := range []string{"abc", "1-", "-1", "1-2-3", "$"} {
+		_, err := s.ReadProgress(context.Background(), "task", "a", bad, 10, 0)
+		if !errors.Is(err, state.ErrInvalid) {
+			t.Errorf("cursor %q: %v, want ErrInvalid", bad, err)
+		}
 	}
 }

@@ -48,6 +48,7 @@ func Run(t *testing.T, newStore NewStore) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each test has its own store; the waits of expiry tests overlap
 			tc.fn(t, newStore(t))
 		})
 	}

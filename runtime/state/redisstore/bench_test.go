@@ -1,0 +1,129 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lensfn/lensfn/runtime/state"
+	"github.com/lensfn/lensfn/runtime/state/redisstore"
+)
+
+const benchTasks = 100_000
+
+var (
+	benchOnce  sync.Once
+	benchStore  *redisstore.Store
+	benchPrefix string
+	benchErr    error
+)
+
+// loadedStore returns a store holding benchTasks tasks, loaded once per test binary run
+// (TestMain drops its keys at exit).
+func loadedStore(b *testing.B) *redisstore.Store {
+	benchOnce.Do(func() {
+		ctx := context.Background()
+		benchPrefix = uniquePrefix()
+		benchStore, benchErr = redisstore.Open(ctx, redisURL(b), redisstore.Options{Prefix: benchPrefix})
+		if benchErr != nil {
+			return
+		}
+		statuses := []string{"queued", "running", "completed", "failed", "cancelled"}
+		start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		batch := make([]state.Record, 0, 1000)
+		for i := range benchTasks {
+			batch = append(batch, state.Record{
+				Kind: "task", ID: fmt.Sprintf("%08x", i), Status: statuses[i%5],
+				CreatedAt: start.Add(time.Duration(i) * 7 * time.Second),
+				Attrs: map[string]string{
+					"backend":      []string{"trace-replayer", "aiperf"}[i%2],
+					"model":        fmt.Sprintf("model-%d", (i/5)%10),
+					"dataset":      fmt.Sprintf("dataset-%d", i%20),
+					"trace_format": fmt.Sprintf("format-%d", i%5),
+					"endpoint":     fmt.Sprintf("http://127.0.0.1:%d/v1", 38000+i%10),
+					"scenario":     []string{"chat", "code", "summarize"}[i%3],
+				},
+				Search: fmt.Sprintf("trace simulation %d", i),
+				Doc:    fmt.Appendf(nil, `{"id":"%08x","name":"Trace simulation %d","progress_percent":42.5,"simulation":{"backend":"trace-replayer","duration_seconds":60}}`, i, i),
+			})
+			if len(batch) == cap(batch) {
+				if benchErr = benchStore.CreateBatch(ctx, batch); benchErr != nil {
+					return
+				}
+				batch = batch[:0]
+			}
+		}
+	})
+	if benchErr != nil {
+		b.Fatal(benchErr)
+	}
+	return benchStore
+}
+
+// BenchmarkListTwoFilters lists the first page (20 rows) of status=completed AND
+// model=model-3 (2,000 of 100,000 tasks). "cold" changes one record's status before each
+// call so the intersection is rebuilt every time; "warm" reuses it as paging does.
+// Reports the median and p99 latency.
+func BenchmarkListTwoFilters(b *testing.B) {
+	if testing.Short() {
+		b.Skip("loads 100,000 records")
+	}
+	s := loadedStore(b)
+	ctx := context.Background()
+	q := state.Query{Kind: "task", Status: []string{"completed"}, Attrs: map[string]string{"model": "model-3"}, Limit: 20}
+	for _, cold := range []bool{true, false} {
+		name := map[bool]string{true: "cold", false: "warm"}[cold]
+		b.Run(name, func(b *testing.B) {
+			durations := make([]time.Duration, 0, b.N)
+			flip := []string{"queued", "running"}
+			for i := 0; b.Loop(); i++ {
+				if cold {
+					b.StopTimer()
+					r, err := s.Get(ctx, "task", "00000000")
+					if err != nil {
+						b.Fatal(err)
+					}
+					r.Status = flip[i%2]
+					if _, err := s.Update(ctx, r, state.UpdateOptions{}); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+				}
+				start := time.Now()
+				p, err := s.List(ctx, q)
+				durations = append(durations, time.Since(start))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if p.Total != 2000 || len(p.Records) != 20 {
+					b.Fatalf("total %d, %d records; want 2000 and 20", p.Total, len(p.Records))
+				}
+			}
+			slices.Sort(durations)
+			b.ReportMetric(float64(durations[len(durations)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(durations[(len(durations)*99)/100].Microseconds())/1000, "p99-ms")
+		})
+	}
+}
+
+// BenchmarkListSearch lists with a search needle over all 100,000 tasks (a server-side scan).
+func BenchmarkListSearch(b *testing.B) {
+	if testing.Short() {
+		b.Skip("loads 100,000 records")
+	}
+	s := loadedStore(b)
+	ctx := context.Background()
+	q := state.Query{Kind: "task", Search: "simulation 4242", Limit: 20}
+	for b.Loop() {
+		p, err := s.List(ctx, q)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if p.Total != 11 { // 4242 and 42420..42429
+			b.Fatalf("total %d, want 11", p.Total)
+		}
+	}
+}
