@@ -19,6 +19,10 @@ import (
 // Name is the function's Knative Service name.
 const Name = "simulation-api"
 
+// Consumes lists the event types the function receives at /events; deploy/knative must route
+// each of them here with a Trigger (tests/manifests checks it).
+var Consumes = []string{events.TypeDatasetDownloaded}
+
 // API serves /api/simulation.
 type API struct {
 	deps       fn.Deps
@@ -57,7 +61,7 @@ func New(d fn.Deps, parsers TraceParsers) (*fn.Function, *API) {
 	}))
 	return &fn.Function{
 		Routes: mux,
-		Events: map[string]cloudevent.Handler{events.TypeDatasetDownloaded: a.onDatasetDownloaded},
+		Events: map[string]cloudevent.Handler{Consumes[0]: a.onDatasetDownloaded},
 	}, a
 }
 

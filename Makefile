@@ -1,0 +1,37 @@
+# Lensfn: one Makefile. `make help` lists the targets.
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+GO ?= go
+BIN := bin
+MODULES := $(BIN)/modules
+
+.PHONY: help build wasm run test check bench clean
+
+help: ## list the targets
+	@awk -F ':.*## ' '/^[a-z-]+:.*## / {printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## build every function and the local stack into bin/
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ ./functions/*/cmd/* ./deploy/local/cmd/lensfn-local
+
+wasm: ## build the built-in WASM modules (and the example user module) into bin/modules
+	wasm-modules/build.sh $(MODULES)
+
+run: build wasm ## start the local stack on 127.0.0.1:8080 (Redis, broker, every function)
+	$(BIN)/lensfn-local
+
+test: ## run every test (embedded Redis unless REDIS_URL is set)
+	$(GO) test -count=1 -timeout 20m ./...
+
+check: ## format, vet, tidy and test; fails on any diff
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
+	$(GO) vet ./...
+	$(GO) mod tidy -diff
+	$(GO) generate ./events && git diff --exit-code -- events/schemas
+	$(MAKE) test
+
+bench: ## run the benchmarks whose figures BENCHMARKS.md quotes
+	tests/bench/run.sh
+
+clean: ## remove build outputs
+	rm -rf $(BIN)

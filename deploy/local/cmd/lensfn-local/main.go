@@ -1,0 +1,59 @@
+// Command lensfn-local runs the local stack (`make run`): Redis, the broker, every function of
+// deploy/knative as its own process, and one ingress address. Ctrl-C drains everything.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/lensfn/lensfn/deploy/local"
+)
+
+func main() {
+	home, _ := os.UserHomeDir()
+	dataDir := os.Getenv("LENS_DATA_DIR")
+	if dataDir == "" {
+		dataDir = filepath.Join(home, ".local", "share", "lensfn")
+	}
+	addr := os.Getenv("LENS_ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:8080"
+	}
+	opts := local.Options{Env: map[string]string{}}
+	flag.StringVar(&opts.Addr, "addr", addr, "ingress address (LENS_ADDR)")
+	flag.StringVar(&opts.DataDir, "data", dataDir, "data directory (LENS_DATA_DIR)")
+	flag.StringVar(&opts.BinDir, "bin", "bin", "directory of the function binaries (make build)")
+	flag.StringVar(&opts.ModuleDir, "modules", filepath.Join("bin", "modules"), "directory of the built-in WASM modules (make wasm)")
+	flag.StringVar(&opts.ManifestDir, "manifests", filepath.Join("deploy", "knative"), "Knative manifests to run")
+	flag.Parse()
+	for _, name := range []string{"LENS_DATASET_MIRROR", "LENS_MODULE_DIR", "LOG_LEVEL"} {
+		if v := os.Getenv(name); v != "" {
+			opts.Env[name] = v
+		}
+	}
+	logger := log.New(os.Stderr, "lensfn-local: ", log.LstdFlags)
+	opts.Log = logger.Printf
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	stack, err := local.Start(ctx, opts)
+	if err != nil {
+		logger.Fatal(err)
+	}
+	fmt.Printf("Lensfn is up.\n  API:    %s  (try %s/api/simulation/backends)\n  Broker: %s\n  Redis:  %s\n  Data:   %s\n",
+		stack.APIURL, stack.APIURL, stack.BrokerURL, stack.RedisURL, opts.DataDir)
+	for _, name := range stack.Functions() {
+		u, _ := stack.FunctionURL(name)
+		fmt.Printf("  %-16s %s  (log: %s)\n", name, u, filepath.Join(opts.DataDir, "logs", name+".log"))
+	}
+	fmt.Println("Ctrl-C stops and drains everything.")
+	<-ctx.Done()
+	logger.Print("stopping: draining functions")
+	stack.Stop()
+}

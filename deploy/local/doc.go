@@ -1,0 +1,17 @@
+// Package local is the local stack: one command starts, on loopback, everything the Knative
+// deployment would run, so the manifests in deploy/knative are exercised rather than just written.
+//
+//   - Redis: a redis-server found on PATH, with append-only persistence in the data dir so a
+//     restart keeps everything; else the embedded Redis-compatible server, with a warning that its
+//     data lives only as long as the stack.
+//   - A broker that routes CloudEvents by the Trigger objects in deploy/knative (filters on type,
+//     source and extension attributes as Knative does), retries with exponential backoff per the
+//     Broker's delivery spec and appends what it gives up on to a dead-letter log.
+//   - Every Knative Service in deploy/knative as its own process with PORT, K_SINK, REDIS_URL and
+//     the manifest's environment, health-checked on its readiness probe before the stack reports
+//     ready, and restarted with backoff when it exits.
+//   - An ingress on one address that routes by the lensfn.dev/path-prefix annotation.
+//
+// It may import runtime/state/redisstore (for the embedded server) and the YAML decoder; it
+// starts function binaries built by `make build`, never imports functions.
+package local

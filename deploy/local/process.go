@@ -1,0 +1,150 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// process supervises one function: it starts the binary, restarts it with backoff when it
+// exits, and stops it with SIGTERM so the function drains.
+type process struct {
+	name, bin, readiness, logPath string
+	args                          []string
+	env                           map[string]string
+	port                          int
+	log                           func(string, ...any)
+
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	stopping bool
+	restarts int
+	exited   chan struct{} // closed when the supervisor loop ends
+}
+
+func (p *process) url() string { return "http://127.0.0.1:" + strconv.Itoa(p.port) }
+
+func (p *process) pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+func (p *process) environ() []string {
+	keys := make([]string, 0, len(p.env))
+	for k := range p.env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	for _, k := range keys {
+		out = append(out, k+"="+p.env[k])
+	}
+	return out
+}
+
+// supervise runs the process until stop, restarting it after a crash with a backoff that doubles
+// from 250ms to 10s and resets once a run has lasted 30s.
+func (p *process) supervise() {
+	p.exited = make(chan struct{})
+	go func() {
+		defer close(p.exited)
+		backoff := 250 * time.Millisecond
+		for {
+			started := time.Now()
+			err := p.runOnce()
+			p.mu.Lock()
+			stopping := p.stopping
+			p.mu.Unlock()
+			if stopping {
+				return
+			}
+			if time.Since(started) > 30*time.Second {
+				backoff = 250 * time.Millisecond
+			}
+			p.log("%s exited (%v); restarting in %s", p.name, err, backoff)
+			time.Sleep(backoff)
+			backoff = min(2*backoff, 10*time.Second)
+			p.mu.Lock()
+			p.restarts++
+			stopping = p.stopping
+			p.mu.Unlock()
+			if stopping {
+				return
+			}
+		}
+	}()
+}
+
+func (p *process) runOnce() error {
+	logFile, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(p.bin, p.args...)
+	cmd.Env = p.environ()
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	p.mu.Lock()
+	if p.stopping {
+		p.mu.Unlock()
+		return errStopped
+	}
+	if err := cmd.Start(); err != nil {
+		p.mu.Unlock()
+		return err
+	}
+	p.cmd = cmd
+	p.mu.Unlock()
+	return cmd.Wait()
+}
+
+func (p *process) waitReady(ctx context.Context, deadline time.Time) error {
+	client := &http.Client{Timeout: 2 * time.Second}
+	for {
+		resp, err := client.Get(p.url() + p.readiness)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s is not ready at %s%s (log: %s)", p.name, p.url(), p.readiness, p.logPath)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (p *process) stop(grace time.Duration) {
+	p.mu.Lock()
+	p.stopping = true
+	cmd := p.cmd
+	p.mu.Unlock()
+	if cmd != nil && cmd.Process != nil {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(grace):
+		if cmd != nil && cmd.Process != nil {
+			_ = cmd.Process.Kill()
+		}
+		<-p.exited
+	}
+}

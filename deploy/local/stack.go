@@ -1,0 +1,334 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/lensfn/lensfn/runtime/state/redisstore"
+)
+
+// Options configure a Stack.
+type Options struct {
+	ManifestDir string // deploy/knative
+	BinDir      string // where `make build` put the function binaries
+	ModuleDir   string // built-in WASM modules (`make wasm`)
+	DataDir     string // LENS_DATA_DIR for every function; Redis persistence and logs too
+	Addr        string // the ingress address, e.g. 127.0.0.1:8080 (":0" picks a port)
+	// Env is added to every function's environment (after the manifest's), e.g. LENS_DATASET_MIRROR.
+	Env map[string]string
+	// Only, when non-empty, starts just these services.
+	Only []string
+	// ReadyTimeout bounds the wait for every function's readiness probe; default 90s.
+	ReadyTimeout time.Duration
+	Log          func(format string, args ...any)
+}
+
+// Stack is a running local stack.
+type Stack struct {
+	opts      Options
+	manifests *Manifests
+	RedisURL  string
+	BrokerURL string
+	APIURL    string
+	procs     map[string]*process
+	broker    *Broker
+	servers   []*http.Server
+	stopRedis func()
+	mu        sync.Mutex
+}
+
+// Start brings everything up and returns once every function answers its readiness probe.
+func Start(ctx context.Context, opts Options) (*Stack, error) {
+	if opts.ReadyTimeout == 0 {
+		opts.ReadyTimeout = 90 * time.Second
+	}
+	if opts.Log == nil {
+		opts.Log = func(string, ...any) {}
+	}
+	m, err := LoadManifests(opts.ManifestDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
+		return nil, err
+	}
+	s := &Stack{opts: opts, manifests: m, procs: map[string]*process{}}
+	ok := false
+	defer func() {
+		if !ok {
+			s.Stop()
+		}
+	}()
+	if err := s.startRedis(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.startBroker(); err != nil {
+		return nil, err
+	}
+	for _, svc := range m.Services {
+		if len(opts.Only) > 0 && !contains(opts.Only, svc.Name) {
+			continue
+		}
+		if err := s.startFunction(svc); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.startIngress(); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(opts.ReadyTimeout)
+	for _, name := range s.Functions() {
+		if err := s.procs[name].waitReady(ctx, deadline); err != nil {
+			return nil, err
+		}
+	}
+	ok = true
+	return s, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Functions lists the running functions by name.
+func (s *Stack) Functions() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	names := make([]string, 0, len(s.procs))
+	for n := range s.procs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// FunctionURL is a function's own address (for tests and the broker).
+func (s *Stack) FunctionURL(name string) (string, bool) {
+	s.mu.Lock()
+	p, ok := s.procs[name]
+	s.mu.Unlock()
+	if !ok {
+		return "", false
+	}
+	return p.url(), true
+}
+
+// PID is a function's current process id (0 while it restarts).
+func (s *Stack) PID(name string) int {
+	s.mu.Lock()
+	p, ok := s.procs[name]
+	s.mu.Unlock()
+	if !ok {
+		return 0
+	}
+	return p.pid()
+}
+
+// Manifests are the objects the stack runs.
+func (s *Stack) Manifests() *Manifests { return s.manifests }
+
+func (s *Stack) startRedis(ctx context.Context) error {
+	path, err := exec.LookPath("redis-server")
+	if err != nil {
+		embedded, err := redisstore.StartEmbedded()
+		if err != nil {
+			return err
+		}
+		s.opts.Log("WARNING: redis-server is not on PATH: using the embedded Redis-compatible server at %s; its data lives only as long as this stack", embedded.URL())
+		s.RedisURL, s.stopRedis = embedded.URL(), func() { embedded.Close() }
+		return nil
+	}
+	dir := filepath.Join(s.opts.DataDir, "redis")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(path, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir,
+		"--appendonly", "yes", "--save", "", "--protected-mode", "yes", "--logfile", filepath.Join(dir, "redis.log"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start redis-server: %w", err)
+	}
+	s.stopRedis = func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("redis-server did not listen on %s (see %s)", addr, filepath.Join(dir, "redis.log"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.RedisURL = "redis://" + addr + "/0"
+	s.opts.Log("redis-server %s, append-only persistence in %s", addr, dir)
+	return nil
+}
+
+func (s *Stack) startBroker() error {
+	delivery := Delivery{Retry: 3, Backoff: 200 * time.Millisecond, Timeout: 60 * time.Second}
+	if len(s.manifests.Brokers) > 0 {
+		d, err := deliveryOf(s.manifests.Brokers[0])
+		if err != nil {
+			return fmt.Errorf("broker %s: %w", s.manifests.Brokers[0].Metadata.Name, err)
+		}
+		delivery = d
+	}
+	s.broker = &Broker{Triggers: s.manifests.Triggers, Delivery: delivery,
+		DeadLetter: filepath.Join(s.opts.DataDir, "dead-letters.jsonl"), Log: s.opts.Log, Resolve: s.FunctionURL}
+	url, err := s.serve("127.0.0.1:0", s.broker)
+	if err != nil {
+		return err
+	}
+	s.BrokerURL = url
+	return nil
+}
+
+// startIngress routes each lensfn.dev/path-prefix to its function, like a cluster ingress would.
+func (s *Stack) startIngress() error {
+	mux := http.NewServeMux()
+	for _, svc := range s.manifests.Services {
+		if svc.PathPrefix == "" || s.procs[svc.Name] == nil {
+			continue
+		}
+		name := svc.Name
+		proxy := &httputil.ReverseProxy{
+			Rewrite: func(r *httputil.ProxyRequest) {
+				target, _ := url.Parse(s.procs[name].url())
+				r.SetURL(target)
+				r.SetXForwarded()
+			},
+			FlushInterval: -1, // stream downloads and progress as they come
+			ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+				w.Header().Set("Content-Type", "application/problem+json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				fmt.Fprintf(w, `{"type":"https://lensfn.dev/problems/service_unavailable","title":"Service unavailable","status":503,"detail":"%s is restarting; try again shortly","code":"service_unavailable"}`+"\n", name)
+			},
+		}
+		prefix := strings.TrimRight(svc.PathPrefix, "/")
+		mux.Handle(prefix+"/", proxy)
+		mux.Handle(prefix, proxy)
+	}
+	addr := s.opts.Addr
+	if addr == "" {
+		addr = "127.0.0.1:8080"
+	}
+	url, err := s.serve(addr, mux)
+	if err != nil {
+		return fmt.Errorf("ingress on %s: %w", addr, err)
+	}
+	s.APIURL = url
+	return nil
+}
+
+func (s *Stack) serve(addr string, h http.Handler) (string, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
+	s.servers = append(s.servers, srv)
+	go func() { _ = srv.Serve(l) }()
+	return "http://" + l.Addr().String(), nil
+}
+
+func (s *Stack) startFunction(svc Service) error {
+	bin := filepath.Join(s.opts.BinDir, svc.Binary)
+	if _, err := os.Stat(bin); err != nil {
+		return fmt.Errorf("function %s: binary %s is missing (run make build)", svc.Name, bin)
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	env := map[string]string{}
+	for k, v := range svc.Env {
+		env[k] = v
+	}
+	// The cluster values of the manifest are replaced by their loopback equivalents.
+	for k, v := range map[string]string{
+		"PORT": strconv.Itoa(port), "K_SERVICE": svc.Name, "K_REVISION": svc.Name + "-local",
+		"K_CONFIGURATION": svc.Name, "K_SINK": s.BrokerURL, "REDIS_URL": s.RedisURL,
+		"LENS_DATA_DIR": s.opts.DataDir, "LENS_BUILTIN_MODULE_DIR": s.opts.ModuleDir,
+		"LENS_CACHE_DIR": filepath.Join(s.opts.DataDir, "cache"), "LENS_DRAIN_QUIET_PERIOD": "500ms",
+		"POD_NAME": svc.Name + "-local", "K_LOGGING_CONFIG": "",
+	} {
+		env[k] = v
+	}
+	for k, v := range s.opts.Env {
+		env[k] = v
+	}
+	p := &process{name: svc.Name, bin: bin, args: svc.Args, env: env, port: port, readiness: svc.ReadinessPath,
+		logPath: filepath.Join(s.opts.DataDir, "logs", svc.Name+".log"), log: s.opts.Log}
+	if err := os.MkdirAll(filepath.Dir(p.logPath), 0o755); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.procs[svc.Name] = p
+	s.mu.Unlock()
+	p.supervise()
+	return nil
+}
+
+// Stop drains every function (SIGTERM, then waits), then the broker and Redis.
+func (s *Stack) Stop() {
+	var wg sync.WaitGroup
+	s.mu.Lock()
+	for _, p := range s.procs {
+		wg.Add(1)
+		go func(p *process) { defer wg.Done(); p.stop(20 * time.Second) }(p)
+	}
+	s.mu.Unlock()
+	wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, srv := range s.servers {
+		_ = srv.Shutdown(ctx)
+	}
+	if s.stopRedis != nil {
+		s.stopRedis()
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+var errStopped = errors.New("stack stopped")

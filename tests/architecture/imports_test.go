@@ -1,0 +1,197 @@
+package architecture_test
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/lensfn/lensfn"
+
+type pkg struct {
+	ImportPath   string
+	Imports      []string
+	TestImports  []string
+	XTestImports []string
+	Deps         []string
+	Standard     bool
+}
+
+func list(t *testing.T, args ...string) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list", "-json"}, args...)...)
+	cmd.Dir = filepath.Join("..", "..")
+	out, err := cmd.Output()
+	if err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			t.Fatalf("go list: %v\n%s", err, exit.Stderr)
+		}
+		t.Fatal(err)
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+func ours(path string) (string, bool) {
+	if path == module {
+		return "", true
+	}
+	rel, ok := strings.CutPrefix(path, module+"/")
+	return rel, ok
+}
+
+func under(rel, dir string) bool { return rel == dir || strings.HasPrefix(rel, dir+"/") }
+
+// functionOf returns "functions/<name>" for a path inside a function.
+func functionOf(rel string) string {
+	parts := strings.SplitN(rel, "/", 3)
+	if len(parts) >= 2 && parts[0] == "functions" {
+		return parts[0] + "/" + parts[1]
+	}
+	return ""
+}
+
+// allowedOurs says whether package from (module-relative) may import package to.
+func allowedOurs(from, to string) bool {
+	switch {
+	case under(from, "events"):
+		return under(to, "events") // its generator imports the catalogue
+
+	case under(from, "wasm-modules/abi"):
+		return false
+	case under(from, "wasm-modules"):
+		return under(to, "wasm-modules")
+	case under(from, "runtime"):
+		return under(to, "runtime") || under(to, "events") || under(to, "wasm-modules/abi")
+	case under(from, "functions"):
+		return under(to, "runtime") || under(to, "events") || functionOf(to) == functionOf(from)
+	case under(from, "deploy"):
+		return under(to, "deploy") || under(to, "runtime") || under(to, "events")
+	case under(from, "tests"):
+		return true
+	}
+	return false
+}
+
+func TestLayersImportInOneDirection(t *testing.T) {
+	for _, p := range list(t, "./...") {
+		from, _ := ours(p.ImportPath)
+		for _, imp := range p.Imports {
+			to, ok := ours(imp)
+			if ok && !allowedOurs(from, to) {
+				t.Errorf("%s imports %s: against the layer rules of ARCHITECTURE.md", from, to)
+			}
+		}
+		// Tests may use test helpers, but nothing outside a function and tests/ may reach into it.
+		for _, imp := range append(append([]string{}, p.TestImports...), p.XTestImports...) {
+			to, ok := ours(imp)
+			if ok && under(to, "functions") && functionOf(to) != functionOf(from) && !under(from, "tests") {
+				t.Errorf("%s (tests) imports %s: only tests/ may import another function", from, to)
+			}
+		}
+	}
+}
+
+// homes gives each third-party module the one package tree allowed to import it directly.
+var homes = map[string][]string{
+	"github.com/redis/go-redis/v9":        {"runtime/state/redisstore"},
+	"github.com/alicebob/miniredis/v2":    {"runtime/state/redisstore"},
+	"github.com/tetratelabs/wazero":       {"runtime/wasmhost"},
+	"github.com/valyala/fasthttp":         {"functions/inference-sim"},
+	"github.com/go-zeromq/zmq4":           {"functions/inference-sim"},
+	"github.com/ncruces/go-sqlite3":       {"functions/inference-sim"},
+	"github.com/cloudevents/sdk-go/v2":    {"runtime/cloudevent"},
+	"knative.dev/pkg":                     {"runtime/fn"},
+	"github.com/parquet-go/parquet-go":    {"wasm-modules/tracefmt/baseten"},
+	"github.com/prometheus/client_golang": {"runtime/fn", "functions"},
+	"github.com/openai/openai-go/v3":      {}, // tests only
+	"gopkg.in/yaml.v3":                    {"deploy", "functions/inference-sim"},
+	"golang.org/x/sync":                   {"functions", "runtime"},
+	"go.uber.org/zap":                     {"runtime/fn"},
+	"github.com/prometheus/client_model":  {"functions", "runtime", "tests"},
+	"github.com/prometheus/common":        {"functions", "runtime", "tests"},
+}
+
+// knativeAllowed are the only knative.dev/pkg packages a function may use (the rest pull in
+// client-go or OpenCensus).
+var knativeAllowed = map[string]bool{
+	"knative.dev/pkg/signals": true, "knative.dev/pkg/network": true,
+	"knative.dev/pkg/network/handlers": true, "knative.dev/pkg/logging": true, "knative.dev/pkg/logging/logkey": true,
+}
+
+func moduleOf(imp string) (string, bool) {
+	for m := range homes {
+		if imp == m || strings.HasPrefix(imp, m+"/") {
+			return m, true
+		}
+	}
+	return "", false
+}
+
+func TestEachDependencyHasOneHome(t *testing.T) {
+	for _, p := range list(t, "./...") {
+		from, _ := ours(p.ImportPath)
+		check := func(imp string, test bool) {
+			if _, ours := ours(imp); ours || !strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") {
+				return // our own packages and the standard library
+			}
+			m, known := moduleOf(imp)
+			if !known {
+				t.Errorf("%s imports %s: a third-party module with no home in this test (add it deliberately)", from, imp)
+				return
+			}
+			if strings.HasPrefix(imp, "knative.dev/pkg") && !knativeAllowed[imp] {
+				t.Errorf("%s imports %s: only signals, network, network/handlers and logging of knative.dev/pkg are allowed", from, imp)
+			}
+			if test && (m == "github.com/openai/openai-go/v3" || under(from, "tests")) {
+				return
+			}
+			for _, home := range homes[m] {
+				if under(from, home) {
+					return
+				}
+			}
+			t.Errorf("%s imports %s: %s lives only in %v", from, imp, m, homes[m])
+		}
+		for _, imp := range p.Imports {
+			check(imp, false)
+		}
+		for _, imp := range append(append([]string{}, p.TestImports...), p.XTestImports...) {
+			check(imp, true)
+		}
+	}
+}
+
+// TestFunctionsStayLight keeps client-go and OpenCensus out of every function binary, as
+// knative's depcheck does for its data-plane packages.
+func TestFunctionsStayLight(t *testing.T) {
+	heavy := []string{"k8s.io/client-go", "go.opencensus.io", "contrib.go.opencensus.io"}
+	for _, p := range list(t, "-deps=false", "./functions/...", "./deploy/local/cmd/...") {
+		if !strings.Contains(p.ImportPath, "/cmd/") {
+			continue
+		}
+		deps := list(t, "-deps", p.ImportPath)
+		for _, d := range deps {
+			for _, h := range heavy {
+				if strings.HasPrefix(d.ImportPath, h) {
+					t.Errorf("%s depends on %s", p.ImportPath, d.ImportPath)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,167 @@
+package manifests_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lensfn/lensfn/deploy/local"
+	"github.com/lensfn/lensfn/events"
+	simulationapi "github.com/lensfn/lensfn/functions/simulation-api"
+)
+
+// consumers lists what each function consumes. A function missing here fails the test, so a new
+// function cannot skip the check.
+var consumers = map[string][]string{
+	simulationapi.Name: simulationapi.Consumes,
+	"inference-sim":    nil, // a target endpoint: HTTP only
+}
+
+const root = "../.."
+
+func load(t *testing.T) *local.Manifests {
+	t.Helper()
+	m, err := local.LoadManifests(filepath.Join(root, "deploy", "knative"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func functionDirs(t *testing.T) []string {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(root, "functions"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	return names
+}
+
+func TestEveryFunctionHasAServiceAndKnCommands(t *testing.T) {
+	m := load(t)
+	for _, name := range functionDirs(t) {
+		svc, ok := m.Service(name)
+		if !ok {
+			t.Errorf("functions/%s has no Knative Service in deploy/knative", name)
+			continue
+		}
+		if want := "ko://" + "github.com/lensfn/lensfn/functions/" + name + "/cmd/" + name; svc.Image != want {
+			t.Errorf("Service %s image %q, want %s", name, svc.Image, want)
+		}
+		if _, ok := consumers[name]; !ok {
+			t.Errorf("functions/%s is not listed in this test's consumers table", name)
+		}
+		script, err := os.ReadFile(filepath.Join(root, "deploy", "knative", "kn", name+".sh"))
+		if err != nil {
+			t.Errorf("functions/%s has no deploy/knative/kn/%s.sh: %v", name, name, err)
+			continue
+		}
+		if !strings.Contains(string(script), "kn service apply "+name) && !strings.Contains(string(script), "kn service create "+name) {
+			t.Errorf("kn/%s.sh does not create the Service", name)
+		}
+	}
+	if len(m.Services) == 0 {
+		t.Fatal("no Services parsed")
+	}
+}
+
+func TestEveryConsumedEventTypeHasATrigger(t *testing.T) {
+	m := load(t)
+	for function, types := range consumers {
+		for _, eventType := range types {
+			routed := false
+			for _, tr := range m.Triggers {
+				if tr.Subscriber == function && tr.Path == "/events" && tr.Matches(map[string]string{"type": eventType, "source": sourceOf(eventType)}) {
+					routed = true
+				}
+			}
+			if !routed {
+				t.Errorf("%s consumes %s but no Trigger delivers it to its /events", function, eventType)
+			}
+		}
+	}
+}
+
+func sourceOf(eventType string) string {
+	d, _ := events.Lookup(eventType)
+	return d.Source
+}
+
+func TestEveryTriggerNamesAFunctionAndACataloguedType(t *testing.T) {
+	m := load(t)
+	if len(m.Triggers) == 0 {
+		t.Fatal("no Triggers parsed")
+	}
+	scripts := readScripts(t)
+	for _, tr := range m.Triggers {
+		if _, ok := m.Service(tr.Subscriber); !ok {
+			t.Errorf("Trigger %s delivers to %q, which has no Service", tr.Name, tr.Subscriber)
+		}
+		eventType := tr.Attributes["type"]
+		if _, ok := events.Lookup(eventType); !ok {
+			t.Errorf("Trigger %s filters on type %q, which is not in the events catalogue", tr.Name, eventType)
+		}
+		if !slices.Contains(consumers[tr.Subscriber], eventType) {
+			t.Errorf("Trigger %s sends %s to %s, which does not consume it", tr.Name, eventType, tr.Subscriber)
+		}
+		if !strings.Contains(scripts, "kn trigger create "+tr.Name) {
+			t.Errorf("Trigger %s has no kn trigger create command in deploy/knative/kn", tr.Name)
+		}
+		if len(m.Brokers) == 0 || tr.Broker != m.Brokers[0].Metadata.Name {
+			t.Errorf("Trigger %s uses broker %q, which is not defined", tr.Name, tr.Broker)
+		}
+	}
+}
+
+func readScripts(t *testing.T) string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(root, "deploy", "knative", "kn", "*.sh"))
+	var all strings.Builder
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.Write(raw)
+	}
+	return all.String()
+}
+
+func TestTriggerFiltersBehaveLikeKnative(t *testing.T) {
+	tr := local.Trigger{Filters: []local.Filter{
+		{Exact: map[string]string{"type": "dev.lensfn.a.v1"}},
+		{Prefix: map[string]string{"source": "/lensfn/"}},
+		{Not: &local.Filter{Exact: map[string]string{"traceformat": "legacy"}}},
+		{Any: []local.Filter{{Suffix: map[string]string{"subject": "-a"}}, {Exact: map[string]string{"subject": "b"}}}},
+	}}
+	cases := []struct {
+		name  string
+		attrs map[string]string
+		want  bool
+	}{
+		{"all match", map[string]string{"type": "dev.lensfn.a.v1", "source": "/lensfn/x", "subject": "x-a"}, true},
+		{"any second branch", map[string]string{"type": "dev.lensfn.a.v1", "source": "/lensfn/x", "subject": "b"}, true},
+		{"wrong type", map[string]string{"type": "dev.lensfn.b.v1", "source": "/lensfn/x", "subject": "b"}, false},
+		{"wrong prefix", map[string]string{"type": "dev.lensfn.a.v1", "source": "/other", "subject": "b"}, false},
+		{"not excludes", map[string]string{"type": "dev.lensfn.a.v1", "source": "/lensfn/x", "subject": "b", "traceformat": "legacy"}, false},
+		{"missing attribute", map[string]string{"type": "dev.lensfn.a.v1", "subject": "b"}, false},
+	}
+	for _, tc := range cases {
+		if got := tr.Matches(tc.attrs); got != tc.want {
+			t.Errorf("%s: Matches = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	legacy := local.Trigger{Attributes: map[string]string{"type": "dev.lensfn.a.v1", "cluster": "lab1"}}
+	if !legacy.Matches(map[string]string{"type": "dev.lensfn.a.v1", "cluster": "lab1", "id": "1"}) ||
+		legacy.Matches(map[string]string{"type": "dev.lensfn.a.v1"}) {
+		t.Error("legacy attribute filter must require every pair, extensions included")
+	}
+}
