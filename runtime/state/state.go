@@ -103,6 +103,7 @@ type Records interface {
 	// List returns one page of the records matching q, newest first.
 	List(ctx context.Context, q Query) (Page, error)
 	// Counts returns the number of records per status for a kind, ignoring any filter.
+	// Statuses used before but without records now report 0; never-used ones are absent.
 	Counts(ctx context.Context, kind string) (map[string]int, error)
 	// Facets returns, per attribute, the sorted distinct values held by at least one record.
 	Facets(ctx context.Context, kind string, attrs ...string) (map[string][]string, error)

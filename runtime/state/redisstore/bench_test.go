@@ -15,7 +15,7 @@ import (
 const benchTasks = 100_000
 
 var (
-	benchOnce  sync.Once
+	benchOnce   sync.Once
 	benchStore  *redisstore.Store
 	benchPrefix string
 	benchErr    error

@@ -843,11 +843,16 @@ func testProgressBlockingRead(t *testing.T, s state.Store) {
 	if waited := time.Since(start); waited < 80*time.Millisecond {
 		t.Errorf("blocking read returned after %s, want about 100ms", waited)
 	}
+	appended := make(chan error, 1)
 	go func() {
 		time.Sleep(50 * time.Millisecond)
-		_, _ = s.AppendProgress(context.Background(), kind, "b", map[string]string{"pct": "50"})
+		_, err := s.AppendProgress(ctx, kind, "b", map[string]string{"pct": "50"})
+		appended <- err
 	}()
 	got, err = s.ReadProgress(ctx, kind, "b", last, 10, 5*time.Second)
+	if appendErr := <-appended; appendErr != nil {
+		t.Fatal(appendErr)
+	}
 	if err != nil || len(got) != 1 || got[0].Fields["pct"] != "50" {
 		t.Fatalf("blocking read woken by an append: %+v, %v", got, err)
 	}
