@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 
 	"github.com/lensfn/lensfn/wasm-modules/abi"
@@ -15,7 +16,8 @@ import (
 type Emit func(*abi.TraceRequest) error
 
 // Parser turns a byte stream into normalised records. Feed may be called with chunks split
-// anywhere (also inside a line or a UTF-8 sequence); End flushes what is left and checks
+// anywhere (also inside a line or a UTF-8 sequence) and may modify the chunk in place;
+// End flushes what is left and checks
 // the whole input. A Parser is used for one source and is not safe for concurrent use.
 // Errors name the line, row or request and the field.
 type Parser interface {
@@ -116,4 +118,28 @@ func trimCR(b []byte) []byte {
 // IsBlank reports whether b holds only whitespace (blank lines are skipped in JSONL).
 func IsBlank(b []byte) bool {
 	return len(bytes.TrimSpace(b)) == 0
+}
+
+// AppendJSONString appends s as a JSON string literal (Go's %q is not always valid JSON).
+func AppendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+		case c < 0x20:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return append(dst, '"')
+}
+
+// SecondsToMs converts seconds to milliseconds rounded to whole microseconds, removing the
+// binary noise of decimal seconds (71.114 s - 10 s is 61114 ms, not 61114.00000000001).
+func SecondsToMs(s float64) float64 {
+	return math.Round(s*1e6) / 1e3
 }

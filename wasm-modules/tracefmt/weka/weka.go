@@ -1,0 +1,292 @@
+package weka
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/lensfn/lensfn/wasm-modules/abi"
+	"github.com/lensfn/lensfn/wasm-modules/tracefmt"
+)
+
+// Name and version of the format.
+const (
+	Name    = "weka_public_dataset"
+	Version = "1.0.0"
+)
+
+// Descriptor is what the module reports through lens_describe. Every trace has its own
+// time origin, so neither a trace range nor a scale factor applies (as in llm-d-lens).
+func Descriptor() abi.Descriptor {
+	return abi.Descriptor{ABIVersion: abi.Version, Kind: abi.KindTraceParser, Name: Name, Version: Version,
+		Description:  "WEKA agentic-coding traces (one JSON trace per file or a JSONL of traces; subagent sessions)",
+		Capabilities: map[string]bool{abi.CapabilityTraceRange: false, abi.CapabilityScaleFactor: false}}
+}
+
+// MaxSourceBytes bounds one buffered source.
+const MaxSourceBytes = 512 << 20
+
+// Parser parses one WEKA source.
+type Parser struct {
+	buf      []byte
+	position int64 // requests emitted so far, for Line
+}
+
+// New returns a parser for one source.
+func New() *Parser { return &Parser{} }
+
+// Feed implements tracefmt.Parser: it buffers the source.
+func (p *Parser) Feed(chunk []byte, emit tracefmt.Emit) error {
+	if len(p.buf)+len(chunk) > MaxSourceBytes {
+		return fmt.Errorf("source larger than %d bytes", MaxSourceBytes)
+	}
+	p.buf = append(p.buf, chunk...)
+	return nil
+}
+
+type trace struct {
+	ID           string            `json:"id"`
+	Models       []string          `json:"models"`
+	BlockSize    *int              `json:"block_size"`
+	HashIDScope  string            `json:"hash_id_scope"`
+	ToolTokens   int64             `json:"tool_tokens"`
+	SystemTokens int64             `json:"system_tokens"`
+	Requests     []json.RawMessage `json:"requests"`
+	Totals       json.RawMessage   `json:"totals"`
+}
+
+type entry struct {
+	T           *float64 `json:"t"`
+	Type        string   `json:"type"`
+	Model       string   `json:"model"`
+	In          *int64   `json:"in"`
+	Out         *int64   `json:"out"`
+	HashIDs     []int64  `json:"hash_ids"`
+	InputTypes  []string `json:"input_types"`
+	OutputTypes []string `json:"output_types"`
+	Stop        *string  `json:"stop"`
+	APITime     *float64 `json:"api_time"`
+	ThinkTime   *float64 `json:"think_time"`
+	TTFT        *float64 `json:"ttft"`
+
+	AgentID      string            `json:"agent_id"`
+	SubagentType string            `json:"subagent_type"`
+	Status       string            `json:"status"`
+	DurationMs   *float64          `json:"duration_ms"`
+	TotalTokens  *int64            `json:"total_tokens"`
+	ToolUseCount *int64            `json:"tool_use_count"`
+	Models       []string          `json:"models"`
+	Requests     []json.RawMessage `json:"requests"`
+	ToolTokens   *int64            `json:"tool_tokens"`
+	SystemTokens *int64            `json:"system_tokens"`
+}
+
+// metadata is what a request records but the replay does not send.
+type metadata struct {
+	Type                 string   `json:"type,omitempty"`
+	Stop                 *string  `json:"stop,omitempty"`
+	APITime              *float64 `json:"api_time,omitempty"`
+	ThinkTime            *float64 `json:"think_time,omitempty"`
+	TTFT                 *float64 `json:"ttft,omitempty"`
+	InputTypes           []string `json:"input_types,omitempty"`
+	OutputTypes          []string `json:"output_types,omitempty"`
+	RecordedOutputTokens *int64   `json:"recorded_output_tokens,omitempty"`
+	ToolTokens           *int64   `json:"tool_tokens,omitempty"`
+	SystemTokens         *int64   `json:"system_tokens,omitempty"`
+}
+
+// End implements tracefmt.Parser: it decodes every trace in the buffered source.
+func (p *Parser) End(emit tracefmt.Emit) error {
+	dec := json.NewDecoder(bytes.NewReader(p.buf))
+	dec.DisallowUnknownFields()
+	for n := 1; ; n++ {
+		var t trace
+		err := dec.Decode(&t)
+		if errors.Is(err, io.EOF) {
+			if n == 1 {
+				return errors.New("source holds no trace")
+			}
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("trace %d: %w", n, describeJSONError(err))
+		}
+		if err := p.trace(n, &t, emit); err != nil {
+			return err
+		}
+	}
+}
+
+func describeJSONError(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Errorf("field %q: expected %s, found a JSON %s", te.Field, te.Type, te.Value)
+	}
+	return err
+}
+
+func (p *Parser) trace(n int, t *trace, emit tracefmt.Emit) error {
+	where := fmt.Sprintf("trace %d", n)
+	if t.ID != "" {
+		where = fmt.Sprintf("trace %q", t.ID)
+	}
+	switch {
+	case t.ID == "":
+		return fmt.Errorf("%s: missing required field \"id\"", where)
+	case t.BlockSize == nil || *t.BlockSize <= 0:
+		return fmt.Errorf("%s: field \"block_size\": must be an integer > 0", where)
+	case t.HashIDScope != "local":
+		return fmt.Errorf("%s: field \"hash_id_scope\": %q is not supported (only \"local\")", where, t.HashIDScope)
+	case t.Requests == nil:
+		return fmt.Errorf("%s: missing required field \"requests\"", where)
+	}
+	entries := make([]entry, len(t.Requests))
+	for i, raw := range t.Requests {
+		if err := decodeEntry(raw, &entries[i]); err != nil {
+			return fmt.Errorf("%s: request %d: %w", where, i+1, err)
+		}
+	}
+	parentTurns := 0
+	for i := range entries {
+		if entries[i].Type != "subagent" {
+			parentTurns++
+		}
+	}
+	sess := session{id: t.ID, blockSize: *t.BlockSize}
+	turn := 0
+	for i := range entries {
+		e := &entries[i]
+		if e.Type != "subagent" {
+			var extra *metadata
+			if turn == 0 {
+				extra = &metadata{ToolTokens: &t.ToolTokens, SystemTokens: &t.SystemTokens}
+			}
+			if err := p.request(&sess, e, *e.T, extra, emit); err != nil {
+				return fmt.Errorf("%s: request %d: %w", where, i+1, err)
+			}
+			turn++
+			continue
+		}
+		agent := e.AgentID
+		if agent == "" {
+			agent = fmt.Sprintf("subagent_%d", i+1)
+		}
+		join := -1
+		if turn < parentTurns {
+			join = turn
+		}
+		child := session{id: t.ID + "/" + agent, blockSize: *t.BlockSize, spawnMs: tracefmt.SecondsToMs(*e.T),
+			link: &abi.SubagentLink{ParentSessionID: t.ID, AgentID: e.AgentID, AgentType: e.SubagentType,
+				SpawnAfterTurn: turn - 1, JoinBeforeTurn: join}}
+		for j, raw := range e.Requests {
+			var inner entry
+			if err := decodeEntry(raw, &inner); err != nil {
+				return fmt.Errorf("%s: request %d (subagent %s): request %d: %w", where, i+1, agent, j+1, err)
+			}
+			if inner.Type == "subagent" {
+				return fmt.Errorf("%s: request %d (subagent %s): request %d: nested subagents are not supported", where, i+1, agent, j+1)
+			}
+			// AIPerf: an inner t smaller than the marker's is relative to the spawn.
+			abs := *inner.T
+			if abs < *e.T {
+				abs += *e.T
+			}
+			var extra *metadata
+			if j == 0 {
+				extra = &metadata{ToolTokens: e.ToolTokens, SystemTokens: e.SystemTokens}
+			}
+			if err := p.request(&child, &inner, abs, extra, emit); err != nil {
+				return fmt.Errorf("%s: request %d (subagent %s): request %d: %w", where, i+1, agent, j+1, err)
+			}
+		}
+	}
+	return nil
+}
+
+func decodeEntry(raw json.RawMessage, e *entry) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(e); err != nil {
+		return describeJSONError(err)
+	}
+	if e.T == nil {
+		return errors.New("missing required field \"t\"")
+	}
+	if *e.T < 0 || math.IsInf(*e.T, 0) {
+		return fmt.Errorf("field \"t\": %v is not a time >= 0", *e.T)
+	}
+	switch e.Type {
+	case "subagent":
+		if e.Requests == nil && e.Status != "async_launched" {
+			return errors.New("subagent without field \"requests\"")
+		}
+		return nil
+	case "n", "s":
+	default:
+		return fmt.Errorf("field \"type\": %q is not \"n\", \"s\" or \"subagent\"", e.Type)
+	}
+	if e.In == nil || *e.In < 0 {
+		return errors.New("field \"in\": required, a token count >= 0")
+	}
+	if e.Out == nil || *e.Out < 0 {
+		return errors.New("field \"out\": required, a token count >= 0")
+	}
+	return nil
+}
+
+type session struct {
+	id        string
+	blockSize int
+	turns     int
+	prevT     float64 // ms
+	prevAPI   float64 // ms
+	spawnMs   float64
+	link      *abi.SubagentLink
+}
+
+func (p *Parser) request(s *session, e *entry, tSeconds float64, extra *metadata, emit tracefmt.Emit) error {
+	tMs := tracefmt.SecondsToMs(tSeconds)
+	p.position++
+	r := abi.TraceRequest{
+		Line: p.position, SessionID: s.id, TurnIndex: s.turns, RecordedMs: tMs,
+		InputTokens: int(*e.In), OutputTokens: int(max(*e.Out, 1)), Model: e.Model,
+		ContextMode: abi.ContextModeSelfContain, Subagent: s.link,
+	}
+	if len(e.HashIDs) > 0 {
+		r.HashIDs, r.BlockSize = e.HashIDs, s.blockSize
+	}
+	switch {
+	case s.turns == 0 && s.link == nil:
+		arrival := tMs
+		r.ArrivalMs = &arrival
+	case s.turns == 0:
+		delay := math.Max(0, tMs-s.spawnMs)
+		r.DelayMs = &delay
+	default:
+		delay := math.Max(0, tracefmt.SecondsToMs((tMs-s.prevT-s.prevAPI)/1000))
+		r.DelayMs = &delay
+	}
+	m := metadata{Type: e.Type, Stop: e.Stop, APITime: e.APITime, ThinkTime: e.ThinkTime, TTFT: e.TTFT,
+		InputTypes: e.InputTypes, OutputTypes: e.OutputTypes}
+	if *e.Out == 0 {
+		m.RecordedOutputTokens = e.Out
+	}
+	if extra != nil {
+		m.ToolTokens, m.SystemTokens = extra.ToolTokens, extra.SystemTokens
+	}
+	meta, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	r.Metadata = meta
+	s.turns++
+	s.prevT = tMs
+	s.prevAPI = 0
+	if e.APITime != nil {
+		s.prevAPI = *e.APITime * 1000
+	}
+	return emit(&r)
+}
