@@ -121,7 +121,13 @@ func TestTransitionRetriesConflicts(t *testing.T) {
 	mutations := 0
 	got, err := state.Transition(context.Background(), recs, "task", "a", state.TransitionSpec{
 		From: []string{"queued"}, To: "running",
-		Mutate: func(r *state.Record) error { mutations++; r.Search = "x"; r.Status = "ignored"; r.Version = 99; return nil },
+		Mutate: func(r *state.Record) error {
+			mutations++
+			r.Search = "x"
+			r.Status = "ignored"
+			r.Version = 99
+			return nil
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
