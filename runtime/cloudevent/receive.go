@@ -111,7 +111,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		ev.Extensions[k] = fmt.Sprint(v)
 	}
 	ctx := req.Context()
-	key := ev.Source + "\x00" + ev.ID
+	key := ev.Source + " " + ev.ID // a URI-reference holds no space
 	state, err := r.cfg.Dedupe.Claim(ctx, key, r.cfg.PendingTTL)
 	if err != nil {
 		r.observe(ev.Type, "failed")

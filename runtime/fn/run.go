@@ -60,58 +60,97 @@ func Main(name string, build Builder) {
 	}
 }
 
-// Run serves the function until ctx is cancelled, then drains and shuts down.
-func Run(ctx context.Context, cfg Config, name string, build Builder) error {
+// Server is a built function with the runtime around it, ready to serve.
+type Server struct {
+	// Handler serves everything: probes, /metrics, /events and the function's routes.
+	Handler http.Handler
+	Deps    Deps
+	drainer *handlers.Drainer
+	closers []func(ctx context.Context) error
+}
+
+// NewServer opens the store and the event sender, builds the function and assembles its handler.
+// Tests serve Handler with httptest; Run serves it on PORT.
+func NewServer(ctx context.Context, cfg Config, name string, build Builder) (_ *Server, err error) {
 	name = cfg.Name(name)
 	log, _ := logging.NewLogger(cfg.LoggingConfig, cfg.LogLevel)
 	log = log.With("function", name, "instance", cfg.InstanceID)
-	defer func() { _ = log.Sync() }()
 	metrics := newMetrics(name)
-
+	s := &Server{}
+	defer func() {
+		if err != nil {
+			_ = s.Close(context.WithoutCancel(ctx))
+		}
+	}()
 	store, stopEmbedded, err := openStore(ctx, cfg, metrics, log)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer stopEmbedded()
-	defer store.Close()
-
+	s.closers = append(s.closers, func(context.Context) error { stopEmbedded(); return nil },
+		func(context.Context) error { return store.Close() })
 	sender, err := cloudevent.NewSender(cloudevent.SenderConfig{Sink: cfg.Sink, Source: "/lensfn/" + name,
 		Extensions: cfg.CEOverrides, Observe: metrics.observeSent})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	f, err := build(ctx, Deps{Config: cfg, Log: log, Metrics: metrics, Store: store, Events: sender})
+	s.Deps = Deps{Config: cfg, Log: log, Metrics: metrics, Store: store, Events: sender}
+	f, err := build(ctx, s.Deps)
 	if err != nil {
-		return fmt.Errorf("build %s: %w", name, err)
+		return nil, fmt.Errorf("build %s: %w", name, err)
 	}
-	handler, err := assemble(cfg, log, metrics, store, f)
+	if f.Close != nil {
+		s.closers = append(s.closers, f.Close)
+	}
+	handler, err := assemble(log, metrics, store, f)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	drainer := &handlers.Drainer{Inner: handler, QuietPeriod: cfg.DrainQuietPeriod,
+	s.drainer = &handlers.Drainer{Inner: handler, QuietPeriod: cfg.DrainQuietPeriod,
 		HealthCheck: func(w http.ResponseWriter, r *http.Request) { readiness(w, r, store, f) }}
+	s.Handler = s.drainer
+	return s, nil
+}
+
+// Close releases the function, the store and the embedded server, newest first.
+func (s *Server) Close(ctx context.Context) error {
+	var err error
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		err = errors.Join(err, s.closers[i](ctx))
+	}
+	s.closers = nil
+	if s.Deps.Log != nil {
+		_ = s.Deps.Log.Sync()
+	}
+	return err
+}
+
+// Run serves the function on PORT until ctx is cancelled, then drains: probes fail at once,
+// the server waits for a quiet period without requests, finishes in-flight ones and closes.
+func Run(ctx context.Context, cfg Config, name string, build Builder) error {
+	s, err := NewServer(ctx, cfg, name, build)
+	if err != nil {
+		return err
+	}
+	log := s.Deps.Log
 	listener, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(cfg.Port)))
 	if err != nil {
-		return err
+		return errors.Join(err, s.Close(ctx))
 	}
-	srv := &http.Server{Handler: drainer, ReadHeaderTimeout: 30 * time.Second}
+	srv := &http.Server{Handler: s.Handler, ReadHeaderTimeout: 30 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(listener) }()
 	log.Infow("serving", "address", listener.Addr().String(), "sink", cfg.Sink != "", "revision", cfg.Revision)
 
 	select {
 	case err := <-serveErr:
-		return err
+		return errors.Join(err, s.Close(context.WithoutCancel(ctx)))
 	case <-ctx.Done():
 	}
 	log.Info("draining")
-	drainer.Drain()
+	s.drainer.Drain()
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
-	err = srv.Shutdown(shutdownCtx)
-	if f.Close != nil {
-		err = errors.Join(err, f.Close(shutdownCtx))
-	}
+	err = errors.Join(srv.Shutdown(shutdownCtx), s.Close(shutdownCtx))
 	log.Info("stopped")
 	return err
 }
@@ -135,7 +174,7 @@ func openStore(ctx context.Context, cfg Config, m *Metrics, log *zap.SugaredLogg
 	return store, stop, nil
 }
 
-func assemble(cfg Config, log *zap.SugaredLogger, m *Metrics, store state.Store, f *Function) (http.Handler, error) {
+func assemble(log *zap.SugaredLogger, m *Metrics, store state.Store, f *Function) (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusOK)

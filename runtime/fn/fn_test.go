@@ -1,0 +1,248 @@
+package fn_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/runtime/cloudevent"
+	"github.com/lensfn/lensfn/runtime/fn"
+	"github.com/lensfn/lensfn/runtime/problem"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestLoadConfig(t *testing.T) {
+	cases := []struct {
+		name    string
+		env     map[string]string
+		wantErr string
+		check   func(t *testing.T, c fn.Config)
+	}{
+		{name: "defaults", env: map[string]string{"HOME": "/home/u"}, check: func(t *testing.T, c fn.Config) {
+			if c.Port != 8080 || c.DataDir != "/home/u/.local/share/lensfn" || c.LogLevel != "info" || c.DrainQuietPeriod != 2*time.Second {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		{name: "knative contract", env: map[string]string{"PORT": "9090", "K_SERVICE": "simulation-api", "K_REVISION": "simulation-api-00001",
+			"K_SINK": "http://broker", "K_CE_OVERRIDES": `{"extensions":{"cluster":"lab1"}}`, "REDIS_URL": "redis://r:6379/0",
+			"LENS_DATA_DIR": "/data", "POD_NAME": "pod-1", "LOG_LEVEL": "debug"}, check: func(t *testing.T, c fn.Config) {
+			if c.Port != 9090 || c.Service != "simulation-api" || c.Sink != "http://broker" || c.CEOverrides["cluster"] != "lab1" ||
+				c.RedisURL != "redis://r:6379/0" || c.DataDir != "/data" || c.InstanceID != "pod-1" || c.CacheDir != "/data/cache" {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		{name: "bad port", env: map[string]string{"PORT": "http"}, wantErr: "PORT"},
+		{name: "port range", env: map[string]string{"PORT": "70000"}, wantErr: "out of range"},
+		{name: "bad overrides", env: map[string]string{"K_CE_OVERRIDES": "cluster=lab1"}, wantErr: "K_CE_OVERRIDES"},
+		{name: "bad level", env: map[string]string{"LOG_LEVEL": "loud"}, wantErr: "LOG_LEVEL"},
+		{name: "bad duration", env: map[string]string{"LENS_DRAIN_QUIET_PERIOD": "soon"}, wantErr: "LENS_DRAIN_QUIET_PERIOD"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := fn.LoadConfig(env(tc.env))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, c)
+		})
+	}
+}
+
+type echo struct {
+	Name string `json:"name"`
+}
+
+func testBuilder(handled *atomic.Int32) fn.Builder {
+	return func(_ context.Context, d fn.Deps) (*fn.Function, error) {
+		mux := http.NewServeMux()
+		mux.Handle("POST /api/echo/{id}", fn.Handle(func(w http.ResponseWriter, r *http.Request) error {
+			var in echo
+			if err := fn.DecodeJSON(r, &in, false); err != nil {
+				return err
+			}
+			if in.Name == "" {
+				return problem.New(problem.CodeBadRequest, "name must not be empty")
+			}
+			fn.WriteJSON(w, http.StatusOK, map[string]string{"id": r.PathValue("id"), "name": in.Name})
+			return nil
+		}))
+		return &fn.Function{Routes: mux, Events: map[string]cloudevent.Handler{
+			events.TypeDatasetDownloaded: func(context.Context, cloudevent.Event) error { handled.Add(1); return nil },
+		}}, nil
+	}
+}
+
+func newServer(t *testing.T, handled *atomic.Int32) *httptest.Server {
+	t.Helper()
+	cfg, err := fn.LoadConfig(env(map[string]string{"HOME": t.TempDir(), "REDIS_URL": redisURL(t)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := fn.NewServer(context.Background(), cfg, "echo", testBuilder(handled))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	srv := httptest.NewServer(s.Handler)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func do(t *testing.T, method, url, body string, header map[string]string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return resp, string(raw)
+}
+
+func TestServerRoutesProbesAndErrors(t *testing.T) {
+	srv := newServer(t, new(atomic.Int32))
+	cases := []struct {
+		name, method, path, body string
+		header                   map[string]string
+		status                   int
+		contains                 string
+	}{
+		{"route", "POST", "/api/echo/7", `{"name":"x"}`, nil, 200, `"id":"7"`},
+		{"unknown field is 422", "POST", "/api/echo/7", `{"name":"x","extra":1}`, nil, 422, `"extra_forbidden"`},
+		{"wrong type is 422", "POST", "/api/echo/7", `{"name":5}`, nil, 422, `"type_error"`},
+		{"empty body is 422", "POST", "/api/echo/7", ``, nil, 422, `"missing"`},
+		{"semantic error is 400", "POST", "/api/echo/7", `{"name":""}`, nil, 400, `"bad_request"`},
+		{"healthz", "GET", "/healthz", ``, nil, 200, "ok"},
+		{"readyz checks the store", "GET", "/readyz", ``, nil, 200, "ready"},
+		{"kubelet probe", "GET", "/anything", ``, map[string]string{"User-Agent": "kube-probe/1.29"}, 200, ""},
+		{"knative network probe", "GET", "/", ``, map[string]string{"K-Network-Probe": "probe", "K-Network-Hash": "abc"}, 200, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := do(t, tc.method, srv.URL+tc.path, tc.body, tc.header)
+			if resp.StatusCode != tc.status || !strings.Contains(body, tc.contains) {
+				t.Fatalf("%d %s", resp.StatusCode, body)
+			}
+			if resp.StatusCode >= 400 && resp.Header.Get("Content-Type") != "application/problem+json" {
+				t.Fatalf("error content type %q", resp.Header.Get("Content-Type"))
+			}
+		})
+	}
+	_, metrics := do(t, "GET", srv.URL+"/metrics", "", nil)
+	for _, want := range []string{
+		`lens_http_requests_total{code="200",function="echo",method="POST",route="POST /api/echo/{id}"} 1`,
+		`lens_http_requests_total{code="422",function="echo",method="POST",route="POST /api/echo/{id}"} 3`,
+		`lens_store_operations_total{function="echo",op="ping",outcome="ok"}`,
+		`lens_http_request_duration_seconds_bucket{function="echo",method="POST",route="POST /api/echo/{id}"`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+func TestEventsAreDeduplicatedThroughTheStore(t *testing.T) {
+	var handled atomic.Int32
+	srv := newServer(t, &handled)
+	header := map[string]string{"Ce-Specversion": "1.0", "Ce-Id": "e-1", "Ce-Source": "/test", "Content-Type": "application/json",
+		"Ce-Type": events.TypeDatasetDownloaded}
+	for i, want := range []int{202, 200, 200} {
+		resp, body := do(t, "POST", srv.URL+"/events", `{}`, header)
+		if resp.StatusCode != want {
+			t.Fatalf("delivery %d: %d %s", i, resp.StatusCode, body)
+		}
+	}
+	if handled.Load() != 1 {
+		t.Fatalf("handled %d times", handled.Load())
+	}
+	_, metrics := do(t, "GET", srv.URL+"/metrics", "", nil)
+	if !strings.Contains(metrics, `lens_events_received_total{function="echo",outcome="duplicate",type="`+events.TypeDatasetDownloaded+`"} 2`) {
+		t.Errorf("duplicate deliveries not counted:\n%s", grep(metrics, "lens_events"))
+	}
+}
+
+func grep(text, substr string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestRunDrainsInFlightRequestsOnShutdown: a request in flight when SIGTERM arrives completes.
+func TestRunDrainsInFlightRequestsOnShutdown(t *testing.T) {
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cfg, _ := fn.LoadConfig(env(map[string]string{"HOME": t.TempDir(), "PORT": strconv.Itoa(port), "REDIS_URL": redisURL(t),
+		"LENS_DRAIN_QUIET_PERIOD": "200ms"}))
+	release := make(chan struct{})
+	build := func(context.Context, fn.Deps) (*fn.Function, error) {
+		mux := http.NewServeMux()
+		mux.HandleFunc("GET /slow", func(w http.ResponseWriter, r *http.Request) {
+			<-release
+			_, _ = w.Write([]byte("done"))
+		})
+		return &fn.Function{Routes: mux}, nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	runErr := make(chan error, 1)
+	go func() { runErr <- fn.Run(ctx, cfg, "slow", build) }()
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if resp, err := http.Get(base + "/healthz"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("server did not start")
+		}
+	}
+	got := make(chan string, 1)
+	go func() {
+		resp, err := http.Get(base + "/slow")
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		got <- string(b)
+	}()
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	if body := <-got; body != "done" {
+		t.Fatalf("in-flight request got %q", body)
+	}
+	select {
+	case err := <-runErr:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("Run did not return after the drain")
+	}
+}
