@@ -63,6 +63,10 @@ func ValidateKey(what, key string) error {
 	return nil
 }
 
+// MaxCreatedAt bounds CreatedAt so that created_ms*1000 + seq%1000, the index score, stays
+// exact in a float64 (2^53 / 1000 ms is in the year 2255).
+var MaxCreatedAt = time.Date(2250, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // ValidateRecord checks what a store needs from a record before writing it.
 func ValidateRecord(r Record) error {
 	if err := ValidateName("kind", r.Kind); err != nil {
@@ -85,8 +89,8 @@ func ValidateRecord(r Record) error {
 	if len(r.Doc) > 0 && !json.Valid(r.Doc) {
 		return fmt.Errorf("%w: doc of %s %s is not valid JSON", ErrInvalid, r.Kind, r.ID)
 	}
-	if !r.CreatedAt.IsZero() && r.CreatedAt.Before(time.UnixMilli(0)) {
-		return fmt.Errorf("%w: created_at %s is before 1970", ErrInvalid, r.CreatedAt)
+	if !r.CreatedAt.IsZero() && (r.CreatedAt.Before(time.UnixMilli(0)) || !r.CreatedAt.Before(MaxCreatedAt)) {
+		return fmt.Errorf("%w: created_at %s is outside 1970-%d", ErrInvalid, r.CreatedAt, MaxCreatedAt.Year())
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -266,5 +267,64 @@ func TestProgressCursorValidation(t *testing.T) {
 		if !errors.Is(err, state.ErrInvalid) {
 			t.Errorf("cursor %q: %v, want ErrInvalid", bad, err)
 		}
+	}
+}
+
+// listKeys returns the keys under a store's prefix (test inspection only).
+func listKeys(t *testing.T, url, prefix string) []string {
+	t.Helper()
+	ro, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(ro)
+	defer rdb.Close()
+	keys, err := rdb.Keys(context.Background(), prefix+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range keys {
+		keys[i] = strings.TrimPrefix(k, prefix)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// After every record is deleted, only bookkeeping keys remain: no index, facet, search,
+// progress or log key is left behind.
+func TestDeleteLeavesNoKeysBehind(t *testing.T) {
+	prefix := uniquePrefix()
+	s := openStore(t, redisstore.Options{Prefix: prefix, ListCacheTTL: time.Millisecond})
+	ctx := context.Background()
+	for i := range 20 {
+		r, err := s.Create(ctx, state.Record{Kind: "task", ID: fmt.Sprintf("k%02d", i), Status: "queued",
+			Attrs: map[string]string{"model": fmt.Sprintf("m%d", i%3), "backend": "b"}, Search: "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Status = "running"
+		r.Attrs["model"] = fmt.Sprintf("n%d", i%4)
+		if _, err := s.Update(ctx, r, state.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.AppendProgress(ctx, "task", r.ID, map[string]string{"pct": "1"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AppendLogs(ctx, "task", r.ID, "line"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.List(ctx, state.Query{Kind: "task", Status: []string{"running"}, Attrs: map[string]string{"backend": "b"}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if err := s.Delete(ctx, "task", fmt.Sprintf("k%02d", i), state.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // let the list cache expire
+	want := []string{"gen:task", "seq", "statuses:task"}
+	if got := listKeys(t, redisURL(t), prefix); !slices.Equal(got, want) {
+		t.Errorf("keys left after deleting everything: %v, want only %v", got, want)
 	}
 }

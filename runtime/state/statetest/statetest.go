@@ -168,6 +168,7 @@ func testInvalidInput(t *testing.T, s state.Store) {
 		{"upper-case attr name", state.Record{Kind: kind, ID: "a", Status: "queued", Attrs: map[string]string{"Model": "x"}}},
 		{"doc not JSON", state.Record{Kind: kind, ID: "a", Status: "queued", Doc: []byte("{nope")}},
 		{"created before 1970", state.Record{Kind: kind, ID: "a", Status: "queued", CreatedAt: time.Unix(-10, 0)}},
+		{"created too late for exact scores", state.Record{Kind: kind, ID: "a", Status: "queued", CreatedAt: state.MaxCreatedAt}},
 	}
 	for _, b := range bad {
 		_, err := s.Create(ctx, b.rec)
