@@ -2,6 +2,7 @@ package simulationapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -36,9 +37,9 @@ type API struct {
 func New(d fn.Deps, parsers TraceParsers) (*fn.Function, *API) {
 	builds := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_simulation_timeline_index_builds_total",
 		Help: "Trace parses that built a dataset timeline index, by dataset."}, []string{"dataset"})
-	downloads := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_simulation_dataset_downloads_total",
-		Help: "Dataset downloads, by dataset and outcome (fetched, present, failed)."}, []string{"dataset", "outcome"})
-	d.Metrics.Registry.MustRegister(builds, downloads)
+	fetches := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_simulation_dataset_fetches_total",
+		Help: "Dataset transfers that completed and were verified, by dataset."}, []string{"dataset"})
+	d.Metrics.Registry.MustRegister(builds, fetches)
 
 	client := &http.Client{Timeout: 0, Transport: http.DefaultTransport}
 	dl := &Downloader{Root: filepath.Join(d.Config.DataDir, "datasets"), Mirror: d.Config.Env("LENS_DATASET_MIRROR"),
@@ -46,15 +47,17 @@ func New(d fn.Deps, parsers TraceParsers) (*fn.Function, *API) {
 	a := &API{deps: d, downloader: dl, client: client,
 		catalogue: &Catalogue{Parsers: parsers, Downloader: dl},
 		timelines: &Timelines{Parsers: parsers, OnBuild: func(ds string) { builds.WithLabelValues(ds).Inc() }}}
+	dl.OnFetched = func(ctx context.Context, ds Dataset, res DownloadResult) {
+		fetches.WithLabelValues(ds.Name).Inc()
+		a.announce(ctx, ds, res)
+	}
 
 	mux := http.NewServeMux()
 	mux.Handle("GET /api/simulation/backends", fn.Handle(a.listBackends))
 	mux.Handle("GET /api/simulation/scenarios", fn.Handle(a.listScenarios))
 	mux.Handle("POST /api/simulation/models/discover", fn.Handle(a.discover))
 	mux.Handle("GET /api/simulation/trace-datasets", fn.Handle(a.listDatasets))
-	mux.Handle("POST /api/simulation/trace-datasets/download", fn.Handle(func(w http.ResponseWriter, r *http.Request) error {
-		return a.download(w, r, downloads)
-	}))
+	mux.Handle("POST /api/simulation/trace-datasets/download", fn.Handle(a.download))
 	mux.Handle("GET /api/simulation/trace-datasets/{name}/timeline", fn.Handle(a.timeline))
 	mux.Handle("/", fn.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		return problem.New(problem.CodeNotFound, "no route %s %s", r.Method, r.URL.Path)
@@ -112,7 +115,7 @@ type DownloadRequest struct {
 	Force   bool    `json:"force"`
 }
 
-func (a *API) download(w http.ResponseWriter, r *http.Request, outcomes *prometheus.CounterVec) error {
+func (a *API) download(w http.ResponseWriter, r *http.Request) error {
 	var req DownloadRequest
 	if err := fn.DecodeJSON(r, &req, false); err != nil {
 		return err
@@ -124,27 +127,24 @@ func (a *API) download(w http.ResponseWriter, r *http.Request, outcomes *prometh
 	if !ok {
 		return problem.New(problem.CodeBadRequest, "unknown trace dataset %q; GET /api/simulation/trace-datasets lists them", *req.Dataset)
 	}
-	res, fresh, err := a.downloader.Download(r.Context(), d, req.Force)
+	res, err := a.downloader.Download(r.Context(), d, req.Force)
 	if err != nil {
-		outcomes.WithLabelValues(d.Name, "failed").Inc()
 		return err
-	}
-	if !fresh {
-		outcomes.WithLabelValues(d.Name, "present").Inc()
-		fn.WriteJSON(w, http.StatusOK, res)
-		return nil
-	}
-	outcomes.WithLabelValues(d.Name, "fetched").Inc()
-	// The id names this download, so a retried send is deduplicated downstream.
-	id := fmt.Sprintf("%s/%s/%d", d.Name, res.SHA256[:16], time.Now().UnixNano())
-	err = a.deps.Events.Send(r.Context(), events.TypeDatasetDownloaded, id, d.Name, events.DatasetDownloaded{
-		Dataset: d.Name, TraceFormat: d.TraceFormat, Path: res.Path, SHA256: res.SHA256, SizeBytes: res.SizeBytes})
-	if err != nil && err != cloudevent.ErrNoSink {
-		// The file is verified and in place; the index is built on first use instead.
-		a.deps.Log.Warnw("dataset downloaded but its event was not delivered", "dataset", d.Name, "error", err)
 	}
 	fn.WriteJSON(w, http.StatusOK, res)
 	return nil
+}
+
+// announce tells the platform a dataset file is new, so its timeline index is built off the
+// request path. The id names this transfer, so a retried send is deduplicated downstream.
+func (a *API) announce(ctx context.Context, d Dataset, res DownloadResult) {
+	id := fmt.Sprintf("%s/%s/%d", d.Name, res.SHA256[:16], time.Now().UnixNano())
+	err := a.deps.Events.Send(ctx, events.TypeDatasetDownloaded, id, d.Name, events.DatasetDownloaded{
+		Dataset: d.Name, TraceFormat: d.TraceFormat, Path: res.Path, SHA256: res.SHA256, SizeBytes: res.SizeBytes})
+	if err != nil && !errors.Is(err, cloudevent.ErrNoSink) {
+		// The file is verified and in place; the index is then built on first use instead.
+		a.deps.Log.Warnw("dataset downloaded but its event was not delivered", "dataset", d.Name, "error", err)
+	}
 }
 
 func (a *API) timeline(w http.ResponseWriter, r *http.Request) error {

@@ -60,7 +60,9 @@ type Downloader struct {
 	Store    state.Leases
 	Owner    string
 	MaxBytes int64
-	flights  singleflight.Group
+	// OnFetched is told once per transfer that completed (not per coalesced caller).
+	OnFetched func(ctx context.Context, d Dataset, res DownloadResult)
+	flights   singleflight.Group
 }
 
 // Path is where a dataset lives once downloaded.
@@ -87,28 +89,27 @@ func (dl *Downloader) Downloaded(d Dataset) (bool, int64) {
 	return true, total
 }
 
-// Download fetches d unless it is already present (force re-fetches). fresh is true when bytes
-// were transferred by this call, so the caller announces the new file once.
-func (dl *Downloader) Download(ctx context.Context, d Dataset, force bool) (res DownloadResult, fresh bool, err error) {
+// Download fetches d unless it is already present and verified (force re-fetches). Concurrent
+// calls for one dataset share one transfer.
+func (dl *Downloader) Download(ctx context.Context, d Dataset, force bool) (DownloadResult, error) {
 	if !force {
 		if res, ok := dl.existing(d); ok {
-			return res, false, nil
+			return res, nil
 		}
-	}
-	type outcome struct {
-		res   DownloadResult
-		fresh bool
 	}
 	v, err, _ := dl.flights.Do(d.Name, func() (any, error) {
 		// The transfer outlives a caller that gives up: the others coalesced on it still wait.
-		r, f, err := dl.downloadLocked(context.WithoutCancel(ctx), d, force)
-		return outcome{r, f}, err
+		ctx := context.WithoutCancel(ctx)
+		res, fetched, err := dl.downloadLocked(ctx, d, force)
+		if err == nil && fetched && dl.OnFetched != nil {
+			dl.OnFetched(ctx, d, res)
+		}
+		return res, err
 	})
 	if err != nil {
-		return DownloadResult{}, false, err
+		return DownloadResult{}, err
 	}
-	o := v.(outcome)
-	return o.res, o.fresh, nil
+	return v.(DownloadResult), nil
 }
 
 func (dl *Downloader) existing(d Dataset) (DownloadResult, bool) {

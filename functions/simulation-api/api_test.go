@@ -1,0 +1,296 @@
+package simulationapi_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	simulationapi "github.com/lensfn/lensfn/functions/simulation-api"
+	"github.com/lensfn/lensfn/runtime/fn"
+)
+
+// fakeParsers reads one arrival per non-empty line: the line's leading number, in ms.
+type fakeParsers struct{ parses atomic.Int32 }
+
+func (f *fakeParsers) Formats() []simulationapi.TraceFormat {
+	return []simulationapi.TraceFormat{
+		{Name: "bailian_trace", SupportsTraceRange: true, SupportsScaleFactor: true},
+		{Name: "mooncake_trace", SupportsTraceRange: true, SupportsScaleFactor: true},
+		{Name: "weka_public_dataset"},
+	}
+}
+
+func (f *fakeParsers) Arrivals(_ context.Context, _, path string, emit func(float64)) error {
+	f.parses.Add(1)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var ms float64
+		if err := json.Unmarshal([]byte(strings.Fields(line)[0]), &ms); err != nil {
+			return err
+		}
+		emit(ms / 1000)
+	}
+	return nil
+}
+
+type harness struct {
+	url     string
+	dataDir string
+	parsers *fakeParsers
+	mirror  *mirror
+}
+
+// mirror serves files for LENS_DATASET_MIRROR and counts requests per file.
+type mirror struct {
+	mu    sync.Mutex
+	files map[string][]byte
+	hits  map[string]int
+	gate  chan struct{} // when set, requests wait for it
+}
+
+func (m *mirror) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if m.gate != nil {
+		<-m.gate
+	}
+	m.mu.Lock()
+	body, ok := m.files[strings.TrimPrefix(r.URL.Path, "/")]
+	m.hits[r.URL.Path]++
+	m.mu.Unlock()
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	_, _ = w.Write(body)
+}
+
+func newHarness(t *testing.T, extraEnv map[string]string) *harness {
+	t.Helper()
+	h := &harness{dataDir: t.TempDir(), parsers: &fakeParsers{}, mirror: &mirror{files: map[string][]byte{}, hits: map[string]int{}}}
+	mirrorSrv := httptest.NewServer(h.mirror)
+	t.Cleanup(mirrorSrv.Close)
+	env := map[string]string{"LENS_DATA_DIR": h.dataDir, "REDIS_URL": os.Getenv("REDIS_URL"), "LENS_DATASET_MIRROR": mirrorSrv.URL}
+	for k, v := range extraEnv {
+		env[k] = v
+	}
+	cfg, err := fn.LoadConfig(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := fn.NewServer(context.Background(), cfg, simulationapi.Name, func(_ context.Context, d fn.Deps) (*fn.Function, error) {
+		f, _ := simulationapi.New(d, h.parsers)
+		return f, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	srv := httptest.NewServer(s.Handler)
+	t.Cleanup(srv.Close)
+	h.url = srv.URL
+	return h
+}
+
+func call(t *testing.T, method, url, body string, out any) int {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 400 && resp.Header.Get("Content-Type") != "application/problem+json" {
+		t.Fatalf("%s %s: error %d without problem+json: %s", method, url, resp.StatusCode, raw)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("%s %s: %v: %s", method, url, err, raw)
+		}
+	}
+	return resp.StatusCode
+}
+
+func TestBackendsAndScenariosComeFromTheParserModules(t *testing.T) {
+	h := newHarness(t, nil)
+	var backends struct {
+		Backends []simulationapi.Backend `json:"backends"`
+	}
+	if code := call(t, "GET", h.url+"/api/simulation/backends", "", &backends); code != 200 {
+		t.Fatal(code)
+	}
+	if len(backends.Backends) != 2 {
+		t.Fatalf("%+v", backends)
+	}
+	var replayer, aiperf simulationapi.Backend
+	for _, b := range backends.Backends {
+		switch b.Name {
+		case "trace-replayer":
+			replayer = b
+		case "aiperf":
+			aiperf = b
+		}
+	}
+	caps := replayer.Capabilities
+	if !replayer.Available || strings.Join(caps.TraceFormats, ",") != "bailian_trace,mooncake_trace,weka_public_dataset" ||
+		caps.TraceFormatCapabilities["weka_public_dataset"].SupportsTraceRange ||
+		!caps.TraceFormatCapabilities["mooncake_trace"].SupportsScaleFactor ||
+		strings.Join(caps.ScaleFactorTraceFormats, ",") != "bailian_trace,mooncake_trace" {
+		t.Fatalf("replayer capabilities not from the parsers: %+v", replayer)
+	}
+	if _, err := os.Stat("/usr/local/bin/aiperf"); err != nil && aiperf.Available {
+		t.Fatalf("aiperf available without the command: %+v", aiperf)
+	}
+	if !aiperf.Available && (aiperf.UnavailableReason == nil || *aiperf.UnavailableReason == "") {
+		t.Fatal("an unavailable backend must say why")
+	}
+	var scenarios struct {
+		Scenarios []simulationapi.ScenarioView `json:"scenarios"`
+	}
+	call(t, "GET", h.url+"/api/simulation/scenarios", "", &scenarios)
+	names := []string{}
+	for _, s := range scenarios.Scenarios {
+		names = append(names, s.Name+"="+strings.Join(s.SupportedBackends, "+"))
+	}
+	if got := strings.Join(names, " "); got != "chat=aiperf+trace-replayer api-calling=aiperf+trace-replayer coding=aiperf+trace-replayer" {
+		t.Fatalf("scenarios %s", got)
+	}
+}
+
+func TestDatasetCatalogue(t *testing.T) {
+	h := newHarness(t, nil)
+	var out struct {
+		DataDir  string                      `json:"data_dir"`
+		Datasets []simulationapi.DatasetView `json:"datasets"`
+	}
+	call(t, "GET", h.url+"/api/simulation/trace-datasets", "", &out)
+	if out.DataDir != filepath.Join(h.dataDir, "datasets") {
+		t.Fatalf("data_dir %q", out.DataDir)
+	}
+	byName := map[string]simulationapi.DatasetView{}
+	for _, d := range out.Datasets {
+		byName[d.Name] = d
+		if len(d.SHA256) != 64 || d.License == "" || d.URL == "" || d.Scenario == "" || d.Downloaded {
+			t.Errorf("incomplete entry %+v", d)
+		}
+	}
+	for _, want := range []string{"mooncake-arxiv", "mooncake-conversation", "mooncake-toolagent", "mooncake-synthetic",
+		"bailian-trace-a", "bailian-trace-b", "bailian-coder", "bailian-thinking", "burstgpt-conversation", "burstgpt-api",
+		"weka-kv-cache-tester"} {
+		if _, ok := byName[want]; !ok {
+			t.Errorf("catalogue lacks %s", want)
+		}
+	}
+	conv := byName["mooncake-conversation"]
+	if conv.SHA256 != "b8cbb061a85206d729d91cdc2981f43c9e0d99209dce588d3af5f7934408b9df" || conv.TraceFormat != "mooncake_trace" ||
+		strings.Join(conv.SupportedBackends, ",") != "aiperf,trace-replayer" {
+		t.Fatalf("%+v", conv)
+	}
+	// burst_gpt_trace has no parser in this harness, so only aiperf can replay it.
+	if strings.Join(byName["burstgpt-api"].SupportedBackends, ",") != "aiperf" || byName["weka-kv-cache-tester"].Files != 124 {
+		t.Fatalf("%+v / %+v", byName["burstgpt-api"], byName["weka-kv-cache-tester"])
+	}
+}
+
+const miniTrace = "0 a\n500 b\n1000 c\n1000 d\n4000 e\n"
+
+func sha(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
+
+func TestDownloadVerifiesDigestAndTimelineBins(t *testing.T) {
+	h := newHarness(t, nil)
+	// The wrong bytes under the right name: a digest mismatch deletes the file and answers 400.
+	h.mirror.files["conversation_trace.jsonl"] = []byte(miniTrace)
+	var prob map[string]any
+	if code := call(t, "POST", h.url+"/api/simulation/trace-datasets/download", `{"dataset":"mooncake-conversation"}`, &prob); code != 400 ||
+		!strings.Contains(prob["detail"].(string), "sha256 mismatch") {
+		t.Fatalf("%d %v", code, prob)
+	}
+	entries, _ := os.ReadDir(filepath.Join(h.dataDir, "datasets"))
+	if len(entries) != 0 {
+		t.Fatalf("mismatched download left files: %v", entries)
+	}
+	if code := call(t, "GET", h.url+"/api/simulation/trace-datasets/mooncake-conversation/timeline", "", &prob); code != 409 {
+		t.Fatalf("timeline before download: %d", code)
+	}
+	cases := []struct {
+		body string
+		code int
+	}{
+		{`{"dataset":"nope"}`, 400},
+		{`{"dataset":"mooncake-conversation","extra":1}`, 422},
+		{`{"force":true}`, 422},
+		{`not json`, 422},
+	}
+	for _, tc := range cases {
+		if code := call(t, "POST", h.url+"/api/simulation/trace-datasets/download", tc.body, nil); code != tc.code {
+			t.Errorf("%s: %d, want %d", tc.body, code, tc.code)
+		}
+	}
+	for _, q := range []string{"?bins=49", "?bins=2001", "?bins=abc"} {
+		if code := call(t, "GET", h.url+"/api/simulation/trace-datasets/mooncake-conversation/timeline"+q, "", nil); code != 422 {
+			t.Errorf("bins %s: %d", q, code)
+		}
+	}
+	if code := call(t, "GET", h.url+"/api/simulation/trace-datasets/unknown/timeline", "", nil); code != 404 {
+		t.Errorf("unknown dataset timeline: %d", code)
+	}
+}
+
+// TestTimelineFromPlacedDataset checks the binning on a file placed in the data dir by hand.
+func TestTimelineFromPlacedDataset(t *testing.T) {
+	h := newHarness(t, nil)
+	dir := filepath.Join(h.dataDir, "datasets")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "conversation_trace.jsonl"), []byte(miniTrace), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var tl simulationapi.Timeline
+	if code := call(t, "GET", h.url+"/api/simulation/trace-datasets/mooncake-conversation/timeline?bins=50", "", &tl); code != 200 {
+		t.Fatal(code)
+	}
+	// 5 requests cap the bins at 5; width 4s/5 = 0.8s: [0,0.8) 2, [0.8,1.6) 2, [3.2,4] 1.
+	if tl.RequestCount != 5 || tl.DurationSeconds != 4 || len(tl.Bins) != 5 || tl.BinWidthSeconds != 0.8 {
+		t.Fatalf("%+v", tl)
+	}
+	got := []int{}
+	for _, b := range tl.Bins {
+		got = append(got, b.RequestCount)
+	}
+	if want := []int{2, 2, 0, 0, 1}; !equal(got, want) || tl.Bins[4].EndSeconds != 4 || tl.SourceSizeBytes != int64(len(miniTrace)) {
+		t.Fatalf("bins %v, want %v (%+v)", got, want, tl)
+	}
+	// The index is reused: asking again parses nothing.
+	call(t, "GET", h.url+"/api/simulation/trace-datasets/mooncake-conversation/timeline", "", &tl)
+	if n := h.parsers.parses.Load(); n != 1 {
+		t.Fatalf("parsed %d times", n)
+	}
+}
+
+func equal(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
