@@ -17,8 +17,8 @@ import (
 
 // List returns one page of q, newest first. One script picks or builds the candidate set
 // (a single index directly; several through a cached ZUNIONSTORE/ZINTERSTORE), applies the
-// created range as score bounds and the search needle server-side, and returns the total
-// and the page's ids; one pipeline then fetches the rows.
+// created range as score bounds and the search needle server-side (matches cached for the
+// next pages), and returns the total and the page's ids; one pipeline then fetches the rows.
 func (s *Store) List(ctx context.Context, q state.Query) (page state.Page, err error) {
 	defer s.observe("list", time.Now(), &err)
 	q, err = q.Validate()
@@ -60,9 +60,15 @@ func (s *Store) List(ctx context.Context, q state.Query) (page state.Page, err e
 		}
 		maxScore = strconv.FormatInt(ms(q.CreatedBefore)*1000+999, 10)
 	}
-	keys := append([]string{s.keys.gen(q.Kind), target, s.keys.listGen(q.Kind, sum), s.keys.search(q.Kind)}, sources...)
+	needle := strings.ToLower(q.Search)
+	fmt.Fprintf(digest, "q\x00%s\x00%s\x00%s\x00", needle, minScore, maxScore)
+	searchSum := hex.EncodeToString(digest.Sum(nil))
+	keys := append([]string{
+		s.keys.gen(q.Kind), target, s.keys.listGen(q.Kind, sum),
+		s.keys.search(q.Kind), s.keys.list(q.Kind, searchSum), s.keys.listGen(q.Kind, searchSum),
+	}, sources...)
 	args := []any{mode, len(statuses), len(names), s.opts.ListCacheTTL.Milliseconds(), minScore, maxScore,
-		q.Offset, q.Limit, strings.ToLower(q.Search)}
+		q.Offset, q.Limit, needle}
 	reply, err := listScript.Run(ctx, s.rdb, keys, args...).Slice()
 	if err != nil {
 		return state.Page{}, fmt.Errorf("redisstore: list %s: %w", q.Kind, err)

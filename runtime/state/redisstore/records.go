@@ -136,7 +136,8 @@ func (s *Store) Update(ctx context.Context, r state.Record, opts state.UpdateOpt
 			join = append(join, change{name, v})
 		}
 	}
-	moved := cur.Status != next.Status || len(leave) > 0 || len(join) > 0
+	// Listing caches depend on memberships and search text; doc-only writes keep them valid.
+	reindex := cur.Status != next.Status || len(leave) > 0 || len(join) > 0 || cur.Search != next.Search
 
 	fenceKey := s.keys.record(r.Kind, r.ID) // unused placeholder when unfenced
 	if opts.Fence.Token > 0 {
@@ -146,11 +147,11 @@ func (s *Store) Update(ctx context.Context, r state.Record, opts state.UpdateOpt
 		s.keys.record(r.Kind, r.ID), s.keys.search(r.Kind), s.keys.gen(r.Kind), fenceKey,
 		s.keys.status(r.Kind, cur.Status), s.keys.status(r.Kind, next.Status), s.keys.statuses(r.Kind),
 	}
-	movedFlag := "0"
-	if moved {
-		movedFlag = "1"
+	reindexFlag := "0"
+	if reindex {
+		reindexFlag = "1"
 	}
-	args := []any{r.ID, strconv.FormatInt(r.Version, 10), opts.Fence.Token, movedFlag, next.Search, next.Status,
+	args := []any{r.ID, strconv.FormatInt(r.Version, 10), opts.Fence.Token, reindexFlag, next.Search, next.Status,
 		len(leave), len(join), len(delFields)}
 	for _, c := range leave {
 		keys = append(keys, s.keys.attr(r.Kind, c.name, c.value), s.keys.facet(r.Kind, c.name))

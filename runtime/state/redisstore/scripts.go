@@ -39,7 +39,7 @@ return score
 //	index, 6 new status index, 7 statuses set, then nRem (index, facet) pairs to leave,
 //	then nAdd (index, facet) pairs to join.
 //
-// ARGV: 1 id, 2 expected version, 3 fence token (0 = unfenced), 4 "1" when membership
+// ARGV: 1 id, 2 expected version, 3 fence token (0 = unfenced), 4 "1" when membership or search text
 //
 //	changes, 5 search text, 6 new status, 7 nRem, 8 nAdd, 9 nDel, then nRem values,
 //	nAdd values, nDel hash fields to delete, then hash field/value pairs to set.
@@ -110,74 +110,90 @@ return 1
 `)
 
 // listScript pages one filtered listing, newest first.
-// KEYS: 1 gen, 2 target (the single source in direct mode, the cached combination otherwise),
+// KEYS: 1 gen, 2 target (the single source in direct mode, the cached combination
 //
-//	3 cache generation marker, 4 search hash, then the source indexes: nStatus status
-//	indexes (combined with OR) followed by attribute indexes (AND).
+//	otherwise), 3 its cache marker, 4 search hash, 5 cached search matches, 6 their cache
+//	marker, then the source indexes: nStatus status indexes (combined with OR) followed by
+//	attribute indexes (AND).
 //
 // ARGV: 1 mode "direct"|"combine", 2 nStatus, 3 nAttr, 4 cache TTL ms, 5 min score,
 //
 //	6 max score, 7 offset, 8 limit, 9 lower-cased search needle ("" = none).
 //
-// Every index holds the same score for an id, so AGGREGATE MAX keeps the exact created score
-// (a weighted SUM would round). Returns {total, ids}. The combination is rebuilt only when gen moved since it was built, so
-// the pages of one listing reuse it while no write changed index membership.
+// Returns {total, ids}.
+//
+// Combinations and search matches are cached in short-lived sets whose marker holds the gen
+// they were built at; a later call (the next page) reuses them while gen is unchanged, i.e.
+// while no write changed index membership or search text. A marker expires 100 ms before
+// its set, so a live marker with a missing set means an empty result (Redis stores no empty
+// sets). Every index holds the same score for an id, so AGGREGATE MAX keeps the exact
+// created score (a weighted SUM would round). Pages are cut by rank, not by score: rank
+// ranges cost O(log N + page) at any depth and never skip members that share a score.
 var listScript = redis.NewScript(`
+local ttl = tonumber(ARGV[4])
+local gen = redis.call('GET', KEYS[1]) or '0'
 local target = KEYS[2]
-if ARGV[1] == 'combine' then
-  local gen = redis.call('GET', KEYS[1]) or '0'
-  if redis.call('GET', KEYS[3]) ~= gen or redis.call('EXISTS', target) == 0 then
-    local nStatus, nAttr = tonumber(ARGV[2]), tonumber(ARGV[3])
-    local sources = {}
-    if nStatus > 1 then
-      local args = {target, nStatus}
-      for i = 1, nStatus do args[#args + 1] = KEYS[4 + i] end
-      args[#args + 1] = 'AGGREGATE'
-      args[#args + 1] = 'MAX'
-      redis.call('ZUNIONSTORE', unpack(args))
-      sources[1] = target
-    elseif nStatus == 1 then
-      sources[1] = KEYS[5]
-    end
-    for i = 1, nAttr do sources[#sources + 1] = KEYS[4 + nStatus + i] end
-    if #sources > 1 then
-      local args = {target, #sources}
-      for i = 1, #sources do args[#args + 1] = sources[i] end
-      args[#args + 1] = 'AGGREGATE'
-      args[#args + 1] = 'MAX'
-      redis.call('ZINTERSTORE', unpack(args))
-    end
-    redis.call('PEXPIRE', target, ARGV[4])
-    redis.call('SET', KEYS[3], gen, 'PX', ARGV[4])
+if ARGV[1] == 'combine' and redis.call('GET', KEYS[3]) ~= gen then
+  local nStatus, nAttr = tonumber(ARGV[2]), tonumber(ARGV[3])
+  local sources = {}
+  if nStatus > 1 then
+    local args = {target, nStatus}
+    for i = 1, nStatus do args[#args + 1] = KEYS[6 + i] end
+    args[#args + 1] = 'AGGREGATE'
+    args[#args + 1] = 'MAX'
+    redis.call('ZUNIONSTORE', unpack(args))
+    sources[1] = target
+  elseif nStatus == 1 then
+    sources[1] = KEYS[7]
   end
+  for i = 1, nAttr do sources[#sources + 1] = KEYS[6 + nStatus + i] end
+  if #sources > 1 then
+    local args = {target, #sources}
+    for i = 1, #sources do args[#args + 1] = sources[i] end
+    args[#args + 1] = 'AGGREGATE'
+    args[#args + 1] = 'MAX'
+    redis.call('ZINTERSTORE', unpack(args))
+  end
+  redis.call('PEXPIRE', target, ttl + 100)
+  redis.call('SET', KEYS[3], gen, 'PX', ttl)
 end
 local minScore, maxScore = ARGV[5], ARGV[6]
 local offset, limit, needle = tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9]
--- Walk by rank, not by score: rank ranges cost O(log N + page) at any depth and never skip
--- members that share a score.
-local above = 0
-if maxScore ~= '+inf' then above = redis.call('ZCOUNT', target, '(' .. maxScore, '+inf') end
-local inRange = redis.call('ZCOUNT', target, minScore, maxScore)
-if needle == '' then
-  local ids = {}
-  if offset < inRange then
-    local last = math.min(offset + limit, inRange) - 1
-    ids = redis.call('ZREVRANGE', target, above + offset, above + last)
-  end
-  return {inRange, ids}
+local function rankRange(key, lo, hi)
+  local above = 0
+  if hi ~= '+inf' then above = redis.call('ZCOUNT', key, '(' .. hi, '+inf') end
+  return above, redis.call('ZCOUNT', key, lo, hi)
 end
-local total, ids = 0, {}
-for pos = 0, inRange - 1, 1000 do
-  local last = math.min(pos + 1000, inRange) - 1
-  local members = redis.call('ZREVRANGE', target, above + pos, above + last)
-  local texts = redis.call('HMGET', KEYS[4], unpack(members))
-  for i = 1, #members do
-    local text = texts[i]
-    if text and string.find(text, needle, 1, true) then
-      if total >= offset and total < offset + limit then ids[#ids + 1] = members[i] end
-      total = total + 1
+if needle ~= '' then
+  local matches = KEYS[5]
+  if redis.call('GET', KEYS[6]) ~= gen then
+    redis.call('DEL', matches)
+    local above, inRange = rankRange(target, minScore, maxScore)
+    for pos = 0, inRange - 1, 1000 do
+      local last = math.min(pos + 1000, inRange) - 1
+      local batch = redis.call('ZREVRANGE', target, above + pos, above + last, 'WITHSCORES')
+      local members = {}
+      for i = 1, #batch / 2 do members[i] = batch[2 * i - 1] end
+      local texts = redis.call('HMGET', KEYS[4], unpack(members))
+      local add = {matches}
+      for i = 1, #members do
+        local text = texts[i]
+        if text and string.find(text, needle, 1, true) then
+          add[#add + 1] = batch[2 * i]
+          add[#add + 1] = members[i]
+        end
+      end
+      if #add > 1 then redis.call('ZADD', unpack(add)) end
     end
+    redis.call('PEXPIRE', matches, ttl + 100)
+    redis.call('SET', KEYS[6], gen, 'PX', ttl)
   end
+  target, minScore, maxScore = matches, '-inf', '+inf'
+end
+local above, total = rankRange(target, minScore, maxScore)
+local ids = {}
+if offset < total then
+  ids = redis.call('ZREVRANGE', target, above + offset, above + math.min(offset + limit, total) - 1)
 end
 return {total, ids}
 `)

@@ -322,7 +322,7 @@ func TestDeleteLeavesNoKeysBehind(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(50 * time.Millisecond) // let the list cache expire
+	time.Sleep(250 * time.Millisecond) // let the list caches expire
 	want := []string{"gen:task", "seq", "statuses:task"}
 	if got := listKeys(t, redisURL(t), prefix); !slices.Equal(got, want) {
 		t.Errorf("keys left after deleting everything: %v, want only %v", got, want)

@@ -523,6 +523,32 @@ func testListSeesWrites(t *testing.T, s state.Store) {
 	if p := list(t, s, q); !slices.Equal(ids(p.Records), []string{"w0"}) || p.Total != 2 {
 		t.Fatalf("after delete, second page: %v total %d", ids(p.Records), p.Total)
 	}
+
+	// Search results follow changes of the search text, also when the first answer was empty.
+	sq := state.Query{Kind: kind, Search: "needle", Attrs: map[string]string{"backend": "b"}}
+	if p := list(t, s, sq); p.Total != 0 {
+		t.Fatalf("search before any match: total %d", p.Total)
+	}
+	w0, _ := s.Get(ctx, kind, "w0")
+	w0.Search = "has a Needle"
+	if _, err := s.Update(ctx, w0, state.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if p := list(t, s, sq); !slices.Equal(ids(p.Records), []string{"w0"}) || p.Total != 1 {
+		t.Fatalf("search after the text changed: %v total %d", ids(p.Records), p.Total)
+	}
+	mustCreate(t, s, state.Record{Kind: kind, ID: "w4", Status: "queued", CreatedAt: base.Add(4 * time.Second), Attrs: attrs, Search: "needle too"})
+	if p := list(t, s, sq); !slices.Equal(ids(p.Records), []string{"w4", "w0"}) || p.Total != 2 {
+		t.Fatalf("search after a matching create: %v total %d", ids(p.Records), p.Total)
+	}
+	w0, _ = s.Get(ctx, kind, "w0")
+	w0.Search = "no longer"
+	if _, err := s.Update(ctx, w0, state.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if p := list(t, s, sq); !slices.Equal(ids(p.Records), []string{"w4"}) || p.Total != 1 {
+		t.Fatalf("search after the text stopped matching: %v total %d", ids(p.Records), p.Total)
+	}
 }
 
 func testListSameMillisecond(t *testing.T, s state.Store) {
