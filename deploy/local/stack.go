@@ -143,6 +143,12 @@ func (s *Stack) PID(name string) int {
 	return p.pid()
 }
 
+// DataDir is LENS_DATA_DIR of every function.
+func (s *Stack) DataDir() string { return s.opts.DataDir }
+
+// WaitForDeliveries blocks until the broker has delivered or dead-lettered every event so far.
+func (s *Stack) WaitForDeliveries() { s.broker.Wait() }
+
 // Manifests are the objects the stack runs.
 func (s *Stack) Manifests() *Manifests { return s.manifests }
 
