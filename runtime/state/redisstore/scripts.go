@@ -171,15 +171,14 @@ if needle ~= '' then
     local above, inRange = rankRange(target, minScore, maxScore)
     for pos = 0, inRange - 1, 1000 do
       local last = math.min(pos + 1000, inRange) - 1
-      local batch = redis.call('ZREVRANGE', target, above + pos, above + last, 'WITHSCORES')
-      local members = {}
-      for i = 1, #batch / 2 do members[i] = batch[2 * i - 1] end
+      local members = redis.call('ZREVRANGE', target, above + pos, above + last)
       local texts = redis.call('HMGET', KEYS[4], unpack(members))
       local add = {matches}
       for i = 1, #members do
         local text = texts[i]
         if text and string.find(text, needle, 1, true) then
-          add[#add + 1] = batch[2 * i]
+          -- Scores only for matches: most candidates of a selective needle never need one.
+          add[#add + 1] = redis.call('ZSCORE', target, members[i])
           add[#add + 1] = members[i]
         end
       end
