@@ -2,6 +2,7 @@ package simulationapi_test
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -81,7 +82,7 @@ func newHarness(t *testing.T, extraEnv map[string]string) *harness {
 	h := &harness{dataDir: t.TempDir(), parsers: &fakeParsers{}, mirror: &mirror{files: map[string][]byte{}, hits: map[string]int{}}}
 	mirrorSrv := httptest.NewServer(h.mirror)
 	t.Cleanup(mirrorSrv.Close)
-	env := map[string]string{"LENS_DATA_DIR": h.dataDir, "REDIS_URL": os.Getenv("REDIS_URL"), "LENS_DATASET_MIRROR": mirrorSrv.URL}
+	env := map[string]string{"LENS_DATA_DIR": h.dataDir, "REDIS_URL": os.Getenv("REDIS_URL"), "LENS_STORE_PREFIX": testPrefix(), "LENS_DATASET_MIRROR": mirrorSrv.URL}
 	for k, v := range extraEnv {
 		env[k] = v
 	}
@@ -101,6 +102,13 @@ func newHarness(t *testing.T, extraEnv map[string]string) *harness {
 	t.Cleanup(srv.Close)
 	h.url = srv.URL
 	return h
+}
+
+// testPrefix keeps each test's keys apart on a shared Redis (CI's REDIS_URL).
+func testPrefix() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "lens:{test-" + hex.EncodeToString(b[:]) + "}:"
 }
 
 func call(t *testing.T, method, url, body string, out any) int {

@@ -23,7 +23,7 @@ func TestTimelineThroughTheWASMParser(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dataDir, "datasets", "conversation_trace.jsonl"), trace, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{"LENS_DATA_DIR": dataDir, "REDIS_URL": os.Getenv("REDIS_URL"),
+	env := map[string]string{"LENS_DATA_DIR": dataDir, "REDIS_URL": os.Getenv("REDIS_URL"), "LENS_STORE_PREFIX": testPrefix(),
 		"LENS_BUILTIN_MODULE_DIR": wasmtest.BuiltinDir(t), "LENS_CACHE_DIR": wasmtest.CacheDir(t)}
 	cfg, err := fn.LoadConfig(func(k string) string { return env[k] })
 	if err != nil {

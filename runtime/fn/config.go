@@ -23,6 +23,9 @@ type Config struct {
 	// RedisURL locates the state store (REDIS_URL); empty starts an embedded in-process store
 	// whose data lives only as long as the process.
 	RedisURL string
+	// StorePrefix starts every state-store key (LENS_STORE_PREFIX, default "lens:{v1}:"); it
+	// must hold a {hash tag} and end with ':'. Separate prefixes let tests share one server.
+	StorePrefix string
 	// DataDir holds datasets and artifacts (LENS_DATA_DIR, default ~/.local/share/lensfn).
 	DataDir string
 	// ModuleDir holds user WASM modules with their manifests (LENS_MODULE_DIR, optional).
@@ -49,7 +52,7 @@ type Config struct {
 func LoadConfig(getenv func(string) string) (Config, error) {
 	c := Config{
 		Service: getenv("K_SERVICE"), Revision: getenv("K_REVISION"), Configuration: getenv("K_CONFIGURATION"),
-		Sink: getenv("K_SINK"), RedisURL: getenv("REDIS_URL"), ModuleDir: getenv("LENS_MODULE_DIR"),
+		Sink: getenv("K_SINK"), RedisURL: getenv("REDIS_URL"), StorePrefix: getenv("LENS_STORE_PREFIX"), ModuleDir: getenv("LENS_MODULE_DIR"),
 		LogLevel: orDefault(getenv("LOG_LEVEL"), "info"), LoggingConfig: getenv("K_LOGGING_CONFIG"),
 		getenv: getenv,
 	}

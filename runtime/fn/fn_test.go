@@ -89,7 +89,7 @@ func testBuilder(handled *atomic.Int32) fn.Builder {
 
 func newServer(t *testing.T, handled *atomic.Int32) *httptest.Server {
 	t.Helper()
-	cfg, err := fn.LoadConfig(env(map[string]string{"HOME": t.TempDir(), "REDIS_URL": redisURL(t)}))
+	cfg, err := fn.LoadConfig(env(storeEnv(t, map[string]string{"HOME": t.TempDir()})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,8 +195,8 @@ func TestRunDrainsInFlightRequestsOnShutdown(t *testing.T) {
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	cfg, _ := fn.LoadConfig(env(map[string]string{"HOME": t.TempDir(), "PORT": strconv.Itoa(port), "REDIS_URL": redisURL(t),
-		"LENS_DRAIN_QUIET_PERIOD": "200ms"}))
+	cfg, _ := fn.LoadConfig(env(storeEnv(t, map[string]string{"HOME": t.TempDir(), "PORT": strconv.Itoa(port),
+		"LENS_DRAIN_QUIET_PERIOD": "200ms"})))
 	release := make(chan struct{})
 	build := func(context.Context, fn.Deps) (*fn.Function, error) {
 		mux := http.NewServeMux()

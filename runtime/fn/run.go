@@ -166,7 +166,7 @@ func openStore(ctx context.Context, cfg Config, m *Metrics, log *zap.SugaredLogg
 			"address", embedded.URL())
 		url, stop = embedded.URL(), func() { embedded.Close() }
 	}
-	store, err := redisstore.Open(ctx, url, redisstore.Options{Observe: m.observeStore})
+	store, err := redisstore.Open(ctx, url, redisstore.Options{Prefix: cfg.StorePrefix, Observe: m.observeStore})
 	if err != nil {
 		stop()
 		return nil, nil, fmt.Errorf("open state store: %w", err)
