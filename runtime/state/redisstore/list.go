@@ -56,7 +56,7 @@ func (s *Store) List(ctx context.Context, q state.Query) (page state.Page, err e
 	}
 	if !q.CreatedBefore.IsZero() {
 		if ms(q.CreatedBefore) < 0 {
-			return state.Page{}, nil
+			return state.Page{Records: []state.Record{}}, nil
 		}
 		maxScore = strconv.FormatInt(ms(q.CreatedBefore)*1000+999, 10)
 	}

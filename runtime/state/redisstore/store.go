@@ -44,8 +44,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.LogCap == 0 {
 		o.LogCap = 500
 	}
-	if o.StreamMaxLen < 0 || o.LogCap < 0 || o.LogCap > 5000 || o.ListCacheTTL < 0 || o.PoolSize < 0 {
-		return o, fmt.Errorf("redisstore: options out of range (stream max len %d, log cap %d (1-5000), list cache TTL %s, pool size %d)",
+	if o.StreamMaxLen < 0 || o.LogCap < 0 || o.LogCap > 5000 || o.ListCacheTTL < 0 ||
+		(o.ListCacheTTL > 0 && o.ListCacheTTL < time.Millisecond) || o.PoolSize < 0 {
+		return o, fmt.Errorf("redisstore: options out of range (stream max len %d, log cap %d (1-5000), list cache TTL %s (>= 1ms), pool size %d)",
 			o.StreamMaxLen, o.LogCap, o.ListCacheTTL, o.PoolSize)
 	}
 	if o.ListCacheTTL == 0 {

@@ -128,8 +128,14 @@ func TestOpenRejectsBadInput(t *testing.T) {
 			t.Errorf("prefix %q accepted", prefix)
 		}
 	}
-	if _, err := redisstore.Open(ctx, url, redisstore.Options{LogCap: 100000}); err == nil {
-		t.Error("log cap 100000 accepted")
+	for name, opts := range map[string]redisstore.Options{
+		"log cap 100000":            {LogCap: 100000},
+		"negative stream length":    {StreamMaxLen: -1},
+		"list cache TTL under 1 ms": {ListCacheTTL: time.Microsecond},
+	} {
+		if _, err := redisstore.Open(ctx, url, opts); err == nil {
+			t.Errorf("%s accepted", name)
+		}
 	}
 	_, err := redisstore.Open(ctx, "redis://user:s3cret@[::1:bad/0", redisstore.Options{})
 	if err == nil || strings.Contains(err.Error(), "s3cret") {
