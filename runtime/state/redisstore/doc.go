@@ -12,8 +12,10 @@
 //	facet:<kind>:<attr>           set of the attribute's values that have at least one record
 //	statuses:<kind>               set of statuses ever used (Counts reports ZCARD of each)
 //	search:<kind>                 hash id -> lower-cased search text (scanned server-side by List)
-//	gen:<kind>                    bumped whenever index membership changes; names list caches
-//	list:<kind>:<digest>          short-lived intersection of a filter set, reused while gen is unchanged
+//	gen:<kind>                    bumped whenever index membership or search text changes
+//	list:<kind>:<digest>          short-lived cache of a filter combination or of search matches,
+//	list:<kind>:<digest>:gen      with the gen it was built at: the next pages reuse it while
+//	                              gen is unchanged
 //	progress:<kind>:<id>          stream (XADD MAXLEN ~ N)
 //	logs:<kind>:<id>              list capped at the newest N lines, logs-dropped:<kind>:<id> counts the rest
 //	lease:<name>, fence:<name>    lease hash (owner, token) with PX expiry; fencing counter
