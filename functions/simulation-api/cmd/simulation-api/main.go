@@ -1,4 +1,3 @@
-// Command simulation-api serves /api/simulation as a Knative function.
 package main
 
 import (
