@@ -136,7 +136,11 @@ func Run(ctx context.Context, cfg Config, name string, build Builder) error {
 	if err != nil {
 		return errors.Join(err, s.Close(ctx))
 	}
-	srv := &http.Server{Handler: s.Handler, ReadHeaderTimeout: 30 * time.Second}
+	// HTTP/1.1 and prior-knowledge h2c, so the Knative port can be named h2c.
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	srv := &http.Server{Handler: s.Handler, ReadHeaderTimeout: 30 * time.Second, Protocols: &protocols}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(listener) }()
 	log.Infow("serving", "address", listener.Addr().String(), "sink", cfg.Sink != "", "revision", cfg.Revision)
