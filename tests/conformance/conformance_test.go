@@ -1,0 +1,395 @@
+package conformance_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lensfn/lensfn/runtime/wasmhost"
+	"github.com/lensfn/lensfn/runtime/wasmhost/wasmtest"
+	"github.com/lensfn/lensfn/wasm-modules/abi"
+	"github.com/lensfn/lensfn/wasm-modules/latency"
+	"github.com/lensfn/lensfn/wasm-modules/latency/constant"
+	"github.com/lensfn/lensfn/wasm-modules/latency/pertoken"
+	"github.com/lensfn/lensfn/wasm-modules/tracefmt"
+	"github.com/lensfn/lensfn/wasm-modules/tracefmt/bailian"
+	"github.com/lensfn/lensfn/wasm-modules/tracefmt/baseten"
+	"github.com/lensfn/lensfn/wasm-modules/tracefmt/baseten/basetentest"
+	"github.com/lensfn/lensfn/wasm-modules/tracefmt/burstgpt"
+	"github.com/lensfn/lensfn/wasm-modules/tracefmt/mooncake"
+	"github.com/lensfn/lensfn/wasm-modules/tracefmt/weka"
+)
+
+func TestBuiltinModulesDescribeThemselves(t *testing.T) {
+	dir := wasmtest.BuiltinDir(t)
+	h := newHost(t, wasmhost.Config{BuiltinDir: dir})
+	man, err := wasmhost.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned := map[string]string{}
+	for _, e := range man.Modules {
+		pinned[e.Name] = e.SHA256
+	}
+	want := map[string]struct {
+		kind    string
+		rangeOK bool
+		scaleOK bool
+	}{
+		"mooncake_trace":      {abi.KindTraceParser, true, true},
+		"bailian_trace":       {abi.KindTraceParser, true, true},
+		"baseten_trace":       {abi.KindTraceParser, true, true},
+		"burst_gpt_trace":     {abi.KindTraceParser, true, true},
+		"weka_public_dataset": {abi.KindTraceParser, false, false},
+		"constant":            {abi.KindLatencyCalculator, false, false},
+		"per-token":           {abi.KindLatencyCalculator, false, false},
+	}
+	mods := h.Modules()
+	if len(mods) != len(want) {
+		t.Fatalf("got %d modules, want %d: %+v", len(mods), len(want), mods)
+	}
+	for _, m := range mods {
+		w, ok := want[m.Name]
+		if !ok {
+			t.Fatalf("unexpected module %q", m.Name)
+		}
+		if m.Kind != w.kind || m.ABIVersion != abi.Version || !m.Builtin || m.SHA256 != pinned[m.Name] || m.Version == "" {
+			t.Errorf("%s: %+v", m.Name, m)
+		}
+		if m.Capabilities[abi.CapabilityTraceRange] != w.rangeOK || m.Capabilities[abi.CapabilityScaleFactor] != w.scaleOK {
+			t.Errorf("%s: capabilities %v", m.Name, m.Capabilities)
+		}
+	}
+	if _, err := h.Parser("no_such_format"); !errors.Is(err, wasmhost.ErrUnknownModule) {
+		t.Errorf("unknown format: %v", err)
+	}
+	if _, err := h.Parser("constant"); !errors.Is(err, wasmhost.ErrUnknownModule) {
+		t.Errorf("a calculator used as a parser: %v", err)
+	}
+}
+
+// The heart of conformance: the guest's records are byte-identical to the native core's.
+func TestParsersMatchNativeCores(t *testing.T) {
+	traces := sharedTraces(t)
+	h := builtinHost(t)
+	root := wasmtest.RepoRoot(t)
+	basetenFile := filepath.Join(t.TempDir(), "baseten.parquet")
+	basetentest.WriteFile(t, basetenFile, basetentest.Sample())
+	wekaFiles, _ := filepath.Glob(filepath.Join(traces, "weka", "kv-cache-tester", "*.json"))
+	if len(wekaFiles) == 0 {
+		t.Fatal("no WEKA traces")
+	}
+	type input struct {
+		format string
+		core   func() tracefmt.Parser
+		path   string
+	}
+	inputs := []input{
+		{"mooncake_trace", func() tracefmt.Parser { return mooncake.New() }, filepath.Join(traces, "mooncake", "conversation_trace.jsonl")},
+		{"mooncake_trace", func() tracefmt.Parser { return mooncake.New() }, filepath.Join(root, "wasm-modules/tracefmt/mooncake/testdata/sessions.jsonl")},
+		{"bailian_trace", func() tracefmt.Parser { return bailian.New() }, filepath.Join(root, "wasm-modules/tracefmt/bailian/testdata/conversations.jsonl")},
+		{"burst_gpt_trace", func() tracefmt.Parser { return burstgpt.New() }, filepath.Join(root, "wasm-modules/tracefmt/burstgpt/testdata/burstgpt.csv")},
+		{"baseten_trace", func() tracefmt.Parser { return baseten.New() }, basetenFile},
+		{"weka_public_dataset", func() tracefmt.Parser { return weka.New() }, filepath.Join(root, "wasm-modules/tracefmt/weka/testdata/subagents.json")},
+	}
+	for _, f := range wekaFiles {
+		inputs = append(inputs, input{"weka_public_dataset", func() tracefmt.Parser { return weka.New() }, f})
+	}
+	total := 0
+	for _, in := range inputs {
+		native := nativeRecords(t, in.core(), in.path)
+		guest := guestRecords(t, h, in.format, in.path)
+		if len(native) == 0 {
+			t.Fatalf("%s: native core produced no records", in.path)
+		}
+		if len(native) != len(guest) {
+			t.Fatalf("%s on %s: guest %d records, native %d", in.format, in.path, len(guest), len(native))
+		}
+		for i := range native {
+			if !bytes.Equal(native[i], guest[i]) {
+				t.Fatalf("%s on %s: record %d differs", in.format, in.path, i)
+			}
+		}
+		total += len(native)
+	}
+	t.Logf("%d inputs, %d records identical", len(inputs), total)
+}
+
+func TestMooncakeTimelineThroughHost(t *testing.T) {
+	traces := sharedTraces(t)
+	h := builtinHost(t)
+	p, err := h.Parser("mooncake_trace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := wasmhost.Source{Path: filepath.Join(traces, "mooncake", "conversation_trace.jsonl")}
+	ctx := context.Background()
+	st, err := p.Parse(ctx, src, wasmhost.ParseOptions{}, func(*wasmhost.TraceRequest) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Records != 12031 || st.Emitted != 12031 || st.LastRecordedMs != 3536999 || st.Bytes != 3029533 {
+		t.Fatalf("stats %+v", st)
+	}
+	// Ten minutes starting at minute 5, replayed twice as fast.
+	end := 900.0
+	var first, last float64 = -1, 0
+	st, err = p.Parse(ctx, src, wasmhost.ParseOptions{StartSeconds: 300, EndSeconds: &end, ScaleFactor: 2}, func(r *wasmhost.TraceRequest) error {
+		if first < 0 {
+			first = *r.ArrivalMs
+		}
+		last = *r.ArrivalMs
+		if r.Source != "conversation_trace.jsonl" {
+			t.Fatalf("source %q", r.Source)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Emitted == 0 || st.Emitted >= st.Records || first < 0 || last >= 300000 {
+		t.Fatalf("window: %+v, arrivals %v..%v ms", st, first, last)
+	}
+	// The same count, computed from the native core.
+	want := 0
+	tracefmt.ParseFile(mooncake.New(), src.Path, 0, func(r *abi.TraceRequest) error {
+		if *r.ArrivalMs >= 300000 && *r.ArrivalMs < 900000 {
+			want++
+		}
+		return nil
+	})
+	if st.Emitted != want {
+		t.Fatalf("window kept %d, native count %d", st.Emitted, want)
+	}
+}
+
+func TestCapabilitiesAreEnforced(t *testing.T) {
+	traces := sharedTraces(t)
+	h := builtinHost(t)
+	p, err := h.Parser("weka_public_dataset")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := wasmhost.Source{Path: filepath.Join(traces, "weka", "kv-cache-tester")}
+	emit := func(*wasmhost.TraceRequest) error { return nil }
+	if _, err := p.Parse(context.Background(), src, wasmhost.ParseOptions{StartSeconds: 1}, emit); err == nil || !strings.Contains(err.Error(), "does not support a trace range") {
+		t.Fatalf("range on weka: %v", err)
+	}
+	if _, err := p.Parse(context.Background(), src, wasmhost.ParseOptions{ScaleFactor: 2}, emit); err == nil || !strings.Contains(err.Error(), "does not support a scale factor") {
+		t.Fatalf("scale on weka: %v", err)
+	}
+	st, err := p.Parse(context.Background(), src, wasmhost.ParseOptions{ScaleFactor: 1}, emit)
+	if err != nil || st.Files != 124 || st.Records != 1460+110 {
+		t.Fatalf("weka directory: %+v, %v", st, err)
+	}
+	m, _ := h.Parser("mooncake_trace")
+	end := 10.0
+	for _, bad := range []wasmhost.ParseOptions{{StartSeconds: -1}, {StartSeconds: 10, EndSeconds: &end}, {ScaleFactor: -2}} {
+		if _, err := m.Parse(context.Background(), wasmhost.Source{Path: filepath.Join(traces, "mooncake", "conversation_trace.jsonl")}, bad, emit); err == nil {
+			t.Errorf("options %+v accepted", bad)
+		}
+	}
+}
+
+func TestBadInputNamesFileLineAndFieldAndHostRecovers(t *testing.T) {
+	h := newHost(t, wasmhost.Config{BuiltinDir: wasmtest.BuiltinDir(t), PoolSize: 1})
+	p, _ := h.Parser("mooncake_trace")
+	bad := writeFile(t, "bad.jsonl", "{\"timestamp\":0,\"input_length\":5}\n{\"timestamp\":1,\"input_length\":\"x\"}\n")
+	_, err := p.Parse(context.Background(), wasmhost.Source{Path: bad}, wasmhost.ParseOptions{}, func(*wasmhost.TraceRequest) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), `bad.jsonl: mooncake_trace: line 2: field "input_length": expected an integer`) || !wasmhost.IsGuestError(err) {
+		t.Fatalf("error %v", err)
+	}
+	good := writeFile(t, "good.jsonl", "{\"timestamp\":0,\"input_length\":5}\n")
+	n := 0
+	if _, err := p.Parse(context.Background(), wasmhost.Source{Path: good}, wasmhost.ParseOptions{}, func(*wasmhost.TraceRequest) error { n++; return nil }); err != nil || n != 1 {
+		t.Fatalf("after an error the pool must hand out a working instance: %d records, %v", n, err)
+	}
+}
+
+func TestCalculatorsMatchNativeCores(t *testing.T) {
+	h := builtinHost(t)
+	configs := map[string]string{
+		"constant": `{"time-to-first-token":"20ms","time-to-first-token-std-dev":"6ms","inter-token-latency":"2ms",
+			"inter-token-latency-std-dev":"500us","kv-cache-transfer-latency":"5ms","kv-cache-transfer-latency-std-dev":"1ms","time-factor-under-load":1.5}`,
+		"per-token": `{"prefill-overhead":"3ms","prefill-time-per-token":"20us","prefill-time-std-dev":"2ms","inter-token-latency":1.25,
+			"inter-token-latency-std-dev":0.3,"kv-cache-transfer-time-per-token":"1us","kv-cache-transfer-time-std-dev":"100us","time-factor-under-load":3}`,
+	}
+	natives := map[string]func([]byte) (*latency.Model, error){"constant": constant.New, "per-token": pertoken.New}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for name, cfg := range configs {
+		calc, err := h.Calculator(name, []byte(cfg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		native, err := natives[name]([]byte(cfg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gaps []time.Duration
+		for i := 0; i < 2000; i++ {
+			in := wasmhost.LatencyInput{PromptTokens: rng.IntN(8000), OutputTokens: rng.IntN(300), RunningRequests: rng.IntN(10),
+				MaxNumSeqs: 1 + rng.IntN(8), RemotePrefill: rng.IntN(4) == 0, Rand: rng.Uint64()}
+			in.CachedPromptTokens = rng.IntN(in.PromptTokens + 1)
+			ttft, g, err := calc.Schedule(in, gaps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gaps = g
+			want := native.Schedule(latency.Input(in), nil)
+			if int64(ttft) != want[0] || len(g) != len(want)-1 {
+				t.Fatalf("%s %+v: ttft %d gaps %d, native %d gaps %d", name, in, ttft, len(g), want[0], len(want)-1)
+			}
+			for j := range g {
+				if int64(g[j]) != want[j+1] {
+					t.Fatalf("%s %+v: gap %d = %d, native %d", name, in, j, g[j], want[j+1])
+				}
+			}
+		}
+	}
+	if _, err := h.Calculator("constant", []byte(`{"time-to-first-token":"10ms","time-to-first-token-std-dev":"9ms"}`)); err == nil || !strings.Contains(err.Error(), "exceeds 30%") {
+		t.Fatalf("bad configuration: %v", err)
+	}
+	if _, err := h.Calculator("linear", nil); !errors.Is(err, wasmhost.ErrUnknownModule) {
+		t.Fatalf("unknown calculator: %v", err)
+	}
+}
+
+func TestExampleUserModule(t *testing.T) {
+	examples := wasmtest.ExampleDir(t)
+	h := newHost(t, wasmhost.Config{BuiltinDir: wasmtest.BuiltinDir(t), ModuleDirs: []string{examples}})
+	var info wasmhost.ModuleInfo
+	for _, m := range h.Modules() {
+		if m.Name == "simple_csv_trace" {
+			info = m
+		}
+	}
+	if info.Builtin || info.Kind != abi.KindTraceParser || !info.Capabilities[abi.CapabilityTraceRange] || !info.Capabilities[abi.CapabilityScaleFactor] {
+		t.Fatalf("example module info %+v", info)
+	}
+	p, err := h.Parser("simple_csv_trace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sample := filepath.Join(wasmtest.RepoRoot(t), "wasm-modules/examples/simple_csv_trace/testdata/sample.csv")
+	var got []string
+	_, err = p.Parse(context.Background(), wasmhost.Source{Path: sample}, wasmhost.ParseOptions{ScaleFactor: 2}, func(r *wasmhost.TraceRequest) error {
+		got = append(got, strings.Join([]string{itoa(r.Line), ftoa(*r.ArrivalMs), ftoa(r.RecordedMs), itoa(int64(r.InputTokens)), itoa(int64(r.OutputTokens))}, " "))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"2 0 0 120 30", "3 0 0 64 8", "5 750 1500 4096 1", "6 1000 2000 7 0"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("records %q, want %q", got, want)
+	}
+	bad := writeFile(t, "bad.csv", "1,2,3\n\n4,x,6\n")
+	_, err = p.Parse(context.Background(), wasmhost.Source{Path: bad}, wasmhost.ParseOptions{}, func(*wasmhost.TraceRequest) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "bad.csv: simple_csv_trace: line 3: expected arrival_ms,input_tokens,output_tokens") {
+		t.Fatalf("error %v", err)
+	}
+	// The same input through every chunking the host might use gives the same records.
+	big := strings.Repeat("7,1,1\n", 100000)
+	path := writeFile(t, "big.csv", big)
+	n := 0
+	if _, err := p.Parse(context.Background(), wasmhost.Source{Path: path}, wasmhost.ParseOptions{}, func(*wasmhost.TraceRequest) error { n++; return nil }); err != nil || n != 100000 {
+		t.Fatalf("big input: %d records, %v", n, err)
+	}
+}
+
+func TestMisbehavingModules(t *testing.T) {
+	ctx := context.Background()
+	t.Run("ABI mismatch is refused at load", func(t *testing.T) {
+		dir := userModuleDir(t, watModule{name: "future", abiVersion: 2})
+		_, err := wasmhost.New(ctx, wasmhost.Config{ModuleDirs: []string{dir}})
+		if !errors.Is(err, wasmhost.ErrABIMismatch) {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("missing export is refused at load", func(t *testing.T) {
+		dir := userModuleDir(t, watModule{name: "partial", abiVersion: 1, omitEnd: true})
+		_, err := wasmhost.New(ctx, wasmhost.Config{ModuleDirs: []string{dir}})
+		if !errors.Is(err, wasmhost.ErrBadModule) || !strings.Contains(err.Error(), "lens_parse_end") {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("sha256 mismatch is refused at load", func(t *testing.T) {
+		dir := userModuleDir(t, watModule{name: "tampered", abiVersion: 1})
+		f, _ := os.OpenFile(filepath.Join(dir, "tampered.wasm"), os.O_APPEND|os.O_WRONLY, 0)
+		f.Write([]byte{0})
+		f.Close()
+		_, err := wasmhost.New(ctx, wasmhost.Config{ModuleDirs: []string{dir}})
+		if !errors.Is(err, wasmhost.ErrChecksum) {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("name clash with a built-in is refused", func(t *testing.T) {
+		dir := userModuleDir(t, watModule{name: "mooncake_trace", abiVersion: 1})
+		_, err := wasmhost.New(ctx, wasmhost.Config{BuiltinDir: wasmtest.BuiltinDir(t), ModuleDirs: []string{dir}, CacheDir: wasmtest.CacheDir(t)})
+		if err == nil || !strings.Contains(err.Error(), `module name "mooncake_trace" is used by both`) {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("a trap discards the instance", func(t *testing.T) {
+		dir := userModuleDir(t, watModule{name: "trap", abiVersion: 1, feedBody: "unreachable"})
+		h := newHost(t, wasmhost.Config{ModuleDirs: []string{dir}, PoolSize: 1})
+		p, _ := h.Parser("trap")
+		in := writeFile(t, "x", "data")
+		for i := 0; i < 3; i++ {
+			_, err := p.Parse(ctx, wasmhost.Source{Path: in}, wasmhost.ParseOptions{}, func(*wasmhost.TraceRequest) error { return nil })
+			if err == nil || !strings.Contains(err.Error(), "trapped (instance discarded)") || !strings.Contains(err.Error(), "unreachable") {
+				t.Fatalf("call %d: %v", i, err)
+			}
+		}
+	})
+	t.Run("a user module that spins is stopped by the call timeout", func(t *testing.T) {
+		dir := userModuleDir(t, watModule{name: "spin", abiVersion: 1, feedBody: "(loop $forever (br $forever)) (i64.const 0)"})
+		h := newHost(t, wasmhost.Config{ModuleDirs: []string{dir}, PoolSize: 1, CallTimeout: 200 * time.Millisecond})
+		p, _ := h.Parser("spin")
+		in := writeFile(t, "x", "data")
+		within(t, 5*time.Second, func() {
+			start := time.Now()
+			_, err := p.Parse(ctx, wasmhost.Source{Path: in}, wasmhost.ParseOptions{}, func(*wasmhost.TraceRequest) error { return nil })
+			if err == nil || !strings.Contains(err.Error(), "trapped") || time.Since(start) < 200*time.Millisecond {
+				t.Errorf("got %v after %v", err, time.Since(start))
+			}
+		})
+	})
+}
+
+func TestMemoryCap(t *testing.T) {
+	traces := sharedTraces(t)
+	// 160 pages (10 MiB): enough for every built-in to start (baseten declares 118 pages),
+	// too little to buffer twice the 9 MB of WEKA traces.
+	h := newHost(t, wasmhost.Config{BuiltinDir: wasmtest.BuiltinDir(t), MemoryLimitPages: 160, PoolSize: 1})
+	files, _ := filepath.Glob(filepath.Join(traces, "weka", "kv-cache-tester", "*.json"))
+	sort.Strings(files)
+	var all bytes.Buffer
+	for _, f := range append(files, files...) {
+		b, _ := os.ReadFile(f)
+		all.Write(bytes.TrimSpace(b))
+		all.WriteByte('\n')
+	}
+	big := writeFile(t, "all.jsonl", all.String())
+	p, _ := h.Parser("weka_public_dataset")
+	_, err := p.Parse(context.Background(), wasmhost.Source{Path: big}, wasmhost.ParseOptions{}, func(*wasmhost.TraceRequest) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "trapped") {
+		t.Fatalf("a %d-byte source under a 10 MiB cap: %v", all.Len(), err)
+	}
+	// The host stays usable: a small trace parses on a fresh instance.
+	n := 0
+	if _, err := p.Parse(context.Background(), wasmhost.Source{Path: files[0]}, wasmhost.ParseOptions{}, func(*wasmhost.TraceRequest) error { n++; return nil }); err != nil || n == 0 {
+		t.Fatalf("after the trap: %d records, %v", n, err)
+	}
+}
+
+func itoa(v int64) string   { return strconv.FormatInt(v, 10) }
+func ftoa(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
