@@ -11,9 +11,10 @@ import (
 // Embedded is an in-process Redis-compatible server (miniredis) listening on 127.0.0.1, so
 // other processes of the local stack can reach it through URL. It is not durable.
 type Embedded struct {
-	server *miniredis.Miniredis
-	stop   chan struct{}
-	done   sync.WaitGroup
+	server    *miniredis.Miniredis
+	stop      chan struct{}
+	done      sync.WaitGroup
+	closeOnce sync.Once
 }
 
 // expiryTick is how often the embedded server's clock is advanced.
@@ -50,9 +51,11 @@ func StartEmbedded() (*Embedded, error) {
 // URL is the redis:// address to pass to Open.
 func (e *Embedded) URL() string { return "redis://" + e.server.Addr() + "/0" }
 
-// Close stops the server; its data is lost.
+// Close stops the server; its data is lost. Closing twice is harmless.
 func (e *Embedded) Close() {
-	close(e.stop)
-	e.done.Wait()
-	e.server.Close()
+	e.closeOnce.Do(func() {
+		close(e.stop)
+		e.done.Wait()
+		e.server.Close()
+	})
 }

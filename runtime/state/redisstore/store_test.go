@@ -218,6 +218,21 @@ func TestEmbeddedServesOtherClients(t *testing.T) {
 	if _, err := b.Get(ctx, "task", "shared"); err != nil {
 		t.Errorf("second client does not see the record: %v", err)
 	}
+	// Keys expire with the wall clock, as on a real server.
+	if _, err := a.AcquireLease(ctx, "l", "me", 60*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if _, err := b.LeaseHolder(ctx, "l"); !errors.Is(err, state.ErrNotFound) {
+		t.Errorf("lease on the embedded server did not expire: %v", err)
+	}
+	e.Close()
+	e.Close()
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if err := a.Ping(short); err == nil {
+		t.Error("Ping succeeds after the embedded server closed")
+	}
 }
 
 // More than 1000 records in one millisecond reuse seq%1000 and tie on score; listings must
