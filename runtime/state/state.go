@@ -96,9 +96,12 @@ type Records interface {
 	Get(ctx context.Context, kind, id string) (Record, error)
 	// Update replaces Status, Attrs, Search and Doc of the record, expecting r.Version to be
 	// current (ErrVersionConflict otherwise), and moves its index memberships atomically.
-	// It returns the stored record with the new version.
+	// CreatedAt never changes. With opts.Fence set, the write fails with ErrStaleFence once
+	// a newer token was issued for that lease. It returns the stored record.
 	Update(ctx context.Context, r Record, opts UpdateOptions) (Record, error)
-	// Delete removes the record, every index entry, its progress stream and its logs.
+	// Delete removes the record, every index entry, its progress stream and its logs
+	// atomically; ErrNotFound when it does not exist, ErrVersionConflict when opts.Version
+	// is set and no longer current.
 	Delete(ctx context.Context, kind, id string, opts DeleteOptions) error
 	// List returns one page of the records matching q, newest first.
 	List(ctx context.Context, q Query) (Page, error)
