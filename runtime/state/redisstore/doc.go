@@ -6,7 +6,8 @@
 //
 //	rec:<kind>:<id>               hash: kind id status version created_ms updated_ms score
 //	                              search doc fence, and a:<attr> per indexed attribute
-//	idx:<kind>:all                zset of ids, score = created_ms*1000 + seq%1000 (unique, time-ordered)
+//	idx:<kind>:all                zset of ids, score = created_ms*1000 + seq%1000 (time-ordered;
+//	                              unique unless over 1000 records share a millisecond)
 //	idx:<kind>:s:<status>         zset, same scores, one per status
 //	idx:<kind>:a:<attr>:<value>   zset, same scores, one per attribute value
 //	facet:<kind>:<attr>           set of the attribute's values that have at least one record
@@ -21,6 +22,11 @@
 //	lease:<name>, fence:<name>    lease hash (owner, token) with PX expiry; fencing counter
 //	claim:<key>                   idempotency claim: "p" pending or "d:<result>" done, with PX expiry
 //	seq, counter:<name>           sequence and named counters
+//
+// Costs of List: a single index (or none) pages in O(log N + page); several filters run one
+// ZUNIONSTORE/ZINTERSTORE per change of gen, then page the cached set; a search needle scans
+// its candidates server-side once per gen (about 1-2 us per candidate, so the first page of a
+// search over 100,000 unfiltered tasks holds Redis for ~0.1 s), then pages the cached matches.
 //
 // Every multi-key change is one Lua script that receives all its keys in KEYS; listings never
 // SCAN. Imports: runtime/state, go-redis and miniredis. This is the only package in the module
