@@ -43,7 +43,11 @@ func (h *Host) Calculator(nameOrPath string, configJSON []byte) (*Calculator, er
 		configJSON = []byte("{}")
 	}
 	config := append([]byte{}, configJSON...)
-	m := &module{host: h, rt: base.rt, compiled: base.compiled, info: base.info, untrusted: base.untrusted, shared: true}
+	if err := base.ensureCompiled(); err != nil {
+		return nil, err
+	}
+	m := &module{host: h, rt: base.rt, path: base.path, sha256: base.sha256, info: base.info, untrusted: base.untrusted, shared: true}
+	m.compileOnce.Do(func() { m.compiled = base.compiled })
 	m.configure = func(ctx context.Context, in *instance) error {
 		ptr, err := in.writeInput(ctx, m, config)
 		if err != nil {

@@ -2,8 +2,10 @@ package wasmhost
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -153,9 +155,14 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	return h, nil
 }
 
-// load verifies one module against its manifest entry, compiles it and checks it by
-// starting one instance, which stays in the pool.
+// load verifies one module file against its manifest entry. A module whose descriptor was
+// verified before (same sha256, same ABI version; remembered in CacheDir) is compiled
+// lazily on first use, which keeps a warm start fast; any other module is compiled and
+// checked now, so a bad module fails the load.
 func (h *Host) load(ctx context.Context, path string, e ManifestEntry, builtin bool) (*module, error) {
+	if _, ok := kindExports[e.Kind]; !ok {
+		return nil, fmt.Errorf("%s: manifest kind %q is neither %q nor %q", path, e.Kind, abi.KindTraceParser, abi.KindLatencyCalculator)
+	}
 	bin, sum, err := readPinned(path, e.SHA256)
 	if err != nil {
 		return nil, err
@@ -164,20 +171,67 @@ func (h *Host) load(ctx context.Context, path string, e ManifestEntry, builtin b
 	if builtin {
 		rt = h.builtins
 	}
-	compiled, err := rt.CompileModule(ctx, bin)
-	if err != nil {
-		return nil, fmt.Errorf("%s: compile: %w", path, err)
-	}
 	m := &module{
-		host: h, rt: rt, compiled: compiled, untrusted: !builtin,
-		info: ModuleInfo{SHA256: sum, Builtin: builtin, Path: path},
+		host: h, rt: rt, untrusted: !builtin, path: path, sha256: sum,
+		info: ModuleInfo{Kind: e.Kind, SHA256: sum, Builtin: builtin, Path: path},
 	}
 	m.initPool(h.cfg.PoolSize)
-	if err := m.check(ctx, e); err != nil {
+	if d, ok := h.verifiedDescriptor(sum, e); ok {
+		m.setDescriptor(d)
+		return m, nil
+	}
+	m.compileWith(ctx, bin)
+	d, err := m.check(ctx, e)
+	if err != nil {
 		m.close(ctx)
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	h.rememberDescriptor(sum, d)
 	return m, nil
+}
+
+// descriptorPath is where a verified descriptor is remembered: keyed by the module's
+// sha256 and the host's ABI version, beside wazero's compilation cache (which must be
+// guarded the same way).
+func (h *Host) descriptorPath(sum string) string {
+	if h.cfg.CacheDir == "" {
+		return ""
+	}
+	return filepath.Join(h.cfg.CacheDir, "lensfn-descriptors", fmt.Sprintf("%s.abi%d.json", sum, abi.Version))
+}
+
+func (h *Host) verifiedDescriptor(sum string, e ManifestEntry) (abi.Descriptor, bool) {
+	path := h.descriptorPath(sum)
+	if path == "" {
+		return abi.Descriptor{}, false
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return abi.Descriptor{}, false
+	}
+	d, err := abi.ParseDescriptor(b)
+	if err != nil || d.ABIVersion != abi.Version || d.Kind != e.Kind || d.Name != e.Name {
+		return abi.Descriptor{}, false
+	}
+	return d, true
+}
+
+func (h *Host) rememberDescriptor(sum string, d abi.Descriptor) {
+	path := h.descriptorPath(sum)
+	if path == "" {
+		return
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		return
+	}
+	// Best effort: without it the next start just checks the module again.
+	if os.MkdirAll(filepath.Dir(path), 0o755) == nil {
+		tmp := path + ".tmp"
+		if os.WriteFile(tmp, b, 0o644) == nil {
+			_ = os.Rename(tmp, path)
+		}
+	}
 }
 
 // Close closes every instance and both runtimes.

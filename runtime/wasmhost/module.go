@@ -21,13 +21,18 @@ const recycleBytes = 64 << 20
 type module struct {
 	host      *Host
 	rt        wazero.Runtime
-	compiled  wazero.CompiledModule
+	path      string
+	sha256    string
 	info      ModuleInfo
 	untrusted bool
 	// shared: the compiled module belongs to another module value (a calculator's pool).
 	shared bool
 	// configure, when set, is called once on every new instance (calculators).
 	configure func(ctx context.Context, in *instance) error
+
+	compileOnce sync.Once
+	compiled    wazero.CompiledModule
+	compileErr  error
 
 	slots     chan struct{}
 	idle      chan *instance
@@ -53,6 +58,35 @@ type instance struct {
 	schedule api.Function
 }
 
+// compileWith compiles the module from bin (already checked against the manifest).
+func (m *module) compileWith(ctx context.Context, bin []byte) error {
+	m.compileOnce.Do(func() {
+		m.compiled, m.compileErr = m.rt.CompileModule(ctx, bin)
+		if m.compileErr != nil {
+			m.compileErr = fmt.Errorf("%s: compile: %w", m.path, m.compileErr)
+		}
+	})
+	return m.compileErr
+}
+
+// ensureCompiled compiles a lazily loaded module on first use, re-reading the file and
+// checking its sha256 again.
+func (m *module) ensureCompiled() error {
+	m.compileOnce.Do(func() {
+		bin, _, err := readPinned(m.path, m.sha256)
+		if err != nil {
+			m.compileErr = err
+			return
+		}
+		// Not the caller's ctx: a cancelled first caller must not poison the module.
+		m.compiled, m.compileErr = m.rt.CompileModule(context.Background(), bin)
+		if m.compileErr != nil {
+			m.compileErr = fmt.Errorf("%s: compile: %w", m.path, m.compileErr)
+		}
+	})
+	return m.compileErr
+}
+
 // get checks out an idle instance or starts a new one while fewer than PoolSize are live;
 // otherwise it waits.
 func (m *module) get(ctx context.Context) (*instance, error) {
@@ -60,6 +94,9 @@ func (m *module) get(ctx context.Context) (*instance, error) {
 	case in := <-m.idle:
 		return in, nil
 	default:
+	}
+	if err := m.ensureCompiled(); err != nil {
+		return nil, err
 	}
 	select {
 	case in := <-m.idle:
@@ -105,7 +142,7 @@ func (m *module) close(ctx context.Context) {
 				_ = in.mod.Close(ctx)
 				<-m.slots
 			default:
-				if !m.shared {
+				if !m.shared && m.compiled != nil {
 					_ = m.compiled.Close(ctx)
 				}
 				return
@@ -127,6 +164,12 @@ func (m *module) instantiate(ctx context.Context) (*instance, error) {
 	mod, err := m.rt.InstantiateModule(ctx, m.compiled, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("instantiate %s: %w%s", m.info.Path, err, stderr.suffix())
+	}
+	// Check the version before anything else: a module of another ABI may not even have
+	// the other exports.
+	if err := checkVersion(ctx, mod); err != nil {
+		mod.Close(ctx)
+		return nil, err
 	}
 	in := &instance{mod: mod, mem: mod.Memory(), stderr: stderr, fn: map[string]api.Function{}, stack: make([]uint64, 8)}
 	if in.mem == nil {
@@ -153,68 +196,60 @@ func (m *module) instantiate(ctx context.Context) (*instance, error) {
 	return in, nil
 }
 
-// check starts the first instance, verifies the ABI version and descriptor against the
-// manifest entry and pools the instance.
-func (m *module) check(ctx context.Context, e ManifestEntry) error {
-	m.info.Kind = e.Kind // selects the exports instantiate requires
-	if _, ok := kindExports[e.Kind]; !ok {
-		return fmt.Errorf("manifest kind %q is neither %q nor %q", e.Kind, abi.KindTraceParser, abi.KindLatencyCalculator)
-	}
-	m.slots <- struct{}{}
-	mod, err := m.rt.InstantiateModule(ctx, m.compiled,
-		wazero.NewModuleConfig().WithName("").WithStartFunctions(abi.ExportInitialize))
-	if err != nil {
-		<-m.slots
-		return fmt.Errorf("instantiate: %w", err)
-	}
-	// Check the version before anything else: a module of another ABI may not even
-	// have the other exports.
+func checkVersion(ctx context.Context, mod api.Module) error {
 	ver := mod.ExportedFunction(abi.ExportABIVersion)
 	if ver == nil {
-		mod.Close(ctx)
-		<-m.slots
 		return fmt.Errorf("%w: no %s export", ErrBadModule, abi.ExportABIVersion)
 	}
 	res, err := ver.Call(ctx)
-	mod.Close(ctx)
-	<-m.slots
 	if err != nil {
 		return fmt.Errorf("%s: %w", abi.ExportABIVersion, err)
 	}
 	if got := uint32(res[0]); got != abi.Version {
 		return fmt.Errorf("%w: module has ABI version %d, host speaks %d", ErrABIMismatch, got, abi.Version)
 	}
+	return nil
+}
 
+// check starts the first instance (which verifies the ABI version and exports), checks the
+// descriptor against the manifest entry, records it and pools the instance.
+func (m *module) check(ctx context.Context, e ManifestEntry) (abi.Descriptor, error) {
 	in, err := m.get(ctx)
 	if err != nil {
-		return err
+		return abi.Descriptor{}, err
 	}
-	raw, err := in.call(ctx, m, abi.ExportDescribe)
+	d, err := func() (abi.Descriptor, error) {
+		raw, err := in.call(ctx, m, abi.ExportDescribe)
+		if err != nil {
+			return abi.Descriptor{}, err
+		}
+		d, err := abi.ParseDescriptor(raw)
+		if err != nil {
+			return d, err
+		}
+		if d.ABIVersion != abi.Version {
+			return d, fmt.Errorf("%w: descriptor says ABI version %d, host speaks %d", ErrABIMismatch, d.ABIVersion, abi.Version)
+		}
+		if d.Kind != e.Kind || d.Name != e.Name {
+			return d, fmt.Errorf("module describes itself as %s %q but the manifest says %s %q", d.Kind, d.Name, e.Kind, e.Name)
+		}
+		return d, nil
+	}()
+	m.put(in, err != nil)
 	if err != nil {
-		m.put(in, true)
-		return err
+		return d, err
 	}
-	d, err := abi.ParseDescriptor(raw)
-	if err != nil {
-		m.put(in, true)
-		return err
-	}
-	if d.ABIVersion != abi.Version {
-		m.put(in, true)
-		return fmt.Errorf("%w: descriptor says ABI version %d, host speaks %d", ErrABIMismatch, d.ABIVersion, abi.Version)
-	}
-	if d.Kind != e.Kind || d.Name != e.Name {
-		m.put(in, true)
-		return fmt.Errorf("module describes itself as %s %q but the manifest says %s %q", d.Kind, d.Name, e.Kind, e.Name)
-	}
+	m.setDescriptor(d)
+	return d, nil
+}
+
+func (m *module) setDescriptor(d abi.Descriptor) {
 	m.info.Name, m.info.Version, m.info.ABIVersion = d.Name, d.Version, d.ABIVersion
 	m.info.Description = d.Description
 	m.info.Capabilities = d.Capabilities
 	if m.info.Capabilities == nil {
 		m.info.Capabilities = map[string]bool{}
 	}
-	m.put(in, false)
-	return nil
 }
 
 // callCtx bounds a call into a user module; first-party modules are not interruptible

@@ -104,3 +104,21 @@ func TestLn(t *testing.T) {
 		}
 	}
 }
+
+func TestNormalTable(t *testing.T) {
+	// Symmetric, increasing, and matching known quantiles.
+	for i := 1; i < 4096; i++ {
+		if normalTable[i] <= normalTable[i-1] {
+			t.Fatalf("table not increasing at %d", i)
+		}
+	}
+	if math.Abs(normalTable[0]+normalTable[4095]) > 1e-9 || math.Abs(normalTable[2047]+normalTable[2048]) > 1e-9 {
+		t.Fatal("table not symmetric")
+	}
+	if q := normalQuantile(0.975); math.Abs(q-1.959963985) > 1e-8 {
+		t.Fatalf("quantile(0.975) = %v", q)
+	}
+	if q := normalQuantile(0.001); math.Abs(q+3.090232306) > 1e-8 {
+		t.Fatalf("quantile(0.001) = %v", q)
+	}
+}

@@ -4,8 +4,8 @@
 package calcguest
 
 import (
-	"encoding/binary"
 	"errors"
+	"unsafe"
 
 	"github.com/lensfn/lensfn/wasm-modules/abi"
 	"github.com/lensfn/lensfn/wasm-modules/internal/guest"
@@ -16,7 +16,6 @@ var (
 	newModel  func(configJSON []byte) (*latency.Model, error)
 	model     *latency.Model
 	durations []int64
-	output    []byte
 )
 
 // Serve makes the module a latency calculator: d is its descriptor, factory parses the
@@ -47,9 +46,6 @@ func schedule(prompt, cached, outputTokens, running, maxNumSeqs, flags uint32, r
 		RunningRequests: int(int32(running)), MaxNumSeqs: int(int32(maxNumSeqs)),
 		RemotePrefill: flags&abi.ScheduleFlagRemotePrefill != 0, Rand: rand,
 	}, durations)
-	output = output[:0]
-	for _, d := range durations {
-		output = binary.LittleEndian.AppendUint64(output, uint64(d))
-	}
-	return guest.Packed(output)
+	// wasm is little-endian, so the []int64 already has the ABI's byte layout.
+	return guest.Packed(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(durations))), 8*len(durations)))
 }

@@ -1,0 +1,149 @@
+package conformance_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/lensfn/lensfn/runtime/wasmhost"
+	"github.com/lensfn/lensfn/runtime/wasmhost/wasmtest"
+	"github.com/lensfn/lensfn/wasm-modules/abi"
+	"github.com/lensfn/lensfn/wasm-modules/latency"
+	"github.com/lensfn/lensfn/wasm-modules/latency/pertoken"
+	"github.com/lensfn/lensfn/wasm-modules/tracefmt"
+	"github.com/lensfn/lensfn/wasm-modules/tracefmt/mooncake"
+)
+
+const mooncakeLines = 12031
+
+func reportLines(b *testing.B) {
+	b.ReportMetric(float64(mooncakeLines*b.N)/b.Elapsed().Seconds(), "lines/s")
+}
+
+// BenchmarkMooncakeWASM parses the 12,031-line conversation trace through the host and the
+// mooncake_trace module: read, feed 256 KiB chunks, decode records, window, emit.
+func BenchmarkMooncakeWASM(b *testing.B) {
+	path := filepath.Join(sharedTraces(b), "mooncake", "conversation_trace.jsonl")
+	h := newHost(b, wasmhost.Config{BuiltinDir: wasmtest.BuiltinDir(b), PoolSize: 1})
+	p, err := h.Parser("mooncake_trace")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	emit := func(*wasmhost.TraceRequest) error { return nil }
+	if _, err := p.Parse(ctx, wasmhost.Source{Path: path}, wasmhost.ParseOptions{}, emit); err != nil { // warm the instance
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := p.Parse(ctx, wasmhost.Source{Path: path}, wasmhost.ParseOptions{}, emit); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportLines(b)
+}
+
+// BenchmarkMooncakeNative runs the same core compiled natively, encoding every record as
+// the guest does (the guest's work without the WASM boundary and the host's decoding).
+func BenchmarkMooncakeNative(b *testing.B) {
+	path := filepath.Join(sharedTraces(b), "mooncake", "conversation_trace.jsonl")
+	var out []byte
+	emit := func(r *abi.TraceRequest) error { out = abi.AppendRecord(out, r); return nil }
+	for i := 0; i < b.N; i++ {
+		out = out[:0]
+		if err := tracefmt.ParseFile(mooncake.New(), path, 256<<10, func(r *abi.TraceRequest) error {
+			if len(out) > 1<<20 {
+				out = out[:0]
+			}
+			return emit(r)
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportLines(b)
+}
+
+// BenchmarkMooncakeNativeWithDecode adds the host's record decoding to the native run, so
+// that it does the same total work as BenchmarkMooncakeWASM minus the guest boundary.
+func BenchmarkMooncakeNativeWithDecode(b *testing.B) {
+	path := filepath.Join(sharedTraces(b), "mooncake", "conversation_trace.jsonl")
+	var out []byte
+	for i := 0; i < b.N; i++ {
+		if err := tracefmt.ParseFile(mooncake.New(), path, 256<<10, func(r *abi.TraceRequest) error {
+			out = abi.AppendRecord(out[:0], r)
+			return abi.DecodeRecords(out, func(*abi.TraceRequest) error { return nil })
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportLines(b)
+}
+
+const (
+	jitterConfig = `{"prefill-overhead":"3ms","prefill-time-per-token":"20us","prefill-time-std-dev":"1ms",
+		"inter-token-latency":"2ms","inter-token-latency-std-dev":"500us","time-factor-under-load":2}`
+	steadyConfig = `{"prefill-overhead":"3ms","prefill-time-per-token":"20us","inter-token-latency":"2ms","time-factor-under-load":2}`
+)
+
+func benchmarkSchedule(b *testing.B, config string, outputTokens int) {
+	h := newHost(b, wasmhost.Config{BuiltinDir: wasmtest.BuiltinDir(b), PoolSize: 1})
+	calc, err := h.Calculator("per-token", []byte(config))
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := wasmhost.LatencyInput{PromptTokens: 2000, CachedPromptTokens: 512, OutputTokens: outputTokens, RunningRequests: 3, MaxNumSeqs: 8}
+	var gaps []time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		in.Rand = uint64(i)
+		_, gaps, err = calc.Schedule(in, gaps)
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// One guest call per request: TTFT plus every inter-token gap.
+func BenchmarkScheduleWASM1Token(b *testing.B)          { benchmarkSchedule(b, jitterConfig, 1) }
+func BenchmarkScheduleWASM128Tokens(b *testing.B)       { benchmarkSchedule(b, steadyConfig, 128) }
+func BenchmarkScheduleWASM128TokensJitter(b *testing.B) { benchmarkSchedule(b, jitterConfig, 128) }
+
+func BenchmarkScheduleNative128TokensJitter(b *testing.B) {
+	m, err := pertoken.New([]byte(jitterConfig))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var out []int64
+	for i := 0; i < b.N; i++ {
+		out = m.Schedule(latencyInput(i), out)
+	}
+}
+
+// BenchmarkHostLoadWarm measures New over every built-in module with a warm on-disk
+// compilation cache: manifests, sha256, compile (from cache), first instance and checks.
+func BenchmarkHostLoadWarm(b *testing.B) {
+	dir := wasmtest.BuiltinDir(b)
+	cache := wasmtest.CacheDir(b)
+	ctx := context.Background()
+	warm, err := wasmhost.New(ctx, wasmhost.Config{BuiltinDir: dir, CacheDir: cache})
+	if err != nil {
+		b.Fatal(err)
+	}
+	warm.Close(ctx)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		h, err := wasmhost.New(ctx, wasmhost.Config{BuiltinDir: dir, CacheDir: cache})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		h.Close(ctx)
+		b.StartTimer()
+	}
+}
+
+func latencyInput(i int) latency.Input {
+	return latency.Input{PromptTokens: 2000, CachedPromptTokens: 512, OutputTokens: 128, RunningRequests: 3, MaxNumSeqs: 8, Rand: uint64(i)}
+}
