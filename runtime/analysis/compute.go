@@ -1,0 +1,361 @@
+package analysis
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Summary computes the summary of the records added so far. It fails only when the Schedule
+// option yields a time that is negative or not finite (an error wrapping ErrInvalidOption).
+func (a *Accumulator) Summary() (Summary, error) {
+	n := int64(len(a.flags))
+	failed := n - a.successful
+	window := 0.0
+	if n > 0 {
+		window = a.lastCompletion - a.firstStart
+	}
+	perWindow := func(v float64) float64 {
+		if window <= 0 {
+			return 0
+		}
+		return v / window
+	}
+	s := Summary{
+		TotalRequests:        n,
+		SuccessfulRequests:   a.successful,
+		FailedRequests:       failed,
+		SuccessRate:          percent(a.successful, n),
+		DurationSeconds:      a.opts.DurationSeconds,
+		ThroughputRPS:        perWindow(float64(n)),
+		ThroughputTPS:        perWindow(a.outputTokensSum),
+		TotalInputTokens:     a.inputTokens,
+		TotalOutputTokens:    a.outputTokensSum,
+		InputThroughputTPS:   perWindow(a.inputTokens),
+		TotalThroughputTPS:   perWindow(a.inputTokens + a.outputTokensSum),
+		RequestErrorRate:     percent(failed, n),
+		EffectiveConcurrency: perWindow(a.latencySecondsSum),
+		ClientErrorRequests:  a.noStatus,
+		StatusCodeBreakdown:  a.statusCodeBreakdown(n),
+	}
+	if s.DurationSeconds == 0 {
+		s.DurationSeconds = window
+	}
+
+	// One scratch buffer serves every sort below, so Summary allocates n floats once.
+	scratch := make([]float64, 0, n)
+	s.Latency = distribution(a.collect(scratch, a.latency, flagSuccess))
+	s.TTFT = distribution(a.collect(scratch, a.ttft, flagSuccess|flagHasTTFT))
+	s.TPOT = distribution(a.collect(scratch, a.tpot, flagSuccess|flagHasTPOT))
+	s.Drift = a.drift(scratch)
+
+	bins, err := a.bins()
+	if err != nil {
+		return Summary{}, err
+	}
+	s.CompletionTimeline, err = a.completionTimeline(bins)
+	if err != nil {
+		return Summary{}, err
+	}
+	arrivals := bins.tally(a.started)
+	s.LatencyTimeline = a.latencyTimeline(bins, arrivals, a.latency, flagSuccess, scratch)
+	s.TTFTTimeline = a.latencyTimeline(bins, arrivals, a.ttft, flagSuccess|flagHasTTFT, scratch)
+	s.TPOTTimeline = a.latencyTimeline(bins, arrivals, a.tpot, flagSuccess|flagHasTPOT, scratch)
+	s.ThroughputTimeline, s.ErrorTimeline = a.rateTimelines(bins, arrivals)
+	if a.opts.SLO != nil {
+		s.Goodput = a.goodput(s.RequestErrorRate, perWindow(float64(a.good)))
+		s.GoodputTimeline = a.goodputTimeline(bins)
+	}
+	return s, nil
+}
+
+func percent(part, whole int64) float64 {
+	if whole == 0 {
+		return 0
+	}
+	return float64(part) / float64(whole) * 100
+}
+
+// collect appends to scratch[:0] the values of column whose record has every bit of want set.
+func (a *Accumulator) collect(scratch, column []float64, want uint8) []float64 {
+	values := scratch[:0]
+	for i, f := range a.flags {
+		if f&want == want {
+			values = append(values, column[i])
+		}
+	}
+	return values
+}
+
+// nearestRank is the value at index ceil(n*p/100)-1 of sorted values (integer arithmetic, so
+// n*p/100 landing on a whole number never rounds up by a float error).
+func nearestRank(sorted []float64, p int) float64 {
+	n := len(sorted)
+	index := (n*p+99)/100 - 1
+	return sorted[min(max(index, 0), n-1)]
+}
+
+// distribution summarises values (in the order added, which fixes the mean's summation order)
+// and sorts them in place; nil when there are none.
+func distribution(values []float64) *Distribution {
+	if len(values) == 0 {
+		return nil
+	}
+	sum := 0.0
+	for _, v := range values {
+		sum += v
+	}
+	slices.Sort(values)
+	return &Distribution{
+		Count:  int64(len(values)),
+		MeanMs: sum / float64(len(values)),
+		P50Ms:  nearestRank(values, 50),
+		P90Ms:  nearestRank(values, 90),
+		P95Ms:  nearestRank(values, 95),
+		P99Ms:  nearestRank(values, 99),
+		MinMs:  values[0],
+		MaxMs:  values[len(values)-1],
+	}
+}
+
+func (a *Accumulator) drift(scratch []float64) *Drift {
+	if len(a.flags) == 0 {
+		return nil
+	}
+	values := scratch[:0]
+	for i := range a.flags {
+		values = append(values, (a.started[i]-a.scheduled[i])*1000)
+	}
+	slices.Sort(values)
+	return &Drift{P50Ms: nearestRank(values, 50), P90Ms: nearestRank(values, 90), P99Ms: nearestRank(values, 99)}
+}
+
+func (a *Accumulator) statusCodeBreakdown(total int64) []StatusCodeCount {
+	rows := make([]StatusCodeCount, 0, len(a.statusCounts)+1)
+	for code, count := range a.statusCounts {
+		rows = append(rows, StatusCodeCount{StatusCode: &code, Count: count, Percentage: percent(count, total)})
+	}
+	slices.SortFunc(rows, func(x, y StatusCodeCount) int { return cmp.Compare(*x.StatusCode, *y.StatusCode) })
+	if a.noStatus > 0 {
+		rows = append(rows, StatusCodeCount{Count: a.noStatus, Percentage: percent(a.noStatus, total)})
+	}
+	return rows
+}
+
+// timelineBins are the equal-width bins every timeline shares, so the charts line up.
+type timelineBins struct {
+	n     int
+	width float64
+	span  float64
+}
+
+// bins spans the run: at least Options.DurationSeconds, and up to the latest scheduled arrival,
+// send or completion (grace-period completions get bins of their own instead of piling into the
+// last one). Zero bins when there is nothing to plot.
+func (a *Accumulator) bins() (timelineBins, error) {
+	span := a.opts.DurationSeconds
+	anything := len(a.flags) > 0
+	if len(a.flags) > 0 {
+		span = max(span, a.lastCompletion) // completed >= started for every record
+	}
+	if a.opts.Schedule != nil {
+		for at := range a.opts.Schedule {
+			if math.IsNaN(at) || math.IsInf(at, 0) || at < 0 || at > maxMagnitude {
+				return timelineBins{}, fmt.Errorf("%w: schedule time must be a finite number between 0 and %g seconds, got %v", ErrInvalidOption, float64(maxMagnitude), at)
+			}
+			span = max(span, at)
+			anything = true
+		}
+	} else {
+		span = max(span, a.maxScheduled)
+	}
+	if !anything {
+		return timelineBins{}, nil
+	}
+	span = max(span, 0.001)
+	count := min(MaxTimelineBins, int(math.Ceil(span)))
+	return timelineBins{n: count, width: span / float64(count), span: span}, nil
+}
+
+func (b timelineBins) index(at float64) int {
+	return min(b.n-1, max(0, int(at/b.width)))
+}
+
+func (b timelineBins) bounds(i int) (start, end float64) {
+	start = float64(i) * b.width
+	end = float64(i+1) * b.width
+	if i == b.n-1 {
+		end = b.span
+	}
+	return start, end
+}
+
+// tally counts times into bins.
+func (b timelineBins) tally(times []float64) []int64 {
+	counts := make([]int64, b.n)
+	if b.n == 0 {
+		return counts
+	}
+	for _, at := range times {
+		counts[b.index(at)]++
+	}
+	return counts
+}
+
+func (a *Accumulator) completionTimeline(b timelineBins) ([]CompletionBin, error) {
+	timeline := make([]CompletionBin, b.n)
+	if b.n == 0 {
+		return timeline, nil
+	}
+	arrived := make([]int64, b.n)
+	if a.opts.Schedule != nil {
+		for at := range a.opts.Schedule {
+			if math.IsNaN(at) || at < 0 || at > b.span {
+				// The first pass validated every time; a schedule that changes between
+				// iterations is a caller bug worth naming rather than miscounting.
+				return nil, fmt.Errorf("%w: the schedule yielded different times on its second iteration", ErrInvalidOption)
+			}
+			arrived[b.index(at)]++
+		}
+	} else {
+		arrived = b.tally(a.scheduled)
+	}
+	var cumulativeArrived, cumulativeCompleted int64
+	for i, f := range a.flags {
+		bin := &timeline[b.index(a.completed[i])]
+		bin.CompletedRequests++
+		switch {
+		case f&flagSuccess != 0:
+			bin.SuccessfulRequests++
+		case f&flagNoStatus != 0:
+			bin.FailedRequests++
+			bin.ClientTimeoutRequests++
+		default:
+			bin.FailedRequests++
+			bin.BackendErrorRequests++
+		}
+	}
+	for i := range timeline {
+		bin := &timeline[i]
+		bin.StartSeconds, bin.EndSeconds = b.bounds(i)
+		bin.ArrivedRequests = arrived[i]
+		cumulativeArrived += arrived[i]
+		cumulativeCompleted += bin.CompletedRequests
+		bin.CumulativeArrived, bin.CumulativeCompleted = cumulativeArrived, cumulativeCompleted
+	}
+	return timeline, nil
+}
+
+// latencyTimeline groups column's values (records having every bit of want) by send time. It
+// scatters them bin by bin into scratch (a counting sort on the bin), then sorts each bin for
+// its p95, so the whole timeline costs one pass and one buffer.
+func (a *Accumulator) latencyTimeline(b timelineBins, arrivals []int64, column []float64, want uint8, scratch []float64) []LatencyBin {
+	timeline := make([]LatencyBin, b.n)
+	if b.n == 0 {
+		return timeline
+	}
+	offsets := make([]int, b.n+1)
+	for i, f := range a.flags {
+		if f&want == want {
+			offsets[b.index(a.started[i])+1]++
+		}
+	}
+	for i := 1; i <= b.n; i++ {
+		offsets[i] += offsets[i-1]
+	}
+	values := scratch[:offsets[b.n]]
+	next := slices.Clone(offsets[:b.n])
+	for i, f := range a.flags {
+		if f&want == want {
+			bin := b.index(a.started[i])
+			values[next[bin]] = column[i]
+			next[bin]++
+		}
+	}
+	for i := range timeline {
+		bin := &timeline[i]
+		bin.StartSeconds, bin.EndSeconds = b.bounds(i)
+		bin.RequestArrivalRPS = float64(arrivals[i]) / b.width
+		inBin := values[offsets[i]:offsets[i+1]]
+		bin.RequestCount = int64(len(inBin))
+		if len(inBin) == 0 {
+			continue
+		}
+		sum := 0.0
+		for _, v := range inBin {
+			sum += v
+		}
+		slices.Sort(inBin)
+		average, p95 := sum/float64(len(inBin)), nearestRank(inBin, 95)
+		bin.AverageLatencyMs, bin.P95LatencyMs = &average, &p95
+	}
+	return timeline
+}
+
+func (a *Accumulator) rateTimelines(b timelineBins, arrivals []int64) ([]ThroughputBin, []ErrorBin) {
+	throughput := make([]ThroughputBin, b.n)
+	errs := make([]ErrorBin, b.n)
+	for i, f := range a.flags {
+		bin := b.index(a.completed[i])
+		throughput[bin].Completed++
+		throughput[bin].OutputTokens += a.outputTokens[i]
+		if f&flagSuccess == 0 {
+			errs[bin].FailedRequests++
+		}
+	}
+	var cumulative int64
+	for i := range throughput {
+		t, e := &throughput[i], &errs[i]
+		t.StartSeconds, t.EndSeconds = b.bounds(i)
+		e.StartSeconds, e.EndSeconds = t.StartSeconds, t.EndSeconds
+		t.Arrived = arrivals[i]
+		t.RequestArrivalRPS = float64(t.Arrived) / b.width
+		t.RequestCompletionRPS = float64(t.Completed) / b.width
+		t.TokenThroughputTPS = t.OutputTokens / b.width
+		e.ErrorRatePercent = percent(e.FailedRequests, t.Completed)
+		cumulative += e.FailedRequests
+		e.CumulativeFailures = cumulative
+	}
+	return throughput, errs
+}
+
+func (a *Accumulator) goodput(errorRate, goodputRPS float64) *Goodput {
+	slo := a.opts.SLO
+	g := &Goodput{
+		GoodRequests:       a.good,
+		GoodRequestPercent: percent(a.good, int64(len(a.flags))),
+		GoodputRPS:         goodputRPS,
+	}
+	if slo.TTFTSeconds > 0 {
+		ms := slo.TTFTSeconds * 1000
+		g.TTFTSLOMs = &ms
+	}
+	if slo.TPOTSeconds > 0 {
+		ms := slo.TPOTSeconds * 1000
+		g.TPOTSLOMs = &ms
+	}
+	if slo.ErrorRatePercent > 0 {
+		limit, met := slo.ErrorRatePercent, errorRate <= slo.ErrorRatePercent
+		g.ErrorRateSLOPercent, g.ErrorRateSLOMet = &limit, &met
+	}
+	return g
+}
+
+func (a *Accumulator) goodputTimeline(b timelineBins) []GoodputBin {
+	timeline := make([]GoodputBin, b.n)
+	for i, f := range a.flags {
+		bin := &timeline[b.index(a.completed[i])]
+		bin.CompletedRequests++
+		if f&flagGood != 0 {
+			bin.GoodRequests++
+		}
+	}
+	for i := range timeline {
+		bin := &timeline[i]
+		bin.StartSeconds, bin.EndSeconds = b.bounds(i)
+		bin.RequestThroughputRPS = float64(bin.CompletedRequests) / b.width
+		bin.GoodputRPS = float64(bin.GoodRequests) / b.width
+	}
+	return timeline
+}
