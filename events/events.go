@@ -9,11 +9,16 @@ const Prefix = "dev.lensfn."
 const (
 	// TypeDatasetDownloaded: a trace dataset was downloaded and verified into the data dir.
 	TypeDatasetDownloaded = "dev.lensfn.simulation.dataset.downloaded.v1"
+	// TypeTaskQueued: a simulation task was created (or re-run) and waits for a runner.
+	TypeTaskQueued = "dev.lensfn.simulation.task.queued.v1"
+	// TypeTaskReplayed: a runner finished sending a task's requests; its records wait for analysis.
+	TypeTaskReplayed = "dev.lensfn.simulation.task.replayed.v1"
 )
 
 // Sources name the producer of an event (the CloudEvent `source` attribute).
 const (
 	SourceSimulationAPI = "/lensfn/simulation-api"
+	SourceTraceReplayer = "/lensfn/trace-replayer"
 )
 
 // DatasetDownloaded is the data of TypeDatasetDownloaded.
@@ -23,6 +28,21 @@ type DatasetDownloaded struct {
 	Path        string `json:"path" doc:"absolute path of the file (or directory) in the data dir"`
 	SHA256      string `json:"sha256" doc:"verified digest of the downloaded bytes"`
 	SizeBytes   int64  `json:"size_bytes" doc:"size of the downloaded file"`
+}
+
+// TaskQueued is the data of TypeTaskQueued.
+type TaskQueued struct {
+	TaskID  string `json:"task_id" doc:"8 hex characters"`
+	Backend string `json:"backend" doc:"the simulation backend that must run it"`
+}
+
+// TaskReplayed is the data of TypeTaskReplayed.
+type TaskReplayed struct {
+	TaskID      string `json:"task_id" doc:"8 hex characters"`
+	RecordsPath string `json:"records_path" doc:"the per-request JSONL artifact"`
+	Requests    int    `json:"requests" doc:"records written"`
+	Outcome     string `json:"outcome" doc:"completed, cancelled or failed"`
+	Message     string `json:"message" doc:"why the replay ended"`
 }
 
 // Definition describes one event type of the catalogue.
@@ -40,6 +60,18 @@ var Catalogue = []Definition{
 		Source:      SourceSimulationAPI,
 		Description: "A trace dataset was downloaded, its sha256 verified and its metadata written.",
 		Payload:     reflect.TypeFor[DatasetDownloaded](),
+	},
+	{
+		Type:        TypeTaskQueued,
+		Source:      SourceSimulationAPI,
+		Description: "A simulation task was created or re-run and waits for a runner of its backend.",
+		Payload:     reflect.TypeFor[TaskQueued](),
+	},
+	{
+		Type:        TypeTaskReplayed,
+		Source:      SourceTraceReplayer,
+		Description: "A runner finished sending a simulation task's requests; the per-request records wait for analysis.",
+		Payload:     reflect.TypeFor[TaskReplayed](),
 	},
 }
 

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/state/redisstore"
 )
 
@@ -48,6 +49,7 @@ type Stack struct {
 	broker    *Broker
 	servers   []*http.Server
 	stopRedis func()
+	secretKey string
 	mu        sync.Mutex
 }
 
@@ -73,6 +75,9 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 			s.Stop()
 		}
 	}()
+	if s.secretKey, err = loadSecretKey(filepath.Join(opts.DataDir, "secret.key")); err != nil {
+		return nil, err
+	}
 	if err := s.startRedis(ctx); err != nil {
 		return nil, err
 	}
@@ -289,7 +294,7 @@ func (s *Stack) startFunction(svc Service) error {
 		"K_CONFIGURATION": svc.Name, "K_SINK": s.BrokerURL, "REDIS_URL": s.RedisURL,
 		"LENS_DATA_DIR": s.opts.DataDir, "LENS_BUILTIN_MODULE_DIR": s.opts.ModuleDir,
 		"LENS_CACHE_DIR": filepath.Join(s.opts.DataDir, "cache"), "LENS_DRAIN_QUIET_PERIOD": "500ms",
-		"POD_NAME": svc.Name + "-local", "K_LOGGING_CONFIG": "",
+		"POD_NAME": svc.Name + "-local", "K_LOGGING_CONFIG": "", "LENS_SECRET_KEY": s.secretKey,
 	} {
 		env[k] = v
 	}
@@ -326,6 +331,24 @@ func (s *Stack) Stop() {
 	if s.stopRedis != nil {
 		s.stopRedis()
 	}
+}
+
+// loadSecretKey reads the stack's sealing key, creating it (0600) on first start so API keys
+// sealed before a restart can still be opened after it.
+func loadSecretKey(path string) (string, error) {
+	raw, err := os.ReadFile(path)
+	if err == nil {
+		key := strings.TrimSpace(string(raw))
+		if _, err := secret.ParseKey(key); err != nil {
+			return "", fmt.Errorf("%s: %w", path, err)
+		}
+		return key, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	key := secret.NewKey()
+	return key, os.WriteFile(path, []byte(key+"\n"), 0o600)
 }
 
 func freePort() (int, error) {

@@ -15,6 +15,8 @@ import (
 	"github.com/lensfn/lensfn/runtime/cloudevent"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/runtime/secret"
+	"github.com/lensfn/lensfn/runtime/simtask"
 )
 
 // Name is the function's Knative Service name.
@@ -30,11 +32,16 @@ type API struct {
 	catalogue  *Catalogue
 	downloader *Downloader
 	timelines  *Timelines
+	tasks      *simtask.Repo
 	client     *http.Client
 }
 
 // New builds the function. Parsers reads traces (the WASM parser modules in production).
-func New(d fn.Deps, parsers TraceParsers) (*fn.Function, *API) {
+func New(d fn.Deps, parsers TraceParsers) (*fn.Function, *API, error) {
+	sealer, err := secret.FromEnv(d.Config.Env("LENS_SECRET_KEY"))
+	if err != nil {
+		return nil, nil, err
+	}
 	builds := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_simulation_timeline_index_builds_total",
 		Help: "Trace parses that built a dataset timeline index, by dataset."}, []string{"dataset"})
 	fetches := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_simulation_dataset_fetches_total",
@@ -45,6 +52,7 @@ func New(d fn.Deps, parsers TraceParsers) (*fn.Function, *API) {
 	dl := &Downloader{Root: filepath.Join(d.Config.DataDir, "datasets"), Mirror: d.Config.Env("LENS_DATASET_MIRROR"),
 		Client: client, Store: d.Store, Owner: d.Config.InstanceID, MaxBytes: 2 << 30}
 	a := &API{deps: d, downloader: dl, client: client,
+		tasks: &simtask.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir},
 		catalogue: &Catalogue{Parsers: parsers, Downloader: dl},
 		timelines: &Timelines{Parsers: parsers, OnBuild: func(ds string) { builds.WithLabelValues(ds).Inc() }}}
 	dl.OnFetched = func(ctx context.Context, ds Dataset, res DownloadResult) {
@@ -59,13 +67,21 @@ func New(d fn.Deps, parsers TraceParsers) (*fn.Function, *API) {
 	mux.Handle("GET /api/simulation/trace-datasets", fn.Handle(a.listDatasets))
 	mux.Handle("POST /api/simulation/trace-datasets/download", fn.Handle(a.download))
 	mux.Handle("GET /api/simulation/trace-datasets/{name}/timeline", fn.Handle(a.timeline))
+	mux.Handle("POST /api/simulation/tasks", fn.Handle(a.createTask))
+	mux.Handle("GET /api/simulation/tasks", fn.Handle(a.listTasks))
+	mux.Handle("GET /api/simulation/tasks/{id}", fn.Handle(a.getTask))
+	mux.Handle("DELETE /api/simulation/tasks/{id}", fn.Handle(a.deleteTask))
+	mux.Handle("POST /api/simulation/tasks/{id}/stop", fn.Handle(a.stopTask))
+	mux.Handle("POST /api/simulation/tasks/{id}/rerun", fn.Handle(a.rerunTask))
+	mux.Handle("GET /api/simulation/tasks/{id}/artifacts/{kind}", fn.Handle(a.downloadArtifact))
+	mux.Handle("GET /api/simulation/tasks/{id}/response-code-issues", fn.Handle(a.responseCodeIssues))
 	mux.Handle("/", fn.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		return problem.New(problem.CodeNotFound, "no route %s %s", r.Method, r.URL.Path)
 	}))
 	return &fn.Function{
 		Routes: mux,
 		Events: map[string]cloudevent.Handler{Consumes[0]: a.onDatasetDownloaded},
-	}, a
+	}, a, nil
 }
 
 func (a *API) listBackends(w http.ResponseWriter, r *http.Request) error {

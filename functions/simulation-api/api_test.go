@@ -91,8 +91,8 @@ func newHarness(t *testing.T, extraEnv map[string]string) *harness {
 		t.Fatal(err)
 	}
 	s, err := fn.NewServer(context.Background(), cfg, simulationapi.Name, func(_ context.Context, d fn.Deps) (*fn.Function, error) {
-		f, _ := simulationapi.New(d, h.parsers)
-		return f, nil
+		f, _, err := simulationapi.New(d, h.parsers)
+		return f, err
 	})
 	if err != nil {
 		t.Fatal(err)

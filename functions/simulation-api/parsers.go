@@ -53,7 +53,11 @@ func Build(ctx context.Context, d fn.Deps) (*fn.Function, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load WASM modules: %w", err)
 	}
-	f, _ := New(d, NewWASMParsers(host))
+	f, _, err := New(d, NewWASMParsers(host))
+	if err != nil {
+		_ = host.Close(ctx)
+		return nil, err
+	}
 	f.Close = host.Close
 	return f, nil
 }

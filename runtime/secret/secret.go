@@ -71,3 +71,16 @@ func (s *Sealer) Open(sealed, context string) (string, error) {
 	}
 	return string(plain), nil
 }
+
+// FromEnv builds a Sealer from LENS_SECRET_KEY's value; empty gives nil (no secrets can be
+// stored), a malformed key is an error.
+func FromEnv(encoded string) (*Sealer, error) {
+	if encoded == "" {
+		return nil, nil
+	}
+	key, err := ParseKey(encoded)
+	if err != nil {
+		return nil, fmt.Errorf("LENS_SECRET_KEY: %w", err)
+	}
+	return New(key)
+}

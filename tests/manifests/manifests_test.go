@@ -9,14 +9,18 @@ import (
 
 	"github.com/lensfn/lensfn/deploy/local"
 	"github.com/lensfn/lensfn/events"
+	resultanalyzer "github.com/lensfn/lensfn/functions/result-analyzer"
 	simulationapi "github.com/lensfn/lensfn/functions/simulation-api"
+	tracereplayer "github.com/lensfn/lensfn/functions/trace-replayer"
 )
 
 // consumers lists what each function consumes. A function missing here fails the test, so a new
 // function cannot skip the check.
 var consumers = map[string][]string{
-	simulationapi.Name: simulationapi.Consumes,
-	"inference-sim":    nil, // a target endpoint: HTTP only
+	simulationapi.Name:  simulationapi.Consumes,
+	tracereplayer.Name:  tracereplayer.Consumes,
+	resultanalyzer.Name: resultanalyzer.Consumes,
+	"inference-sim":     nil, // a target endpoint: HTTP only
 }
 
 const root = "../.."

@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 NS=${NS:-lensfn}
 kubectl apply -f namespace.yaml -f redis.yaml -f data-volume.yaml
+# The key that seals endpoint API keys in Redis; created once, never committed.
+kubectl -n "$NS" get secret lensfn-secrets >/dev/null 2>&1 ||
+  kubectl -n "$NS" create secret generic lensfn-secrets --from-literal=secret-key="$(openssl rand -base64 32)"
 kubectl apply -f broker.yaml # RedisStreamSink needs eventing-redis installed
 kn broker create lensfn -n "$NS" --class MTChannelBasedBroker \
   --dl-sink "RedisStreamSink:sinks.knative.dev/v1alpha1:dead-letters" \

@@ -1,0 +1,244 @@
+package resultanalyzer
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/runtime/analysis"
+	"github.com/lensfn/lensfn/runtime/cloudevent"
+	"github.com/lensfn/lensfn/runtime/fn"
+	"github.com/lensfn/lensfn/runtime/loadgen"
+	"github.com/lensfn/lensfn/runtime/secret"
+	"github.com/lensfn/lensfn/runtime/simtask"
+	"github.com/lensfn/lensfn/runtime/state"
+)
+
+// Name is the function's Knative Service name.
+const Name = "result-analyzer"
+
+// Consumes lists the event types the function receives at /events.
+var Consumes = []string{events.TypeTaskReplayed}
+
+const (
+	// SummaryFile is the summary artifact written in the task folder.
+	SummaryFile = "summary.json"
+	// MaxInlineRecords bounds result.per_request; the artifact holds every record.
+	MaxInlineRecords = 1000
+	leaseTTL         = 2 * time.Minute
+	sweepInterval    = 5 * time.Second
+)
+
+// Analyzer finishes replayed tasks.
+type Analyzer struct {
+	deps     fn.Deps
+	tasks    *simtask.Repo
+	analyzed *prometheus.CounterVec
+	stop     context.CancelFunc
+	done     chan struct{}
+}
+
+// Build is the function's fn.Builder.
+func Build(_ context.Context, d fn.Deps) (*fn.Function, error) {
+	sealer, err := secret.FromEnv(d.Config.Env("LENS_SECRET_KEY"))
+	if err != nil {
+		return nil, err
+	}
+	a := New(d, &simtask.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir})
+	return &fn.Function{Events: map[string]cloudevent.Handler{Consumes[0]: a.onReplayed}, Close: a.Close}, nil
+}
+
+// New starts an analyzer and its sweep.
+func New(d fn.Deps, tasks *simtask.Repo) *Analyzer {
+	a := &Analyzer{deps: d, tasks: tasks, done: make(chan struct{}),
+		analyzed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_analyzer_tasks_total",
+			Help: "Simulation tasks analysed, by final status."}, []string{"status"})}
+	d.Metrics.Registry.MustRegister(a.analyzed)
+	ctx, stop := context.WithCancel(context.Background())
+	a.stop = stop
+	go a.sweep(ctx)
+	return a
+}
+
+// Close stops the sweep.
+func (a *Analyzer) Close(context.Context) error {
+	a.stop()
+	<-a.done
+	return nil
+}
+
+func (a *Analyzer) onReplayed(ctx context.Context, e cloudevent.Event) error {
+	var p events.TaskReplayed
+	if err := e.DecodeData(&p); err != nil {
+		return err
+	}
+	err := a.Analyze(ctx, p.TaskID)
+	if errors.Is(err, state.ErrLeaseHeld) {
+		return err // another delivery or the sweep is on it: let the broker retry later
+	}
+	return err
+}
+
+// Analyze finishes one task if it waits for analysis; anything else is a no-op (late or
+// duplicated events).
+func (a *Analyzer) Analyze(ctx context.Context, id string) error {
+	t, err := a.tasks.Get(ctx, id)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if t.Status != simtask.StatusRunning || t.Internal.Phase != "analyzing" {
+		return nil
+	}
+	owner := a.deps.Config.InstanceID
+	lease, err := a.deps.Store.AcquireLease(ctx, simtask.LeaseName(id), owner, leaseTTL)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = a.deps.Store.ReleaseLease(context.WithoutCancel(ctx), lease) }()
+	summary, inline, err := summarise(t)
+	outcome := outcomeOf(t.Internal.ReplayMessage)
+	if err != nil {
+		msg := "the per-request records could not be analysed: " + err.Error()
+		_, terr := a.tasks.Transition(ctx, id, []string{simtask.StatusRunning}, simtask.StatusFailed, lease.Fence(), func(t *simtask.Task) error {
+			t.ErrorMessage, t.CompletedAt, t.ProgressMessage, t.LiveSummary = &msg, simtask.Now(), "Simulation failed", nil
+			t.Internal.Phase = ""
+			return nil
+		})
+		a.tasks.Logf(ctx, id, "Failed: %s", msg)
+		return terr
+	}
+	summaryPath := filepath.Join(t.TaskDir, SummaryFile)
+	if err := writeJSON(summaryPath, summary); err != nil {
+		return err
+	}
+	raw, err := json.Marshal(summary)
+	if err != nil {
+		return err
+	}
+	version := "0.1.0"
+	if t.BackendVersion != nil {
+		version = *t.BackendVersion
+	}
+	result := &simtask.Result{RunID: t.Simulation.Backend + "-" + id, Backend: t.Simulation.Backend, BackendVersion: version,
+		Summary: raw, PerRequest: inline, BackendMetrics: map[string]any{}, Warnings: []string{},
+		Artifacts: []simtask.Artifact{
+			{URI: "artifact://simulation/" + id + "/" + SummaryFile, Kind: "summary-json", Path: summaryPath, MediaType: "application/json"},
+			{URI: "artifact://simulation/" + id + "/per-request.jsonl", Kind: "per-request-jsonl", Path: t.Internal.RecordsPath, MediaType: "application/x-ndjson"},
+		}}
+	if len(inline) == MaxInlineRecords {
+		result.Warnings = append(result.Warnings, fmt.Sprintf("per_request shows the first %d requests; the per-request-jsonl artifact has all of them", MaxInlineRecords))
+	}
+	final := outcome.status
+	_, err = a.tasks.Transition(ctx, id, []string{simtask.StatusRunning}, final, lease.Fence(), func(t *simtask.Task) error {
+		t.Result, t.CompletedAt, t.ProgressPercent, t.ProgressMessage = result, simtask.Now(), 100, outcome.message
+		uri := "artifact://simulation/" + id
+		t.ArtifactURI, t.LiveSummary, t.Internal.Phase = &uri, nil, ""
+		if final == simtask.StatusFailed {
+			msg := t.Internal.ReplayMessage
+			t.ErrorMessage = &msg
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	a.analyzed.WithLabelValues(final).Inc()
+	a.tasks.Logf(ctx, id, "%s", outcome.message)
+	return nil
+}
+
+type outcome struct{ status, message string }
+
+// outcomeOf maps the replay's end to the task's final status.
+func outcomeOf(replayMessage string) outcome {
+	switch replayMessage {
+	case "stopped by request":
+		return outcome{simtask.StatusCancelled, "Simulation cancelled"}
+	case "", "every scheduled request was sent":
+		return outcome{simtask.StatusCompleted, "Simulation completed"}
+	}
+	return outcome{simtask.StatusFailed, "Simulation failed"}
+}
+
+// summarise streams the records through the accumulator, keeping the first few inline.
+func summarise(t *simtask.Task) (analysis.Summary, []json.RawMessage, error) {
+	f, err := os.Open(t.Internal.RecordsPath)
+	if err != nil {
+		return analysis.Summary{}, nil, err
+	}
+	defer f.Close()
+	slo, err := analysis.SLOFromBackendOptions(t.Simulation.BackendOptions)
+	if err != nil {
+		slo = nil // presentation only: a malformed SLO does not fail the run
+	}
+	acc, err := analysis.New(analysis.Options{DurationSeconds: t.Simulation.DurationSeconds, SLO: slo})
+	if err != nil {
+		return analysis.Summary{}, nil, err
+	}
+	var inline []json.RawMessage
+	err = analysis.ReadRecords(bufio.NewReaderSize(f, 1<<16), func(rec loadgen.Record) error {
+		if len(inline) < MaxInlineRecords {
+			raw, err := json.Marshal(rec)
+			if err != nil {
+				return err
+			}
+			inline = append(inline, raw)
+		}
+		return acc.Add(rec)
+	})
+	if err != nil {
+		return analysis.Summary{}, nil, err
+	}
+	s, err := acc.Summary()
+	return s, inline, err
+}
+
+func writeJSON(path string, v any) error {
+	raw, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(raw, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// sweep analyses replayed tasks whose event never arrived.
+func (a *Analyzer) sweep(ctx context.Context) {
+	defer close(a.done)
+	tick := time.NewTicker(sweepInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		page, err := a.deps.Store.List(ctx, state.Query{Kind: simtask.Kind, Status: []string{simtask.StatusRunning}, Limit: 500})
+		if err != nil {
+			continue
+		}
+		for _, rec := range page.Records {
+			t, err := simtask.Unmarshal(rec.Doc)
+			if err != nil || t.Internal.Phase != "analyzing" {
+				continue
+			}
+			if err := a.Analyze(ctx, rec.ID); err != nil && !errors.Is(err, state.ErrLeaseHeld) {
+				a.deps.Log.Warnw("sweep could not analyse a task", "task", rec.ID, "error", err)
+			}
+		}
+	}
+}

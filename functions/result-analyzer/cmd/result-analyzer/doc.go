@@ -1,0 +1,3 @@
+// Command result-analyzer runs the result-analyzer stage as a Knative function (see
+// functions/result-analyzer).
+package main

@@ -1,0 +1,533 @@
+package simulationapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/runtime/fn"
+	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/runtime/simtask"
+	"github.com/lensfn/lensfn/runtime/state"
+)
+
+// Task defaults (spec/NOTES.md).
+const (
+	defaultDurationSeconds = 60
+	defaultTimeoutSeconds  = 3600
+	defaultGraceSeconds    = 30
+	maxNameLength          = 200
+)
+
+// CreateTaskRequest is the body of POST /tasks. Pointers tell "absent" from zero values.
+type CreateTaskRequest struct {
+	Name                          *string        `json:"name"`
+	Description                   *string        `json:"description"`
+	Scenario                      *string        `json:"scenario"`
+	Backend                       *string        `json:"backend"`
+	EndpointMode                  *string        `json:"endpoint_mode"`
+	ClusterSessionID              *string        `json:"cluster_session_id"`
+	EndpointNamespace             *string        `json:"endpoint_namespace"`
+	EndpointService               *string        `json:"endpoint_service"`
+	EndpointDeploymentExecutionID *string        `json:"endpoint_deployment_execution_id"`
+	EndpointClusterID             *string        `json:"endpoint_cluster_id"`
+	EndpointClusterName           *string        `json:"endpoint_cluster_name"`
+	EndpointDeploymentName        *string        `json:"endpoint_deployment_name"`
+	ModelServiceGroupID           *string        `json:"model_service_group_id"`
+	APIKey                        *string        `json:"api_key"`
+	EndpointURL                   *string        `json:"endpoint_url"`
+	ModelName                     *string        `json:"model_name"`
+	TraceDataset                  *string        `json:"trace_dataset"`
+	TracePath                     *string        `json:"trace_path"`
+	DurationSeconds               *float64       `json:"duration_seconds"`
+	ScaleFactor                   *float64       `json:"scale_factor"`
+	TraceStartSeconds             *float64       `json:"trace_start_seconds"`
+	TraceEndSeconds               *float64       `json:"trace_end_seconds"`
+	TraceTimeoutSeconds           *float64       `json:"trace_timeout_seconds"`
+	FixedSchedule                 *bool          `json:"fixed_schedule"`
+	Stream                        *bool          `json:"stream"`
+	BackendOptions                map[string]any `json:"backend_options"`
+}
+
+// RerunRequest is the optional body of POST /tasks/{id}/rerun.
+type RerunRequest struct {
+	EndpointURL                   *string `json:"endpoint_url"`
+	EndpointDeploymentExecutionID *string `json:"endpoint_deployment_execution_id"`
+	EndpointClusterID             *string `json:"endpoint_cluster_id"`
+	EndpointClusterName           *string `json:"endpoint_cluster_name"`
+	EndpointDeploymentName        *string `json:"endpoint_deployment_name"`
+	ModelServiceGroupID           *string `json:"model_service_group_id"`
+	APIKey                        *string `json:"api_key"`
+}
+
+func field(msg, kind string, name string) problem.FieldError {
+	return problem.Field(msg, kind, "body", name)
+}
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// validateShape checks what the schema alone decides (422).
+func (req *CreateTaskRequest) validateShape() error {
+	var errs []problem.FieldError
+	required := map[string]*string{"scenario": req.Scenario, "endpoint_url": req.EndpointURL, "model_name": req.ModelName}
+	for _, name := range []string{"scenario", "endpoint_url", "model_name"} {
+		if v := required[name]; v == nil || strings.TrimSpace(*v) == "" {
+			errs = append(errs, field("field required", "missing", name))
+		}
+	}
+	if req.TraceDataset == nil && req.TracePath == nil {
+		errs = append(errs, field("trace_dataset or trace_path is required", "missing", "trace_dataset"))
+	}
+	if req.Name != nil && len(*req.Name) > maxNameLength {
+		errs = append(errs, field(fmt.Sprintf("at most %d characters", maxNameLength), "string_too_long", "name"))
+	}
+	if req.APIKey != nil && len(*req.APIKey) > maxAPIKeyLength {
+		errs = append(errs, field(fmt.Sprintf("at most %d characters", maxAPIKeyLength), "string_too_long", "api_key"))
+	}
+	positive := map[string]*float64{"duration_seconds": req.DurationSeconds, "scale_factor": req.ScaleFactor,
+		"trace_timeout_seconds": req.TraceTimeoutSeconds}
+	for _, name := range []string{"duration_seconds", "scale_factor", "trace_timeout_seconds"} {
+		if v := positive[name]; v != nil && (!(*v > 0) || math.IsInf(*v, 0)) {
+			errs = append(errs, field("must be a finite number greater than 0", "greater_than", name))
+		}
+	}
+	for name, v := range map[string]*float64{"trace_start_seconds": req.TraceStartSeconds, "trace_end_seconds": req.TraceEndSeconds} {
+		if v != nil && (*v < 0 || math.IsInf(*v, 0) || math.IsNaN(*v)) {
+			errs = append(errs, field("must be a finite number of at least 0", "greater_than_equal", name))
+		}
+	}
+	if req.EndpointURL != nil {
+		if _, err := validateEndpoint("endpoint_url", *req.EndpointURL); err != nil {
+			var pe *problem.Error
+			if errors.As(err, &pe) {
+				errs = append(errs, pe.Detail.([]problem.FieldError)...)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return problem.Validation(errs...)
+	}
+	return nil
+}
+
+// buildTask turns a validated request into a queued task (400 for semantic problems).
+func (a *API) buildTask(ctx context.Context, req *CreateTaskRequest) (*simtask.Task, error) {
+	if err := req.validateShape(); err != nil {
+		return nil, err
+	}
+	if req.ModelServiceGroupID != nil {
+		return nil, problem.New(problem.CodeBadRequest,
+			"model_service_group_id is not supported yet: model services are not available on this installation; pass endpoint_url and model_name")
+	}
+	backendName := "trace-replayer"
+	if req.Backend != nil {
+		backendName = *req.Backend
+	}
+	var backend *Backend
+	for _, b := range a.catalogue.backends(ctx) {
+		if b.Name == backendName {
+			backend = &b
+		}
+	}
+	switch {
+	case backend == nil:
+		return nil, problem.New(problem.CodeBadRequest, "unknown backend %q; GET /api/simulation/backends lists them", backendName)
+	case !backend.Available:
+		return nil, problem.New(problem.CodeBadRequest, "backend %q is not available: %s", backendName, str(backend.UnavailableReason))
+	}
+	d, err := a.datasetOf(req)
+	if err != nil {
+		return nil, err
+	}
+	if *req.Scenario != d.Scenario {
+		return nil, problem.New(problem.CodeBadRequest, "dataset %q belongs to scenario %q, not %q", d.Name, d.Scenario, *req.Scenario)
+	}
+	caps, ok := backend.Capabilities.TraceFormatCapabilities[d.TraceFormat]
+	if !ok {
+		return nil, problem.New(problem.CodeBadRequest, "backend %q cannot replay the %s format", backendName, d.TraceFormat)
+	}
+	if downloaded, _ := a.downloader.Downloaded(d); !downloaded {
+		return nil, problem.New(problem.CodeBadRequest, "trace dataset %q is not downloaded; POST /api/simulation/trace-datasets/download first", d.Name)
+	}
+	scale := 1.0
+	if req.ScaleFactor != nil {
+		scale = *req.ScaleFactor
+	}
+	if scale != 1 && !caps.SupportsScaleFactor {
+		return nil, problem.New(problem.CodeBadRequest, "the %s format does not support a scale factor other than 1", d.TraceFormat)
+	}
+	start := 0.0
+	if req.TraceStartSeconds != nil {
+		start = *req.TraceStartSeconds
+	}
+	if (start != 0 || req.TraceEndSeconds != nil) && !caps.SupportsTraceRange {
+		return nil, problem.New(problem.CodeBadRequest, "the %s format does not support a trace range", d.TraceFormat)
+	}
+	ix, err := a.timelines.Get(ctx, d, a.downloader.Path(d))
+	if err != nil {
+		return nil, problem.Wrap(problem.CodeBadRequest, err, fmt.Sprintf("trace dataset %q could not be parsed: %v", d.Name, err))
+	}
+	duration := float64(defaultDurationSeconds)
+	if req.DurationSeconds != nil {
+		duration = *req.DurationSeconds
+	}
+	if req.TraceEndSeconds != nil {
+		end := *req.TraceEndSeconds
+		if !(start < end) || end > ix.Duration+1e-6 {
+			return nil, problem.New(problem.CodeBadRequest, "the trace range must satisfy 0 <= start < end <= %g seconds", ix.Duration)
+		}
+		duration = max(1, math.Ceil((end-start)/scale))
+	} else if start >= ix.Duration && ix.Duration > 0 {
+		return nil, problem.New(problem.CodeBadRequest, "trace_start_seconds must be below the trace's %g seconds", ix.Duration)
+	}
+	if err := a.probeEndpoint(ctx, *req.EndpointURL, str(req.APIKey), *req.ModelName); err != nil {
+		return nil, err
+	}
+	id := simtask.NewID()
+	name := str(req.Name)
+	if strings.TrimSpace(name) == "" {
+		name = "Trace simulation"
+	}
+	mode := "external"
+	if req.EndpointMode != nil {
+		mode = *req.EndpointMode
+	}
+	options := req.BackendOptions
+	if options == nil {
+		options = map[string]any{}
+	}
+	t := &simtask.Task{
+		ID: id, Name: name, Description: req.Description, Scenario: *req.Scenario, Status: simtask.StatusQueued,
+		EndpointMode: mode, EndpointNamespace: req.EndpointNamespace, EndpointService: req.EndpointService,
+		EndpointDeploymentExecutionID: req.EndpointDeploymentExecutionID, EndpointClusterID: req.EndpointClusterID,
+		EndpointClusterName: req.EndpointClusterName, EndpointDeploymentName: req.EndpointDeploymentName,
+		EndpointURL: *req.EndpointURL, ModelName: *req.ModelName,
+		Simulation: simtask.Simulation{Backend: backendName, BackendOptions: options, DurationSeconds: duration,
+			Stream: req.Stream == nil || *req.Stream, GracePeriodSeconds: defaultGraceSeconds},
+		Prompt: simtask.Prompt{Type: "trace", Dataset: simtask.DatasetRef{Name: d.Name, Scenario: d.Scenario},
+			Trace: simtask.Trace{Path: a.downloader.Path(d), Format: d.TraceFormat,
+				FixedSchedule: req.FixedSchedule == nil || *req.FixedSchedule, TimeoutSeconds: defaultTimeoutSeconds,
+				SynthesisSpeedupRatio: scale, StartSeconds: start, EndSeconds: req.TraceEndSeconds}},
+		TaskDir: a.tasks.TaskDir(id), ConfigurationIDs: []string{}, ProgressMessage: "Queued", Logs: []string{},
+		CreatedAt: simtask.Now(),
+	}
+	if req.TraceTimeoutSeconds != nil {
+		t.Prompt.Trace.TimeoutSeconds = *req.TraceTimeoutSeconds
+	}
+	return t, nil
+}
+
+func (a *API) datasetOf(req *CreateTaskRequest) (Dataset, error) {
+	if req.TraceDataset != nil {
+		d, ok := FindDataset(*req.TraceDataset)
+		if !ok {
+			return Dataset{}, problem.New(problem.CodeBadRequest, "unknown trace dataset %q", *req.TraceDataset)
+		}
+		if req.TracePath != nil && !a.samePath(*req.TracePath, d) {
+			return Dataset{}, problem.New(problem.CodeBadRequest, "trace_path %q is not the file of dataset %q (%s)", *req.TracePath, d.Name, a.downloader.Path(d))
+		}
+		return d, nil
+	}
+	for _, d := range Datasets {
+		if a.samePath(*req.TracePath, d) {
+			return d, nil
+		}
+	}
+	return Dataset{}, problem.New(problem.CodeBadRequest, "trace_path %q is not a registered dataset inside %s", *req.TracePath, a.downloader.Root)
+}
+
+// samePath accepts the dataset's absolute path or its file name relative to the datasets dir.
+func (a *API) samePath(p string, d Dataset) bool {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(a.downloader.Root, p)
+	}
+	return filepath.Clean(p) == a.downloader.Path(d)
+}
+
+// probeEndpoint checks, before anything is saved, that the endpoint answers its model list
+// with this key and serves the model.
+func (a *API) probeEndpoint(ctx context.Context, endpoint, key, model string) error {
+	models, err := DiscoverModels(ctx, a.client, endpoint, key)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(models, model) {
+		return problem.New(problem.CodeBadRequest, "the endpoint does not serve model %q (it serves %s)", model, strings.Join(models, ", "))
+	}
+	return nil
+}
+
+// enqueue stores a task and announces it; the event id is derived from the task id, so a retried
+// send is deduplicated by the runners.
+func (a *API) enqueue(ctx context.Context, t *simtask.Task, apiKey string) error {
+	if err := a.tasks.Create(ctx, t, apiKey); err != nil {
+		if errors.Is(err, simtask.ErrNoSealer) {
+			return problem.Wrap(problem.CodeUnavailable, err, "")
+		}
+		return err
+	}
+	a.tasks.Logf(ctx, t.ID, "Queued for %s", t.Simulation.Backend)
+	err := a.deps.Events.Send(ctx, events.TypeTaskQueued, t.ID+"/queued", t.ID,
+		events.TaskQueued{TaskID: t.ID, Backend: t.Simulation.Backend})
+	if err != nil {
+		// The task is saved and queued: runners also sweep the queue, so it still runs.
+		a.deps.Log.Warnw("task queued but its event was not delivered", "task", t.ID, "error", err)
+	}
+	return nil
+}
+
+func (a *API) createTask(w http.ResponseWriter, r *http.Request) error {
+	var req CreateTaskRequest
+	if err := fn.DecodeJSON(r, &req, false); err != nil {
+		return err
+	}
+	t, err := a.buildTask(r.Context(), &req)
+	if err != nil {
+		return err
+	}
+	if err := a.enqueue(r.Context(), t, str(req.APIKey)); err != nil {
+		return err
+	}
+	fn.WriteJSON(w, http.StatusAccepted, map[string]any{"task_id": t.ID, "status": t.Status, "task": t})
+	return nil
+}
+
+func (a *API) getTask(w http.ResponseWriter, r *http.Request) error {
+	t, err := a.loadTask(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	fn.WriteJSON(w, http.StatusOK, t)
+	return nil
+}
+
+func (a *API) loadTask(ctx context.Context, id string) (*simtask.Task, error) {
+	if !validTaskID(id) {
+		return nil, problem.New(problem.CodeNotFound, "no simulation task %q", id)
+	}
+	t, err := a.tasks.Get(ctx, id)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, problem.New(problem.CodeNotFound, "no simulation task %q", id)
+	}
+	return t, err
+}
+
+func validTaskID(id string) bool {
+	if len(id) != 8 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *API) stopTask(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	t, err := a.loadTask(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	switch t.Status {
+	case simtask.StatusQueued:
+		_, err = a.tasks.Transition(r.Context(), id, []string{simtask.StatusQueued}, simtask.StatusCancelled, state.Fence{},
+			func(t *simtask.Task) error {
+				t.CompletedAt, t.ProgressMessage = simtask.Now(), "Cancelled before it started"
+				return nil
+			})
+		if errors.Is(err, state.ErrInvalidTransition) { // a runner took it meanwhile: ask it to stop
+			return a.stopTask(w, r)
+		}
+	case simtask.StatusRunning:
+		_, err = a.tasks.Transition(r.Context(), id, []string{simtask.StatusRunning}, simtask.StatusRunning, state.Fence{},
+			func(t *simtask.Task) error {
+				t.Internal.CancelRequested, t.ProgressMessage = true, "Cancelling"
+				return nil
+			})
+	default:
+		return problem.New(problem.CodeConflict, "simulation task %s is already %s", id, t.Status)
+	}
+	if err != nil {
+		return err
+	}
+	a.tasks.Logf(r.Context(), id, "Stop requested")
+	fn.WriteJSON(w, http.StatusOK, map[string]string{"task_id": id, "status": simtask.StatusCancelling})
+	return nil
+}
+
+func (a *API) deleteTask(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	t, err := a.loadTask(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	if simtask.Active(t.Status) {
+		return problem.New(problem.CodeConflict, "simulation task %s is %s; stop it before deleting it", id, t.Status)
+	}
+	rec, err := a.deps.Store.Get(r.Context(), simtask.Kind, id)
+	if err != nil {
+		return err
+	}
+	if err := a.tasks.Delete(r.Context(), id, rec.Version); err != nil {
+		if errors.Is(err, state.ErrVersionConflict) {
+			return problem.New(problem.CodeConflict, "simulation task %s changed while deleting; try again", id)
+		}
+		return err
+	}
+	fn.WriteJSON(w, http.StatusOK, map[string]string{"task_id": id, "status": "deleted"})
+	return nil
+}
+
+func (a *API) rerunTask(w http.ResponseWriter, r *http.Request) error {
+	var over RerunRequest
+	if err := fn.DecodeJSON(r, &over, true); err != nil {
+		return err
+	}
+	old, err := a.loadTask(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if over.ModelServiceGroupID != nil {
+		return problem.New(problem.CodeBadRequest, "model_service_group_id is not supported yet: model services are not available on this installation")
+	}
+	key := str(over.APIKey)
+	if over.APIKey == nil {
+		if key, err = a.tasks.APIKey(old); err != nil {
+			return problem.Wrap(problem.CodeConflict, err, "the original task's API key cannot be opened; pass api_key")
+		}
+	}
+	t := *old
+	t.ID = simtask.NewID()
+	if over.EndpointURL != nil {
+		if _, err := validateEndpoint("endpoint_url", *over.EndpointURL); err != nil {
+			return err
+		}
+		t.EndpointURL = *over.EndpointURL
+	}
+	for dst, src := range map[**string]*string{&t.EndpointDeploymentExecutionID: over.EndpointDeploymentExecutionID,
+		&t.EndpointClusterID: over.EndpointClusterID, &t.EndpointClusterName: over.EndpointClusterName,
+		&t.EndpointDeploymentName: over.EndpointDeploymentName} {
+		if src != nil {
+			*dst = src
+		}
+	}
+	if err := a.probeEndpoint(r.Context(), t.EndpointURL, key, t.ModelName); err != nil {
+		return err
+	}
+	base, _, _ := strings.Cut(old.Name, " · rerun ")
+	t.Name = base + " · rerun " + t.ID
+	t.Status, t.TaskDir, t.ProgressPercent, t.ProgressMessage = simtask.StatusQueued, a.tasks.TaskDir(t.ID), 0, "Queued"
+	t.Logs, t.LogsTruncated, t.Result, t.ErrorMessage, t.ArtifactURI, t.ArtifactError = []string{}, false, nil, nil, nil, nil
+	t.CreatedAt, t.StartedAt, t.ExecutionStartedAt, t.CompletedAt = simtask.Now(), nil, nil, nil
+	t.OwnerPID, t.OwnerInstanceID, t.LiveSummary, t.BackendVersion = nil, nil, nil, nil
+	t.ArtifactsIncomplete, t.ConfigurationIDs = false, []string{}
+	t.Internal = simtask.Internal{RerunOf: old.ID}
+	if err := a.enqueue(r.Context(), &t, key); err != nil {
+		return err
+	}
+	fn.WriteJSON(w, http.StatusAccepted, map[string]any{"task_id": t.ID, "status": t.Status, "task": &t})
+	return nil
+}
+
+// listFilters maps the list route's query parameters to indexed task attributes.
+var listFilters = map[string]string{"scenario": "scenario", "backend": "backend", "model": "model",
+	"dataset": "dataset", "trace_format": "trace_format", "endpoint": "endpoint"}
+
+func (a *API) listTasks(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	query := state.Query{Kind: simtask.Kind, Attrs: map[string]string{}, Limit: 10}
+	var errs []problem.FieldError
+	for param, attr := range listFilters {
+		if v := q.Get(param); v != "" {
+			query.Attrs[attr] = v
+		}
+	}
+	if s := q.Get("status"); s != "" {
+		for _, status := range strings.Split(s, ",") {
+			if !slices.Contains(simtask.Statuses, status) {
+				errs = append(errs, problem.Field("must be one of "+strings.Join(simtask.Statuses, ", "), "enum", "query", "status"))
+				break
+			}
+			query.Status = append(query.Status, status)
+		}
+	}
+	query.Search = strings.ToLower(strings.TrimSpace(q.Get("search")))
+	for param, dst := range map[string]*time.Time{"created_after": &query.CreatedAfter, "created_before": &query.CreatedBefore} {
+		if v := q.Get(param); v != "" {
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				errs = append(errs, problem.Field("must be an RFC 3339 timestamp", "datetime_parsing", "query", param))
+			}
+			*dst = t
+		}
+	}
+	for param, dst := range map[string]*int{"offset": &query.Offset, "limit": &query.Limit} {
+		if v := q.Get(param); v != "" {
+			n, err := strconv.Atoi(v)
+			lo, hi := 0, 1<<30
+			if param == "limit" {
+				lo, hi = 1, 500
+			}
+			if err != nil || n < lo || n > hi {
+				errs = append(errs, problem.Field(fmt.Sprintf("must be an integer from %d to %d", lo, hi), "range", "query", param))
+			}
+			*dst = n
+		}
+	}
+	if len(errs) > 0 {
+		return problem.Validation(errs...)
+	}
+	page, err := a.deps.Store.List(r.Context(), query)
+	if err != nil {
+		return err
+	}
+	counts, err := a.deps.Store.Counts(r.Context(), simtask.Kind)
+	if err != nil {
+		return err
+	}
+	facets, err := a.deps.Store.Facets(r.Context(), simtask.Kind, "backend", "model", "dataset", "trace_format", "endpoint")
+	if err != nil {
+		return err
+	}
+	items := make([]simtask.Task, 0, len(page.Records))
+	for _, rec := range page.Records {
+		t, err := simtask.Unmarshal(rec.Doc)
+		if err != nil {
+			return err
+		}
+		t.Status = rec.Status
+		item := t.ListItem()
+		item.Logs = []string{}
+		items = append(items, item)
+	}
+	countsOut := map[string]int{}
+	for _, s := range simtask.Statuses {
+		countsOut[s] = counts[s]
+	}
+	facet := func(name string) []string {
+		if v := facets[name]; v != nil {
+			return v
+		}
+		return []string{}
+	}
+	fn.WriteJSON(w, http.StatusOK, map[string]any{"tasks": items, "total": page.Total, "offset": query.Offset,
+		"limit": query.Limit, "counts": countsOut, "facets": map[string][]string{"backends": facet("backend"),
+			"models": facet("model"), "datasets": facet("dataset"), "trace_formats": facet("trace_format"),
+			"endpoints": facet("endpoint")}})
+	return nil
+}

@@ -1,0 +1,167 @@
+package simtask
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/lensfn/lensfn/runtime/secret"
+	"github.com/lensfn/lensfn/runtime/state"
+)
+
+// ErrNoSealer is returned when a task carries an API key but no sealing key is configured.
+var ErrNoSealer = errors.New("simtask: LENS_SECRET_KEY is not configured, so API keys cannot be stored")
+
+// Repo keeps tasks in the state store and their artifacts under the data dir.
+type Repo struct {
+	Store   state.Store
+	Sealer  *secret.Sealer // nil: tasks with API keys are refused
+	DataDir string
+}
+
+// NewID returns 8 lowercase hex characters.
+func NewID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// TaskDir is where a task's artifacts live.
+func (r *Repo) TaskDir(id string) string {
+	return filepath.Join(r.DataDir, "artifacts", "simulations", id)
+}
+
+func sealContext(id string) string { return Kind + ":" + id }
+
+func (r *Repo) record(t *Task, version int64) (state.Record, error) {
+	doc, err := Marshal(t)
+	if err != nil {
+		return state.Record{}, err
+	}
+	rec := state.Record{Kind: Kind, ID: t.ID, Status: t.Status, Version: version, Attrs: t.Attrs(),
+		Search: t.SearchText(), Doc: doc}
+	if t.CreatedAt != nil {
+		rec.CreatedAt = t.CreatedAt.Time()
+	}
+	return rec, nil
+}
+
+// Create stores a new queued task, sealing apiKey when there is one.
+func (r *Repo) Create(ctx context.Context, t *Task, apiKey string) error {
+	if apiKey != "" {
+		if r.Sealer == nil {
+			return ErrNoSealer
+		}
+		t.Internal.APIKey = r.Sealer.Seal(apiKey, sealContext(t.ID))
+	}
+	rec, err := r.record(t, 0)
+	if err != nil {
+		return err
+	}
+	_, err = r.Store.Create(ctx, rec)
+	return err
+}
+
+// Get returns the task with its retained logs.
+func (r *Repo) Get(ctx context.Context, id string) (*Task, error) {
+	rec, err := r.Store.Get(ctx, Kind, id)
+	if err != nil {
+		return nil, err
+	}
+	t, err := fromRecord(rec)
+	if err != nil {
+		return nil, err
+	}
+	logs, err := r.Store.ReadLogs(ctx, Kind, id)
+	if err != nil {
+		return nil, err
+	}
+	t.Logs, t.LogsTruncated = logs.Lines, logs.Truncated()
+	if t.Logs == nil {
+		t.Logs = []string{}
+	}
+	return t, nil
+}
+
+func fromRecord(rec state.Record) (*Task, error) {
+	t, err := Unmarshal(rec.Doc)
+	if err != nil {
+		return nil, err
+	}
+	t.Status = rec.Status
+	return t, nil
+}
+
+// APIKey opens the task's sealed key ("" when it has none).
+func (r *Repo) APIKey(t *Task) (string, error) {
+	if t.Internal.APIKey == "" {
+		return "", nil
+	}
+	if r.Sealer == nil {
+		return "", ErrNoSealer
+	}
+	return r.Sealer.Open(t.Internal.APIKey, sealContext(t.ID))
+}
+
+// Transition moves a task between statuses, applying mutate to its document; see
+// state.Transition for the concurrency contract (exactly one of racing callers wins).
+func (r *Repo) Transition(ctx context.Context, id string, from []string, to string, fence state.Fence, mutate func(*Task) error) (*Task, error) {
+	var out *Task
+	_, err := state.Transition(ctx, r.Store, Kind, id, state.TransitionSpec{
+		From: from, To: to, Fence: fence,
+		Mutate: func(rec *state.Record) error {
+			t, err := fromRecord(*rec)
+			if err != nil {
+				return err
+			}
+			t.Status = to
+			if mutate != nil {
+				if err := mutate(t); err != nil {
+					return err
+				}
+			}
+			next, err := r.record(t, rec.Version)
+			if err != nil {
+				return err
+			}
+			rec.Doc, rec.Attrs, rec.Search = next.Doc, next.Attrs, next.Search
+			out = t
+			return nil
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Patch edits a task without changing its status (progress, live summary, cancel requests).
+func (r *Repo) Patch(ctx context.Context, id string, fence state.Fence, mutate func(*Task) error) (*Task, error) {
+	rec, err := r.Store.Get(ctx, Kind, id)
+	if err != nil {
+		return nil, err
+	}
+	return r.Transition(ctx, id, []string{rec.Status}, rec.Status, fence, mutate)
+}
+
+// Logf appends one line to the task's log (the store keeps the newest 500).
+func (r *Repo) Logf(ctx context.Context, id, format string, args ...any) {
+	line := time.Now().UTC().Format("15:04:05.000") + " " + fmt.Sprintf(format, args...)
+	_ = r.Store.AppendLogs(ctx, Kind, id, line)
+}
+
+// Delete removes the record (with its indexes, logs and progress) and its artifact folder.
+func (r *Repo) Delete(ctx context.Context, id string, version int64) error {
+	if err := r.Store.Delete(ctx, Kind, id, state.DeleteOptions{Version: version}); err != nil {
+		return err
+	}
+	return os.RemoveAll(r.TaskDir(id))
+}
+
+// LeaseName is the lease a runner holds on a task.
+func LeaseName(id string) string { return Kind + ":" + id }
