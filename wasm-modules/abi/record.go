@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"unsafe"
 )
 
 // TraceRequest is one normalised trace request (trace-formats.md section 1). Every parser
@@ -132,9 +133,7 @@ func AppendRecord(dst []byte, r *TraceRequest) []byte {
 	if len(r.HashIDs) != 0 {
 		dst = append(dst, TagHashIDs)
 		dst = binary.LittleEndian.AppendUint32(dst, uint32(len(r.HashIDs)))
-		for _, h := range r.HashIDs {
-			dst = binary.LittleEndian.AppendUint64(dst, uint64(h))
-		}
+		dst = appendInt64s(dst, r.HashIDs)
 	}
 	if r.BlockSize != 0 {
 		dst = appendI64(dst, TagBlockSize, int64(r.BlockSize))
@@ -161,6 +160,20 @@ func AppendRecord(dst []byte, r *TraceRequest) []byte {
 		dst = binary.LittleEndian.AppendUint64(dst, uint64(int64(s.JoinBeforeTurn)))
 	}
 	binary.LittleEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	return dst
+}
+
+// littleEndian: on little-endian machines (amd64, arm64, wasm) an []int64 already has the
+// encoding's byte layout and is copied in one go; hash ids are most of a record.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+func appendInt64s(dst []byte, v []int64) []byte {
+	if littleEndian {
+		return append(dst, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 8*len(v))...)
+	}
+	for _, h := range v {
+		dst = binary.LittleEndian.AppendUint64(dst, uint64(h))
+	}
 	return dst
 }
 
@@ -250,8 +263,13 @@ func DecodeRecord(buf []byte, r *TraceRequest) ([]byte, error) {
 				break
 			}
 			r.HashIDs = make([]int64, c)
-			for i := range r.HashIDs {
-				r.HashIDs[i] = d.i64()
+			raw := d.take(uint64(c) * 8)
+			if littleEndian {
+				copy(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(r.HashIDs))), 8*len(r.HashIDs)), raw)
+			} else {
+				for i := range r.HashIDs {
+					r.HashIDs[i] = int64(binary.LittleEndian.Uint64(raw[8*i:]))
+				}
 			}
 		case TagBlockSize:
 			r.BlockSize = int(d.i64())

@@ -204,7 +204,8 @@ func (s *Scanner) Int() (int64, error) {
 	return v, nil
 }
 
-// IntArray reads a JSON array of integers, appending to dst[:0].
+// IntArray reads a JSON array of integers, appending to dst[:0]. Hash-id arrays are most
+// of a trace's bytes, so plain non-negative integers take an inlined fast path.
 func (s *Scanner) IntArray(dst []int64) ([]int64, error) {
 	dst = dst[:0]
 	s.ws()
@@ -217,23 +218,51 @@ func (s *Scanner) IntArray(dst []int64) ([]int64, error) {
 		s.i++
 		return dst, nil
 	}
+	b := s.b
 	for {
-		v, err := s.Int()
-		if err != nil {
-			return dst, fmt.Errorf("element %d: %w", len(dst), err)
+		// Fast path: digits (no sign, no leading zero unless alone, at most 18 digits)
+		// followed by ',' or ']' after optional spaces.
+		i := s.i
+		var v int64
+		start := i
+		for i < len(b) && b[i]-'0' <= 9 && i-start < 18 {
+			v = v*10 + int64(b[i]-'0')
+			i++
+		}
+		if i > start && (b[start] != '0' || i-start == 1) && i < len(b) && (b[i] == ',' || b[i] == ']' || b[i] == ' ') {
+			s.i = i
+		} else {
+			var err error
+			if v, err = s.Int(); err != nil {
+				return dst, fmt.Errorf("element %d: %w", len(dst), err)
+			}
 		}
 		dst = append(dst, v)
-		s.ws()
-		if s.i >= len(s.b) {
+		for s.i < len(b) && b[s.i] == ' ' {
+			s.i++
+		}
+		if s.i >= len(b) {
 			return dst, errors.New("array not closed: unexpected end of input")
 		}
-		switch s.b[s.i] {
+		switch b[s.i] {
 		case ',':
 			s.i++
+			for s.i < len(b) && b[s.i] == ' ' {
+				s.i++
+			}
 		case ']':
 			s.i++
 			return dst, nil
 		default:
+			s.ws()
+			if s.i < len(b) && b[s.i] == ',' {
+				s.i++
+				continue
+			}
+			if s.i < len(b) && b[s.i] == ']' {
+				s.i++
+				return dst, nil
+			}
 			return dst, fmt.Errorf("expected ',' or ']' in array, found %s", s.found())
 		}
 	}
