@@ -48,6 +48,7 @@ func (f *fakeParsers) Arrivals(_ context.Context, _, path string, emit func(floa
 }
 
 type harness struct {
+	server  *fn.Server
 	url     string
 	dataDir string
 	parsers *fakeParsers
@@ -82,7 +83,7 @@ func newHarness(t *testing.T, extraEnv map[string]string) *harness {
 	h := &harness{dataDir: t.TempDir(), parsers: &fakeParsers{}, mirror: &mirror{files: map[string][]byte{}, hits: map[string]int{}}}
 	mirrorSrv := httptest.NewServer(h.mirror)
 	t.Cleanup(mirrorSrv.Close)
-	env := map[string]string{"LENS_DATA_DIR": h.dataDir, "REDIS_URL": os.Getenv("REDIS_URL"), "LENS_STORE_PREFIX": testPrefix(), "LENS_DATASET_MIRROR": mirrorSrv.URL}
+	env := map[string]string{"LENS_SECRET_KEY": testSecretKey, "LENS_DATA_DIR": h.dataDir, "REDIS_URL": os.Getenv("REDIS_URL"), "LENS_STORE_PREFIX": testPrefix(), "LENS_DATASET_MIRROR": mirrorSrv.URL}
 	for k, v := range extraEnv {
 		env[k] = v
 	}
@@ -100,7 +101,7 @@ func newHarness(t *testing.T, extraEnv map[string]string) *harness {
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
 	srv := httptest.NewServer(s.Handler)
 	t.Cleanup(srv.Close)
-	h.url = srv.URL
+	h.url, h.server = srv.URL, s
 	return h
 }
 
@@ -214,6 +215,8 @@ func TestDatasetCatalogue(t *testing.T) {
 		t.Fatalf("%+v / %+v", byName["burstgpt-api"], byName["weka-kv-cache-tester"])
 	}
 }
+
+const testSecretKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 
 const miniTrace = "0 a\n500 b\n1000 c\n1000 d\n4000 e\n"
 

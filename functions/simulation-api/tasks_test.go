@@ -1,0 +1,285 @@
+package simulationapi_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/lensfn/lensfn/runtime/simtask"
+)
+
+const endpointKey = "sk-endpoint-key-42"
+
+// openAIModels is a fake endpoint serving /v1/models to the right key.
+func openAIModels(t *testing.T, models ...string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+endpointKey {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		var data []string
+		for _, m := range models {
+			data = append(data, `{"id":"`+m+`","object":"model"}`)
+		}
+		_, _ = w.Write([]byte(`{"object":"list","data":[` + strings.Join(data, ",") + `]}`))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/v1"
+}
+
+// taskHarness has the conversation dataset in place and a sink counting events.
+func taskHarness(t *testing.T) (*harness, *eventSink, string) {
+	t.Helper()
+	sink := &eventSink{}
+	sinkSrv := httptest.NewServer(sink)
+	t.Cleanup(sinkSrv.Close)
+	h := newHarness(t, map[string]string{"K_SINK": sinkSrv.URL})
+	dir := filepath.Join(h.dataDir, "datasets")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "conversation_trace.jsonl"), []byte(miniTrace), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return h, sink, openAIModels(t, "Qwen/Qwen3-8B", "other-model")
+}
+
+func createBody(endpoint string, extra string) string {
+	body := `{"name":"Trace simulation","scenario":"chat","endpoint_mode":"external","endpoint_url":"` + endpoint +
+		`","model_name":"Qwen/Qwen3-8B","api_key":"` + endpointKey + `","trace_dataset":"mooncake-conversation"`
+	if extra != "" {
+		body += "," + extra
+	}
+	return body + "}"
+}
+
+type created struct {
+	TaskID string       `json:"task_id"`
+	Status string       `json:"status"`
+	Task   simtask.Task `json:"task"`
+}
+
+func TestCreateTaskQueuesItAndHidesTheKey(t *testing.T) {
+	h, sink, endpoint := taskHarness(t)
+	var out created
+	req, _ := http.NewRequest(http.MethodPost, h.url+"/api/simulation/tasks", strings.NewReader(createBody(endpoint, "")))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := readAll(t, resp)
+	if resp.StatusCode != 202 || strings.Contains(raw, endpointKey) {
+		t.Fatalf("%d %s", resp.StatusCode, raw)
+	}
+	call(t, "GET", h.url+"/api/simulation/tasks/"+mustID(t, raw), "", &out.Task)
+	task := out.Task
+	if !regexp.MustCompile(`^[0-9a-f]{8}$`).MatchString(task.ID) || task.Status != "queued" || task.ProgressMessage != "Queued" ||
+		task.Simulation.DurationSeconds != 60 || task.Simulation.Backend != "trace-replayer" || !task.Simulation.Stream ||
+		task.Simulation.GracePeriodSeconds != 30 || task.Prompt.Trace.Format != "mooncake_trace" || !task.Prompt.Trace.FixedSchedule ||
+		task.Prompt.Trace.TimeoutSeconds != 3600 || task.Prompt.Trace.SynthesisSpeedupRatio != 1 ||
+		task.TaskDir != filepath.Join(h.dataDir, "artifacts", "simulations", task.ID) || task.CreatedAt == nil {
+		t.Fatalf("%+v", task)
+	}
+	if sink.count() != 1 || sink.ids[0] != task.ID+"/queued" {
+		t.Fatalf("queued events %v", sink.ids)
+	}
+	rec, err := h.server.Deps.Store.Get(context.Background(), simtask.Kind, task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(rec.Doc), endpointKey) || !strings.Contains(string(rec.Doc), "api_key_sealed") {
+		t.Fatal("the API key is stored in plain text (or not at all)")
+	}
+	if !strings.Contains(readAll(t, get(t, h.url+"/api/simulation/tasks/"+task.ID)), `"created_at":"`) {
+		t.Fatal("no created_at")
+	}
+}
+
+func readAll(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	defer resp.Body.Close()
+	b := new(strings.Builder)
+	_, _ = io.Copy(b, resp.Body)
+	return b.String()
+}
+
+func get(t *testing.T, url string) *http.Response {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func mustID(t *testing.T, raw string) string {
+	t.Helper()
+	m := regexp.MustCompile(`"task_id":"([0-9a-f]{8})"`).FindStringSubmatch(raw)
+	if m == nil {
+		t.Fatalf("no task_id in %s", raw)
+	}
+	return m[1]
+}
+
+func TestCreateTaskRejectsBadInput(t *testing.T) {
+	h, sink, endpoint := taskHarness(t)
+	cases := []struct {
+		name, body, detail string
+		code               int
+	}{
+		{"unknown field", createBody(endpoint, `"speed":2`), "extra", 422},
+		{"missing model", strings.Replace(createBody(endpoint, ""), `"model_name":"Qwen/Qwen3-8B",`, "", 1), "field required", 422},
+		{"zero scale", createBody(endpoint, `"scale_factor":0`), "greater than 0", 422},
+		{"negative start", createBody(endpoint, `"trace_start_seconds":-1`), "at least 0", 422},
+		{"model not served", strings.Replace(createBody(endpoint, ""), "Qwen/Qwen3-8B", "missing-model", 1), "does not serve", 400},
+		{"wrong key", strings.Replace(createBody(endpoint, ""), endpointKey, "wrong", 1), "refused the credentials", 400},
+		{"model services", createBody(endpoint, `"model_service_group_id":"01998e6b"`), "model services", 400},
+		{"unknown dataset", strings.Replace(createBody(endpoint, ""), "mooncake-conversation", "nope", 1), "unknown trace dataset", 400},
+		{"not downloaded", strings.Replace(createBody(endpoint, ""), "mooncake-conversation", "mooncake-synthetic", 1), "not downloaded", 400},
+		{"scenario mismatch", strings.Replace(createBody(endpoint, ""), `"scenario":"chat"`, `"scenario":"coding"`, 1), "belongs to scenario", 400},
+		{"range past the trace", createBody(endpoint, `"trace_end_seconds":99`), "0 <= start < end <= 4", 400},
+		{"empty range", createBody(endpoint, `"trace_start_seconds":2,"trace_end_seconds":1`), "start < end", 400},
+		{"unknown backend", createBody(endpoint, `"backend":"locust"`), "unknown backend", 400},
+		{"aiperf missing", createBody(endpoint, `"backend":"aiperf"`), "not available", 400},
+		{"trace_path elsewhere", createBody(endpoint, `"trace_path":"/etc/passwd"`), "is not the file", 400},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var prob map[string]any
+			code := call(t, "POST", h.url+"/api/simulation/tasks", tc.body, &prob)
+			if code != tc.code || !strings.Contains(strings.ToLower(anyString(prob["detail"])), strings.ToLower(tc.detail)) {
+				t.Fatalf("%d %v", code, prob)
+			}
+		})
+	}
+	if sink.count() != 0 {
+		t.Fatal("a rejected task was announced")
+	}
+	var list struct {
+		Total int `json:"total"`
+	}
+	call(t, "GET", h.url+"/api/simulation/tasks", "", &list)
+	if list.Total != 0 {
+		t.Fatalf("rejected tasks were saved: %d", list.Total)
+	}
+}
+
+func TestTraceEndSetsTheDuration(t *testing.T) {
+	h, _, endpoint := taskHarness(t)
+	var out created
+	if code := call(t, "POST", h.url+"/api/simulation/tasks", createBody(endpoint, `"trace_start_seconds":0.5,"trace_end_seconds":4,"scale_factor":2`), &out); code != 202 {
+		t.Fatal(code)
+	}
+	// ceil((4 - 0.5) / 2) = 2
+	if out.Task.Simulation.DurationSeconds != 2 || *out.Task.Prompt.Trace.EndSeconds != 4 || out.Task.Prompt.Trace.SynthesisSpeedupRatio != 2 {
+		t.Fatalf("%+v", out.Task)
+	}
+}
+
+func TestListStopRerunDelete(t *testing.T) {
+	h, sink, endpoint := taskHarness(t)
+	var a, b, c created
+	call(t, "POST", h.url+"/api/simulation/tasks", createBody(endpoint, ""), &a)
+	call(t, "POST", h.url+"/api/simulation/tasks", strings.Replace(createBody(endpoint, ""), `"model_name":"Qwen/Qwen3-8B"`, `"model_name":"other-model"`, 1), &b)
+	call(t, "POST", h.url+"/api/simulation/tasks", createBody(endpoint, `"description":"needle in the haystack"`), &c)
+
+	type listing struct {
+		Tasks  []simtask.Task      `json:"tasks"`
+		Total  int                 `json:"total"`
+		Offset int                 `json:"offset"`
+		Limit  int                 `json:"limit"`
+		Counts map[string]int      `json:"counts"`
+		Facets map[string][]string `json:"facets"`
+	}
+	var l listing
+	call(t, "GET", h.url+"/api/simulation/tasks?model=other-model", "", &l)
+	if l.Total != 1 || l.Tasks[0].ID != b.TaskID || l.Counts["queued"] != 3 || l.Limit != 10 ||
+		strings.Join(l.Facets["models"], ",") != "Qwen/Qwen3-8B,other-model" || len(l.Facets["datasets"]) != 1 {
+		t.Fatalf("%+v", l)
+	}
+	call(t, "GET", h.url+"/api/simulation/tasks?search=NEEDLE", "", &l)
+	if l.Total != 1 || l.Tasks[0].ID != c.TaskID {
+		t.Fatalf("search: %+v", l)
+	}
+	call(t, "GET", h.url+"/api/simulation/tasks?limit=2&offset=1", "", &l)
+	if l.Total != 3 || len(l.Tasks) != 2 || l.Tasks[0].ID != b.TaskID || l.Tasks[1].ID != a.TaskID {
+		t.Fatalf("paging newest first: %+v", l)
+	}
+	for _, q := range []string{"limit=0", "limit=501", "offset=-1", "status=sleeping", "created_after=yesterday"} {
+		if code := call(t, "GET", h.url+"/api/simulation/tasks?"+q, "", nil); code != 422 {
+			t.Errorf("%s: %d", q, code)
+		}
+	}
+
+	// Stop a queued task: it answers cancelling and is stored cancelled.
+	var stop map[string]string
+	if code := call(t, "POST", h.url+"/api/simulation/tasks/"+a.TaskID+"/stop", "", &stop); code != 200 || stop["status"] != "cancelling" {
+		t.Fatalf("%d %v", code, stop)
+	}
+	var got simtask.Task
+	call(t, "GET", h.url+"/api/simulation/tasks/"+a.TaskID, "", &got)
+	if got.Status != "cancelled" || got.CompletedAt == nil || len(got.Logs) < 2 {
+		t.Fatalf("%+v", got)
+	}
+	if code := call(t, "POST", h.url+"/api/simulation/tasks/"+a.TaskID+"/stop", "", nil); code != 409 {
+		t.Fatalf("stopping twice: %d", code)
+	}
+	call(t, "GET", h.url+"/api/simulation/tasks?status=cancelled,queued", "", &l)
+	if l.Total != 3 || l.Counts["cancelled"] != 1 || l.Counts["queued"] != 2 {
+		t.Fatalf("%+v", l.Counts)
+	}
+
+	// Rerun onto another endpoint: a new queued task named after the old one.
+	other := openAIModels(t, "Qwen/Qwen3-8B")
+	var re created
+	if code := call(t, "POST", h.url+"/api/simulation/tasks/"+a.TaskID+"/rerun", `{"endpoint_url":"`+other+`"}`, &re); code != 202 {
+		t.Fatal(code)
+	}
+	if re.TaskID == a.TaskID || re.Task.Name != "Trace simulation · rerun "+re.TaskID || re.Task.EndpointURL != other ||
+		re.Task.Status != "queued" || re.Task.Simulation.Backend != "trace-replayer" {
+		t.Fatalf("%+v", re.Task)
+	}
+	if code := call(t, "POST", h.url+"/api/simulation/tasks/"+a.TaskID+"/rerun", `{"bogus":1}`, nil); code != 422 {
+		t.Fatalf("rerun with unknown field: %d", code)
+	}
+	if sink.count() != 4 {
+		t.Fatalf("%d queued events", sink.count())
+	}
+
+	// Delete: refused while active, then the record and its folder go.
+	if code := call(t, "DELETE", h.url+"/api/simulation/tasks/"+b.TaskID, "", nil); code != 409 {
+		t.Fatalf("deleting a queued task: %d", code)
+	}
+	if err := os.MkdirAll(filepath.Join(h.dataDir, "artifacts", "simulations", a.TaskID), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var del map[string]string
+	if code := call(t, "DELETE", h.url+"/api/simulation/tasks/"+a.TaskID, "", &del); code != 200 || del["status"] != "deleted" {
+		t.Fatalf("%d %v", code, del)
+	}
+	if _, err := os.Stat(filepath.Join(h.dataDir, "artifacts", "simulations", a.TaskID)); !os.IsNotExist(err) {
+		t.Fatal("the task folder was left behind")
+	}
+	for _, path := range []string{"/api/simulation/tasks/" + a.TaskID, "/api/simulation/tasks/zzzzzzzz", "/api/simulation/tasks/" + b.TaskID + "/artifacts/summary-json"} {
+		if code := call(t, "GET", h.url+path, "", nil); code != 404 {
+			t.Errorf("%s: %d", path, code)
+		}
+	}
+	var issues map[string]any
+	if code := call(t, "GET", h.url+"/api/simulation/tasks/"+b.TaskID+"/response-code-issues?status_code=500", "", &issues); code != 200 ||
+		issues["total"].(float64) != 0 || issues["task_id"] != b.TaskID || issues["limit"].(float64) != 100 {
+		t.Fatalf("%d %v", code, issues)
+	}
+	for _, q := range []string{"", "?status_code=abc", "?status_code=500&limit=501"} {
+		if code := call(t, "GET", h.url+"/api/simulation/tasks/"+b.TaskID+"/response-code-issues"+q, "", nil); code != 422 {
+			t.Errorf("issues%s: %d", q, code)
+		}
+	}
+}
