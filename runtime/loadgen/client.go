@@ -1,0 +1,342 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// NewHTTPClient is the client a run uses unless Config.Client is set: keep-alive connections
+// with no cap per host (an open-loop replay may have thousands in flight), no global timeout
+// (each request gets its own deadline), and no transparent gzip, which would buffer SSE.
+func NewHTTPClient() *http.Client {
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Client{Transport: &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          0, // no global cap
+		MaxIdleConnsPerHost:   1 << 16,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+		WriteBufferSize:       32 << 10,
+		ReadBufferSize:        32 << 10,
+	}}
+}
+
+// Why a request's context ended; Record.Error says which.
+var (
+	errRunEnded   = errors.New("run ended")
+	errRunStopped = errors.New("run stopped")
+)
+
+type requestTimeoutError struct{ after time.Duration }
+
+func (e requestTimeoutError) Error() string {
+	return fmt.Sprintf("timeout: no complete response within %s", e.after)
+}
+
+// contextError explains why ctx ended in words that belong in a record.
+func (e *engine) contextError(ctx context.Context, err error) string {
+	cause := context.Cause(ctx)
+	var timeout requestTimeoutError
+	switch {
+	case errors.As(cause, &timeout):
+		return timeout.Error()
+	case errors.Is(cause, errRunEnded):
+		return fmt.Sprintf("cancelled: the run ended (duration %s + grace period %s) while the request was in flight",
+			e.cfg.Duration, e.cfg.GracePeriod)
+	case cause != nil:
+		return "cancelled: the run was stopped while the request was in flight"
+	}
+	return "transport: " + err.Error()
+}
+
+// body builds request i's JSON body.
+func (e *engine) body(i int) ([]byte, error) {
+	r := &e.plan.requests[i]
+	fields := map[string]any{}
+	for k, v := range e.plan.payloads[i] {
+		fields[k] = v
+	}
+	fields["model"] = e.cfg.Model
+	if e.plan.payloads[i] == nil {
+		var prompt string
+		if r.Prompt != nil {
+			prompt = *r.Prompt
+		} else if len(r.Messages) == 0 {
+			prompt = e.synth.prompt(i, r.InputTokens, r.HashIDs, r.BlockSize)
+		}
+		if e.cfg.API == APIChat {
+			if len(r.Messages) > 0 {
+				fields["messages"] = r.Messages
+			} else {
+				fields["messages"] = []chatMessage{{Role: "user", Content: prompt}}
+			}
+			if len(r.Tools) > 0 {
+				fields["tools"] = r.Tools
+			}
+		} else {
+			fields["prompt"] = prompt
+		}
+		if r.OutputTokens > 0 {
+			fields["max_tokens"] = r.OutputTokens
+			if e.cfg.API == APIChat {
+				fields["max_completion_tokens"] = r.OutputTokens
+			}
+			if e.cfg.IgnoreEOS {
+				fields["ignore_eos"] = true
+				fields["min_tokens"] = r.OutputTokens
+			}
+		}
+	}
+	fields["stream"] = e.cfg.Stream
+	if e.cfg.Stream {
+		fields["stream_options"] = map[string]bool{"include_usage": true}
+	} else {
+		delete(fields, "stream_options")
+	}
+	for k, v := range e.extraBody {
+		fields[k] = v
+	}
+	for k, v := range e.plan.extras[i] {
+		fields[k] = v
+	}
+	return json.Marshal(fields)
+}
+
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// usage is the OpenAI usage object.
+type usage struct {
+	PromptTokens     *int `json:"prompt_tokens"`
+	CompletionTokens *int `json:"completion_tokens"`
+}
+
+// streamChunk holds the parts of a chat or completions stream chunk that timing needs.
+type streamChunk struct {
+	Object  string `json:"object"`
+	Message string `json:"message"` // vLLM's {"object":"error","message":...}
+	Choices []struct {
+		Text  string `json:"text"`
+		Delta struct {
+			Content          string          `json:"content"`
+			ReasoningContent string          `json:"reasoning_content"`
+			Reasoning        string          `json:"reasoning"`
+			ToolCalls        json.RawMessage `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *usage          `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+// hasContent: the chunk carries generated output (text, reasoning or a tool call delta).
+func (c *streamChunk) hasContent() bool {
+	for i := range c.Choices {
+		ch := &c.Choices[i]
+		if ch.Text != "" || ch.Delta.Content != "" || ch.Delta.ReasoningContent != "" ||
+			ch.Delta.Reasoning != "" || (len(ch.Delta.ToolCalls) > 0 && string(ch.Delta.ToolCalls) != "null") {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *streamChunk) finished() bool {
+	for i := range c.Choices {
+		if c.Choices[i].FinishReason != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// outcome is what reading a response found out.
+type outcome struct {
+	status       int
+	err          string
+	firstToken   time.Time
+	lastToken    time.Time
+	chunks       int
+	gaps         []float64 // ms between content chunks, when kept
+	usage        *usage
+	completedAt  time.Time
+	responseSeen bool
+}
+
+// exchange sends one request and reads its response.
+func (e *engine) exchange(ctx context.Context, i int, body []byte, sent *time.Time) outcome {
+	r := &e.plan.requests[i]
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url, bytes.NewReader(body))
+	if err != nil {
+		return outcome{err: "request: " + err.Error(), completedAt: time.Now()}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if e.cfg.Stream {
+		req.Header.Set("Accept", "text/event-stream")
+	} else {
+		req.Header.Set("Accept", "application/json")
+	}
+	if e.cfg.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+e.cfg.APIKey)
+	}
+	req.Header.Set("X-Request-ID", e.requestKey(i))
+	if r.SessionID != "" {
+		req.Header.Set("X-Session-ID", r.SessionID)
+	}
+	*sent = time.Now()
+	e.progress.sent.Add(1)
+	resp, err := e.client.Do(req)
+	if err != nil {
+		return outcome{err: e.contextError(ctx, err), completedAt: time.Now()}
+	}
+	defer resp.Body.Close()
+	out := outcome{status: resp.StatusCode, responseSeen: true}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		msg, rerr := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		out.completedAt = time.Now()
+		out.err = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorMessage(msg))
+		if rerr != nil && ctx.Err() != nil {
+			out.err += " (" + e.contextError(ctx, rerr) + ")"
+		}
+		return out
+	}
+	ct := resp.Header.Get("Content-Type")
+	if e.cfg.Stream && !strings.HasPrefix(ct, "application/json") {
+		e.readStream(ctx, resp.Body, &out)
+	} else {
+		e.readWhole(ctx, resp.Body, &out)
+	}
+	return out
+}
+
+// readStream reads SSE chunks as they arrive, timing every content chunk.
+func (e *engine) readStream(ctx context.Context, body io.Reader, out *outcome) {
+	sse := newSSEReader(body, int(e.maxResponse))
+	var chunk streamChunk
+	finished := false
+	for {
+		data, err := sse.next()
+		now := time.Now()
+		if err != nil {
+			out.completedAt = now
+			switch {
+			case ctx.Err() != nil:
+				out.err = e.contextError(ctx, err)
+			case err == io.EOF:
+				if !finished {
+					out.err = "stream ended before [DONE] or a finish reason"
+				}
+			default:
+				out.err = "transport: reading the stream: " + err.Error()
+			}
+			return
+		}
+		if string(data) == "[DONE]" {
+			out.completedAt = now
+			return
+		}
+		chunk = streamChunk{}
+		if err := json.Unmarshal(data, &chunk); err != nil {
+			out.completedAt = now
+			out.err = "bad stream chunk: " + err.Error()
+			return
+		}
+		if len(chunk.Error) > 0 && string(chunk.Error) != "null" {
+			out.completedAt = now
+			out.err = "stream error: " + errorMessage(data)
+			return
+		}
+		if chunk.Object == "error" {
+			out.completedAt = now
+			out.err = "stream error: " + chunk.Message
+			return
+		}
+		if chunk.hasContent() {
+			if out.chunks == 0 {
+				out.firstToken = now
+			} else if e.cfg.InterTokenTimes {
+				out.gaps = append(out.gaps, ms(now.Sub(out.lastToken)))
+			}
+			out.lastToken = now
+			out.chunks++
+		}
+		if chunk.Usage != nil {
+			out.usage = chunk.Usage
+		}
+		if chunk.finished() {
+			finished = true
+		}
+	}
+}
+
+// readWhole reads a non-streamed response.
+func (e *engine) readWhole(ctx context.Context, body io.Reader, out *outcome) {
+	raw, err := io.ReadAll(io.LimitReader(body, e.maxResponse+1))
+	out.completedAt = time.Now()
+	if err != nil {
+		if ctx.Err() != nil {
+			out.err = e.contextError(ctx, err)
+		} else {
+			out.err = "transport: reading the response: " + err.Error()
+		}
+		return
+	}
+	if int64(len(raw)) > e.maxResponse {
+		out.err = fmt.Sprintf("response larger than %d bytes", e.maxResponse)
+		return
+	}
+	var resp struct {
+		Usage *usage `json:"usage"`
+	}
+	if err := json.Unmarshal(raw, &resp); err != nil {
+		out.err = "bad response body: " + err.Error()
+		return
+	}
+	out.usage = resp.Usage
+}
+
+// errorMessage pulls the message out of an OpenAI or problem+json error body, else returns the
+// body's start.
+func errorMessage(body []byte) string {
+	var e struct {
+		Message string `json:"message"`
+		Detail  string `json:"detail"`
+		Error   *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil {
+		switch {
+		case e.Error != nil && e.Error.Message != "":
+			return e.Error.Message
+		case e.Message != "":
+			return e.Message
+		case e.Detail != "":
+			return e.Detail
+		}
+	}
+	s := strings.TrimSpace(string(body))
+	if len(s) > 300 {
+		s = s[:300] + "..."
+	}
+	if s == "" {
+		s = "(empty body)"
+	}
+	return s
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

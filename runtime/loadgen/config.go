@@ -1,0 +1,126 @@
+package loadgen
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// API selects the OpenAI-compatible route a run sends to.
+type API string
+
+const (
+	// APIChat sends /v1/chat/completions with messages, max_completion_tokens and max_tokens.
+	APIChat API = "chat"
+	// APICompletions sends /v1/completions with a prompt and max_tokens.
+	APICompletions API = "completions"
+)
+
+// Config is one run's settings. The zero values of the optional fields are the defaults.
+type Config struct {
+	// BaseURL is the endpoint, with or without a trailing /v1 (http://host:8000 or
+	// http://host:8000/v1).
+	BaseURL string
+	// APIKey is sent as a Bearer token; it is never logged or written to records.
+	APIKey string
+	Model  string
+	API    API
+	// Stream asks for an SSE response (with usage) and times every token; false sends a
+	// plain request and records latency only.
+	Stream bool
+	// IgnoreEOS sends ignore_eos: true and min_tokens = the requested output length, for
+	// endpoints that support them (vLLM), so output lengths match the schedule.
+	IgnoreEOS bool
+	// ExtraBody is a JSON object shallow-merged into every request body (a request's own
+	// Extra wins over it).
+	ExtraBody json.RawMessage
+	// RequestTimeout bounds one request from send to the last byte; 0 means no per-request
+	// limit (the run's end still bounds it).
+	RequestTimeout time.Duration
+	// Duration is how long the schedule runs: requests released later are not sent. 0 means
+	// the whole schedule.
+	Duration time.Duration
+	// GracePeriod is how long requests in flight at Duration may still finish; then they are
+	// cancelled and recorded as failed. Only meaningful with a Duration.
+	GracePeriod time.Duration
+	// Seed makes synthesised prompts and request ids reproducible.
+	Seed uint64
+	// RunID prefixes every X-Request-ID (<RunID>-<request id>); empty derives one from Seed.
+	RunID string
+	// SpinWindow is how long before a send time the dispatcher stops sleeping and spins.
+	// Sleeps on Linux wake up to ~1 ms late, so the default is 1 ms; a negative value never
+	// spins (lower CPU, up to ~1 ms later sends).
+	SpinWindow time.Duration
+	// PrepareAhead is how many request bodies are built ahead of their send time (default 256).
+	PrepareAhead int
+	// PromptCacheBytes bounds the memory of cached prompt blocks (default 64 MiB).
+	PromptCacheBytes int
+	// MaxResponseBytes caps a non-streamed response body or an error body (default 16 MiB).
+	MaxResponseBytes int64
+	// InterTokenTimes adds every gap between content chunks (ms) to each record's metadata
+	// as "inter_token_ms"; off by default because it makes records long.
+	InterTokenTimes bool
+	// Client sends the requests; nil uses NewHTTPClient(). Its Timeout should be zero.
+	Client *http.Client
+	// Progress, when set, is updated live so another goroutine can report progress.
+	Progress *Progress
+}
+
+const (
+	defaultSpinWindow       = time.Millisecond
+	defaultPrepareAhead     = 256
+	defaultPromptCacheBytes = 64 << 20
+	defaultMaxResponseBytes = 16 << 20
+)
+
+// String describes the config without the API key.
+func (c Config) String() string {
+	key := "none"
+	if c.APIKey != "" {
+		key = "set"
+	}
+	return fmt.Sprintf("loadgen.Config{BaseURL:%q Model:%q API:%s Stream:%t IgnoreEOS:%t Duration:%s Grace:%s Timeout:%s Seed:%d APIKey:%s}",
+		c.BaseURL, c.Model, c.API, c.Stream, c.IgnoreEOS, c.Duration, c.GracePeriod, c.RequestTimeout, c.Seed, key)
+}
+
+// GoString keeps %#v from printing the key too.
+func (c Config) GoString() string { return c.String() }
+
+// endpoint checks the config and returns the URL requests are posted to.
+func (c Config) endpoint() (string, error) {
+	if c.BaseURL == "" {
+		return "", errors.New("loadgen: base URL is required")
+	}
+	u, err := url.Parse(c.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("loadgen: base URL %q must be an absolute http(s) URL", c.BaseURL)
+	}
+	if c.Model == "" {
+		return "", errors.New("loadgen: model is required")
+	}
+	if c.Duration < 0 || c.GracePeriod < 0 || c.RequestTimeout < 0 {
+		return "", errors.New("loadgen: duration, grace period and request timeout must be >= 0")
+	}
+	if c.PrepareAhead < 0 || c.PromptCacheBytes < 0 || c.MaxResponseBytes < 0 {
+		return "", errors.New("loadgen: prepare-ahead, prompt cache and response caps must be >= 0")
+	}
+	if c.Client != nil && c.Client.Timeout != 0 {
+		return "", errors.New("loadgen: the HTTP client must have no global timeout (use RequestTimeout)")
+	}
+	base := strings.TrimRight(u.String(), "/")
+	if !strings.HasSuffix(base, "/v1") {
+		base += "/v1"
+	}
+	switch c.API {
+	case APIChat:
+		return base + "/chat/completions", nil
+	case APICompletions:
+		return base + "/completions", nil
+	default:
+		return "", fmt.Errorf("loadgen: api must be %q or %q, got %q", APIChat, APICompletions, c.API)
+	}
+}

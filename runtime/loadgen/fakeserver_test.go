@@ -1,0 +1,164 @@
+package loadgen_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeOpenAI is a tiny OpenAI-compatible server for the tests: chat and completions, SSE with
+// a controllable time to first token and inter-token latency, error statuses, and streams
+// that break or never finish.
+type fakeOpenAI struct {
+	TTFT, ITL time.Duration
+	// Tokens is how many tokens to stream; 0 uses the request's max_tokens, else 4.
+	Tokens int
+	// Status, when not 0 or 200, answers every request with it and an OpenAI error body.
+	Status  int
+	NoUsage bool
+	// AbortAfter breaks the connection after that many tokens (0: never).
+	AbortAfter int
+	// NoDone ends the stream without a finish reason or [DONE].
+	NoDone bool
+
+	mu   sync.Mutex
+	seen []seenRequest
+}
+
+type seenRequest struct {
+	Path   string
+	Header http.Header
+	Body   map[string]any
+	At     time.Time
+}
+
+func (f *fakeOpenAI) start(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func (f *fakeOpenAI) requests() []seenRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]seenRequest(nil), f.seen...)
+}
+
+// bySessionTurn finds the body of the request with this X-Request-ID suffix.
+func (f *fakeOpenAI) byRequestID(id string) (seenRequest, bool) {
+	for _, r := range f.requests() {
+		if r.Header.Get("X-Request-ID") == id {
+			return r, true
+		}
+	}
+	return seenRequest{}, false
+}
+
+func (f *fakeOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	at := time.Now()
+	var body map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		http.Error(w, `{"error":{"message":"bad json"}}`, http.StatusBadRequest)
+		return
+	}
+	f.mu.Lock()
+	f.seen = append(f.seen, seenRequest{Path: r.URL.Path, Header: r.Header.Clone(), Body: body, At: at})
+	f.mu.Unlock()
+	if f.Status != 0 && f.Status != http.StatusOK {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(f.Status)
+		fmt.Fprintf(w, `{"error":{"message":"injected failure %d","type":"x","code":%d}}`, f.Status, f.Status)
+		return
+	}
+	chat := strings.HasSuffix(r.URL.Path, "/chat/completions")
+	tokens := f.Tokens
+	if tokens == 0 {
+		tokens = 4
+		if m, ok := body["max_tokens"].(float64); ok {
+			tokens = int(m)
+		}
+	}
+	promptTokens := 0
+	if p, ok := body["prompt"].(string); ok {
+		promptTokens = len(strings.Fields(p))
+	}
+	if msgs, ok := body["messages"].([]any); ok {
+		for _, m := range msgs {
+			if c, ok := m.(map[string]any)["content"].(string); ok {
+				promptTokens += len(strings.Fields(c))
+			}
+		}
+	}
+	usage := fmt.Sprintf(`{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}`, promptTokens, tokens, promptTokens+tokens)
+	if stream, _ := body["stream"].(bool); !stream {
+		if !sleepCtx(r, f.TTFT+time.Duration(max(tokens-1, 0))*f.ITL) {
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		text := strings.Repeat(" tok", tokens)
+		if chat {
+			fmt.Fprintf(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":"length"}],"usage":%s}`, text, usage)
+		} else {
+			fmt.Fprintf(w, `{"id":"x","object":"text_completion","choices":[{"index":0,"text":%q,"finish_reason":"length"}],"usage":%s}`, text, usage)
+		}
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	flusher := w.(http.Flusher)
+	event := func(data string) {
+		fmt.Fprintf(w, "data: %s\n\n", data)
+		flusher.Flush()
+	}
+	if chat { // vLLM's first chunk: the role, no content (must not count as a token)
+		event(`{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`)
+	}
+	for k := 0; k < tokens; k++ {
+		wait := f.ITL
+		if k == 0 {
+			wait = f.TTFT
+		}
+		if !sleepCtx(r, wait) {
+			return
+		}
+		if f.AbortAfter > 0 && k == f.AbortAfter {
+			panic(http.ErrAbortHandler) // drop the connection mid-stream
+		}
+		if chat {
+			event(`{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":" tok"},"finish_reason":null}]}`)
+		} else {
+			event(`{"id":"x","object":"text_completion","choices":[{"index":0,"text":" tok","finish_reason":null}]}`)
+		}
+	}
+	if f.NoDone {
+		return
+	}
+	if chat {
+		event(`{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"length"}]}`)
+	} else {
+		event(`{"id":"x","object":"text_completion","choices":[{"index":0,"text":"","finish_reason":"length"}]}`)
+	}
+	if !f.NoUsage {
+		event(`{"id":"x","object":"chat.completion.chunk","choices":[],"usage":` + usage + `}`)
+	}
+	event("[DONE]")
+}
+
+// sleepCtx waits d unless the client goes away first (so test servers close promptly).
+func sleepCtx(r *http.Request, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}

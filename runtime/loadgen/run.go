@@ -1,0 +1,392 @@
+package loadgen
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Stats sums up a finished run.
+type Stats struct {
+	Scheduled  int64 // requests in the schedule
+	Sent       int64 // requests put on the wire (each has a record)
+	NotSent    int64 // released after the duration, or not reached before a stop
+	Successful int64
+	Failed     int64
+	// Started is the wall-clock time of the schedule's zero; record times are relative to it.
+	Started time.Time
+	Elapsed time.Duration
+}
+
+// Run sends every request of schedule at its release time and hands each request's Record to
+// sink as it completes.
+//
+// Release times come from one absolute clock: a session's first turn at start + its arrival,
+// a later turn at max(start + arrival, previous turn done), or previous turn done + its delay.
+// Sends are never paced by sleeping per-request gaps, so lateness does not accumulate. A late
+// dispatcher sends what is due at once. There is no cap on requests in flight (an open-loop
+// replay must not be throttled by a slow endpoint); every goroutine Run starts has ended when
+// it returns.
+//
+// With a Duration, requests released after it are not sent, and requests still in flight at
+// Duration + GracePeriod are cancelled and recorded as failed. Cancelling ctx stops the run
+// within a moment: nothing more is sent, requests in flight are cancelled and recorded as
+// failed, and Run returns an error wrapping ctx's cause. A sink error also stops the run and
+// is returned. Bad config or schedule entries are reported before anything is sent.
+func Run(ctx context.Context, cfg Config, schedule []Request, sink Sink) (Stats, error) {
+	url, err := cfg.endpoint()
+	if err != nil {
+		return Stats{}, err
+	}
+	if sink == nil {
+		return Stats{}, errors.New("loadgen: a sink is required")
+	}
+	p, err := newPlan(schedule, cfg.API)
+	if err != nil {
+		return Stats{}, fmt.Errorf("loadgen: %w", err)
+	}
+	extra, err := decodeObject(cfg.ExtraBody)
+	if err != nil {
+		return Stats{}, fmt.Errorf("loadgen: extra body: %w", err)
+	}
+	e := &engine{
+		cfg:         cfg,
+		url:         url,
+		plan:        p,
+		extraBody:   extra,
+		sink:        sink,
+		progress:    cfg.Progress,
+		client:      cfg.Client,
+		runID:       cfg.RunID,
+		spin:        cfg.SpinWindow,
+		maxResponse: cfg.MaxResponseBytes,
+	}
+	if e.progress == nil {
+		e.progress = &Progress{}
+	}
+	if e.client == nil {
+		e.client = NewHTTPClient()
+	}
+	if e.runID == "" {
+		e.runID = fmt.Sprintf("%08x", uint32(splitmix(cfg.Seed)))
+	}
+	if e.spin == 0 {
+		e.spin = defaultSpinWindow
+	}
+	if e.maxResponse == 0 {
+		e.maxResponse = defaultMaxResponseBytes
+	}
+	cacheBytes := cfg.PromptCacheBytes
+	if cacheBytes == 0 {
+		cacheBytes = defaultPromptCacheBytes
+	}
+	e.synth = newSynth(cfg.Seed, cacheBytes)
+	e.cutoff = time.Duration(math.MaxInt64)
+	if cfg.Duration > 0 {
+		e.cutoff = cfg.Duration
+	}
+	e.progress.scheduled.Store(int64(len(schedule)))
+
+	runCtx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	e.ctx, e.cancelRun = runCtx, cancel
+	stopWatch := context.AfterFunc(ctx, func() { cancel(fmt.Errorf("%w: %w", errRunStopped, context.Cause(ctx))) })
+	defer stopWatch()
+
+	ahead := cfg.PrepareAhead
+	if ahead == 0 {
+		ahead = defaultPrepareAhead
+	}
+	e.start = time.Now()
+	if cfg.Duration > 0 {
+		end := time.AfterFunc(cfg.Duration+cfg.GracePeriod, func() { cancel(errRunEnded) })
+		defer end.Stop()
+	}
+	e.dispatch(ahead)
+	e.wg.Wait()
+
+	snap := e.progress.Snapshot()
+	st := Stats{
+		Scheduled:  int64(len(schedule)),
+		Sent:       snap.Sent,
+		NotSent:    int64(len(schedule)) - snap.Sent,
+		Successful: snap.Successful,
+		Failed:     snap.Failed,
+		Started:    e.start,
+		Elapsed:    time.Since(e.start),
+	}
+	e.progress.notSent.Store(st.NotSent)
+	if err := e.sinkErr.Load(); err != nil {
+		return st, fmt.Errorf("loadgen: writing a record: %w", *err)
+	}
+	if ctx.Err() != nil {
+		return st, fmt.Errorf("loadgen: %w", context.Cause(ctx))
+	}
+	return st, nil
+}
+
+type engine struct {
+	cfg         Config
+	url         string
+	plan        *plan
+	extraBody   map[string]json.RawMessage
+	synth       *synth
+	client      *http.Client
+	runID       string
+	spin        time.Duration
+	maxResponse int64
+	cutoff      time.Duration // releases after this offset are not sent
+
+	ctx       context.Context
+	cancelRun context.CancelCauseFunc
+	start     time.Time
+	wg        sync.WaitGroup
+
+	sinkMu   sync.Mutex
+	sink     Sink
+	sinkErr  atomic.Pointer[error]
+	progress *Progress
+}
+
+// due is a prepared session head: its release offset and body.
+type due struct {
+	index int
+	at    time.Duration
+	body  []byte
+	err   error
+}
+
+// dispatch releases session heads in order. A helper goroutine builds bodies ahead of time so
+// prompt synthesis never delays a send.
+func (e *engine) dispatch(ahead int) {
+	ready := make(chan due, ahead)
+	go func() {
+		defer close(ready)
+		for _, i := range e.plan.heads {
+			at := offset(e.plan.headAtMs[i])
+			if at > e.cutoff {
+				return
+			}
+			body, err := e.body(i)
+			select {
+			case ready <- due{index: i, at: at, body: body, err: err}:
+			case <-e.ctx.Done():
+				return
+			}
+		}
+	}()
+	defer func() {
+		for range ready { // let the builder see the end and exit
+		}
+	}()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for d := range ready {
+		if !e.waitUntil(d.at, timer) {
+			return
+		}
+		e.wg.Add(1)
+		go e.session(d)
+	}
+}
+
+// offset converts schedule milliseconds to a duration, saturating far-future values.
+func offset(msec float64) time.Duration {
+	if msec >= float64(math.MaxInt64/int64(time.Millisecond)) {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(msec * float64(time.Millisecond))
+}
+
+// waitUntil blocks until start+at, sleeping while far and spinning through the last
+// SpinWindow (Linux sleeps overshoot by up to ~1 ms). False means the run was cancelled.
+func (e *engine) waitUntil(at time.Duration, timer *time.Timer) bool {
+	target := e.start.Add(at)
+	for {
+		if e.ctx.Err() != nil {
+			return false
+		}
+		rem := time.Until(target)
+		if rem <= 0 {
+			return true
+		}
+		if e.spin < 0 || rem > e.spin {
+			sleep := rem
+			if e.spin > 0 {
+				sleep -= e.spin
+			}
+			timer.Reset(sleep)
+			select {
+			case <-timer.C:
+			case <-e.ctx.Done():
+				return false
+			}
+			continue
+		}
+		runtime.Gosched()
+	}
+}
+
+// session sends a head and then each later turn of its session once that turn is released.
+func (e *engine) session(d due) {
+	defer e.wg.Done()
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	i, at, body, err := d.index, d.at, d.body, d.err
+	for {
+		done := e.send(i, at, body, err)
+		next := e.plan.next[i]
+		if next < 0 || e.ctx.Err() != nil {
+			return
+		}
+		r := &e.plan.requests[next]
+		release := done
+		switch {
+		case r.ArrivalMs != nil:
+			release = max(done, offset(*r.ArrivalMs))
+		case r.DelayMs != nil:
+			release = done + offset(*r.DelayMs)
+		}
+		if release > e.cutoff {
+			return
+		}
+		i, at = next, release
+		body, err = e.body(i)
+		if timer == nil {
+			timer = time.NewTimer(time.Hour)
+		}
+		if !e.waitUntil(at, timer) {
+			return
+		}
+	}
+}
+
+// send performs request i, released at offset at, emits its record, and returns the offset at
+// which it completed.
+func (e *engine) send(i int, at time.Duration, body []byte, buildErr error) time.Duration {
+	r := &e.plan.requests[i]
+	var sent time.Time
+	var out outcome
+	if buildErr != nil {
+		sent = time.Now()
+		e.progress.sent.Add(1)
+		out = outcome{err: "building the request body: " + buildErr.Error(), completedAt: sent}
+	} else {
+		ctx, cancel := e.ctx, context.CancelFunc(func() {})
+		if e.cfg.RequestTimeout > 0 {
+			ctx, cancel = context.WithTimeoutCause(e.ctx, e.cfg.RequestTimeout, requestTimeoutError{e.cfg.RequestTimeout})
+		}
+		out = e.exchange(ctx, i, body, &sent)
+		cancel()
+	}
+	if sent.IsZero() { // the request could not even be built
+		sent = out.completedAt
+		e.progress.sent.Add(1)
+	}
+	rec := Record{
+		RequestID:          int64(i) + 1,
+		SessionID:          r.SessionID,
+		Turn:               r.Turn,
+		Successful:         out.err == "" && out.status >= 200 && out.status <= 299,
+		ScheduledAtSeconds: at.Seconds(),
+		StartedAtSeconds:   sent.Sub(e.start).Seconds(),
+		CompletedAtSeconds: out.completedAt.Sub(e.start).Seconds(),
+		LatencyMs:          ms(out.completedAt.Sub(sent)),
+		InputTokens:        float64(r.InputTokens),
+		Metadata:           e.metadata(i, at, &out),
+	}
+	if out.responseSeen {
+		status := out.status
+		rec.StatusCode = &status
+	}
+	if out.err != "" {
+		msg := out.err
+		rec.Error = &msg
+	}
+	if out.usage != nil && out.usage.PromptTokens != nil {
+		rec.InputTokens = float64(*out.usage.PromptTokens)
+	}
+	switch {
+	case out.usage != nil && out.usage.CompletionTokens != nil:
+		rec.OutputTokens = float64(*out.usage.CompletionTokens)
+	default:
+		rec.OutputTokens = float64(out.chunks)
+	}
+	if out.chunks > 0 {
+		first := out.firstToken.Sub(e.start).Seconds()
+		ttft := ms(out.firstToken.Sub(sent))
+		rec.FirstTokenAtSeconds, rec.TTFTMs = &first, &ttft
+		if rec.OutputTokens >= 2 {
+			tpot := ms(out.lastToken.Sub(out.firstToken)) / (rec.OutputTokens - 1)
+			rec.TPOTMs = &tpot
+		}
+	}
+	e.emit(rec)
+	return out.completedAt.Sub(e.start)
+}
+
+// metadata is the request's own metadata plus what the engine knows about the exchange.
+func (e *engine) metadata(i int, at time.Duration, out *outcome) map[string]any {
+	r := &e.plan.requests[i]
+	m := make(map[string]any, len(r.Metadata)+5)
+	for k, v := range r.Metadata {
+		m[k] = v
+	}
+	m["x_request_id"] = e.requestKey(i)
+	if r.OutputTokens > 0 {
+		m["requested_output_tokens"] = r.OutputTokens
+	}
+	switch {
+	case out.usage != nil && out.usage.CompletionTokens != nil:
+		m["output_tokens_source"] = "usage"
+	case out.chunks > 0:
+		m["output_tokens_source"] = "chunks"
+	}
+	if r.ArrivalMs != nil && offset(*r.ArrivalMs) != at {
+		// A later turn waited for its previous turn: drift is measured from the release,
+		// and the recorded arrival is kept here.
+		m["recorded_at_seconds"] = *r.ArrivalMs / 1000
+	}
+	if e.cfg.InterTokenTimes && out.gaps != nil {
+		m["inter_token_ms"] = out.gaps
+	}
+	return m
+}
+
+// emit hands a record to the sink (one at a time) and counts it.
+func (e *engine) emit(rec Record) {
+	e.sinkMu.Lock()
+	err := e.sink.Record(rec)
+	e.sinkMu.Unlock()
+	if rec.Successful {
+		e.progress.successful.Add(1)
+	} else {
+		e.progress.failed.Add(1)
+	}
+	e.progress.outputTok.Add(int64(rec.OutputTokens))
+	e.progress.completed.Add(1)
+	if err != nil && e.sinkErr.CompareAndSwap(nil, &err) {
+		e.cancelRun(err)
+	}
+}
+
+// requestKey is request i's X-Request-ID: the run id and the 1-based request id.
+func (e *engine) requestKey(i int) string { return fmt.Sprintf("%s-%d", e.runID, i+1) }
+
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}

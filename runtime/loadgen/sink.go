@@ -1,0 +1,135 @@
+package loadgen
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Sink receives each request's Record as the request completes. Run calls Record from one
+// goroutine at a time, so an implementation needs no locking of its own against Run. An error
+// stops the run: Run cancels everything and returns it.
+type Sink interface {
+	Record(Record) error
+}
+
+// SinkFunc adapts a function to a Sink.
+type SinkFunc func(Record) error
+
+// Record calls f.
+func (f SinkFunc) Record(r Record) error { return f(r) }
+
+// JSONLWriter writes records as JSON lines through a buffer, so memory stays flat however many
+// requests a run has. It flushes when the buffer fills, when a record arrives more than
+// FlushEvery after the last flush (so a file being watched stays current), and on Flush/Close.
+// It is safe for concurrent use.
+type JSONLWriter struct {
+	// FlushEvery is the longest a written record waits in the buffer while records keep
+	// arriving; 0 means 1 s.
+	FlushEvery time.Duration
+
+	mu        sync.Mutex
+	w         *bufio.Writer
+	enc       *json.Encoder
+	lastFlush time.Time
+	n         int64
+	closer    io.Closer
+}
+
+// NewJSONLWriter writes to w; Close also closes w when it is an io.Closer.
+func NewJSONLWriter(w io.Writer) *JSONLWriter {
+	bw := bufio.NewWriterSize(w, 256<<10)
+	j := &JSONLWriter{w: bw, enc: json.NewEncoder(bw), lastFlush: time.Now()}
+	j.enc.SetEscapeHTML(false)
+	if c, ok := w.(io.Closer); ok {
+		j.closer = c
+	}
+	return j
+}
+
+// Record writes one line.
+func (j *JSONLWriter) Record(r Record) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := j.enc.Encode(r); err != nil {
+		return err
+	}
+	j.n++
+	every := j.FlushEvery
+	if every <= 0 {
+		every = time.Second
+	}
+	if now := time.Now(); now.Sub(j.lastFlush) >= every {
+		j.lastFlush = now
+		return j.w.Flush()
+	}
+	return nil
+}
+
+// Count is the number of records written so far.
+func (j *JSONLWriter) Count() int64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.n
+}
+
+// Flush writes buffered lines out.
+func (j *JSONLWriter) Flush() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.lastFlush = time.Now()
+	return j.w.Flush()
+}
+
+// Close flushes and closes the underlying writer when it can be closed.
+func (j *JSONLWriter) Close() error {
+	err := j.Flush()
+	if j.closer != nil {
+		if cerr := j.closer.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+// Progress is a run's live counters, safe to read from any goroutine while Run updates them.
+type Progress struct {
+	scheduled  atomic.Int64
+	sent       atomic.Int64
+	completed  atomic.Int64
+	successful atomic.Int64
+	failed     atomic.Int64
+	notSent    atomic.Int64
+	outputTok  atomic.Int64
+}
+
+// ProgressSnapshot is one consistent-enough reading of the counters (each field is exact; the
+// fields are read one after another).
+type ProgressSnapshot struct {
+	Scheduled  int64 `json:"scheduled"`  // requests in the schedule
+	Sent       int64 `json:"sent"`       // requests put on the wire
+	Completed  int64 `json:"completed"`  // requests with a record (successful + failed)
+	Successful int64 `json:"successful"` // 2xx, complete, no error
+	Failed     int64 `json:"failed"`     // everything else that was sent
+	InFlight   int64 `json:"in_flight"`  // sent - completed
+	NotSent    int64 `json:"not_sent"`   // released after the duration or after a stop
+	OutputToks int64 `json:"output_tokens"`
+}
+
+// Snapshot reads the counters.
+func (p *Progress) Snapshot() ProgressSnapshot {
+	s := ProgressSnapshot{
+		Scheduled:  p.scheduled.Load(),
+		Completed:  p.completed.Load(),
+		Successful: p.successful.Load(),
+		Failed:     p.failed.Load(),
+		NotSent:    p.notSent.Load(),
+		OutputToks: p.outputTok.Load(),
+	}
+	s.Sent = p.sent.Load() // after completed, so InFlight is never negative
+	s.InFlight = s.Sent - s.Completed
+	return s
+}

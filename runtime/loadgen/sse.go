@@ -1,0 +1,103 @@
+package loadgen
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+)
+
+// sseReader reads Server-Sent Events incrementally, one event's data at a time, so a token is
+// timed when its chunk arrives rather than when the response ends. It follows the SSE rules
+// that matter for OpenAI streams: "data:" lines (one optional space after the colon) are joined
+// with newlines, a blank line ends an event, ":" lines are comments, other fields are ignored,
+// and lines may end in \n, \r\n or \r.
+type sseReader struct {
+	r       *bufio.Reader
+	data    []byte
+	hasData bool
+	line    []byte
+	maxLine int
+	// pendingCR: the previous line ended in \r, so a leading \n belongs to it.
+	pendingCR bool
+}
+
+// errSSELineTooLong guards memory against a server that never ends a line.
+var errSSELineTooLong = errors.New("sse: line longer than the limit")
+
+func newSSEReader(r io.Reader, maxLine int) *sseReader {
+	return &sseReader{r: bufio.NewReaderSize(r, 16<<10), maxLine: maxLine}
+}
+
+// next returns the data of the next event that has any. The slice is valid until the next
+// call. At the end of the stream it returns io.EOF; a final event without its blank line is
+// still delivered first.
+func (s *sseReader) next() ([]byte, error) {
+	s.data = s.data[:0]
+	s.hasData = false
+	for {
+		line, err := s.readLine()
+		if err != nil {
+			if err == io.EOF && s.hasData {
+				return s.data, nil
+			}
+			return nil, err
+		}
+		if len(line) == 0 {
+			if s.hasData {
+				return s.data, nil
+			}
+			continue
+		}
+		if line[0] == ':' {
+			continue
+		}
+		field, value := line, []byte(nil)
+		if c := bytes.IndexByte(line, ':'); c >= 0 {
+			field, value = line[:c], line[c+1:]
+			if len(value) > 0 && value[0] == ' ' {
+				value = value[1:]
+			}
+		}
+		if string(field) != "data" {
+			continue
+		}
+		if s.hasData {
+			s.data = append(s.data, '\n')
+		}
+		s.data = append(s.data, value...)
+		s.hasData = true
+	}
+}
+
+// readLine returns one line without its terminator; the slice is reused by the next call.
+func (s *sseReader) readLine() ([]byte, error) {
+	long := s.line[:0]
+	defer func() { s.line = long[:0] }()
+	for {
+		b, err := s.r.ReadByte()
+		if err != nil {
+			if err == io.EOF && len(long) > 0 {
+				return long, nil
+			}
+			return nil, err
+		}
+		if s.pendingCR {
+			s.pendingCR = false
+			if b == '\n' {
+				continue
+			}
+		}
+		if b == '\n' {
+			return long, nil
+		}
+		if b == '\r' {
+			s.pendingCR = true
+			return long, nil
+		}
+		if len(long) >= s.maxLine {
+			return nil, errSSELineTooLong
+		}
+		long = append(long, b)
+	}
+}
