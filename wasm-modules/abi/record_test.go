@@ -52,6 +52,17 @@ func TestRecordWorkedExample(t *testing.T) {
 	}
 }
 
+// The second worked example of ABI.md: a delay-driven turn of a session.
+func TestRecordWorkedExampleSession(t *testing.T) {
+	r := abi.TraceRequest{SessionID: "s1", TurnIndex: 1, DelayMs: ptr(250.0), InputTokens: 600, HashIDs: []int64{7, 8}, BlockSize: 512}
+	got := hex.EncodeToString(abi.AppendRecord(nil, &r))
+	want := "40000000" + "02" + "02000000" + "7331" + "03" + "0100000000000000" + "05" + "0000000000406f40" +
+		"07" + "5802000000000000" + "09" + "02000000" + "0700000000000000" + "0800000000000000" + "0a" + "0002000000000000"
+	if got != want {
+		t.Fatalf("encoding\n got %s\nwant %s", got, want)
+	}
+}
+
 func TestDecodeRejectsBadStreams(t *testing.T) {
 	good := abi.AppendRecord(nil, &abi.TraceRequest{Line: 1, SessionID: "abc"})
 	var r abi.TraceRequest
@@ -74,6 +85,12 @@ func TestDecodeRejectsBadStreams(t *testing.T) {
 func TestPack(t *testing.T) {
 	if v := abi.Pack(0x10000, 5); v != 0x0001000000000005 {
 		t.Fatalf("Pack = %#x", v)
+	}
+	if v := abi.Pack(0x12340, 64); v != 320232761589824 {
+		t.Fatalf("Pack = %d", v)
+	}
+	if abi.Failed != 0xFFFFFFFFFFFFFFFF {
+		t.Fatal("Failed must be all ones (i64 -1)")
 	}
 	if p, n := abi.Unpack(0x0001000000000005); p != 0x10000 || n != 5 {
 		t.Fatalf("Unpack = %#x %d", p, n)
