@@ -1,0 +1,365 @@
+package tracereplayer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/runtime/cloudevent"
+	"github.com/lensfn/lensfn/runtime/fn"
+	"github.com/lensfn/lensfn/runtime/simtask"
+	"github.com/lensfn/lensfn/runtime/state"
+)
+
+// Name is the function's Knative Service name.
+const Name = "trace-replayer"
+
+// Backend is the simulation backend this stage runs.
+const Backend = "trace-replayer"
+
+// Consumes lists the event types the function receives at /events.
+var Consumes = []string{events.TypeTaskQueued}
+
+// Settings tune the runner (environment, read once at start).
+type Settings struct {
+	MaxConcurrent int           // LENS_MAX_CONCURRENT_TASKS, default 1
+	LeaseTTL      time.Duration // LENS_LEASE_TTL, default 15s; renewed every third of it
+	SweepInterval time.Duration // LENS_SWEEP_INTERVAL, default 2s: queue sweep and lost-runner checks
+	PollInterval  time.Duration // how often a run checks for a stop request, default 250ms
+}
+
+func settingsFrom(c fn.Config) (Settings, error) {
+	s := Settings{MaxConcurrent: 1, LeaseTTL: 15 * time.Second, SweepInterval: 2 * time.Second, PollInterval: 250 * time.Millisecond}
+	if v := c.Env("LENS_MAX_CONCURRENT_TASKS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return s, fmt.Errorf("LENS_MAX_CONCURRENT_TASKS=%q is not a positive integer", v)
+		}
+		s.MaxConcurrent = n
+	}
+	for name, dst := range map[string]*time.Duration{"LENS_LEASE_TTL": &s.LeaseTTL, "LENS_SWEEP_INTERVAL": &s.SweepInterval} {
+		if v := c.Env(name); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return s, fmt.Errorf("%s=%q is not a positive duration", name, v)
+			}
+			*dst = d
+		}
+	}
+	return s, nil
+}
+
+// Runner claims and runs tasks.
+type Runner struct {
+	deps     fn.Deps
+	log      *zap.SugaredLogger
+	tasks    *simtask.Repo
+	settings Settings
+	replay   func(ctx context.Context, run *Run) (events.TaskReplayed, error)
+	slots    chan struct{}
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	running  map[string]context.CancelFunc
+	stop     context.CancelFunc
+	metrics  runnerMetrics
+}
+
+type runnerMetrics struct {
+	started  prometheus.Counter
+	finished *prometheus.CounterVec
+	active   prometheus.Gauge
+	lost     prometheus.Counter
+}
+
+func newRunnerMetrics(reg *prometheus.Registry) runnerMetrics {
+	m := runnerMetrics{
+		started: prometheus.NewCounter(prometheus.CounterOpts{Name: "lens_replayer_tasks_started_total",
+			Help: "Simulation tasks this instance claimed and started."}),
+		finished: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_replayer_tasks_finished_total",
+			Help: "Replays this instance finished, by outcome (completed, cancelled, failed, lease_lost)."}, []string{"outcome"}),
+		active: prometheus.NewGauge(prometheus.GaugeOpts{Name: "lens_replayer_tasks_active",
+			Help: "Replays running on this instance now."}),
+		lost: prometheus.NewCounter(prometheus.CounterOpts{Name: "lens_replayer_lost_runners_total",
+			Help: "Running tasks this instance failed because their runner's lease expired."}),
+	}
+	reg.MustRegister(m.started, m.finished, m.active, m.lost)
+	return m
+}
+
+// Run is one claimed task on its way through a replay.
+type Run struct {
+	Task   *simtask.Task
+	Lease  state.Lease
+	APIKey string
+	Repo   *simtask.Repo
+	Poll   time.Duration
+}
+
+// Fence is the fencing value the run's writes carry.
+func (r *Run) Fence() state.Fence { return r.Lease.Fence() }
+
+func (r *Runner) owner() string { return r.deps.Config.InstanceID }
+
+// onQueued is the fast path: claim the announced task if this instance has a free slot.
+func (r *Runner) onQueued(ctx context.Context, e cloudevent.Event) error {
+	var p events.TaskQueued
+	if err := e.DecodeData(&p); err != nil {
+		return err
+	}
+	if p.Backend != Backend {
+		return nil // another backend's runner takes it
+	}
+	started, err := r.tryStart(ctx, p.TaskID)
+	if err != nil {
+		return err
+	}
+	if !started {
+		r.log.Debugw("task left for another runner or the sweep", "task", p.TaskID)
+	}
+	return nil
+}
+
+// tryStart claims the task and starts its replay in the background. It reports false, without
+// error, when the task is no longer queued, another runner holds it, or every slot is busy (the
+// sweep of some instance takes it later).
+func (r *Runner) tryStart(ctx context.Context, id string) (bool, error) {
+	select {
+	case r.slots <- struct{}{}:
+	default:
+		return false, nil
+	}
+	started := false
+	defer func() {
+		if !started {
+			<-r.slots
+		}
+	}()
+	lease, err := r.deps.Store.AcquireLease(ctx, simtask.LeaseName(id), r.owner(), r.settings.LeaseTTL)
+	if errors.Is(err, state.ErrLeaseHeld) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	pid := os.Getpid()
+	owner := r.owner()
+	t, err := r.tasks.Transition(ctx, id, []string{simtask.StatusQueued}, simtask.StatusRunning, lease.Fence(), func(t *simtask.Task) error {
+		t.StartedAt, t.OwnerPID, t.OwnerInstanceID = simtask.Now(), &pid, &owner
+		t.ProgressPercent, t.ProgressMessage, t.Internal.Phase = 0, "Starting trace-replayer", "replaying"
+		version := Version
+		t.BackendVersion = &version
+		return nil
+	})
+	if err != nil {
+		_ = r.deps.Store.ReleaseLease(context.WithoutCancel(ctx), lease)
+		if errors.Is(err, state.ErrInvalidTransition) || errors.Is(err, state.ErrNotFound) {
+			return false, nil
+		}
+		return false, err
+	}
+	key, err := r.tasks.APIKey(t)
+	runCtx, cancel := context.WithCancel(context.Background())
+	r.mu.Lock()
+	r.running[id] = cancel
+	r.mu.Unlock()
+	run := &Run{Task: t, Lease: lease, APIKey: key, Repo: r.tasks, Poll: r.settings.PollInterval}
+	started = true
+	r.metrics.started.Inc()
+	r.metrics.active.Inc()
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer func() { <-r.slots }()
+		defer r.metrics.active.Dec()
+		defer cancel()
+		defer func() {
+			r.mu.Lock()
+			delete(r.running, id)
+			r.mu.Unlock()
+		}()
+		if err != nil {
+			r.fail(runCtx, run, "the task's API key cannot be opened: "+err.Error())
+			return
+		}
+		r.execute(runCtx, run)
+	}()
+	return true, nil
+}
+
+// execute replays with the lease renewed, then hands the records to the analyzer.
+func (r *Runner) execute(ctx context.Context, run *Run) {
+	id := run.Task.ID
+	r.tasks.Logf(ctx, id, "Starting trace-replayer %s on %s", Version, r.owner())
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go r.keepLease(ctx, run, cancel)
+	replayed, err := r.replay(ctx, run)
+	if cause := context.Cause(ctx); errors.Is(cause, state.ErrLeaseLost) {
+		r.metrics.finished.WithLabelValues("lease_lost").Inc()
+		r.log.Warnw("lease lost: another instance owns the task now", "task", id)
+		return // the new owner (or the janitor) decides the task's fate; writes would be fenced anyway
+	}
+	if err != nil {
+		r.metrics.finished.WithLabelValues("failed").Inc()
+		r.fail(context.WithoutCancel(ctx), run, err.Error())
+		return
+	}
+	r.metrics.finished.WithLabelValues(replayed.Outcome).Inc()
+	bg := context.WithoutCancel(ctx)
+	_, err = r.tasks.Transition(bg, id, []string{simtask.StatusRunning}, simtask.StatusRunning, run.Fence(), func(t *simtask.Task) error {
+		t.Internal.Phase, t.Internal.RecordsPath, t.Internal.ReplayMessage = "analyzing", replayed.RecordsPath, replayed.Message
+		t.ProgressPercent, t.ProgressMessage = 99, "Analyzing results"
+		return nil
+	})
+	if err != nil {
+		r.log.Errorw("could not hand the task to the analyzer", "task", id, "error", err)
+		return
+	}
+	r.tasks.Logf(bg, id, "Replay %s: %s (%d requests); analyzing", replayed.Outcome, replayed.Message, replayed.Requests)
+	// The analyzer takes the lease next, so release it before announcing the records.
+	_ = r.deps.Store.ReleaseLease(bg, run.Lease)
+	if err := r.deps.Events.Send(bg, events.TypeTaskReplayed, id+"/replayed", id, replayed); err != nil {
+		r.log.Warnw("replayed event not delivered; the analyzer's sweep picks the task up", "task", id, "error", err)
+	}
+}
+
+// keepLease renews the run's lease; losing it cancels the run.
+func (r *Runner) keepLease(ctx context.Context, run *Run, cancel context.CancelCauseFunc) {
+	tick := time.NewTicker(r.settings.LeaseTTL / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			lease, err := r.deps.Store.RenewLease(ctx, run.Lease, r.settings.LeaseTTL)
+			if errors.Is(err, state.ErrLeaseLost) {
+				cancel(state.ErrLeaseLost)
+				return
+			}
+			if err == nil {
+				run.Lease = lease
+			}
+		}
+	}
+}
+
+// fail marks the run's task failed (fenced: a runner that lost its lease cannot).
+func (r *Runner) fail(ctx context.Context, run *Run, message string) {
+	_, err := r.tasks.Transition(ctx, run.Task.ID, []string{simtask.StatusRunning}, simtask.StatusFailed, run.Fence(), func(t *simtask.Task) error {
+		t.ErrorMessage, t.CompletedAt, t.ProgressMessage = &message, simtask.Now(), "Simulation failed"
+		t.LiveSummary = nil
+		return nil
+	})
+	if err != nil {
+		r.log.Warnw("could not mark the task failed", "task", run.Task.ID, "error", err)
+	}
+	r.tasks.Logf(ctx, run.Task.ID, "Failed: %s", message)
+	_ = r.deps.Store.ReleaseLease(ctx, run.Lease)
+}
+
+// sweep runs until ctx ends: it starts queued tasks this instance has room for, and fails
+// running tasks whose runner lost its lease.
+func (r *Runner) sweep(ctx context.Context) {
+	tick := time.NewTicker(r.settings.SweepInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if err := r.sweepQueue(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warnw("queue sweep failed", "error", err)
+		}
+		if err := r.reapLost(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warnw("lost-runner check failed", "error", err)
+		}
+	}
+}
+
+func (r *Runner) sweepQueue(ctx context.Context) error {
+	page, err := r.deps.Store.List(ctx, state.Query{Kind: simtask.Kind, Status: []string{simtask.StatusQueued},
+		Attrs: map[string]string{"backend": Backend}, Limit: 100})
+	if err != nil {
+		return err
+	}
+	for i := len(page.Records) - 1; i >= 0; i-- { // oldest first
+		started, err := r.tryStart(ctx, page.Records[i].ID)
+		if err != nil {
+			return err
+		}
+		if !started && len(r.slots) == cap(r.slots) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// reapLost fails running tasks that nobody holds a lease on any more: their runner died. A task
+// in its analyzing phase is the analyzer's, which holds its own lease while it works.
+func (r *Runner) reapLost(ctx context.Context) error {
+	page, err := r.deps.Store.List(ctx, state.Query{Kind: simtask.Kind, Status: []string{simtask.StatusRunning},
+		Attrs: map[string]string{"backend": Backend}, Limit: 500})
+	if err != nil {
+		return err
+	}
+	for _, rec := range page.Records {
+		t, err := simtask.Unmarshal(rec.Doc)
+		if err != nil {
+			continue
+		}
+		if _, err := r.deps.Store.LeaseHolder(ctx, simtask.LeaseName(rec.ID)); !errors.Is(err, state.ErrNotFound) {
+			continue
+		}
+		if t.Internal.Phase == "analyzing" {
+			continue
+		}
+		owner := "an unknown instance"
+		if t.OwnerInstanceID != nil {
+			owner = *t.OwnerInstanceID
+		}
+		msg := fmt.Sprintf("The runner was lost: %s stopped renewing its lease on this task (the process crashed or was killed)", owner)
+		_, err = r.tasks.Transition(ctx, rec.ID, []string{simtask.StatusRunning}, simtask.StatusFailed, state.Fence{}, func(t *simtask.Task) error {
+			if t.Internal.Phase == "analyzing" {
+				return errAnalyzing
+			}
+			t.ErrorMessage, t.CompletedAt, t.ProgressMessage, t.LiveSummary = &msg, simtask.Now(), "Simulation failed", nil
+			return nil
+		})
+		if err == nil {
+			r.metrics.lost.Inc()
+			r.tasks.Logf(ctx, rec.ID, "Failed: %s", msg)
+			r.log.Warnw("failed a task whose runner was lost", "task", rec.ID, "owner", owner)
+		}
+	}
+	return nil
+}
+
+var errAnalyzing = errors.New("the task moved on to analysis")
+
+// Close cancels the replays in flight and waits for them to record their end.
+func (r *Runner) Close(ctx context.Context) error {
+	r.stop()
+	r.mu.Lock()
+	for _, cancel := range r.running {
+		cancel()
+	}
+	r.mu.Unlock()
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,278 @@
+package e2e_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const simModel = "Qwen/Qwen3-8B"
+
+// startSimulator runs the inference simulator as its own process with a known latency model.
+func startSimulator(t *testing.T, args ...string) string {
+	t.Helper()
+	bin := filepath.Join(buildFunctions(t, []string{"inference-sim"}), "inference-sim")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	base := []string{"--port", strconv.Itoa(port), "--model", simModel, "--max-num-seqs", "512",
+		"--max-model-len", "200000", "--seed", "7"}
+	cmd := exec.Command(bin, append(base, args...)...)
+	logPath := filepath.Join(t.TempDir(), "sim.log")
+	logFile, _ := os.Create(logPath)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		if t.Failed() {
+			raw, _ := os.ReadFile(logPath)
+			t.Logf("--- simulator ---\n%s", raw)
+		}
+	})
+	url := "http://127.0.0.1:" + strconv.Itoa(port)
+	eventually(t, 30*time.Second, "the simulator", func() bool { code, _ := get(t, url+"/v1/models"); return code == 200 })
+	return url + "/v1"
+}
+
+func pipelineStack(t *testing.T) (string, func(string) string) {
+	t.Helper()
+	stack := startStack(t, stackOptions{only: []string{"simulation-api", "trace-replayer", "result-analyzer"},
+		env: map[string]string{"LENS_DATASET_MIRROR": mirrorOfSharedTraces(t), "LENS_LEASE_TTL": "2s",
+			"LENS_SWEEP_INTERVAL": "500ms", "LENS_MAX_CONCURRENT_TASKS": "2"}})
+	api := stack.APIURL + "/api/simulation"
+	if code, body := post(t, api+"/trace-datasets/download", "application/json", `{"dataset":"mooncake-conversation"}`, nil); code != 200 {
+		t.Fatalf("download: %d %s", code, body)
+	}
+	pid := func(name string) string { return strconv.Itoa(stack.PID(name)) }
+	return api, pid
+}
+
+type taskView struct {
+	ID              string          `json:"id"`
+	Name            string          `json:"name"`
+	Status          string          `json:"status"`
+	ErrorMessage    *string         `json:"error_message"`
+	ProgressPercent float64         `json:"progress_percent"`
+	Logs            []string        `json:"logs"`
+	Result          json.RawMessage `json:"result"`
+}
+
+func createTask(t *testing.T, api, endpoint, extra string) string {
+	t.Helper()
+	body := `{"name":"e2e replay","scenario":"chat","endpoint_url":"` + endpoint + `","model_name":"` + simModel +
+		`","trace_dataset":"mooncake-conversation"` + extra + `}`
+	code, raw := post(t, api+"/tasks", "application/json", body, nil)
+	if code != 202 {
+		t.Fatalf("create: %d %s", code, raw)
+	}
+	var out struct {
+		TaskID string `json:"task_id"`
+	}
+	_ = json.Unmarshal([]byte(raw), &out)
+	return out.TaskID
+}
+
+func waitForStatus(t *testing.T, api, id string, timeout time.Duration, statuses ...string) taskView {
+	t.Helper()
+	var v taskView
+	eventually(t, timeout, "task "+id+" to reach "+strings.Join(statuses, "/"), func() bool {
+		_, raw := get(t, api+"/tasks/"+id)
+		_ = json.Unmarshal([]byte(raw), &v)
+		for _, s := range statuses {
+			if v.Status == s {
+				return true
+			}
+		}
+		return false
+	})
+	return v
+}
+
+type summaryView struct {
+	TotalRequests      int     `json:"total_requests"`
+	SuccessfulRequests int     `json:"successful_requests"`
+	SuccessRate        float64 `json:"success_rate"`
+	TTFT               struct {
+		P50 float64 `json:"p50_ms"`
+		P90 float64 `json:"p90_ms"`
+	} `json:"ttft"`
+	TPOT struct {
+		P50 float64 `json:"p50_ms"`
+		P90 float64 `json:"p90_ms"`
+	} `json:"tpot"`
+	StatusCodeBreakdown []struct {
+		StatusCode *int `json:"status_code"`
+		Count      int  `json:"count"`
+	} `json:"status_code_breakdown"`
+	CompletionTimeline []json.RawMessage `json:"completion_timeline"`
+}
+
+func resultOf(t *testing.T, v taskView) (summaryView, []struct{ Kind, MediaType string }) {
+	t.Helper()
+	var r struct {
+		Summary   summaryView `json:"summary"`
+		Artifacts []struct {
+			Kind      string `json:"kind"`
+			MediaType string `json:"media_type"`
+		} `json:"artifacts"`
+	}
+	if err := json.Unmarshal(v.Result, &r); err != nil {
+		t.Fatalf("result: %v: %s", err, v.Result)
+	}
+	arts := make([]struct{ Kind, MediaType string }, 0, len(r.Artifacts))
+	for _, a := range r.Artifacts {
+		arts = append(arts, struct{ Kind, MediaType string }{a.Kind, a.MediaType})
+	}
+	return r.Summary, arts
+}
+
+// TestReplayMooncakeWindowAgainstTheSimulator replays the first minute of the real Mooncake
+// conversation trace 20x faster against a simulator with a known latency model.
+func TestReplayMooncakeWindowAgainstTheSimulator(t *testing.T) {
+	endpoint := startSimulator(t, "--time-to-first-token", "20ms", "--inter-token-latency", "1ms")
+	api, _ := pipelineStack(t)
+	id := createTask(t, api, endpoint, `,"trace_start_seconds":0,"trace_end_seconds":60,"scale_factor":20`)
+	v := waitForStatus(t, api, id, 2*time.Minute, "completed", "failed", "cancelled")
+	if v.Status != "completed" {
+		t.Fatalf("task ended %s: %v %v", v.Status, deref(v.ErrorMessage), v.Logs)
+	}
+	s, arts := resultOf(t, v)
+	// 162 records of the trace fall in [0 s, 60 s).
+	if s.TotalRequests != 162 || s.SuccessRate != 100 || s.SuccessfulRequests != 162 {
+		t.Fatalf("summary: %+v", s)
+	}
+	// The simulator's model: TTFT 20 ms, 1 ms per further token. Loopback and a busy 2-core
+	// machine add a little; they never take any away.
+	if s.TTFT.P50 < 19 || s.TTFT.P50 > 45 || s.TPOT.P50 < 0.95 || s.TPOT.P50 > 1.6 {
+		t.Fatalf("ttft p50 %.2f ms, tpot p50 %.3f ms do not match the latency model", s.TTFT.P50, s.TPOT.P50)
+	}
+	if len(s.CompletionTimeline) == 0 || len(arts) < 2 {
+		t.Fatalf("timeline %d bins, artifacts %v", len(s.CompletionTimeline), arts)
+	}
+	resp, err := http.Get(api + "/tasks/" + id + "/artifacts/per-request-jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := 0
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		lines++
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || lines != 162 || !strings.Contains(resp.Header.Get("Content-Type"), "ndjson") {
+		t.Fatalf("per-request artifact: %d, %d lines, %s", resp.StatusCode, lines, resp.Header.Get("Content-Type"))
+	}
+	code, body := get(t, api+"/tasks/"+id+"/artifacts/summary-json")
+	if code != 200 || !strings.Contains(body, `"total_requests": 162`) {
+		t.Fatalf("summary artifact: %d %.200s", code, body)
+	}
+	if code, _ := get(t, api+"/tasks/"+id+"/artifacts/nope"); code != 404 {
+		t.Fatalf("unknown artifact kind: %d", code)
+	}
+
+	// Rerun makes a new task with the same settings; delete removes the old one.
+	code, raw := post(t, api+"/tasks/"+id+"/rerun", "application/json", "", nil)
+	if code != 202 || !strings.Contains(raw, "e2e replay · rerun ") {
+		t.Fatalf("rerun: %d %s", code, raw)
+	}
+	req, _ := http.NewRequest(http.MethodDelete, api+"/tasks/"+id, nil)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("delete: %v %v", err, resp.StatusCode)
+	}
+	resp.Body.Close()
+	if code, _ := get(t, api+"/tasks/"+id); code != 404 {
+		t.Fatalf("deleted task answers %d", code)
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// TestInjectedFailuresShowAsResponseCodeIssues: requests the simulator fails on purpose are
+// failed requests, listed by status code.
+func TestInjectedFailuresShowAsResponseCodeIssues(t *testing.T) {
+	endpoint := startSimulator(t, "--failure-injection-rate", "30")
+	api, _ := pipelineStack(t)
+	id := createTask(t, api, endpoint, `,"trace_end_seconds":30,"scale_factor":30`)
+	v := waitForStatus(t, api, id, 2*time.Minute, "completed", "failed", "cancelled")
+	s, _ := resultOf(t, v)
+	if v.Status != "completed" || s.TotalRequests != 87 || s.SuccessRate >= 100 || s.SuccessRate <= 0 {
+		t.Fatalf("%s %+v", v.Status, s)
+	}
+	failed := 0
+	for _, b := range s.StatusCodeBreakdown {
+		if b.StatusCode == nil || *b.StatusCode == 200 {
+			continue
+		}
+		failed += b.Count
+		var issues struct {
+			Total  int `json:"total"`
+			Issues []struct {
+				StatusCode int     `json:"status_code"`
+				Error      *string `json:"error"`
+			} `json:"issues"`
+		}
+		_, raw := get(t, fmt.Sprintf("%s/tasks/%s/response-code-issues?status_code=%d&limit=500", api, id, *b.StatusCode))
+		if err := json.Unmarshal([]byte(raw), &issues); err != nil || issues.Total != b.Count || len(issues.Issues) != b.Count ||
+			issues.Issues[0].StatusCode != *b.StatusCode {
+			t.Fatalf("issues for %d: %s", *b.StatusCode, raw)
+		}
+	}
+	if failed == 0 || failed != s.TotalRequests-s.SuccessfulRequests {
+		t.Fatalf("failed %d of %+v", failed, s)
+	}
+}
+
+// TestStopAndLostRunner: stop is honoured within a second; a runner killed mid-task loses its
+// lease and the task is failed with a message saying so.
+func TestStopAndLostRunner(t *testing.T) {
+	endpoint := startSimulator(t, "--time-to-first-token", "5ms", "--inter-token-latency", "1ms")
+	api, pid := pipelineStack(t)
+
+	id := createTask(t, api, endpoint, `,"trace_end_seconds":600`)
+	waitForStatus(t, api, id, time.Minute, "running")
+	time.Sleep(1500 * time.Millisecond)
+	stopAt := time.Now()
+	code, raw := post(t, api+"/tasks/"+id+"/stop", "application/json", "", nil)
+	if code != 200 || !strings.Contains(raw, `"cancelling"`) {
+		t.Fatalf("stop: %d %s", code, raw)
+	}
+	v := waitForStatus(t, api, id, 30*time.Second, "cancelled", "completed", "failed")
+	if v.Status != "cancelled" {
+		t.Fatalf("stopped task ended %s: %v", v.Status, v.Logs)
+	}
+	t.Logf("stop took %s end to end (analysis included)", time.Since(stopAt))
+
+	id = createTask(t, api, endpoint, `,"trace_end_seconds":600`)
+	waitForStatus(t, api, id, time.Minute, "running")
+	replayer, _ := strconv.Atoi(pid("trace-replayer"))
+	if err := syscall.Kill(replayer, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	v = waitForStatus(t, api, id, time.Minute, "failed", "completed", "cancelled")
+	if v.Status != "failed" || !strings.Contains(deref(v.ErrorMessage), "runner was lost") {
+		t.Fatalf("task of a killed runner ended %s: %q", v.Status, deref(v.ErrorMessage))
+	}
+}
