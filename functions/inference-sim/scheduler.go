@@ -86,7 +86,10 @@ func (s *scheduler) acquire(lora string) (running int, queued bool, err *apiErro
 		s.mu.Unlock()
 		return 0, false, errShuttingDown
 	}
-	if len(s.waiting) == 0 && s.canRun(lora, true) {
+	// With nobody waiting anything that fits may start; while others wait
+	// (only possible when they are blocked on adapter slots), a request
+	// may overtake them only without evicting an adapter.
+	if s.canRun(lora, len(s.waiting) == 0) {
 		r := s.start(lora)
 		s.onChange(s.running, 0)
 		if lora != "" {

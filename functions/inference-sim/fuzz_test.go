@@ -1,0 +1,184 @@
+package inferencesim
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+)
+
+func newTestRank(t testing.TB, args ...string) *rank {
+	t.Helper()
+	cfg, err := ParseConfig(append([]string{"--model", "fake-model", "--seed", "1", "--max-num-seqs", "64"}, args...), Environment{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim, err := New(cfg, WithCoarseTimers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sim.ranks[0]
+}
+
+// serve runs one request through the handler in-process (no sockets).
+func serve(r *rank, ctx *fasthttp.RequestCtx, path, body string) {
+	ctx.Request.Reset()
+	ctx.Response.Reset()
+	ctx.Request.Header.SetMethod("POST")
+	ctx.Request.SetRequestURI(path)
+	ctx.Request.SetBodyString(body)
+	r.handle(ctx)
+	if s := ctx.Response.BodyStream(); s != nil {
+		buf := make([]byte, 4096)
+		for {
+			if _, err := s.Read(buf); err != nil {
+				break
+			}
+		}
+		ctx.Response.Reset() // closes the stream
+	}
+}
+
+// FuzzGenerateRequest: any body gets either a well-formed response or an
+// OpenAI error body, never a panic, and the running slot is always freed.
+func FuzzGenerateRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"fake-model","messages":[{"role":"user","content":"Hello"}],"max_tokens":4}`,
+		`{"model":"fake-model","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"n":2,"logprobs":true,"top_logprobs":2}`,
+		`{"model":"fake-model","prompt":[[1,2],[3]],"max_tokens":2,"echo":true,"logprobs":1}`,
+		`{"model":"fake-model","prompt":["a","b"],"stream":true}`,
+		`{"model":"fake-model","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"array","items":{"type":"integer"}},"b":{"enum":["x","y"]}},"required":["a"]}}}],"tool_choice":"required","stream":true}`,
+		`{"model":"fake-model","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"array"}}}]}`,
+		`{"model":"fake-model","messages":null}`, `[]`, `{"model":1}`, ``,
+	} {
+		f.Add(s)
+	}
+	r := newTestRank(f, "--max-model-len", "256")
+	var ctx fasthttp.RequestCtx
+	f.Fuzz(func(t *testing.T, body string) {
+		for _, path := range []string{"/v1/chat/completions", "/v1/completions"} {
+			serve(r, &ctx, path, body)
+			code := ctx.Response.StatusCode()
+			out := ctx.Response.Body()
+			if code != 200 {
+				var e struct {
+					Error struct {
+						Message string `json:"message"`
+						Code    int    `json:"code"`
+					} `json:"error"`
+				}
+				if err := json.Unmarshal(out, &e); err != nil || e.Error.Code != code || e.Error.Message == "" {
+					t.Fatalf("%s %q: status %d with body %q", path, body, code, out)
+				}
+			} else if len(out) > 0 && !json.Valid(out) {
+				t.Fatalf("%s %q: invalid JSON response %q", path, body, out)
+			}
+		}
+		if running, waiting := r.sched.counts(); running != 0 || waiting != 0 {
+			t.Fatalf("slot leaked: running %d waiting %d", running, waiting)
+		}
+	})
+}
+
+func FuzzParsePrompts(f *testing.F) {
+	for _, s := range []string{`"a"`, `["a","b"]`, `[1,2,3]`, `[[1],[2,3]]`, `[]`, `[["a"]]`, `{}`, `[1,"a"]`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ps, err := parsePrompts(json.RawMessage(s))
+		if err == nil && len(ps) == 0 {
+			t.Fatalf("%q: no prompts and no error", s)
+		}
+	})
+}
+
+func FuzzTokenizer(f *testing.F) {
+	for _, s := range []string{"Hello, world!", "### user: hi\n", "a_b _c  d\t", "日本語 text", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		toks := appendTokens(nil, s)
+		if len(toks) != countTokens(s) {
+			t.Fatalf("count mismatch for %q", s)
+		}
+		for _, tok := range toks {
+			if tok == "" {
+				t.Fatalf("empty token in %q", s)
+			}
+		}
+	})
+}
+
+// TestNonStreamAllocs bounds the allocations of a zero-latency non-stream
+// chat request through the whole handler.
+func TestNonStreamAllocs(t *testing.T) {
+	r := newTestRank(t)
+	var ctx fasthttp.RequestCtx
+	body := `{"model":"fake-model","messages":[{"role":"user","content":"Hello, can you tell me something about the weather today?"}],"max_tokens":16}`
+	serve(r, &ctx, "/v1/chat/completions", body)
+	allocs := testing.AllocsPerRun(200, func() { serve(r, &ctx, "/v1/chat/completions", body) })
+	t.Logf("%.1f allocations per request", allocs)
+	if allocs > 12 {
+		t.Fatalf("%.1f allocations per non-stream request, want <= 12", allocs)
+	}
+	if ctx.Response.StatusCode() != 200 {
+		t.Fatalf("status %d: %s", ctx.Response.StatusCode(), ctx.Response.Body())
+	}
+	models := testing.AllocsPerRun(200, func() {
+		ctx.Request.Reset()
+		ctx.Response.Reset()
+		ctx.Request.Header.SetMethod("GET")
+		ctx.Request.SetRequestURI("/v1/models")
+		r.handle(&ctx)
+	})
+	if models > 2 {
+		t.Fatalf("%.1f allocations per /v1/models", models)
+	}
+}
+
+func TestTokenizerMatchesReference(t *testing.T) {
+	got := appendTokens(nil, "### user: Hello\n")
+	want := []string{"#", "#", "# ", "user", ": ", "Hello\n"}
+	if len(got) != len(want) {
+		t.Fatalf("%q", got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("%q", got)
+		}
+	}
+	if n := countTokens("a_b _c"); n != 3 { // "a_b ", "_", "c"
+		t.Fatalf("a_b _c: %d tokens", n)
+	}
+}
+
+// TestResponseLengthDistribution: the reference's histogram gives a mean
+// of 7.85 tokens for max_tokens 16, with 15 % at the maximum.
+func TestResponseLengthDistribution(t *testing.T) {
+	g := newRNG(3)
+	sum, atMax, n := 0, 0, 40000
+	for i := 0; i < n; i++ {
+		l := responseLengthHistogram(&g, 1, 16)
+		if l < 1 || l > 16 {
+			t.Fatalf("length %d", l)
+		}
+		sum += l
+		if l == 16 {
+			atMax++
+		}
+	}
+	mean := float64(sum) / float64(n)
+	if mean < 7.7 || mean > 8.0 {
+		t.Fatalf("mean %.2f, want about 7.85", mean)
+	}
+	if frac := float64(atMax) / float64(n); frac < 0.14 || frac > 0.16 {
+		t.Fatalf("%.3f at max, want 0.15", frac)
+	}
+	for _, tc := range []struct{ hi, b0lo, b0hi int }{{120, 1, 20}, {200, 1, 20}} {
+		for i := 0; i < 1000; i++ {
+			if l := responseLengthHistogram(&g, 1, tc.hi); l < 1 || l > tc.hi {
+				t.Fatalf("hi %d: %d", tc.hi, l)
+			}
+		}
+	}
+}

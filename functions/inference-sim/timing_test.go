@@ -1,0 +1,133 @@
+package inferencesim
+
+import (
+	"bufio"
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// streamTimes sends a streamed chat request and returns when each content
+// chunk arrived, relative to the send.
+func streamTimes(t *testing.T, url, body string) []time.Duration {
+	t.Helper()
+	start := time.Now()
+	resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var times []time.Duration
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), `"delta":{"content"`) {
+			times = append(times, time.Since(start))
+		}
+	}
+	return times
+}
+
+func median(d []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+// TestStreamTimingFollowsModel: statistical check on medians with
+// generous bounds, so it holds on a busy 2-core machine. Deadlines are
+// absolute, so the total must not drift by more than scheduling noise.
+func TestStreamTimingFollowsModel(t *testing.T) {
+	ts := startSim(t, "--time-to-first-token", "20ms", "--inter-token-latency", "2ms")
+	body := `{"model":"fake-model","messages":[{"role":"user","content":"hi"}],"max_tokens":30,"ignore_eos":true,"stream":true}`
+	var ttfts, totals, gaps []time.Duration
+	for i := 0; i < 7; i++ {
+		times := streamTimes(t, ts.url(), body)
+		if len(times) != 30 {
+			t.Fatalf("%d tokens", len(times))
+		}
+		ttfts = append(ttfts, times[0])
+		totals = append(totals, times[29])
+		for j := 1; j < len(times); j++ {
+			gaps = append(gaps, times[j]-times[j-1])
+		}
+	}
+	model := 20*time.Millisecond + 29*2*time.Millisecond
+	if m := median(ttfts); m < 20*time.Millisecond || m > 30*time.Millisecond {
+		t.Errorf("median TTFT %v, model 20ms", m)
+	}
+	if m := median(totals); m < model || m > model+10*time.Millisecond {
+		t.Errorf("median total %v, model %v", m, model)
+	}
+	if m := median(gaps); m < 1500*time.Microsecond || m > 2500*time.Microsecond {
+		t.Errorf("median gap %v, model 2ms", m)
+	}
+}
+
+// TestSubMillisecondITL: a 500 us inter-token latency is honoured (the
+// reference rounds it to 0).
+func TestSubMillisecondITL(t *testing.T) {
+	ts := startSim(t, "--time-to-first-token", "1ms", "--inter-token-latency", "500us")
+	body := `{"model":"fake-model","messages":[{"role":"user","content":"hi"}],"max_tokens":201,"ignore_eos":true,"stream":true}`
+	var spans []time.Duration
+	for i := 0; i < 5; i++ {
+		times := streamTimes(t, ts.url(), body)
+		spans = append(spans, times[200]-times[0]) // 200 gaps of 500 us = 100 ms
+	}
+	if m := median(spans); m < 95*time.Millisecond || m > 112*time.Millisecond {
+		t.Fatalf("median span of 200 gaps %v, model 100ms", m)
+	}
+}
+
+func TestNonStreamDelay(t *testing.T) {
+	ts := startSim(t, "--time-to-first-token", "15ms", "--inter-token-latency", "1ms")
+	body := `{"model":"fake-model","messages":[{"role":"user","content":"hi"}],"max_tokens":11,"ignore_eos":true}`
+	var d []time.Duration
+	for i := 0; i < 7; i++ {
+		start := time.Now()
+		post(t, ts.url()+"/v1/chat/completions", body)
+		d = append(d, time.Since(start))
+	}
+	if m := median(d); m < 25*time.Millisecond || m > 33*time.Millisecond {
+		t.Fatalf("median %v, model 25ms", m)
+	}
+}
+
+// TestQueueing: with max-num-seqs 1 a second request waits for the
+// first; with a full waiting queue the third gets 429.
+func TestQueueing(t *testing.T) {
+	ts := startSim(t, "--max-num-seqs", "1", "--max-waiting-queue-length", "1", "--time-to-first-token", "150ms")
+	body := `{"model":"fake-model","messages":[{"role":"user","content":"hi"}],"max_tokens":1}`
+	type res struct {
+		status int
+		took   time.Duration
+	}
+	out := make(chan res, 3)
+	for i := 0; i < 3; i++ {
+		go func() {
+			start := time.Now()
+			s, _, _ := post(t, ts.url()+"/v1/chat/completions", body)
+			out <- res{s, time.Since(start)}
+		}()
+		time.Sleep(30 * time.Millisecond)
+	}
+	var statuses []int
+	var slowest time.Duration
+	for i := 0; i < 3; i++ {
+		r := <-out
+		statuses = append(statuses, r.status)
+		slowest = max(slowest, r.took)
+	}
+	sort.Ints(statuses)
+	if statuses[0] != 200 || statuses[1] != 200 || statuses[2] != 429 {
+		t.Fatalf("statuses %v", statuses)
+	}
+	if slowest < 240*time.Millisecond {
+		t.Fatalf("queued request finished after %v, should have waited for the first", slowest)
+	}
+	_, m := get(t, ts.url()+"/metrics")
+	if !strings.Contains(m, "vllm:request_queue_time_seconds_count{model_name=\"fake-model\"} 1") {
+		t.Fatalf("queue time not recorded:\n%s", exposedLines(m, mQueue+"_count"))
+	}
+}
