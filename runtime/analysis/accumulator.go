@@ -25,6 +25,19 @@ const (
 	flagHasTPOT                    // the record reported a TPOT (two or more output tokens)
 )
 
+// chunkSize records share one chunk (about 228 KiB). Fixed chunks instead of growing slices:
+// a million records never copy what is already stored, and never hold twice their size.
+const chunkSize = 4096
+
+// chunk stores records column by column, so a pass over one number reads only that number.
+type chunk struct {
+	n                             int
+	scheduled, started, completed [chunkSize]float64 // seconds from the run's start
+	latency, ttft, tpot           [chunkSize]float64 // ms; ttft/tpot 0 when the flag is unset
+	outputTokens                  [chunkSize]float64
+	flags                         [chunkSize]uint8
+}
+
 // Accumulator builds a Summary from records added one at a time. It keeps one float64 column per
 // number the summary needs later and one flag byte per request, never the records themselves.
 // It is not safe for concurrent use; Summary may be called any number of times (for a live
@@ -32,11 +45,8 @@ const (
 type Accumulator struct {
 	opts Options
 
-	// Columns, one entry per record in the order added.
-	scheduled, started, completed []float64 // seconds from the run's start
-	latency, ttft, tpot           []float64 // milliseconds; ttft/tpot 0 when the flag is unset
-	outputTokens                  []float64
-	flags                         []uint8
+	chunks []*chunk // records in the order added; every chunk but the last is full
+	n      int
 
 	successful, noStatus, good   int64
 	inputTokens, outputTokensSum float64
@@ -55,7 +65,7 @@ func New(opts Options) (*Accumulator, error) {
 }
 
 // Len is the number of records added so far.
-func (a *Accumulator) Len() int { return len(a.flags) }
+func (a *Accumulator) Len() int { return a.n }
 
 // Add takes one record. A request is successful when the load engine marked it so, its status
 // is 2xx and it carries no error (NOTES.md: a transport error, a timeout or a non-2xx status
@@ -85,7 +95,7 @@ func (a *Accumulator) Add(rec loadgen.Record) error {
 		flags |= flagGood
 	}
 
-	if len(a.flags) == 0 || rec.StartedAtSeconds < a.firstStart {
+	if a.n == 0 || rec.StartedAtSeconds < a.firstStart {
 		a.firstStart = rec.StartedAtSeconds
 	}
 	a.lastCompletion = max(a.lastCompletion, rec.CompletedAtSeconds)
@@ -106,14 +116,16 @@ func (a *Accumulator) Add(rec loadgen.Record) error {
 		a.statusCounts[*rec.StatusCode]++
 	}
 
-	a.scheduled = append(a.scheduled, rec.ScheduledAtSeconds)
-	a.started = append(a.started, rec.StartedAtSeconds)
-	a.completed = append(a.completed, rec.CompletedAtSeconds)
-	a.latency = append(a.latency, rec.LatencyMs)
-	a.ttft = append(a.ttft, ttft)
-	a.tpot = append(a.tpot, tpot)
-	a.outputTokens = append(a.outputTokens, rec.OutputTokens)
-	a.flags = append(a.flags, flags)
+	if a.n%chunkSize == 0 {
+		a.chunks = append(a.chunks, new(chunk))
+	}
+	c := a.chunks[len(a.chunks)-1]
+	i := c.n
+	c.scheduled[i], c.started[i], c.completed[i] = rec.ScheduledAtSeconds, rec.StartedAtSeconds, rec.CompletedAtSeconds
+	c.latency[i], c.ttft[i], c.tpot[i] = rec.LatencyMs, ttft, tpot
+	c.outputTokens[i], c.flags[i] = rec.OutputTokens, flags
+	c.n++
+	a.n++
 	return nil
 }
 
@@ -131,38 +143,48 @@ func (a *Accumulator) meetsSLO(flags uint8, ttftMs, tpotMs float64) bool {
 }
 
 func validateRecord(rec *loadgen.Record) error {
-	check := func(name string, v float64) error {
-		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > maxMagnitude {
-			return fmt.Errorf("%w: request %d: %s must be a finite number between 0 and %g, got %v", ErrInvalidRecord, rec.RequestID, name, float64(maxMagnitude), v)
-		}
-		return nil
+	// Plain calls rather than a table of pointers into rec, which would move every record to
+	// the heap.
+	if err := checkNumber(rec, "scheduled_at_seconds", rec.ScheduledAtSeconds); err != nil {
+		return err
 	}
-	fields := []struct {
-		name  string
-		value *float64
-	}{
-		{"scheduled_at_seconds", &rec.ScheduledAtSeconds},
-		{"started_at_seconds", &rec.StartedAtSeconds},
-		{"completed_at_seconds", &rec.CompletedAtSeconds},
-		{"latency_ms", &rec.LatencyMs},
-		{"ttft_ms", rec.TTFTMs},
-		{"tpot_ms", rec.TPOTMs},
-		{"input_tokens", &rec.InputTokens},
-		{"output_tokens", &rec.OutputTokens},
+	if err := checkNumber(rec, "started_at_seconds", rec.StartedAtSeconds); err != nil {
+		return err
 	}
-	for _, f := range fields {
-		if f.value == nil {
-			continue
-		}
-		if err := check(f.name, *f.value); err != nil {
+	if err := checkNumber(rec, "completed_at_seconds", rec.CompletedAtSeconds); err != nil {
+		return err
+	}
+	if err := checkNumber(rec, "latency_ms", rec.LatencyMs); err != nil {
+		return err
+	}
+	if rec.TTFTMs != nil {
+		if err := checkNumber(rec, "ttft_ms", *rec.TTFTMs); err != nil {
 			return err
 		}
+	}
+	if rec.TPOTMs != nil {
+		if err := checkNumber(rec, "tpot_ms", *rec.TPOTMs); err != nil {
+			return err
+		}
+	}
+	if err := checkNumber(rec, "input_tokens", rec.InputTokens); err != nil {
+		return err
+	}
+	if err := checkNumber(rec, "output_tokens", rec.OutputTokens); err != nil {
+		return err
 	}
 	if rec.CompletedAtSeconds < rec.StartedAtSeconds {
 		return fmt.Errorf("%w: request %d: completed_at_seconds %v is before started_at_seconds %v", ErrInvalidRecord, rec.RequestID, rec.CompletedAtSeconds, rec.StartedAtSeconds)
 	}
 	if rec.StatusCode != nil && (*rec.StatusCode < 100 || *rec.StatusCode > 599) {
 		return fmt.Errorf("%w: request %d: status_code must be an HTTP status (100-599) or null, got %d", ErrInvalidRecord, rec.RequestID, *rec.StatusCode)
+	}
+	return nil
+}
+
+func checkNumber(rec *loadgen.Record, name string, v float64) error {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > maxMagnitude {
+		return fmt.Errorf("%w: request %d: %s must be a finite number between 0 and %g, got %v", ErrInvalidRecord, rec.RequestID, name, float64(maxMagnitude), v)
 	}
 	return nil
 }

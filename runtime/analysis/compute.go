@@ -10,7 +10,7 @@ import (
 // Summary computes the summary of the records added so far. It fails only when the Schedule
 // option yields a time that is negative or not finite (an error wrapping ErrInvalidOption).
 func (a *Accumulator) Summary() (Summary, error) {
-	n := int64(len(a.flags))
+	n := int64(a.n)
 	failed := n - a.successful
 	window := 0.0
 	if n > 0 {
@@ -45,9 +45,9 @@ func (a *Accumulator) Summary() (Summary, error) {
 
 	// One scratch buffer serves every sort below, so Summary allocates n floats once.
 	scratch := make([]float64, 0, n)
-	s.Latency = distribution(a.collect(scratch, a.latency, flagSuccess))
-	s.TTFT = distribution(a.collect(scratch, a.ttft, flagSuccess|flagHasTTFT))
-	s.TPOT = distribution(a.collect(scratch, a.tpot, flagSuccess|flagHasTPOT))
+	s.Latency = distribution(a.collect(scratch, latencyColumn, flagSuccess))
+	s.TTFT = distribution(a.collect(scratch, ttftColumn, flagSuccess|flagHasTTFT))
+	s.TPOT = distribution(a.collect(scratch, tpotColumn, flagSuccess|flagHasTPOT))
 	s.Drift = a.drift(scratch)
 
 	bins, err := a.bins()
@@ -58,10 +58,10 @@ func (a *Accumulator) Summary() (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	arrivals := bins.tally(a.started)
-	s.LatencyTimeline = a.latencyTimeline(bins, arrivals, a.latency, flagSuccess, scratch)
-	s.TTFTTimeline = a.latencyTimeline(bins, arrivals, a.ttft, flagSuccess|flagHasTTFT, scratch)
-	s.TPOTTimeline = a.latencyTimeline(bins, arrivals, a.tpot, flagSuccess|flagHasTPOT, scratch)
+	arrivals := a.tally(bins, startedColumn)
+	s.LatencyTimeline = a.latencyTimeline(bins, arrivals, latencyColumn, flagSuccess, scratch)
+	s.TTFTTimeline = a.latencyTimeline(bins, arrivals, ttftColumn, flagSuccess|flagHasTTFT, scratch)
+	s.TPOTTimeline = a.latencyTimeline(bins, arrivals, tpotColumn, flagSuccess|flagHasTPOT, scratch)
 	s.ThroughputTimeline, s.ErrorTimeline = a.rateTimelines(bins, arrivals)
 	if a.opts.SLO != nil {
 		s.Goodput = a.goodput(s.RequestErrorRate, perWindow(float64(a.good)))
@@ -77,60 +77,72 @@ func percent(part, whole int64) float64 {
 	return float64(part) / float64(whole) * 100
 }
 
-// collect appends to scratch[:0] the values of column whose record has every bit of want set.
-func (a *Accumulator) collect(scratch, column []float64, want uint8) []float64 {
+// column picks one stored number of a chunk.
+type column func(*chunk) *[chunkSize]float64
+
+func scheduledColumn(c *chunk) *[chunkSize]float64 { return &c.scheduled }
+func startedColumn(c *chunk) *[chunkSize]float64   { return &c.started }
+func latencyColumn(c *chunk) *[chunkSize]float64   { return &c.latency }
+func ttftColumn(c *chunk) *[chunkSize]float64      { return &c.ttft }
+func tpotColumn(c *chunk) *[chunkSize]float64      { return &c.tpot }
+
+// collect appends to scratch[:0], in the order added, the values of col whose record has every
+// bit of want set.
+func (a *Accumulator) collect(scratch []float64, col column, want uint8) []float64 {
 	values := scratch[:0]
-	for i, f := range a.flags {
-		if f&want == want {
-			values = append(values, column[i])
+	for _, c := range a.chunks {
+		column := col(c)
+		for i, f := range c.flags[:c.n] {
+			if f&want == want {
+				values = append(values, column[i])
+			}
 		}
 	}
 	return values
 }
 
-// nearestRank is the value at index ceil(n*p/100)-1 of sorted values (integer arithmetic, so
-// n*p/100 landing on a whole number never rounds up by a float error).
-func nearestRank(sorted []float64, p int) float64 {
-	n := len(sorted)
-	index := (n*p+99)/100 - 1
-	return sorted[min(max(index, 0), n-1)]
-}
-
 // distribution summarises values (in the order added, which fixes the mean's summation order)
-// and sorts them in place; nil when there are none.
+// and reorders them in place; nil when there are none.
 func distribution(values []float64) *Distribution {
 	if len(values) == 0 {
 		return nil
 	}
-	sum := 0.0
+	sum, lowest, highest := 0.0, values[0], values[0]
 	for _, v := range values {
 		sum += v
+		lowest, highest = min(lowest, v), max(highest, v)
 	}
-	slices.Sort(values)
+	n := len(values)
+	p50, p90, p95, p99 := rankIndex(n, 50), rankIndex(n, 90), rankIndex(n, 95), rankIndex(n, 99)
+	selectRanks(values, p50, p90, p95, p99)
 	return &Distribution{
-		Count:  int64(len(values)),
-		MeanMs: sum / float64(len(values)),
-		P50Ms:  nearestRank(values, 50),
-		P90Ms:  nearestRank(values, 90),
-		P95Ms:  nearestRank(values, 95),
-		P99Ms:  nearestRank(values, 99),
-		MinMs:  values[0],
-		MaxMs:  values[len(values)-1],
+		Count:  int64(n),
+		MeanMs: sum / float64(n),
+		P50Ms:  values[p50],
+		P90Ms:  values[p90],
+		P95Ms:  values[p95],
+		P99Ms:  values[p99],
+		MinMs:  lowest,
+		MaxMs:  highest,
 	}
 }
 
 func (a *Accumulator) drift(scratch []float64) *Drift {
-	if len(a.flags) == 0 {
+	if a.n == 0 {
 		return nil
 	}
 	values := scratch[:0]
-	for i := range a.flags {
-		// Rounded to whole nanoseconds: no clock is finer, and it keeps 2.004 s - 2 s from
-		// reading 4.0000000000000036 ms.
-		values = append(values, math.Round((a.started[i]-a.scheduled[i])*1e9)/1e6)
+	for _, c := range a.chunks {
+		for i := range c.n {
+			// Rounded to whole nanoseconds: no clock is finer, and it keeps 2.004 s - 2 s from
+			// reading 4.0000000000000036 ms.
+			values = append(values, math.Round((c.started[i]-c.scheduled[i])*1e9)/1e6)
+		}
 	}
-	slices.Sort(values)
-	return &Drift{P50Ms: nearestRank(values, 50), P90Ms: nearestRank(values, 90), P99Ms: nearestRank(values, 99)}
+	n := len(values)
+	p50, p90, p99 := rankIndex(n, 50), rankIndex(n, 90), rankIndex(n, 99)
+	selectRanks(values, p50, p90, p99)
+	return &Drift{P50Ms: values[p50], P90Ms: values[p90], P99Ms: values[p99]}
 }
 
 func (a *Accumulator) statusCodeBreakdown(total int64) []StatusCodeCount {
@@ -157,8 +169,8 @@ type timelineBins struct {
 // last one). Zero bins when there is nothing to plot.
 func (a *Accumulator) bins() (timelineBins, error) {
 	span := a.opts.DurationSeconds
-	anything := len(a.flags) > 0
-	if len(a.flags) > 0 {
+	anything := a.n > 0
+	if a.n > 0 {
 		span = max(span, a.lastCompletion) // completed >= started for every record
 	}
 	if a.opts.Schedule != nil {
@@ -193,14 +205,16 @@ func (b timelineBins) bounds(i int) (start, end float64) {
 	return start, end
 }
 
-// tally counts times into bins.
-func (b timelineBins) tally(times []float64) []int64 {
+// tally counts every record's time into bins.
+func (a *Accumulator) tally(b timelineBins, col column) []int64 {
 	counts := make([]int64, b.n)
 	if b.n == 0 {
 		return counts
 	}
-	for _, at := range times {
-		counts[b.index(at)]++
+	for _, c := range a.chunks {
+		for _, at := range col(c)[:c.n] {
+			counts[b.index(at)]++
+		}
 	}
 	return counts
 }
@@ -221,21 +235,23 @@ func (a *Accumulator) completionTimeline(b timelineBins) ([]CompletionBin, error
 			arrived[b.index(at)]++
 		}
 	} else {
-		arrived = b.tally(a.scheduled)
+		arrived = a.tally(b, scheduledColumn)
 	}
 	var cumulativeArrived, cumulativeCompleted int64
-	for i, f := range a.flags {
-		bin := &timeline[b.index(a.completed[i])]
-		bin.CompletedRequests++
-		switch {
-		case f&flagSuccess != 0:
-			bin.SuccessfulRequests++
-		case f&flagNoStatus != 0:
-			bin.FailedRequests++
-			bin.ClientTimeoutRequests++
-		default:
-			bin.FailedRequests++
-			bin.BackendErrorRequests++
+	for _, c := range a.chunks {
+		for i, f := range c.flags[:c.n] {
+			bin := &timeline[b.index(c.completed[i])]
+			bin.CompletedRequests++
+			switch {
+			case f&flagSuccess != 0:
+				bin.SuccessfulRequests++
+			case f&flagNoStatus != 0:
+				bin.FailedRequests++
+				bin.ClientTimeoutRequests++
+			default:
+				bin.FailedRequests++
+				bin.BackendErrorRequests++
+			}
 		}
 	}
 	for i := range timeline {
@@ -249,37 +265,42 @@ func (a *Accumulator) completionTimeline(b timelineBins) ([]CompletionBin, error
 	return timeline, nil
 }
 
-// latencyTimeline groups column's values (records having every bit of want) by send time. It
-// scatters them bin by bin into scratch (a counting sort on the bin), then sorts each bin for
-// its p95, so the whole timeline costs one pass and one buffer.
-func (a *Accumulator) latencyTimeline(b timelineBins, arrivals []int64, column []float64, want uint8, scratch []float64) []LatencyBin {
+// latencyTimeline groups col's values (records having every bit of want) by send time. It
+// scatters them bin by bin into scratch (a counting sort on the bin), then selects each bin's
+// p95, so the whole timeline costs two passes and one buffer.
+func (a *Accumulator) latencyTimeline(b timelineBins, arrivals []int64, col column, want uint8, scratch []float64) []LatencyBin {
 	timeline := make([]LatencyBin, b.n)
 	if b.n == 0 {
 		return timeline
 	}
 	offsets := make([]int, b.n+1)
-	for i, f := range a.flags {
-		if f&want == want {
-			offsets[b.index(a.started[i])+1]++
+	for _, c := range a.chunks {
+		for i, f := range c.flags[:c.n] {
+			if f&want == want {
+				offsets[b.index(c.started[i])+1]++
+			}
 		}
 	}
 	for i := 1; i <= b.n; i++ {
 		offsets[i] += offsets[i-1]
 	}
-	values := scratch[:offsets[b.n]]
+	scattered := scratch[:offsets[b.n]]
 	next := slices.Clone(offsets[:b.n])
-	for i, f := range a.flags {
-		if f&want == want {
-			bin := b.index(a.started[i])
-			values[next[bin]] = column[i]
-			next[bin]++
+	for _, c := range a.chunks {
+		values := col(c)
+		for i, f := range c.flags[:c.n] {
+			if f&want == want {
+				bin := b.index(c.started[i])
+				scattered[next[bin]] = values[i]
+				next[bin]++
+			}
 		}
 	}
 	for i := range timeline {
 		bin := &timeline[i]
 		bin.StartSeconds, bin.EndSeconds = b.bounds(i)
 		bin.RequestArrivalRPS = float64(arrivals[i]) / b.width
-		inBin := values[offsets[i]:offsets[i+1]]
+		inBin := scattered[offsets[i]:offsets[i+1]]
 		bin.RequestCount = int64(len(inBin))
 		if len(inBin) == 0 {
 			continue
@@ -288,8 +309,9 @@ func (a *Accumulator) latencyTimeline(b timelineBins, arrivals []int64, column [
 		for _, v := range inBin {
 			sum += v
 		}
-		slices.Sort(inBin)
-		average, p95 := sum/float64(len(inBin)), nearestRank(inBin, 95)
+		k := rankIndex(len(inBin), 95)
+		selectRanks(inBin, k)
+		average, p95 := sum/float64(len(inBin)), inBin[k]
 		bin.AverageLatencyMs, bin.P95LatencyMs = &average, &p95
 	}
 	return timeline
@@ -298,12 +320,14 @@ func (a *Accumulator) latencyTimeline(b timelineBins, arrivals []int64, column [
 func (a *Accumulator) rateTimelines(b timelineBins, arrivals []int64) ([]ThroughputBin, []ErrorBin) {
 	throughput := make([]ThroughputBin, b.n)
 	errs := make([]ErrorBin, b.n)
-	for i, f := range a.flags {
-		bin := b.index(a.completed[i])
-		throughput[bin].Completed++
-		throughput[bin].OutputTokens += a.outputTokens[i]
-		if f&flagSuccess == 0 {
-			errs[bin].FailedRequests++
+	for _, c := range a.chunks {
+		for i, f := range c.flags[:c.n] {
+			bin := b.index(c.completed[i])
+			throughput[bin].Completed++
+			throughput[bin].OutputTokens += c.outputTokens[i]
+			if f&flagSuccess == 0 {
+				errs[bin].FailedRequests++
+			}
 		}
 	}
 	var cumulative int64
@@ -326,7 +350,7 @@ func (a *Accumulator) goodput(errorRate, goodputRPS float64) *Goodput {
 	slo := a.opts.SLO
 	g := &Goodput{
 		GoodRequests:       a.good,
-		GoodRequestPercent: percent(a.good, int64(len(a.flags))),
+		GoodRequestPercent: percent(a.good, int64(a.n)),
 		GoodputRPS:         goodputRPS,
 	}
 	if slo.TTFTSeconds > 0 {
@@ -346,11 +370,13 @@ func (a *Accumulator) goodput(errorRate, goodputRPS float64) *Goodput {
 
 func (a *Accumulator) goodputTimeline(b timelineBins) []GoodputBin {
 	timeline := make([]GoodputBin, b.n)
-	for i, f := range a.flags {
-		bin := &timeline[b.index(a.completed[i])]
-		bin.CompletedRequests++
-		if f&flagGood != 0 {
-			bin.GoodRequests++
+	for _, c := range a.chunks {
+		for i, f := range c.flags[:c.n] {
+			bin := &timeline[b.index(c.completed[i])]
+			bin.CompletedRequests++
+			if f&flagGood != 0 {
+				bin.GoodRequests++
+			}
 		}
 	}
 	for i := range timeline {
