@@ -226,6 +226,7 @@ func (e *engine) exchange(ctx context.Context, i int, body []byte, sent *time.Ti
 // readStream reads SSE chunks as they arrive, timing every content chunk.
 func (e *engine) readStream(ctx context.Context, body io.Reader, out *outcome) {
 	sse := newSSEReader(body, int(e.maxResponse))
+	defer sse.release()
 	var chunk streamChunk
 	finished := false
 	for {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"sync"
 )
 
 // sseReader reads Server-Sent Events incrementally, one event's data at a time, so a token is
@@ -25,8 +26,21 @@ type sseReader struct {
 // errSSELineTooLong guards memory against a server that never ends a line.
 var errSSELineTooLong = errors.New("sse: line longer than the limit")
 
+// readers recycles the buffered readers of finished streams: a replay opens thousands of
+// streams a second and a fresh buffer each time is garbage the collector must clear.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
+
 func newSSEReader(r io.Reader, maxLine int) *sseReader {
-	return &sseReader{r: bufio.NewReaderSize(r, 16<<10), maxLine: maxLine}
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(r)
+	return &sseReader{r: br, maxLine: maxLine}
+}
+
+// release returns the buffer to the pool; the reader must not be used afterwards.
+func (s *sseReader) release() {
+	s.r.Reset(nil)
+	readers.Put(s.r)
+	s.r = nil
 }
 
 // next returns the data of the next event that has any. The slice is valid until the next
