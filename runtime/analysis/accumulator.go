@@ -67,6 +67,11 @@ func New(opts Options) (*Accumulator, error) {
 // Len is the number of records added so far.
 func (a *Accumulator) Len() int { return a.n }
 
+// Live returns the counts a running task reports as live_summary, in constant time.
+func (a *Accumulator) Live() Live {
+	return Live{CompletedRequests: int64(a.n), SuccessfulRequests: a.successful}
+}
+
 // Add takes one record. A request is successful when the load engine marked it so, its status
 // is 2xx and it carries no error (NOTES.md: a transport error, a timeout or a non-2xx status
 // fails it). An invalid record is refused with an error wrapping ErrInvalidRecord and leaves the

@@ -43,7 +43,7 @@ func (a *Accumulator) Summary() (Summary, error) {
 		s.DurationSeconds = window
 	}
 
-	// One scratch buffer serves every sort below, so Summary allocates n floats once.
+	// One scratch buffer serves every selection below, so Summary allocates n floats once.
 	scratch := make([]float64, 0, n)
 	s.Latency = distribution(a.collect(scratch, latencyColumn, flagSuccess))
 	s.TTFT = distribution(a.collect(scratch, ttftColumn, flagSuccess|flagHasTTFT))
@@ -63,6 +63,7 @@ func (a *Accumulator) Summary() (Summary, error) {
 	s.TTFTTimeline = a.latencyTimeline(bins, arrivals, ttftColumn, flagSuccess|flagHasTTFT, scratch)
 	s.TPOTTimeline = a.latencyTimeline(bins, arrivals, tpotColumn, flagSuccess|flagHasTPOT, scratch)
 	s.ThroughputTimeline, s.ErrorTimeline = a.rateTimelines(bins, arrivals)
+	s.GoodputTimeline = []GoodputBin{}
 	if a.opts.SLO != nil {
 		s.Goodput = a.goodput(s.RequestErrorRate, perWindow(float64(a.good)))
 		s.GoodputTimeline = a.goodputTimeline(bins)

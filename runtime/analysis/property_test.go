@@ -210,6 +210,7 @@ func naiveSummary(records []loadgen.Record, opts analysis.Options, schedule []fl
 	}
 	s.CompletionTimeline, s.LatencyTimeline, s.TTFTTimeline, s.TPOTTimeline = []analysis.CompletionBin{}, []analysis.LatencyBin{}, []analysis.LatencyBin{}, []analysis.LatencyBin{}
 	s.ThroughputTimeline, s.ErrorTimeline = []analysis.ThroughputBin{}, []analysis.ErrorBin{}
+	s.GoodputTimeline = []analysis.GoodputBin{}
 	if opts.SLO != nil {
 		s.Goodput = &analysis.Goodput{GoodRequests: int64(nGood), GoodRequestPercent: pct(nGood, n), GoodputRPS: rate(float64(nGood))}
 		if opts.SLO.TTFTSeconds > 0 {
@@ -222,7 +223,6 @@ func naiveSummary(records []loadgen.Record, opts analysis.Options, schedule []fl
 			s.Goodput.ErrorRateSLOPercent = ptr(opts.SLO.ErrorRatePercent)
 			s.Goodput.ErrorRateSLOMet = ptr(s.RequestErrorRate <= opts.SLO.ErrorRatePercent)
 		}
-		s.GoodputTimeline = []analysis.GoodputBin{}
 	}
 	if n == 0 && len(arrivalTimes) == 0 {
 		return s

@@ -38,9 +38,9 @@ type Summary struct {
 	ThroughputTimeline []ThroughputBin `json:"throughput_timeline"`
 	ErrorTimeline      []ErrorBin      `json:"error_timeline"`
 
-	// Goodput and GoodputTimeline are present only when the task set an SLO.
-	Goodput         *Goodput     `json:"goodput,omitempty"`
-	GoodputTimeline []GoodputBin `json:"goodput_timeline,omitempty"`
+	// Goodput is null and GoodputTimeline [] unless the task set an SLO.
+	Goodput         *Goodput     `json:"goodput"`
+	GoodputTimeline []GoodputBin `json:"goodput_timeline"`
 }
 
 // Distribution summarises one per-request metric in milliseconds; percentiles are nearest rank.
@@ -137,4 +137,10 @@ type GoodputBin struct {
 	GoodRequests         int64   `json:"good_requests"`
 	RequestThroughputRPS float64 `json:"request_throughput_rps"`
 	GoodputRPS           float64 `json:"goodput_rps"`
+}
+
+// Live is the task's live_summary while it runs: cheap counts, no timelines.
+type Live struct {
+	CompletedRequests  int64 `json:"completed_requests"`
+	SuccessfulRequests int64 `json:"successful_requests"`
 }

@@ -120,8 +120,11 @@ func TestEmptyAndAllFailedRuns(t *testing.T) {
 					t.Errorf("%s has %d bins, want %d", key, len(arr), tc.bins)
 				}
 			}
-			if _, has := generic["goodput"]; has {
-				t.Error("goodput present without an SLO")
+			if goodput, has := generic["goodput"]; !has || goodput != nil {
+				t.Errorf("goodput = %v, want null without an SLO", goodput)
+			}
+			if timeline, isArray := generic["goodput_timeline"].([]any); !isArray || len(timeline) != 0 {
+				t.Errorf("goodput_timeline = %v, want [] without an SLO", generic["goodput_timeline"])
 			}
 			if len(tc.records) == 0 && (s.Drift != nil || s.ThroughputRPS != 0 || s.DurationSeconds != tc.opts.DurationSeconds) {
 				t.Errorf("empty run summary = %s", raw)
@@ -282,5 +285,20 @@ func TestSummaryIsRepeatable(t *testing.T) {
 	second, _ := acc.Summary()
 	if string(mustJSON(t, first)) != string(mustJSON(t, second)) || first.Latency.P50Ms != 300 {
 		t.Errorf("summaries differ or p50 %v != 300", first.Latency.P50Ms)
+	}
+}
+
+func TestLiveCounts(t *testing.T) {
+	acc, _ := analysis.New(analysis.Options{})
+	for _, rec := range []loadgen.Record{ok(1, 0, 10), failed(2, 0, 10, nil), ok(3, 1, 10)} {
+		if err := acc.Add(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if live := acc.Live(); live != (analysis.Live{CompletedRequests: 3, SuccessfulRequests: 2}) {
+		t.Errorf("live = %+v", live)
+	}
+	if raw := string(mustJSON(t, acc.Live())); !strings.Contains(raw, `"completed_requests": 3`) || !strings.Contains(raw, `"successful_requests": 2`) {
+		t.Errorf("live JSON = %s", raw)
 	}
 }
