@@ -5,7 +5,7 @@ GO ?= go
 BIN := bin
 MODULES := $(BIN)/modules
 
-.PHONY: help build wasm run test check bench clean
+.PHONY: help build wasm kodata run test check bench clean
 
 help: ## list the targets
 	@awk -F ':.*## ' '/^[a-z-]+:.*## / {printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -16,6 +16,12 @@ build: ## build every function and the local stack into bin/
 
 wasm: ## build the built-in WASM modules (and the example user module) into bin/modules
 	wasm-modules/build.sh $(MODULES)
+
+kodata: wasm ## stage the WASM modules for ko images (ko copies cmd/*/kodata to /var/run/ko)
+	for f in simulation-api trace-replayer; do \
+	  rm -rf functions/$$f/cmd/$$f/kodata && mkdir -p functions/$$f/cmd/$$f/kodata && \
+	  cp -r $(MODULES) functions/$$f/cmd/$$f/kodata/modules; \
+	done
 
 run: build wasm ## start the local stack on 127.0.0.1:8080 (Redis, broker, every function)
 	$(BIN)/lensfn-local

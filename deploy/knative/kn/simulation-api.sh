@@ -11,7 +11,7 @@ kn service apply simulation-api -n "$NS" --image "$IMAGE" --port h2c:8080 \
   --annotation-revision autoscaling.knative.dev/scale-down-delay=2m \
   --concurrency-limit 0 --timeout 600 \
   --env REDIS_URL=redis://redis.lensfn.svc.cluster.local:6379/0 \
-  --env LENS_DATA_DIR=/data --env LENS_BUILTIN_MODULE_DIR=/ko-app/modules --env LENS_CACHE_DIR=/tmp/wazero-cache \
+  --env LENS_DATA_DIR=/data --env LENS_BUILTIN_MODULE_DIR=/var/run/ko/modules --env LENS_CACHE_DIR=/tmp/wazero-cache \
   --env-from-field POD_NAME=metadata.name --env-value-from LENS_SECRET_KEY=secret:lensfn-secrets:secret-key \
   --mount /data=pvc:lensfn-data \
   --readiness-probe http:/readyz --liveness-probe http:/healthz \
