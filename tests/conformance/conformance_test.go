@@ -22,7 +22,6 @@ import (
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt/bailian"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt/baseten"
-	"github.com/lensfn/lensfn/wasm-modules/tracefmt/baseten/basetentest"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt/burstgpt"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt/mooncake"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt/weka"
@@ -82,7 +81,13 @@ func TestParsersMatchNativeCores(t *testing.T) {
 	h := builtinHost(t)
 	root := wasmtest.RepoRoot(t)
 	basetenFile := filepath.Join(t.TempDir(), "baseten.parquet")
-	basetentest.WriteFile(t, basetenFile, basetentest.Sample())
+	sample, err := baseten.EncodeSample(baseten.Sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(basetenFile, sample, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	wekaFiles, _ := filepath.Glob(filepath.Join(traces, "weka", "kv-cache-tester", "*.json"))
 	if len(wekaFiles) == 0 {
 		t.Fatal("no WEKA traces")

@@ -11,7 +11,6 @@ import (
 	"github.com/lensfn/lensfn/wasm-modules/abi"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt/baseten"
-	"github.com/lensfn/lensfn/wasm-modules/tracefmt/baseten/basetentest"
 )
 
 func parse(t testing.TB, input []byte, chunk int) ([]abi.TraceRequest, error) {
@@ -27,8 +26,16 @@ func parse(t testing.TB, input []byte, chunk int) ([]abi.TraceRequest, error) {
 	return out, err
 }
 
+func encode(tb testing.TB, rows []baseten.SampleRow) []byte {
+	b, err := baseten.EncodeSample(rows)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
 func TestSample(t *testing.T) {
-	got, err := parse(t, basetentest.Encode(t, basetentest.Sample()), 100)
+	got, err := parse(t, encode(t, baseten.Sample()), 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +60,7 @@ func TestBadFiles(t *testing.T) {
 	w := parquet.NewGenericWriter[noPrompt](&missing)
 	w.Write([]noPrompt{{1, 2, 3}})
 	w.Close()
-	negative := basetentest.Sample()
+	negative := baseten.Sample()
 	negative[2].InputTokens = -4
 	cases := map[string]struct {
 		input []byte
@@ -62,8 +69,8 @@ func TestBadFiles(t *testing.T) {
 		"not parquet":     {[]byte("timestamp,prompt\n1,x\n"), "not a readable Parquet file"},
 		"empty":           {nil, "empty source"},
 		"missing column":  {missing.Bytes(), `required column "prompt" is missing`},
-		"negative tokens": {basetentest.Encode(t, negative), `row 3: column "input_tokens": negative value -4`},
-		"no rows":         {basetentest.Encode(t, nil), "no rows"},
+		"negative tokens": {encode(t, negative), `row 3: column "input_tokens": negative value -4`},
+		"no rows":         {encode(t, nil), "no rows"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -75,7 +82,7 @@ func TestBadFiles(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	f.Add(basetentest.Encode(f, basetentest.Sample()))
+	f.Add(encode(f, baseten.Sample()))
 	f.Fuzz(func(t *testing.T, input []byte) {
 		got, err := parse(t, input, 1<<16)
 		if err != nil {
