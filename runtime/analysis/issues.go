@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-
-	"github.com/lensfn/lensfn/runtime/loadgen"
 )
 
 // Paging limits of GET /tasks/{id}/response-code-issues (simulation-api spec).
@@ -80,7 +78,9 @@ type Issue struct {
 
 // ResponseCodeIssues streams per-request.jsonl and returns the records matching filter, skipping
 // offset matches and keeping at most limit (1..MaxIssueLimit), in file order, with the total
-// count of matches. Memory holds one page.
+// count of matches. Memory holds one page; only the records on the page are decoded in full, so
+// a line that is not a JSON object fails the scan anywhere, while a wrongly typed field other
+// than status_code is reported only on a record the page shows.
 func ResponseCodeIssues(r io.Reader, filter StatusCodeFilter, offset, limit int) (IssuePage, error) {
 	if offset < 0 {
 		return IssuePage{}, fmt.Errorf("%w: offset must be at least 0, got %d", ErrInvalidIssueQuery, offset)
@@ -90,24 +90,30 @@ func ResponseCodeIssues(r io.Reader, filter StatusCodeFilter, offset, limit int)
 	}
 	page := IssuePage{StatusCode: filter.StatusCode(), Issues: []Issue{}, Offset: offset, Limit: limit}
 	var number int64
-	err := ReadRecords(r, func(rec loadgen.Record) error {
+	err := readLines(r, func(line []byte) error {
 		number++
-		if !filter.Matches(rec.StatusCode) {
-			return nil
+		status, err := decodeStatusCode(line)
+		if err != nil || !filter.Matches(status) {
+			return err
 		}
 		page.Total++
-		if page.Total > int64(offset) && len(page.Issues) < limit {
-			page.Issues = append(page.Issues, Issue{
-				RequestNumber:    number,
-				RequestID:        rec.RequestID,
-				StatusCode:       rec.StatusCode,
-				Error:            rec.Error,
-				StartedAtSeconds: rec.StartedAtSeconds,
-				LatencyMs:        rec.LatencyMs,
-				InputTokens:      rec.InputTokens,
-				OutputTokens:     rec.OutputTokens,
-			})
+		if page.Total <= int64(offset) || len(page.Issues) >= limit {
+			return nil // counted, not shown: no need to decode the rest
 		}
+		rec, err := decodeRecord(line)
+		if err != nil {
+			return err
+		}
+		page.Issues = append(page.Issues, Issue{
+			RequestNumber:    number,
+			RequestID:        rec.RequestID,
+			StatusCode:       rec.StatusCode,
+			Error:            rec.Error,
+			StartedAtSeconds: rec.StartedAtSeconds,
+			LatencyMs:        rec.LatencyMs,
+			InputTokens:      rec.InputTokens,
+			OutputTokens:     rec.OutputTokens,
+		})
 		return nil
 	})
 	if err != nil {

@@ -1,9 +1,13 @@
 package analysis_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"os"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -87,5 +91,65 @@ func TestResponseCodeIssuesBadQueries(t *testing.T) {
 	}
 	if _, err := analysis.ResponseCodeIssues(strings.NewReader("{\n{"), filter, 0, 10); !errors.Is(err, analysis.ErrBadRecordLine) {
 		t.Errorf("corrupt file: err = %v", err)
+	}
+}
+
+// TestResponseCodeIssuesMatchesNaive: on random files, every code and page equals filtering the
+// fully decoded records by hand.
+func TestResponseCodeIssuesMatchesNaive(t *testing.T) {
+	for seed := range uint64(40) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		records, _, _ := randomRun(rng)
+		var file bytes.Buffer
+		for _, rec := range records {
+			rec.Metadata = map[string]any{"upstream": map[string]any{"status_code": 999}} // a nested decoy
+			line, _ := json.Marshal(rec)
+			file.Write(line)
+			file.WriteString("\n")
+			if rng.IntN(10) == 0 {
+				file.WriteString("\n")
+			}
+		}
+		for _, code := range []string{"200", "201", "429", "500", "503", "unknown", "404"} {
+			filter, _ := analysis.ParseStatusCodeFilter(code)
+			offset, limit := rng.IntN(40), 1+rng.IntN(60)
+			got, err := analysis.ResponseCodeIssues(bytes.NewReader(file.Bytes()), filter, offset, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := analysis.IssuePage{StatusCode: filter.StatusCode(), Issues: []analysis.Issue{}, Offset: offset, Limit: limit}
+			for i, rec := range records {
+				if !filter.Matches(rec.StatusCode) {
+					continue
+				}
+				want.Total++
+				if want.Total > int64(offset) && len(want.Issues) < limit {
+					want.Issues = append(want.Issues, analysis.Issue{RequestNumber: int64(i + 1), RequestID: rec.RequestID, StatusCode: rec.StatusCode,
+						Error: rec.Error, StartedAtSeconds: rec.StartedAtSeconds, LatencyMs: rec.LatencyMs, InputTokens: rec.InputTokens, OutputTokens: rec.OutputTokens})
+				}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("seed %d code %s offset %d limit %d:\ngot  %s\nwant %s", seed, code, offset, limit, mustJSON(t, got), mustJSON(t, want))
+			}
+		}
+	}
+}
+
+func TestResponseCodeIssuesRejectsBadLines(t *testing.T) {
+	filter, _ := analysis.ParseStatusCodeFilter("500")
+	for name, file := range map[string]string{
+		"syntax error on a non-matching line": `{"status_code":200}` + "\n" + `{"status_code":200,` + "\n" + `{"status_code":500}`,
+		"status of the wrong type":            `{"status_code":"500"}`,
+		"not an object":                       `{"status_code":500}` + "\n" + strconv.Quote("x"),
+	} {
+		_, err := analysis.ResponseCodeIssues(strings.NewReader(file), filter, 0, 10)
+		if !errors.Is(err, analysis.ErrBadRecordLine) {
+			t.Errorf("%s: err = %v, want ErrBadRecordLine", name, err)
+		}
+	}
+	// A record shown on the page is decoded in full, so its bad fields are reported.
+	_, err := analysis.ResponseCodeIssues(strings.NewReader(`{"status_code":500,"latency_ms":"slow"}`), filter, 0, 10)
+	if !errors.Is(err, analysis.ErrBadRecordLine) || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("bad field on a shown record: err = %v", err)
 	}
 }

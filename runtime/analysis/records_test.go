@@ -105,15 +105,15 @@ func FuzzReadRecords(f *testing.F) {
 	f.Fuzz(func(t *testing.T, input []byte) {
 		acc, _ := analysis.New(analysis.Options{})
 		lines := 0
-		err := analysis.ReadRecords(bytes.NewReader(input), func(r loadgen.Record) error {
+		readErr := analysis.ReadRecords(bytes.NewReader(input), func(r loadgen.Record) error {
 			lines++
 			if addErr := acc.Add(r); addErr != nil && !errors.Is(addErr, analysis.ErrInvalidRecord) {
 				t.Fatalf("Add returned an unmarked error: %v", addErr)
 			}
 			return nil
 		})
-		if err != nil && (!errors.Is(err, analysis.ErrBadRecordLine) || !strings.Contains(err.Error(), "line ")) {
-			t.Fatalf("error %q is not a line-naming ErrBadRecordLine", err)
+		if readErr != nil && (!errors.Is(readErr, analysis.ErrBadRecordLine) || !strings.Contains(readErr.Error(), "line ")) {
+			t.Fatalf("error %q is not a line-naming ErrBadRecordLine", readErr)
 		}
 		s, err := acc.Summary()
 		if err != nil {
@@ -124,6 +124,17 @@ func FuzzReadRecords(f *testing.F) {
 		}
 		if s.TotalRequests > int64(lines) {
 			t.Fatalf("%d requests from %d lines", s.TotalRequests, lines)
+		}
+		unknown, _ := analysis.ParseStatusCodeFilter("unknown")
+		page, err := analysis.ResponseCodeIssues(bytes.NewReader(input), unknown, 0, analysis.MaxIssueLimit)
+		if err != nil && !errors.Is(err, analysis.ErrBadRecordLine) {
+			t.Fatalf("issues error %q is not ErrBadRecordLine", err)
+		}
+		if readErr == nil && err != nil {
+			t.Fatalf("the records read, but listing issues failed: %v", err)
+		}
+		if readErr == nil && page.Total > int64(lines) {
+			t.Fatalf("%d issues from %d records", page.Total, lines)
 		}
 	})
 }
