@@ -111,6 +111,7 @@ type summaryView struct {
 	TTFT               struct {
 		P50 float64 `json:"p50_ms"`
 		P90 float64 `json:"p90_ms"`
+		Min float64 `json:"min_ms"`
 	} `json:"ttft"`
 	TPOT struct {
 		P50 float64 `json:"p50_ms"`
@@ -157,10 +158,11 @@ func TestReplayMooncakeWindowAgainstTheSimulator(t *testing.T) {
 	if s.TotalRequests != 162 || s.SuccessRate != 100 || s.SuccessfulRequests != 162 {
 		t.Fatalf("summary: %+v", s)
 	}
-	// The simulator's model: TTFT 20 ms, 1 ms per further token. Loopback and a busy 2-core
-	// machine add a little; they never take any away.
-	if s.TTFT.P50 < 19 || s.TTFT.P50 > 45 || s.TPOT.P50 < 0.95 || s.TPOT.P50 > 1.6 {
-		t.Fatalf("ttft p50 %.2f ms, tpot p50 %.3f ms do not match the latency model", s.TTFT.P50, s.TPOT.P50)
+	// The simulator's model: TTFT exactly 20 ms, 1 ms per further token. No request may beat
+	// the model; loopback, 30 KB prompts and a busy 2-core machine add to TTFT, while TPOT is
+	// measured between tokens and stays on the model.
+	if s.TTFT.Min < 19.9 || s.TTFT.P50 > 80 || s.TPOT.P50 < 0.95 || s.TPOT.P50 > 1.3 {
+		t.Fatalf("ttft min %.2f p50 %.2f ms, tpot p50 %.3f ms do not match the latency model", s.TTFT.Min, s.TTFT.P50, s.TPOT.P50)
 	}
 	if len(s.CompletionTimeline) == 0 || len(arts) < 2 {
 		t.Fatalf("timeline %d bins, artifacts %v", len(s.CompletionTimeline), arts)
