@@ -227,7 +227,6 @@ func (e *engine) exchange(ctx context.Context, i int, body []byte, sent *time.Ti
 func (e *engine) readStream(ctx context.Context, body io.Reader, out *outcome) {
 	sse := newSSEReader(body, int(e.maxResponse))
 	defer sse.release()
-	var chunk streamChunk
 	finished := false
 	for {
 		data, err := sse.next()
@@ -250,23 +249,22 @@ func (e *engine) readStream(ctx context.Context, body io.Reader, out *outcome) {
 			out.completedAt = now
 			return
 		}
-		chunk = streamChunk{}
-		if err := json.Unmarshal(data, &chunk); err != nil {
+		chunk, err := decodeChunk(data)
+		if err != nil {
 			out.completedAt = now
 			out.err = "bad stream chunk: " + err.Error()
 			return
 		}
-		if len(chunk.Error) > 0 && string(chunk.Error) != "null" {
+		if chunk.isError {
 			out.completedAt = now
-			out.err = "stream error: " + errorMessage(data)
+			msg := errorMessage(data)
+			if chunk.message != "" {
+				msg = chunk.message
+			}
+			out.err = "stream error: " + msg
 			return
 		}
-		if chunk.Object == "error" {
-			out.completedAt = now
-			out.err = "stream error: " + chunk.Message
-			return
-		}
-		if chunk.hasContent() {
+		if chunk.content {
 			if out.chunks == 0 {
 				out.firstToken = now
 			} else if e.cfg.InterTokenTimes {
@@ -275,10 +273,10 @@ func (e *engine) readStream(ctx context.Context, body io.Reader, out *outcome) {
 			out.lastToken = now
 			out.chunks++
 		}
-		if chunk.Usage != nil {
-			out.usage = chunk.Usage
+		if chunk.usage != nil {
+			out.usage = chunk.usage
 		}
-		if chunk.finished() {
+		if chunk.finished {
 			finished = true
 		}
 	}
