@@ -60,8 +60,8 @@ func SLOFromBackendOptions(backendOptions map[string]any) (*SLO, error) {
 			continue
 		}
 		value, ok := number(raw)
-		if !ok || math.IsNaN(value) || math.IsInf(value, 0) || value < 0 {
-			return nil, fmt.Errorf("%w: backend_options.%s must be a non-negative number, got %v", ErrInvalidOption, field.key, raw)
+		if !ok || math.IsNaN(value) || value < 0 || value > maxMagnitude {
+			return nil, fmt.Errorf("%w: backend_options.%s must be a non-negative number of at most %g, got %v", ErrInvalidOption, field.key, float64(maxMagnitude), raw)
 		}
 		if field.key == "error_rate_slo" && value > 100 {
 			return nil, fmt.Errorf("%w: backend_options.error_rate_slo is a percentage and must be at most 100, got %v", ErrInvalidOption, raw)
@@ -93,13 +93,13 @@ func number(raw any) (float64, bool) {
 }
 
 func (o Options) validate() error {
-	if math.IsNaN(o.DurationSeconds) || math.IsInf(o.DurationSeconds, 0) || o.DurationSeconds < 0 {
-		return fmt.Errorf("%w: duration seconds must be a finite non-negative number, got %v", ErrInvalidOption, o.DurationSeconds)
+	if math.IsNaN(o.DurationSeconds) || o.DurationSeconds < 0 || o.DurationSeconds > maxMagnitude {
+		return fmt.Errorf("%w: duration seconds must be a finite number between 0 and %g, got %v", ErrInvalidOption, float64(maxMagnitude), o.DurationSeconds)
 	}
 	if o.SLO != nil {
 		for name, v := range map[string]float64{"ttft": o.SLO.TTFTSeconds, "tpot": o.SLO.TPOTSeconds, "error rate": o.SLO.ErrorRatePercent} {
-			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-				return fmt.Errorf("%w: %s SLO must be a finite non-negative number, got %v", ErrInvalidOption, name, v)
+			if math.IsNaN(v) || v < 0 || v > maxMagnitude {
+				return fmt.Errorf("%w: %s SLO must be a finite number between 0 and %g, got %v", ErrInvalidOption, name, float64(maxMagnitude), v)
 			}
 		}
 	}

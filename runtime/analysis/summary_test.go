@@ -230,7 +230,7 @@ func TestSLOFromBackendOptions(t *testing.T) {
 	if slo, err := analysis.SLOFromBackendOptions(map[string]any{"threads": 32}); slo != nil || err != nil {
 		t.Errorf("no SLO keys gave %+v, %v", slo, err)
 	}
-	for _, bad := range []map[string]any{{"ttft_slo": "fast"}, {"tpot_slo": -1.0}, {"error_rate_slo": 150.0}, {"ttft_slo": math.Inf(1)}} {
+	for _, bad := range []map[string]any{{"ttft_slo": "fast"}, {"tpot_slo": -1.0}, {"error_rate_slo": 150.0}, {"ttft_slo": math.Inf(1)}, {"tpot_slo": 1e300}} {
 		if _, err := analysis.SLOFromBackendOptions(bad); !errors.Is(err, analysis.ErrInvalidOption) {
 			t.Errorf("%v: err = %v, want ErrInvalidOption", bad, err)
 		}
@@ -241,8 +241,15 @@ func TestInvalidInputIsRefused(t *testing.T) {
 	if _, err := analysis.New(analysis.Options{DurationSeconds: -1}); !errors.Is(err, analysis.ErrInvalidOption) {
 		t.Errorf("negative duration: %v", err)
 	}
-	if _, err := analysis.New(analysis.Options{DurationSeconds: math.NaN()}); !errors.Is(err, analysis.ErrInvalidOption) {
-		t.Errorf("NaN duration: %v", err)
+	for _, duration := range []float64{math.NaN(), math.Inf(1), 1e300} {
+		if _, err := analysis.New(analysis.Options{DurationSeconds: duration}); !errors.Is(err, analysis.ErrInvalidOption) {
+			t.Errorf("duration %v: %v", duration, err)
+		}
+	}
+	for _, slo := range []analysis.SLO{{TTFTSeconds: math.NaN()}, {TPOTSeconds: -1}, {ErrorRatePercent: 1e300}} {
+		if _, err := analysis.New(analysis.Options{SLO: &slo}); !errors.Is(err, analysis.ErrInvalidOption) {
+			t.Errorf("SLO %+v: %v", slo, err)
+		}
 	}
 	for name, mutate := range map[string]func(*loadgen.Record){
 		"NaN latency":             func(r *loadgen.Record) { r.LatencyMs = math.NaN() },
