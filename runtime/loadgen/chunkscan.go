@@ -1,8 +1,8 @@
 package loadgen
 
 import (
+	"bytes"
 	"encoding/json"
-	"strings"
 )
 
 // chunkInfo is what timing needs from one stream chunk.
@@ -44,23 +44,23 @@ func decodeChunkSlow(data []byte) (chunkInfo, error) {
 func scanChunk(data []byte) (info chunkInfo, ok bool) {
 	s := scanner{b: data}
 	s.ws()
-	if !s.objectMembers(func(key string) bool {
+	if !s.objectMembers(func(key []byte) bool {
 		switch {
-		case strings.EqualFold(key, "choices"):
+		case fold(key, "choices"):
 			return s.choices(&info)
-		case strings.EqualFold(key, "usage"):
+		case fold(key, "usage"):
 			return s.usage(&info)
-		case strings.EqualFold(key, "error"):
+		case fold(key, "error"):
 			null, ok := s.skipValue()
 			info.isError = info.isError || !null
 			return ok
-		case strings.EqualFold(key, "object"):
+		case fold(key, "object"):
 			v, null, ok := s.plainString()
 			if !null && v == "error" {
 				info.isError = true
 			}
 			return ok
-		case strings.EqualFold(key, "message"):
+		case fold(key, "message"):
 			v, null, ok := s.plainString()
 			if !null {
 				info.message = v
@@ -106,24 +106,24 @@ func (s *scanner) choice(info *chunkInfo) bool {
 	if s.null() {
 		return true
 	}
-	return s.objectMembers(func(key string) bool {
+	return s.objectMembers(func(key []byte) bool {
 		switch {
-		case strings.EqualFold(key, "text"):
+		case fold(key, "text"):
 			return s.contentString(info)
-		case strings.EqualFold(key, "finish_reason"):
+		case fold(key, "finish_reason"):
 			null, ok := s.stringOrNull()
 			info.finished = info.finished || !null
 			return ok
-		case strings.EqualFold(key, "delta"):
+		case fold(key, "delta"):
 			if s.null() {
 				return true
 			}
-			return s.objectMembers(func(key string) bool {
+			return s.objectMembers(func(key []byte) bool {
 				switch {
-				case strings.EqualFold(key, "content"), strings.EqualFold(key, "reasoning_content"),
-					strings.EqualFold(key, "reasoning"):
+				case fold(key, "content"), fold(key, "reasoning_content"),
+					fold(key, "reasoning"):
 					return s.contentString(info)
-				case strings.EqualFold(key, "tool_calls"):
+				case fold(key, "tool_calls"):
 					null, ok := s.skipValue()
 					info.content = info.content || !null
 					return ok
@@ -153,11 +153,11 @@ func (s *scanner) usage(info *chunkInfo) bool {
 		return true
 	}
 	u := &usage{}
-	if !s.objectMembers(func(key string) bool {
+	if !s.objectMembers(func(key []byte) bool {
 		switch {
-		case strings.EqualFold(key, "prompt_tokens"):
+		case fold(key, "prompt_tokens"):
 			return s.intOrNull(&u.PromptTokens)
-		case strings.EqualFold(key, "completion_tokens"):
+		case fold(key, "completion_tokens"):
 			return s.intOrNull(&u.CompletionTokens)
 		}
 		_, ok := s.skipValue()
@@ -207,7 +207,7 @@ func (s *scanner) null() bool {
 // objectMembers reads an object, calling member with each key (positioned at its value).
 // Keys must be plain ASCII without escapes and must not repeat (case-insensitively, as
 // encoding/json matches them), which keeps "last one wins" questions away from the fast path.
-func (s *scanner) objectMembers(member func(key string) bool) bool {
+func (s *scanner) objectMembers(member func(key []byte) bool) bool {
 	if !s.consume('{') {
 		return false
 	}
@@ -216,7 +216,7 @@ func (s *scanner) objectMembers(member func(key string) bool) bool {
 		return false
 	}
 	defer func() { s.depth-- }()
-	var seen [16]string
+	var seen [16][]byte
 	n := 0
 	s.ws()
 	if s.consume('}') {
@@ -229,7 +229,7 @@ func (s *scanner) objectMembers(member func(key string) bool) bool {
 			return false
 		}
 		for _, k := range seen[:min(n, len(seen))] {
-			if strings.EqualFold(k, key) {
+			if bytes.EqualFold(k, key) {
 				return false
 			}
 		}
@@ -257,24 +257,40 @@ func (s *scanner) objectMembers(member func(key string) bool) bool {
 }
 
 // key reads a string of printable ASCII without escapes.
-func (s *scanner) key() (string, bool) {
+func (s *scanner) key() ([]byte, bool) {
 	if !s.consume('"') {
-		return "", false
+		return nil, false
 	}
 	start := s.i
 	for s.i < len(s.b) {
 		c := s.b[s.i]
 		if c == '"' {
-			k := string(s.b[start:s.i])
+			k := s.b[start:s.i]
 			s.i++
 			return k, true
 		}
 		if c < 0x20 || c >= 0x7f || c == '\\' {
-			return "", false
+			return nil, false
 		}
 		s.i++
 	}
-	return "", false
+	return nil, false
+}
+
+// fold compares an ASCII key with a lower-case name, ignoring case as encoding/json does.
+func fold(key []byte, name string) bool {
+	if len(key) != len(name) {
+		return false
+	}
+	for i, c := range key {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != name[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // plainString reads null or a string without escapes (control characters and non-ASCII bytes
