@@ -58,13 +58,17 @@ type stackOptions struct {
 
 func startStack(t *testing.T, o stackOptions) *local.Stack {
 	t.Helper()
+	env := map[string]string{"LENS_CACHE_DIR": wasmtest.CacheDir(t)} // compile each module once across stacks
+	for k, v := range o.env {
+		env[k] = v
+	}
 	opts := local.Options{
 		ManifestDir: filepath.Join(repoRoot, "deploy", "knative"),
 		BinDir:      buildFunctions(t, o.only),
 		ModuleDir:   wasmtest.BuiltinDir(t),
 		DataDir:     t.TempDir(),
 		Addr:        "127.0.0.1:0",
-		Env:         o.env,
+		Env:         env,
 		Only:        o.only,
 		Log:         t.Logf,
 	}
