@@ -3,7 +3,6 @@ package analysis_test
 import (
 	"encoding/json"
 	"math"
-	"os"
 	"testing"
 
 	"github.com/lensfn/lensfn/runtime/analysis"
@@ -47,20 +46,6 @@ func summarize(t testing.TB, opts analysis.Options, records ...loadgen.Record) a
 		t.Fatal(err)
 	}
 	return s
-}
-
-func readFixture(t testing.TB, name string) []loadgen.Record {
-	t.Helper()
-	f, err := os.Open(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var records []loadgen.Record
-	if err := analysis.ReadRecords(f, func(r loadgen.Record) error { records = append(records, r); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	return records
 }
 
 func near(a, b float64) bool {
