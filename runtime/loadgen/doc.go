@@ -4,5 +4,13 @@
 // synthesised from hash ids so shared prefixes stay shared, and per-request records streamed to a
 // JSONL artifact as they complete.
 //
+// The surface: Run(ctx, Config, []Request, Sink) sends a schedule and returns Stats; Record is
+// one request's outcome (one JSON line); JSONLWriter is the artifact sink; Progress holds live
+// counters another goroutine may read while Run works; NewHTTPClient is the tuned client.
+//
+// Times in records are relative to the run's start; the schedule's drift is started minus
+// scheduled. Synthesised prompts count one word as one token, which BPE tokenizers match only
+// approximately; equal hash ids always give byte-identical text.
+//
 // It imports only the standard library and events.
 package loadgen
