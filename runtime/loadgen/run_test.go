@@ -251,24 +251,29 @@ func TestScheduleFollowsTheAbsoluteClock(t *testing.T) {
 			t.Fatalf("request %d sent %.3f ms early", r.RequestID, -drift[i])
 		}
 	}
-	// Absolute scheduling: lateness does not add up over the run.
-	if last := drift[n-1]; last > 25 {
+	// Absolute scheduling: lateness does not add up. Sleeping each 4 ms gap instead would
+	// overshoot ~1 ms per sleep on Linux and end ~300 ms late. Bounds are generous because the
+	// test shares a busy 2-core machine.
+	if last := drift[n-1]; last > 100 {
 		t.Errorf("last request %.2f ms late: drift accumulates", last)
 	}
 	sort.Float64s(drift)
-	if p99 := drift[int(math.Ceil(n*0.99))-1]; p99 > 25 { // generous: a shared 2-core box
+	if p50 := drift[n/2-1]; p50 > 10 {
+		t.Errorf("median drift %.2f ms", p50)
+	}
+	if p99 := drift[int(math.Ceil(n*0.99))-1]; p99 > 100 {
 		t.Errorf("p99 drift %.2f ms", p99)
 	}
 }
 
 func TestSessionTurnsWaitForThePreviousTurn(t *testing.T) {
-	fake := &fakeOpenAI{TTFT: 80 * time.Millisecond, Tokens: 1}
+	fake := &fakeOpenAI{TTFT: 200 * time.Millisecond, Tokens: 1}
 	srv := fake.start(t)
 	// Listed out of order on purpose: turns follow Turn, not the slice.
 	schedule := []loadgen.Request{
 		{SessionID: "a", Turn: 2, DelayMs: f64(50)},     // previous done + 50 ms
 		{SessionID: "a", Turn: 0, ArrivalMs: f64(0)},    // at 0
-		{SessionID: "a", Turn: 1, ArrivalMs: f64(10)},   // recorded 10 ms, but turn 0 takes 80
+		{SessionID: "a", Turn: 1, ArrivalMs: f64(10)},   // recorded 10 ms, but turn 0 takes 200
 		{SessionID: "a", Turn: 3, ArrivalMs: f64(1000)}, // recorded later than turn 2's end
 		{SessionID: "b", Turn: 0, ArrivalMs: f64(20)},   // independent session
 		{SessionID: "a", Turn: 4},                       // neither: right after turn 3
@@ -298,7 +303,8 @@ func TestSessionTurnsWaitForThePreviousTurn(t *testing.T) {
 	if math.Abs(a4.ScheduledAtSeconds-a3.CompletedAtSeconds) > 0.001 {
 		t.Errorf("turn 4 released at %.4f, turn 3 completed at %.4f", a4.ScheduledAtSeconds, a3.CompletedAtSeconds)
 	}
-	if b0.StartedAtSeconds > 0.02+0.02 {
+	if b0.StartedAtSeconds > 0.15 { // waiting for a's turn 0 would mean >= 0.2
+
 		t.Errorf("session b waited for session a: started %.4f", b0.StartedAtSeconds)
 	}
 	if a0.RequestID != 2 || a2.RequestID != 1 {
