@@ -47,11 +47,14 @@ write_manifest() {
 	mv "$tmp" "$dir/manifest.json"
 }
 
+# GOWASM=satconv,signext: wazero runs WebAssembly 2.0 core features by default, so the Go
+# compiler may use non-trapping float-to-int conversions and sign-extension instructions
+# instead of longer helper sequences.
 entries=()
 cd "$root"
 for b in "${builtins[@]}"; do
 	read -r name kind pkg <<<"$b"
-	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -ldflags='-s -w' \
+	GOOS=wasip1 GOARCH=wasm GOWASM=satconv,signext go build -buildmode=c-shared -trimpath -ldflags='-s -w' \
 		-o "$out/$name.wasm.tmp" "./$pkg"
 	mv "$out/$name.wasm.tmp" "$out/$name.wasm"
 	entries+=("$name $kind $name.wasm")

@@ -287,7 +287,7 @@ func DecodeRecord(buf []byte, r *TraceRequest) ([]byte, error) {
 		case TagModel:
 			r.Model = d.str()
 		case TagContextMode:
-			r.ContextMode = d.str()
+			r.ContextMode = d.knownStr()
 		case TagMetadata:
 			r.Metadata = d.raw()
 		case TagSubagent:
@@ -347,6 +347,20 @@ func (d *decoder) f64() float64 {
 func (d *decoder) str() string {
 	n := d.u32()
 	return string(d.take(uint64(n)))
+}
+
+// knownStr reads a string, reusing the constant for the context modes every record of
+// a format repeats (saves an allocation per record on the host).
+func (d *decoder) knownStr() string {
+	n := d.u32()
+	b := d.take(uint64(n))
+	switch string(b) {
+	case ContextModeDeltas:
+		return ContextModeDeltas
+	case ContextModeSelfContain:
+		return ContextModeSelfContain
+	}
+	return string(b)
 }
 
 func (d *decoder) raw() json.RawMessage {
