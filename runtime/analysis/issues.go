@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+
+	"github.com/lensfn/lensfn/runtime/loadgen"
 )
 
 // Paging limits of GET /tasks/{id}/response-code-issues (simulation-api spec).
@@ -78,9 +80,7 @@ type Issue struct {
 
 // ResponseCodeIssues streams per-request.jsonl and returns the records matching filter, skipping
 // offset matches and keeping at most limit (1..MaxIssueLimit), in file order, with the total
-// count of matches. Memory holds one page; only the records on the page are decoded in full, so
-// a line that is not a JSON object fails the scan anywhere, while a wrongly typed field other
-// than status_code is reported only on a record the page shows.
+// count of matches. Memory holds one page; records are read without their metadata.
 func ResponseCodeIssues(r io.Reader, filter StatusCodeFilter, offset, limit int) (IssuePage, error) {
 	if offset < 0 {
 		return IssuePage{}, fmt.Errorf("%w: offset must be at least 0, got %d", ErrInvalidIssueQuery, offset)
@@ -90,19 +90,14 @@ func ResponseCodeIssues(r io.Reader, filter StatusCodeFilter, offset, limit int)
 	}
 	page := IssuePage{StatusCode: filter.StatusCode(), Issues: []Issue{}, Offset: offset, Limit: limit}
 	var number int64
-	err := readLines(r, func(line []byte) error {
+	err := ReadRecordsWithoutMetadata(r, func(rec loadgen.Record) error {
 		number++
-		status, err := decodeStatusCode(line)
-		if err != nil || !filter.Matches(status) {
-			return err
+		if !filter.Matches(rec.StatusCode) {
+			return nil
 		}
 		page.Total++
 		if page.Total <= int64(offset) || len(page.Issues) >= limit {
-			return nil // counted, not shown: no need to decode the rest
-		}
-		rec, err := decodeRecord(line)
-		if err != nil {
-			return err
+			return nil
 		}
 		page.Issues = append(page.Issues, Issue{
 			RequestNumber:    number,

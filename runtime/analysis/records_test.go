@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -115,6 +116,13 @@ func FuzzReadRecords(f *testing.F) {
 		if readErr != nil && (!errors.Is(readErr, analysis.ErrBadRecordLine) || !strings.Contains(readErr.Error(), "line ")) {
 			t.Fatalf("error %q is not a line-naming ErrBadRecordLine", readErr)
 		}
+		// Skipping metadata never rejects what the full decoder accepts, nor changes the rest.
+		var full, lean []loadgen.Record
+		fullErr := analysis.ReadRecords(bytes.NewReader(input), func(r loadgen.Record) error { r.Metadata = nil; full = append(full, r); return nil })
+		leanErr := analysis.ReadRecordsWithoutMetadata(bytes.NewReader(input), func(r loadgen.Record) error { lean = append(lean, r); return nil })
+		if fullErr == nil && (leanErr != nil || !reflect.DeepEqual(full, lean)) {
+			t.Fatalf("without metadata: %v, %d records; with: %d records", leanErr, len(lean), len(full))
+		}
 		s, err := acc.Summary()
 		if err != nil {
 			t.Fatal(err)
@@ -137,4 +145,19 @@ func FuzzReadRecords(f *testing.F) {
 			t.Fatalf("%d issues from %d records", page.Total, lines)
 		}
 	})
+}
+
+func TestReadRecordsWithoutMetadata(t *testing.T) {
+	line := `{"request_id":4,"status_code":503,"error":"x","latency_ms":2.5,"metadata":{"inter_token_ms":[1,2,3],"metadata":{"request_id":99}}}`
+	var got []loadgen.Record
+	err := analysis.ReadRecordsWithoutMetadata(strings.NewReader(line+"\n"+`{"request_id":5,"metadata":null}`), func(r loadgen.Record) error { got = append(got, r); return nil })
+	if err != nil || len(got) != 2 || got[0].RequestID != 4 || *got[0].StatusCode != 503 || got[0].LatencyMs != 2.5 || got[0].Metadata != nil || got[1].RequestID != 5 {
+		t.Fatalf("records %+v, err %v", got, err)
+	}
+	for _, broken := range []string{`{"request_id":1,"metadata":{"a":[1,2}`, `{"request_id":1,"metadata":{"a":"}}`, `{"request_id":1,"metadata":[]}`, `{"request_id":1,"metadata":{}`} {
+		err = analysis.ReadRecordsWithoutMetadata(strings.NewReader(broken), func(loadgen.Record) error { return nil })
+		if !errors.Is(err, analysis.ErrBadRecordLine) {
+			t.Errorf("%s: err = %v, want ErrBadRecordLine", broken, err)
+		}
+	}
 }
