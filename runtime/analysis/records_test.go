@@ -161,3 +161,21 @@ func TestReadRecordsWithoutMetadata(t *testing.T) {
 		}
 	}
 }
+
+func TestReadRecordLinesHandsTheLineAsWritten(t *testing.T) {
+	input := "  {\"request_id\":1,\"metadata\":{\"k\":[1,2]}}  \r\n\n{\"request_id\":2}\n"
+	var lines []string
+	var ids []int64
+	err := analysis.ReadRecordLines(strings.NewReader(input), func(line []byte, rec loadgen.Record) error {
+		lines, ids = append(lines, string(line)), append(ids, rec.RequestID)
+		return nil
+	})
+	if err != nil || len(lines) != 2 || lines[0] != `{"request_id":1,"metadata":{"k":[1,2]}}` || lines[1] != `{"request_id":2}` || ids[1] != 2 {
+		t.Fatalf("lines %q ids %v err %v", lines, ids, err)
+	}
+	stop := errors.New("enough")
+	err = analysis.ReadRecordLines(strings.NewReader(input), func([]byte, loadgen.Record) error { return stop })
+	if !errors.Is(err, stop) || errors.Is(err, analysis.ErrBadRecordLine) || !strings.Contains(err.Error(), "line 1") {
+		t.Fatalf("callback error = %v, want it wrapped with its line and not marked a bad line", err)
+	}
+}
