@@ -56,9 +56,11 @@ func pipelineStack(t *testing.T) (string, func(string) string) {
 		env: map[string]string{"LENS_DATASET_MIRROR": mirrorOfSharedTraces(t), "LENS_LEASE_TTL": "2s",
 			"LENS_SWEEP_INTERVAL": "500ms", "LENS_MAX_CONCURRENT_TASKS": "2"}})
 	api := stack.APIURL + "/api/simulation"
+	t.Logf("stack up")
 	if code, body := post(t, api+"/trace-datasets/download", "application/json", `{"dataset":"mooncake-conversation"}`, nil); code != 200 {
 		t.Fatalf("download: %d %s", code, body)
 	}
+	t.Logf("dataset downloaded")
 	pid := func(name string) string { return strconv.Itoa(stack.PID(name)) }
 	return api, pid
 }
@@ -218,7 +220,9 @@ func TestInjectedFailuresShowAsResponseCodeIssues(t *testing.T) {
 	endpoint := startSimulator(t, "--failure-injection-rate", "30")
 	api, _ := pipelineStack(t)
 	id := createTask(t, api, endpoint, `,"trace_end_seconds":30,"scale_factor":30`)
+	t.Logf("task %s created", id)
 	v := waitForStatus(t, api, id, 2*time.Minute, "completed", "failed", "cancelled")
+	t.Logf("task %s %s", id, v.Status)
 	s, _ := resultOf(t, v)
 	if v.Status != "completed" || s.TotalRequests != 87 || s.SuccessRate >= 100 || s.SuccessRate <= 0 {
 		t.Fatalf("%s %+v", v.Status, s)
