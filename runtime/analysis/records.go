@@ -150,7 +150,8 @@ func decodeRecordWithoutMetadata(line []byte) (loadgen.Record, error) {
 	return rec.Record, err
 }
 
-// Summarize reads per-request.jsonl and returns its summary: ReadRecords into an Accumulator.
+// Summarize reads per-request.jsonl and returns its summary: ReadRecordsWithoutMetadata into an
+// Accumulator.
 func Summarize(r io.Reader, opts Options) (Summary, error) {
 	acc, err := New(opts)
 	if err != nil {
