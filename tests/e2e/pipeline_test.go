@@ -53,7 +53,7 @@ func startSimulator(t *testing.T, args ...string) string {
 func pipelineStack(t *testing.T) (string, func(string) string) {
 	t.Helper()
 	stack := startStack(t, stackOptions{only: []string{"simulation-api", "trace-replayer", "result-analyzer"},
-		env: map[string]string{"LENS_DATASET_MIRROR": mirrorOfSharedTraces(t), "LENS_LEASE_TTL": "2s",
+		env: map[string]string{"LENS_DATASET_MIRROR": mirrorOfSharedTraces(t), "LENS_LEASE_TTL": "3s",
 			"LENS_SWEEP_INTERVAL": "500ms", "LENS_MAX_CONCURRENT_TASKS": "2"}})
 	api := stack.APIURL + "/api/simulation"
 	t.Logf("stack up")
