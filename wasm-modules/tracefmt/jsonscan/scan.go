@@ -24,15 +24,14 @@ func (s *Scanner) Reset(b []byte) {
 	s.b, s.i, s.first = b, 0, true
 }
 
+// ws skips whitespace. Hot loops here and below work on local copies of s.b and s.i:
+// the Go wasm backend reloads struct fields through the pointer on every iteration.
 func (s *Scanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\r', '\n':
-			s.i++
-		default:
-			return
-		}
+	b, i := s.b, s.i
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
 	}
+	s.i = i
 }
 
 func (s *Scanner) found() string {
@@ -281,22 +280,24 @@ func (s *Scanner) String() (string, error) {
 // stringBytes reads a string starting at the opening quote. The result aliases the input
 // when the string has no escapes, else the scanner's scratch buffer.
 func (s *Scanner) stringBytes() ([]byte, error) {
-	s.i++
-	start := s.i
-	for s.i < len(s.b) {
-		c := s.b[s.i]
+	b := s.b
+	start := s.i + 1
+	for i := start; i < len(b); i++ {
+		c := b[i]
 		if c == '"' {
-			s.i++
-			return s.b[start : s.i-1], nil
+			s.i = i + 1
+			return b[start:i], nil
 		}
 		if c == '\\' {
+			s.i = i
 			return s.unescape(start)
 		}
 		if c < 0x20 {
+			s.i = i
 			return nil, fmt.Errorf("control character 0x%02x in string", c)
 		}
-		s.i++
 	}
+	s.i = len(b)
 	return nil, errors.New("string not closed: unexpected end of input")
 }
 

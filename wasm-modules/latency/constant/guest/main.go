@@ -1,5 +1,3 @@
-// Command guest is the constant latency-calculator module.
-// Build: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared (see wasm-modules/build.sh).
 package main
 
 import (

@@ -1,0 +1,4 @@
+// Command guest is the baseten_trace module: the baseten core behind the parser ABI.
+// Imports: the standard library, wasm-modules/internal/guest and its core package.
+// Build: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared (see wasm-modules/build.sh).
+package main
