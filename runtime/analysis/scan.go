@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"encoding/json"
 	"strconv"
 
 	"github.com/lensfn/lensfn/runtime/loadgen"
@@ -11,8 +12,8 @@ import (
 // metadata (every inter-token gap) is most of its bytes; this scanner jumps over the metadata and
 // parses the dozen scalar fields directly, several times faster. It reports false, leaving the
 // line to encoding/json, on anything it does not handle exactly as encoding/json would: an
-// unknown or repeated key, an escape or non-ASCII byte in a string, a null where the field is
-// not a pointer, a number that does not fit. So its results never differ from encoding/json's
+// unknown, repeated or escaped key, a null where the field is not a pointer, a number that does
+// not fit, a string encoding/json would refuse. So its results never differ from encoding/json's
 // (FuzzScanRecordMatchesEncodingJSON checks it), and bad lines still get encoding/json's error.
 func scanRecord(line []byte, rec *loadgen.Record) bool {
 	s := scanner{b: line}
@@ -114,6 +115,34 @@ func (s *scanner) plainString() ([]byte, bool) {
 	return nil, false
 }
 
+// stringValue reads a string value. Escapes and non-ASCII bytes go through encoding/json on the
+// string alone (transport errors quote their URL), so the result is exactly encoding/json's.
+func (s *scanner) stringValue() (string, bool) {
+	s.skipSpace()
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return "", false
+	}
+	start, plain := s.i, true
+	for s.i++; s.i < len(s.b); s.i++ {
+		switch c := s.b[s.i]; {
+		case c == '"':
+			s.i++
+			if plain {
+				return string(s.b[start+1 : s.i-1]), true
+			}
+			var v string
+			err := json.Unmarshal(s.b[start:s.i], &v)
+			return v, err == nil
+		case c == '\\':
+			plain = false
+			s.i++ // the escaped byte cannot end the string
+		case c < 0x20 || c >= 0x7f:
+			plain = false
+		}
+	}
+	return "", false
+}
+
 // number reads a literal of the JSON number grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
 func (s *scanner) number() ([]byte, bool) {
 	s.skipSpace()
@@ -187,9 +216,7 @@ func (s *scanner) field(key string, rec *loadgen.Record) bool {
 	case "request_id":
 		rec.RequestID, ok = s.int()
 	case "session_id":
-		var v []byte
-		v, ok = s.plainString()
-		rec.SessionID = string(v)
+		rec.SessionID, ok = s.stringValue()
 	case "turn":
 		var v int64
 		v, ok = s.int()
@@ -214,9 +241,8 @@ func (s *scanner) field(key string, rec *loadgen.Record) bool {
 		if s.literal("null") {
 			rec.Error, ok = nil, true
 		} else {
-			var v []byte
-			v, ok = s.plainString()
-			text := string(v)
+			var text string
+			text, ok = s.stringValue()
 			rec.Error = &text
 		}
 	case "scheduled_at_seconds":

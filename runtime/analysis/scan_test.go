@@ -23,7 +23,7 @@ func engineLine(rng *rand.Rand, id int64) []byte {
 		rec.TTFTMs, rec.TPOTMs, rec.FirstTokenAtSeconds = ptrTo(rng.Float64()*100), ptrTo(rng.Float64()), ptrTo(rng.Float64())
 	}
 	if status == nil || *status != 200 {
-		rec.Error = ptrTo("upstream reset the connection: EOF")
+		rec.Error = ptrTo(`Post "http://127.0.0.1:8000/v1/chat/completions": read: connection reset <peer>`)
 	}
 	line, _ := json.Marshal(rec)
 	return line
@@ -53,8 +53,9 @@ func TestScanRecordDefersToEncodingJSON(t *testing.T) {
 		`{"request_id":1,"request_id":2}`,      // repeated key: encoding/json's rules
 		`{"Request_ID":1}`,                     // encoding/json matches keys ignoring case
 		`{"request_id":1,"future":true}`,       // unknown key
-		`{"error":"caf\u00e9"}`,                // escape
-		`{"error":"café"}`,                     // non-ASCII
+		`{"req\u0075est_id":1}`,                // escaped key
+		`{"error":"a` + "\x01" + `"}`,          // control character
+		`{"error":"\x"}`,                       // bad escape
 		`{"request_id":null}`,                  // null into a non-pointer
 		`{"request_id":1.0}`,                   // not an integer
 		`{"status_code":99999999999999999999}`, // overflow
@@ -81,10 +82,15 @@ func TestScanRecordDefersToEncodingJSON(t *testing.T) {
 			t.Errorf("fast path took %s", line)
 		}
 	}
-	for _, line := range []string{`{}`, ` { "request_id" : 7 , "latency_ms" : -0.5e-3 } `, `{"metadata":null}`, `{"metadata":{"k":"\"}\\"}}`} {
-		var rec loadgen.Record
-		if !scanRecord([]byte(line), &rec) {
+	for _, line := range []string{`{}`, ` { "request_id" : 7 , "latency_ms" : -0.5e-3 } `, `{"metadata":null}`, `{"metadata":{"k":"\"}\\"}}`,
+		`{"error":"Post \"http://127.0.0.1:8000/v1\": EOF"}`, `{"error":"caf\u00e9 \ud83d\ude00"}`, `{"session_id":"café"}`, "{\"error\":\"bad \xff utf-8\"}"} {
+		var fast loadgen.Record
+		if !scanRecord([]byte(line), &fast) {
 			t.Errorf("fast path refused %s", line)
+		}
+		var slow recordWithoutMetadata
+		if err := json.Unmarshal([]byte(line), &slow); err != nil || !reflect.DeepEqual(fast, slow.Record) {
+			t.Errorf("%s: fast %+v, encoding/json %+v (%v)", line, fast, slow.Record, err)
 		}
 	}
 }
