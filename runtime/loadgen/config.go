@@ -51,9 +51,11 @@ type Config struct {
 	Seed uint64
 	// RunID prefixes every X-Request-ID (<RunID>-<request id>); empty derives one from Seed.
 	RunID string
-	// SpinWindow is how long before a send time the dispatcher stops sleeping and spins.
-	// Sleeps on Linux wake up to ~1 ms late, so the default is 1 ms; a negative value never
-	// spins (lower CPU, up to ~1 ms later sends).
+	// SpinWindow is how long before a send time the dispatcher stops sleeping and spins
+	// (yielding to other goroutines). 0 never spins. Go's sleeps on Linux wake up to ~1 ms
+	// late, so only a window of about 1 ms removes that lateness, and at high rates it keeps a
+	// core busy: on the shared 2-core benchmark box it cost ~40 % more CPU per request and made
+	// drift worse, hence off by default.
 	SpinWindow time.Duration
 	// PrepareAhead is how many request bodies are built ahead of their send time (default 256).
 	PrepareAhead int
@@ -71,7 +73,6 @@ type Config struct {
 }
 
 const (
-	defaultSpinWindow       = time.Millisecond
 	defaultPrepareAhead     = 256
 	defaultPromptCacheBytes = 64 << 20
 	defaultMaxResponseBytes = 16 << 20

@@ -77,9 +77,6 @@ func Run(ctx context.Context, cfg Config, schedule []Request, sink Sink) (Stats,
 	if e.runID == "" {
 		e.runID = fmt.Sprintf("%08x", uint32(splitmix(cfg.Seed)))
 	}
-	if e.spin == 0 {
-		e.spin = defaultSpinWindow
-	}
 	if e.maxResponse == 0 {
 		e.maxResponse = defaultMaxResponseBytes
 	}
@@ -205,8 +202,8 @@ func offset(msec float64) time.Duration {
 	return time.Duration(msec * float64(time.Millisecond))
 }
 
-// waitUntil blocks until start+at, sleeping while far and spinning through the last
-// SpinWindow (Linux sleeps overshoot by up to ~1 ms). False means the run was cancelled.
+// waitUntil blocks until start+at, sleeping, and spinning through the last SpinWindow when
+// one is set. False means the run was cancelled.
 func (e *engine) waitUntil(at time.Duration, timer *time.Timer) bool {
 	target := e.start.Add(at)
 	for {
@@ -217,7 +214,7 @@ func (e *engine) waitUntil(at time.Duration, timer *time.Timer) bool {
 		if rem <= 0 {
 			return true
 		}
-		if e.spin < 0 || rem > e.spin {
+		if rem > e.spin {
 			sleep := rem
 			if e.spin > 0 {
 				sleep -= e.spin

@@ -252,18 +252,25 @@ func TestScheduleFollowsTheAbsoluteClock(t *testing.T) {
 		}
 	}
 	// Absolute scheduling: lateness does not add up. Sleeping each 4 ms gap instead would
-	// overshoot ~1 ms per sleep on Linux and end ~300 ms late. Bounds are generous because the
-	// test shares a busy 2-core machine.
-	if last := drift[n-1]; last > 100 {
-		t.Errorf("last request %.2f ms late: drift accumulates", last)
+	// overshoot ~1 ms per sleep on Linux, so the last tenth of the run would be ~250 ms later
+	// than the first. Medians keep the check robust to the stalls of a busy shared machine.
+	first, last := median(drift[:n/10]), median(drift[n-n/10:])
+	if last-first > 20 {
+		t.Errorf("median drift grew from %.2f ms to %.2f ms over the run: drift accumulates", first, last)
 	}
 	sort.Float64s(drift)
 	if p50 := drift[n/2-1]; p50 > 10 {
 		t.Errorf("median drift %.2f ms", p50)
 	}
-	if p99 := drift[int(math.Ceil(n*0.99))-1]; p99 > 100 {
+	if p99 := drift[int(math.Ceil(n*0.99))-1]; p99 > 250 {
 		t.Errorf("p99 drift %.2f ms", p99)
 	}
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[(len(s)-1)/2]
 }
 
 func TestSessionTurnsWaitForThePreviousTurn(t *testing.T) {
