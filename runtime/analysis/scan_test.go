@@ -1,10 +1,12 @@
 package analysis
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/lensfn/lensfn/runtime/loadgen"
@@ -123,4 +125,40 @@ func FuzzScanRecordMatchesEncodingJSON(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestScanRecordTakesTheEngineWriter: lines from the load engine's own JSONLWriter (which does
+// not escape HTML) take the fast path, and the summary equals the one from full decoding.
+func TestScanRecordTakesTheEngineWriter(t *testing.T) {
+	var file bytes.Buffer
+	writer := loadgen.NewJSONLWriter(&file)
+	rng := rand.New(rand.NewPCG(8, 9))
+	var want []loadgen.Record
+	for id := range int64(500) {
+		var rec loadgen.Record
+		if err := json.Unmarshal(engineLine(rng, id+1), &rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Metadata["x_request_id"] = "lensfn-<&>-" + strconv.FormatInt(id, 10)
+		if err := writer.Record(rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Metadata = nil
+		want = append(want, rec)
+	}
+	if err := writer.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var got []loadgen.Record
+	err := ReadRecordLines(bytes.NewReader(file.Bytes()), func(line []byte, rec loadgen.Record) error {
+		var fast loadgen.Record
+		if !scanRecord(line, &fast) {
+			t.Fatalf("fast path refused the engine writer's line %s", line)
+		}
+		got = append(got, rec)
+		return nil
+	})
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("records differ from what was written (err %v)", err)
+	}
 }
