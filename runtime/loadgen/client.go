@@ -224,7 +224,7 @@ func (e *engine) exchange(ctx context.Context, i int, body []byte, sent *time.Ti
 }
 
 // readStream reads SSE chunks as they arrive, timing every content chunk.
-func (e *engine) readStream(ctx context.Context, body io.Reader, out *outcome) {
+func (e *engine) readStream(ctx context.Context, body io.ReadCloser, out *outcome) {
 	sse := newSSEReader(body, int(e.maxResponse))
 	defer sse.release()
 	finished := false
@@ -247,6 +247,7 @@ func (e *engine) readStream(ctx context.Context, body io.Reader, out *outcome) {
 		}
 		if string(data) == "[DONE]" {
 			out.completedAt = now
+			drain(body)
 			return
 		}
 		chunk, err := decodeChunk(data)
@@ -280,6 +281,16 @@ func (e *engine) readStream(ctx context.Context, body io.Reader, out *outcome) {
 			finished = true
 		}
 	}
+}
+
+// drain reads what follows [DONE] (the chunked encoding's last chunk) so the connection goes
+// back to the pool: a body closed before its end closes the connection, and an open-loop replay
+// would then dial once per request. A server that keeps the stream open after [DONE] gets
+// 100 ms before the connection is given up.
+func drain(body io.ReadCloser) {
+	giveUp := time.AfterFunc(100*time.Millisecond, func() { body.Close() })
+	defer giveUp.Stop()
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10))
 }
 
 // readWhole reads a non-streamed response.

@@ -3,10 +3,12 @@ package loadgen_test
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -26,8 +28,9 @@ type fakeOpenAI struct {
 	// NoDone ends the stream without a finish reason or [DONE].
 	NoDone bool
 
-	mu   sync.Mutex
-	seen []seenRequest
+	mu          sync.Mutex
+	seen        []seenRequest
+	connections atomic.Int64 // TCP connections accepted
 }
 
 type seenRequest struct {
@@ -38,7 +41,13 @@ type seenRequest struct {
 }
 
 func (f *fakeOpenAI) start(t *testing.T) *httptest.Server {
-	srv := httptest.NewServer(f)
+	srv := httptest.NewUnstartedServer(f)
+	srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		if state == http.StateNew {
+			f.connections.Add(1)
+		}
+	}
+	srv.Start()
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -146,6 +155,9 @@ func (f *fakeOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		event(`{"id":"x","object":"chat.completion.chunk","choices":[],"usage":` + usage + `}`)
 	}
 	event("[DONE]")
+	// The end of the chunked body follows in a later write, as with servers that flush each
+	// event: a client that stops reading at [DONE] loses the connection.
+	sleepCtx(r, 2*time.Millisecond)
 }
 
 // sleepCtx waits d unless the client goes away first (so test servers close promptly).

@@ -423,6 +423,22 @@ func TestCancellationStopsTheRunPromptly(t *testing.T) {
 	}
 }
 
+func TestConnectionsAreReused(t *testing.T) {
+	for _, stream := range []bool{true, false} {
+		fake := &fakeOpenAI{Tokens: 3}
+		cfg := baseConfig(fake.start(t).URL)
+		cfg.Stream = stream
+		schedule := make([]loadgen.Request, 30)
+		for i := range schedule {
+			schedule[i] = loadgen.Request{ArrivalMs: f64(float64(i) * 5), OutputTokens: 3}
+		}
+		run(t, cfg, schedule)
+		if n := fake.connections.Load(); n > 3 {
+			t.Errorf("stream %t: 30 spaced requests opened %d connections; finished streams must return theirs to the pool", stream, n)
+		}
+	}
+}
+
 func TestNoGoroutinesOutliveTheRun(t *testing.T) {
 	fake := &fakeOpenAI{Tokens: 2, ITL: time.Millisecond}
 	srv := fake.start(t)
