@@ -1,6 +1,7 @@
 // Package wasmtest builds the WASM modules for tests on demand: it runs
 // wasm-modules/build.sh once per source state and caches the result under the user cache
-// directory, keyed by a hash of wasm-modules/, go.mod, go.sum and the Go version, so
+// directory, keyed by a hash of the module sources (Go, WebAssembly text, build.sh under
+// wasm-modules/), go.mod, go.sum and the Go version, so
 // repeated test runs start in milliseconds. Built modules are never committed.
 //
 // Imports: the standard library only (it is test support for runtime/wasmhost and

@@ -123,7 +123,10 @@ func sourceHash(root string) (string, error) {
 		if err != nil {
 			return err
 		}
-		if d.Type().IsRegular() && !strings.HasSuffix(p, "_test.go") {
+		// What goes into a module: Go sources, WebAssembly text and the build script
+		// (not tests, docs or test data, so editing those does not force a rebuild).
+		if d.Type().IsRegular() && !strings.HasSuffix(p, "_test.go") && !strings.Contains(p, string(filepath.Separator)+"testdata"+string(filepath.Separator)) &&
+			(strings.HasSuffix(p, ".go") || strings.HasSuffix(p, ".wat") || strings.HasSuffix(p, ".sh")) {
 			files = append(files, p)
 		}
 		return nil
