@@ -165,7 +165,17 @@ func (c *Calculator) Schedule(in LatencyInput, gaps []time.Duration) (time.Durat
 	return ttft, gaps, nil
 }
 
-// Close releases the calculator's instances.
+// Close releases the calculator's instances. The simulator rebuilds its calculator when
+// the latency configuration changes; closing the old one keeps the host from holding it.
 func (c *Calculator) Close() {
+	h := c.m.host
+	h.mu.Lock()
+	for i, m := range h.calcs {
+		if m == c.m {
+			h.calcs = append(h.calcs[:i], h.calcs[i+1:]...)
+			break
+		}
+	}
+	h.mu.Unlock()
 	c.m.close(context.Background())
 }

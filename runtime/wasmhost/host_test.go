@@ -182,6 +182,10 @@ func TestUserCalculatorByPath(t *testing.T) {
 	if _, _, err := calc.Schedule(wasmhost.LatencyInput{OutputTokens: -1}, nil); err == nil {
 		t.Fatal("negative output tokens accepted")
 	}
+	calc.Close()
+	if _, _, err := calc.Schedule(wasmhost.LatencyInput{OutputTokens: 1}, nil); !errors.Is(err, wasmhost.ErrClosed) {
+		t.Fatalf("schedule after Close: %v", err)
+	}
 }
 
 func TestClosedHost(t *testing.T) {

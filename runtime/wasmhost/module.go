@@ -91,6 +91,11 @@ func (m *module) ensureCompiled() error {
 // otherwise it waits.
 func (m *module) get(ctx context.Context) (*instance, error) {
 	select {
+	case <-m.done:
+		return nil, ErrClosed
+	default:
+	}
+	select {
 	case in := <-m.idle:
 		return in, nil
 	default:
