@@ -112,6 +112,9 @@ func FuzzTokenizer(f *testing.F) {
 // TestNonStreamAllocs bounds the allocations of a zero-latency non-stream
 // chat request through the whole handler.
 func TestNonStreamAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector adds allocations")
+	}
 	r := newTestRank(t)
 	var ctx fasthttp.RequestCtx
 	body := `{"model":"fake-model","messages":[{"role":"user","content":"Hello, can you tell me something about the weather today?"}],"max_tokens":16}`

@@ -2,6 +2,7 @@ package resultanalyzer
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -182,18 +183,20 @@ func summarise(t *simtask.Task) (analysis.Summary, []json.RawMessage, error) {
 	if err != nil {
 		slo = nil // presentation only: a malformed SLO does not fail the run
 	}
-	acc, err := analysis.New(analysis.Options{DurationSeconds: t.Simulation.DurationSeconds, SLO: slo})
+	// A stopped run is measured over what it did; a finished one spans its configured duration.
+	duration := t.Simulation.DurationSeconds
+	if outcomeOf(t.Internal.ReplayMessage).status != simtask.StatusCompleted {
+		duration = 0
+	}
+	acc, err := analysis.New(analysis.Options{DurationSeconds: duration, SLO: slo})
 	if err != nil {
 		return analysis.Summary{}, nil, err
 	}
 	var inline []json.RawMessage
-	err = analysis.ReadRecords(bufio.NewReaderSize(f, 1<<16), func(rec loadgen.Record) error {
+	// Records are read without their metadata (the expensive part); inline rows keep it, verbatim.
+	err = analysis.ReadRecordLines(bufio.NewReaderSize(f, 1<<16), func(line []byte, rec loadgen.Record) error {
 		if len(inline) < MaxInlineRecords {
-			raw, err := json.Marshal(rec)
-			if err != nil {
-				return err
-			}
-			inline = append(inline, raw)
+			inline = append(inline, json.RawMessage(bytes.Clone(line)))
 		}
 		return acc.Add(rec)
 	})

@@ -49,7 +49,7 @@ func (a *API) responseCodeIssues(w http.ResponseWriter, r *http.Request) error {
 		if err == nil {
 			defer f.Close()
 			if page, err = analysis.ResponseCodeIssues(f, filter, offset, limit); err != nil {
-				return err
+				return err // a corrupt artifact: a generic 500, the cause in the logs
 			}
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
 
 	"github.com/lensfn/lensfn/events"
 	"github.com/lensfn/lensfn/runtime/cloudevent"
@@ -60,7 +59,7 @@ func settingsFrom(c fn.Config) (Settings, error) {
 // Runner claims and runs tasks.
 type Runner struct {
 	deps     fn.Deps
-	log      *zap.SugaredLogger
+	log      *fn.Logger
 	tasks    *simtask.Repo
 	settings Settings
 	replay   func(ctx context.Context, run *Run) (events.TaskReplayed, error)

@@ -73,6 +73,9 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 func Handle(h func(w http.ResponseWriter, r *http.Request) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
+			if slot, ok := r.Context().Value(errorSlotKey{}).(*errorSlot); ok {
+				slot.err = err
+			}
 			problem.Write(w, r, err)
 		}
 	})

@@ -1,6 +1,7 @@
 package fn
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -8,6 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/lensfn/lensfn/runtime/problem"
 )
 
 // Metrics are the runtime's own series, registered on the function's private registry.
@@ -104,13 +107,25 @@ func (s *statusRecorder) Flush() {
 
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
+// errorSlot carries a handler's error from Handle back to instrument, which logs server errors
+// (their detail never reaches the client).
+type errorSlot struct{ err error }
+
+type errorSlotKey struct{}
+
 // instrument counts requests by the ServeMux pattern that matched, so ids in paths do not
-// explode label cardinality.
-func (m *Metrics) instrument(next http.Handler) http.Handler {
+// explode label cardinality, and logs every 5xx with its cause and request id.
+func (m *Metrics) instrument(log *Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
+		slot := &errorSlot{}
+		r = r.WithContext(context.WithValue(r.Context(), errorSlotKey{}, slot))
 		next.ServeHTTP(rec, r)
+		if rec.status >= 500 && slot.err != nil {
+			log.Errorw("request failed", "route", r.Pattern, "method", r.Method, "status", rec.status,
+				"requestId", problem.RequestID(r.Context()), "error", slot.err)
+		}
 		route := r.Pattern
 		if route == "" {
 			route = "unmatched"

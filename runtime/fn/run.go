@@ -21,10 +21,14 @@ import (
 	"github.com/lensfn/lensfn/runtime/state/redisstore"
 )
 
+// Logger is the structured logger functions receive (zap's sugared logger, configured as
+// Knative's config-logging says), named here so functions need not import zap.
+type Logger = zap.SugaredLogger
+
 // Deps is what the runtime hands a function's Builder.
 type Deps struct {
 	Config  Config
-	Log     *zap.SugaredLogger
+	Log     *Logger
 	Metrics *Metrics
 	Store   state.Store
 	Events  *cloudevent.Sender
@@ -203,7 +207,7 @@ func assemble(log *zap.SugaredLogger, m *Metrics, store state.Store, f *Function
 			return problem.New(problem.CodeNotFound, "no such route")
 		}))
 	}
-	return problem.WithRequestID(m.instrument(mux)), nil
+	return problem.WithRequestID(m.instrument(log, mux)), nil
 }
 
 func readiness(w http.ResponseWriter, r *http.Request, store state.Store, f *Function) {

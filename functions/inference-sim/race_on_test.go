@@ -1,0 +1,5 @@
+//go:build race
+
+package inferencesim
+
+const raceEnabled = true
