@@ -1,0 +1,173 @@
+package resultanalyzer_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	resultanalyzer "github.com/lensfn/lensfn/functions/result-analyzer"
+	"github.com/lensfn/lensfn/runtime/fn"
+	"github.com/lensfn/lensfn/runtime/loadgen"
+	"github.com/lensfn/lensfn/runtime/simtask"
+	"github.com/lensfn/lensfn/runtime/state"
+)
+
+func newAnalyzer(t *testing.T) (*resultanalyzer.Analyzer, *simtask.Repo, fn.Deps) {
+	t.Helper()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	env := map[string]string{"LENS_DATA_DIR": t.TempDir(), "REDIS_URL": os.Getenv("REDIS_URL"),
+		"LENS_STORE_PREFIX": "lens:{test-" + hex.EncodeToString(b[:]) + "}:"}
+	cfg, err := fn.LoadConfig(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deps fn.Deps
+	s, err := fn.NewServer(context.Background(), cfg, resultanalyzer.Name, func(_ context.Context, d fn.Deps) (*fn.Function, error) {
+		deps = d
+		return &fn.Function{}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	repo := &simtask.Repo{Store: deps.Store, DataDir: cfg.DataDir}
+	a := resultanalyzer.New(deps, repo)
+	t.Cleanup(func() { _ = a.Close(context.Background()) })
+	return a, repo, deps
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// replayedTask stores a running task in its analyzing phase with the given records.
+func replayedTask(t *testing.T, repo *simtask.Repo, message string, records []loadgen.Record, extraLines ...string) string {
+	t.Helper()
+	id := simtask.NewID()
+	dir := repo.TaskDir(id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, r := range records {
+		raw, _ := json.Marshal(r)
+		lines = append(lines, string(raw))
+	}
+	lines = append(lines, extraLines...)
+	path := filepath.Join(dir, "per-request.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	task := &simtask.Task{ID: id, Name: "t", Scenario: "chat", Status: simtask.StatusQueued, EndpointURL: "http://x/v1",
+		ModelName: "m", TaskDir: dir, Simulation: simtask.Simulation{Backend: "trace-replayer", DurationSeconds: 2,
+			BackendOptions: map[string]any{}}, CreatedAt: simtask.Now(), ConfigurationIDs: []string{}}
+	if err := repo.Create(context.Background(), task, ""); err != nil {
+		t.Fatal(err)
+	}
+	_, err := repo.Transition(context.Background(), id, []string{simtask.StatusQueued}, simtask.StatusRunning, state.Fence{}, func(t *simtask.Task) error {
+		t.Internal.Phase, t.Internal.RecordsPath, t.Internal.ReplayMessage = "analyzing", path, message
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func record(id int64, status int, ttft, latency float64) loadgen.Record {
+	r := loadgen.Record{RequestID: id, Successful: status/100 == 2, ScheduledAtSeconds: float64(id) * 0.1,
+		StartedAtSeconds: float64(id) * 0.1, CompletedAtSeconds: float64(id)*0.1 + latency/1000, LatencyMs: latency,
+		InputTokens: 100, OutputTokens: 11, Metadata: map[string]any{"line": id}}
+	if status != 0 {
+		r.StatusCode = ptr(status)
+	}
+	if r.Successful {
+		r.TTFTMs, r.TPOTMs = ptr(ttft), ptr((latency-ttft)/10)
+	} else {
+		r.Error = ptr(fmt.Sprintf("HTTP %d", status))
+	}
+	return r
+}
+
+func TestAnalyzeCompletesTheTaskWithSummaryAndArtifacts(t *testing.T) {
+	a, repo, _ := newAnalyzer(t)
+	recs := []loadgen.Record{record(1, 200, 20, 120), record(2, 200, 30, 130), record(3, 500, 0, 5), record(4, 200, 40, 140)}
+	id := replayedTask(t, repo, "every scheduled request was sent", recs)
+	ctx := context.Background()
+	if err := a.Analyze(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	task, err := repo.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.Status != simtask.StatusCompleted || task.ProgressPercent != 100 || task.CompletedAt == nil || task.Result == nil ||
+		task.ArtifactURI == nil || *task.ArtifactURI != "artifact://simulation/"+id {
+		t.Fatalf("%+v", task)
+	}
+	var s struct {
+		Total       int     `json:"total_requests"`
+		Successful  int     `json:"successful_requests"`
+		SuccessRate float64 `json:"success_rate"`
+		TTFT        struct {
+			P50 float64 `json:"p50_ms"`
+		} `json:"ttft"`
+	}
+	if err := json.Unmarshal(task.Result.Summary, &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Total != 4 || s.Successful != 3 || s.SuccessRate != 75 || s.TTFT.P50 != 30 {
+		t.Fatalf("summary %+v", s)
+	}
+	if len(task.Result.PerRequest) != 4 || !strings.Contains(string(task.Result.PerRequest[0]), `"line":1`) {
+		t.Fatalf("inline records %s", task.Result.PerRequest)
+	}
+	kinds := []string{}
+	for _, art := range task.Result.Artifacts {
+		if _, err := os.Stat(art.Path); err != nil {
+			t.Errorf("artifact %s missing: %v", art.Kind, err)
+		}
+		kinds = append(kinds, art.Kind)
+	}
+	if strings.Join(kinds, ",") != "summary-json,per-request-jsonl" {
+		t.Fatalf("artifacts %v", kinds)
+	}
+	// A redelivered event finds the task finished and changes nothing.
+	before, _ := repo.Store.Get(ctx, simtask.Kind, id)
+	if err := a.Analyze(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := repo.Store.Get(ctx, simtask.Kind, id)
+	if before.Version != after.Version {
+		t.Fatal("a duplicate analysis wrote the task again")
+	}
+}
+
+func TestStoppedAndBrokenRuns(t *testing.T) {
+	a, repo, _ := newAnalyzer(t)
+	ctx := context.Background()
+	stopped := replayedTask(t, repo, "stopped by request", []loadgen.Record{record(1, 200, 20, 120)})
+	broken := replayedTask(t, repo, "every scheduled request was sent", []loadgen.Record{record(1, 200, 20, 120)}, `{"request_id": "x"`)
+	timedOut := replayedTask(t, repo, "the trace timeout of 1s was reached", []loadgen.Record{record(1, 200, 20, 120)})
+	for _, id := range []string{stopped, broken, timedOut} {
+		if err := a.Analyze(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if task, _ := repo.Get(ctx, stopped); task.Status != simtask.StatusCancelled || task.Result == nil {
+		t.Fatalf("stopped: %+v", task)
+	}
+	if task, _ := repo.Get(ctx, broken); task.Status != simtask.StatusFailed || task.ErrorMessage == nil ||
+		!strings.Contains(*task.ErrorMessage, "line 2") {
+		t.Fatalf("broken: %s %v", task.Status, task.ErrorMessage)
+	}
+	if task, _ := repo.Get(ctx, timedOut); task.Status != simtask.StatusFailed || !strings.Contains(*task.ErrorMessage, "timeout") ||
+		task.Result == nil {
+		t.Fatalf("timed out: %+v", task)
+	}
+}

@@ -1,0 +1,178 @@
+package tracereplayer
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/runtime/fn"
+	"github.com/lensfn/lensfn/runtime/simtask"
+	"github.com/lensfn/lensfn/runtime/state"
+)
+
+func testDeps(t *testing.T) fn.Deps {
+	t.Helper()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	env := map[string]string{"LENS_DATA_DIR": t.TempDir(), "REDIS_URL": os.Getenv("REDIS_URL"),
+		"LENS_STORE_PREFIX": "lens:{test-" + hex.EncodeToString(b[:]) + "}:"}
+	cfg, err := fn.LoadConfig(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deps fn.Deps
+	s, err := fn.NewServer(context.Background(), cfg, Name, func(_ context.Context, d fn.Deps) (*fn.Function, error) {
+		deps = d
+		return &fn.Function{}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	return deps
+}
+
+func queue(t *testing.T, repo *simtask.Repo) string {
+	t.Helper()
+	id := simtask.NewID()
+	task := &simtask.Task{ID: id, Name: "t", Scenario: "chat", Status: simtask.StatusQueued, EndpointURL: "http://x/v1",
+		ModelName: "m", TaskDir: repo.TaskDir(id), CreatedAt: simtask.Now(), ConfigurationIDs: []string{},
+		Simulation: simtask.Simulation{Backend: Backend, DurationSeconds: 1, BackendOptions: map[string]any{}}}
+	if err := repo.Create(context.Background(), task, ""); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func statusOf(t *testing.T, repo *simtask.Repo, id string) *simtask.Task {
+	t.Helper()
+	task, err := repo.Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return task
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// TestRunnerRunsQueuedTasksWithinItsSlots: the sweep starts queued tasks oldest first, one at a
+// time with one slot, and hands each replay to the analyzer.
+func TestRunnerRunsQueuedTasksWithinItsSlots(t *testing.T) {
+	deps := testDeps(t)
+	repo := &simtask.Repo{Store: deps.Store, DataDir: deps.Config.DataDir}
+	var mu sync.Mutex
+	release := map[string]chan struct{}{}
+	replay := func(ctx context.Context, run *Run) (events.TaskReplayed, error) {
+		mu.Lock()
+		ch := make(chan struct{})
+		release[run.Task.ID] = ch
+		mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return events.TaskReplayed{}, ctx.Err()
+		}
+		return events.TaskReplayed{TaskID: run.Task.ID, RecordsPath: "/tmp/x", Requests: 3, Outcome: "completed", Message: "every scheduled request was sent"}, nil
+	}
+	first, second := queue(t, repo), queue(t, repo)
+	r := NewRunner(deps, Settings{MaxConcurrent: 1, LeaseTTL: 2 * time.Second, SweepInterval: 50 * time.Millisecond, PollInterval: 50 * time.Millisecond}, repo, replay)
+	defer r.Close(context.Background())
+
+	waitFor(t, "the first task to run", func() bool { return statusOf(t, repo, first).Status == simtask.StatusRunning })
+	time.Sleep(200 * time.Millisecond)
+	if s := statusOf(t, repo, second).Status; s != simtask.StatusQueued {
+		t.Fatalf("a second task started with one slot: %s", s)
+	}
+	running := statusOf(t, repo, first)
+	if running.OwnerInstanceID == nil || *running.OwnerInstanceID != deps.Config.InstanceID || running.StartedAt == nil ||
+		running.OwnerPID == nil || running.BackendVersion == nil {
+		t.Fatalf("ownership not recorded: %+v", running)
+	}
+	if holder, err := deps.Store.LeaseHolder(context.Background(), simtask.LeaseName(first)); err != nil || holder.Owner != deps.Config.InstanceID {
+		t.Fatalf("lease %+v %v", holder, err)
+	}
+	mu.Lock()
+	close(release[first])
+	mu.Unlock()
+	waitFor(t, "the first task to reach analysis", func() bool {
+		task := statusOf(t, repo, first)
+		return task.Internal.Phase == "analyzing" && task.Internal.RecordsPath == "/tmp/x"
+	})
+	if _, err := deps.Store.LeaseHolder(context.Background(), simtask.LeaseName(first)); err == nil {
+		t.Fatal("the runner kept the lease after handing the task on")
+	}
+	waitFor(t, "the second task to run", func() bool { return statusOf(t, repo, second).Status == simtask.StatusRunning })
+}
+
+// TestLostRunnerIsFailed: a running task whose lease nobody renews is failed with a message
+// saying the runner was lost; one in its analysis phase is left to the analyzer.
+func TestLostRunnerIsFailed(t *testing.T) {
+	deps := testDeps(t)
+	repo := &simtask.Repo{Store: deps.Store, DataDir: deps.Config.DataDir}
+	ctx := context.Background()
+	lost, analyzing := queue(t, repo), queue(t, repo)
+	for _, id := range []string{lost, analyzing} {
+		lease, err := deps.Store.AcquireLease(ctx, simtask.LeaseName(id), "dead-pod", 300*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		phase := "replaying"
+		if id == analyzing {
+			phase = "analyzing"
+		}
+		owner := "dead-pod"
+		if _, err := repo.Transition(ctx, id, []string{simtask.StatusQueued}, simtask.StatusRunning, lease.Fence(), func(t *simtask.Task) error {
+			t.Internal.Phase, t.OwnerInstanceID = phase, &owner
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	never := func(context.Context, *Run) (events.TaskReplayed, error) { t.Error("nothing is queued"); return events.TaskReplayed{}, nil }
+	r := NewRunner(deps, Settings{MaxConcurrent: 1, LeaseTTL: time.Second, SweepInterval: 50 * time.Millisecond, PollInterval: 50 * time.Millisecond}, repo, never)
+	defer r.Close(ctx)
+	waitFor(t, "the lost task to fail", func() bool { return statusOf(t, repo, lost).Status == simtask.StatusFailed })
+	task := statusOf(t, repo, lost)
+	if task.ErrorMessage == nil || !strings.Contains(*task.ErrorMessage, "runner was lost") || !strings.Contains(*task.ErrorMessage, "dead-pod") {
+		t.Fatalf("%v", task.ErrorMessage)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if s := statusOf(t, repo, analyzing).Status; s != simtask.StatusRunning {
+		t.Fatalf("a task waiting for analysis was reaped: %s", s)
+	}
+}
+
+// TestStaleRunnerCannotWrite: after another owner took the lease, the old runner's fenced writes
+// are refused.
+func TestStaleRunnerCannotWrite(t *testing.T) {
+	deps := testDeps(t)
+	repo := &simtask.Repo{Store: deps.Store, DataDir: deps.Config.DataDir}
+	ctx := context.Background()
+	id := queue(t, repo)
+	old, err := deps.Store.AcquireLease(ctx, simtask.LeaseName(id), "old", 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(250 * time.Millisecond)
+	if _, err := deps.Store.AcquireLease(ctx, simtask.LeaseName(id), "new", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	_, err = repo.Patch(ctx, id, old.Fence(), func(t *simtask.Task) error { t.ProgressPercent = 50; return nil })
+	if !errors.Is(err, state.ErrStaleFence) {
+		t.Fatalf("a runner that lost its lease could still write: %v", err)
+	}
+}
