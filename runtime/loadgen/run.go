@@ -73,6 +73,9 @@ func Run(ctx context.Context, cfg Config, schedule []Request, sink Sink) (Stats,
 	}
 	if e.client == nil {
 		e.client = NewHTTPClient()
+		// Idle keep-alive connections hold two goroutines each; a client of our own must not
+		// keep them after the run.
+		defer e.client.CloseIdleConnections()
 	}
 	if e.runID == "" {
 		e.runID = fmt.Sprintf("%08x", uint32(splitmix(cfg.Seed)))
@@ -89,7 +92,7 @@ func Run(ctx context.Context, cfg Config, schedule []Request, sink Sink) (Stats,
 	if cfg.Duration > 0 {
 		e.cutoff = cfg.Duration
 	}
-	e.progress.scheduled.Store(int64(len(schedule)))
+	e.progress.reset(int64(len(schedule)))
 
 	runCtx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)

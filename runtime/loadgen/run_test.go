@@ -442,16 +442,13 @@ func TestConnectionsAreReused(t *testing.T) {
 func TestNoGoroutinesOutliveTheRun(t *testing.T) {
 	fake := &fakeOpenAI{Tokens: 2, ITL: time.Millisecond}
 	srv := fake.start(t)
-	client := loadgen.NewHTTPClient()
-	cfg := baseConfig(srv.URL)
-	cfg.Client = client
+	cfg := baseConfig(srv.URL) // the engine's own client: its idle connections must go too
 	before := runtime.NumGoroutine()
 	schedule := make([]loadgen.Request, 200)
 	for i := range schedule {
 		schedule[i] = loadgen.Request{ArrivalMs: f64(float64(i % 20)), SessionID: string(rune('a' + i%7)), Turn: i}
 	}
 	run(t, cfg, schedule)
-	client.CloseIdleConnections()
 	deadline := time.Now().Add(2 * time.Second)
 	for runtime.NumGoroutine() > before+2 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)

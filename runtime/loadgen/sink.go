@@ -96,6 +96,7 @@ func (j *JSONLWriter) Close() error {
 }
 
 // Progress is a run's live counters, safe to read from any goroutine while Run updates them.
+// Run resets them when it starts.
 type Progress struct {
 	scheduled  atomic.Int64
 	sent       atomic.Int64
@@ -117,6 +118,14 @@ type ProgressSnapshot struct {
 	InFlight   int64 `json:"in_flight"`  // sent - completed
 	NotSent    int64 `json:"not_sent"`   // released after the duration or after a stop
 	OutputToks int64 `json:"output_tokens"`
+}
+
+// reset starts the counters of a new run.
+func (p *Progress) reset(scheduled int64) {
+	for _, c := range []*atomic.Int64{&p.sent, &p.completed, &p.successful, &p.failed, &p.notSent, &p.outputTok} {
+		c.Store(0)
+	}
+	p.scheduled.Store(scheduled)
 }
 
 // Snapshot reads the counters.
