@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 
 	"github.com/lensfn/lensfn/events"
 	"github.com/lensfn/lensfn/runtime/cloudevent"
@@ -32,22 +33,45 @@ func Build(ctx context.Context, d fn.Deps) (*fn.Function, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load WASM modules: %w", err)
 	}
+	repo := &simtask.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir}
 	p := &replayer{host: host}
-	r := NewRunner(d, settings, &simtask.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir}, p.replay)
+	runners := []*Runner{NewRunner(d, settings, repo, p.replay)}
+	// The aiperf backend runs here too wherever the aiperf command is installed.
+	if command, err := exec.LookPath("aiperf"); err == nil {
+		a := &aiperfRunner{command: command}
+		runners = append(runners, newBackendRunner(BackendAIPerf, aiperfVersion(ctx, command), d, settings, repo, a.replay, "lens_aiperf"))
+		d.Log.Infow("aiperf backend enabled", "command", command)
+	}
 	return &fn.Function{
-		Events: map[string]cloudevent.Handler{Consumes[0]: r.onQueued},
+		Events: map[string]cloudevent.Handler{Consumes[0]: func(ctx context.Context, e cloudevent.Event) error {
+			for _, r := range runners {
+				if err := r.onQueued(ctx, e); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
 		Close: func(ctx context.Context) error {
-			err := r.Close(ctx)
+			var err error
+			for _, r := range runners {
+				err = errors.Join(err, r.Close(ctx))
+			}
 			return errors.Join(err, host.Close(ctx))
 		},
 	}, nil
 }
 
-// NewRunner starts a runner whose replays are done by replay (tests pass a fake engine).
+// NewRunner starts a runner of the trace-replayer backend whose replays are done by replay
+// (tests pass a fake engine).
 func NewRunner(d fn.Deps, s Settings, tasks *simtask.Repo, replay func(context.Context, *Run) (events.TaskReplayed, error)) *Runner {
+	return newBackendRunner(Backend, Version, d, s, tasks, replay, "lens_replayer")
+}
+
+func newBackendRunner(backend, version string, d fn.Deps, s Settings, tasks *simtask.Repo,
+	replay func(context.Context, *Run) (events.TaskReplayed, error), metricPrefix string) *Runner {
 	ctx, stop := context.WithCancel(context.Background())
-	r := &Runner{deps: d, log: d.Log, tasks: tasks, settings: s, replay: replay, slots: make(chan struct{}, s.MaxConcurrent),
-		running: map[string]context.CancelFunc{}, stop: stop, metrics: newRunnerMetrics(d.Metrics.Registry)}
+	r := &Runner{backend: backend, version: version, deps: d, log: d.Log, tasks: tasks, settings: s, replay: replay, slots: make(chan struct{}, s.MaxConcurrent),
+		running: map[string]context.CancelFunc{}, stop: stop, metrics: newRunnerMetrics(d.Metrics.Registry, metricPrefix)}
 	go r.sweep(ctx)
 	return r
 }

@@ -21,8 +21,11 @@ import (
 // Name is the function's Knative Service name.
 const Name = "trace-replayer"
 
-// Backend is the simulation backend this stage runs.
-const Backend = "trace-replayer"
+// Backends this stage runs: its own engine, and AIPerf where the aiperf command is installed.
+const (
+	Backend       = "trace-replayer"
+	BackendAIPerf = "aiperf"
+)
 
 // Consumes lists the event types the function receives at /events.
 var Consumes = []string{events.TypeTaskQueued}
@@ -56,8 +59,10 @@ func settingsFrom(c fn.Config) (Settings, error) {
 	return s, nil
 }
 
-// Runner claims and runs tasks.
+// Runner claims and runs the tasks of one backend.
 type Runner struct {
+	backend  string
+	version  string
 	deps     fn.Deps
 	log      *fn.Logger
 	tasks    *simtask.Repo
@@ -78,15 +83,15 @@ type runnerMetrics struct {
 	lost     prometheus.Counter
 }
 
-func newRunnerMetrics(reg *prometheus.Registry) runnerMetrics {
+func newRunnerMetrics(reg *prometheus.Registry, prefix string) runnerMetrics {
 	m := runnerMetrics{
-		started: prometheus.NewCounter(prometheus.CounterOpts{Name: "lens_replayer_tasks_started_total",
+		started: prometheus.NewCounter(prometheus.CounterOpts{Name: prefix + "_tasks_started_total",
 			Help: "Simulation tasks this instance claimed and started."}),
-		finished: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_replayer_tasks_finished_total",
+		finished: prometheus.NewCounterVec(prometheus.CounterOpts{Name: prefix + "_tasks_finished_total",
 			Help: "Replays this instance finished, by outcome (completed, cancelled, failed, lease_lost)."}, []string{"outcome"}),
-		active: prometheus.NewGauge(prometheus.GaugeOpts{Name: "lens_replayer_tasks_active",
+		active: prometheus.NewGauge(prometheus.GaugeOpts{Name: prefix + "_tasks_active",
 			Help: "Replays running on this instance now."}),
-		lost: prometheus.NewCounter(prometheus.CounterOpts{Name: "lens_replayer_lost_runners_total",
+		lost: prometheus.NewCounter(prometheus.CounterOpts{Name: prefix + "_lost_runners_total",
 			Help: "Running tasks this instance failed because their runner's lease expired."}),
 	}
 	reg.MustRegister(m.started, m.finished, m.active, m.lost)
@@ -102,6 +107,9 @@ type Run struct {
 	Poll   time.Duration
 }
 
+// ticker fires every poll interval (stop requests are checked on it).
+func (r *Run) ticker() <-chan time.Time { return time.After(r.Poll) }
+
 // Fence is the fencing value the run's writes carry.
 func (r *Run) Fence() state.Fence { return r.Lease.Fence() }
 
@@ -113,7 +121,7 @@ func (r *Runner) onQueued(ctx context.Context, e cloudevent.Event) error {
 	if err := e.DecodeData(&p); err != nil {
 		return err
 	}
-	if p.Backend != Backend {
+	if p.Backend != r.backend {
 		return nil // another backend's runner takes it
 	}
 	started, err := r.tryStart(ctx, p.TaskID)
@@ -152,8 +160,8 @@ func (r *Runner) tryStart(ctx context.Context, id string) (bool, error) {
 	owner := r.owner()
 	t, err := r.tasks.Transition(ctx, id, []string{simtask.StatusQueued}, simtask.StatusRunning, lease.Fence(), func(t *simtask.Task) error {
 		t.StartedAt, t.OwnerPID, t.OwnerInstanceID = simtask.Now(), &pid, &owner
-		t.ProgressPercent, t.ProgressMessage, t.Internal.Phase = 0, "Starting trace-replayer", "replaying"
-		version := Version
+		t.ProgressPercent, t.ProgressMessage, t.Internal.Phase = 0, "Starting "+r.backend, "replaying"
+		version := r.version
 		t.BackendVersion = &version
 		return nil
 	})
@@ -196,7 +204,7 @@ func (r *Runner) tryStart(ctx context.Context, id string) (bool, error) {
 // execute replays with the lease renewed, then hands the records to the analyzer.
 func (r *Runner) execute(ctx context.Context, run *Run) {
 	id := run.Task.ID
-	r.tasks.Logf(ctx, id, "Starting trace-replayer %s on %s", Version, r.owner())
+	r.tasks.Logf(ctx, id, "Starting %s %s on %s", r.backend, r.version, r.owner())
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	go r.keepLease(ctx, run, cancel)
@@ -287,7 +295,7 @@ func (r *Runner) sweep(ctx context.Context) {
 
 func (r *Runner) sweepQueue(ctx context.Context) error {
 	page, err := r.deps.Store.List(ctx, state.Query{Kind: simtask.Kind, Status: []string{simtask.StatusQueued},
-		Attrs: map[string]string{"backend": Backend}, Limit: 100})
+		Attrs: map[string]string{"backend": r.backend}, Limit: 100})
 	if err != nil {
 		return err
 	}
@@ -307,7 +315,7 @@ func (r *Runner) sweepQueue(ctx context.Context) error {
 // in its analyzing phase is the analyzer's, which holds its own lease while it works.
 func (r *Runner) reapLost(ctx context.Context) error {
 	page, err := r.deps.Store.List(ctx, state.Query{Kind: simtask.Kind, Status: []string{simtask.StatusRunning},
-		Attrs: map[string]string{"backend": Backend}, Limit: 500})
+		Attrs: map[string]string{"backend": r.backend}, Limit: 500})
 	if err != nil {
 		return err
 	}
