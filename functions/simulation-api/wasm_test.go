@@ -63,3 +63,36 @@ func TestTimelineThroughTheWASMParser(t *testing.T) {
 		}
 	}
 }
+
+// TestUserModulesAppearInTheCatalogue: a parser dropped into LENS_MODULE_DIR is listed like a
+// built-in, with the capabilities its descriptor declares.
+func TestUserModulesAppearInTheCatalogue(t *testing.T) {
+	env := map[string]string{"LENS_DATA_DIR": t.TempDir(), "REDIS_URL": os.Getenv("REDIS_URL"), "LENS_STORE_PREFIX": testPrefix(),
+		"LENS_BUILTIN_MODULE_DIR": wasmtest.BuiltinDir(t), "LENS_CACHE_DIR": wasmtest.CacheDir(t),
+		"LENS_MODULE_DIR": wasmtest.ExampleDir(t)}
+	cfg, err := fn.LoadConfig(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := fn.NewServer(context.Background(), cfg, simulationapi.Name, simulationapi.Build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	srv := httptest.NewServer(s.Handler)
+	defer srv.Close()
+	var backends struct {
+		Backends []simulationapi.Backend `json:"backends"`
+	}
+	call(t, "GET", srv.URL+"/api/simulation/backends", "", &backends)
+	for _, b := range backends.Backends {
+		if b.Name != "trace-replayer" {
+			continue
+		}
+		if _, ok := b.Capabilities.TraceFormatCapabilities["simple_csv_trace"]; !ok || len(b.Capabilities.TraceFormats) != 6 {
+			t.Fatalf("the user module is not listed: %v", b.Capabilities.TraceFormats)
+		}
+		return
+	}
+	t.Fatal("no trace-replayer backend")
+}
