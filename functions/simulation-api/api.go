@@ -53,7 +53,9 @@ func New(d fn.Deps, parsers TraceParsers) (*fn.Function, *API, error) {
 		Client: client, Store: d.Store, Owner: d.Config.InstanceID, MaxBytes: 2 << 30}
 	a := &API{deps: d, downloader: dl, client: client,
 		tasks:     &simtask.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir},
-		catalogue: &Catalogue{Parsers: parsers, Downloader: dl},
+		catalogue: &Catalogue{Parsers: parsers, Downloader: dl, Warn: func(file string, err error) {
+			d.Log.Warnw("ignoring a local dataset registration", "file", file, "error", err)
+		}},
 		timelines: &Timelines{Parsers: parsers, OnBuild: func(ds string) { builds.WithLabelValues(ds).Inc() }}}
 	dl.OnFetched = func(ctx context.Context, ds Dataset, res DownloadResult) {
 		fetches.WithLabelValues(ds.Name).Inc()
@@ -139,9 +141,12 @@ func (a *API) download(w http.ResponseWriter, r *http.Request) error {
 	if req.Dataset == nil {
 		return problem.Validation(problem.Field("field required", "missing", "body", "dataset"))
 	}
-	d, ok := FindDataset(*req.Dataset)
+	d, ok := a.catalogue.find(*req.Dataset)
 	if !ok {
 		return problem.New(problem.CodeBadRequest, "unknown trace dataset %q; GET /api/simulation/trace-datasets lists them", *req.Dataset)
+	}
+	if d.Local {
+		return problem.New(problem.CodeBadRequest, "dataset %q is registered locally: its file is already in the datasets dir", d.Name)
 	}
 	res, err := a.downloader.Download(r.Context(), d, req.Force)
 	if err != nil {
@@ -172,7 +177,7 @@ func (a *API) timeline(w http.ResponseWriter, r *http.Request) error {
 		}
 		bins = v
 	}
-	d, ok := FindDataset(r.PathValue("name"))
+	d, ok := a.catalogue.find(r.PathValue("name"))
 	if !ok {
 		return problem.New(problem.CodeNotFound, "unknown trace dataset %q", r.PathValue("name"))
 	}
@@ -195,7 +200,7 @@ func (a *API) onDatasetDownloaded(ctx context.Context, e cloudevent.Event) error
 	if err := e.DecodeData(&p); err != nil {
 		return err
 	}
-	d, ok := FindDataset(p.Dataset)
+	d, ok := a.catalogue.find(p.Dataset)
 	if !ok {
 		return cloudevent.Permanent(fmt.Errorf("unknown dataset %q", p.Dataset))
 	}

@@ -64,7 +64,21 @@ type Catalogue struct {
 	Parsers    TraceParsers
 	LookPath   func(string) (string, error) // exec.LookPath, replaceable in tests
 	Downloader *Downloader
+	// Warn, when set, is told about operator-registered datasets that cannot be used.
+	Warn func(file string, err error)
 }
+
+// all is the registry plus the operator-registered datasets of the data dir.
+func (c *Catalogue) all() []Dataset {
+	warn := c.Warn
+	if warn == nil {
+		warn = func(string, error) {}
+	}
+	return append(append([]Dataset{}, Datasets...), localDatasets(c.Downloader.Root, warn)...)
+}
+
+// find looks a dataset up by name.
+func (c *Catalogue) find(name string) (Dataset, bool) { return findIn(c.all(), name) }
 
 func (c *Catalogue) backends(ctx context.Context) []Backend {
 	formats := c.Parsers.Formats()
@@ -184,8 +198,9 @@ type DatasetView struct {
 
 func (c *Catalogue) datasets(ctx context.Context) []DatasetView {
 	backends := c.backends(ctx)
-	out := make([]DatasetView, 0, len(Datasets))
-	for _, d := range Datasets {
+	all := c.all()
+	out := make([]DatasetView, 0, len(all))
+	for _, d := range all {
 		v := DatasetView{Name: d.Name, Filename: d.Filename, Scenario: d.Scenario, TraceFormat: d.TraceFormat,
 			Description: d.Description, Path: c.Downloader.Path(d), ArtifactURI: "artifact://dataset/" + d.Name + "/" + d.Filename,
 			License: d.License, SHA256: d.SHA256(), SourceRepository: d.SourceRepository, URL: d.URL(), Files: len(d.Files),

@@ -2,8 +2,13 @@ package simulationapi
 
 import (
 	"bufio"
+	"bytes"
 	_ "embed"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -45,6 +50,9 @@ type Dataset struct {
 	// Filter, when set, keeps only the CSV rows whose column equals the value (BurstGPT's
 	// upstream file mixes conversation and API logs; each dataset keeps one kind).
 	Filter *CSVFilter
+	// Local marks an operator-registered dataset (a <name>.dataset.json beside its file in the
+	// datasets dir): nothing to download, any loaded parser module, user modules included.
+	Local bool
 }
 
 // CSVFilter selects CSV rows by one column.
@@ -52,6 +60,9 @@ type CSVFilter struct{ Column, Value string }
 
 // URL is the upstream address shown in the catalogue (the directory for multi-file datasets).
 func (d Dataset) URL() string {
+	if d.Local {
+		return ""
+	}
 	if len(d.Files) == 1 {
 		return d.Files[0].URL
 	}
@@ -60,6 +71,9 @@ func (d Dataset) URL() string {
 
 // SHA256 is the pinned digest of the dataset: the upstream file's, or the manifest's.
 func (d Dataset) SHA256() string {
+	if d.Local {
+		return ""
+	}
 	if len(d.Files) == 1 {
 		return d.Files[0].SHA256
 	}
@@ -145,9 +159,53 @@ func sortedDatasets(ds ...Dataset) []Dataset {
 	return ds
 }
 
-// FindDataset looks a dataset up by name.
-func FindDataset(name string) (Dataset, bool) {
-	for _, d := range Datasets {
+// localDataset is the <name>.dataset.json an operator drops into the datasets dir to register
+// a trace file of their own, typically in a user module's format.
+type localDataset struct {
+	Name        string `json:"name"`
+	Filename    string `json:"filename"`
+	Scenario    string `json:"scenario"`
+	TraceFormat string `json:"trace_format"`
+	Description string `json:"description"`
+	License     string `json:"license"`
+}
+
+// localDatasets reads the operator-registered datasets of root; malformed or clashing entries
+// are reported through bad and skipped.
+func localDatasets(root string, bad func(file string, err error)) []Dataset {
+	files, _ := filepath.Glob(filepath.Join(root, "*.dataset.json"))
+	var out []Dataset
+	for _, file := range files {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			bad(file, err)
+			continue
+		}
+		var l localDataset
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&l); err != nil {
+			bad(file, err)
+			continue
+		}
+		_, clash := findIn(Datasets, l.Name)
+		switch {
+		case l.Name == "" || l.Filename == "" || l.TraceFormat == "" || strings.ContainsAny(l.Filename, "/\\"):
+			bad(file, fmt.Errorf("name, filename (a file in the datasets dir) and trace_format are required"))
+		case !slices.ContainsFunc(Scenarios, func(s Scenario) bool { return s.Name == l.Scenario }):
+			bad(file, fmt.Errorf("scenario %q is not chat, api-calling or coding", l.Scenario))
+		case clash:
+			bad(file, fmt.Errorf("dataset %q is already registered", l.Name))
+		default:
+			out = append(out, Dataset{Name: l.Name, Filename: l.Filename, Scenario: l.Scenario, TraceFormat: l.TraceFormat,
+				Description: l.Description, License: l.License, Local: true})
+		}
+	}
+	return out
+}
+
+func findIn(ds []Dataset, name string) (Dataset, bool) {
+	for _, d := range ds {
 		if d.Name == name {
 			return d, true
 		}

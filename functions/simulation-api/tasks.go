@@ -232,7 +232,7 @@ func (a *API) buildTask(ctx context.Context, req *CreateTaskRequest) (*simtask.T
 
 func (a *API) datasetOf(req *CreateTaskRequest) (Dataset, error) {
 	if req.TraceDataset != nil {
-		d, ok := FindDataset(*req.TraceDataset)
+		d, ok := a.catalogue.find(*req.TraceDataset)
 		if !ok {
 			return Dataset{}, problem.New(problem.CodeBadRequest, "unknown trace dataset %q", *req.TraceDataset)
 		}
@@ -241,7 +241,7 @@ func (a *API) datasetOf(req *CreateTaskRequest) (Dataset, error) {
 		}
 		return d, nil
 	}
-	for _, d := range Datasets {
+	for _, d := range a.catalogue.all() {
 		if a.samePath(*req.TracePath, d) {
 			return d, nil
 		}

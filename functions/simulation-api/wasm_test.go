@@ -2,6 +2,7 @@ package simulationapi_test
 
 import (
 	"context"
+	"strings"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -67,9 +68,21 @@ func TestTimelineThroughTheWASMParser(t *testing.T) {
 // TestUserModulesAppearInTheCatalogue: a parser dropped into LENS_MODULE_DIR is listed like a
 // built-in, with the capabilities its descriptor declares.
 func TestUserModulesAppearInTheCatalogue(t *testing.T) {
-	env := map[string]string{"LENS_DATA_DIR": t.TempDir(), "REDIS_URL": os.Getenv("REDIS_URL"), "LENS_STORE_PREFIX": testPrefix(),
+	dataDir := t.TempDir()
+	env := map[string]string{"LENS_DATA_DIR": dataDir, "REDIS_URL": os.Getenv("REDIS_URL"), "LENS_STORE_PREFIX": testPrefix(),
 		"LENS_BUILTIN_MODULE_DIR": wasmtest.BuiltinDir(t), "LENS_CACHE_DIR": wasmtest.CacheDir(t),
 		"LENS_MODULE_DIR": wasmtest.ExampleDir(t)}
+	// An operator registers a trace in the user module's format as a local dataset.
+	datasets := filepath.Join(dataDir, "datasets")
+	_ = os.MkdirAll(datasets, 0o755)
+	trace := "# arrival_ms,input_tokens,output_tokens\n0,100,10\n500,200,20\n1500,300,30\n3000,400,40\n"
+	for name, body := range map[string]string{"lab.csv": trace,
+		"lab.dataset.json": `{"name":"lab-trace","filename":"lab.csv","scenario":"chat","trace_format":"simple_csv_trace","description":"ours"}`,
+		"bad.dataset.json":  `{"name":"mooncake-arxiv","filename":"x","scenario":"chat","trace_format":"mooncake_trace"}`} {
+		if err := os.WriteFile(filepath.Join(datasets, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cfg, err := fn.LoadConfig(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +105,23 @@ func TestUserModulesAppearInTheCatalogue(t *testing.T) {
 		if _, ok := b.Capabilities.TraceFormatCapabilities["simple_csv_trace"]; !ok || len(b.Capabilities.TraceFormats) != 6 {
 			t.Fatalf("the user module is not listed: %v", b.Capabilities.TraceFormats)
 		}
-		return
 	}
-	t.Fatal("no trace-replayer backend")
+	var list struct {
+		Datasets []simulationapi.DatasetView `json:"datasets"`
+	}
+	call(t, "GET", srv.URL+"/api/simulation/trace-datasets", "", &list)
+	var lab *simulationapi.DatasetView
+	for i, d := range list.Datasets {
+		if d.Name == "lab-trace" {
+			lab = &list.Datasets[i]
+		}
+	}
+	if lab == nil || !lab.Downloaded || strings.Join(lab.SupportedBackends, ",") != "trace-replayer" || len(list.Datasets) != len(simulationapi.Datasets)+1 {
+		t.Fatalf("local dataset: %+v (%d datasets)", lab, len(list.Datasets))
+	}
+	var tl simulationapi.Timeline
+	if code := call(t, "GET", srv.URL+"/api/simulation/trace-datasets/lab-trace/timeline?bins=50", "", &tl); code != 200 ||
+		tl.RequestCount != 4 || tl.DurationSeconds != 3 {
+		t.Fatalf("timeline through the user module: %d %+v", code, tl)
+	}
 }
