@@ -42,7 +42,11 @@ func BenchmarkReplayConstantRate(b *testing.B) {
 		RequestTimeout: 10 * time.Second, Client: client, SpinWindow: envDuration(b, "LENS_REPLAY_SPIN", 0),
 	}
 	for b.Loop() {
-		out, err := os.Create(filepath.Join(b.TempDir(), "per-request.jsonl"))
+		path := os.Getenv("LENS_REPLAY_RECORDS") // keep the records for a closer look
+		if path == "" {
+			path = filepath.Join(b.TempDir(), "per-request.jsonl")
+		}
+		out, err := os.Create(path)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -5,9 +5,10 @@
 // A trace is one root session: its first request arrives at its recorded t, later ones are
 // delay-driven with AIPerf's default end-to-start delay max(0, (t_k - t_k-1) - api_time_k-1).
 // A subagent marker becomes a child session "<trace id>/<agent id>" linked to the parent
-// turn that spawns it and the one that waits for it. Traces are small (tens of KB to a few
-// MB), so a source is buffered whole and decoded with encoding/json at End; that also
-// gives AIPerf's strictness about unknown keys for free.
+// turn that spawns it and the one that waits for it. Each trace (tens of KB to a few MB) is
+// buffered until its closing brace and decoded with encoding/json, which also gives
+// AIPerf's strictness about unknown keys for free; a JSONL corpus of many traces streams
+// in the memory of its largest trace.
 //
 // Imports: the standard library, wasm-modules/abi and wasm-modules/tracefmt.
 package weka

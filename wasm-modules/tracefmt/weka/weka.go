@@ -26,25 +26,94 @@ func Descriptor() abi.Descriptor {
 		Capabilities: map[string]bool{abi.CapabilityTraceRange: false, abi.CapabilityScaleFactor: false}}
 }
 
-// MaxSourceBytes bounds one buffered source.
-const MaxSourceBytes = 512 << 20
+// MaxTraceBytes bounds one buffered trace.
+const MaxTraceBytes = 512 << 20
 
-// Parser parses one WEKA source.
+// Parser parses one WEKA source: a single JSON trace, or a stream of them (JSONL, as the
+// HuggingFace corpora ship them). Each top-level value is decoded as soon as its closing
+// brace arrives, so memory holds one trace at a time, not the whole source.
 type Parser struct {
 	buf      []byte
+	scanned  int   // bytes of buf already scanned for the end of the current value
+	depth    int   // bracket depth at buf[scanned]
+	inString bool  // buf[scanned] is inside a string
+	escaped  bool  // the previous byte was a backslash inside a string
+	traces   int   // traces decoded so far
 	position int64 // requests emitted so far, for Line
 }
 
 // New returns a parser for one source.
 func New() *Parser { return &Parser{} }
 
-// Feed implements tracefmt.Parser: it buffers the source.
+// Feed implements tracefmt.Parser: it decodes every trace that the chunk completes.
 func (p *Parser) Feed(chunk []byte, emit tracefmt.Emit) error {
-	if len(p.buf)+len(chunk) > MaxSourceBytes {
-		return fmt.Errorf("source larger than %d bytes", MaxSourceBytes)
+	if len(p.buf)+len(chunk) > MaxTraceBytes {
+		return fmt.Errorf("trace %d: larger than %d bytes", p.traces+1, MaxTraceBytes)
 	}
 	p.buf = append(p.buf, chunk...)
+	for i := p.scanned; i < len(p.buf); i++ {
+		c := p.buf[i]
+		if p.inString {
+			switch {
+			case p.escaped:
+				p.escaped = false
+			case c == '\\':
+				p.escaped = true
+			case c == '"':
+				p.inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			p.inString = true
+		case '{', '[':
+			p.depth++
+		case '}', ']':
+			p.depth--
+			if p.depth < 0 {
+				return fmt.Errorf("trace %d: unexpected %q", p.traces+1, c)
+			}
+			if p.depth == 0 {
+				if err := p.decode(p.buf[:i+1], emit); err != nil {
+					return err
+				}
+				p.buf = append(p.buf[:0], p.buf[i+1:]...)
+				i = -1
+			}
+		}
+	}
+	p.scanned = len(p.buf)
 	return nil
+}
+
+// End implements tracefmt.Parser: what is left must be whitespace.
+func (p *Parser) End(emit tracefmt.Emit) error {
+	if rest := bytes.TrimSpace(p.buf); len(rest) > 0 {
+		if err := p.decode(rest, emit); err != nil {
+			return err
+		}
+	}
+	if p.traces == 0 {
+		return errors.New("source holds no trace")
+	}
+	return nil
+}
+
+// decode decodes one top-level value (a complete trace, or leftovers that encoding/json
+// will name the problem in) and emits its requests.
+func (p *Parser) decode(value []byte, emit tracefmt.Emit) error {
+	p.traces++
+	dec := json.NewDecoder(bytes.NewReader(value))
+	dec.DisallowUnknownFields()
+	var t trace
+	if err := dec.Decode(&t); err != nil {
+		return fmt.Errorf("trace %d: %w", p.traces, describeJSONError(err))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("trace %d: unexpected data after the trace object", p.traces)
+	}
+	return p.trace(p.traces, &t, emit)
 }
 
 type trace struct {
@@ -96,28 +165,6 @@ type metadata struct {
 	RecordedOutputTokens *int64   `json:"recorded_output_tokens,omitempty"`
 	ToolTokens           *int64   `json:"tool_tokens,omitempty"`
 	SystemTokens         *int64   `json:"system_tokens,omitempty"`
-}
-
-// End implements tracefmt.Parser: it decodes every trace in the buffered source.
-func (p *Parser) End(emit tracefmt.Emit) error {
-	dec := json.NewDecoder(bytes.NewReader(p.buf))
-	dec.DisallowUnknownFields()
-	for n := 1; ; n++ {
-		var t trace
-		err := dec.Decode(&t)
-		if errors.Is(err, io.EOF) {
-			if n == 1 {
-				return errors.New("source holds no trace")
-			}
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("trace %d: %w", n, describeJSONError(err))
-		}
-		if err := p.trace(n, &t, emit); err != nil {
-			return err
-		}
-	}
 }
 
 func describeJSONError(err error) error {
