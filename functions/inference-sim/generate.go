@@ -89,6 +89,13 @@ type genCtx struct {
 	running  int
 	acquired bool
 
+	// fast-path decoding (fastjson.go)
+	bodyCopy          []byte
+	fastMaxTokens     int64
+	fastMaxCompletion int64
+	fastN             int64
+	fastStreamOptions streamOptions
+
 	// stream state
 	out      []byte
 	outOff   int
@@ -105,13 +112,17 @@ func (r *rank) getGen(kind int) *genCtx {
 	return g
 }
 
-func (g *genCtx) reset() {
-	msgs := g.chat.Messages[:0]
-	for i := range msgs[:cap(msgs)] {
-		msgs[:cap(msgs)][i] = chatMessage{}
-	}
-	g.chat = chatRequest{Messages: msgs}
+// resetRequest clears the decoded request, keeping the messages' storage.
+func (g *genCtx) resetRequest() {
+	msgs := g.chat.Messages[:cap(g.chat.Messages)]
+	clear(msgs)
+	g.chat = chatRequest{Messages: msgs[:0]}
 	g.text = completionRequest{}
+	g.fastStreamOptions = streamOptions{}
+}
+
+func (g *genCtx) reset() {
+	g.resetRequest()
 	for i := range g.choices {
 		gaps := g.choices[i].gaps[:0]
 		g.choices[i] = choice{gaps: gaps}
@@ -121,7 +132,7 @@ func (g *genCtx) reset() {
 	*g = genCtx{
 		chat: g.chat, choices: g.choices[:0], tokBuf: g.tokBuf[:0], promptBuf: g.promptBuf[:0],
 		tokScratch: g.tokScratch[:0], idScratch: g.idScratch[:0], kvBlocks: g.kvBlocks[:0],
-		id: g.id[:0], out: g.out[:0],
+		id: g.id[:0], out: g.out[:0], bodyCopy: g.bodyCopy[:0],
 	}
 }
 
@@ -217,10 +228,13 @@ func (g *genCtx) prepare(ctx *fasthttp.RequestCtx) *apiError {
 	g.rng = newRNG(mix(uint64(r.cfg.Seed), g.counter))
 	body := ctx.PostBody()
 	var err error
-	if g.kind == kindChat {
-		err = json.Unmarshal(body, &g.chat)
-	} else {
-		err = json.Unmarshal(body, &g.text)
+	if !g.fastDecode(body) {
+		g.resetRequest()
+		if g.kind == kindChat {
+			err = json.Unmarshal(body, &g.chat)
+		} else {
+			err = json.Unmarshal(body, &g.text)
+		}
 	}
 	if err != nil {
 		return newError(400, "Failed to read and parse request body, "+err.Error())
