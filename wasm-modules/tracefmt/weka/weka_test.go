@@ -119,11 +119,21 @@ func TestRealTraces(t *testing.T) {
 
 func FuzzParse(f *testing.F) {
 	b, _ := os.ReadFile("testdata/subagents.json")
-	f.Add(b)
-	f.Fuzz(func(t *testing.T, input []byte) {
-		got, err := parse(t, string(input), 13)
+	f.Add(b, 13)
+	f.Fuzz(func(t *testing.T, input []byte, chunk int) {
+		chunk = 1 + chunk&0xff
+		got, err := parse(t, string(input), chunk)
+		whole, errWhole := parse(t, string(input), len(input)+1)
+		if (err == nil) != (errWhole == nil) {
+			t.Fatalf("chunking changed the outcome: %v vs %v", err, errWhole)
+		}
 		if err != nil {
 			return
+		}
+		a, _ := json.Marshal(got)
+		c, _ := json.Marshal(whole)
+		if string(a) != string(c) {
+			t.Fatal("chunking changed the records")
 		}
 		for _, r := range got {
 			if r.OutputTokens < 1 || !json.Valid(r.Metadata) {
