@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,8 +124,10 @@ func (c *Calculator) Info() ModuleInfo { return c.m.info }
 // gaps, appended to gaps[:0] (pass the previous result to reuse its storage). One guest
 // call per request.
 func (c *Calculator) Schedule(in LatencyInput, gaps []time.Duration) (time.Duration, []time.Duration, error) {
-	if in.PromptTokens < 0 || in.CachedPromptTokens < 0 || in.OutputTokens < 0 || in.RunningRequests < 0 || in.MaxNumSeqs < 0 {
-		return 0, gaps[:0], fmt.Errorf("latency input %+v: counts must not be negative", in)
+	for _, v := range [...]int{in.PromptTokens, in.CachedPromptTokens, in.OutputTokens, in.RunningRequests, in.MaxNumSeqs} {
+		if v < 0 || v > math.MaxInt32 {
+			return 0, gaps[:0], fmt.Errorf("latency input %+v: counts must be in [0, 2^31) (the ABI passes i32)", in)
+		}
 	}
 	m := c.m
 	ctx := context.Background()
