@@ -2,6 +2,7 @@ package inferencesim
 
 import (
 	"strconv"
+	"unicode/utf8"
 )
 
 // A fast path for the request shapes that dominate real traffic: a flat
@@ -53,12 +54,21 @@ func (s *fastScanner) str() string {
 		return ""
 	}
 	start := s.i
+	ascii := true
 	for s.i < len(s.b) {
 		c := s.b[s.i]
 		if c == '"' {
+			// encoding/json replaces invalid UTF-8: leave that to it
+			if !ascii && !utf8.Valid(s.b[start:s.i]) {
+				s.bad = true
+				return ""
+			}
 			v := unsafeString(s.b[start:s.i])
 			s.i++
 			return v
+		}
+		if c >= utf8.RuneSelf {
+			ascii = false
 		}
 		if c == '\\' || c < 0x20 {
 			s.bad = true
@@ -73,34 +83,57 @@ func (s *fastScanner) str() string {
 func (s *fastScanner) int() int64 {
 	s.ws()
 	start := s.i
-	if s.i < len(s.b) && s.b[s.i] == '-' {
-		s.i++
-	}
-	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
-		s.i++
+	s.skipNumber()
+	if s.bad {
+		return 0
 	}
 	n, err := strconv.ParseInt(unsafeString(s.b[start:s.i]), 10, 64)
-	if err != nil {
+	if err != nil { // fractions, exponents, overflow: the general decoder decides
 		s.bad = true
 	}
 	return n
 }
 
-// skipNumber skips a JSON number (sampling parameters we do not use).
+// skipNumber skips a JSON number (sampling parameters we do not use),
+// following the JSON grammar exactly.
 func (s *fastScanner) skipNumber() {
 	s.ws()
-	start := s.i
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		if c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
-			s.i++
-			continue
+	b, i := s.b, s.i
+	digits := func() int {
+		n := 0
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+			n++
 		}
-		break
+		return n
 	}
-	if s.i == start {
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	if i < len(b) && b[i] == '0' {
+		i++
+	} else if digits() == 0 {
 		s.bad = true
+		return
 	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			s.bad = true
+			return
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			s.bad = true
+			return
+		}
+	}
+	s.i = i
 }
 
 func (s *fastScanner) boolean() bool {
