@@ -1,10 +1,12 @@
 package jsonscan
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -224,6 +226,18 @@ func (s *Scanner) IntArray(dst []int64) ([]int64, error) {
 		i := s.i
 		var v int64
 		start := i
+		if n := 0; i+8 <= len(b) {
+			// Eight bytes at once: count the leading digits and convert them together
+			// (a wasm guest pays per byte for the loop below).
+			x := *(*uint64)(unsafe.Pointer(&b[i]))
+			if littleEndian {
+				n = leadingDigits(x)
+			}
+			if n > 0 && n < 8 {
+				v = int64(digitsValue(x, n))
+				i += n
+			}
+		}
 		for i < len(b) && b[i]-'0' <= 9 && i-start < 18 {
 			v = v*10 + int64(b[i]-'0')
 			i++
@@ -265,6 +279,26 @@ func (s *Scanner) IntArray(dst []int64) ([]int64, error) {
 			return dst, fmt.Errorf("expected ',' or ']' in array, found %s", s.found())
 		}
 	}
+}
+
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// leadingDigits counts the ASCII digits at the start (lowest bytes) of x. A byte is a
+// digit when its high nibble is 3 and stays 3 after adding 6. The addition can carry into
+// the next byte only from a byte >= 0xfa, which is not a digit, so the count is exact.
+func leadingDigits(x uint64) int {
+	const nibbles, threes, sixes = 0xf0f0f0f0f0f0f0f0, 0x3030303030303030, 0x0606060606060606
+	notDigit := (x&nibbles ^ threes) | ((x+sixes)&nibbles ^ threes)
+	return bits.TrailingZeros64(notDigit) / 8
+}
+
+// digitsValue converts the first n (1..7) ASCII digits of x (lowest byte first, most
+// significant digit first) with three multiply-and-mask steps.
+func digitsValue(x uint64, n int) uint64 {
+	x = (x & 0x0f0f0f0f0f0f0f0f) << (8 * (8 - n)) // digit values, right-aligned, zeros in front
+	x = (x*10 + x>>8) & 0x00ff00ff00ff00ff
+	x = (x*100 + x>>16) & 0x0000ffff0000ffff
+	return (x*10000 + x>>32) & 0x00000000ffffffff
 }
 
 // String reads a JSON string.
