@@ -219,11 +219,10 @@ func (s *Scanner) IntArray(dst []int64) ([]int64, error) {
 		s.i++
 		return dst, nil
 	}
-	b := s.b
+	b, i := s.b, s.i // the loop works on locals; s.i is synced around slow paths
 	for {
 		// Fast path: digits (no sign, no leading zero unless alone, at most 18 digits)
 		// followed by ',' or ']' after optional spaces.
-		i := s.i
 		var v int64
 		start := i
 		if n := 0; i+8 <= len(b) {
@@ -242,40 +241,36 @@ func (s *Scanner) IntArray(dst []int64) ([]int64, error) {
 			v = v*10 + int64(b[i]-'0')
 			i++
 		}
-		if i > start && (b[start] != '0' || i-start == 1) && i < len(b) && (b[i] == ',' || b[i] == ']' || b[i] == ' ') {
-			s.i = i
-		} else {
+		if !(i > start && (b[start] != '0' || i-start == 1) && i < len(b) && (b[i] == ',' || b[i] == ']' || b[i] == ' ')) {
+			s.i = start
 			var err error
 			if v, err = s.Int(); err != nil {
 				return dst, fmt.Errorf("element %d: %w", len(dst), err)
 			}
+			i = s.i
 		}
 		dst = append(dst, v)
-		for s.i < len(b) && b[s.i] == ' ' {
-			s.i++
+		// The usual separator is ", "; the element parser handles whatever follows it.
+		if i+1 < len(b) && b[i] == ',' && b[i+1] == ' ' {
+			i += 2
+			continue
 		}
-		if s.i >= len(b) {
+		s.i = i
+		s.ws()
+		i = s.i
+		if i >= len(b) {
 			return dst, errors.New("array not closed: unexpected end of input")
 		}
-		switch b[s.i] {
+		switch b[i] {
 		case ',':
-			s.i++
-			for s.i < len(b) && b[s.i] == ' ' {
-				s.i++
-			}
+			i++
+			s.i = i
+			s.ws()
+			i = s.i
 		case ']':
-			s.i++
+			s.i = i + 1
 			return dst, nil
 		default:
-			s.ws()
-			if s.i < len(b) && b[s.i] == ',' {
-				s.i++
-				continue
-			}
-			if s.i < len(b) && b[s.i] == ']' {
-				s.i++
-				return dst, nil
-			}
 			return dst, fmt.Errorf("expected ',' or ']' in array, found %s", s.found())
 		}
 	}
