@@ -20,6 +20,14 @@ func newTestRank(t testing.TB, args ...string) *rank {
 	return sim.ranks[0]
 }
 
+func newRequestCtx(path, body string) *fasthttp.RequestCtx {
+	var ctx fasthttp.RequestCtx
+	ctx.Request.Header.SetMethod("POST")
+	ctx.Request.SetRequestURI(path)
+	ctx.Request.SetBodyString(body)
+	return &ctx
+}
+
 // serve runs one request through the handler in-process (no sockets).
 func serve(r *rank, ctx *fasthttp.RequestCtx, path, body string) {
 	ctx.Request.Reset()

@@ -1,6 +1,7 @@
 package inferencesim
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"strconv"
@@ -599,9 +600,7 @@ func (g *genCtx) schedule() *apiError {
 
 func (g *genCtx) Read(p []byte) (int, error) {
 	if g.outOff < len(g.out) {
-		n := copy(p, g.out[g.outOff:])
-		g.outOff += n
-		return n, nil
+		return g.copyFrames(p), nil
 	}
 	if g.done {
 		return 0, io.EOF
@@ -614,10 +613,25 @@ func (g *genCtx) Read(p []byte) (int, error) {
 		g.r.sim.pacer.waitUntil(next)
 		g.emitDue(monoNow())
 	}
-	n := copy(p, g.out)
-	g.outOff = n
-	return n, nil
+	return g.copyFrames(p), nil
 }
+
+// copyFrames copies as many whole SSE frames as fit into p, so no event is
+// split across HTTP chunks (line-oriented clients that read the raw
+// chunked stream rely on that); only a frame larger than p is split.
+func (g *genCtx) copyFrames(p []byte) int {
+	rest := g.out[g.outOff:]
+	if len(rest) > len(p) {
+		if i := bytes.LastIndex(rest[:len(p)], sseFrameEnd); i > 0 {
+			rest = rest[:i+len(sseFrameEnd)]
+		}
+	}
+	n := copy(p, rest)
+	g.outOff += n
+	return n
+}
+
+var sseFrameEnd = []byte("\n\n")
 
 // nextDeadline is the earliest pending event of any choice.
 func (g *genCtx) nextDeadline() (time.Duration, bool) {

@@ -186,3 +186,31 @@ func TestFailureRateIsSeeded(t *testing.T) {
 		t.Fatalf("50%% failure rate gave %d successes of 40: %s", n, a)
 	}
 }
+
+// TestStreamFramesNeverSplit: when many frames are due at once (zero
+// latency, 200 tokens) every Read still ends on a frame boundary.
+func TestStreamFramesNeverSplit(t *testing.T) {
+	r := newTestRank(t)
+	body := `{"model":"fake-model","messages":[{"role":"user","content":"hi"}],"max_tokens":200,"ignore_eos":true,"stream":true}`
+	rc := newRequestCtx("/v1/chat/completions", body)
+	r.handle(rc)
+	stream := rc.Response.BodyStream()
+	buf := make([]byte, 4096)
+	reads := 0
+	for {
+		n, err := stream.Read(buf)
+		if n > 0 {
+			reads++
+			if !strings.HasSuffix(string(buf[:n]), "\n\n") || !strings.HasPrefix(string(buf[:n]), "data: ") {
+				t.Fatalf("read %d is not whole frames: %q", reads, buf[:n])
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	rc.Response.Reset()
+	if reads < 2 {
+		t.Fatalf("200 tokens fit in %d reads of 4 KiB?", reads)
+	}
+}
