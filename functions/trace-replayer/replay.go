@@ -36,8 +36,9 @@ func (p *replayer) schedule(ctx context.Context, t *simtask.Task) ([]loadgen.Req
 	}
 	tr := t.Prompt.Trace
 	opts := wasmhost.ParseOptions{StartSeconds: tr.StartSeconds, EndSeconds: tr.EndSeconds, ScaleFactor: tr.SynthesisSpeedupRatio}
-	if opts.EndSeconds == nil {
-		// Without an end, the run's duration bounds the window: later records could never be sent.
+	if opts.EndSeconds == nil && parser.Info().Capabilities["supports_trace_range"] {
+		// Without an end, the run's duration bounds the window: later records could never be
+		// sent. (A format without ranges, such as WEKA, is bounded by the run's duration alone.)
 		end := tr.StartSeconds + t.Simulation.DurationSeconds*max(tr.SynthesisSpeedupRatio, 1e-9)
 		opts.EndSeconds = &end
 	}
