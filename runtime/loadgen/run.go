@@ -369,13 +369,12 @@ func (e *engine) emit(rec Record) {
 	e.sinkMu.Lock()
 	err := e.sink.Record(rec)
 	e.sinkMu.Unlock()
+	e.progress.outputTok.Add(int64(rec.OutputTokens))
 	if rec.Successful {
 		e.progress.successful.Add(1)
 	} else {
 		e.progress.failed.Add(1)
 	}
-	e.progress.outputTok.Add(int64(rec.OutputTokens))
-	e.progress.completed.Add(1)
 	if err != nil && e.sinkErr.CompareAndSwap(nil, &err) {
 		e.cancelRun(err)
 	}

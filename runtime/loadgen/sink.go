@@ -100,15 +100,14 @@ func (j *JSONLWriter) Close() error {
 type Progress struct {
 	scheduled  atomic.Int64
 	sent       atomic.Int64
-	completed  atomic.Int64
 	successful atomic.Int64
 	failed     atomic.Int64
 	notSent    atomic.Int64
 	outputTok  atomic.Int64
 }
 
-// ProgressSnapshot is one consistent-enough reading of the counters (each field is exact; the
-// fields are read one after another).
+// ProgressSnapshot is one reading of the counters. Completed is always Successful + Failed and
+// InFlight never negative; fields read one after another may be a few requests apart.
 type ProgressSnapshot struct {
 	Scheduled  int64 `json:"scheduled"`  // requests in the schedule
 	Sent       int64 `json:"sent"`       // requests put on the wire
@@ -122,7 +121,7 @@ type ProgressSnapshot struct {
 
 // reset starts the counters of a new run.
 func (p *Progress) reset(scheduled int64) {
-	for _, c := range []*atomic.Int64{&p.sent, &p.completed, &p.successful, &p.failed, &p.notSent, &p.outputTok} {
+	for _, c := range []*atomic.Int64{&p.sent, &p.successful, &p.failed, &p.notSent, &p.outputTok} {
 		c.Store(0)
 	}
 	p.scheduled.Store(scheduled)
@@ -132,13 +131,13 @@ func (p *Progress) reset(scheduled int64) {
 func (p *Progress) Snapshot() ProgressSnapshot {
 	s := ProgressSnapshot{
 		Scheduled:  p.scheduled.Load(),
-		Completed:  p.completed.Load(),
 		Successful: p.successful.Load(),
 		Failed:     p.failed.Load(),
 		NotSent:    p.notSent.Load(),
 		OutputToks: p.outputTok.Load(),
 	}
-	s.Sent = p.sent.Load() // after completed, so InFlight is never negative
+	s.Completed = s.Successful + s.Failed
+	s.Sent = p.sent.Load() // after the completions: a request is sent before it completes
 	s.InFlight = s.Sent - s.Completed
 	return s
 }
