@@ -14,15 +14,19 @@ import (
 
 const conversationSHA = "b8cbb061a85206d729d91cdc2981f43c9e0d99209dce588d3af5f7934408b9df"
 
-// mirrorOfSharedTraces serves ../shared/traces/mooncake as LENS_DATASET_MIRROR would on an
-// air-gapped cluster.
+// mirrorOfSharedTraces serves ../shared/traces as LENS_DATASET_MIRROR would on an air-gapped
+// cluster: <mirror>/conversation_trace.jsonl and <mirror>/weka-kv-cache-tester/<trace>.json.
 func mirrorOfSharedTraces(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(repoRoot, "..", "shared", "traces", "mooncake")
-	if _, err := os.Stat(filepath.Join(dir, "conversation_trace.jsonl")); err != nil {
+	root := filepath.Join(repoRoot, "..", "shared", "traces")
+	if _, err := os.Stat(filepath.Join(root, "mooncake", "conversation_trace.jsonl")); err != nil {
 		t.Skipf("shared traces not beside the repo: %v", err)
 	}
-	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	mux := http.NewServeMux()
+	mux.Handle("/weka-kv-cache-tester/", http.StripPrefix("/weka-kv-cache-tester/",
+		http.FileServer(http.Dir(filepath.Join(root, "weka", "kv-cache-tester")))))
+	mux.Handle("/", http.FileServer(http.Dir(filepath.Join(root, "mooncake"))))
+	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv.URL
 }

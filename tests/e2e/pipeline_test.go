@@ -29,7 +29,7 @@ func startSimulator(t *testing.T, args ...string) string {
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	base := []string{"--port", strconv.Itoa(port), "--model", simModel, "--max-num-seqs", "512",
-		"--max-model-len", "200000", "--seed", "7"}
+		"--max-model-len", "1000000", "--seed", "7"}
 	cmd := exec.Command(bin, append(base, args...)...)
 	logPath := filepath.Join(t.TempDir(), "sim.log")
 	logFile, _ := os.Create(logPath)
@@ -280,5 +280,32 @@ func TestStopAndLostRunner(t *testing.T) {
 	v = waitForStatus(t, api, id, time.Minute, "failed", "completed", "cancelled")
 	if v.Status != "failed" || !strings.Contains(deref(v.ErrorMessage), "runner was lost") {
 		t.Fatalf("task of a killed runner ended %s: %q", v.Status, deref(v.ErrorMessage))
+	}
+}
+
+// TestReplayWEKASessions replays the real WEKA agentic-coding traces (one JSON trace per file,
+// turns released after the previous turn's completion) for a few seconds.
+func TestReplayWEKASessions(t *testing.T) {
+	endpoint := startSimulator(t, "--time-to-first-token", "2ms", "--inter-token-latency", "100us")
+	api, _ := pipelineStack(t)
+	if code, body := post(t, api+"/trace-datasets/download", "application/json", `{"dataset":"weka-kv-cache-tester"}`, nil); code != 200 {
+		t.Fatalf("download: %d %s", code, body)
+	}
+	body := `{"name":"weka","scenario":"coding","endpoint_url":"` + endpoint + `","model_name":"` + simModel +
+		`","trace_dataset":"weka-kv-cache-tester","duration_seconds":3}`
+	code, raw := post(t, api+"/tasks", "application/json", body, nil)
+	if code != 202 {
+		t.Fatalf("create: %d %s", code, raw)
+	}
+	var created struct {
+		TaskID string `json:"task_id"`
+	}
+	_ = json.Unmarshal([]byte(raw), &created)
+	v := waitForStatus(t, api, created.TaskID, 2*time.Minute, "completed", "failed", "cancelled")
+	s, _ := resultOf(t, v)
+	// Every one of the 124 traces starts at its own zero, so at least their first turns are sent.
+	if v.Status != "completed" || s.TotalRequests < 124 || s.SuccessRate != 100 {
+		_, issues := get(t, api+"/tasks/"+created.TaskID+"/response-code-issues?status_code=400")
+		t.Fatalf("%s %v: %d requests, success %.1f%%; 400s: %.600s", v.Status, deref(v.ErrorMessage), s.TotalRequests, s.SuccessRate, issues)
 	}
 }
