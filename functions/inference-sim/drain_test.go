@@ -1,0 +1,62 @@
+package inferencesim
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestGracefulDrain: after the serve context ends (SIGTERM in Run) the
+// in-flight request still completes, readiness turns 503 and Serve returns.
+func TestGracefulDrain(t *testing.T) {
+	cfg, err := ParseConfig([]string{"--model", "fake-model", "--time-to-first-token", "300ms"}, Environment{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim, err := New(cfg, WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- sim.ServeListeners(ctx, []net.Listener{ln}) }()
+
+	result := make(chan int, 1)
+	go func() {
+		resp, err := http.Post(url+"/v1/chat/completions", "application/json",
+			strings.NewReader(`{"model":"fake-model","messages":[{"role":"user","content":"hi"}],"max_tokens":1}`))
+		if err != nil {
+			result <- 0
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		result <- resp.StatusCode
+	}()
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	if status := <-result; status != 200 {
+		t.Fatalf("in-flight request got %d during drain", status)
+	}
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return after the drain")
+	}
+	if !sim.draining.Load() {
+		t.Fatal("not marked draining")
+	}
+}
