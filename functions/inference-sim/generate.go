@@ -139,6 +139,20 @@ func (g *genCtx) reset() {
 
 func (g *genCtx) release() {
 	g.reset()
+	// Do not let one huge request pin large buffers in the pool.
+	const keep = 64 << 10
+	if cap(g.out) > keep {
+		g.out = nil
+	}
+	if cap(g.bodyCopy) > keep {
+		g.bodyCopy = nil
+	}
+	if cap(g.promptBuf) > keep {
+		g.promptBuf = nil
+	}
+	if cap(g.tokBuf) > keep/16 {
+		g.tokBuf = nil
+	}
 	genPool.Put(g)
 }
 
