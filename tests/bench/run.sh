@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# make bench: every benchmark whose figures BENCHMARKS.md quotes, with the same commands.
+# Usage: tests/bench/run.sh [state|wasm|replay|simulator ...]   (default: all of them)
+# Takes tens of minutes; run it on an otherwise idle machine and compare builds in one sitting.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+suites=("$@")
+((${#suites[@]})) || suites=(state wasm replay simulator)
+
+bench_state() {
+  command -v redis-server >/dev/null || { echo "bench state: needs redis-server (apt-get install redis-server)" >&2; return 1; }
+  local dir port=6399
+  dir=$(mktemp -d)
+  redis-server --bind 127.0.0.1 --port "$port" --dir "$dir" --save '' --appendonly no --daemonize yes --pidfile "$dir/pid"
+  trap 'kill "$(cat "$dir/pid")" 2>/dev/null; rm -rf "$dir"' RETURN
+  sleep 0.3
+  REDIS_URL=redis://127.0.0.1:$port/0 go test -run '^$' -bench BenchmarkList -benchtime 300x ./runtime/state/redisstore/
+}
+
+bench_wasm() {
+  go test -run XXX -bench 'Mooncake|HostLoad' -benchtime 30x -count 5 ./tests/conformance/
+  go test -run XXX -bench 'Schedule' -benchtime 20000x -count 5 ./tests/conformance/
+}
+
+bench_replay() {
+  go build -o /tmp/lensfn-bench-sim ./functions/inference-sim/cmd/inference-sim
+  go test -run '^$' -bench SchedulingFloor -benchtime 1x ./tests/bench/replay/
+  LENS_SIM_BIN=/tmp/lensfn-bench-sim go test -run '^$' -bench ReplayConstantRate -benchtime 1x -count 5 ./tests/bench/replay/
+}
+
+bench_simulator() {
+  tests/bench/simulator/run.sh all
+}
+
+for s in "${suites[@]}"; do
+  echo "== bench $s"
+  "bench_$s"
+done
