@@ -493,7 +493,7 @@ func TestProgressIsReadableWhileRunning(t *testing.T) {
 	_, st := run(t, cfg, schedule)
 	close(stop)
 	readerDone.Wait()
-	if s := cfg.Progress.Snapshot(); s.Sent != 100 || s.Completed != 100 || s.Successful != st.Successful || s.OutputToks != 200 {
+	if s := cfg.Progress.Snapshot(); s.Sent != 100 || s.Completed != 100 || s.Successful != st.Successful || s.OutputTokens != 200 {
 		t.Errorf("final progress %+v", s)
 	}
 }

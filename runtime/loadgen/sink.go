@@ -109,14 +109,14 @@ type Progress struct {
 // ProgressSnapshot is one reading of the counters. Completed is always Successful + Failed and
 // InFlight never negative; fields read one after another may be a few requests apart.
 type ProgressSnapshot struct {
-	Scheduled  int64 `json:"scheduled"`  // requests in the schedule
-	Sent       int64 `json:"sent"`       // requests put on the wire
-	Completed  int64 `json:"completed"`  // requests with a record (successful + failed)
-	Successful int64 `json:"successful"` // 2xx, complete, no error
-	Failed     int64 `json:"failed"`     // everything else that was sent
-	InFlight   int64 `json:"in_flight"`  // sent - completed
-	NotSent    int64 `json:"not_sent"`   // released after the duration or after a stop
-	OutputToks int64 `json:"output_tokens"`
+	Scheduled    int64 `json:"scheduled"`  // requests in the schedule
+	Sent         int64 `json:"sent"`       // requests put on the wire
+	Completed    int64 `json:"completed"`  // requests with a record (successful + failed)
+	Successful   int64 `json:"successful"` // 2xx, complete, no error
+	Failed       int64 `json:"failed"`     // everything else that was sent
+	InFlight     int64 `json:"in_flight"`  // sent - completed
+	NotSent      int64 `json:"not_sent"`   // when the run ends: released after the duration, or a stop
+	OutputTokens int64 `json:"output_tokens"`
 }
 
 // reset starts the counters of a new run.
@@ -130,11 +130,11 @@ func (p *Progress) reset(scheduled int64) {
 // Snapshot reads the counters.
 func (p *Progress) Snapshot() ProgressSnapshot {
 	s := ProgressSnapshot{
-		Scheduled:  p.scheduled.Load(),
-		Successful: p.successful.Load(),
-		Failed:     p.failed.Load(),
-		NotSent:    p.notSent.Load(),
-		OutputToks: p.outputTok.Load(),
+		Scheduled:    p.scheduled.Load(),
+		Successful:   p.successful.Load(),
+		Failed:       p.failed.Load(),
+		NotSent:      p.notSent.Load(),
+		OutputTokens: p.outputTok.Load(),
 	}
 	s.Completed = s.Successful + s.Failed
 	s.Sent = p.sent.Load() // after the completions: a request is sent before it completes
