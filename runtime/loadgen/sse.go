@@ -84,34 +84,43 @@ func (s *sseReader) next() ([]byte, error) {
 	}
 }
 
-// readLine returns one line without its terminator; the slice is reused by the next call.
+// readLine returns one line without its terminator; the slice is reused by the next call. It
+// scans the buffered bytes for a terminator instead of reading byte by byte.
 func (s *sseReader) readLine() ([]byte, error) {
 	long := s.line[:0]
 	defer func() { s.line = long[:0] }()
 	for {
-		b, err := s.r.ReadByte()
-		if err != nil {
-			if err == io.EOF && len(long) > 0 {
-				return long, nil
+		if s.r.Buffered() == 0 {
+			if _, err := s.r.Peek(1); err != nil {
+				if err == io.EOF && len(long) > 0 {
+					return long, nil
+				}
+				return nil, err
 			}
-			return nil, err
 		}
+		buf, _ := s.r.Peek(s.r.Buffered())
 		if s.pendingCR {
 			s.pendingCR = false
-			if b == '\n' {
+			if buf[0] == '\n' {
+				_, _ = s.r.Discard(1)
 				continue
 			}
 		}
-		if b == '\n' {
-			return long, nil
+		i := bytes.IndexAny(buf, "\r\n")
+		if i < 0 {
+			if len(long)+len(buf) > s.maxLine {
+				return nil, errSSELineTooLong
+			}
+			long = append(long, buf...)
+			_, _ = s.r.Discard(len(buf))
+			continue
 		}
-		if b == '\r' {
-			s.pendingCR = true
-			return long, nil
-		}
-		if len(long) >= s.maxLine {
+		if len(long)+i > s.maxLine {
 			return nil, errSSELineTooLong
 		}
-		long = append(long, b)
+		long = append(long, buf[:i]...)
+		s.pendingCR = buf[i] == '\r'
+		_, _ = s.r.Discard(i + 1)
+		return long, nil
 	}
 }

@@ -86,3 +86,70 @@ func FuzzSSEReader(f *testing.F) {
 		}
 	})
 }
+
+// readLineByteWise is the plain byte-at-a-time reading of SSE lines, the reference the
+// buffered readLine is fuzzed against.
+func readLinesByteWise(input []byte, maxLine int) (lines []string, err error) {
+	var cur []byte
+	pendingCR := false
+	for _, b := range input {
+		if pendingCR {
+			pendingCR = false
+			if b == '\n' {
+				continue
+			}
+		}
+		switch b {
+		case '\n', '\r':
+			lines = append(lines, string(cur))
+			cur = cur[:0]
+			pendingCR = b == '\r'
+			continue
+		}
+		if len(cur) >= maxLine {
+			return lines, errSSELineTooLong
+		}
+		cur = append(cur, b)
+	}
+	if len(cur) > 0 {
+		lines = append(lines, string(cur))
+	}
+	return lines, io.EOF
+}
+
+// smallReads hands out at most n bytes per Read, so lines span buffer refills.
+type smallReads struct {
+	data []byte
+	n    int
+}
+
+func (r *smallReads) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	k := min(len(p), r.n, len(r.data))
+	copy(p, r.data[:k])
+	r.data = r.data[k:]
+	return k, nil
+}
+
+func FuzzSSELines(f *testing.F) {
+	f.Add([]byte("data: a\r\n\r\ndata: b\rdata: c\n"), uint8(3), uint8(8))
+	f.Add([]byte("\r\r\n\n\rx"), uint8(1), uint8(1))
+	f.Fuzz(func(t *testing.T, input []byte, chunk, maxLine uint8) {
+		want, wantErr := readLinesByteWise(input, int(maxLine))
+		r := newSSEReader(&smallReads{data: input, n: int(chunk%16) + 1}, int(maxLine))
+		var got []string
+		var err error
+		for {
+			var line []byte
+			if line, err = r.readLine(); err != nil {
+				break
+			}
+			got = append(got, string(line))
+		}
+		if err != wantErr || strings.Join(got, "\x00") != strings.Join(want, "\x00") || len(got) != len(want) {
+			t.Fatalf("got %q, %v; want %q, %v", got, err, want, wantErr)
+		}
+	})
+}
