@@ -12,5 +12,5 @@
 // scheduled. Synthesised prompts count one word as one token, which BPE tokenizers match only
 // approximately; equal hash ids always give byte-identical text.
 //
-// It imports only the standard library and events.
+// It may import only the standard library and events; today it uses the standard library alone.
 package loadgen
