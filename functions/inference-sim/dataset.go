@@ -25,10 +25,10 @@ import (
 // little-endian uint32. gen_tokens holds the response's token strings, as
 // a JSON array or as {"strings":[…]}.
 type dataset struct {
-	db    *sql.DB
-	table string
-	log   *slog.Logger
-	mu    sync.Mutex
+	db     *sql.DB
+	table  string
+	log    *slog.Logger
+	mu     sync.Mutex
 	byHash *sql.Stmt
 	any    *sql.Stmt
 	exact  *sql.Stmt

@@ -51,22 +51,22 @@ type genCtx struct {
 	chat chatRequest
 	text completionRequest
 
-	model        string // model name echoed in responses
-	lora         string
-	mm           *modelMetrics
-	stream       bool
-	includeUsage bool
-	maxTokens    int
-	maxTokensSet bool
-	n            int
-	ignoreEOS    bool
-	remoteDecode bool
+	model         string // model name echoed in responses
+	lora          string
+	mm            *modelMetrics
+	stream        bool
+	includeUsage  bool
+	maxTokens     int
+	maxTokensSet  bool
+	n             int
+	ignoreEOS     bool
+	remoteDecode  bool
 	remotePrefill bool
-	logprobs     bool
-	topLogprobs  int
-	echoPrompt   bool
-	tools        []toolDef
-	toolChoice   toolChoice
+	logprobs      bool
+	topLogprobs   int
+	echoPrompt    bool
+	tools         []toolDef
+	toolChoice    toolChoice
 
 	promptTokens int
 	cachedTokens int

@@ -115,16 +115,16 @@ type metrics struct {
 // modelMetrics holds the label-resolved series of one model name, so the
 // hot path never hashes label values.
 type modelMetrics struct {
-	ttft, tpot, itl, reqTPOT     prometheus.Observer
-	e2e, queue, inference        prometheus.Observer
-	prefill, decode              prometheus.Observer
-	promptTokens, genTokens      prometheus.Observer
-	paramsMaxTokens, maxGen      prometheus.Observer
-	promptTotal, genTotal        prometheus.Counter
-	successStop, successLength   prometheus.Counter
-	prefixHits, prefixQueries    prometheus.Counter
-	success                      *prometheus.CounterVec
-	name                         string
+	ttft, tpot, itl, reqTPOT   prometheus.Observer
+	e2e, queue, inference      prometheus.Observer
+	prefill, decode            prometheus.Observer
+	promptTokens, genTokens    prometheus.Observer
+	paramsMaxTokens, maxGen    prometheus.Observer
+	promptTotal, genTotal      prometheus.Counter
+	successStop, successLength prometheus.Counter
+	prefixHits, prefixQueries  prometheus.Counter
+	success                    *prometheus.CounterVec
+	name                       string
 }
 
 func newMetrics(cfg *Config, fake func() *FakeMetrics) *metrics {
@@ -213,19 +213,19 @@ func (m *metrics) setLoRAInfo(maxLoRAs int, running, waiting string) {
 
 // requestStats are the measured timings of one finished sequence.
 type requestStats struct {
-	model           *modelMetrics
-	arrival         time.Duration // monotonic offsets, see monoNow
-	admitted        time.Duration
-	firstToken      time.Duration
-	lastToken       time.Duration
-	finished        time.Duration
-	promptTokens    int
-	cachedTokens    int
-	genTokens       int
-	maxTokens       int
-	finishReason    string
-	queued          bool
-	kvCacheQueried  bool
+	model          *modelMetrics
+	arrival        time.Duration // monotonic offsets, see monoNow
+	admitted       time.Duration
+	firstToken     time.Duration
+	lastToken      time.Duration
+	finished       time.Duration
+	promptTokens   int
+	cachedTokens   int
+	genTokens      int
+	maxTokens      int
+	finishReason   string
+	queued         bool
+	kvCacheQueried bool
 }
 
 func seconds(d time.Duration) float64 { return d.Seconds() }
@@ -289,26 +289,26 @@ func (c *switchCollector) Collect(ch chan<- prometheus.Metric) {
 
 // FakeMetrics is the --fake-metrics document.
 type FakeMetrics struct {
-	RunningRequests             float64          `json:"running-requests"`
-	WaitingRequests             float64          `json:"waiting-requests"`
-	KVCacheUsage                float64          `json:"kv-cache-usage"`
-	LoRAs                       []FakeLoRA       `json:"loras"`
-	TTFTBucketValues            []uint64         `json:"ttft-buckets-values"`
-	TPOTBucketValues            []uint64         `json:"tpot-buckets-values"`
-	E2ERLBucketValues           []uint64         `json:"e2erl-buckets-values"`
-	QueueTimeBucketValues       []uint64         `json:"queue-time-buckets-values"`
-	InfTimeBucketValues         []uint64         `json:"inf-time-buckets-values"`
-	PrefillTimeBucketValues     []uint64         `json:"prefill-time-buckets-values"`
-	DecodeTimeBucketValues      []uint64         `json:"decode-time-buckets-values"`
-	RequestPromptTokens         []uint64         `json:"request-prompt-tokens"`
-	RequestGenerationTokens     []uint64         `json:"request-generation-tokens"`
-	RequestMaxGenerationTokens  []uint64         `json:"request-max-generation-tokens"`
-	RequestParamsMaxTokens      []uint64         `json:"request-params-max-tokens"`
-	RequestSuccessTotal         map[string]int64 `json:"request-success-total"`
-	TotalPromptTokens           *float64         `json:"total-prompt-tokens"`
-	TotalGenerationTokens       *float64         `json:"total-generation-tokens"`
-	PrefixCacheHits             *float64         `json:"prefix-cache-hits"`
-	PrefixCacheQueries          *float64         `json:"prefix-cache-queries"`
+	RunningRequests            float64          `json:"running-requests"`
+	WaitingRequests            float64          `json:"waiting-requests"`
+	KVCacheUsage               float64          `json:"kv-cache-usage"`
+	LoRAs                      []FakeLoRA       `json:"loras"`
+	TTFTBucketValues           []uint64         `json:"ttft-buckets-values"`
+	TPOTBucketValues           []uint64         `json:"tpot-buckets-values"`
+	E2ERLBucketValues          []uint64         `json:"e2erl-buckets-values"`
+	QueueTimeBucketValues      []uint64         `json:"queue-time-buckets-values"`
+	InfTimeBucketValues        []uint64         `json:"inf-time-buckets-values"`
+	PrefillTimeBucketValues    []uint64         `json:"prefill-time-buckets-values"`
+	DecodeTimeBucketValues     []uint64         `json:"decode-time-buckets-values"`
+	RequestPromptTokens        []uint64         `json:"request-prompt-tokens"`
+	RequestGenerationTokens    []uint64         `json:"request-generation-tokens"`
+	RequestMaxGenerationTokens []uint64         `json:"request-max-generation-tokens"`
+	RequestParamsMaxTokens     []uint64         `json:"request-params-max-tokens"`
+	RequestSuccessTotal        map[string]int64 `json:"request-success-total"`
+	TotalPromptTokens          *float64         `json:"total-prompt-tokens"`
+	TotalGenerationTokens      *float64         `json:"total-generation-tokens"`
+	PrefixCacheHits            *float64         `json:"prefix-cache-hits"`
+	PrefixCacheQueries         *float64         `json:"prefix-cache-queries"`
 }
 
 // FakeLoRA is one lora_requests_info series of the fake metrics.

@@ -4,7 +4,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-
 )
 
 const fakeMetricsJSON = `{"running-requests":10,"waiting-requests":30,"kv-cache-usage":0.4,` +

@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 )
 
 // scheduler admits requests: at most max-num-seqs run at once, the rest
@@ -196,7 +195,3 @@ var (
 	errShuttingDown = newError(503, "The server is shutting down")
 	errQueueFull    = newError(429, "Failed to enqueue request, waiting requests queue is full")
 )
-
-// sinceMono converts a monotonic offset difference to a duration (helper
-// for readability at call sites).
-func sinceMono(from, to time.Duration) time.Duration { return to - from }

@@ -71,19 +71,19 @@ type Simulator struct {
 
 // rank is one data-parallel rank.
 type rank struct {
-	sim     *Simulator
-	cfg     *Config
-	index   int
-	port    int
-	portStr string
-	sched   *scheduler
-	metrics *metrics
-	loras   *loraRegistry
-	kv      *kvcache.Cache
-	kvPub   *kvcache.Publisher
-	dataset *dataset
-	counter atomic.Uint64
-	server  *fasthttp.Server
+	sim            *Simulator
+	cfg            *Config
+	index          int
+	port           int
+	portStr        string
+	sched          *scheduler
+	metrics        *metrics
+	loras          *loraRegistry
+	kv             *kvcache.Cache
+	kvPub          *kvcache.Publisher
+	dataset        *dataset
+	counter        atomic.Uint64
+	server         *fasthttp.Server
 	metricsHandler fasthttp.RequestHandler
 }
 
@@ -140,17 +140,17 @@ func New(cfg *Config, opts ...Option) (*Simulator, error) {
 			}
 		}
 		r.server = &fasthttp.Server{
-			Handler:               r.handle,
-			Name:                  "fasthttp",
-			MaxRequestBodySize:    cfg.MaxRequestBodySizeMB << 20,
-			ReadTimeout:           0,
-			IdleTimeout:           90 * time.Second,
-			NoDefaultDate:         false,
-			CloseOnShutdown:       true,
-			TLSConfig:             s.tlsConf,
-			StreamRequestBody:     false,
-			ReduceMemoryUsage:     false,
-			Concurrency:           1 << 16,
+			Handler:            r.handle,
+			Name:               "fasthttp",
+			MaxRequestBodySize: cfg.MaxRequestBodySizeMB << 20,
+			ReadTimeout:        0,
+			IdleTimeout:        90 * time.Second,
+			NoDefaultDate:      false,
+			CloseOnShutdown:    true,
+			TLSConfig:          s.tlsConf,
+			StreamRequestBody:  false,
+			ReduceMemoryUsage:  false,
+			Concurrency:        1 << 16,
 		}
 		s.ranks = append(s.ranks, r)
 	}
