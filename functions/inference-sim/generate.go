@@ -28,6 +28,7 @@ type choice struct {
 	toolOfToken  []int // streamed tool calls: tool-call index of each token
 	ttft         time.Duration
 	gaps         []time.Duration
+	end          time.Duration // when the last token is due (monotonic offset)
 	promptTokens int
 
 	// streaming cursor
@@ -66,6 +67,7 @@ type genCtx struct {
 	topLogprobs   int
 	echoPrompt    bool
 	tools         []toolDef
+	toolSchemas   []any // decoded parameters of each tool
 	toolChoice    toolChoice
 
 	promptTokens int
@@ -173,12 +175,7 @@ func (r *rank) handleGenerate(ctx *fasthttp.RequestCtx, kind int) {
 	}
 	end := g.admitted
 	for i := range g.choices {
-		c := &g.choices[i]
-		d := g.admitted + c.ttft
-		for _, gap := range c.gaps {
-			d += gap
-		}
-		end = max(end, d)
+		end = max(end, g.choices[i].end)
 	}
 	r.sim.pacer.waitUntil(end)
 	now := monoNow()
@@ -207,11 +204,7 @@ func (g *genCtx) finishNonStream(now, end time.Duration) {
 	late := max(now-end, 0)
 	for i := range g.choices {
 		c := &g.choices[i]
-		first := g.admitted + c.ttft
-		last := first
-		for _, gap := range c.gaps {
-			last += gap
-		}
+		first, last := g.admitted+c.ttft, c.end
 		if n := len(c.gaps); n > 0 {
 			for _, gap := range c.gaps[:n-1] {
 				g.mm.itl.Observe(seconds(gap))
@@ -377,9 +370,13 @@ func (g *genCtx) readParams(c *commonRequest) *apiError {
 			g.topLogprobs = int(*g.chat.TopLogprobs)
 		}
 		if len(g.chat.Tools) > 0 {
-			if e := validateTools(g.chat.Tools, g.r.cfg.Tools.SkipValidation); e != nil {
+			// The structural checks always apply, even with
+			// --skip-tool-validation: they are what keeps generation safe.
+			schemas, e := validateTools(g.chat.Tools)
+			if e != nil {
 				return e
 			}
+			g.toolSchemas = schemas
 		}
 		tc, err := parseToolChoice(g.chat.ToolChoice, len(g.chat.Tools) > 0)
 		if err != nil {
@@ -417,17 +414,8 @@ func (g *genCtx) tokenizePrompt() *apiError {
 	what := "messages"
 	longest := 0
 	if g.kind == kindChat {
-		b := g.promptBuf[:0]
-		for i := range g.chat.Messages {
-			m := &g.chat.Messages[i]
-			b = append(b, "### "...)
-			b = append(b, m.Role...)
-			b = append(b, ": "...)
-			b = append(b, m.Content.Text...)
-			b = append(b, '\n')
-		}
-		g.promptBuf = b
-		s := unsafeString(b)
+		g.promptBuf = appendChatPrompt(g.promptBuf[:0], g.chat.Messages)
+		s := unsafeString(g.promptBuf)
 		if needIDs {
 			g.idScratch = appendTokenIDs(g.idScratch[:0], s)
 			g.promptTokens = len(g.idScratch)
@@ -443,6 +431,7 @@ func (g *genCtx) tokenizePrompt() *apiError {
 			if !p.IsIDs {
 				n = countTokens(p.Text)
 			}
+			p.Tokens = n
 			g.promptTokens += n
 			longest = max(longest, n)
 		}
@@ -491,11 +480,10 @@ func (g *genCtx) generate() *apiError {
 			echoSrc = lastUserText(g.chat.Messages)
 		} else {
 			pr := &g.prompts[p]
+			promptTokens = pr.Tokens
 			if pr.IsIDs {
-				promptTokens = len(pr.IDs)
 				echoSrc = idsText(pr.IDs)
 			} else {
-				promptTokens = countTokens(pr.Text)
 				echoSrc = pr.Text
 			}
 		}
@@ -569,6 +557,19 @@ func (g *genCtx) generate() *apiError {
 	return nil
 }
 
+// appendChatPrompt flattens messages the way the reference tokenizes chat:
+// "### <role>: <text>\n" per message.
+func appendChatPrompt(b []byte, msgs []chatMessage) []byte {
+	for i := range msgs {
+		b = append(b, "### "...)
+		b = append(b, msgs[i].Role...)
+		b = append(b, ": "...)
+		b = append(b, msgs[i].Content.Text...)
+		b = append(b, '\n')
+	}
+	return b
+}
+
 func lastUserText(msgs []chatMessage) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role == "user" {
@@ -590,7 +591,7 @@ func (g *genCtx) schedule() *apiError {
 			Rand: mix(g.rng.next(), uint64(i)),
 		}
 		if g.cacheMiss { // answered at once, without generation
-			c.ttft, c.gaps, c.deadline = 0, c.gaps[:0], g.admitted
+			c.ttft, c.gaps, c.deadline, c.end = 0, c.gaps[:0], g.admitted, g.admitted
 			continue
 		}
 		ttft, gaps, err := calc.Schedule(in, c.gaps[:0])
@@ -600,8 +601,13 @@ func (g *genCtx) schedule() *apiError {
 		if len(gaps) < max(len(c.tokens)-1, 0) {
 			return newError(500, "latency calculator returned too few gaps")
 		}
+		gaps = gaps[:max(len(c.tokens)-1, 0)]
 		c.ttft, c.gaps = ttft, gaps
 		c.deadline = g.admitted + ttft
+		c.end = c.deadline
+		for _, gap := range gaps {
+			c.end += gap
+		}
 	}
 	return nil
 }

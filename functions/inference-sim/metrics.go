@@ -1,6 +1,7 @@
 package inferencesim
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -321,7 +322,7 @@ type FakeLoRA struct {
 // ParseFakeMetrics decodes and checks a --fake-metrics document.
 func ParseFakeMetrics(data []byte) (*FakeMetrics, error) {
 	var fm FakeMetrics
-	dec := json.NewDecoder(bytesReader(data))
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&fm); err != nil {
 		return nil, fmt.Errorf("invalid fake metrics: %v", err)

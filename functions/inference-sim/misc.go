@@ -1,6 +1,7 @@
 package inferencesim
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -32,11 +33,7 @@ func (r *rank) handleTokenize(ctx *fasthttp.RequestCtx) {
 	case req.Prompt != nil:
 		text = *req.Prompt
 	case req.Messages != nil:
-		var sb strings.Builder
-		for _, m := range req.Messages {
-			sb.WriteString("### " + m.Role + ": " + m.Content.Text + "\n")
-		}
-		text = sb.String()
+		text = string(appendChatPrompt(nil, req.Messages))
 	default:
 		writeError(ctx, newParamError(400, "either prompt or messages is required", "prompt"))
 		return
@@ -221,7 +218,7 @@ func (r *rank) handleAdminConfig(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	var upd adminView
-	dec := json.NewDecoder(bytesReader(ctx.PostBody()))
+	dec := json.NewDecoder(bytes.NewReader(ctx.PostBody()))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&upd); err != nil {
 		writeError(ctx, newError(400, "Invalid admin configuration update: "+err.Error()))

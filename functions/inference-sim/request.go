@@ -116,9 +116,10 @@ type completionRequest struct {
 
 // prompt is one entry of a completion request's prompt: text or token ids.
 type prompt struct {
-	Text  string
-	IDs   []int64
-	IsIDs bool
+	Text   string
+	IDs    []int64
+	IsIDs  bool
+	Tokens int // prompt length in tokens, set by tokenizePrompt
 }
 
 // parsePrompts accepts a string, a list of strings, a list of token ids

@@ -96,7 +96,7 @@ func (g *genCtx) appendFullResponse(dst []byte) []byte {
 		if g.kind == kindChat {
 			dst = append(dst, `,"message":{"role":"assistant"`...)
 			if len(c.toolCalls) > 0 {
-				dst = appendToolCalls(dst, c.toolCalls, -1)
+				dst = appendToolCalls(dst, c.toolCalls)
 			} else {
 				dst = append(dst, `,"content":"`...)
 				for _, t := range c.tokens {

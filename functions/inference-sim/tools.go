@@ -31,15 +31,17 @@ func findTool(tools []toolDef, name string) *toolDef {
 // validateTools checks every tool's JSON schema well enough that argument
 // generation cannot fail: an array without items, an unknown type or a
 // malformed schema is a 400, never a crash (the reference panics on an
-// array without items).
-func validateTools(tools []toolDef, skipStrict bool) *apiError {
+// array without items). It returns the decoded schemas (nil for a tool
+// without parameters), so generation does not decode them again.
+func validateTools(tools []toolDef) ([]any, *apiError) {
+	schemas := make([]any, len(tools))
 	for i := range tools {
 		t := &tools[i]
 		if t.Type != "" && t.Type != "function" {
-			return newParamError(400, fmt.Sprintf("Tool validation failed: tools[%d].type must be \"function\"", i), "tools")
+			return nil, newParamError(400, fmt.Sprintf("Tool validation failed: tools[%d].type must be \"function\"", i), "tools")
 		}
 		if t.Function.Name == "" {
-			return newParamError(400, fmt.Sprintf("Tool validation failed: tools[%d].function.name is required", i), "tools")
+			return nil, newParamError(400, fmt.Sprintf("Tool validation failed: tools[%d].function.name is required", i), "tools")
 		}
 		raw := bytes.TrimSpace(t.Function.Parameters)
 		if len(raw) == 0 || string(raw) == "null" {
@@ -47,13 +49,14 @@ func validateTools(tools []toolDef, skipStrict bool) *apiError {
 		}
 		var schema any
 		if err := json.Unmarshal(raw, &schema); err != nil {
-			return newParamError(400, fmt.Sprintf("Tool validation failed: tools[%d].function.parameters: %v", i, err), "tools")
+			return nil, newParamError(400, fmt.Sprintf("Tool validation failed: tools[%d].function.parameters: %v", i, err), "tools")
 		}
 		if err := checkSchema(schema, "parameters", 0); err != nil {
-			return newParamError(400, fmt.Sprintf("Tool validation failed: %s: %v", t.Function.Name, err), "tools")
+			return nil, newParamError(400, fmt.Sprintf("Tool validation failed: %s: %v", t.Function.Name, err), "tools")
 		}
+		schemas[i] = schema
 	}
-	return nil
+	return schemas, nil
 }
 
 func checkSchema(s any, path string, depth int) error {
@@ -137,29 +140,29 @@ func schemaType(m map[string]any) (string, error) {
 // fills its calls and tokens. It reports false when c is a text answer.
 func (g *genCtx) generateToolCalls(c *choice, maxTokens int) (bool, *apiError) {
 	tc := g.r.cfg.Tools
-	var picks []*toolDef
+	var picks []int
 	switch g.toolChoice.mode {
 	case "function":
-		picks = append(picks, findTool(g.tools, g.toolChoice.name))
+		for i := range g.tools {
+			if g.tools[i].Function.Name == g.toolChoice.name {
+				picks = append(picks, i)
+				break
+			}
+		}
 	case "auto":
 		if g.rng.intn(2) == 0 {
 			return false, nil
 		}
 		fallthrough
 	case "required":
-		picks = append(picks, &g.tools[g.rng.intn(len(g.tools))])
+		picks = append(picks, g.rng.intn(len(g.tools)))
 		for len(picks) < 5 && g.rng.intn(100) < tc.ExtraCallProbability {
-			picks = append(picks, &g.tools[g.rng.intn(len(g.tools))])
+			picks = append(picks, g.rng.intn(len(g.tools)))
 		}
 	}
 	start := len(g.tokBuf)
-	for k, t := range picks {
-		var schema any
-		if raw := bytes.TrimSpace(t.Function.Parameters); len(raw) > 0 && string(raw) != "null" {
-			if err := json.Unmarshal(raw, &schema); err != nil {
-				return false, newParamError(400, "Tool validation failed: "+err.Error(), "tools")
-			}
-		}
+	for k, ti := range picks {
+		t, schema := &g.tools[ti], g.toolSchemas[ti]
 		args := []byte("{}")
 		if schema != nil {
 			args = g.appendArgValue(nil, schema, 0)
@@ -271,7 +274,7 @@ func (g *genCtx) appendArgValue(dst []byte, s any, depth int) []byte {
 }
 
 // appendToolCalls appends ,"tool_calls":[…] of a complete message.
-func appendToolCalls(dst []byte, calls []toolCall, _ int) []byte {
+func appendToolCalls(dst []byte, calls []toolCall) []byte {
 	dst = append(dst, `,"tool_calls":[`...)
 	for i, c := range calls {
 		if i > 0 {

@@ -1,9 +1,6 @@
 package inferencesim
 
-import (
-	"bytes"
-	"unsafe"
-)
+import "unsafe"
 
 // unsafeString views b as a string without copying; b must not change
 // while the string is in use.
@@ -13,5 +10,3 @@ func unsafeString(b []byte) string {
 	}
 	return unsafe.String(&b[0], len(b))
 }
-
-func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
