@@ -18,6 +18,13 @@ const (
 	kindText
 )
 
+// Wire formats: chat and text completions, and the Responses API, which
+// is processed as a chat request and only rendered differently.
+const (
+	apiCompletions = iota
+	apiResponses
+)
+
 // choice is one generated sequence of a request.
 type choice struct {
 	index        int
@@ -47,10 +54,12 @@ func (c *choice) completionTokens() int { return len(c.tokens) }
 // genCtx carries one generation request from parsing to the last byte. It
 // is pooled; a streamed request returns it to the pool in Close.
 type genCtx struct {
-	r    *rank
-	kind int
-	chat chatRequest
-	text completionRequest
+	r     *rank
+	kind  int
+	api   int
+	seqNo int // Responses API event sequence number
+	chat  chatRequest
+	text  completionRequest
 
 	model         string // model name echoed in responses
 	lora          string
@@ -158,9 +167,11 @@ func (g *genCtx) release() {
 	genPool.Put(g)
 }
 
-// handleGenerate serves /v1/chat/completions and /v1/completions.
-func (r *rank) handleGenerate(ctx *fasthttp.RequestCtx, kind int) {
+// handleGenerate serves /v1/chat/completions, /v1/completions and
+// /v1/responses.
+func (r *rank) handleGenerate(ctx *fasthttp.RequestCtx, kind, api int) {
 	g := r.getGen(kind)
+	g.api = api
 	g.arrival = monoNow()
 	if e := g.prepare(ctx); e != nil {
 		writeError(ctx, e)
@@ -181,7 +192,11 @@ func (r *rank) handleGenerate(ctx *fasthttp.RequestCtx, kind int) {
 	now := monoNow()
 	ctx.Response.Header.SetContentType("application/json")
 	bp := getBuf()
-	*bp = g.appendFullResponse((*bp)[:0])
+	if g.api == apiResponses {
+		*bp = g.appendResponseObject((*bp)[:0], true)
+	} else {
+		*bp = g.appendFullResponse((*bp)[:0])
+	}
 	ctx.SetBody(*bp)
 	putBuf(bp)
 	g.complete = true
@@ -236,7 +251,9 @@ func (g *genCtx) prepare(ctx *fasthttp.RequestCtx) *apiError {
 	g.rng = newRNG(mix(uint64(r.cfg.Seed), g.counter))
 	body := ctx.PostBody()
 	var err error
-	if !g.fastDecode(body) {
+	if g.api == apiResponses {
+		err = g.decodeResponses(body)
+	} else if !g.fastDecode(body) {
 		g.resetRequest()
 		if g.kind == kindChat {
 			err = json.Unmarshal(body, &g.chat)
@@ -276,6 +293,9 @@ func (g *genCtx) prepare(ctx *fasthttp.RequestCtx) *apiError {
 	prefix := "chatcmpl-"
 	if g.kind == kindText {
 		prefix = "cmpl-"
+	}
+	if g.api == apiResponses {
+		prefix = "resp_"
 	}
 	g.id = append(g.id[:0], prefix...)
 	g.id = appendUUID(g.id, r.cfg.Seed, r.port, g.counter)
@@ -675,7 +695,11 @@ func (g *genCtx) emitDue(now time.Duration) {
 		c := &g.choices[i]
 		for !c.finished && c.deadline <= now {
 			if g.kind == kindChat && !c.roleSent {
-				g.out = g.appendRoleChunk(g.out, c)
+				if g.api == apiResponses {
+					g.out = g.appendResponsesOpening(g.out, c)
+				} else {
+					g.out = g.appendRoleChunk(g.out, c)
+				}
 				c.roleSent = true
 			}
 			if c.next < len(c.tokens) {
@@ -685,7 +709,9 @@ func (g *genCtx) emitDue(now time.Duration) {
 					g.mm.itl.Observe(seconds(now - c.lastAt))
 				}
 				c.lastAt = now
-				if c.toolOfToken != nil {
+				if g.api == apiResponses {
+					g.out = g.appendResponsesDelta(g.out, c.tokens[c.next])
+				} else if c.toolOfToken != nil {
 					g.out = g.appendToolCallChunk(g.out, c, c.next)
 				} else {
 					g.out = g.appendTokenChunk(g.out, c, c.tokens[c.next])
@@ -700,7 +726,11 @@ func (g *genCtx) emitDue(now time.Duration) {
 			if c.next == 0 {
 				c.firstAt, c.lastAt = now, now
 			}
-			g.out = g.appendFinishChunk(g.out, c)
+			if g.api == apiResponses {
+				g.out = g.appendResponsesClosing(g.out, c)
+			} else {
+				g.out = g.appendFinishChunk(g.out, c)
+			}
 			c.finished = true
 		}
 	}
@@ -711,6 +741,10 @@ func (g *genCtx) emitDue(now time.Duration) {
 
 func (g *genCtx) finishStream() {
 	if g.done {
+		return
+	}
+	if g.api == apiResponses { // the Responses API ends with response.completed
+		g.done, g.complete = true, true
 		return
 	}
 	if g.includeUsage {

@@ -262,9 +262,11 @@ func (r *rank) handle(ctx *fasthttp.RequestCtx) {
 	}
 	switch string(ctx.Path()) {
 	case "/v1/chat/completions":
-		r.handleGenerate(ctx, kindChat)
+		r.handleGenerate(ctx, kindChat, apiCompletions)
 	case "/v1/completions":
-		r.handleGenerate(ctx, kindText)
+		r.handleGenerate(ctx, kindText, apiCompletions)
+	case "/v1/responses":
+		r.handleGenerate(ctx, kindChat, apiResponses)
 	case "/v1/models":
 		r.handleModels(ctx)
 	case "/metrics":
