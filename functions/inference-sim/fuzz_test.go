@@ -58,13 +58,14 @@ func FuzzGenerateRequest(f *testing.F) {
 		`{"model":"fake-model","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"array","items":{"type":"integer"}},"b":{"enum":["x","y"]}},"required":["a"]}}}],"tool_choice":"required","stream":true}`,
 		`{"model":"fake-model","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"array"}}}]}`,
 		`{"model":"fake-model","messages":null}`, `[]`, `{"model":1}`, ``,
+		`{"model":"fake-model","input":[{"role":"user","content":"hi"}],"instructions":"x","max_output_tokens":3,"stream":true}`,
 	} {
 		f.Add(s)
 	}
 	r := newTestRank(f, "--max-model-len", "256")
 	var ctx fasthttp.RequestCtx
 	f.Fuzz(func(t *testing.T, body string) {
-		for _, path := range []string{"/v1/chat/completions", "/v1/completions"} {
+		for _, path := range []string{"/v1/chat/completions", "/v1/completions", "/v1/responses"} {
 			serve(r, &ctx, path, body)
 			code := ctx.Response.StatusCode()
 			out := ctx.Response.Body()
