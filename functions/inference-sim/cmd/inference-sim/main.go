@@ -1,4 +1,3 @@
-// Command inference-sim runs the vLLM-compatible inference simulator.
 package main
 
 import (

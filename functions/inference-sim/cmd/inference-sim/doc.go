@@ -1,0 +1,4 @@
+// Command inference-sim runs the vLLM-compatible inference simulator as a Knative function (see
+// functions/inference-sim). It reads the environment (PORT, POD_NAME, POD_NAMESPACE, POD_IP,
+// SIM_MODEL, PYTHONHASHSEED) and nothing else; the command line holds every setting.
+package main
