@@ -239,7 +239,7 @@ func (s *Simulator) shutdown() {
 	}
 }
 
-var (
+const (
 	ctJSON  = "application/json"
 	hdrPod  = "x-inference-pod"
 	hdrPort = "x-inference-port"
