@@ -136,6 +136,10 @@ func TestNonStreamAllocs(t *testing.T) {
 	if ctx.Response.StatusCode() != 200 {
 		t.Fatalf("status %d: %s", ctx.Response.StatusCode(), ctx.Response.Body())
 	}
+	text := `{"model":"fake-model","prompt":"Hello, can you tell me something about the weather today?","max_tokens":16}`
+	if a := testing.AllocsPerRun(200, func() { serve(r, &ctx, "/v1/completions", text) }); a > 1 {
+		t.Fatalf("%.1f allocations per non-stream completion, want none", a)
+	}
 	models := testing.AllocsPerRun(200, func() {
 		ctx.Request.Reset()
 		ctx.Response.Reset()

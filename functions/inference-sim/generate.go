@@ -83,6 +83,7 @@ type genCtx struct {
 	cachedTokens int
 	cacheMiss    bool // prefix-cache hit rate below the threshold
 	prompts      []prompt
+	promptStore  [1]prompt
 	promptBuf    []byte
 	tokScratch   []string
 	idScratch    []uint32
@@ -417,11 +418,17 @@ func (g *genCtx) readParams(c *commonRequest) *apiError {
 			g.logprobs, g.topLogprobs = true, int(*g.text.Logprobs)
 		}
 		g.echoPrompt = g.text.Echo
-		ps, err := parsePrompts(g.text.Prompt)
-		if err != nil {
-			return newParamError(400, err.Error(), "prompt")
+		if text, ok := plainJSONString(g.text.Prompt); ok {
+			// the common single string prompt, without allocating
+			g.promptStore[0] = prompt{Text: text}
+			g.prompts = g.promptStore[:1]
+		} else {
+			ps, err := parsePrompts(g.text.Prompt)
+			if err != nil {
+				return newParamError(400, err.Error(), "prompt")
+			}
+			g.prompts = ps
 		}
-		g.prompts = ps
 	}
 	return nil
 }

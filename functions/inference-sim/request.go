@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Wire types of the generation requests. Unknown fields are ignored, as
@@ -176,6 +177,24 @@ func parsePrompts(raw json.RawMessage) ([]prompt, error) {
 		}
 		return []prompt{{IDs: ids, IsIDs: true}}, nil
 	}
+}
+
+// plainJSONString returns the contents of a JSON string literal that
+// needs no unescaping (no backslash, valid UTF-8), viewing raw's bytes.
+func plainJSONString(raw json.RawMessage) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	body := raw[1 : len(raw)-1]
+	for _, c := range body {
+		if c == '\\' || c == '"' || c < 0x20 {
+			return "", false
+		}
+	}
+	if !utf8.Valid(body) {
+		return "", false
+	}
+	return unsafeString(body), true
 }
 
 // idsText renders token ids as "1,2,3" (echo of token-id prompts).
