@@ -269,7 +269,7 @@ var flagTable = []flagSpec{
 	intFlag("max-num-seqs", "maximum concurrently running requests (default 5)", func(c *Config) *int { return &c.MaxNumSeqs }),
 	intFlag("max-waiting-queue-length", "maximum waiting requests (default 1000)", func(c *Config) *int { return &c.MaxWaitingQueueLength }),
 	strFlag("mode", "random or echo (default random)", func(c *Config) *string { return &c.Mode }),
-	strFlag("latency-calculator", "constant or per-token (default: constant when a TTFT is set)", func(c *Config) *string { return &c.LatencyCalculator }),
+	strFlag("latency-calculator", "constant or per-token (default: constant when a TTFT is set), a WASM module by path (a .wasm whose directory holds its manifest), or wasm:<name> for a loaded module (the built-ins of $LENS_BUILTIN_MODULE_DIR, the user modules of $LENS_MODULE_DIR)", func(c *Config) *string { return &c.LatencyCalculator }),
 	durFlag("time-to-first-token", "time to first token", func(c *Config) *time.Duration { return &c.Latency.TimeToFirstToken }),
 	durFlag("time-to-first-token-std-dev", "std-dev of the time to first token (<= 30%)", func(c *Config) *time.Duration { return &c.Latency.TimeToFirstTokenStdDev }),
 	durFlag("inter-token-latency", "time per additional token", func(c *Config) *time.Duration { return &c.Latency.InterTokenLatency }),
@@ -600,7 +600,13 @@ func (c *Config) Validate() error {
 	if c.Mode != ModeRandom && c.Mode != ModeEcho {
 		bad("--mode must be %q or %q", ModeRandom, ModeEcho)
 	}
-	if _, err := latency.New(c.LatencyCalculator, c.Latency); err != nil {
+	if IsModuleCalculator(c.LatencyCalculator) {
+		// A WASM module: loaded and configured (so checked) when the simulator starts; the
+		// built-in checks still apply to the latency flags it receives.
+		if _, err := latency.New(latency.NameAuto, c.Latency); err != nil {
+			bad("latency: %v", err)
+		}
+	} else if _, err := latency.New(c.LatencyCalculator, c.Latency); err != nil {
 		bad("latency: %v", err)
 	}
 	t := c.Tools

@@ -16,5 +16,5 @@ kn service apply inference-sim -n "$NS" --image "$IMAGE" --port http1:8080 \
   --env-from-field POD_IP=status.podIP --env GOMAXPROCS=2 \
   --readiness-probe http:/health/ready --liveness-probe http:/health \
   --request cpu=2,memory=128Mi --limit memory=256Mi \
-  --arg --model --arg fake-model --arg --max-num-seqs --arg 256 \
+  --arg --model --arg fake-model --arg --max-num-seqs --arg 256 --arg --max-model-len --arg 262144 \
   --arg --time-to-first-token --arg 10ms --arg --inter-token-latency --arg 1ms

@@ -13,7 +13,11 @@ func main() {
 	env := inferencesim.Environment{Port: os.Getenv("PORT"), PodName: os.Getenv("POD_NAME"),
 		PodNamespace: os.Getenv("POD_NAMESPACE"), PodIP: os.Getenv("POD_IP"),
 		SimModel: os.Getenv("SIM_MODEL"), PythonHashSeed: os.Getenv("PYTHONHASHSEED")}
-	if err := inferencesim.Run(context.Background(), os.Args[1:], env, os.Stderr); err != nil {
+	calcs := &inferencesim.WASMCalculators{Dirs: inferencesim.ModuleDirs{Builtin: os.Getenv("LENS_BUILTIN_MODULE_DIR"),
+		User: os.Getenv("LENS_MODULE_DIR"), Cache: os.Getenv("LENS_CACHE_DIR")}}
+	err := inferencesim.Run(context.Background(), os.Args[1:], env, os.Stderr, inferencesim.WithCalculatorResolver(calcs.Resolve))
+	_ = calcs.Close(context.Background())
+	if err != nil {
 		if !errors.Is(err, inferencesim.ErrUsage) {
 			fmt.Fprintln(os.Stderr, "inference-sim:", err)
 		}
