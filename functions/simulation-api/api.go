@@ -52,7 +52,7 @@ func New(d fn.Deps, parsers TraceParsers) (*fn.Function, *API, error) {
 	dl := &Downloader{Root: filepath.Join(d.Config.DataDir, "datasets"), Mirror: d.Config.Env("LENS_DATASET_MIRROR"),
 		Client: client, Store: d.Store, Owner: d.Config.InstanceID, MaxBytes: 2 << 30}
 	a := &API{deps: d, downloader: dl, client: client,
-		tasks:     &simtask.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir},
+		tasks: &simtask.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir},
 		catalogue: &Catalogue{Parsers: parsers, Downloader: dl, Warn: func(file string, err error) {
 			d.Log.Warnw("ignoring a local dataset registration", "file", file, "error", err)
 		}},

@@ -2,10 +2,10 @@ package simulationapi_test
 
 import (
 	"context"
-	"strings"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	simulationapi "github.com/lensfn/lensfn/functions/simulation-api"
@@ -78,7 +78,7 @@ func TestUserModulesAppearInTheCatalogue(t *testing.T) {
 	trace := "# arrival_ms,input_tokens,output_tokens\n0,100,10\n500,200,20\n1500,300,30\n3000,400,40\n"
 	for name, body := range map[string]string{"lab.csv": trace,
 		"lab.dataset.json": `{"name":"lab-trace","filename":"lab.csv","scenario":"chat","trace_format":"simple_csv_trace","description":"ours"}`,
-		"bad.dataset.json":  `{"name":"mooncake-arxiv","filename":"x","scenario":"chat","trace_format":"mooncake_trace"}`} {
+		"bad.dataset.json": `{"name":"mooncake-arxiv","filename":"x","scenario":"chat","trace_format":"mooncake_trace"}`} {
 		if err := os.WriteFile(filepath.Join(datasets, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -142,7 +142,10 @@ func TestLostRunnerIsFailed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	never := func(context.Context, *Run) (events.TaskReplayed, error) { t.Error("nothing is queued"); return events.TaskReplayed{}, nil }
+	never := func(context.Context, *Run) (events.TaskReplayed, error) {
+		t.Error("nothing is queued")
+		return events.TaskReplayed{}, nil
+	}
 	r := NewRunner(deps, Settings{MaxConcurrent: 1, LeaseTTL: time.Second, SweepInterval: 50 * time.Millisecond, PollInterval: 50 * time.Millisecond}, repo, never)
 	defer r.Close(ctx)
 	waitFor(t, "the lost task to fail", func() bool { return statusOf(t, repo, lost).Status == simtask.StatusFailed })
