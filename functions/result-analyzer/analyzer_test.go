@@ -2,8 +2,6 @@ package resultanalyzer_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,6 +11,7 @@ import (
 
 	resultanalyzer "github.com/lensfn/lensfn/functions/result-analyzer"
 	"github.com/lensfn/lensfn/runtime/fn"
+	"github.com/lensfn/lensfn/runtime/fn/fntest"
 	"github.com/lensfn/lensfn/runtime/loadgen"
 	"github.com/lensfn/lensfn/runtime/simtask"
 	"github.com/lensfn/lensfn/runtime/state"
@@ -20,24 +19,8 @@ import (
 
 func newAnalyzer(t *testing.T) (*resultanalyzer.Analyzer, *simtask.Repo, fn.Deps) {
 	t.Helper()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	env := map[string]string{"LENS_DATA_DIR": t.TempDir(), "REDIS_URL": os.Getenv("REDIS_URL"),
-		"LENS_STORE_PREFIX": "lens:{test-" + hex.EncodeToString(b[:]) + "}:"}
-	cfg, err := fn.LoadConfig(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	var deps fn.Deps
-	s, err := fn.NewServer(context.Background(), cfg, resultanalyzer.Name, func(_ context.Context, d fn.Deps) (*fn.Function, error) {
-		deps = d
-		return &fn.Function{}, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close(context.Background()) })
-	repo := &simtask.Repo{Store: deps.Store, DataDir: cfg.DataDir}
+	deps := fntest.Deps(t, resultanalyzer.Name, fntest.Env(t, nil))
+	repo := &simtask.Repo{Store: deps.Store, DataDir: deps.Config.DataDir}
 	a := resultanalyzer.New(deps, repo)
 	t.Cleanup(func() { _ = a.Close(context.Background()) })
 	return a, repo, deps

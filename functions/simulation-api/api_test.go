@@ -2,9 +2,6 @@ package simulationapi_test
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -18,6 +15,7 @@ import (
 
 	simulationapi "github.com/lensfn/lensfn/functions/simulation-api"
 	"github.com/lensfn/lensfn/runtime/fn"
+	"github.com/lensfn/lensfn/runtime/fn/fntest"
 )
 
 // fakeParsers reads one arrival per non-empty line: the line's leading number, in ms.
@@ -83,14 +81,12 @@ func newHarness(t *testing.T, extraEnv map[string]string) *harness {
 	h := &harness{dataDir: t.TempDir(), parsers: &fakeParsers{}, mirror: &mirror{files: map[string][]byte{}, hits: map[string]int{}}}
 	mirrorSrv := httptest.NewServer(h.mirror)
 	t.Cleanup(mirrorSrv.Close)
-	env := map[string]string{"LENS_SECRET_KEY": testSecretKey, "LENS_DATA_DIR": h.dataDir, "REDIS_URL": os.Getenv("REDIS_URL"), "LENS_STORE_PREFIX": testPrefix(), "LENS_DATASET_MIRROR": mirrorSrv.URL}
+	env := fntest.Env(t, map[string]string{"LENS_SECRET_KEY": testSecretKey, "LENS_DATA_DIR": h.dataDir,
+		"LENS_DATASET_MIRROR": mirrorSrv.URL})
 	for k, v := range extraEnv {
 		env[k] = v
 	}
-	cfg, err := fn.LoadConfig(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := fntest.Config(t, env)
 	s, err := fn.NewServer(context.Background(), cfg, simulationapi.Name, func(_ context.Context, d fn.Deps) (*fn.Function, error) {
 		f, _, err := simulationapi.New(d, h.parsers)
 		return f, err
@@ -103,13 +99,6 @@ func newHarness(t *testing.T, extraEnv map[string]string) *harness {
 	t.Cleanup(srv.Close)
 	h.url, h.server = srv.URL, s
 	return h
-}
-
-// testPrefix keeps each test's keys apart on a shared Redis (CI's REDIS_URL).
-func testPrefix() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return "lens:{test-" + hex.EncodeToString(b[:]) + "}:"
 }
 
 func call(t *testing.T, method, url, body string, out any) int {
@@ -220,7 +209,6 @@ const testSecretKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 
 const miniTrace = "0 a\n500 b\n1000 c\n1000 d\n4000 e\n"
 
-func sha(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
 
 func TestDownloadVerifiesDigestAndTimelineBins(t *testing.T) {
 	h := newHarness(t, nil)

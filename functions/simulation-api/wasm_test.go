@@ -10,6 +10,7 @@ import (
 
 	simulationapi "github.com/lensfn/lensfn/functions/simulation-api"
 	"github.com/lensfn/lensfn/runtime/fn"
+	"github.com/lensfn/lensfn/runtime/fn/fntest"
 	"github.com/lensfn/lensfn/runtime/wasmhost/wasmtest"
 )
 
@@ -24,12 +25,8 @@ func TestTimelineThroughTheWASMParser(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dataDir, "datasets", "conversation_trace.jsonl"), trace, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{"LENS_DATA_DIR": dataDir, "REDIS_URL": os.Getenv("REDIS_URL"), "LENS_STORE_PREFIX": testPrefix(),
-		"LENS_BUILTIN_MODULE_DIR": wasmtest.BuiltinDir(t), "LENS_CACHE_DIR": wasmtest.CacheDir(t)}
-	cfg, err := fn.LoadConfig(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := fntest.Config(t, fntest.Env(t, map[string]string{"LENS_DATA_DIR": dataDir,
+		"LENS_BUILTIN_MODULE_DIR": wasmtest.BuiltinDir(t), "LENS_CACHE_DIR": wasmtest.CacheDir(t)}))
 	s, err := fn.NewServer(context.Background(), cfg, simulationapi.Name, simulationapi.Build)
 	if err != nil {
 		t.Fatal(err)
@@ -69,9 +66,9 @@ func TestTimelineThroughTheWASMParser(t *testing.T) {
 // built-in, with the capabilities its descriptor declares.
 func TestUserModulesAppearInTheCatalogue(t *testing.T) {
 	dataDir := t.TempDir()
-	env := map[string]string{"LENS_DATA_DIR": dataDir, "REDIS_URL": os.Getenv("REDIS_URL"), "LENS_STORE_PREFIX": testPrefix(),
+	env := fntest.Env(t, map[string]string{"LENS_DATA_DIR": dataDir,
 		"LENS_BUILTIN_MODULE_DIR": wasmtest.BuiltinDir(t), "LENS_CACHE_DIR": wasmtest.CacheDir(t),
-		"LENS_MODULE_DIR": wasmtest.ExampleDir(t)}
+		"LENS_MODULE_DIR": wasmtest.ExampleDir(t)})
 	// An operator registers a trace in the user module's format as a local dataset.
 	datasets := filepath.Join(dataDir, "datasets")
 	_ = os.MkdirAll(datasets, 0o755)
@@ -83,10 +80,7 @@ func TestUserModulesAppearInTheCatalogue(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg, err := fn.LoadConfig(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := fntest.Config(t, env)
 	s, err := fn.NewServer(context.Background(), cfg, simulationapi.Name, simulationapi.Build)
 	if err != nil {
 		t.Fatal(err)

@@ -2,10 +2,7 @@ package tracereplayer
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -13,30 +10,14 @@ import (
 
 	"github.com/lensfn/lensfn/events"
 	"github.com/lensfn/lensfn/runtime/fn"
+	"github.com/lensfn/lensfn/runtime/fn/fntest"
 	"github.com/lensfn/lensfn/runtime/simtask"
 	"github.com/lensfn/lensfn/runtime/state"
 )
 
 func testDeps(t *testing.T) fn.Deps {
 	t.Helper()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	env := map[string]string{"LENS_DATA_DIR": t.TempDir(), "REDIS_URL": os.Getenv("REDIS_URL"),
-		"LENS_STORE_PREFIX": "lens:{test-" + hex.EncodeToString(b[:]) + "}:"}
-	cfg, err := fn.LoadConfig(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	var deps fn.Deps
-	s, err := fn.NewServer(context.Background(), cfg, Name, func(_ context.Context, d fn.Deps) (*fn.Function, error) {
-		deps = d
-		return &fn.Function{}, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close(context.Background()) })
-	return deps
+	return fntest.Deps(t, Name, fntest.Env(t, nil))
 }
 
 func queue(t *testing.T, repo *simtask.Repo) string {

@@ -1,0 +1,4 @@
+// Package fntest helps tests build functions the way the runtime does: a function environment
+// pointing at the real Redis CI provides (REDIS_URL) or the embedded one, under a key prefix of
+// the test's own, and the Deps a Builder would receive. It may import runtime/fn.
+package fntest

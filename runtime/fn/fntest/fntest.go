@@ -1,0 +1,52 @@
+package fntest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"testing"
+
+	"github.com/lensfn/lensfn/runtime/fn"
+)
+
+// Env returns a function environment for a test: LENS_DATA_DIR in a temporary directory,
+// REDIS_URL from the test's environment (empty: the runtime's embedded server), and a store key
+// prefix no other test shares; extra entries are added on top.
+func Env(t testing.TB, extra map[string]string) map[string]string {
+	t.Helper()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	env := map[string]string{"LENS_DATA_DIR": t.TempDir(), "REDIS_URL": os.Getenv("REDIS_URL"),
+		"LENS_STORE_PREFIX": "lens:{test-" + hex.EncodeToString(b[:]) + "}:"}
+	for k, v := range extra {
+		env[k] = v
+	}
+	return env
+}
+
+// Config loads env as a function's configuration.
+func Config(t testing.TB, env map[string]string) fn.Config {
+	t.Helper()
+	cfg, err := fn.LoadConfig(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// Deps opens what the runtime hands a Builder (store, event sender, metrics, logger) for the
+// named function, closed when the test ends.
+func Deps(t testing.TB, name string, env map[string]string) fn.Deps {
+	t.Helper()
+	var deps fn.Deps
+	s, err := fn.NewServer(context.Background(), Config(t, env), name, func(_ context.Context, d fn.Deps) (*fn.Function, error) {
+		deps = d
+		return &fn.Function{}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	return deps
+}
