@@ -209,7 +209,6 @@ const testSecretKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 
 const miniTrace = "0 a\n500 b\n1000 c\n1000 d\n4000 e\n"
 
-
 func TestDownloadVerifiesDigestAndTimelineBins(t *testing.T) {
 	h := newHarness(t, nil)
 	// The wrong bytes under the right name: a digest mismatch deletes the file and answers 400.
