@@ -7,21 +7,12 @@ import (
 	"testing"
 
 	"github.com/lensfn/lensfn/wasm-modules/abi"
-	"github.com/lensfn/lensfn/wasm-modules/tracefmt"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt/bailian"
+	"github.com/lensfn/lensfn/wasm-modules/tracefmt/tracefmttest"
 )
 
 func parse(t testing.TB, input string, chunk int) ([]abi.TraceRequest, error) {
-	var out []abi.TraceRequest
-	err := tracefmt.ParseReader(bailian.New(), strings.NewReader(input), chunk, func(r *abi.TraceRequest) error {
-		var c abi.TraceRequest
-		if _, err := abi.DecodeRecord(abi.AppendRecord(nil, r), &c); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, c)
-		return nil
-	})
-	return out, err
+	return tracefmttest.Parse(t, bailian.New(), strings.NewReader(input), chunk)
 }
 
 func TestConversations(t *testing.T) {

@@ -9,21 +9,12 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/lensfn/lensfn/wasm-modules/abi"
-	"github.com/lensfn/lensfn/wasm-modules/tracefmt"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt/baseten"
+	"github.com/lensfn/lensfn/wasm-modules/tracefmt/tracefmttest"
 )
 
 func parse(t testing.TB, input []byte, chunk int) ([]abi.TraceRequest, error) {
-	var out []abi.TraceRequest
-	err := tracefmt.ParseReader(baseten.New(), bytes.NewReader(input), chunk, func(r *abi.TraceRequest) error {
-		var c abi.TraceRequest
-		if _, err := abi.DecodeRecord(abi.AppendRecord(nil, r), &c); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, c)
-		return nil
-	})
-	return out, err
+	return tracefmttest.Parse(t, baseten.New(), bytes.NewReader(input), chunk)
 }
 
 func encode(tb testing.TB, rows []baseten.SampleRow) []byte {

@@ -9,20 +9,12 @@ import (
 	"github.com/lensfn/lensfn/wasm-modules/abi"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt/mooncake"
+	"github.com/lensfn/lensfn/wasm-modules/tracefmt/tracefmttest"
 )
 
 // parse runs the core over input fed in chunks of chunk bytes and returns detached copies.
 func parse(t testing.TB, input string, chunk int) ([]abi.TraceRequest, error) {
-	var out []abi.TraceRequest
-	err := tracefmt.ParseReader(mooncake.New(), strings.NewReader(input), chunk, func(r *abi.TraceRequest) error {
-		var c abi.TraceRequest
-		if _, err := abi.DecodeRecord(abi.AppendRecord(nil, r), &c); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, c)
-		return nil
-	})
-	return out, err
+	return tracefmttest.Parse(t, mooncake.New(), strings.NewReader(input), chunk)
 }
 
 func TestHandWrittenSessions(t *testing.T) {
