@@ -14,8 +14,8 @@ build: ## build every function and the local stack into bin/
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/ ./functions/*/cmd/* ./deploy/local/cmd/lensfn-local
 
-wasm: ## build the built-in WASM modules (and the example user module) into bin/modules
-	wasm-modules/build.sh $(MODULES)
+wasm: ## build the built-in WASM modules (and, with Debian's wabt, the example user module) into bin/modules
+	wasm-modules/build.sh $(MODULES) $$(command -v wat2wasm >/dev/null || echo --no-examples)
 
 kodata: wasm ## stage the WASM modules for ko images (ko copies cmd/*/kodata to /var/run/ko)
 	for f in simulation-api trace-replayer; do \
