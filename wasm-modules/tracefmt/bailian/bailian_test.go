@@ -73,16 +73,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(b, 7)
 	f.Fuzz(func(t *testing.T, input []byte, chunk int) {
 		chunk = 1 + chunk&0xff
-		whole, errWhole := parse(t, string(input), len(input)+1)
-		split, errSplit := parse(t, string(input), chunk)
-		if (errWhole == nil) != (errSplit == nil) {
-			t.Fatalf("chunking changed the outcome: %v vs %v", errWhole, errSplit)
-		}
-		a, _ := json.Marshal(whole)
-		c, _ := json.Marshal(split)
-		if errWhole == nil && string(a) != string(c) {
-			t.Fatalf("chunking changed the records")
-		}
+		whole := tracefmttest.SameInChunks(t, func(in string, n int) ([]abi.TraceRequest, error) { return parse(t, in, n) }, input, chunk)
 		for _, r := range whole {
 			if !json.Valid(r.Metadata) {
 				t.Fatalf("metadata %q is not JSON", r.Metadata)

@@ -99,17 +99,6 @@ func FuzzParse(f *testing.F) {
 		if chunk <= 0 || chunk > 1<<16 {
 			chunk = 1 + chunk&0xff
 		}
-		whole, errWhole := parse(t, string(input), len(input)+1)
-		split, errSplit := parse(t, string(input), chunk)
-		if (errWhole == nil) != (errSplit == nil) {
-			t.Fatalf("chunking changed the outcome: %v vs %v", errWhole, errSplit)
-		}
-		if errWhole == nil {
-			a, _ := json.Marshal(whole)
-			b, _ := json.Marshal(split)
-			if string(a) != string(b) {
-				t.Fatalf("chunking changed the records:\n%s\n%s", a, b)
-			}
-		}
+		tracefmttest.SameInChunks(t, func(in string, n int) ([]abi.TraceRequest, error) { return parse(t, in, n) }, input, chunk)
 	})
 }

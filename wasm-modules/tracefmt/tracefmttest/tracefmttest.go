@@ -1,6 +1,7 @@
 package tracefmttest
 
 import (
+	"encoding/json"
 	"io"
 	"testing"
 
@@ -22,4 +23,24 @@ func Parse(t testing.TB, p tracefmt.Parser, input io.Reader, chunk int) ([]abi.T
 		return nil
 	})
 	return out, err
+}
+
+// SameInChunks parses input whole and in chunk-byte pieces and fails the test when the pieces
+// change the outcome or the records. It returns the records, nil when the input is rejected.
+func SameInChunks(t testing.TB, parse func(input string, chunk int) ([]abi.TraceRequest, error), input []byte, chunk int) []abi.TraceRequest {
+	t.Helper()
+	whole, errWhole := parse(string(input), len(input)+1)
+	split, errSplit := parse(string(input), chunk)
+	if (errWhole == nil) != (errSplit == nil) {
+		t.Fatalf("chunking changed the outcome: %v vs %v", errWhole, errSplit)
+	}
+	if errWhole != nil {
+		return nil
+	}
+	a, _ := json.Marshal(whole)
+	b, _ := json.Marshal(split)
+	if string(a) != string(b) {
+		t.Fatalf("chunking changed the records:\n%s\n%s", a, b)
+	}
+	return whole
 }

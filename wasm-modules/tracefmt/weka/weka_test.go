@@ -114,19 +114,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(b, 13)
 	f.Fuzz(func(t *testing.T, input []byte, chunk int) {
 		chunk = 1 + chunk&0xff
-		got, err := parse(t, string(input), chunk)
-		whole, errWhole := parse(t, string(input), len(input)+1)
-		if (err == nil) != (errWhole == nil) {
-			t.Fatalf("chunking changed the outcome: %v vs %v", err, errWhole)
-		}
-		if err != nil {
-			return
-		}
-		a, _ := json.Marshal(got)
-		c, _ := json.Marshal(whole)
-		if string(a) != string(c) {
-			t.Fatal("chunking changed the records")
-		}
+		got := tracefmttest.SameInChunks(t, func(in string, n int) ([]abi.TraceRequest, error) { return parse(t, in, n) }, input, chunk)
 		for _, r := range got {
 			if r.OutputTokens < 1 || !json.Valid(r.Metadata) {
 				t.Fatalf("bad record %+v", r)
