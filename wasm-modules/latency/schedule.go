@@ -28,6 +28,15 @@ type Model struct {
 // NewModel pairs a configuration with a TTFT rule.
 func NewModel(cfg Config, ttft TTFTFunc) *Model { return &Model{cfg: cfg, ttft: ttft} }
 
+// ParseModel reads a calculator's JSON configuration (ParseConfig) into a Model.
+func ParseModel(configJSON []byte, ttft TTFTFunc) (*Model, error) {
+	cfg, err := ParseConfig(configJSON)
+	if err != nil {
+		return nil, err
+	}
+	return NewModel(cfg, ttft), nil
+}
+
 // Config returns the model's configuration.
 func (m *Model) Config() Config { return m.cfg }
 

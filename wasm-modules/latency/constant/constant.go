@@ -18,13 +18,7 @@ func Descriptor() abi.Descriptor {
 }
 
 // New parses the configuration and returns the calculator.
-func New(configJSON []byte) (*latency.Model, error) {
-	cfg, err := latency.ParseConfig(configJSON)
-	if err != nil {
-		return nil, err
-	}
-	return latency.NewModel(cfg, ttft), nil
-}
+func New(configJSON []byte) (*latency.Model, error) { return latency.ParseModel(configJSON, ttft) }
 
 func ttft(c *latency.Config, in latency.Input) (mean, std int64, loaded bool) {
 	if in.RemotePrefill {
