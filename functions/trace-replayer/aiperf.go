@@ -115,7 +115,7 @@ func (a *aiperfRunner) replay(ctx context.Context, run *Run) (events.TaskReplaye
 		case waitErr = <-done:
 			waiting = false
 		case <-run.ticker():
-			if t, err := run.Repo.Get(ctx, t.ID); err == nil && t.Internal.CancelRequested {
+			if run.stopRequested(ctx) {
 				cancel(errStopped)
 			}
 		}

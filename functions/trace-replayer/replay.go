@@ -174,7 +174,7 @@ func (p *replayer) replay(ctx context.Context, run *Run) (events.TaskReplayed, e
 		select {
 		case err = <-done:
 		case <-tick.C:
-			if p.stopRequested(ctx, run) {
+			if run.stopRequested(ctx) {
 				cancelRun(errStopped)
 			}
 			if time.Since(lastReport) >= time.Second {
@@ -210,8 +210,9 @@ var (
 	errTraceTimeout = errors.New("trace timeout reached")
 )
 
-func (p *replayer) stopRequested(ctx context.Context, run *Run) bool {
-	t, err := run.Repo.Get(ctx, run.Task.ID)
+// stopRequested reads the task's record (not its logs) for a stop request.
+func (r *Run) stopRequested(ctx context.Context) bool {
+	t, err := r.Repo.Load(ctx, r.Task.ID)
 	return err == nil && t.Internal.CancelRequested
 }
 

@@ -67,13 +67,18 @@ func (r *Repo) Create(ctx context.Context, t *Task, apiKey string) error {
 	return err
 }
 
-// Get returns the task with its retained logs.
-func (r *Repo) Get(ctx context.Context, id string) (*Task, error) {
+// Load returns the task without its logs (what runners poll).
+func (r *Repo) Load(ctx context.Context, id string) (*Task, error) {
 	rec, err := r.Store.Get(ctx, Kind, id)
 	if err != nil {
 		return nil, err
 	}
-	t, err := fromRecord(rec)
+	return fromRecord(rec)
+}
+
+// Get returns the task with its retained logs.
+func (r *Repo) Get(ctx context.Context, id string) (*Task, error) {
+	t, err := r.Load(ctx, id)
 	if err != nil {
 		return nil, err
 	}
