@@ -143,10 +143,26 @@ func (r *Runner) tryStart(ctx context.Context, id string) (bool, error) {
 	default:
 		return false, nil
 	}
+	// The event and the sweep can offer the same task at once. The lease cannot tell them apart
+	// (same owner), so the instance reserves the id first: a second attempt would otherwise
+	// release the lease the first one runs under.
+	r.mu.Lock()
+	_, busy := r.running[id]
+	if !busy {
+		r.running[id] = nil
+	}
+	r.mu.Unlock()
+	if busy {
+		<-r.slots
+		return false, nil
+	}
 	started := false
 	defer func() {
 		if !started {
 			<-r.slots
+			r.mu.Lock()
+			delete(r.running, id)
+			r.mu.Unlock()
 		}
 	}()
 	lease, err := r.deps.Store.AcquireLease(ctx, simtask.LeaseName(id), r.owner(), r.settings.LeaseTTL)
@@ -358,7 +374,9 @@ func (r *Runner) Close(ctx context.Context) error {
 	r.stop()
 	r.mu.Lock()
 	for _, cancel := range r.running {
-		cancel()
+		if cancel != nil { // nil: a start in progress, which finds the sweep stopped
+			cancel()
+		}
 	}
 	r.mu.Unlock()
 	done := make(chan struct{})

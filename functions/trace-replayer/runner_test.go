@@ -160,3 +160,60 @@ func TestStaleRunnerCannotWrite(t *testing.T) {
 		t.Fatalf("a runner that lost its lease could still write: %v", err)
 	}
 }
+
+// TestConcurrentOffersStartATaskOnce: the event and the sweep offering one task at the same time
+// must not start it twice, nor let the losing attempt release the winner's lease.
+func TestConcurrentOffersStartATaskOnce(t *testing.T) {
+	deps := testDeps(t)
+	repo := &simtask.Repo{Store: deps.Store, DataDir: deps.Config.DataDir}
+	var mu sync.Mutex
+	runs := 0
+	release := make(chan struct{})
+	replay := func(ctx context.Context, run *Run) (events.TaskReplayed, error) {
+		mu.Lock()
+		runs++
+		mu.Unlock()
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return events.TaskReplayed{TaskID: run.Task.ID, Outcome: "completed"}, nil
+	}
+	r := NewRunner(deps, Settings{MaxConcurrent: 4, LeaseTTL: time.Second, SweepInterval: time.Hour, PollInterval: 50 * time.Millisecond}, repo, replay)
+	defer r.Close(context.Background())
+	defer close(release)
+	id := queue(t, repo)
+	var wg sync.WaitGroup
+	started := make(chan bool, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ok, err := r.tryStart(context.Background(), id)
+			if err != nil {
+				t.Error(err)
+			}
+			started <- ok
+		}()
+	}
+	wg.Wait()
+	close(started)
+	n := 0
+	for ok := range started {
+		if ok {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d attempts started the task", n)
+	}
+	time.Sleep(1500 * time.Millisecond) // past the lease TTL: it must still be held and renewed
+	if holder, err := deps.Store.LeaseHolder(context.Background(), simtask.LeaseName(id)); err != nil || holder.Owner != deps.Config.InstanceID {
+		t.Fatalf("the running task lost its lease: %+v %v", holder, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if runs != 1 {
+		t.Fatalf("%d replays", runs)
+	}
+}
