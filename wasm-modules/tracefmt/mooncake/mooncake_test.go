@@ -1,6 +1,7 @@
 package mooncake_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"strings"
@@ -101,4 +102,29 @@ func FuzzParse(f *testing.F) {
 		}
 		tracefmttest.SameInChunks(t, func(in string, n int) ([]abi.TraceRequest, error) { return parse(t, in, n) }, input, chunk)
 	})
+}
+
+// BenchmarkRealConversationTrace parses the real trace from memory with a no-op emit. Run it
+// natively and as a wasip1 test binary (GOOS=wasip1 GOARCH=wasm, GOWASIRUNTIME=wazero) to see
+// the core's own native-to-guest ratio without the host's share.
+func BenchmarkRealConversationTrace(b *testing.B) {
+	data, err := os.ReadFile("../../../../shared/traces/mooncake/conversation_trace.jsonl")
+	if err != nil {
+		b.Skipf("real trace not available: %v", err)
+	}
+	lines := bytes.Count(data, []byte{'\n'})
+	emit := func(*abi.TraceRequest) error { return nil }
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		p := mooncake.New()
+		for off := 0; off < len(data); off += 256 << 10 {
+			if err := p.Feed(data[off:min(off+256<<10, len(data))], emit); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := p.End(emit); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(lines)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
 }
