@@ -61,9 +61,12 @@ func (e *engine) contextError(ctx context.Context, err error) string {
 	return "transport: " + err.Error()
 }
 
-// body builds request i's JSON body.
-func (e *engine) body(i int) ([]byte, error) {
+// body builds request i's JSON body. For a delta-context request it puts the earlier turns
+// (nil for a session's first turn) in front and also returns the turn's own part, which the
+// session adds to its history once the turn is sent.
+func (e *engine) body(i int, earlier *history) (body, own []byte, err error) {
 	r := &e.plan.requests[i]
+	deltas := r.ContextMode == ContextDeltas
 	fields := map[string]any{}
 	for k, v := range e.plan.payloads[i] {
 		fields[k] = v
@@ -77,14 +80,25 @@ func (e *engine) body(i int) ([]byte, error) {
 			prompt = e.synth.prompt(i, r.InputTokens, r.HashIDs, r.BlockSize)
 		}
 		if e.cfg.API == APIChat {
-			if len(r.Messages) > 0 {
+			switch {
+			case deltas:
+				if len(r.Messages) > 0 {
+					own = arrayElements(r.Messages)
+				} else if own, err = json.Marshal(chatMessage{Role: "user", Content: prompt}); err != nil {
+					return nil, nil, err
+				}
+				fields["messages"] = json.RawMessage(earlier.messages(own))
+			case len(r.Messages) > 0:
 				fields["messages"] = r.Messages
-			} else {
+			default:
 				fields["messages"] = []chatMessage{{Role: "user", Content: prompt}}
 			}
 			if len(r.Tools) > 0 {
 				fields["tools"] = r.Tools
 			}
+		} else if deltas {
+			own = []byte(prompt)
+			fields["prompt"] = earlier.prompt(own)
 		} else {
 			fields["prompt"] = prompt
 		}
@@ -111,7 +125,58 @@ func (e *engine) body(i int) ([]byte, error) {
 	for k, v := range e.plan.extras[i] {
 		fields[k] = v
 	}
-	return json.Marshal(fields)
+	body, err = json.Marshal(fields)
+	return body, own, err
+}
+
+// history is what a delta-context session has sent so far, kept by its goroutine only while
+// a later turn remains, so a session costs its own accumulated prompt and no more: on the chat
+// API the earlier turns' messages as JSON array elements joined by commas, on completions
+// their prompts concatenated.
+type history struct {
+	parts  []byte
+	tokens int // the earlier turns' input tokens
+}
+
+// messages is the chat messages array of a turn whose own messages are own.
+func (h *history) messages(own []byte) []byte {
+	var parts []byte
+	if h != nil {
+		parts = h.parts
+	}
+	out := make([]byte, 0, len(parts)+len(own)+3)
+	out = append(out, '[')
+	out = append(out, parts...)
+	if len(parts) > 0 && len(own) > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, own...)
+	return append(out, ']')
+}
+
+// prompt is the completions prompt of a turn whose own prompt is own.
+func (h *history) prompt(own []byte) string {
+	if h == nil {
+		return string(own)
+	}
+	return string(h.parts) + string(own)
+}
+
+// add appends a sent turn's own part and input tokens.
+func (h *history) add(own []byte, tokens int, api API) {
+	if api == APIChat && len(h.parts) > 0 && len(own) > 0 {
+		h.parts = append(h.parts, ',')
+	}
+	h.parts = append(h.parts, own...)
+	h.tokens += tokens
+}
+
+// arrayElements is the inside of a JSON array (validated when the plan was made): its
+// elements joined by commas, without the brackets.
+func arrayElements(raw json.RawMessage) []byte {
+	inner := bytes.TrimSpace(raw)
+	inner = bytes.TrimSpace(inner[1 : len(inner)-1])
+	return inner
 }
 
 type chatMessage struct {

@@ -1,12 +1,17 @@
 // Package loadgen is the load-generation engine the trace replayer and the benchmark runner
-// share: absolute-clock scheduling of requests (sessions and turns that wait on earlier turns),
-// OpenAI-compatible requests with streaming response timing (TTFT, inter-token times), prompts
+// share: absolute-clock scheduling of requests (sessions and turns that wait on earlier turns,
+// and subagent sessions that a parent's turns spawn and join, as in WEKA agent traces),
+// delta-context sessions whose later turns resend the earlier ones, OpenAI-compatible requests with streaming response timing (TTFT, inter-token times), prompts
 // synthesised from hash ids so shared prefixes stay shared, and per-request records streamed to a
 // JSONL artifact as they complete.
 //
 // The surface: Run(ctx, Config, []Request, Sink) sends a schedule and returns Stats; Record is
 // one request's outcome (one JSON line); JSONLWriter is the artifact sink; Progress holds live
 // counters another goroutine may read while Run works; NewHTTPClient is the tuned client.
+//
+// SubagentLink and ContextMode are the engine's own types (AIPerf's semantics and names), so
+// the engine needs nothing of the trace formats; the replayer maps its parsed records onto
+// them.
 //
 // Times in records are relative to the run's start; the schedule's drift is started minus
 // scheduled. Synthesised prompts count one word as one token, which BPE tokenizers match only

@@ -30,6 +30,20 @@ type Stats struct {
 //
 // Release times come from one absolute clock: a session's first turn at start + its arrival,
 // a later turn at max(start + arrival, previous turn done), or previous turn done + its delay.
+// A subagent (child) session is spawned by its parent: when the parent's SpawnAfterTurn
+// completes (a failed turn completes too), or when the parent's first turn is released for
+// -1; its first turn then counts its arrival or delay from the spawn. The parent's
+// JoinBeforeTurn is not released until every child joined there has completed all its turns,
+// and counts its own arrival or delay from the later of its previous turn's completion and the
+// last of those children's; children with no join run in the background, though Run still
+// waits for them. A parent turn that is never sent (cut off or stopped) never spawns its
+// children, and a join whose child was cut off is never released: those requests count as
+// not sent.
+//
+// A delta-context session (ContextDeltas) sends turn k with turns 0..k in front of it; each
+// session keeps its earlier turns' text only until its last turn is sent. Record.InputTokens
+// counts the whole context then, and metadata turn_input_tokens the turn's own.
+//
 // Sends are never paced by sleeping per-request gaps, so lateness does not accumulate. A late
 // dispatcher sends what is due at once. There is no cap on requests in flight (an open-loop
 // replay must not be throttled by a slow endpoint); every goroutine Run starts has ended when
@@ -39,7 +53,9 @@ type Stats struct {
 // Duration + GracePeriod are cancelled and recorded as failed. Cancelling ctx stops the run
 // within a moment: nothing more is sent, requests in flight are cancelled and recorded as
 // failed, and Run returns an error wrapping ctx's cause. A sink error also stops the run and
-// is returned. Bad config or schedule entries are reported before anything is sent.
+// is returned. Bad config or schedule entries (including subagent links to unknown sessions or
+// turns, joins not after their spawn, and cycles of parents) are reported before anything is
+// sent, naming the 1-based request.
 func Run(ctx context.Context, cfg Config, schedule []Request, sink Sink) (Stats, error) {
 	url, err := cfg.endpoint()
 	if err != nil {
@@ -155,16 +171,19 @@ type engine struct {
 	progress *Progress
 }
 
-// due is a prepared session head: its release offset and body.
+// due is a prepared head of a root session: its release offset and body (and, for a
+// delta-context session, the turn's own part of the context).
 type due struct {
 	index int
 	at    time.Duration
 	body  []byte
+	own   []byte
 	err   error
 }
 
-// dispatch releases session heads in order. A helper goroutine builds bodies ahead of time so
-// prompt synthesis never delays a send.
+// dispatch releases the heads of root sessions in order (child sessions are started by their
+// parents). A helper goroutine builds bodies ahead of time so prompt synthesis never delays a
+// send.
 func (e *engine) dispatch(ahead int) {
 	ready := make(chan due, ahead)
 	go func() {
@@ -174,9 +193,9 @@ func (e *engine) dispatch(ahead int) {
 			if at > e.cutoff {
 				return
 			}
-			body, err := e.body(i)
+			body, own, err := e.body(i, nil)
 			select {
-			case ready <- due{index: i, at: at, body: body, err: err}:
+			case ready <- due{index: i, at: at, body: body, own: own, err: err}:
 			case <-e.ctx.Done():
 				return
 			}
@@ -193,7 +212,7 @@ func (e *engine) dispatch(ahead int) {
 			return
 		}
 		e.wg.Add(1)
-		go e.session(d)
+		go e.session(sessionStart{index: d.index, prepared: &d})
 	}
 }
 
@@ -234,8 +253,29 @@ func (e *engine) waitUntil(at time.Duration, timer *time.Timer) bool {
 	}
 }
 
-// session sends a head and then each later turn of its session once that turn is released.
-func (e *engine) session(d due) {
+// sessionStart is where a session goroutine begins.
+type sessionStart struct {
+	index int
+	// base is what the first turn's arrival or delay counts from: the run's start for a root
+	// session, the spawn for a child.
+	base time.Duration
+	// prepared is a root head the dispatcher built and released.
+	prepared *due
+	// self is a child session's report to its parent; nil for a root session.
+	self *subagentRun
+}
+
+// subagentRun is a spawned child session's outcome; its parent reads it after done closes.
+type subagentRun struct {
+	done        chan struct{}
+	completed   bool          // every turn was sent
+	completedAt time.Duration // when its last turn completed
+}
+
+// session sends the turns of one session, each once it is released, spawning and joining the
+// session's subagents on the way. A session that is cut off or stopped ends without sending
+// its later turns, and so without spawning the children those would have spawned.
+func (e *engine) session(s sessionStart) {
 	defer e.wg.Done()
 	var timer *time.Timer
 	defer func() {
@@ -243,38 +283,135 @@ func (e *engine) session(d due) {
 			timer.Stop()
 		}
 	}()
-	i, at, body, err := d.index, d.at, d.body, d.err
-	for {
-		done := e.send(i, at, body, err)
+	var (
+		completed bool
+		lastDone  time.Duration
+		spawned   map[int]*subagentRun // child head index -> its run
+		earlier   history              // earlier turns of a delta-context session
+	)
+	if s.self != nil {
+		defer func() {
+			s.self.completed, s.self.completedAt = completed, lastDone
+			close(s.self.done)
+		}()
+	}
+	i, base := s.index, s.base
+	at := release(&e.plan.requests[i], base)
+	if s.prepared != nil {
+		at = s.prepared.at
+	}
+	for first := true; ; first = false {
+		r := &e.plan.requests[i]
+		if at > e.cutoff || e.ctx.Err() != nil {
+			return
+		}
+		if first {
+			for _, child := range e.plan.spawnAtStart[i] {
+				spawned = e.spawn(spawned, child, at)
+			}
+		}
+		released := first && s.prepared != nil // the dispatcher has waited for it
+		if joins := e.plan.joinBefore[i]; len(joins) > 0 {
+			latest, ok := e.join(spawned, joins)
+			if !ok {
+				return
+			}
+			if latest > base {
+				base = latest
+				if later := release(r, base); later > at {
+					at, released = later, false
+					if at > e.cutoff {
+						return
+					}
+				}
+			}
+		}
+		if !released {
+			if timer == nil {
+				timer = time.NewTimer(time.Hour)
+			}
+			if !e.waitUntil(at, timer) {
+				return
+			}
+		}
+		var body, own []byte
+		var err error
+		if first && s.prepared != nil {
+			body, own, err = s.prepared.body, s.prepared.own, s.prepared.err
+			s.prepared = nil // the body is not needed past the send
+		} else {
+			body, own, err = e.body(i, &earlier)
+		}
+		done := e.send(i, at, body, err, earlier.tokens)
+		for _, child := range e.plan.spawnAfter[i] {
+			spawned = e.spawn(spawned, child, done)
+		}
 		next := e.plan.next[i]
-		if next < 0 || e.ctx.Err() != nil {
+		if next < 0 {
+			completed, lastDone = true, done
 			return
 		}
-		r := &e.plan.requests[next]
-		release := done
-		switch {
-		case r.ArrivalMs != nil:
-			release = max(done, offset(*r.ArrivalMs))
-		case r.DelayMs != nil:
-			release = done + offset(*r.DelayMs)
+		if r.ContextMode == ContextDeltas {
+			earlier.add(own, r.InputTokens, e.cfg.API)
 		}
-		if release > e.cutoff {
-			return
-		}
-		i, at = next, release
-		body, err = e.body(i)
-		if timer == nil {
-			timer = time.NewTimer(time.Hour)
-		}
-		if !e.waitUntil(at, timer) {
-			return
-		}
+		i, base = next, done
+		at = release(&e.plan.requests[i], base)
 	}
 }
 
+// release is when request r is released given what it counts from: its arrival if later
+// than base, base plus its delay, or base itself.
+func release(r *Request, base time.Duration) time.Duration {
+	switch {
+	case r.ArrivalMs != nil:
+		return max(base, offset(*r.ArrivalMs))
+	case r.DelayMs != nil:
+		d := offset(*r.DelayMs)
+		if d > time.Duration(math.MaxInt64)-base {
+			return time.Duration(math.MaxInt64)
+		}
+		return base + d
+	}
+	return base
+}
+
+// spawn starts child session head child, spawned at offset at.
+func (e *engine) spawn(spawned map[int]*subagentRun, child int, at time.Duration) map[int]*subagentRun {
+	run := &subagentRun{done: make(chan struct{})}
+	if spawned == nil {
+		spawned = map[int]*subagentRun{}
+	}
+	spawned[child] = run
+	e.wg.Add(1)
+	go e.session(sessionStart{index: child, base: at, self: run})
+	return spawned
+}
+
+// join waits until every child in children has ended and returns when the last one completed.
+// False means one was cut off or the run stopped: the joining turn is then never released.
+func (e *engine) join(spawned map[int]*subagentRun, children []int) (time.Duration, bool) {
+	var latest time.Duration
+	for _, child := range children {
+		run := spawned[child]
+		if run == nil { // cannot happen: a child is spawned before the turn that joins it
+			return 0, false
+		}
+		select {
+		case <-run.done:
+		case <-e.ctx.Done():
+			return 0, false
+		}
+		if !run.completed {
+			return 0, false
+		}
+		latest = max(latest, run.completedAt)
+	}
+	return latest, true
+}
+
 // send performs request i, released at offset at, emits its record, and returns the offset at
-// which it completed.
-func (e *engine) send(i int, at time.Duration, body []byte, buildErr error) time.Duration {
+// which it completed. contextTokens are the input tokens of the earlier turns sent with it.
+func (e *engine) send(i int, at time.Duration, body []byte, buildErr error, contextTokens int) time.Duration {
 	r := &e.plan.requests[i]
 	var sent time.Time
 	var out outcome
@@ -303,8 +440,11 @@ func (e *engine) send(i int, at time.Duration, body []byte, buildErr error) time
 		StartedAtSeconds:   sent.Sub(e.start).Seconds(),
 		CompletedAtSeconds: out.completedAt.Sub(e.start).Seconds(),
 		LatencyMs:          ms(out.completedAt.Sub(sent)),
-		InputTokens:        float64(r.InputTokens),
+		InputTokens:        float64(r.InputTokens + contextTokens),
 		Metadata:           e.metadata(i, at, &out),
+	}
+	if contextTokens > 0 {
+		rec.Metadata["turn_input_tokens"] = r.InputTokens
 	}
 	if out.responseSeen {
 		status := out.status

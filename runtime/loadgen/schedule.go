@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
+	"strings"
 )
 
 // Request is one entry of a schedule: when to send (an arrival offset, or a delay after the
@@ -48,6 +50,42 @@ type Request struct {
 	// Metadata is copied into the request's Record (the replayer's recorded values, line
 	// numbers, ...). It must be JSON-encodable.
 	Metadata map[string]any
+	// ContextMode says whether a later turn is sent alone (empty or ContextSelfContained) or
+	// with the earlier turns of its session in front of it (ContextDeltas). Every turn of a
+	// session must give the same mode.
+	ContextMode ContextMode
+	// Subagent makes the request's session a child of another session, spawned and joined
+	// by the parent's turns. Any turn of the child session may carry it; those that do must
+	// agree. Nil for an ordinary session.
+	Subagent *SubagentLink
+}
+
+// ContextMode is how much of a session a turn sends (AIPerf's names).
+type ContextMode string
+
+const (
+	// ContextSelfContained sends each turn alone: the row already holds the whole context
+	// (WEKA, Bailian, Baseten, literal message histories, payloads). The empty mode means this.
+	ContextSelfContained ContextMode = "message_array_with_responses"
+	// ContextDeltas sends turn k with turns 0..k of its session in front of it, without the
+	// responses: on the chat API each turn's messages in order (a synthesised or literal
+	// prompt is one user message, a literal messages array is spliced in whole); on the
+	// completions API the turns' prompts concatenated. A payload cannot be accumulated.
+	ContextDeltas ContextMode = "deltas_without_responses"
+)
+
+// SubagentLink ties a child session to its parent (AIPerf's WEKA subagent semantics).
+type SubagentLink struct {
+	// ParentSessionID is the SessionID of the spawning session.
+	ParentSessionID string
+	// SpawnAfterTurn is the parent's turn whose completion spawns the child; -1 spawns it
+	// when the parent's first turn is released. The child's first turn then counts its delay
+	// (or waits for its arrival) from the spawn.
+	SpawnAfterTurn int
+	// JoinBeforeTurn is the parent's turn that is not released until the child has
+	// completed all its turns (its delay then counts from the later of its previous turn's
+	// completion and the last joined child's); -1 lets the child run in the background.
+	JoinBeforeTurn int
 }
 
 // plan is a validated schedule: the sessions' turn chains and the order heads are released in.
@@ -62,6 +100,10 @@ type plan struct {
 	// extras[i] is request i's Extra decoded (nil when absent); payloads likewise.
 	extras   []map[string]json.RawMessage
 	payloads []map[string]json.RawMessage
+	// Subagent sessions, by request index: spawnAtStart[h] are the child heads spawned when
+	// head h is released, spawnAfter[i] those spawned when turn i completes, joinBefore[i]
+	// those turn i waits for. Nil maps when the schedule has no subagents.
+	spawnAtStart, spawnAfter, joinBefore map[int][]int
 }
 
 func finiteNonNegative(v *float64) bool {
@@ -77,6 +119,7 @@ func newPlan(schedule []Request, api API) (*plan, error) {
 		payloads: make([]map[string]json.RawMessage, len(schedule)),
 	}
 	bySession := map[string][]int{}
+	var sessionOrder []string // session ids by first appearance, so errors are reproducible
 	for i := range schedule {
 		r := &schedule[i]
 		id := i + 1
@@ -114,6 +157,18 @@ func newPlan(schedule []Request, api API) (*plan, error) {
 				return nil, fmt.Errorf("request %d: tools: %w", id, err)
 			}
 		}
+		switch r.ContextMode {
+		case "", ContextSelfContained:
+		case ContextDeltas:
+			if len(r.Payload) > 0 {
+				return nil, fmt.Errorf("request %d: a payload is sent verbatim, so it cannot carry %s context", id, ContextDeltas)
+			}
+		default:
+			return nil, fmt.Errorf("request %d: context mode must be %q or %q, got %q", id, ContextSelfContained, ContextDeltas, r.ContextMode)
+		}
+		if r.Subagent != nil && r.SessionID == "" {
+			return nil, fmt.Errorf("request %d: a subagent link needs a session id", id)
+		}
 		var err error
 		if p.extras[i], err = decodeObject(r.Extra); err != nil {
 			return nil, fmt.Errorf("request %d: extra: %w", id, err)
@@ -126,9 +181,13 @@ func newPlan(schedule []Request, api API) (*plan, error) {
 			p.heads = append(p.heads, i)
 			continue
 		}
+		if len(bySession[r.SessionID]) == 0 {
+			sessionOrder = append(sessionOrder, r.SessionID)
+		}
 		bySession[r.SessionID] = append(bySession[r.SessionID], i)
 	}
-	for sid, turns := range bySession {
+	for _, sid := range sessionOrder {
+		turns := bySession[sid]
 		sort.SliceStable(turns, func(a, b int) bool { return schedule[turns[a]].Turn < schedule[turns[b]].Turn })
 		for k := 1; k < len(turns); k++ {
 			if schedule[turns[k]].Turn == schedule[turns[k-1]].Turn {
@@ -137,7 +196,18 @@ func newPlan(schedule []Request, api API) (*plan, error) {
 			}
 			p.next[turns[k-1]] = turns[k]
 		}
-		p.heads = append(p.heads, turns[0])
+		if err := sameSessionSettings(schedule, sid, turns); err != nil {
+			return nil, err
+		}
+	}
+	children, err := p.linkSubagents(sessionOrder, bySession)
+	if err != nil {
+		return nil, err
+	}
+	for _, sid := range sessionOrder {
+		if head := bySession[sid][0]; !children[head] {
+			p.heads = append(p.heads, head)
+		}
 	}
 	p.headAtMs = make([]float64, len(schedule))
 	for _, i := range p.heads {
@@ -157,6 +227,128 @@ func newPlan(schedule []Request, api API) (*plan, error) {
 		return ia < ib
 	})
 	return p, nil
+}
+
+// sameSessionSettings checks that the turns of session sid agree on their context mode and
+// subagent link.
+func sameSessionSettings(schedule []Request, sid string, turns []int) error {
+	first := &schedule[turns[0]]
+	mode := first.ContextMode
+	if mode == "" {
+		mode = ContextSelfContained
+	}
+	var link *SubagentLink
+	linkAt := 0
+	for _, i := range turns {
+		r := &schedule[i]
+		m := r.ContextMode
+		if m == "" {
+			m = ContextSelfContained
+		}
+		if m != mode {
+			return fmt.Errorf("request %d: session %q mixes context modes (%s here, %s on request %d)", i+1, sid, m, mode, turns[0]+1)
+		}
+		if r.Subagent == nil {
+			continue
+		}
+		if link == nil {
+			link, linkAt = r.Subagent, i
+		} else if *r.Subagent != *link {
+			return fmt.Errorf("request %d: session %q has a subagent link %+v that differs from request %d's %+v", i+1, sid, *r.Subagent, linkAt+1, *link)
+		}
+	}
+	return nil
+}
+
+// linkSubagents validates the subagent links and fills the spawn and join tables. It returns
+// the heads of child sessions, which the dispatcher does not release (their parents do).
+func (p *plan) linkSubagents(sessionOrder []string, bySession map[string][]int) (map[int]bool, error) {
+	schedule := p.requests
+	links := map[string]*SubagentLink{}
+	linkAt := map[string]int{} // the first request carrying the session's link, for errors
+	for _, sid := range sessionOrder {
+		for _, i := range bySession[sid] {
+			if l := schedule[i].Subagent; l != nil {
+				links[sid], linkAt[sid] = l, i
+				break
+			}
+		}
+	}
+	if len(links) == 0 {
+		return nil, nil
+	}
+	// turnAt finds the request of session sid with turn number turn.
+	turnAt := func(sid string, turn int) (int, bool) {
+		turns := bySession[sid]
+		k := sort.Search(len(turns), func(k int) bool { return schedule[turns[k]].Turn >= turn })
+		if k < len(turns) && schedule[turns[k]].Turn == turn {
+			return turns[k], true
+		}
+		return 0, false
+	}
+	children := map[int]bool{}
+	p.spawnAtStart, p.spawnAfter, p.joinBefore = map[int][]int{}, map[int][]int{}, map[int][]int{}
+	for _, sid := range sessionOrder {
+		l := links[sid]
+		if l == nil {
+			continue
+		}
+		id := linkAt[sid] + 1
+		parent := bySession[l.ParentSessionID]
+		switch {
+		case l.ParentSessionID == sid:
+			return nil, fmt.Errorf("request %d: subagent session %q names itself as its parent", id, sid)
+		case len(parent) == 0:
+			return nil, fmt.Errorf("request %d: subagent session %q: parent session %q is not in the schedule", id, sid, l.ParentSessionID)
+		case l.SpawnAfterTurn < -1 || l.JoinBeforeTurn < -1:
+			return nil, fmt.Errorf("request %d: subagent session %q: spawn and join turns must be >= -1, got %d and %d", id, sid, l.SpawnAfterTurn, l.JoinBeforeTurn)
+		case l.JoinBeforeTurn != -1 && l.JoinBeforeTurn <= l.SpawnAfterTurn:
+			return nil, fmt.Errorf("request %d: subagent session %q joins before parent turn %d, which is not after its spawn turn %d", id, sid, l.JoinBeforeTurn, l.SpawnAfterTurn)
+		}
+		head := bySession[sid][0]
+		children[head] = true
+		if l.SpawnAfterTurn == -1 {
+			p.spawnAtStart[parent[0]] = append(p.spawnAtStart[parent[0]], head)
+		} else if at, ok := turnAt(l.ParentSessionID, l.SpawnAfterTurn); ok {
+			p.spawnAfter[at] = append(p.spawnAfter[at], head)
+		} else {
+			return nil, fmt.Errorf("request %d: subagent session %q: spawn turn %d is not a turn of parent session %q (turns %d..%d)",
+				id, sid, l.SpawnAfterTurn, l.ParentSessionID, schedule[parent[0]].Turn, schedule[parent[len(parent)-1]].Turn)
+		}
+		if l.JoinBeforeTurn == -1 {
+			continue
+		}
+		at, ok := turnAt(l.ParentSessionID, l.JoinBeforeTurn)
+		if !ok {
+			return nil, fmt.Errorf("request %d: subagent session %q: join turn %d is not a turn of parent session %q (turns %d..%d)",
+				id, sid, l.JoinBeforeTurn, l.ParentSessionID, schedule[parent[0]].Turn, schedule[parent[len(parent)-1]].Turn)
+		}
+		p.joinBefore[at] = append(p.joinBefore[at], head)
+	}
+	// A cycle of parents would leave every session in it waiting for another to spawn it.
+	const (
+		unseen = iota
+		visiting
+		done
+	)
+	state := map[string]int{}
+	for _, sid := range sessionOrder {
+		var path []string
+		cur := sid
+		for links[cur] != nil && state[cur] != done {
+			if state[cur] == visiting {
+				k := slices.Index(path, cur)
+				return nil, fmt.Errorf("request %d: subagent sessions form a cycle: %s -> %s", linkAt[cur]+1, strings.Join(path[k:], " -> "), cur)
+			}
+			state[cur] = visiting
+			path = append(path, cur)
+			cur = links[cur].ParentSessionID
+		}
+		for _, s := range path {
+			state[s] = done
+		}
+	}
+	return children, nil
 }
 
 func expectJSON(raw json.RawMessage, open byte) error {
