@@ -131,7 +131,7 @@ func TestCutOffSubagentsAreNotSentAndNeitherAreTheirJoins(t *testing.T) {
 		{SessionID: "p", Turn: 0, ArrivalMs: f64(0)},
 		{SessionID: "p", Turn: 1},
 		{SessionID: "late", Turn: 0, DelayMs: f64(400), Subagent: link("p", 0, 1)}, // released after the duration
-		{SessionID: "never", Turn: 0, Subagent: link("p", 1, -1)},                 // its spawning turn is never sent
+		{SessionID: "never", Turn: 0, Subagent: link("p", 1, -1)},                  // its spawning turn is never sent
 		{SessionID: "early", Turn: 0, DelayMs: f64(1), Subagent: link("p", 0, -1)},
 	}
 	sink := &memSink{}
@@ -160,7 +160,7 @@ func TestStoppingMidSubagentEndsEveryGoroutine(t *testing.T) {
 		{SessionID: "p", Turn: 0, ArrivalMs: f64(0)},
 		{SessionID: "p", Turn: 1},
 		{SessionID: "p", Turn: 2},
-		{SessionID: "inflight", Turn: 0, Subagent: link("p", -1, 1)},                     // in flight at the stop
+		{SessionID: "inflight", Turn: 0, Subagent: link("p", -1, 1)},                        // in flight at the stop
 		{SessionID: "sleeping", Turn: 0, DelayMs: f64(60_000), Subagent: link("p", -1, -1)}, // waiting for its release
 	}
 	before := runtime.NumGoroutine()
@@ -191,7 +191,9 @@ func TestSubagentLinksAreValidated(t *testing.T) {
 	fake := &fakeOpenAI{}
 	cfg := baseConfig(fake.start(t).URL)
 	parent := []loadgen.Request{{SessionID: "p", Turn: 0}, {SessionID: "p", Turn: 1}, {SessionID: "p", Turn: 2}}
-	with := func(extra ...loadgen.Request) []loadgen.Request { return append(append([]loadgen.Request{}, parent...), extra...) }
+	with := func(extra ...loadgen.Request) []loadgen.Request {
+		return append(append([]loadgen.Request{}, parent...), extra...)
+	}
 	tests := []struct {
 		name     string
 		schedule []loadgen.Request
