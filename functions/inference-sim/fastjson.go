@@ -1,8 +1,9 @@
 package inferencesim
 
 import (
-	"strconv"
 	"unicode/utf8"
+
+	"github.com/lensfn/lensfn/runtime/jsoncursor"
 )
 
 // A fast path for the request shapes that dominate real traffic: a flat
@@ -13,38 +14,11 @@ import (
 // request goes through encoding/json, which handles the full API.
 
 type fastScanner struct {
-	b   []byte
-	i   int
+	jsoncursor.Cursor
 	bad bool
 }
 
-func (s *fastScanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
-
-func (s *fastScanner) consume(c byte) bool {
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == c {
-		s.i++
-		return true
-	}
-	return false
-}
-
-func (s *fastScanner) peek() byte {
-	s.ws()
-	if s.i < len(s.b) {
-		return s.b[s.i]
-	}
-	return 0
-}
+func (s *fastScanner) consume(c byte) bool { return s.Token(c) }
 
 // str reads a string without escapes (an escape or a control character
 // makes the fast path give up).
@@ -53,18 +27,18 @@ func (s *fastScanner) str() string {
 		s.bad = true
 		return ""
 	}
-	start := s.i
+	start := s.I
 	ascii := true
-	for s.i < len(s.b) {
-		c := s.b[s.i]
+	for s.I < len(s.B) {
+		c := s.B[s.I]
 		if c == '"' {
 			// encoding/json replaces invalid UTF-8: leave that to it
-			if !ascii && !utf8.Valid(s.b[start:s.i]) {
+			if !ascii && !utf8.Valid(s.B[start:s.I]) {
 				s.bad = true
 				return ""
 			}
-			v := unsafeString(s.b[start:s.i])
-			s.i++
+			v := unsafeString(s.B[start:s.I])
+			s.I++
 			return v
 		}
 		if c >= utf8.RuneSelf {
@@ -74,84 +48,33 @@ func (s *fastScanner) str() string {
 			s.bad = true
 			return ""
 		}
-		s.i++
+		s.I++
 	}
 	s.bad = true
 	return ""
 }
 
-func (s *fastScanner) int() int64 {
-	s.ws()
-	start := s.i
-	s.skipNumber()
-	if s.bad {
-		return 0
-	}
-	n, err := strconv.ParseInt(unsafeString(s.b[start:s.i]), 10, 64)
-	if err != nil { // fractions, exponents, overflow: the general decoder decides
-		s.bad = true
-	}
+// integer reads an integer; fractions, exponents and overflow are left to the general decoder.
+func (s *fastScanner) integer() int64 {
+	s.Skip()
+	n, ok := s.Int()
+	s.bad = s.bad || !ok
 	return n
 }
 
-// skipNumber skips a JSON number (sampling parameters we do not use),
-// following the JSON grammar exactly.
+// skipNumber skips a JSON number (sampling parameters we do not use).
 func (s *fastScanner) skipNumber() {
-	s.ws()
-	b, i := s.b, s.i
-	digits := func() int {
-		n := 0
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-			n++
-		}
-		return n
-	}
-	if i < len(b) && b[i] == '-' {
-		i++
-	}
-	if i < len(b) && b[i] == '0' {
-		i++
-	} else if digits() == 0 {
+	s.Skip()
+	if _, ok := s.Number(); !ok {
 		s.bad = true
-		return
 	}
-	if i < len(b) && b[i] == '.' {
-		i++
-		if digits() == 0 {
-			s.bad = true
-			return
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		if digits() == 0 {
-			s.bad = true
-			return
-		}
-	}
-	s.i = i
 }
 
 func (s *fastScanner) boolean() bool {
-	s.ws()
-	if hasPrefixAt(s.b, s.i, "true") {
-		s.i += 4
-		return true
-	}
-	if hasPrefixAt(s.b, s.i, "false") {
-		s.i += 5
-		return false
-	}
-	s.bad = true
-	return false
-}
-
-func hasPrefixAt(b []byte, i int, p string) bool {
-	return len(b)-i >= len(p) && string(b[i:i+len(p)]) == p
+	s.Skip()
+	v, ok := s.Bool()
+	s.bad = s.bad || !ok
+	return v
 }
 
 // object iterates the keys of an object, calling field for each; field
@@ -185,7 +108,8 @@ func (s *fastScanner) object(field func(key string)) {
 // the general decoder. g.bodyCopy holds the strings it returns.
 func (g *genCtx) fastDecode(body []byte) bool {
 	g.bodyCopy = append(g.bodyCopy[:0], body...)
-	s := fastScanner{b: g.bodyCopy}
+	var s fastScanner
+	s.Reset(g.bodyCopy)
 	c := &g.chat.commonRequest
 	if g.kind == kindText {
 		c = &g.text.commonRequest
@@ -199,21 +123,20 @@ func (g *genCtx) fastDecode(body []byte) bool {
 		case "ignore_eos":
 			c.IgnoreEOS = s.boolean()
 		case "max_tokens":
-			g.fastMaxTokens = s.int()
+			g.fastMaxTokens = s.integer()
 			c.MaxTokens = &g.fastMaxTokens
 		case "max_completion_tokens":
 			if g.kind != kindChat {
 				s.bad = true
 				return
 			}
-			g.fastMaxCompletion = s.int()
+			g.fastMaxCompletion = s.integer()
 			g.chat.MaxCompletionTokens = &g.fastMaxCompletion
 		case "n":
-			g.fastN = s.int()
+			g.fastN = s.integer()
 			c.N = &g.fastN
 		case "temperature", "top_p", "seed", "frequency_penalty", "presence_penalty":
-			if s.peek() == 'n' && hasPrefixAt(s.b, s.i, "null") {
-				s.i += 4
+			if s.Peek() == 'n' && s.Null() {
 				return
 			}
 			s.skipNumber()
@@ -242,7 +165,7 @@ func (g *genCtx) fastDecode(body []byte) bool {
 					case "role":
 						m.Role = s.str()
 					case "content":
-						if s.peek() != '"' {
+						if s.Peek() != '"' {
 							s.bad = true
 							return
 						}
@@ -262,17 +185,16 @@ func (g *genCtx) fastDecode(body []byte) bool {
 				return
 			}
 		case "prompt":
-			if g.kind != kindText || s.peek() != '"' {
+			if g.kind != kindText || s.Peek() != '"' {
 				s.bad = true
 				return
 			}
-			start := s.i
+			start := s.I
 			s.str()
-			g.text.Prompt = g.bodyCopy[start:s.i]
+			g.text.Prompt = g.bodyCopy[start:s.I]
 		default:
 			s.bad = true
 		}
 	})
-	s.ws()
-	return !s.bad && s.i == len(s.b)
+	return !s.bad && s.AtEnd()
 }

@@ -2,8 +2,8 @@ package analysis
 
 import (
 	"encoding/json"
-	"strconv"
 
+	"github.com/lensfn/lensfn/runtime/jsoncursor"
 	"github.com/lensfn/lensfn/runtime/loadgen"
 )
 
@@ -16,13 +16,14 @@ import (
 // not fit, a string encoding/json would refuse. So its results never differ from encoding/json's
 // (FuzzScanRecordMatchesEncodingJSON checks it), and bad lines still get encoding/json's error.
 func scanRecord(line []byte, rec *loadgen.Record) bool {
-	s := scanner{b: line}
+	var s scanner
+	s.Reset(line)
 	if !s.consume('{') {
 		return false
 	}
 	var seen uint32
 	if s.consume('}') {
-		return s.atEnd()
+		return s.AtEnd()
 	}
 	for {
 		key, ok := s.plainString()
@@ -38,7 +39,7 @@ func scanRecord(line []byte, rec *loadgen.Record) bool {
 			return false
 		}
 		if s.consume('}') {
-			return s.atEnd()
+			return s.AtEnd()
 		}
 		if !s.consume(',') {
 			return false
@@ -57,148 +58,49 @@ var recordFieldBits = func() map[string]uint32 {
 	return bits
 }()
 
-type scanner struct {
-	b []byte
-	i int
-}
+// scanner adds what a record's fields need to the shared cursor: whitespace before every
+// value, and strings with escapes decoded by encoding/json.
+type scanner struct{ jsoncursor.Cursor }
 
-func (s *scanner) skipSpace() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
-
-func (s *scanner) consume(c byte) bool {
-	s.skipSpace()
-	if s.i < len(s.b) && s.b[s.i] == c {
-		s.i++
-		return true
-	}
-	return false
-}
-
-func (s *scanner) atEnd() bool {
-	s.skipSpace()
-	return s.i == len(s.b)
-}
+func (s *scanner) consume(c byte) bool { return s.Token(c) }
 
 func (s *scanner) literal(word string) bool {
-	s.skipSpace()
-	if len(s.b)-s.i >= len(word) && string(s.b[s.i:s.i+len(word)]) == word {
-		s.i += len(word)
-		return true
-	}
-	return false
+	s.Skip()
+	return s.Literal(word)
 }
 
 // plainString reads a string of printable ASCII without escapes, which encoding/json returns
 // byte for byte.
 func (s *scanner) plainString() ([]byte, bool) {
-	if !s.consume('"') {
-		return nil, false
-	}
-	start := s.i
-	for ; s.i < len(s.b); s.i++ {
-		switch c := s.b[s.i]; {
-		case c == '"':
-			s.i++
-			return s.b[start : s.i-1], true
-		case c == '\\' || c < 0x20 || c >= 0x7f:
-			return nil, false
-		}
-	}
-	return nil, false
+	s.Skip()
+	return s.PlainString()
 }
 
 // stringValue reads a string value. Escapes and non-ASCII bytes go through encoding/json on the
 // string alone (transport errors quote their URL), so the result is exactly encoding/json's.
 func (s *scanner) stringValue() (string, bool) {
-	s.skipSpace()
-	if s.i >= len(s.b) || s.b[s.i] != '"' {
+	s.Skip()
+	start := s.I
+	if v, ok := s.PlainString(); ok {
+		return string(v), true
+	}
+	s.I = start
+	if !s.SkipString() {
 		return "", false
 	}
-	start, plain := s.i, true
-	for s.i++; s.i < len(s.b); s.i++ {
-		switch c := s.b[s.i]; {
-		case c == '"':
-			s.i++
-			if plain {
-				return string(s.b[start+1 : s.i-1]), true
-			}
-			var v string
-			err := json.Unmarshal(s.b[start:s.i], &v)
-			return v, err == nil
-		case c == '\\':
-			plain = false
-			s.i++ // the escaped byte cannot end the string
-		case c < 0x20 || c >= 0x7f:
-			plain = false
-		}
-	}
-	return "", false
-}
-
-// number reads a literal of the JSON number grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
-func (s *scanner) number() ([]byte, bool) {
-	s.skipSpace()
-	start, b := s.i, s.b
-	digits := func() bool {
-		from := s.i
-		for s.i < len(b) && b[s.i] >= '0' && b[s.i] <= '9' {
-			s.i++
-		}
-		return s.i > from
-	}
-	if s.i < len(b) && b[s.i] == '-' {
-		s.i++
-	}
-	switch {
-	case s.i < len(b) && b[s.i] == '0':
-		s.i++
-	case s.i < len(b) && b[s.i] >= '1' && b[s.i] <= '9':
-		digits()
-	default:
-		return nil, false
-	}
-	if s.i < len(b) && b[s.i] == '.' {
-		s.i++
-		if !digits() {
-			return nil, false
-		}
-	}
-	if s.i < len(b) && (b[s.i] == 'e' || b[s.i] == 'E') {
-		s.i++
-		if s.i < len(b) && (b[s.i] == '+' || b[s.i] == '-') {
-			s.i++
-		}
-		if !digits() {
-			return nil, false
-		}
-	}
-	return b[start:s.i], true
+	var v string
+	err := json.Unmarshal(s.B[start:s.I], &v)
+	return v, err == nil
 }
 
 func (s *scanner) float() (float64, bool) {
-	literal, ok := s.number()
-	if !ok {
-		return 0, false
-	}
-	v, err := strconv.ParseFloat(string(literal), 64)
-	return v, err == nil
+	s.Skip()
+	return s.Float()
 }
 
 func (s *scanner) int() (int64, bool) {
-	literal, ok := s.number()
-	if !ok {
-		return 0, false
-	}
-	v, err := strconv.ParseInt(string(literal), 10, 64)
-	return v, err == nil
+	s.Skip()
+	return s.Int()
 }
 
 func (s *scanner) optionalFloat() (*float64, bool) {
@@ -270,31 +172,30 @@ func (s *scanner) field(key string, rec *loadgen.Record) bool {
 }
 
 // skipMetadata jumps over the metadata value: null or an object, tracking only strings and
-// nesting. It checks the structure, not every token; a line it accepts whose metadata
-// encoding/json would reject is still summarised, as the metadata plays no part in it.
+// nesting. It checks the structure, not every token (validating every inter-token gap would
+// double the cost of a line); a line it accepts whose metadata encoding/json would reject is
+// still summarised, as the metadata plays no part in it.
 func (s *scanner) skipMetadata() bool {
 	if s.literal("null") {
 		return true
 	}
-	s.skipSpace()
-	if s.i >= len(s.b) || s.b[s.i] != '{' {
+	if s.Peek() != '{' {
 		return false
 	}
-	depth := 0
-	for ; s.i < len(s.b); s.i++ {
-		switch s.b[s.i] {
+	b, depth := s.B, 0
+	for i := s.I; i < len(b); i++ {
+		switch b[i] {
 		case '{', '[':
 			depth++
 		case '}', ']':
-			depth--
-			if depth == 0 {
-				s.i++
+			if depth--; depth == 0 {
+				s.I = i + 1
 				return true
 			}
 		case '"':
-			for s.i++; s.i < len(s.b) && s.b[s.i] != '"'; s.i++ {
-				if s.b[s.i] == '\\' {
-					s.i++
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
 				}
 			}
 		}
