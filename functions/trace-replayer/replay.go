@@ -43,11 +43,27 @@ func (p *replayer) schedule(ctx context.Context, t *simtask.Task) ([]loadgen.Req
 		opts.EndSeconds = &end
 	}
 	var out []loadgen.Request
+	var link *loadgen.SubagentLink // the last one made: a child session's turns share it
 	_, err = parser.Parse(ctx, wasmhost.Source{Path: tr.Path}, opts, func(r *wasmhost.TraceRequest) error {
 		req := loadgen.Request{SessionID: r.SessionID, Turn: r.TurnIndex, ArrivalMs: r.ArrivalMs, DelayMs: r.DelayMs,
 			InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, HashIDs: r.HashIDs, BlockSize: r.BlockSize,
 			Prompt: r.Prompt, Messages: r.Messages, Tools: r.Tools, Payload: r.Payload, Extra: r.Extra,
-			Metadata: map[string]any{"recorded_ms": r.RecordedMs, "line": r.Line}}
+			ContextMode: loadgen.ContextMode(r.ContextMode),
+			Metadata:    map[string]any{"recorded_ms": r.RecordedMs, "line": r.Line}}
+		if s := r.Subagent; s != nil {
+			want := loadgen.SubagentLink{ParentSessionID: s.ParentSessionID, SpawnAfterTurn: s.SpawnAfterTurn, JoinBeforeTurn: s.JoinBeforeTurn}
+			if link == nil || *link != want {
+				link = &want
+			}
+			req.Subagent = link
+			req.Metadata["parent_session_id"] = s.ParentSessionID
+			if s.AgentID != "" {
+				req.Metadata["agent_id"] = s.AgentID
+			}
+			if s.AgentType != "" {
+				req.Metadata["agent_type"] = s.AgentType
+			}
+		}
 		if !tr.FixedSchedule && req.ArrivalMs != nil {
 			zero := 0.0 // not on the recorded schedule: every session starts at once
 			if req.Turn == 0 {

@@ -1,0 +1,204 @@
+package tracereplayer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lensfn/lensfn/runtime/loadgen"
+	"github.com/lensfn/lensfn/runtime/simtask"
+	"github.com/lensfn/lensfn/runtime/wasmhost"
+	"github.com/lensfn/lensfn/runtime/wasmhost/wasmtest"
+)
+
+// wekaWithSubagents is a real WEKA trace with four subagents: three spawned after turn 0 and
+// joined before turn 1, one spawned after turn 6 and joined before turn 7.
+const wekaWithSubagents = "weka/kv-cache-tester/trace_0277.json"
+
+func sharedTrace(t *testing.T, rel string) string {
+	t.Helper()
+	path := filepath.Join(wasmtest.RepoRoot(t), "..", "shared", "traces", rel)
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("real traces not available: %v", err)
+	}
+	return path
+}
+
+// testReplayer is a replayer over the built-in parser modules.
+func testReplayer(t *testing.T) *replayer {
+	t.Helper()
+	host, err := wasmhost.New(context.Background(), wasmhost.Config{BuiltinDir: wasmtest.BuiltinDir(t), CacheDir: wasmtest.CacheDir(t), PoolSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { host.Close(context.Background()) })
+	return &replayer{host: host}
+}
+
+func traceTask(format, path string) *simtask.Task {
+	return &simtask.Task{ID: "t1",
+		Prompt:     simtask.Prompt{Trace: simtask.Trace{Path: path, Format: format, FixedSchedule: true, SynthesisSpeedupRatio: 1}},
+		Simulation: simtask.Simulation{DurationSeconds: 3600}}
+}
+
+func TestScheduleCarriesSubagentLinksAndContextModes(t *testing.T) {
+	p := testReplayer(t)
+	schedule, err := p.schedule(context.Background(), traceTask("weka_public_dataset", sharedTrace(t, wekaWithSubagents)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	links := map[string]loadgen.SubagentLink{}
+	for _, r := range schedule {
+		if r.ContextMode != loadgen.ContextSelfContained {
+			t.Errorf("%s/%d: context mode %q, want WEKA's self-contained turns", r.SessionID, r.Turn, r.ContextMode)
+		}
+		if r.Subagent == nil {
+			if r.SessionID != "trace_0277" {
+				t.Errorf("%s/%d has no subagent link", r.SessionID, r.Turn)
+			}
+			continue
+		}
+		links[r.SessionID] = *r.Subagent
+		if r.Metadata["parent_session_id"] != "trace_0277" || r.Metadata["agent_type"] == nil {
+			t.Errorf("%s/%d: metadata %v lacks the subagent's parent and type", r.SessionID, r.Turn, r.Metadata)
+		}
+	}
+	want := map[string]loadgen.SubagentLink{
+		"trace_0277/agent_001": {ParentSessionID: "trace_0277", SpawnAfterTurn: 0, JoinBeforeTurn: 1},
+		"trace_0277/agent_002": {ParentSessionID: "trace_0277", SpawnAfterTurn: 0, JoinBeforeTurn: 1},
+		"trace_0277/agent_003": {ParentSessionID: "trace_0277", SpawnAfterTurn: 0, JoinBeforeTurn: 1},
+		"trace_0277/agent_004": {ParentSessionID: "trace_0277", SpawnAfterTurn: 6, JoinBeforeTurn: 7},
+	}
+	if fmt.Sprint(links) != fmt.Sprint(want) {
+		t.Errorf("links %v\nwant %v", links, want)
+	}
+
+	// Mooncake: synthesised sessions accumulate their turns; literal histories do not.
+	moon := filepath.Join(t.TempDir(), "sessions.jsonl")
+	rows := `{"session_id":"a","timestamp":0,"input_length":8,"output_length":2,"hash_ids":[1]}
+{"session_id":"a","delay":5,"input_length":4,"output_length":2}
+{"session_id":"m","timestamp":1,"messages":[{"role":"user","content":"hi"}],"output_length":2}
+`
+	if err := os.WriteFile(moon, []byte(rows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	schedule, err = p.schedule(context.Background(), traceTask("mooncake_trace", moon))
+	if err != nil {
+		t.Fatal(err)
+	}
+	modes := map[string]loadgen.ContextMode{}
+	for _, r := range schedule {
+		modes[fmt.Sprintf("%s/%d", r.SessionID, r.Turn)] = r.ContextMode
+	}
+	if modes["a/0"] != loadgen.ContextDeltas || modes["a/1"] != loadgen.ContextDeltas || modes["m/0"] != loadgen.ContextSelfContained {
+		t.Errorf("mooncake context modes %v", modes)
+	}
+}
+
+// TestRealWEKASubagentsReplayInOrder replays a real WEKA trace with subagents, its recorded
+// delays compressed 2000 times, against a server whose latency varies per request, and checks
+// AIPerf's ordering: a child starts only after its spawning turn completed, and a join turn
+// only after every child it joins completed.
+func TestRealWEKASubagentsReplayInOrder(t *testing.T) {
+	p := testReplayer(t)
+	schedule, err := p.schedule(context.Background(), traceTask("weka_public_dataset", sharedTrace(t, wekaWithSubagents)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const compress = 2000
+	for i := range schedule {
+		r := &schedule[i]
+		if r.ArrivalMs != nil {
+			v := *r.ArrivalMs / compress
+			r.ArrivalMs = &v
+		}
+		if r.DelayMs != nil {
+			v := *r.DelayMs / compress
+			r.DelayMs = &v
+		}
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			MaxTokens int `json:"max_tokens"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			http.Error(w, "bad json", http.StatusBadRequest)
+			return
+		}
+		time.Sleep(time.Duration(body.MaxTokens%13) * time.Millisecond) // 0-12 ms, varying by request
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`)
+	}))
+	defer srv.Close()
+	var mu sync.Mutex
+	recs := map[int64]loadgen.Record{}
+	sink := loadgen.SinkFunc(func(r loadgen.Record) error {
+		mu.Lock()
+		defer mu.Unlock()
+		recs[r.RequestID] = r
+		return nil
+	})
+	cfg := loadgen.Config{BaseURL: srv.URL, Model: "m", API: loadgen.APIChat, Seed: 1}
+	st, err := loadgen.Run(context.Background(), cfg, schedule, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Successful != int64(len(schedule)) {
+		t.Fatalf("stats %+v for %d requests", st, len(schedule))
+	}
+
+	// Index records by session and turn, and find each child's first and last turn.
+	type span struct{ first, last loadgen.Record }
+	turn := map[string]map[int]loadgen.Record{}
+	sessions := map[string]*span{}
+	for i, r := range schedule {
+		rec := recs[int64(i)+1]
+		if turn[r.SessionID] == nil {
+			turn[r.SessionID] = map[int]loadgen.Record{}
+		}
+		turn[r.SessionID][r.Turn] = rec
+		s := sessions[r.SessionID]
+		if s == nil {
+			s = &span{rec, rec}
+			sessions[r.SessionID] = s
+		}
+		if rec.Turn < s.first.Turn {
+			s.first = rec
+		}
+		if rec.Turn > s.last.Turn {
+			s.last = rec
+		}
+	}
+	const slack = 1e-6
+	checked := map[string]bool{}
+	for i, r := range schedule {
+		l := r.Subagent
+		if l == nil || checked[r.SessionID] {
+			continue
+		}
+		checked[r.SessionID] = true
+		child := sessions[r.SessionID]
+		spawn := turn[l.ParentSessionID][l.SpawnAfterTurn]
+		if child.first.StartedAtSeconds+slack < spawn.CompletedAtSeconds {
+			t.Errorf("%s started at %.4f before parent turn %d completed at %.4f", r.SessionID, child.first.StartedAtSeconds, l.SpawnAfterTurn, spawn.CompletedAtSeconds)
+		}
+		delay := *schedule[child.first.RequestID-1].DelayMs / 1000
+		if got := child.first.ScheduledAtSeconds - spawn.CompletedAtSeconds; got < delay-slack || got > delay+0.002 {
+			t.Errorf("%s released %.4f s after its spawn, want its delay %.4f", r.SessionID, got, delay)
+		}
+		join := turn[l.ParentSessionID][l.JoinBeforeTurn]
+		if join.StartedAtSeconds+slack < child.last.CompletedAtSeconds {
+			t.Errorf("parent turn %d started at %.4f before %s completed at %.4f (request %d)", l.JoinBeforeTurn, join.StartedAtSeconds, r.SessionID, child.last.CompletedAtSeconds, i+1)
+		}
+	}
+	if len(checked) != 4 {
+		t.Errorf("checked %d subagent sessions, want the trace's 4", len(checked))
+	}
+}
