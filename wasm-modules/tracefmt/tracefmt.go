@@ -143,3 +143,8 @@ func AppendJSONString(dst []byte, s string) []byte {
 func SecondsToMs(s float64) float64 {
 	return math.Round(s*1e6) / 1e3
 }
+
+// FieldError names the field a record's value was refused in; the caller adds the line or row.
+func FieldError(field string, err error) error {
+	return fmt.Errorf("field %q: %w", field, err)
+}

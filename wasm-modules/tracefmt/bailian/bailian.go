@@ -68,7 +68,7 @@ func (p *Parser) line(line int64, text []byte, emit tracefmt.Emit) error {
 	s := &p.scan
 	s.Reset(text)
 	fail := func(field string, err error) error {
-		return fmt.Errorf("line %d: field %q: %w", line, field, err)
+		return fmt.Errorf("line %d: %w", line, tracefmt.FieldError(field, err))
 	}
 	if err := s.BeginObject(); err != nil {
 		return fmt.Errorf("line %d: %w", line, err)
@@ -95,20 +95,17 @@ func (p *Parser) line(line int64, text []byte, emit tracefmt.Emit) error {
 				return fail("parent_chat_id", err)
 			}
 		case "timestamp":
-			if ts, err = s.Float(); err != nil {
+			if ts, err = s.NonNegativeFloat(); err != nil {
 				return fail("timestamp", err)
-			}
-			if ts < 0 {
-				return fail("timestamp", fmt.Errorf("negative value %v", ts))
 			}
 			hasTS = true
 		case "input_length":
-			if input, err = nonNegative(s); err != nil {
+			if input, err = s.NonNegativeInt(); err != nil {
 				return fail("input_length", err)
 			}
 			hasIn = true
 		case "output_length":
-			if output, err = nonNegative(s); err != nil {
+			if output, err = s.NonNegativeInt(); err != nil {
 				return fail("output_length", err)
 			}
 			hasOut = true
@@ -185,12 +182,4 @@ func (p *Parser) line(line int64, text []byte, emit tracefmt.Emit) error {
 	p.meta = append(p.meta, '}')
 	r.Metadata = p.meta
 	return emit(r)
-}
-
-func nonNegative(s *jsonscan.Scanner) (int64, error) {
-	v, err := s.Int()
-	if err == nil && v < 0 {
-		err = fmt.Errorf("negative value %d", v)
-	}
-	return v, err
 }

@@ -205,6 +205,27 @@ func (s *Scanner) Int() (int64, error) {
 	return v, nil
 }
 
+// NonNegativeInt reads an integer >= 0 (token counts, ids).
+func (s *Scanner) NonNegativeInt() (int64, error) {
+	v, err := s.Int()
+	if err == nil && v < 0 {
+		err = negative(float64(v))
+	}
+	return v, err
+}
+
+// NonNegativeFloat reads a number >= 0 (times, delays).
+func (s *Scanner) NonNegativeFloat() (float64, error) {
+	v, err := s.Float()
+	if err == nil && v < 0 {
+		err = negative(v)
+	}
+	return v, err
+}
+
+// negative is out of line so that the two readers above inline into the parsers' loops.
+func negative(v float64) error { return fmt.Errorf("negative value %v", v) }
+
 // IntArray reads a JSON array of integers, appending to dst[:0]. Hash-id arrays are most
 // of a trace's bytes, so plain non-negative integers take an inlined fast path.
 func (s *Scanner) IntArray(dst []int64) ([]int64, error) {
