@@ -1,9 +1,10 @@
 // Package loadgen is the load-generation engine the trace replayer and the benchmark runner
 // share: absolute-clock scheduling of requests (sessions and turns that wait on earlier turns,
 // and subagent sessions that a parent's turns spawn and join, as in WEKA agent traces),
-// delta-context sessions whose later turns resend the earlier ones, OpenAI-compatible requests with streaming response timing (TTFT, inter-token times), prompts
-// synthesised from hash ids so shared prefixes stay shared, and per-request records streamed to a
-// JSONL artifact as they complete.
+// delta-context sessions whose later turns resend the earlier ones, OpenAI-compatible requests
+// with streaming response timing (TTFT, inter-token times), prompts synthesised from hash ids
+// so shared prefixes stay shared, and per-request records streamed to a JSONL artifact as they
+// complete.
 //
 // The surface: Run(ctx, Config, []Request, Sink) sends a schedule and returns Stats; Record is
 // one request's outcome (one JSON line); JSONLWriter is the artifact sink; Progress holds live

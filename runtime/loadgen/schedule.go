@@ -24,8 +24,9 @@ type Request struct {
 	// arrival is released at max(arrival, previous turn done). Nil for a delay-driven turn.
 	ArrivalMs *float64
 	// DelayMs is the wait after the previous turn of the session completes (nil unless
-	// delay-driven). On a session's first turn it counts from the run's start. A later turn
-	// with neither an arrival nor a delay is released as soon as the previous turn is done.
+	// delay-driven). On a session's first turn it counts from the run's start, or from the
+	// spawn for a subagent session. A later turn with neither an arrival nor a delay is
+	// released as soon as the previous turn is done.
 	DelayMs *float64
 	// InputTokens is the prompt length to synthesise (ignored when Prompt or Messages is set).
 	InputTokens int
