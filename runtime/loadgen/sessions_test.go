@@ -126,12 +126,12 @@ func TestAFailedParentTurnStillSpawnsItsChildren(t *testing.T) {
 func TestCutOffSubagentsAreNotSentAndNeitherAreTheirJoins(t *testing.T) {
 	fake := &fakeOpenAI{Tokens: 1}
 	cfg := baseConfig(fake.start(t).URL)
-	cfg.Duration = 150 * time.Millisecond
+	cfg.Duration = 500 * time.Millisecond
 	schedule := []loadgen.Request{
 		{SessionID: "p", Turn: 0, ArrivalMs: f64(0)},
 		{SessionID: "p", Turn: 1},
-		{SessionID: "late", Turn: 0, DelayMs: f64(400), Subagent: link("p", 0, 1)}, // released after the duration
-		{SessionID: "never", Turn: 0, Subagent: link("p", 1, -1)},                  // its spawning turn is never sent
+		{SessionID: "late", Turn: 0, DelayMs: f64(5000), Subagent: link("p", 0, 1)}, // released after the duration
+		{SessionID: "never", Turn: 0, Subagent: link("p", 1, -1)},                   // its spawning turn is never sent
 		{SessionID: "early", Turn: 0, DelayMs: f64(1), Subagent: link("p", 0, -1)},
 	}
 	sink := &memSink{}
