@@ -101,17 +101,32 @@ func newRunnerMetrics(reg *prometheus.Registry, prefix string) runnerMetrics {
 // Run is one claimed task on its way through a replay.
 type Run struct {
 	Task   *simtask.Task
-	Lease  state.Lease
 	APIKey string
 	Repo   *simtask.Repo
 	Poll   time.Duration
+
+	mu    sync.Mutex // the lease is renewed while the replay writes with its fence
+	lease state.Lease
 }
 
 // ticker fires every poll interval (stop requests are checked on it).
 func (r *Run) ticker() <-chan time.Time { return time.After(r.Poll) }
 
+// Lease is the run's current lease.
+func (r *Run) Lease() state.Lease {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lease
+}
+
+func (r *Run) renewed(l state.Lease) {
+	r.mu.Lock()
+	r.lease = l
+	r.mu.Unlock()
+}
+
 // Fence is the fencing value the run's writes carry.
-func (r *Run) Fence() state.Fence { return r.Lease.Fence() }
+func (r *Run) Fence() state.Fence { return r.Lease().Fence() }
 
 func (r *Runner) owner() string { return r.deps.Config.InstanceID }
 
@@ -193,7 +208,7 @@ func (r *Runner) tryStart(ctx context.Context, id string) (bool, error) {
 	r.mu.Lock()
 	r.running[id] = cancel
 	r.mu.Unlock()
-	run := &Run{Task: t, Lease: lease, APIKey: key, Repo: r.tasks, Poll: r.settings.PollInterval}
+	run := &Run{Task: t, lease: lease, APIKey: key, Repo: r.tasks, Poll: r.settings.PollInterval}
 	started = true
 	r.metrics.started.Inc()
 	r.metrics.active.Inc()
@@ -223,8 +238,15 @@ func (r *Runner) execute(ctx context.Context, run *Run) {
 	r.tasks.Logf(ctx, id, "Starting %s %s on %s", r.backend, r.version, r.owner())
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	go r.keepLease(ctx, run, cancel)
+	leaseCtx, stopLease := context.WithCancel(ctx)
+	kept := make(chan struct{})
+	go func() {
+		defer close(kept)
+		r.keepLease(leaseCtx, run, cancel)
+	}()
 	replayed, err := r.replay(ctx, run)
+	stopLease() // the lease is released or handed on below; no renewal may race that
+	<-kept
 	if cause := context.Cause(ctx); errors.Is(cause, state.ErrLeaseLost) {
 		r.metrics.finished.WithLabelValues("lease_lost").Inc()
 		r.log.Warnw("lease lost: another instance owns the task now", "task", id)
@@ -248,7 +270,7 @@ func (r *Runner) execute(ctx context.Context, run *Run) {
 	}
 	r.tasks.Logf(bg, id, "Replay %s: %s (%d requests); analyzing", replayed.Outcome, replayed.Message, replayed.Requests)
 	// The analyzer takes the lease next, so release it before announcing the records.
-	_ = r.deps.Store.ReleaseLease(bg, run.Lease)
+	_ = r.deps.Store.ReleaseLease(bg, run.Lease())
 	if err := r.deps.Events.Send(bg, events.TypeTaskReplayed, id+"/replayed", id, replayed); err != nil {
 		r.log.Warnw("replayed event not delivered; the analyzer's sweep picks the task up", "task", id, "error", err)
 	}
@@ -263,13 +285,13 @@ func (r *Runner) keepLease(ctx context.Context, run *Run, cancel context.CancelC
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			lease, err := r.deps.Store.RenewLease(ctx, run.Lease, r.settings.LeaseTTL)
+			lease, err := r.deps.Store.RenewLease(ctx, run.Lease(), r.settings.LeaseTTL)
 			if errors.Is(err, state.ErrLeaseLost) {
 				cancel(state.ErrLeaseLost)
 				return
 			}
 			if err == nil {
-				run.Lease = lease
+				run.renewed(lease)
 			}
 		}
 	}
@@ -286,7 +308,7 @@ func (r *Runner) fail(ctx context.Context, run *Run, message string) {
 		r.log.Warnw("could not mark the task failed", "task", run.Task.ID, "error", err)
 	}
 	r.tasks.Logf(ctx, run.Task.ID, "Failed: %s", message)
-	_ = r.deps.Store.ReleaseLease(ctx, run.Lease)
+	_ = r.deps.Store.ReleaseLease(ctx, run.Lease())
 }
 
 // sweep runs until ctx ends: it starts queued tasks this instance has room for, and fails
