@@ -13,6 +13,7 @@ import (
 	"github.com/lensfn/lensfn/events"
 	"github.com/lensfn/lensfn/runtime/loadgen"
 	"github.com/lensfn/lensfn/runtime/simtask"
+	"github.com/lensfn/lensfn/runtime/tracespool"
 	"github.com/lensfn/lensfn/runtime/wasmhost"
 )
 
@@ -28,8 +29,9 @@ type replayer struct {
 }
 
 // schedule parses the task's trace through its format's module, keeping the window and applying
-// the scale factor, and converts each record into a load-engine request.
-func (p *replayer) schedule(ctx context.Context, t *simtask.Task) ([]loadgen.Request, error) {
+// the scale factor, into a spool in dir (the task's folder), so a million-request trace costs
+// memory only for each record's offset. The caller closes the schedule, which removes the spool.
+func (p *replayer) schedule(ctx context.Context, t *simtask.Task, dir string) (*traceSchedule, error) {
 	parser, err := p.host.Parser(t.Prompt.Trace.Format)
 	if err != nil {
 		return nil, fmt.Errorf("no parser module for %s: %w", t.Prompt.Trace.Format, err)
@@ -42,49 +44,78 @@ func (p *replayer) schedule(ctx context.Context, t *simtask.Task) ([]loadgen.Req
 		end := tr.StartSeconds + t.Simulation.DurationSeconds*max(tr.SynthesisSpeedupRatio, 1e-9)
 		opts.EndSeconds = &end
 	}
-	var out []loadgen.Request
-	var link *loadgen.SubagentLink // the last one made: a child session's turns share it
-	_, err = parser.Parse(ctx, wasmhost.Source{Path: tr.Path}, opts, func(r *wasmhost.TraceRequest) error {
-		req := loadgen.Request{SessionID: r.SessionID, Turn: r.TurnIndex, ArrivalMs: r.ArrivalMs, DelayMs: r.DelayMs,
-			InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, HashIDs: r.HashIDs, BlockSize: r.BlockSize,
-			Prompt: r.Prompt, Messages: r.Messages, Tools: r.Tools, Payload: r.Payload, Extra: r.Extra,
-			ContextMode: loadgen.ContextMode(r.ContextMode),
-			Metadata:    map[string]any{"recorded_ms": r.RecordedMs, "line": r.Line}}
-		if s := r.Subagent; s != nil {
-			want := loadgen.SubagentLink{ParentSessionID: s.ParentSessionID, SpawnAfterTurn: s.SpawnAfterTurn, JoinBeforeTurn: s.JoinBeforeTurn}
-			if link == nil || *link != want {
-				link = &want
-			}
-			req.Subagent = link
-			req.Metadata["parent_session_id"] = s.ParentSessionID
-			if s.AgentID != "" {
-				req.Metadata["agent_id"] = s.AgentID
-			}
-			if s.AgentType != "" {
-				req.Metadata["agent_type"] = s.AgentType
-			}
-		}
-		if !tr.FixedSchedule && req.ArrivalMs != nil {
-			zero := 0.0 // not on the recorded schedule: every session starts at once
-			if req.Turn == 0 {
-				req.ArrivalMs = &zero
-			} else {
-				req.ArrivalMs = nil
-			}
-		}
-		if r.Source != "" && filepath.Base(r.Source) != filepath.Base(tr.Path) {
-			req.Metadata["source"] = filepath.Base(r.Source)
-		}
-		out = append(out, req)
-		return nil
-	})
+	w, err := tracespool.Create(dir)
 	if err != nil {
+		return nil, err
+	}
+	if _, err = parser.Parse(ctx, wasmhost.Source{Path: tr.Path}, opts, w.Append); err != nil {
+		w.Abort()
 		return nil, fmt.Errorf("parse %s: %w", filepath.Base(tr.Path), err)
 	}
-	if len(out) == 0 {
+	if w.Len() == 0 {
+		w.Abort()
 		return nil, errors.New("the selected trace window holds no requests")
 	}
-	return out, nil
+	spool, err := w.Finish()
+	if err != nil {
+		return nil, err
+	}
+	return &traceSchedule{spool: spool, tracePath: tr.Path, fixedSchedule: tr.FixedSchedule}, nil
+}
+
+// traceSchedule is a parsed trace as the load engine's schedule: each spooled record becomes a
+// request when the engine loads it.
+type traceSchedule struct {
+	spool         *tracespool.Spool
+	tracePath     string
+	fixedSchedule bool
+}
+
+// Len implements loadgen.Schedule.
+func (s *traceSchedule) Len() int { return s.spool.Len() }
+
+// Load implements loadgen.Schedule.
+func (s *traceSchedule) Load(i int, req *loadgen.Request) error {
+	var r wasmhost.TraceRequest
+	if err := s.spool.Read(i, &r); err != nil {
+		return err
+	}
+	*req = s.request(&r)
+	return nil
+}
+
+// Close removes the spool.
+func (s *traceSchedule) Close() error { return s.spool.Close() }
+
+// request converts a parsed trace record into a load-engine request.
+func (s *traceSchedule) request(r *wasmhost.TraceRequest) loadgen.Request {
+	req := loadgen.Request{SessionID: r.SessionID, Turn: r.TurnIndex, ArrivalMs: r.ArrivalMs, DelayMs: r.DelayMs,
+		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, HashIDs: r.HashIDs, BlockSize: r.BlockSize,
+		Prompt: r.Prompt, Messages: r.Messages, Tools: r.Tools, Payload: r.Payload, Extra: r.Extra,
+		ContextMode: loadgen.ContextMode(r.ContextMode),
+		Metadata:    map[string]any{"recorded_ms": r.RecordedMs, "line": r.Line}}
+	if l := r.Subagent; l != nil {
+		req.Subagent = &loadgen.SubagentLink{ParentSessionID: l.ParentSessionID, SpawnAfterTurn: l.SpawnAfterTurn, JoinBeforeTurn: l.JoinBeforeTurn}
+		req.Metadata["parent_session_id"] = l.ParentSessionID
+		if l.AgentID != "" {
+			req.Metadata["agent_id"] = l.AgentID
+		}
+		if l.AgentType != "" {
+			req.Metadata["agent_type"] = l.AgentType
+		}
+	}
+	if !s.fixedSchedule && req.ArrivalMs != nil {
+		zero := 0.0 // not on the recorded schedule: every session starts at once
+		if req.Turn == 0 {
+			req.ArrivalMs = &zero
+		} else {
+			req.ArrivalMs = nil
+		}
+	}
+	if r.Source != "" && filepath.Base(r.Source) != filepath.Base(s.tracePath) {
+		req.Metadata["source"] = filepath.Base(r.Source)
+	}
+	return req
 }
 
 // loadConfig maps the task's settings onto the load engine.
@@ -140,10 +171,6 @@ func seedOf(id string) uint64 {
 func (p *replayer) replay(ctx context.Context, run *Run) (events.TaskReplayed, error) {
 	t := run.Task
 	out := events.TaskReplayed{TaskID: t.ID}
-	schedule, err := p.schedule(ctx, t)
-	if err != nil {
-		return out, err
-	}
 	cfg, err := loadConfig(t, run.APIKey)
 	if err != nil {
 		return out, err
@@ -151,6 +178,11 @@ func (p *replayer) replay(ctx context.Context, run *Run) (events.TaskReplayed, e
 	if err := os.MkdirAll(t.TaskDir, 0o755); err != nil {
 		return out, err
 	}
+	schedule, err := p.schedule(ctx, t, t.TaskDir)
+	if err != nil {
+		return out, err
+	}
+	defer schedule.Close()
 	out.RecordsPath = filepath.Join(t.TaskDir, RecordsFile)
 	f, err := os.Create(out.RecordsPath)
 	if err != nil {
@@ -175,12 +207,12 @@ func (p *replayer) replay(ctx context.Context, run *Run) (events.TaskReplayed, e
 		t.Internal.ReplayStartedAt = started.UnixNano()
 		return nil
 	})
-	run.Repo.Logf(ctx, t.ID, "Replaying %d requests of %s (%s, scale %g) against %s", len(schedule), t.Prompt.Dataset.Name,
+	run.Repo.Logf(ctx, t.ID, "Replaying %d requests of %s (%s, scale %g) against %s", schedule.Len(), t.Prompt.Dataset.Name,
 		t.Prompt.Trace.Format, t.Prompt.Trace.SynthesisSpeedupRatio, t.EndpointURL)
 
 	done := make(chan error, 1)
 	go func() {
-		_, err := loadgen.Run(runCtx, cfg, schedule, sink)
+		_, err := loadgen.RunSchedule(runCtx, cfg, schedule, sink)
 		done <- err
 	}()
 	tick := time.NewTicker(run.Poll)
@@ -195,7 +227,7 @@ func (p *replayer) replay(ctx context.Context, run *Run) (events.TaskReplayed, e
 			}
 			if time.Since(lastReport) >= time.Second {
 				lastReport = time.Now()
-				p.report(ctx, run, progress.Snapshot(), len(schedule), started)
+				p.report(ctx, run, progress.Snapshot(), schedule.Len(), started)
 			}
 			continue
 		}

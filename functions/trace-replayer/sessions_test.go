@@ -42,6 +42,29 @@ func testReplayer(t *testing.T) *replayer {
 	return &replayer{host: host}
 }
 
+// scheduleOf parses a task's trace into a spool and loads every request the way the engine does.
+func scheduleOf(t *testing.T, p *replayer, task *simtask.Task) []loadgen.Request {
+	t.Helper()
+	dir := t.TempDir()
+	sched, err := p.schedule(context.Background(), task, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]loadgen.Request, sched.Len())
+	for i := range out {
+		if err := sched.Load(i, &out[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sched.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Fatalf("the spool outlived its schedule: %v", left)
+	}
+	return out
+}
+
 func traceTask(format, path string) *simtask.Task {
 	return &simtask.Task{ID: "t1",
 		Prompt:     simtask.Prompt{Trace: simtask.Trace{Path: path, Format: format, FixedSchedule: true, SynthesisSpeedupRatio: 1}},
@@ -50,10 +73,7 @@ func traceTask(format, path string) *simtask.Task {
 
 func TestScheduleCarriesSubagentLinksAndContextModes(t *testing.T) {
 	p := testReplayer(t)
-	schedule, err := p.schedule(context.Background(), traceTask("weka_public_dataset", sharedTrace(t, wekaWithSubagents)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	schedule := scheduleOf(t, p, traceTask("weka_public_dataset", sharedTrace(t, wekaWithSubagents)))
 	links := map[string]loadgen.SubagentLink{}
 	for _, r := range schedule {
 		if r.ContextMode != loadgen.ContextSelfContained {
@@ -89,10 +109,7 @@ func TestScheduleCarriesSubagentLinksAndContextModes(t *testing.T) {
 	if err := os.WriteFile(moon, []byte(rows), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	schedule, err = p.schedule(context.Background(), traceTask("mooncake_trace", moon))
-	if err != nil {
-		t.Fatal(err)
-	}
+	schedule = scheduleOf(t, p, traceTask("mooncake_trace", moon))
 	modes := map[string]loadgen.ContextMode{}
 	for _, r := range schedule {
 		modes[fmt.Sprintf("%s/%d", r.SessionID, r.Turn)] = r.ContextMode
@@ -108,10 +125,7 @@ func TestScheduleCarriesSubagentLinksAndContextModes(t *testing.T) {
 // only after every child it joins completed.
 func TestRealWEKASubagentsReplayInOrder(t *testing.T) {
 	p := testReplayer(t)
-	schedule, err := p.schedule(context.Background(), traceTask("weka_public_dataset", sharedTrace(t, wekaWithSubagents)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	schedule := scheduleOf(t, p, traceTask("weka_public_dataset", sharedTrace(t, wekaWithSubagents)))
 	const compress = 2000
 	for i := range schedule {
 		r := &schedule[i]

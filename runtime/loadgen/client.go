@@ -64,15 +64,22 @@ func (e *engine) contextError(ctx context.Context, err error) string {
 // body builds request i's JSON body. For a delta-context request it puts the earlier turns
 // (nil for a session's first turn) in front and also returns the turn's own part, which the
 // session adds to its history once the turn is sent.
-func (e *engine) body(i int, earlier *history) (body, own []byte, err error) {
-	r := &e.plan.requests[i]
+func (e *engine) body(r *Request, i int, earlier *history) (body, own []byte, err error) {
 	deltas := r.ContextMode == ContextDeltas
-	fields := map[string]any{}
-	for k, v := range e.plan.payloads[i] {
+	payload, err := decodeObject(r.Payload)
+	if err != nil {
+		return nil, nil, fmt.Errorf("payload: %w", err)
+	}
+	extra, err := decodeObject(r.Extra)
+	if err != nil {
+		return nil, nil, fmt.Errorf("extra: %w", err)
+	}
+	fields := make(map[string]any, len(payload)+len(extra)+10)
+	for k, v := range payload {
 		fields[k] = v
 	}
 	fields["model"] = e.cfg.Model
-	if e.plan.payloads[i] == nil {
+	if payload == nil {
 		var prompt string
 		if r.Prompt != nil {
 			prompt = *r.Prompt
@@ -122,7 +129,7 @@ func (e *engine) body(i int, earlier *history) (body, own []byte, err error) {
 	for k, v := range e.extraBody {
 		fields[k] = v
 	}
-	for k, v := range e.plan.extras[i] {
+	for k, v := range extra {
 		fields[k] = v
 	}
 	body, err = json.Marshal(fields)
@@ -243,8 +250,7 @@ type outcome struct {
 }
 
 // exchange sends one request and reads its response.
-func (e *engine) exchange(ctx context.Context, i int, body []byte, sent *time.Time) outcome {
-	r := &e.plan.requests[i]
+func (e *engine) exchange(ctx context.Context, r *Request, i int, body []byte, sent *time.Time) outcome {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url, bytes.NewReader(body))
 	if err != nil {
 		return outcome{err: "request: " + err.Error(), completedAt: time.Now()}

@@ -6,7 +6,9 @@
 // so shared prefixes stay shared, and per-request records streamed to a JSONL artifact as they
 // complete.
 //
-// The surface: Run(ctx, Config, []Request, Sink) sends a schedule and returns Stats; Record is
+// The surface: Run(ctx, Config, []Request, Sink) sends a schedule and returns Stats, and
+// RunSchedule does the same over a Schedule the engine reads by index (a trace spooled to
+// disk: the engine then keeps ~20 bytes per request plus what is in flight); Record is
 // one request's outcome (one JSON line); JSONLWriter is the artifact sink; Progress holds live
 // counters another goroutine may read while Run works; NewHTTPClient is the tuned client.
 //

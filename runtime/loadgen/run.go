@@ -57,6 +57,12 @@ type Stats struct {
 // turns, joins not after their spawn, and cycles of parents) are reported before anything is
 // sent, naming the 1-based request.
 func Run(ctx context.Context, cfg Config, schedule []Request, sink Sink) (Stats, error) {
+	return RunSchedule(ctx, cfg, Requests(schedule), sink)
+}
+
+// RunSchedule is Run over any Schedule, such as a trace spooled to disk: the engine then holds
+// a few bytes per request plus the requests in flight.
+func RunSchedule(ctx context.Context, cfg Config, schedule Schedule, sink Sink) (Stats, error) {
 	url, err := cfg.endpoint()
 	if err != nil {
 		return Stats{}, err
@@ -108,7 +114,7 @@ func Run(ctx context.Context, cfg Config, schedule []Request, sink Sink) (Stats,
 	if cfg.Duration > 0 {
 		e.cutoff = cfg.Duration
 	}
-	e.progress.reset(int64(len(schedule)))
+	e.progress.reset(int64(schedule.Len()))
 
 	runCtx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
@@ -130,9 +136,9 @@ func Run(ctx context.Context, cfg Config, schedule []Request, sink Sink) (Stats,
 
 	snap := e.progress.Snapshot()
 	st := Stats{
-		Scheduled:  int64(len(schedule)),
+		Scheduled:  int64(schedule.Len()),
 		Sent:       snap.Sent,
-		NotSent:    int64(len(schedule)) - snap.Sent,
+		NotSent:    int64(schedule.Len()) - snap.Sent,
 		Successful: snap.Successful,
 		Failed:     snap.Failed,
 		Started:    e.start,
@@ -175,6 +181,7 @@ type engine struct {
 // delta-context session, the turn's own part of the context).
 type due struct {
 	index int
+	req   *Request
 	at    time.Duration
 	body  []byte
 	own   []byte
@@ -188,14 +195,18 @@ func (e *engine) dispatch(ahead int) {
 	ready := make(chan due, ahead)
 	go func() {
 		defer close(ready)
-		for _, i := range e.plan.heads {
-			at := offset(e.plan.headAtMs[i])
+		for _, h := range e.plan.heads {
+			at := offset(h.atMs)
 			if at > e.cutoff {
 				return
 			}
-			body, own, err := e.body(i, nil)
+			r, err := e.load(h.index)
+			var body, own []byte
+			if err == nil {
+				body, own, err = e.body(r, h.index, nil)
+			}
 			select {
-			case ready <- due{index: i, at: at, body: body, own: own, err: err}:
+			case ready <- due{index: h.index, req: r, at: at, body: body, own: own, err: err}:
 			case <-e.ctx.Done():
 				return
 			}
@@ -296,12 +307,18 @@ func (e *engine) session(s sessionStart) {
 		}()
 	}
 	i, base := s.index, s.base
-	at := release(&e.plan.requests[i], base)
+	var r *Request
+	var loadErr error
+	if s.prepared != nil {
+		r = s.prepared.req
+	} else {
+		r, loadErr = e.load(i)
+	}
+	at := release(r, base)
 	if s.prepared != nil {
 		at = s.prepared.at
 	}
 	for first := true; ; first = false {
-		r := &e.plan.requests[i]
 		if at > e.cutoff || e.ctx.Err() != nil {
 			return
 		}
@@ -339,10 +356,10 @@ func (e *engine) session(s sessionStart) {
 		if first && s.prepared != nil {
 			body, own, err = s.prepared.body, s.prepared.own, s.prepared.err
 			s.prepared = nil // the body is not needed past the send
-		} else {
-			body, own, err = e.body(i, &earlier)
+		} else if err = loadErr; err == nil {
+			body, own, err = e.body(r, i, &earlier)
 		}
-		done := e.send(i, at, body, err, earlier.tokens)
+		done := e.send(r, i, at, body, err, earlier.tokens)
 		for _, child := range e.plan.spawnAfter[i] {
 			spawned = e.spawn(spawned, child, done)
 		}
@@ -354,9 +371,21 @@ func (e *engine) session(s sessionStart) {
 		if r.ContextMode == ContextDeltas {
 			earlier.add(own, r.InputTokens, e.cfg.API)
 		}
-		i, base = next, done
-		at = release(&e.plan.requests[i], base)
+		i, base = int(next), done
+		r, loadErr = e.load(i)
+		at = release(r, base)
 	}
+}
+
+// load reads request i from the schedule. On an error the request is empty and the error is
+// recorded as the request's failure when its turn comes.
+func (e *engine) load(i int) (*Request, error) {
+	r := new(Request)
+	if err := e.plan.schedule.Load(i, r); err != nil {
+		*r = Request{}
+		return r, fmt.Errorf("loading the request from the schedule: %w", err)
+	}
+	return r, nil
 }
 
 // release is when request r is released given what it counts from: its arrival if later
@@ -411,8 +440,7 @@ func (e *engine) join(spawned map[int]*subagentRun, children []int) (time.Durati
 
 // send performs request i, released at offset at, emits its record, and returns the offset at
 // which it completed. contextTokens are the input tokens of the earlier turns sent with it.
-func (e *engine) send(i int, at time.Duration, body []byte, buildErr error, contextTokens int) time.Duration {
-	r := &e.plan.requests[i]
+func (e *engine) send(r *Request, i int, at time.Duration, body []byte, buildErr error, contextTokens int) time.Duration {
 	var sent time.Time
 	var out outcome
 	if buildErr != nil {
@@ -424,7 +452,7 @@ func (e *engine) send(i int, at time.Duration, body []byte, buildErr error, cont
 		if e.cfg.RequestTimeout > 0 {
 			ctx, cancel = context.WithTimeoutCause(e.ctx, e.cfg.RequestTimeout, requestTimeoutError{e.cfg.RequestTimeout})
 		}
-		out = e.exchange(ctx, i, body, &sent)
+		out = e.exchange(ctx, r, i, body, &sent)
 		cancel()
 	}
 	if sent.IsZero() { // the request could not even be built
@@ -441,7 +469,7 @@ func (e *engine) send(i int, at time.Duration, body []byte, buildErr error, cont
 		CompletedAtSeconds: out.completedAt.Sub(e.start).Seconds(),
 		LatencyMs:          ms(out.completedAt.Sub(sent)),
 		InputTokens:        float64(r.InputTokens + contextTokens),
-		Metadata:           e.metadata(i, at, &out),
+		Metadata:           e.metadata(r, i, at, &out),
 	}
 	if contextTokens > 0 {
 		rec.Metadata["turn_input_tokens"] = r.InputTokens
@@ -477,8 +505,7 @@ func (e *engine) send(i int, at time.Duration, body []byte, buildErr error, cont
 }
 
 // metadata is the request's own metadata plus what the engine knows about the exchange.
-func (e *engine) metadata(i int, at time.Duration, out *outcome) map[string]any {
-	r := &e.plan.requests[i]
+func (e *engine) metadata(r *Request, i int, at time.Duration, out *outcome) map[string]any {
 	m := make(map[string]any, len(r.Metadata)+5)
 	for k, v := range r.Metadata {
 		m[k] = v

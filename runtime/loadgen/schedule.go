@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -89,240 +88,286 @@ type SubagentLink struct {
 	JoinBeforeTurn int
 }
 
-// plan is a validated schedule: the sessions' turn chains and the order heads are released in.
+// Schedule is where a run reads its requests. Run reads every request once, in order, to check
+// the schedule and plan its sessions before anything is sent, and loads each request again just
+// before building its body, so a schedule kept on disk costs the engine memory only for the
+// requests in flight (see runtime/tracespool). Load must be safe for concurrent use and give the
+// same request every time; r is the caller's to fill and keep.
+type Schedule interface {
+	Len() int
+	Load(i int, r *Request) error
+}
+
+// Requests is a schedule held in memory.
+type Requests []Request
+
+// Len implements Schedule.
+func (s Requests) Len() int { return len(s) }
+
+// Load implements Schedule.
+func (s Requests) Load(i int, r *Request) error {
+	*r = s[i]
+	return nil
+}
+
+// plan is a checked schedule reduced to what releasing it needs, a few bytes per request: the
+// sessions' turn chains, the order root sessions start in, and the subagent tables. The
+// requests themselves stay in the schedule.
 type plan struct {
-	requests []Request
+	schedule Schedule
 	// next[i] is the index of the turn after request i in its session, or -1.
-	next []int
-	// heads are the first turns of every session, sorted by release offset then index.
-	heads []int
-	// headAt[i] is the release offset (ms) of head i.
-	headAtMs []float64
-	// extras[i] is request i's Extra decoded (nil when absent); payloads likewise.
-	extras   []map[string]json.RawMessage
-	payloads []map[string]json.RawMessage
+	next []int32
+	// heads are the first turns of root sessions, sorted by release offset then index.
+	heads []head
 	// Subagent sessions, by request index: spawnAtStart[h] are the child heads spawned when
 	// head h is released, spawnAfter[i] those spawned when turn i completes, joinBefore[i]
 	// those turn i waits for. Nil maps when the schedule has no subagents.
 	spawnAtStart, spawnAfter, joinBefore map[int][]int
 }
 
+// head is a root session's first turn and its release offset in ms.
+type head struct {
+	index int
+	atMs  float64
+}
+
+// session is what planning keeps of one session id: its turns and the settings its turns
+// must agree on, with the request that first gave each (for errors).
+type session struct {
+	id     string
+	turns  []turnRef
+	mode   ContextMode
+	modeAt int
+	link   *SubagentLink
+	linkAt int
+}
+
+type turnRef struct{ index, turn int32 }
+
 func finiteNonNegative(v *float64) bool {
 	return v == nil || (!math.IsNaN(*v) && !math.IsInf(*v, 0) && *v >= 0)
 }
 
-// newPlan checks every request and links sessions. Errors name the 1-based request id.
-func newPlan(schedule []Request, api API) (*plan, error) {
-	p := &plan{
-		requests: schedule,
-		next:     make([]int, len(schedule)),
-		extras:   make([]map[string]json.RawMessage, len(schedule)),
-		payloads: make([]map[string]json.RawMessage, len(schedule)),
+// checkRequest checks one request on its own. Errors name the 1-based request id.
+func checkRequest(r *Request, id int, api API) error {
+	if !finiteNonNegative(r.ArrivalMs) {
+		return fmt.Errorf("request %d: arrival_ms must be a finite number >= 0, got %v", id, *r.ArrivalMs)
 	}
-	bySession := map[string][]int{}
-	var sessionOrder []string // session ids by first appearance, so errors are reproducible
-	for i := range schedule {
-		r := &schedule[i]
+	if !finiteNonNegative(r.DelayMs) {
+		return fmt.Errorf("request %d: delay_ms must be a finite number >= 0, got %v", id, *r.DelayMs)
+	}
+	if r.ArrivalMs != nil && r.DelayMs != nil {
+		return fmt.Errorf("request %d: has both an arrival and a delay; give one", id)
+	}
+	if r.Turn < 0 || r.Turn > math.MaxInt32 {
+		return fmt.Errorf("request %d: turn must be >= 0 (and fit 32 bits), got %d", id, r.Turn)
+	}
+	if r.InputTokens < 0 || r.OutputTokens < 0 {
+		return fmt.Errorf("request %d: token counts must be >= 0 (input %d, output %d)", id, r.InputTokens, r.OutputTokens)
+	}
+	if len(r.HashIDs) > 0 && r.BlockSize <= 0 && r.Prompt == nil && len(r.Messages) == 0 {
+		return fmt.Errorf("request %d: hash ids need a block size > 0", id)
+	}
+	if len(r.Messages) > 0 {
+		if api != APIChat {
+			return fmt.Errorf("request %d: chat messages cannot be sent to the completions API", id)
+		}
+		if err := expectJSON(r.Messages, '['); err != nil {
+			return fmt.Errorf("request %d: messages: %w", id, err)
+		}
+	}
+	if len(r.Tools) > 0 {
+		if api != APIChat {
+			return fmt.Errorf("request %d: tools cannot be sent to the completions API", id)
+		}
+		if err := expectJSON(r.Tools, '['); err != nil {
+			return fmt.Errorf("request %d: tools: %w", id, err)
+		}
+	}
+	switch r.ContextMode {
+	case "", ContextSelfContained:
+	case ContextDeltas:
+		if len(r.Payload) > 0 {
+			return fmt.Errorf("request %d: a payload is sent verbatim, so it cannot carry %s context", id, ContextDeltas)
+		}
+	default:
+		return fmt.Errorf("request %d: context mode must be %q or %q, got %q", id, ContextSelfContained, ContextDeltas, r.ContextMode)
+	}
+	if r.Subagent != nil && r.SessionID == "" {
+		return fmt.Errorf("request %d: a subagent link needs a session id", id)
+	}
+	if _, err := decodeObject(r.Extra); err != nil {
+		return fmt.Errorf("request %d: extra: %w", id, err)
+	}
+	if _, err := decodeObject(r.Payload); err != nil {
+		return fmt.Errorf("request %d: payload: %w", id, err)
+	}
+	return nil
+}
+
+// newPlan reads the schedule once, checks every request and links sessions. Errors name the
+// 1-based request id.
+func newPlan(schedule Schedule, api API) (*plan, error) {
+	n := schedule.Len()
+	if n > math.MaxInt32 {
+		return nil, fmt.Errorf("a schedule holds at most %d requests, got %d", math.MaxInt32, n)
+	}
+	p := &plan{schedule: schedule, next: make([]int32, n)}
+	sessions := map[string]*session{}
+	var order []*session // by first appearance, so errors are reproducible
+	var r Request
+	for i := 0; i < n; i++ {
 		id := i + 1
-		if !finiteNonNegative(r.ArrivalMs) {
-			return nil, fmt.Errorf("request %d: arrival_ms must be a finite number >= 0, got %v", id, *r.ArrivalMs)
+		if err := schedule.Load(i, &r); err != nil {
+			return nil, fmt.Errorf("request %d: %w", id, err)
 		}
-		if !finiteNonNegative(r.DelayMs) {
-			return nil, fmt.Errorf("request %d: delay_ms must be a finite number >= 0, got %v", id, *r.DelayMs)
-		}
-		if r.ArrivalMs != nil && r.DelayMs != nil {
-			return nil, fmt.Errorf("request %d: has both an arrival and a delay; give one", id)
-		}
-		if r.Turn < 0 {
-			return nil, fmt.Errorf("request %d: turn must be >= 0, got %d", id, r.Turn)
-		}
-		if r.InputTokens < 0 || r.OutputTokens < 0 {
-			return nil, fmt.Errorf("request %d: token counts must be >= 0 (input %d, output %d)", id, r.InputTokens, r.OutputTokens)
-		}
-		if len(r.HashIDs) > 0 && r.BlockSize <= 0 && r.Prompt == nil && len(r.Messages) == 0 {
-			return nil, fmt.Errorf("request %d: hash ids need a block size > 0", id)
-		}
-		if len(r.Messages) > 0 {
-			if api != APIChat {
-				return nil, fmt.Errorf("request %d: chat messages cannot be sent to the completions API", id)
-			}
-			if err := expectJSON(r.Messages, '['); err != nil {
-				return nil, fmt.Errorf("request %d: messages: %w", id, err)
-			}
-		}
-		if len(r.Tools) > 0 {
-			if api != APIChat {
-				return nil, fmt.Errorf("request %d: tools cannot be sent to the completions API", id)
-			}
-			if err := expectJSON(r.Tools, '['); err != nil {
-				return nil, fmt.Errorf("request %d: tools: %w", id, err)
-			}
-		}
-		switch r.ContextMode {
-		case "", ContextSelfContained:
-		case ContextDeltas:
-			if len(r.Payload) > 0 {
-				return nil, fmt.Errorf("request %d: a payload is sent verbatim, so it cannot carry %s context", id, ContextDeltas)
-			}
-		default:
-			return nil, fmt.Errorf("request %d: context mode must be %q or %q, got %q", id, ContextSelfContained, ContextDeltas, r.ContextMode)
-		}
-		if r.Subagent != nil && r.SessionID == "" {
-			return nil, fmt.Errorf("request %d: a subagent link needs a session id", id)
-		}
-		var err error
-		if p.extras[i], err = decodeObject(r.Extra); err != nil {
-			return nil, fmt.Errorf("request %d: extra: %w", id, err)
-		}
-		if p.payloads[i], err = decodeObject(r.Payload); err != nil {
-			return nil, fmt.Errorf("request %d: payload: %w", id, err)
+		if err := checkRequest(&r, id, api); err != nil {
+			return nil, err
 		}
 		p.next[i] = -1
 		if r.SessionID == "" {
-			p.heads = append(p.heads, i)
+			p.heads = append(p.heads, head{index: i, atMs: headOffsetMs(&r)})
 			continue
 		}
-		if len(bySession[r.SessionID]) == 0 {
-			sessionOrder = append(sessionOrder, r.SessionID)
-		}
-		bySession[r.SessionID] = append(bySession[r.SessionID], i)
-	}
-	for _, sid := range sessionOrder {
-		turns := bySession[sid]
-		sort.SliceStable(turns, func(a, b int) bool { return schedule[turns[a]].Turn < schedule[turns[b]].Turn })
-		for k := 1; k < len(turns); k++ {
-			if schedule[turns[k]].Turn == schedule[turns[k-1]].Turn {
-				return nil, fmt.Errorf("request %d: session %q has turn %d twice (also request %d)",
-					turns[k]+1, sid, schedule[turns[k]].Turn, turns[k-1]+1)
+		s := sessions[r.SessionID]
+		if s == nil {
+			s = &session{id: r.SessionID, mode: r.ContextMode, modeAt: i}
+			if s.mode == "" {
+				s.mode = ContextSelfContained
 			}
-			p.next[turns[k-1]] = turns[k]
+			sessions[r.SessionID] = s
+			order = append(order, s)
 		}
-		if err := sameSessionSettings(schedule, sid, turns); err != nil {
+		if err := s.add(&r, i); err != nil {
 			return nil, err
 		}
 	}
-	children, err := p.linkSubagents(sessionOrder, bySession)
+	for _, s := range order {
+		turns := s.turns
+		slices.SortStableFunc(turns, func(a, b turnRef) int { return int(a.turn) - int(b.turn) })
+		for k := 1; k < len(turns); k++ {
+			if turns[k].turn == turns[k-1].turn {
+				return nil, fmt.Errorf("request %d: session %q has turn %d twice (also request %d)",
+					turns[k].index+1, s.id, turns[k].turn, turns[k-1].index+1)
+			}
+			p.next[turns[k-1].index] = turns[k].index
+		}
+	}
+	children, err := p.linkSubagents(order, sessions)
 	if err != nil {
 		return nil, err
 	}
-	for _, sid := range sessionOrder {
-		if head := bySession[sid][0]; !children[head] {
-			p.heads = append(p.heads, head)
+	for _, s := range order {
+		first := int(s.turns[0].index)
+		if children[first] {
+			continue
 		}
+		if err := schedule.Load(first, &r); err != nil {
+			return nil, fmt.Errorf("request %d: %w", first+1, err)
+		}
+		p.heads = append(p.heads, head{index: first, atMs: headOffsetMs(&r)})
 	}
-	p.headAtMs = make([]float64, len(schedule))
-	for _, i := range p.heads {
-		r := &schedule[i]
-		switch {
-		case r.ArrivalMs != nil:
-			p.headAtMs[i] = *r.ArrivalMs
-		case r.DelayMs != nil:
-			p.headAtMs[i] = *r.DelayMs
+	slices.SortStableFunc(p.heads, func(a, b head) int {
+		if a.atMs != b.atMs {
+			if a.atMs < b.atMs {
+				return -1
+			}
+			return 1
 		}
-	}
-	sort.SliceStable(p.heads, func(a, b int) bool {
-		ia, ib := p.heads[a], p.heads[b]
-		if p.headAtMs[ia] != p.headAtMs[ib] {
-			return p.headAtMs[ia] < p.headAtMs[ib]
-		}
-		return ia < ib
+		return a.index - b.index
 	})
 	return p, nil
 }
 
-// sameSessionSettings checks that the turns of session sid agree on their context mode and
-// subagent link.
-func sameSessionSettings(schedule []Request, sid string, turns []int) error {
-	first := &schedule[turns[0]]
-	mode := first.ContextMode
-	if mode == "" {
-		mode = ContextSelfContained
+// headOffsetMs is when a root session's first turn is released: its arrival, or its delay
+// after the run's start.
+func headOffsetMs(r *Request) float64 {
+	switch {
+	case r.ArrivalMs != nil:
+		return *r.ArrivalMs
+	case r.DelayMs != nil:
+		return *r.DelayMs
 	}
-	var link *SubagentLink
-	linkAt := 0
-	for _, i := range turns {
-		r := &schedule[i]
-		m := r.ContextMode
-		if m == "" {
-			m = ContextSelfContained
-		}
-		if m != mode {
-			return fmt.Errorf("request %d: session %q mixes context modes (%s here, %s on request %d)", i+1, sid, m, mode, turns[0]+1)
-		}
-		if r.Subagent == nil {
-			continue
-		}
-		if link == nil {
-			link, linkAt = r.Subagent, i
-		} else if *r.Subagent != *link {
-			return fmt.Errorf("request %d: session %q has a subagent link %+v that differs from request %d's %+v", i+1, sid, *r.Subagent, linkAt+1, *link)
-		}
+	return 0
+}
+
+// add records request i as a turn of s and checks that it agrees with the session's earlier
+// turns on the context mode and the subagent link.
+func (s *session) add(r *Request, i int) error {
+	s.turns = append(s.turns, turnRef{index: int32(i), turn: int32(r.Turn)})
+	m := r.ContextMode
+	if m == "" {
+		m = ContextSelfContained
+	}
+	if m != s.mode {
+		return fmt.Errorf("request %d: session %q mixes context modes (%s here, %s on request %d)", i+1, s.id, m, s.mode, s.modeAt+1)
+	}
+	switch {
+	case r.Subagent == nil:
+	case s.link == nil:
+		link := *r.Subagent
+		s.link, s.linkAt = &link, i
+	case *r.Subagent != *s.link:
+		return fmt.Errorf("request %d: session %q has a subagent link %+v that differs from request %d's %+v", i+1, s.id, *r.Subagent, s.linkAt+1, *s.link)
 	}
 	return nil
 }
 
 // linkSubagents validates the subagent links and fills the spawn and join tables. It returns
 // the heads of child sessions, which the dispatcher does not release (their parents do).
-func (p *plan) linkSubagents(sessionOrder []string, bySession map[string][]int) (map[int]bool, error) {
-	schedule := p.requests
-	links := map[string]*SubagentLink{}
-	linkAt := map[string]int{} // the first request carrying the session's link, for errors
-	for _, sid := range sessionOrder {
-		for _, i := range bySession[sid] {
-			if l := schedule[i].Subagent; l != nil {
-				links[sid], linkAt[sid] = l, i
-				break
-			}
-		}
+func (p *plan) linkSubagents(order []*session, sessions map[string]*session) (map[int]bool, error) {
+	linked := false
+	for _, s := range order {
+		linked = linked || s.link != nil
 	}
-	if len(links) == 0 {
+	if !linked {
 		return nil, nil
 	}
-	// turnAt finds the request of session sid with turn number turn.
-	turnAt := func(sid string, turn int) (int, bool) {
-		turns := bySession[sid]
-		k := sort.Search(len(turns), func(k int) bool { return schedule[turns[k]].Turn >= turn })
-		if k < len(turns) && schedule[turns[k]].Turn == turn {
-			return turns[k], true
+	// turnAt finds the request of session s with turn number turn.
+	turnAt := func(s *session, turn int) (int, bool) {
+		k, found := slices.BinarySearchFunc(s.turns, turn, func(t turnRef, turn int) int { return int(t.turn) - turn })
+		if found {
+			return int(s.turns[k].index), true
 		}
 		return 0, false
 	}
 	children := map[int]bool{}
 	p.spawnAtStart, p.spawnAfter, p.joinBefore = map[int][]int{}, map[int][]int{}, map[int][]int{}
-	for _, sid := range sessionOrder {
-		l := links[sid]
+	for _, s := range order {
+		l := s.link
 		if l == nil {
 			continue
 		}
-		id := linkAt[sid] + 1
-		parent := bySession[l.ParentSessionID]
+		id := s.linkAt + 1
+		parent := sessions[l.ParentSessionID]
 		switch {
-		case l.ParentSessionID == sid:
-			return nil, fmt.Errorf("request %d: subagent session %q names itself as its parent", id, sid)
-		case len(parent) == 0:
-			return nil, fmt.Errorf("request %d: subagent session %q: parent session %q is not in the schedule", id, sid, l.ParentSessionID)
+		case l.ParentSessionID == s.id:
+			return nil, fmt.Errorf("request %d: subagent session %q names itself as its parent", id, s.id)
+		case parent == nil:
+			return nil, fmt.Errorf("request %d: subagent session %q: parent session %q is not in the schedule", id, s.id, l.ParentSessionID)
 		case l.SpawnAfterTurn < -1 || l.JoinBeforeTurn < -1:
-			return nil, fmt.Errorf("request %d: subagent session %q: spawn and join turns must be >= -1, got %d and %d", id, sid, l.SpawnAfterTurn, l.JoinBeforeTurn)
+			return nil, fmt.Errorf("request %d: subagent session %q: spawn and join turns must be >= -1, got %d and %d", id, s.id, l.SpawnAfterTurn, l.JoinBeforeTurn)
 		case l.JoinBeforeTurn != -1 && l.JoinBeforeTurn <= l.SpawnAfterTurn:
-			return nil, fmt.Errorf("request %d: subagent session %q joins before parent turn %d, which is not after its spawn turn %d", id, sid, l.JoinBeforeTurn, l.SpawnAfterTurn)
+			return nil, fmt.Errorf("request %d: subagent session %q joins before parent turn %d, which is not after its spawn turn %d", id, s.id, l.JoinBeforeTurn, l.SpawnAfterTurn)
 		}
-		head := bySession[sid][0]
+		head := int(s.turns[0].index)
 		children[head] = true
+		first, last := parent.turns[0], parent.turns[len(parent.turns)-1]
 		if l.SpawnAfterTurn == -1 {
-			p.spawnAtStart[parent[0]] = append(p.spawnAtStart[parent[0]], head)
-		} else if at, ok := turnAt(l.ParentSessionID, l.SpawnAfterTurn); ok {
+			p.spawnAtStart[int(first.index)] = append(p.spawnAtStart[int(first.index)], head)
+		} else if at, ok := turnAt(parent, l.SpawnAfterTurn); ok {
 			p.spawnAfter[at] = append(p.spawnAfter[at], head)
 		} else {
 			return nil, fmt.Errorf("request %d: subagent session %q: spawn turn %d is not a turn of parent session %q (turns %d..%d)",
-				id, sid, l.SpawnAfterTurn, l.ParentSessionID, schedule[parent[0]].Turn, schedule[parent[len(parent)-1]].Turn)
+				id, s.id, l.SpawnAfterTurn, l.ParentSessionID, first.turn, last.turn)
 		}
 		if l.JoinBeforeTurn == -1 {
 			continue
 		}
-		at, ok := turnAt(l.ParentSessionID, l.JoinBeforeTurn)
+		at, ok := turnAt(parent, l.JoinBeforeTurn)
 		if !ok {
 			return nil, fmt.Errorf("request %d: subagent session %q: join turn %d is not a turn of parent session %q (turns %d..%d)",
-				id, sid, l.JoinBeforeTurn, l.ParentSessionID, schedule[parent[0]].Turn, schedule[parent[len(parent)-1]].Turn)
+				id, s.id, l.JoinBeforeTurn, l.ParentSessionID, first.turn, last.turn)
 		}
 		p.joinBefore[at] = append(p.joinBefore[at], head)
 	}
@@ -333,20 +378,20 @@ func (p *plan) linkSubagents(sessionOrder []string, bySession map[string][]int) 
 		done
 	)
 	state := map[string]int{}
-	for _, sid := range sessionOrder {
+	for _, s := range order {
 		var path []string
-		cur := sid
-		for links[cur] != nil && state[cur] != done {
+		cur := s.id
+		for sessions[cur] != nil && sessions[cur].link != nil && state[cur] != done {
 			if state[cur] == visiting {
 				k := slices.Index(path, cur)
-				return nil, fmt.Errorf("request %d: subagent sessions form a cycle: %s -> %s", linkAt[cur]+1, strings.Join(path[k:], " -> "), cur)
+				return nil, fmt.Errorf("request %d: subagent sessions form a cycle: %s -> %s", sessions[cur].linkAt+1, strings.Join(path[k:], " -> "), cur)
 			}
 			state[cur] = visiting
 			path = append(path, cur)
-			cur = links[cur].ParentSessionID
+			cur = sessions[cur].link.ParentSessionID
 		}
-		for _, s := range path {
-			state[s] = done
+		for _, id := range path {
+			state[id] = done
 		}
 	}
 	return children, nil

@@ -24,9 +24,10 @@ type Writer struct {
 	err     error
 }
 
-// Create starts a spool at path, replacing any file there.
-func Create(path string) (*Writer, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+// Create starts a spool in a new file in dir (the system's temporary folder when dir is empty),
+// so spools of concurrent runs never share a file.
+func Create(dir string) (*Writer, error) {
+	f, err := os.CreateTemp(dir, "schedule-*.spool")
 	if err != nil {
 		return nil, fmt.Errorf("tracespool: %w", err)
 	}

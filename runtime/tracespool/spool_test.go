@@ -3,7 +3,6 @@ package tracespool_test
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"reflect"
 	"runtime"
 	"strings"
@@ -33,7 +32,7 @@ func sample(i int) abi.TraceRequest {
 }
 
 func TestSpoolRoundTripsEveryFieldAndSource(t *testing.T) {
-	w, err := tracespool.Create(filepath.Join(t.TempDir(), "schedule.spool"))
+	w, err := tracespool.Create(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +67,7 @@ func TestSpoolRoundTripsEveryFieldAndSource(t *testing.T) {
 }
 
 func TestSpoolReadsConcurrently(t *testing.T) {
-	w, err := tracespool.Create(filepath.Join(t.TempDir(), "schedule.spool"))
+	w, err := tracespool.Create(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +99,7 @@ func TestSpoolReadsConcurrently(t *testing.T) {
 
 func TestCloseAndAbortRemoveTheFile(t *testing.T) {
 	dir := t.TempDir()
-	w, _ := tracespool.Create(filepath.Join(dir, "a.spool"))
+	w, _ := tracespool.Create(dir)
 	r := sample(1)
 	w.Append(&r)
 	s, err := w.Finish()
@@ -110,7 +109,7 @@ func TestCloseAndAbortRemoveTheFile(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	w2, _ := tracespool.Create(filepath.Join(dir, "b.spool"))
+	w2, _ := tracespool.Create(dir)
 	w2.Append(&r)
 	w2.Abort()
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
@@ -127,7 +126,7 @@ func TestSpoolMemoryIsTheOffsets(t *testing.T) {
 		t.Skip("writes ~200 MB")
 	}
 	const n = 1_000_000
-	w, err := tracespool.Create(filepath.Join(t.TempDir(), "big.spool"))
+	w, err := tracespool.Create(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
