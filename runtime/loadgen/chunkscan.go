@@ -3,6 +3,8 @@ package loadgen
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/lensfn/lensfn/runtime/jsoncursor"
 )
 
 // chunkInfo is what timing needs from one stream chunk.
@@ -42,7 +44,8 @@ func decodeChunkSlow(data []byte) (chunkInfo, error) {
 
 // scanChunk is the fast path; ok false means "ask encoding/json".
 func scanChunk(data []byte) (info chunkInfo, ok bool) {
-	s := scanner{b: data}
+	var s scanner
+	s.Reset(data)
 	s.ws()
 	if !s.objectMembers(func(key []byte) bool {
 		switch {
@@ -73,7 +76,7 @@ func scanChunk(data []byte) (info chunkInfo, ok bool) {
 		return chunkInfo{}, false
 	}
 	s.ws()
-	return info, s.i == len(s.b)
+	return info, s.I == len(s.B)
 }
 
 func (s *scanner) choices(info *chunkInfo) bool {
@@ -139,9 +142,9 @@ func (s *scanner) choice(info *chunkInfo) bool {
 
 // contentString reads a string (or null) and marks content when it is not empty.
 func (s *scanner) contentString(info *chunkInfo) bool {
-	start := s.i
+	start := s.I
 	null, ok := s.stringOrNull()
-	if ok && !null && s.i-start > 2 {
+	if ok && !null && s.I-start > 2 {
 		info.content = true
 	}
 	return ok
@@ -169,40 +172,15 @@ func (s *scanner) usage(info *chunkInfo) bool {
 	return true
 }
 
-// scanner is a strict JSON reader over one chunk. Its methods return false on anything they
-// do not handle exactly like encoding/json, and the caller then falls back to it.
-type scanner struct {
-	b     []byte
-	i     int
-	depth int
-}
+// scanner reads one chunk with the shared strict cursor. Its methods return false on anything
+// they do not handle exactly like encoding/json, and the caller then falls back to it.
+type scanner struct{ jsoncursor.Cursor }
 
-func (s *scanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
-
-func (s *scanner) consume(c byte) bool {
-	if s.i < len(s.b) && s.b[s.i] == c {
-		s.i++
-		return true
-	}
-	return false
-}
-
-func (s *scanner) null() bool {
-	if len(s.b)-s.i >= 4 && string(s.b[s.i:s.i+4]) == "null" {
-		s.i += 4
-		return true
-	}
-	return false
-}
+func (s *scanner) ws()                             { s.Skip() }
+func (s *scanner) consume(c byte) bool             { return s.Is(c) }
+func (s *scanner) null() bool                      { return s.Null() }
+func (s *scanner) skipValue() (null bool, ok bool) { return s.SkipValue() }
+func (s *scanner) key() ([]byte, bool)             { return s.PlainString() }
 
 // objectMembers reads an object, calling member with each key (positioned at its value).
 // Keys must be plain ASCII without escapes and must not repeat (case-insensitively, as
@@ -211,11 +189,6 @@ func (s *scanner) objectMembers(member func(key []byte) bool) bool {
 	if !s.consume('{') {
 		return false
 	}
-	s.depth++
-	if s.depth > 64 {
-		return false
-	}
-	defer func() { s.depth-- }()
 	var seen [16][]byte
 	n := 0
 	s.ws()
@@ -256,27 +229,6 @@ func (s *scanner) objectMembers(member func(key []byte) bool) bool {
 	}
 }
 
-// key reads a string of printable ASCII without escapes.
-func (s *scanner) key() ([]byte, bool) {
-	if !s.consume('"') {
-		return nil, false
-	}
-	start := s.i
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		if c == '"' {
-			k := s.b[start:s.i]
-			s.i++
-			return k, true
-		}
-		if c < 0x20 || c >= 0x7f || c == '\\' {
-			return nil, false
-		}
-		s.i++
-	}
-	return nil, false
-}
-
 // fold compares an ASCII key with a lower-case name, ignoring case as encoding/json does.
 func fold(key []byte, name string) bool {
 	if len(key) != len(name) {
@@ -299,23 +251,8 @@ func (s *scanner) plainString() (v string, null bool, ok bool) {
 	if s.null() {
 		return "", true, true
 	}
-	if !s.consume('"') {
-		return "", false, false
-	}
-	start := s.i
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		if c == '"' {
-			v = string(s.b[start:s.i])
-			s.i++
-			return v, false, true
-		}
-		if c < 0x20 || c >= 0x7f || c == '\\' {
-			return "", false, false
-		}
-		s.i++
-	}
-	return "", false, false
+	b, ok := s.PlainString()
+	return string(b), false, ok
 }
 
 // stringOrNull validates a string (any valid escapes, any bytes >= 0x20) or null.
@@ -323,51 +260,7 @@ func (s *scanner) stringOrNull() (null bool, ok bool) {
 	if s.null() {
 		return true, true
 	}
-	return false, s.skipString()
-}
-
-func (s *scanner) skipString() bool {
-	if !s.consume('"') {
-		return false
-	}
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
-		case c == '"':
-			s.i++
-			return true
-		case c < 0x20:
-			return false
-		case c == '\\':
-			s.i++
-			if s.i >= len(s.b) {
-				return false
-			}
-			switch s.b[s.i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				s.i++
-			case 'u':
-				if len(s.b)-s.i < 5 {
-					return false
-				}
-				for _, h := range s.b[s.i+1 : s.i+5] {
-					if !isHex(h) {
-						return false
-					}
-				}
-				s.i += 5
-			default:
-				return false
-			}
-		default:
-			s.i++
-		}
-	}
-	return false
-}
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+	return false, s.SkipString()
 }
 
 // intOrNull reads null (leaving *dst nil) or a plain integer of at most 15 digits.
@@ -376,144 +269,29 @@ func (s *scanner) intOrNull(dst **int) bool {
 		*dst = nil
 		return true
 	}
-	neg := s.consume('-')
-	start := s.i
+	start := s.I
+	literal, ok := s.Number()
+	if !ok {
+		return false
+	}
+	digits := len(literal)
+	if literal[0] == '-' {
+		digits--
+	}
+	if digits > 15 {
+		return false
+	}
 	n := 0
-	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
-		n = n*10 + int(s.b[s.i]-'0')
-		s.i++
+	for _, c := range literal[len(literal)-digits:] {
+		if c < '0' || c > '9' { // a fraction or an exponent
+			s.I = start
+			return false
+		}
+		n = n*10 + int(c-'0')
 	}
-	digits := s.i - start
-	if digits == 0 || digits > 15 || (digits > 1 && s.b[start] == '0') {
-		return false
-	}
-	if s.i < len(s.b) && (s.b[s.i] == '.' || s.b[s.i] == 'e' || s.b[s.i] == 'E') {
-		return false
-	}
-	if neg {
+	if literal[0] == '-' {
 		n = -n
 	}
 	*dst = &n
-	return true
-}
-
-// skipValue validates and skips any JSON value, reporting whether it was null.
-func (s *scanner) skipValue() (null bool, ok bool) {
-	if s.i >= len(s.b) {
-		return false, false
-	}
-	switch c := s.b[s.i]; {
-	case c == '"':
-		return false, s.skipString()
-	case c == '{':
-		return false, s.objectAny()
-	case c == '[':
-		s.i++
-		s.depth++
-		if s.depth > 64 {
-			return false, false
-		}
-		defer func() { s.depth-- }()
-		s.ws()
-		if s.consume(']') {
-			return false, true
-		}
-		for {
-			s.ws()
-			if _, ok := s.skipValue(); !ok {
-				return false, false
-			}
-			s.ws()
-			if s.consume(']') {
-				return false, true
-			}
-			if !s.consume(',') {
-				return false, false
-			}
-		}
-	case c == 'n':
-		if s.null() {
-			return true, true
-		}
-		return false, false
-	case c == 't':
-		return false, s.literal("true")
-	case c == 'f':
-		return false, s.literal("false")
-	case c == '-' || (c >= '0' && c <= '9'):
-		return false, s.number()
-	}
-	return false, false
-}
-
-// objectAny skips an object whose keys may be anything valid.
-func (s *scanner) objectAny() bool {
-	s.i++ // '{'
-	s.depth++
-	if s.depth > 64 {
-		return false
-	}
-	defer func() { s.depth-- }()
-	s.ws()
-	if s.consume('}') {
-		return true
-	}
-	for {
-		s.ws()
-		if !s.skipString() {
-			return false
-		}
-		s.ws()
-		if !s.consume(':') {
-			return false
-		}
-		s.ws()
-		if _, ok := s.skipValue(); !ok {
-			return false
-		}
-		s.ws()
-		if s.consume('}') {
-			return true
-		}
-		if !s.consume(',') {
-			return false
-		}
-	}
-}
-
-func (s *scanner) literal(lit string) bool {
-	if len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit {
-		s.i += len(lit)
-		return true
-	}
-	return false
-}
-
-// number skips a number in strict JSON grammar.
-func (s *scanner) number() bool {
-	s.consume('-')
-	digits := func() int {
-		start := s.i
-		for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
-			s.i++
-		}
-		return s.i - start
-	}
-	start := s.i
-	n := digits()
-	if n == 0 || (n > 1 && s.b[start] == '0') {
-		return false
-	}
-	if s.consume('.') && digits() == 0 {
-		return false
-	}
-	if s.consume('e') || s.consume('E') {
-		if !s.consume('+') {
-			s.consume('-')
-		}
-		if digits() == 0 {
-			return false
-		}
-	}
 	return true
 }

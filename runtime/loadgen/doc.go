@@ -20,5 +20,5 @@
 // scheduled. Synthesised prompts count one word as one token, which BPE tokenizers match only
 // approximately; equal hash ids always give byte-identical text.
 //
-// It may import only the standard library and events; today it uses the standard library alone.
+// It may import the standard library, events and runtime/jsoncursor (its SSE chunk decoder).
 package loadgen
