@@ -399,11 +399,10 @@ func TestRunEndsAtDurationPlusGrace(t *testing.T) {
 	}
 }
 
-func TestCancellationStopsTheRunPromptly(t *testing.T) {
-	fake := &fakeOpenAI{TTFT: 10 * time.Second}
-	srv := fake.start(t)
-	cfg := baseConfig(srv.URL)
-	schedule := []loadgen.Request{{ArrivalMs: f64(0)}, {ArrivalMs: f64(10)}, {ArrivalMs: f64(60_000)}}
+// runAndStop runs schedule and cancels it after 150 ms; the run must end within a second of
+// that with context.Canceled.
+func runAndStop(t *testing.T, cfg loadgen.Config, schedule []loadgen.Request) (loadgen.Stats, *memSink) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(150*time.Millisecond, cancel)
 	sink := &memSink{}
@@ -415,6 +414,15 @@ func TestCancellationStopsTheRunPromptly(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err %v, want context.Canceled", err)
 	}
+	return st, sink
+}
+
+func TestCancellationStopsTheRunPromptly(t *testing.T) {
+	fake := &fakeOpenAI{TTFT: 10 * time.Second}
+	srv := fake.start(t)
+	cfg := baseConfig(srv.URL)
+	schedule := []loadgen.Request{{ArrivalMs: f64(0)}, {ArrivalMs: f64(10)}, {ArrivalMs: f64(60_000)}}
+	st, sink := runAndStop(t, cfg, schedule)
 	recs := sink.byID()
 	if st.Sent != 2 || st.NotSent != 1 || len(recs) != 2 {
 		t.Fatalf("stats %+v, %d records", st, len(recs))

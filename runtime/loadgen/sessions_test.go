@@ -3,7 +3,6 @@ package loadgen_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -164,17 +163,7 @@ func TestStoppingMidSubagentEndsEveryGoroutine(t *testing.T) {
 		{SessionID: "sleeping", Turn: 0, DelayMs: f64(60_000), Subagent: link("p", -1, -1)}, // waiting for its release
 	}
 	before := runtime.NumGoroutine()
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(150*time.Millisecond, cancel)
-	sink := &memSink{}
-	began := time.Now()
-	st, err := loadgen.Run(ctx, cfg, schedule, sink)
-	if took := time.Since(began); took > time.Second {
-		t.Errorf("stop honoured after %s", took)
-	}
-	if !errors.Is(err, context.Canceled) {
-		t.Errorf("err %v, want context.Canceled", err)
-	}
+	st, _ := runAndStop(t, cfg, schedule)
 	if st.Sent != 2 || st.NotSent != 3 {
 		t.Errorf("stats %+v: want p/0 and the in-flight child sent, the rest not", st)
 	}

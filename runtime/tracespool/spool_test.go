@@ -31,14 +31,15 @@ func sample(i int) abi.TraceRequest {
 	return r
 }
 
-func TestSpoolRoundTripsEveryFieldAndSource(t *testing.T) {
+// spoolOf spools records 0..n-1 made by record; the spool is closed when the test ends.
+func spoolOf(t *testing.T, n int, record func(i int) abi.TraceRequest) *tracespool.Spool {
+	t.Helper()
 	w, err := tracespool.Create(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 50
 	for i := 0; i < n; i++ {
-		r := sample(i)
+		r := record(i)
 		if err := w.Append(&r); err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +48,13 @@ func TestSpoolRoundTripsEveryFieldAndSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestSpoolRoundTripsEveryFieldAndSource(t *testing.T) {
+	const n = 50
+	s := spoolOf(t, n, sample)
 	if s.Len() != n {
 		t.Fatalf("Len = %d, want %d", s.Len(), n)
 	}
@@ -67,19 +74,7 @@ func TestSpoolRoundTripsEveryFieldAndSource(t *testing.T) {
 }
 
 func TestSpoolReadsConcurrently(t *testing.T) {
-	w, err := tracespool.Create(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 200; i++ {
-		r := sample(i)
-		w.Append(&r)
-	}
-	s, err := w.Finish()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := spoolOf(t, 200, sample)
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
 		wg.Add(1)
@@ -126,26 +121,15 @@ func TestSpoolMemoryIsTheOffsets(t *testing.T) {
 		t.Skip("writes ~200 MB")
 	}
 	const n = 1_000_000
-	w, err := tracespool.Create(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := abi.TraceRequest{InputTokens: 7000, OutputTokens: 300, HashIDs: make([]int64, 14), BlockSize: 512, ContextMode: abi.ContextModeDeltas}
+	hashes := make([]int64, 14)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	for i := 0; i < n; i++ {
+	s := spoolOf(t, n, func(i int) abi.TraceRequest {
 		arrival := float64(i)
-		r.ArrivalMs, r.RecordedMs, r.Line = &arrival, arrival, int64(i+1)
-		if err := w.Append(&r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s, err := w.Finish()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+		return abi.TraceRequest{Line: int64(i + 1), ArrivalMs: &arrival, RecordedMs: arrival, InputTokens: 7000, OutputTokens: 300,
+			HashIDs: hashes, BlockSize: 512, ContextMode: abi.ContextModeDeltas}
+	})
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	perRecord := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n
