@@ -26,8 +26,17 @@ kodata: wasm ## stage the WASM modules for ko images (ko copies cmd/*/kodata to 
 run: build wasm ## start the local stack on 127.0.0.1:8080 (Redis, broker, every function)
 	$(BIN)/lensfn-local
 
-test: ## run every test (embedded Redis unless REDIS_URL is set)
+# The race pass covers the packages that run goroutines against each other (the engine, the
+# pipeline stages, the store, the simulator); it needs cgo and a C compiler, and is skipped with a
+# note where there is none.
+RACE_PKGS := ./runtime/... ./functions/... ./deploy/...
+
+test: ## run every test (embedded Redis unless REDIS_URL is set), then the race pass
 	$(GO) test -count=1 -timeout 20m ./...
+	@if [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v "$$($(GO) env CC)" >/dev/null; then \
+	  echo "$(GO) test -race -count=1 -timeout 15m $(RACE_PKGS)"; \
+	  $(GO) test -race -count=1 -timeout 15m $(RACE_PKGS); \
+	else echo "test: no C compiler for cgo, so the race pass is skipped"; fi
 
 check: ## format, vet, tidy and test; fails on any diff
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
