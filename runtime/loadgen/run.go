@@ -195,18 +195,20 @@ func (e *engine) dispatch(ahead int) {
 	ready := make(chan due, ahead)
 	go func() {
 		defer close(ready)
-		for _, h := range e.plan.heads {
-			at := offset(h.atMs)
+		var at time.Duration
+		for k := range e.plan.headCount() {
+			i := e.plan.head(k)
+			r, err := e.load(i)
+			var body, own []byte
+			if err == nil {
+				at = offset(headOffsetMs(r)) // a request that cannot be read fails at once
+				body, own, err = e.body(r, i, nil)
+			}
 			if at > e.cutoff {
 				return
 			}
-			r, err := e.load(h.index)
-			var body, own []byte
-			if err == nil {
-				body, own, err = e.body(r, h.index, nil)
-			}
 			select {
-			case ready <- due{index: h.index, req: r, at: at, body: body, own: own, err: err}:
+			case ready <- due{index: i, req: r, at: at, body: body, own: own, err: err}:
 			case <-e.ctx.Done():
 				return
 			}
@@ -363,7 +365,7 @@ func (e *engine) session(s sessionStart) {
 		for _, child := range e.plan.spawnAfter[i] {
 			spawned = e.spawn(spawned, child, done)
 		}
-		next := e.plan.next[i]
+		next := e.plan.nextTurn(i)
 		if next < 0 {
 			completed, lastDone = true, done
 			return
@@ -371,7 +373,7 @@ func (e *engine) session(s sessionStart) {
 		if r.ContextMode == ContextDeltas {
 			earlier.add(own, r.InputTokens, e.cfg.API)
 		}
-		i, base = int(next), done
+		i, base = next, done
 		r, loadErr = e.load(i)
 		at = release(r, base)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 	"strings"
@@ -110,25 +111,47 @@ func (s Requests) Load(i int, r *Request) error {
 	return nil
 }
 
-// plan is a checked schedule reduced to what releasing it needs, a few bytes per request: the
-// sessions' turn chains, the order root sessions start in, and the subagent tables. The
-// requests themselves stay in the schedule.
+// plan is a checked schedule reduced to what releasing it needs: the sessions' turn chains, the
+// order root sessions start in, and the subagent tables. The requests themselves stay in the
+// schedule. The common kind of schedule (no sessions, arrivals in index order: a Mooncake or
+// BurstGPT trace) needs no tables at all, so planning a million requests costs nothing that
+// grows with them; a schedule with sessions costs about 8 bytes per request.
 type plan struct {
 	schedule Schedule
-	// next[i] is the index of the turn after request i in its session, or -1.
+	n        int
+	// next[i] is the index of the turn after request i in its session, or -1. Nil when no
+	// request has a session.
 	next []int32
-	// heads are the first turns of root sessions, sorted by release offset then index.
-	heads []head
+	// heads are the first turns of root sessions in release order (by release offset, then
+	// index). Nil means every request is a head, released in index order.
+	heads []int32
 	// Subagent sessions, by request index: spawnAtStart[h] are the child heads spawned when
 	// head h is released, spawnAfter[i] those spawned when turn i completes, joinBefore[i]
 	// those turn i waits for. Nil maps when the schedule has no subagents.
 	spawnAtStart, spawnAfter, joinBefore map[int][]int
 }
 
-// head is a root session's first turn and its release offset in ms.
-type head struct {
-	index int
-	atMs  float64
+// headCount is the number of root sessions; head(k) is the k-th to be released.
+func (p *plan) headCount() int {
+	if p.heads == nil {
+		return p.n
+	}
+	return len(p.heads)
+}
+
+func (p *plan) head(k int) int {
+	if p.heads == nil {
+		return k
+	}
+	return int(p.heads[k])
+}
+
+// nextTurn is the index of the turn after request i in its session, or -1.
+func (p *plan) nextTurn(i int) int {
+	if p.next == nil {
+		return -1
+	}
+	return int(p.next[i])
 }
 
 // session is what planning keeps of one session id: its turns and the settings its turns
@@ -205,28 +228,59 @@ func checkRequest(r *Request, id int, api API) error {
 	return nil
 }
 
-// newPlan reads the schedule once, checks every request and links sessions. Errors name the
-// 1-based request id.
+// newPlan checks every request in one pass over the schedule; a schedule with sessions, or
+// with arrivals out of index order, takes a second pass that links the sessions and orders the
+// heads. Errors name the 1-based request id.
 func newPlan(schedule Schedule, api API) (*plan, error) {
 	n := schedule.Len()
 	if n > math.MaxInt32 {
 		return nil, fmt.Errorf("a schedule holds at most %d requests, got %d", math.MaxInt32, n)
 	}
-	p := &plan{schedule: schedule, next: make([]int32, n)}
+	p := &plan{schedule: schedule, n: n}
+	var r Request
+	inOrder, sessions, last := true, false, 0.0
+	for i := 0; i < n; i++ {
+		if err := schedule.Load(i, &r); err != nil {
+			return nil, fmt.Errorf("request %d: %w", i+1, err)
+		}
+		if err := checkRequest(&r, i+1, api); err != nil {
+			return nil, err
+		}
+		if r.SessionID != "" {
+			sessions = true
+			continue
+		}
+		at := headOffsetMs(&r)
+		inOrder = inOrder && at >= last
+		last = at
+	}
+	if sessions {
+		return p, p.linkSessions()
+	}
+	if !inOrder {
+		return p, p.orderHeads(func(yield func(index int) bool) {
+			for i := 0; i < n && yield(i); i++ {
+			}
+		})
+	}
+	return p, nil
+}
+
+// linkSessions chains the turns of every session, links subagents and orders the heads of
+// root sessions.
+func (p *plan) linkSessions() error {
+	p.next = make([]int32, p.n)
 	sessions := map[string]*session{}
 	var order []*session // by first appearance, so errors are reproducible
+	var roots []int      // requests without a session
 	var r Request
-	for i := 0; i < n; i++ {
-		id := i + 1
-		if err := schedule.Load(i, &r); err != nil {
-			return nil, fmt.Errorf("request %d: %w", id, err)
-		}
-		if err := checkRequest(&r, id, api); err != nil {
-			return nil, err
+	for i := 0; i < p.n; i++ {
+		if err := p.schedule.Load(i, &r); err != nil {
+			return fmt.Errorf("request %d: %w", i+1, err)
 		}
 		p.next[i] = -1
 		if r.SessionID == "" {
-			p.heads = append(p.heads, head{index: i, atMs: headOffsetMs(&r)})
+			roots = append(roots, i)
 			continue
 		}
 		s := sessions[r.SessionID]
@@ -239,7 +293,7 @@ func newPlan(schedule Schedule, api API) (*plan, error) {
 			order = append(order, s)
 		}
 		if err := s.add(&r, i); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for _, s := range order {
@@ -247,7 +301,7 @@ func newPlan(schedule Schedule, api API) (*plan, error) {
 		slices.SortStableFunc(turns, func(a, b turnRef) int { return int(a.turn) - int(b.turn) })
 		for k := 1; k < len(turns); k++ {
 			if turns[k].turn == turns[k-1].turn {
-				return nil, fmt.Errorf("request %d: session %q has turn %d twice (also request %d)",
+				return fmt.Errorf("request %d: session %q has turn %d twice (also request %d)",
 					turns[k].index+1, s.id, turns[k].turn, turns[k-1].index+1)
 			}
 			p.next[turns[k-1].index] = turns[k].index
@@ -255,28 +309,56 @@ func newPlan(schedule Schedule, api API) (*plan, error) {
 	}
 	children, err := p.linkSubagents(order, sessions)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	for _, s := range order {
-		first := int(s.turns[0].index)
-		if children[first] {
-			continue
-		}
-		if err := schedule.Load(first, &r); err != nil {
-			return nil, fmt.Errorf("request %d: %w", first+1, err)
-		}
-		p.heads = append(p.heads, head{index: first, atMs: headOffsetMs(&r)})
-	}
-	slices.SortStableFunc(p.heads, func(a, b head) int {
-		if a.atMs != b.atMs {
-			if a.atMs < b.atMs {
-				return -1
+	return p.orderHeads(func(yield func(index int) bool) {
+		for _, i := range roots {
+			if !yield(i) {
+				return
 			}
+		}
+		for _, s := range order {
+			if first := int(s.turns[0].index); !children[first] && !yield(first) {
+				return
+			}
+		}
+	})
+}
+
+// orderHeads sorts the given heads by release offset, then index, into p.heads.
+func (p *plan) orderHeads(heads iter.Seq[int]) error {
+	type timed struct {
+		index int32
+		atMs  float64
+	}
+	var all []timed
+	var r Request
+	var err error
+	heads(func(i int) bool {
+		if err = p.schedule.Load(i, &r); err != nil {
+			err = fmt.Errorf("request %d: %w", i+1, err)
+			return false
+		}
+		all = append(all, timed{int32(i), headOffsetMs(&r)})
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	slices.SortStableFunc(all, func(a, b timed) int {
+		switch {
+		case a.atMs < b.atMs:
+			return -1
+		case a.atMs > b.atMs:
 			return 1
 		}
-		return a.index - b.index
+		return int(a.index) - int(b.index)
 	})
-	return p, nil
+	p.heads = make([]int32, len(all))
+	for k, h := range all {
+		p.heads[k] = h.index
+	}
+	return nil
 }
 
 // headOffsetMs is when a root session's first turn is released: its arrival, or its delay

@@ -44,9 +44,9 @@ func (s *countingSchedule) Load(i int, r *loadgen.Request) error {
 	return nil
 }
 
-// The engine holds no request between planning and sending: it reads each request once to plan
-// and once to send it, so a schedule on disk is all the memory the requests take.
-func TestRunScheduleLoadsEachRequestTwice(t *testing.T) {
+// The engine holds no request between planning and sending: it reads each request to check and
+// plan the run and again to send it, so a schedule on disk is all the memory the requests take.
+func TestRunScheduleRereadsRequestsInsteadOfHoldingThem(t *testing.T) {
 	fake := &fakeOpenAI{}
 	url := fake.start(t).URL
 	for _, sessions := range []bool{false, true} {
@@ -62,8 +62,11 @@ func TestRunScheduleLoadsEachRequestTwice(t *testing.T) {
 			}
 			for i := 0; i < 30; i++ {
 				want := 2
-				if sessions && i%3 == 0 {
-					want = 3 // a session's first turn is read once more to find when the session starts
+				if sessions {
+					want = 3 // a schedule with sessions is read once more to link them
+					if i%3 == 0 {
+						want = 4 // and a session's first turn once more to order the sessions
+					}
 				}
 				if got := sched.loads[i]; got != want {
 					t.Errorf("request %d loaded %d times, want %d", i, got, want)
@@ -102,5 +105,30 @@ func TestRunScheduleLoadFailures(t *testing.T) {
 	}
 	if n := len(fake.requests()); n != 4 {
 		t.Fatalf("%d requests reached the server, want 4", n)
+	}
+}
+
+// Requests listed out of time order are still sent by their arrivals.
+func TestArrivalsOutOfIndexOrderAreSentInTimeOrder(t *testing.T) {
+	fake := &fakeOpenAI{}
+	url := fake.start(t).URL
+	schedule := []loadgen.Request{{ArrivalMs: f64(60)}, {ArrivalMs: f64(0)}, {ArrivalMs: f64(30)}, {ArrivalMs: f64(30)}}
+	sink := &memSink{}
+	if _, err := loadgen.Run(context.Background(), baseConfig(url), schedule, sink); err != nil {
+		t.Fatal(err)
+	}
+	recs := sink.byID()
+	order := []int{1, 2, 3, 0} // by arrival, ties by index
+	for k := 1; k < len(order); k++ {
+		a, b := recs[order[k-1]], recs[order[k]]
+		if a.StartedAtSeconds > b.StartedAtSeconds {
+			t.Errorf("request %d started at %.4fs, after request %d at %.4fs", a.RequestID, a.StartedAtSeconds, b.RequestID, b.StartedAtSeconds)
+		}
+		if b.ScheduledAtSeconds < a.ScheduledAtSeconds {
+			t.Errorf("request %d scheduled before request %d", b.RequestID, a.RequestID)
+		}
+	}
+	if got := recs[0].ScheduledAtSeconds; got != 0.06 {
+		t.Errorf("request 1 scheduled at %vs, want its arrival 0.06s", got)
 	}
 }

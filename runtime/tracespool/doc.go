@@ -1,6 +1,7 @@
 // Package tracespool keeps a parsed trace's records on disk and reads them back by index, so a
-// replay of a million-request trace holds eight bytes per request in memory (the record's file
-// offset) instead of the records themselves. The trace replayer writes every record its parser
+// replay of a million-request trace holds none of them in memory: the records go to a data file
+// and their offsets to an index file, and a read costs two positioned reads (both served by the
+// page cache in practice). The trace replayer writes every record its parser
 // module emits into a spool, plans the replay from one pass over it, and loads each request
 // again when it is about to be sent.
 //

@@ -26,6 +26,10 @@ bench_replay() {
   go build -o /tmp/lensfn-bench-sim ./functions/inference-sim/cmd/inference-sim
   go test -run '^$' -bench SchedulingFloor -benchtime 1x ./tests/bench/replay/
   LENS_SIM_BIN=/tmp/lensfn-bench-sim go test -run '^$' -bench ReplayConstantRate -benchtime 1x -count 5 ./tests/bench/replay/
+  for n in 100000 1000000 3000000; do
+    LENS_REPLAY_MEMORY_REQUESTS=$n go test -run '^$' -bench 'ReplayMemory/spool' -benchtime 1x -count 2 ./tests/bench/replay/
+  done
+  go test -run '^$' -bench 'ReplayMemory/slice' -benchtime 1x -count 2 ./tests/bench/replay/
 }
 
 bench_simulator() {
