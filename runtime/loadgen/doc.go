@@ -8,7 +8,8 @@
 //
 // The surface: Run(ctx, Config, []Request, Sink) sends a schedule and returns Stats, and
 // RunSchedule does the same over a Schedule the engine reads by index (a trace spooled to
-// disk: the engine then keeps ~20 bytes per request plus what is in flight); Record is
+// disk: the engine then keeps nothing per request for a schedule without sessions and ~5 bytes
+// per request with them, plus what is in flight); Record is
 // one request's outcome (one JSON line); JSONLWriter is the artifact sink; Progress holds live
 // counters another goroutine may read while Run works; NewHTTPClient is the tuned client.
 //
