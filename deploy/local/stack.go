@@ -154,7 +154,6 @@ func (s *Stack) DataDir() string { return s.opts.DataDir }
 // WaitForDeliveries blocks until the broker has delivered or dead-lettered every event so far.
 func (s *Stack) WaitForDeliveries() { s.broker.Wait() }
 
-
 func (s *Stack) startRedis(ctx context.Context) error {
 	path, err := exec.LookPath("redis-server")
 	if err != nil {
