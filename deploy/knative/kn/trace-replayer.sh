@@ -11,7 +11,7 @@ kn service apply trace-replayer -n "$NS" --image "$IMAGE" --port h2c:8080 --clus
   --concurrency-limit 0 --timeout 600 \
   --env REDIS_URL=redis://redis.lensfn.svc.cluster.local:6379/0 \
   --env LENS_DATA_DIR=/data --env LENS_BUILTIN_MODULE_DIR=/var/run/ko/modules --env LENS_CACHE_DIR=/tmp/wazero-cache \
-  --env LENS_MAX_CONCURRENT_TASKS=1 \
+  --env LENS_MAX_CONCURRENT_TASKS=1 --env GOMEMLIMIT=1600MiB \
   --env-value-from LENS_SECRET_KEY=secret:lensfn-secrets:secret-key \
   --env-from-field POD_NAME=metadata.name \
   --mount /data=pvc:lensfn-data \
