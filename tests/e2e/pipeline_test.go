@@ -308,4 +308,48 @@ func TestReplayWEKASessions(t *testing.T) {
 		_, issues := get(t, api+"/tasks/"+created.TaskID+"/response-code-issues?status_code=400")
 		t.Fatalf("%s %v: %d requests, success %.1f%%; 400s: %.600s", v.Status, deref(v.ErrorMessage), s.TotalRequests, s.SuccessRate, issues)
 	}
+
+	// Subagent sessions start only once a turn of their parent has completed (AIPerf's spawn
+	// rule); run as independent sessions they would start at the run's start, before it.
+	type record struct {
+		SessionID   string  `json:"session_id"`
+		Turn        int     `json:"turn"`
+		StartedAt   float64 `json:"started_at_seconds"`
+		CompletedAt float64 `json:"completed_at_seconds"`
+		Metadata    struct {
+			Parent string `json:"parent_session_id"`
+			Agent  string `json:"agent_id"`
+		} `json:"metadata"`
+	}
+	resp, err := http.Get(api + "/tasks/" + created.TaskID + "/artifacts/per-request-jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	firstDone := map[string]float64{} // session -> when its first turn completed
+	var children []record
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var r record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("record: %v", err)
+		}
+		if r.Turn == 0 {
+			firstDone[r.SessionID] = r.CompletedAt
+		}
+		if r.Metadata.Parent != "" && r.Turn == 0 {
+			children = append(children, r)
+		}
+	}
+	if len(children) == 0 {
+		t.Fatal("no subagent session was started within the run")
+	}
+	for _, c := range children {
+		done, ok := firstDone[c.Metadata.Parent]
+		if !ok || c.StartedAt < done {
+			t.Errorf("subagent %s of %s started at %.4fs, before its parent's first turn completed (%.4fs, found %v)",
+				c.Metadata.Agent, c.Metadata.Parent, c.StartedAt, done, ok)
+		}
+	}
 }
