@@ -20,6 +20,13 @@ bench_state() {
 bench_wasm() {
   go test -run XXX -bench 'Mooncake|HostLoad' -benchtime 30x -count 5 ./tests/conformance/
   go test -run XXX -bench 'Schedule' -benchtime 20000x -count 5 ./tests/conformance/
+  # The native-to-guest ratio of the Mooncake core and of the loops it is made of: the same
+  # benchmarks natively, then as wasip1 test binaries run by the wazero CLI.
+  GOFLAGS= go install github.com/tetratelabs/wazero/cmd/wazero@v1.12.0
+  local pkgs=(./wasm-modules/tracefmt/jsonscan/ ./wasm-modules/tracefmt/mooncake/)
+  go test -run XXX -bench 'Floor|RealConv' -count 3 "${pkgs[@]}"
+  PATH=$PATH:$(go env GOPATH)/bin:$(go env GOROOT)/lib/wasm GOWASIRUNTIME=wazero GOOS=wasip1 GOARCH=wasm \
+    GOWASM=satconv,signext go test -run XXX -bench 'Floor|RealConv' -count 3 "${pkgs[@]}"
 }
 
 bench_replay() {
