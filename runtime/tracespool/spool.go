@@ -32,7 +32,7 @@ func Create(dir string) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tracespool: %w", err)
 	}
-	index, err := os.Create(data.Name() + ".index")
+	index, err := os.OpenFile(data.Name()+".index", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		data.Close()
 		os.Remove(data.Name())
