@@ -18,12 +18,10 @@ type fastScanner struct {
 	bad bool
 }
 
-func (s *fastScanner) consume(c byte) bool { return s.Token(c) }
-
 // str reads a string without escapes (an escape or a control character
 // makes the fast path give up).
 func (s *fastScanner) str() string {
-	if !s.consume('"') {
+	if !s.Token('"') {
 		s.bad = true
 		return ""
 	}
@@ -80,24 +78,24 @@ func (s *fastScanner) boolean() bool {
 // object iterates the keys of an object, calling field for each; field
 // must consume the value.
 func (s *fastScanner) object(field func(key string)) {
-	if !s.consume('{') {
+	if !s.Token('{') {
 		s.bad = true
 		return
 	}
-	if s.consume('}') {
+	if s.Token('}') {
 		return
 	}
 	for !s.bad {
 		key := s.str()
-		if s.bad || !s.consume(':') {
+		if s.bad || !s.Token(':') {
 			s.bad = true
 			return
 		}
 		field(key)
-		if s.consume(',') {
+		if s.Token(',') {
 			continue
 		}
-		if !s.consume('}') {
+		if !s.Token('}') {
 			s.bad = true
 		}
 		return
@@ -150,11 +148,11 @@ func (g *genCtx) fastDecode(body []byte) bool {
 				g.fastStreamOptions.IncludeUsage = s.boolean()
 			})
 		case "messages":
-			if g.kind != kindChat || !s.consume('[') {
+			if g.kind != kindChat || !s.Token('[') {
 				s.bad = true
 				return
 			}
-			if s.consume(']') {
+			if s.Token(']') {
 				return
 			}
 			for !s.bad {
@@ -176,10 +174,10 @@ func (g *genCtx) fastDecode(body []byte) bool {
 						s.bad = true
 					}
 				})
-				if s.consume(',') {
+				if s.Token(',') {
 					continue
 				}
-				if !s.consume(']') {
+				if !s.Token(']') {
 					s.bad = true
 				}
 				return

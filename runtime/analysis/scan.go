@@ -18,16 +18,16 @@ import (
 func scanRecord(line []byte, rec *loadgen.Record) bool {
 	var s scanner
 	s.Reset(line)
-	if !s.consume('{') {
+	if !s.Token('{') {
 		return false
 	}
 	var seen uint32
-	if s.consume('}') {
+	if s.Token('}') {
 		return s.AtEnd()
 	}
 	for {
 		key, ok := s.plainString()
-		if !ok || !s.consume(':') {
+		if !ok || !s.Token(':') {
 			return false
 		}
 		bit, ok := recordFieldBits[string(key)] // no allocation: the compiler sees the conversion
@@ -38,10 +38,10 @@ func scanRecord(line []byte, rec *loadgen.Record) bool {
 		if !s.field(string(key), rec) {
 			return false
 		}
-		if s.consume('}') {
+		if s.Token('}') {
 			return s.AtEnd()
 		}
-		if !s.consume(',') {
+		if !s.Token(',') {
 			return false
 		}
 	}
@@ -61,8 +61,6 @@ var recordFieldBits = func() map[string]uint32 {
 // scanner adds what a record's fields need to the shared cursor: whitespace before every
 // value, and strings with escapes decoded by encoding/json.
 type scanner struct{ jsoncursor.Cursor }
-
-func (s *scanner) consume(c byte) bool { return s.Token(c) }
 
 func (s *scanner) literal(word string) bool {
 	s.Skip()

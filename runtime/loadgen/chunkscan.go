@@ -46,7 +46,7 @@ func decodeChunkSlow(data []byte) (chunkInfo, error) {
 func scanChunk(data []byte) (info chunkInfo, ok bool) {
 	var s scanner
 	s.Reset(data)
-	s.ws()
+	s.Skip()
 	if !s.objectMembers(func(key []byte) bool {
 		switch {
 		case fold(key, "choices"):
@@ -54,7 +54,7 @@ func scanChunk(data []byte) (info chunkInfo, ok bool) {
 		case fold(key, "usage"):
 			return s.usage(&info)
 		case fold(key, "error"):
-			null, ok := s.skipValue()
+			null, ok := s.SkipValue()
 			info.isError = info.isError || !null
 			return ok
 		case fold(key, "object"):
@@ -70,43 +70,43 @@ func scanChunk(data []byte) (info chunkInfo, ok bool) {
 			}
 			return ok
 		}
-		_, ok := s.skipValue()
+		_, ok := s.SkipValue()
 		return ok
 	}) {
 		return chunkInfo{}, false
 	}
-	s.ws()
+	s.Skip()
 	return info, s.I == len(s.B)
 }
 
 func (s *scanner) choices(info *chunkInfo) bool {
-	if s.null() {
+	if s.Null() {
 		return true
 	}
-	if !s.consume('[') {
+	if !s.Is('[') {
 		return false
 	}
-	s.ws()
-	if s.consume(']') {
+	s.Skip()
+	if s.Is(']') {
 		return true
 	}
 	for {
-		s.ws()
+		s.Skip()
 		if !s.choice(info) {
 			return false
 		}
-		s.ws()
-		if s.consume(']') {
+		s.Skip()
+		if s.Is(']') {
 			return true
 		}
-		if !s.consume(',') {
+		if !s.Is(',') {
 			return false
 		}
 	}
 }
 
 func (s *scanner) choice(info *chunkInfo) bool {
-	if s.null() {
+	if s.Null() {
 		return true
 	}
 	return s.objectMembers(func(key []byte) bool {
@@ -118,7 +118,7 @@ func (s *scanner) choice(info *chunkInfo) bool {
 			info.finished = info.finished || !null
 			return ok
 		case fold(key, "delta"):
-			if s.null() {
+			if s.Null() {
 				return true
 			}
 			return s.objectMembers(func(key []byte) bool {
@@ -127,15 +127,15 @@ func (s *scanner) choice(info *chunkInfo) bool {
 					fold(key, "reasoning"):
 					return s.contentString(info)
 				case fold(key, "tool_calls"):
-					null, ok := s.skipValue()
+					null, ok := s.SkipValue()
 					info.content = info.content || !null
 					return ok
 				}
-				_, ok := s.skipValue()
+				_, ok := s.SkipValue()
 				return ok
 			})
 		}
-		_, ok := s.skipValue()
+		_, ok := s.SkipValue()
 		return ok
 	})
 }
@@ -151,7 +151,7 @@ func (s *scanner) contentString(info *chunkInfo) bool {
 }
 
 func (s *scanner) usage(info *chunkInfo) bool {
-	if s.null() {
+	if s.Null() {
 		info.usage = nil
 		return true
 	}
@@ -163,7 +163,7 @@ func (s *scanner) usage(info *chunkInfo) bool {
 		case fold(key, "completion_tokens"):
 			return s.intOrNull(&u.CompletionTokens)
 		}
-		_, ok := s.skipValue()
+		_, ok := s.SkipValue()
 		return ok
 	}) {
 		return false
@@ -176,28 +176,22 @@ func (s *scanner) usage(info *chunkInfo) bool {
 // they do not handle exactly like encoding/json, and the caller then falls back to it.
 type scanner struct{ jsoncursor.Cursor }
 
-func (s *scanner) ws()                             { s.Skip() }
-func (s *scanner) consume(c byte) bool             { return s.Is(c) }
-func (s *scanner) null() bool                      { return s.Null() }
-func (s *scanner) skipValue() (null bool, ok bool) { return s.SkipValue() }
-func (s *scanner) key() ([]byte, bool)             { return s.PlainString() }
-
 // objectMembers reads an object, calling member with each key (positioned at its value).
 // Keys must be plain ASCII without escapes and must not repeat (case-insensitively, as
 // encoding/json matches them), which keeps "last one wins" questions away from the fast path.
 func (s *scanner) objectMembers(member func(key []byte) bool) bool {
-	if !s.consume('{') {
+	if !s.Is('{') {
 		return false
 	}
 	var seen [16][]byte
 	n := 0
-	s.ws()
-	if s.consume('}') {
+	s.Skip()
+	if s.Is('}') {
 		return true
 	}
 	for {
-		s.ws()
-		key, ok := s.key()
+		s.Skip()
+		key, ok := s.PlainString()
 		if !ok {
 			return false
 		}
@@ -211,19 +205,19 @@ func (s *scanner) objectMembers(member func(key []byte) bool) bool {
 		}
 		seen[n] = key
 		n++
-		s.ws()
-		if !s.consume(':') {
+		s.Skip()
+		if !s.Is(':') {
 			return false
 		}
-		s.ws()
+		s.Skip()
 		if !member(key) {
 			return false
 		}
-		s.ws()
-		if s.consume('}') {
+		s.Skip()
+		if s.Is('}') {
 			return true
 		}
-		if !s.consume(',') {
+		if !s.Is(',') {
 			return false
 		}
 	}
@@ -248,7 +242,7 @@ func fold(key []byte, name string) bool {
 // plainString reads null or a string without escapes (control characters and non-ASCII bytes
 // are left to encoding/json).
 func (s *scanner) plainString() (v string, null bool, ok bool) {
-	if s.null() {
+	if s.Null() {
 		return "", true, true
 	}
 	b, ok := s.PlainString()
@@ -257,7 +251,7 @@ func (s *scanner) plainString() (v string, null bool, ok bool) {
 
 // stringOrNull validates a string (any valid escapes, any bytes >= 0x20) or null.
 func (s *scanner) stringOrNull() (null bool, ok bool) {
-	if s.null() {
+	if s.Null() {
 		return true, true
 	}
 	return false, s.SkipString()
@@ -265,7 +259,7 @@ func (s *scanner) stringOrNull() (null bool, ok bool) {
 
 // intOrNull reads null (leaving *dst nil) or a plain integer of at most 15 digits.
 func (s *scanner) intOrNull(dst **int) bool {
-	if s.null() {
+	if s.Null() {
 		*dst = nil
 		return true
 	}
