@@ -29,9 +29,9 @@ type replayer struct {
 }
 
 // schedule parses the task's trace through its format's module, keeping the window and applying
-// the scale factor, into a spool in dir (the task's folder), so a million-request trace costs
-// memory only for each record's offset. The caller closes the schedule, which removes the spool.
-func (p *replayer) schedule(ctx context.Context, t *simtask.Task, dir string) (*traceSchedule, error) {
+// the scale factor, into a spool in the task's folder, so a million-request trace is held on
+// disk, not in memory. The caller closes the schedule, which removes the spool.
+func (p *replayer) schedule(ctx context.Context, t *simtask.Task) (*TraceSchedule, error) {
 	parser, err := p.host.Parser(t.Prompt.Trace.Format)
 	if err != nil {
 		return nil, fmt.Errorf("no parser module for %s: %w", t.Prompt.Trace.Format, err)
@@ -44,7 +44,7 @@ func (p *replayer) schedule(ctx context.Context, t *simtask.Task, dir string) (*
 		end := tr.StartSeconds + t.Simulation.DurationSeconds*max(tr.SynthesisSpeedupRatio, 1e-9)
 		opts.EndSeconds = &end
 	}
-	w, err := tracespool.Create(dir)
+	w, err := tracespool.Create(t.TaskDir)
 	if err != nil {
 		return nil, err
 	}
@@ -60,22 +60,29 @@ func (p *replayer) schedule(ctx context.Context, t *simtask.Task, dir string) (*
 	if err != nil {
 		return nil, err
 	}
-	return &traceSchedule{spool: spool, tracePath: tr.Path, fixedSchedule: tr.FixedSchedule}, nil
+	return NewTraceSchedule(spool, tr.Path, tr.FixedSchedule), nil
 }
 
-// traceSchedule is a parsed trace as the load engine's schedule: each spooled record becomes a
+// TraceSchedule is a parsed trace as the load engine's schedule: each spooled record becomes a
 // request when the engine loads it.
-type traceSchedule struct {
+type TraceSchedule struct {
 	spool         *tracespool.Spool
 	tracePath     string
 	fixedSchedule bool
 }
 
+// NewTraceSchedule serves the records of spool, parsed from the trace at tracePath, as
+// requests; without a fixed schedule every session starts at once and later turns follow their
+// previous turn. Closing it closes the spool.
+func NewTraceSchedule(spool *tracespool.Spool, tracePath string, fixedSchedule bool) *TraceSchedule {
+	return &TraceSchedule{spool: spool, tracePath: tracePath, fixedSchedule: fixedSchedule}
+}
+
 // Len implements loadgen.Schedule.
-func (s *traceSchedule) Len() int { return s.spool.Len() }
+func (s *TraceSchedule) Len() int { return s.spool.Len() }
 
 // Load implements loadgen.Schedule.
-func (s *traceSchedule) Load(i int, req *loadgen.Request) error {
+func (s *TraceSchedule) Load(i int, req *loadgen.Request) error {
 	var r wasmhost.TraceRequest
 	if err := s.spool.Read(i, &r); err != nil {
 		return err
@@ -85,10 +92,10 @@ func (s *traceSchedule) Load(i int, req *loadgen.Request) error {
 }
 
 // Close removes the spool.
-func (s *traceSchedule) Close() error { return s.spool.Close() }
+func (s *TraceSchedule) Close() error { return s.spool.Close() }
 
 // request converts a parsed trace record into a load-engine request.
-func (s *traceSchedule) request(r *wasmhost.TraceRequest) loadgen.Request {
+func (s *TraceSchedule) request(r *wasmhost.TraceRequest) loadgen.Request {
 	req := loadgen.Request{SessionID: r.SessionID, Turn: r.TurnIndex, ArrivalMs: r.ArrivalMs, DelayMs: r.DelayMs,
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, HashIDs: r.HashIDs, BlockSize: r.BlockSize,
 		Prompt: r.Prompt, Messages: r.Messages, Tools: r.Tools, Payload: r.Payload, Extra: r.Extra,
@@ -178,7 +185,7 @@ func (p *replayer) replay(ctx context.Context, run *Run) (events.TaskReplayed, e
 	if err := os.MkdirAll(t.TaskDir, 0o755); err != nil {
 		return out, err
 	}
-	schedule, err := p.schedule(ctx, t, t.TaskDir)
+	schedule, err := p.schedule(ctx, t)
 	if err != nil {
 		return out, err
 	}

@@ -46,7 +46,8 @@ func testReplayer(t *testing.T) *replayer {
 func scheduleOf(t *testing.T, p *replayer, task *simtask.Task) []loadgen.Request {
 	t.Helper()
 	dir := t.TempDir()
-	sched, err := p.schedule(context.Background(), task, dir)
+	task.TaskDir = dir
+	sched, err := p.schedule(context.Background(), task)
 	if err != nil {
 		t.Fatal(err)
 	}

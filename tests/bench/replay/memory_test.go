@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	tracereplayer "github.com/lensfn/lensfn/functions/trace-replayer"
 	"github.com/lensfn/lensfn/runtime/loadgen"
 	"github.com/lensfn/lensfn/runtime/tracespool"
 	"github.com/lensfn/lensfn/wasm-modules/abi"
@@ -41,7 +42,7 @@ func BenchmarkReplayMemory(b *testing.B) {
 				base := heapBytes()
 				peak := startPeakSampler(5 * time.Millisecond)
 				spool := spoolMooncakeLike(b, n)
-				var sched loadgen.Schedule = spooledSchedule{spool}
+				var sched loadgen.Schedule = tracereplayer.NewTraceSchedule(spool, "trace.jsonl", true) // the replayer's own conversion
 				if mode == "slice" {
 					all := make(loadgen.Requests, n)
 					for i := range all {
@@ -57,28 +58,12 @@ func BenchmarkReplayMemory(b *testing.B) {
 				}
 				runtime.KeepAlive(sched)
 				top := peak()
-				spool.Close()
+				_ = spool.Close()
 				b.ReportMetric(float64(top-base)/(1<<20), "peak-heap-MB")
 				b.ReportMetric(float64(st.Sent), "sent")
 			}
 		})
 	}
-}
-
-// spooledSchedule converts spooled records the way the trace replayer does.
-type spooledSchedule struct{ spool *tracespool.Spool }
-
-func (s spooledSchedule) Len() int { return s.spool.Len() }
-
-func (s spooledSchedule) Load(i int, r *loadgen.Request) error {
-	var tr abi.TraceRequest
-	if err := s.spool.Read(i, &tr); err != nil {
-		return err
-	}
-	*r = loadgen.Request{ArrivalMs: tr.ArrivalMs, InputTokens: tr.InputTokens, OutputTokens: tr.OutputTokens,
-		HashIDs: tr.HashIDs, BlockSize: tr.BlockSize, ContextMode: loadgen.ContextMode(tr.ContextMode),
-		Metadata: map[string]any{"recorded_ms": tr.RecordedMs, "line": tr.Line}}
-	return nil
 }
 
 func spoolMooncakeLike(b *testing.B, n int) *tracespool.Spool {
