@@ -148,3 +148,12 @@ func SecondsToMs(s float64) float64 {
 func FieldError(field string, err error) error {
 	return fmt.Errorf("field %q: %w", field, err)
 }
+
+// ParserDescriptor is a trace parser's self-description at the current ABI version. windowed
+// says whether the format sits on one timeline, so that a trace range and a scale factor apply
+// (every format but those whose traces each keep their own time origin).
+func ParserDescriptor(name, version, description string, windowed bool) abi.Descriptor {
+	return abi.Descriptor{ABIVersion: abi.Version, Kind: abi.KindTraceParser, Name: name, Version: version,
+		Description:  description,
+		Capabilities: map[string]bool{abi.CapabilityTraceRange: windowed, abi.CapabilityScaleFactor: windowed}}
+}

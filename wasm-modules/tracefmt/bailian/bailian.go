@@ -18,9 +18,7 @@ const (
 
 // Descriptor is what the module reports through lens_describe.
 func Descriptor() abi.Descriptor {
-	return abi.Descriptor{ABIVersion: abi.Version, Kind: abi.KindTraceParser, Name: Name, Version: Version,
-		Description:  "Alibaba Bailian JSONL trace (seconds, 16-token hash blocks, parent_chat_id sessions)",
-		Capabilities: map[string]bool{abi.CapabilityTraceRange: true, abi.CapabilityScaleFactor: true}}
+	return tracefmt.ParserDescriptor(Name, Version, "Alibaba Bailian JSONL trace (seconds, 16-token hash blocks, parent_chat_id sessions)", true)
 }
 
 // Parser parses one Bailian JSONL source. Times are normalised to ms since the first row.

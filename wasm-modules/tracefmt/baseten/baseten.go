@@ -24,9 +24,7 @@ const (
 
 // Descriptor is what the module reports through lens_describe.
 func Descriptor() abi.Descriptor {
-	return abi.Descriptor{ABIVersion: abi.Version, Kind: abi.KindTraceParser, Name: Name, Version: Version,
-		Description:  "Baseten completion logs in Parquet (Unix ms, literal prompts, optional KV block hashes)",
-		Capabilities: map[string]bool{abi.CapabilityTraceRange: true, abi.CapabilityScaleFactor: true}}
+	return tracefmt.ParserDescriptor(Name, Version, "Baseten completion logs in Parquet (Unix ms, literal prompts, optional KV block hashes)", true)
 }
 
 // MaxSourceBytes bounds one buffered source.

@@ -19,9 +19,7 @@ const (
 
 // Descriptor is what the module reports through lens_describe.
 func Descriptor() abi.Descriptor {
-	return abi.Descriptor{ABIVersion: abi.Version, Kind: abi.KindTraceParser, Name: Name, Version: Version,
-		Description:  "BurstGPT CSV (Timestamp seconds, Request/Response tokens; one request per row)",
-		Capabilities: map[string]bool{abi.CapabilityTraceRange: true, abi.CapabilityScaleFactor: true}}
+	return tracefmt.ParserDescriptor(Name, Version, "BurstGPT CSV (Timestamp seconds, Request/Response tokens; one request per row)", true)
 }
 
 // Column names the parser reads; others (Total tokens, Session ID, Elapsed time) are ignored.

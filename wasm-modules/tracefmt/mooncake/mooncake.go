@@ -19,9 +19,7 @@ const (
 
 // Descriptor is what the module reports through lens_describe.
 func Descriptor() abi.Descriptor {
-	return abi.Descriptor{ABIVersion: abi.Version, Kind: abi.KindTraceParser, Name: Name, Version: Version,
-		Description:  "Mooncake JSONL trace (ms timestamps, 512-token hash blocks)",
-		Capabilities: map[string]bool{abi.CapabilityTraceRange: true, abi.CapabilityScaleFactor: true}}
+	return tracefmt.ParserDescriptor(Name, Version, "Mooncake JSONL trace (ms timestamps, 512-token hash blocks)", true)
 }
 
 type session struct {

@@ -21,9 +21,7 @@ const (
 // Descriptor is what the module reports through lens_describe. Every trace has its own
 // time origin, so neither a trace range nor a scale factor applies (as in llm-d-lens).
 func Descriptor() abi.Descriptor {
-	return abi.Descriptor{ABIVersion: abi.Version, Kind: abi.KindTraceParser, Name: Name, Version: Version,
-		Description:  "WEKA agentic-coding traces (one JSON trace per file or a JSONL of traces; subagent sessions)",
-		Capabilities: map[string]bool{abi.CapabilityTraceRange: false, abi.CapabilityScaleFactor: false}}
+	return tracefmt.ParserDescriptor(Name, Version, "WEKA agentic-coding traces (one JSON trace per file or a JSONL of traces; subagent sessions)", false)
 }
 
 // MaxTraceBytes bounds one buffered trace.
