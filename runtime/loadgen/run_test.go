@@ -462,6 +462,13 @@ func TestNoGoroutinesOutliveTheRun(t *testing.T) {
 		schedule[i] = loadgen.Request{ArrivalMs: f64(float64(i % 20)), SessionID: string(rune('a' + i%7)), Turn: i}
 	}
 	run(t, cfg, schedule)
+	expectGoroutinesBackTo(t, before)
+}
+
+// expectGoroutinesBackTo waits up to 2 s for the goroutine count to fall back to before (with
+// room for the runtime's own two) and fails the test if it does not.
+func expectGoroutinesBackTo(t *testing.T, before int) {
+	t.Helper()
 	deadline := time.Now().Add(2 * time.Second)
 	for runtime.NumGoroutine() > before+2 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)

@@ -167,13 +167,7 @@ func TestStoppingMidSubagentEndsEveryGoroutine(t *testing.T) {
 	if st.Sent != 2 || st.NotSent != 3 {
 		t.Errorf("stats %+v: want p/0 and the in-flight child sent, the rest not", st)
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for runtime.NumGoroutine() > before+2 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if after := runtime.NumGoroutine(); after > before+2 {
-		t.Errorf("%d goroutines before, %d after", before, after)
-	}
+	expectGoroutinesBackTo(t, before)
 }
 
 func TestSubagentLinksAreValidated(t *testing.T) {
