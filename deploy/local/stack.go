@@ -33,6 +33,9 @@ type Options struct {
 	Env map[string]string
 	// Only, when non-empty, starts just these services.
 	Only []string
+	// Auth is LENS_AUTH for every function: "required", or "off"; empty means off when the
+	// ingress listens on loopback only and required otherwise.
+	Auth string
 	// ReadyTimeout bounds the wait for every function's readiness probe; default 90s.
 	ReadyTimeout time.Duration
 	Log          func(format string, args ...any)
@@ -60,6 +63,20 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	}
 	if opts.Log == nil {
 		opts.Log = func(string, ...any) {}
+	}
+	if opts.Addr == "" {
+		opts.Addr = "127.0.0.1:8080"
+	}
+	if opts.Auth == "" {
+		opts.Auth = "required"
+		if loopbackAddr(opts.Addr) {
+			opts.Auth = "off"
+		}
+	}
+	if opts.Auth == "off" {
+		opts.Log("WARNING: AUTHENTICATION IS OFF (LENS_AUTH=off): anyone who can reach %s can create, stop and delete tasks. "+
+			"The stack listens on loopback only and refuses other Host and Origin headers; set LENS_AUTH=required to need tokens "+
+			"(bin/lensfn-local token create --data-dir DIR --scopes ...)", opts.Addr)
 	}
 	m, err := LoadManifests(opts.ManifestDir)
 	if err != nil {
@@ -237,6 +254,8 @@ func (s *Stack) startIngress() error {
 				target, _ := url.Parse(s.procs[name].url())
 				r.SetURL(target)
 				r.SetXForwarded()
+				// The function checks the Host the client used, as behind a cluster ingress.
+				r.Out.Host = r.In.Host
 			},
 			FlushInterval: -1, // stream downloads and progress as they come
 			ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
@@ -250,9 +269,6 @@ func (s *Stack) startIngress() error {
 		mux.Handle(prefix, proxy)
 	}
 	addr := s.opts.Addr
-	if addr == "" {
-		addr = "127.0.0.1:8080"
-	}
 	url, err := s.serve(addr, mux)
 	if err != nil {
 		return fmt.Errorf("ingress on %s: %w", addr, err)
@@ -292,6 +308,8 @@ func (s *Stack) startFunction(svc Service) error {
 		"LENS_DATA_DIR": s.opts.DataDir, "LENS_BUILTIN_MODULE_DIR": s.opts.ModuleDir,
 		"LENS_CACHE_DIR": filepath.Join(s.opts.DataDir, "cache"), "LENS_DRAIN_QUIET_PERIOD": "500ms",
 		"POD_NAME": svc.Name + "-local", "K_LOGGING_CONFIG": "", "LENS_SECRET_KEY": s.secretKey,
+		// Every function binds loopback and answers loopback names only (DNS rebinding).
+		"LENS_LISTEN_HOST": "127.0.0.1", "LENS_ALLOWED_HOSTS": loopbackHosts, "LENS_AUTH": s.opts.Auth,
 	} {
 		env[k] = v
 	}
@@ -346,6 +364,22 @@ func loadSecretKey(path string) (string, error) {
 	}
 	key := secret.NewKey()
 	return key, os.WriteFile(path, []byte(key+"\n"), 0o600)
+}
+
+// loopbackHosts are the names a loopback stack answers to.
+const loopbackHosts = "127.0.0.1,localhost,::1"
+
+// loopbackAddr says whether a listen address binds loopback only.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func freePort() (int, error) {

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/runtime/auth"
 	"github.com/lensfn/lensfn/runtime/cloudevent"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/problem"
@@ -62,26 +63,25 @@ func New(d fn.Deps, parsers TraceParsers) (*fn.Function, *API, error) {
 		a.announce(ctx, ds, res)
 	}
 
-	mux := http.NewServeMux()
-	mux.Handle("GET /api/simulation/backends", fn.Handle(a.listBackends))
-	mux.Handle("GET /api/simulation/scenarios", fn.Handle(a.listScenarios))
-	mux.Handle("POST /api/simulation/models/discover", fn.Handle(a.discover))
-	mux.Handle("GET /api/simulation/trace-datasets", fn.Handle(a.listDatasets))
-	mux.Handle("POST /api/simulation/trace-datasets/download", fn.Handle(a.download))
-	mux.Handle("GET /api/simulation/trace-datasets/{name}/timeline", fn.Handle(a.timeline))
-	mux.Handle("POST /api/simulation/tasks", fn.Handle(a.createTask))
-	mux.Handle("GET /api/simulation/tasks", fn.Handle(a.listTasks))
-	mux.Handle("GET /api/simulation/tasks/{id}", fn.Handle(a.getTask))
-	mux.Handle("DELETE /api/simulation/tasks/{id}", fn.Handle(a.deleteTask))
-	mux.Handle("POST /api/simulation/tasks/{id}/stop", fn.Handle(a.stopTask))
-	mux.Handle("POST /api/simulation/tasks/{id}/rerun", fn.Handle(a.rerunTask))
-	mux.Handle("GET /api/simulation/tasks/{id}/artifacts/{kind}", fn.Handle(a.downloadArtifact))
-	mux.Handle("GET /api/simulation/tasks/{id}/response-code-issues", fn.Handle(a.responseCodeIssues))
-	mux.Handle("/", fn.Handle(func(w http.ResponseWriter, r *http.Request) error {
-		return problem.New(problem.CodeNotFound, "no route %s %s", r.Method, r.URL.Path)
-	}))
+	read, run := auth.SimulationRead, auth.SimulationRun
+	routes := []fn.Route{
+		{Method: "GET", Path: "/api/simulation/backends", Scope: read, Handler: fn.Handle(a.listBackends)},
+		{Method: "GET", Path: "/api/simulation/scenarios", Scope: read, Handler: fn.Handle(a.listScenarios)},
+		{Method: "POST", Path: "/api/simulation/models/discover", Scope: run, Handler: fn.Handle(a.discover)},
+		{Method: "GET", Path: "/api/simulation/trace-datasets", Scope: read, Handler: fn.Handle(a.listDatasets)},
+		{Method: "POST", Path: "/api/simulation/trace-datasets/download", Scope: run, Handler: fn.Handle(a.download)},
+		{Method: "GET", Path: "/api/simulation/trace-datasets/{name}/timeline", Scope: read, Handler: fn.Handle(a.timeline)},
+		{Method: "POST", Path: "/api/simulation/tasks", Scope: run, Handler: fn.Handle(a.createTask)},
+		{Method: "GET", Path: "/api/simulation/tasks", Scope: read, Handler: fn.Handle(a.listTasks)},
+		{Method: "GET", Path: "/api/simulation/tasks/{id}", Scope: read, Handler: fn.Handle(a.getTask)},
+		{Method: "DELETE", Path: "/api/simulation/tasks/{id}", Scope: run, Handler: fn.Handle(a.deleteTask)},
+		{Method: "POST", Path: "/api/simulation/tasks/{id}/stop", Scope: run, Handler: fn.Handle(a.stopTask)},
+		{Method: "POST", Path: "/api/simulation/tasks/{id}/rerun", Scope: run, Handler: fn.Handle(a.rerunTask)},
+		{Method: "GET", Path: "/api/simulation/tasks/{id}/artifacts/{kind}", Scope: read, Handler: fn.Handle(a.downloadArtifact)},
+		{Method: "GET", Path: "/api/simulation/tasks/{id}/response-code-issues", Scope: read, Handler: fn.Handle(a.responseCodeIssues)},
+	}
 	return &fn.Function{
-		Routes: mux,
+		Routes: routes,
 		Events: map[string]cloudevent.Handler{Consumes[0]: a.onDatasetDownloaded},
 	}, a, nil
 }

@@ -98,6 +98,7 @@ func newHarness(t *testing.T, extraEnv map[string]string) *harness {
 	srv := httptest.NewServer(s.Handler)
 	t.Cleanup(srv.Close)
 	h.url, h.server = srv.URL, s
+	fntest.AuthorizeDefaultClient(t, s)
 	return h
 }
 

@@ -70,6 +70,7 @@ func TestCreateTaskQueuesItAndHidesTheKey(t *testing.T) {
 	h, sink, endpoint := taskHarness(t)
 	var out created
 	req, _ := http.NewRequest(http.MethodPost, h.url+"/api/simulation/tasks", strings.NewReader(createBody(endpoint, "")))
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

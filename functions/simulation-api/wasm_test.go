@@ -34,6 +34,7 @@ func TestTimelineThroughTheWASMParser(t *testing.T) {
 	defer s.Close(context.Background())
 	srv := httptest.NewServer(s.Handler)
 	defer srv.Close()
+	fntest.AuthorizeDefaultClient(t, s)
 
 	var tl simulationapi.Timeline
 	if code := call(t, "GET", srv.URL+"/api/simulation/trace-datasets/mooncake-conversation/timeline", "", &tl); code != 200 {
@@ -88,6 +89,7 @@ func TestUserModulesAppearInTheCatalogue(t *testing.T) {
 	defer s.Close(context.Background())
 	srv := httptest.NewServer(s.Handler)
 	defer srv.Close()
+	fntest.AuthorizeDefaultClient(t, s)
 	var backends struct {
 		Backends []simulationapi.Backend `json:"backends"`
 	}

@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lensfn/lensfn/runtime/auth"
+	"github.com/lensfn/lensfn/runtime/egress"
 )
 
 // Config is the environment of a function, read once at start and never changed.
@@ -44,6 +47,24 @@ type Config struct {
 	DrainQuietPeriod time.Duration
 	// ShutdownTimeout bounds the whole graceful shutdown (LENS_SHUTDOWN_TIMEOUT, default 30s).
 	ShutdownTimeout time.Duration
+	// ListenHost is the address the server binds (LENS_LISTEN_HOST; empty: every interface, as
+	// Knative needs; the local stack sets 127.0.0.1).
+	ListenHost string
+	// Auth says whether routes that declare a scope need a bearer token (LENS_AUTH, default
+	// required; off only where the network is trusted, as the loopback local stack is).
+	Auth AuthMode
+	// BootstrapTokenSHA256 is the hex SHA-256 of a token carrying every scope
+	// (LENS_BOOTSTRAP_TOKEN_SHA256, from a Kubernetes Secret).
+	BootstrapTokenSHA256 string
+	// AllowedHosts, when set, are the only Host names a scoped route answers (LENS_ALLOWED_HOSTS,
+	// comma-separated; DNS rebinding). Origin, when sent, must name one of them or the Host.
+	AllowedHosts []string
+	// AllowedOrigins are further browser origins that may call the API (LENS_ALLOWED_ORIGINS,
+	// comma-separated, e.g. https://ui.example.com).
+	AllowedOrigins []string
+	// Endpoints is the operator's policy for user-given endpoints (LENS_ENDPOINT_ALLOW,
+	// LENS_ENDPOINT_DENY).
+	Endpoints egress.Rules
 
 	getenv func(string) string
 }
@@ -96,6 +117,22 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	if c.ShutdownTimeout, err = durationVar(getenv, "LENS_SHUTDOWN_TIMEOUT", 30*time.Second); err != nil {
 		return c, err
 	}
+	c.ListenHost = getenv("LENS_LISTEN_HOST")
+	switch mode := AuthMode(strings.ToLower(orDefault(getenv("LENS_AUTH"), string(AuthRequired)))); mode {
+	case AuthRequired, AuthOff:
+		c.Auth = mode
+	default:
+		return c, fmt.Errorf("LENS_AUTH %q is not one of required, off", getenv("LENS_AUTH"))
+	}
+	c.BootstrapTokenSHA256 = strings.ToLower(strings.TrimSpace(getenv("LENS_BOOTSTRAP_TOKEN_SHA256")))
+	if c.BootstrapTokenSHA256 != "" && !auth.ValidBootstrapHash(c.BootstrapTokenSHA256) {
+		return c, fmt.Errorf("LENS_BOOTSTRAP_TOKEN_SHA256 is not 64 hex characters (printf %%s \"$TOKEN\" | sha256sum)")
+	}
+	c.AllowedHosts = listVar(getenv("LENS_ALLOWED_HOSTS"))
+	c.AllowedOrigins = listVar(getenv("LENS_ALLOWED_ORIGINS"))
+	if c.Endpoints, err = egress.ParseRules(getenv("LENS_ENDPOINT_ALLOW"), getenv("LENS_ENDPOINT_DENY")); err != nil {
+		return c, err
+	}
 	switch strings.ToLower(c.LogLevel) {
 	case "debug", "info", "warn", "error":
 	default:
@@ -103,6 +140,14 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	return c, nil
 }
+
+// AuthMode is LENS_AUTH.
+type AuthMode string
+
+const (
+	AuthRequired AuthMode = "required"
+	AuthOff      AuthMode = "off"
+)
 
 // Env returns a function-specific variable from the environment the config was loaded from,
 // so function configs are read in the same single pass at start.
@@ -121,6 +166,16 @@ func orDefault(v, def string) string {
 		return def
 	}
 	return v
+}
+
+func listVar(raw string) []string {
+	var out []string
+	for _, part := range strings.Split(raw, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
 }
 
 func intVar(getenv func(string) string, name string, def int) (int, error) {

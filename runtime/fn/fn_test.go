@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/runtime/auth"
 	"github.com/lensfn/lensfn/runtime/cloudevent"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/problem"
@@ -69,8 +70,7 @@ type echo struct {
 
 func testBuilder(handled *atomic.Int32) fn.Builder {
 	return func(_ context.Context, d fn.Deps) (*fn.Function, error) {
-		mux := http.NewServeMux()
-		mux.Handle("POST /api/echo/{id}", fn.Handle(func(w http.ResponseWriter, r *http.Request) error {
+		echoHandler := fn.Handle(func(w http.ResponseWriter, r *http.Request) error {
 			var in echo
 			if err := fn.DecodeJSON(r, &in, false); err != nil {
 				return err
@@ -80,16 +80,40 @@ func testBuilder(handled *atomic.Int32) fn.Builder {
 			}
 			fn.WriteJSON(w, http.StatusOK, map[string]string{"id": r.PathValue("id"), "name": in.Name})
 			return nil
-		}))
-		return &fn.Function{Routes: mux, Events: map[string]cloudevent.Handler{
+		})
+		read := fn.Handle(func(w http.ResponseWriter, r *http.Request) error {
+			fn.WriteJSON(w, http.StatusOK, map[string]string{"id": r.PathValue("id")})
+			return nil
+		})
+		return &fn.Function{Routes: []fn.Route{
+			{Method: "POST", Path: "/api/echo/{id}", Scope: auth.SimulationRun, Handler: echoHandler},
+			{Method: "GET", Path: "/api/echo/{id}", Scope: auth.SimulationRead, Handler: read},
+			{Method: "DELETE", Path: "/api/echo/{id}", Scope: auth.SimulationRun, Handler: read},
+			{Method: "POST", Path: "/api/small", Scope: auth.SimulationRun, Handler: echoHandler, MaxBodyBytes: 64},
+		}, Events: map[string]cloudevent.Handler{
 			events.TypeDatasetDownloaded: func(context.Context, cloudevent.Event) error { handled.Add(1); return nil },
 		}}, nil
 	}
 }
 
+// testServer is a function served over httptest with a token carrying every scope.
+type testServer struct {
+	*httptest.Server
+	fn    *fn.Server
+	token string
+}
+
 func newServer(t *testing.T, handled *atomic.Int32) *httptest.Server {
+	return newTestServer(t, handled, nil).Server
+}
+
+func newTestServer(t *testing.T, handled *atomic.Int32, extra map[string]string) *testServer {
 	t.Helper()
-	cfg, err := fn.LoadConfig(env(storeEnv(t, map[string]string{"HOME": t.TempDir()})))
+	e := storeEnv(t, map[string]string{"HOME": t.TempDir()})
+	for k, v := range extra {
+		e[k] = v
+	}
+	cfg, err := fn.LoadConfig(env(e))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +124,15 @@ func newServer(t *testing.T, handled *atomic.Int32) *httptest.Server {
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
 	srv := httptest.NewServer(s.Handler)
 	t.Cleanup(srv.Close)
-	return srv
+	token, _, err := s.Deps.Tokens.Create(context.Background(), "test", auth.Scopes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testServer{Server: srv, fn: s, token: token}
+}
+
+func jsonAuth(bearer string) map[string]string {
+	return map[string]string{"Content-Type": "application/json", "Authorization": bearer}
 }
 
 func do(t *testing.T, method, url, body string, header map[string]string) (*http.Response, string) {
@@ -119,18 +151,20 @@ func do(t *testing.T, method, url, body string, header map[string]string) (*http
 }
 
 func TestServerRoutesProbesAndErrors(t *testing.T) {
-	srv := newServer(t, new(atomic.Int32))
+	ts := newTestServer(t, new(atomic.Int32), nil)
+	srv := ts.Server
+	bearer := "Bearer " + ts.token
 	cases := []struct {
 		name, method, path, body string
 		header                   map[string]string
 		status                   int
 		contains                 string
 	}{
-		{"route", "POST", "/api/echo/7", `{"name":"x"}`, nil, 200, `"id":"7"`},
-		{"unknown field is 422", "POST", "/api/echo/7", `{"name":"x","extra":1}`, nil, 422, `"extra_forbidden"`},
-		{"wrong type is 422", "POST", "/api/echo/7", `{"name":5}`, nil, 422, `"type_error"`},
-		{"empty body is 422", "POST", "/api/echo/7", ``, nil, 422, `"missing"`},
-		{"semantic error is 400", "POST", "/api/echo/7", `{"name":""}`, nil, 400, `"bad_request"`},
+		{"route", "POST", "/api/echo/7", `{"name":"x"}`, jsonAuth(bearer), 200, `"id":"7"`},
+		{"unknown field is 422", "POST", "/api/echo/7", `{"name":"x","extra":1}`, jsonAuth(bearer), 422, `"extra_forbidden"`},
+		{"wrong type is 422", "POST", "/api/echo/7", `{"name":5}`, jsonAuth(bearer), 422, `"type_error"`},
+		{"empty body is 422", "POST", "/api/echo/7", ``, jsonAuth(bearer), 422, `"missing"`},
+		{"semantic error is 400", "POST", "/api/echo/7", `{"name":""}`, jsonAuth(bearer), 400, `"bad_request"`},
 		{"healthz", "GET", "/healthz", ``, nil, 200, "ok"},
 		{"readyz checks the store", "GET", "/readyz", ``, nil, 200, "ready"},
 		{"kubelet probe", "GET", "/anything", ``, map[string]string{"User-Agent": "kube-probe/1.29"}, 200, ""},
@@ -204,7 +238,7 @@ func TestRunDrainsInFlightRequestsOnShutdown(t *testing.T) {
 			<-release
 			_, _ = w.Write([]byte("done"))
 		})
-		return &fn.Function{Routes: mux}, nil
+		return &fn.Function{Routes: []fn.Route{{Method: "GET", Path: "/slow", Scope: auth.Public, Handler: mux}}}, nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	runErr := make(chan error, 1)

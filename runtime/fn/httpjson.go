@@ -12,25 +12,32 @@ import (
 	"github.com/lensfn/lensfn/runtime/problem"
 )
 
-// MaxBodyBytes caps request bodies read by DecodeJSON.
-const MaxBodyBytes = 1 << 20
+// MaxJSONDepth bounds the nesting of a request body: deeper documents are 422 before they are
+// decoded (or stored, and poison every client that reads them back).
+const MaxJSONDepth = 32
 
-// DecodeJSON reads a JSON request body into v. Unknown fields, wrong types, trailing data and
-// malformed JSON are 422 with a structured detail naming the field; a body over MaxBodyBytes is
-// 413. An empty body decodes as {} when allowEmpty is set (optional bodies).
+// DecodeJSON reads a JSON request body into v. Unknown fields, wrong types, trailing data,
+// nesting deeper than MaxJSONDepth and malformed JSON are 422 with a structured detail naming
+// the field; a body over the route's MaxBodyBytes is 413. An empty body decodes as {} when
+// allowEmpty is set (optional bodies).
 func DecodeJSON(r *http.Request, v any, allowEmpty bool) error {
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	limit := bodyLimit(r.Context())
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) || int64(len(body)) > limit {
+		return problem.New(problem.CodeTooLarge, "the request body exceeds %d bytes", limit)
+	}
 	if err != nil {
 		return problem.Wrap(problem.CodeBadRequest, err, "the request body could not be read")
-	}
-	if len(body) > MaxBodyBytes {
-		return problem.New(problem.CodeTooLarge, "the request body exceeds %d bytes", MaxBodyBytes)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		if allowEmpty {
 			return nil
 		}
 		return problem.Validation(problem.Field("a JSON body is required", "missing", "body"))
+	}
+	if depth := JSONDepth(body); depth > MaxJSONDepth {
+		return problem.Validation(problem.Field(fmt.Sprintf("JSON nested %d levels deep; at most %d are accepted", depth, MaxJSONDepth), "json_too_deep", "body"))
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -41,6 +48,33 @@ func DecodeJSON(r *http.Request, v any, allowEmpty bool) error {
 		return problem.Validation(problem.Field("unexpected data after the JSON value", "json_invalid", "body"))
 	}
 	return nil
+}
+
+// JSONDepth is the deepest nesting of objects and arrays in a JSON text (strings skipped), so
+// depth can be refused before a decoder recurses into it.
+func JSONDepth(data []byte) int {
+	depth, deepest, inString, escaped := 0, 0, false, false
+	for _, c := range data {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
 }
 
 func fieldErrorOf(err error) problem.FieldError {

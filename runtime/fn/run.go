@@ -15,7 +15,9 @@ import (
 	"knative.dev/pkg/network/handlers"
 	"knative.dev/pkg/signals"
 
+	"github.com/lensfn/lensfn/runtime/auth"
 	"github.com/lensfn/lensfn/runtime/cloudevent"
+	"github.com/lensfn/lensfn/runtime/egress"
 	"github.com/lensfn/lensfn/runtime/problem"
 	"github.com/lensfn/lensfn/runtime/state"
 	"github.com/lensfn/lensfn/runtime/state/redisstore"
@@ -32,13 +34,18 @@ type Deps struct {
 	Metrics *Metrics
 	Store   state.Store
 	Events  *cloudevent.Sender
+	// Egress is the operator's endpoint policy: every outbound call to a user-given endpoint
+	// goes through its Check and Client (or Transport).
+	Egress *egress.Policy
+	// Tokens verifies bearer tokens (and lets admin tools create them).
+	Tokens *auth.Tokens
 }
 
 // Function is what a Builder returns: its routes, the event types it consumes and its hooks.
 type Function struct {
-	// Routes serves the function's HTTP API; the runtime adds /healthz, /readyz, /metrics and
-	// /events in front of it.
-	Routes http.Handler
+	// Routes is the function's HTTP API. The runtime builds the mux from it, adds /healthz,
+	// /readyz, /metrics and /events, and checks each route's scope, body and browser headers.
+	Routes []Route
 	// Events maps each consumed CloudEvent type to its handler, served at POST /events.
 	Events map[string]cloudevent.Handler
 	// Ready, when set, adds a readiness condition (for example: modules compiled).
@@ -97,7 +104,11 @@ func NewServer(ctx context.Context, cfg Config, name string, build Builder) (_ *
 	if err != nil {
 		return nil, err
 	}
-	s.Deps = Deps{Config: cfg, Log: log, Metrics: metrics, Store: store, Events: sender}
+	s.Deps = Deps{Config: cfg, Log: log, Metrics: metrics, Store: store, Events: sender,
+		Egress: egress.New(cfg.Endpoints), Tokens: &auth.Tokens{Store: store, BootstrapSHA256: cfg.BootstrapTokenSHA256}}
+	if cfg.Auth == AuthOff {
+		log.Warnw("LENS_AUTH=off: every route answers without a token; only run this on a trusted network")
+	}
 	f, err := build(ctx, s.Deps)
 	if err != nil {
 		return nil, fmt.Errorf("build %s: %w", name, err)
@@ -105,7 +116,7 @@ func NewServer(ctx context.Context, cfg Config, name string, build Builder) (_ *
 	if f.Close != nil {
 		s.closers = append(s.closers, f.Close)
 	}
-	handler, err := assemble(log, metrics, store, f)
+	handler, err := assemble(s.Deps, f)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +147,7 @@ func Run(ctx context.Context, cfg Config, name string, build Builder) error {
 		return err
 	}
 	log := s.Deps.Log
-	listener, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(cfg.Port)))
+	listener, err := net.Listen("tcp", net.JoinHostPort(cfg.ListenHost, strconv.Itoa(cfg.Port)))
 	if err != nil {
 		return errors.Join(err, s.Close(ctx))
 	}
@@ -182,14 +193,17 @@ func openStore(ctx context.Context, cfg Config, m *Metrics, log *zap.SugaredLogg
 	return store, stop, nil
 }
 
-func assemble(log *zap.SugaredLogger, m *Metrics, store state.Store, f *Function) (http.Handler, error) {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write([]byte("ok\n"))
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { readiness(w, r, store, f) })
-	mux.Handle("GET /metrics", m.handler())
+func assemble(d Deps, f *Function) (http.Handler, error) {
+	log, m, store := d.Log, d.Metrics, d.Store
+	routes := []Route{
+		{Method: http.MethodGet, Path: "/healthz", Scope: auth.Public, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write([]byte("ok\n"))
+		})},
+		{Method: http.MethodGet, Path: "/readyz", Scope: auth.Public, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { readiness(w, r, store, f) })},
+		// Open like the probes, so Prometheus scrapes without a token; it carries counts only.
+		{Method: http.MethodGet, Path: "/metrics", Scope: auth.Public, Handler: m.handler()},
+	}
 	if len(f.Events) > 0 {
 		recv, err := cloudevent.NewReceiver(cloudevent.ReceiverConfig{
 			Handlers: f.Events, Dedupe: claimDeduper{store}, Observe: m.observeReceived,
@@ -198,17 +212,18 @@ func assemble(log *zap.SugaredLogger, m *Metrics, store state.Store, f *Function
 		if err != nil {
 			return nil, err
 		}
-		mux.Handle("POST /events", recv)
+		// The Broker sends no token; events are capped, validated and deduplicated instead.
+		routes = append(routes, Route{Method: http.MethodPost, Path: "/events", Scope: auth.Public, Handler: recv, MaxBodyBytes: MaxEventBytes})
 	}
-	if f.Routes != nil {
-		mux.Handle("/", f.Routes)
-	} else {
-		mux.Handle("/", Handle(func(http.ResponseWriter, *http.Request) error {
-			return problem.New(problem.CodeNotFound, "no such route")
-		}))
+	rt, err := newRouter(&guard{cfg: d.Config, tokens: d.Tokens, log: log}, append(routes, f.Routes...))
+	if err != nil {
+		return nil, err
 	}
-	return problem.WithRequestID(m.instrument(log, mux)), nil
+	return problem.WithRequestID(m.instrument(log, rt)), nil
 }
+
+// MaxEventBytes caps a CloudEvent delivered to /events: the catalogue's payloads are small.
+const MaxEventBytes = 1 << 20
 
 func readiness(w http.ResponseWriter, r *http.Request, store state.Store, f *Function) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)

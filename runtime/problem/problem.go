@@ -16,6 +16,8 @@ type Code string
 const (
 	CodeValidation     Code = "validation_error"     // 422: the body or query does not fit the schema
 	CodeBadRequest     Code = "bad_request"          // 400: well-formed, but semantically wrong
+	CodeUnauthorized   Code = "unauthorized"         // 401: no valid bearer token
+	CodeForbidden      Code = "forbidden"            // 403: the token lacks the scope, or Host/Origin is refused
 	CodeNotFound       Code = "not_found"            // 404
 	CodeConflict       Code = "conflict"             // 409: the record's state or owner forbids it
 	CodeMethod         Code = "method_not_allowed"   // 405
@@ -36,6 +38,8 @@ type codeInfo struct {
 var codes = map[Code]codeInfo{
 	CodeValidation:     {http.StatusUnprocessableEntity, "Request validation failed", false},
 	CodeBadRequest:     {http.StatusBadRequest, "Bad request", false},
+	CodeUnauthorized:   {http.StatusUnauthorized, "Unauthorized", false},
+	CodeForbidden:      {http.StatusForbidden, "Forbidden", false},
 	CodeNotFound:       {http.StatusNotFound, "Not found", false},
 	CodeConflict:       {http.StatusConflict, "Conflict", true},
 	CodeMethod:         {http.StatusMethodNotAllowed, "Method not allowed", false},

@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net/http"
 	"os"
 	"testing"
 
+	"github.com/lensfn/lensfn/runtime/auth"
 	"github.com/lensfn/lensfn/runtime/fn"
 )
 
@@ -49,4 +51,47 @@ func Deps(t testing.TB, name string, env map[string]string) fn.Deps {
 	}
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
 	return deps
+}
+
+// Token mints a token with scopes (every scope when none is given) in the server's store.
+func Token(t testing.TB, s *fn.Server, scopes ...auth.Scope) string {
+	t.Helper()
+	if len(scopes) == 0 {
+		scopes = auth.Scopes
+	}
+	secret, _, err := s.Deps.Tokens.Create(context.Background(), t.Name(), scopes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return secret
+}
+
+// BearerTransport adds Authorization: Bearer to every request that has none.
+type BearerTransport struct {
+	Token string
+	Base  http.RoundTripper // nil: http.DefaultTransport
+}
+
+func (b BearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	base := b.Base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if r.Header.Get("Authorization") == "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+b.Token)
+	}
+	return base.RoundTrip(r)
+}
+
+// AuthorizeDefaultClient makes http.DefaultClient (and so http.Get) send a token with every
+// scope to the server for the rest of the test, so API tests run with authentication on. It
+// changes a global: tests using it must not run in parallel.
+func AuthorizeDefaultClient(t testing.TB, s *fn.Server) string {
+	t.Helper()
+	token := Token(t, s)
+	saved := http.DefaultClient
+	http.DefaultClient = &http.Client{Transport: BearerTransport{Token: token}}
+	t.Cleanup(func() { http.DefaultClient = saved })
+	return token
 }

@@ -23,7 +23,7 @@ func main() {
 	if addr == "" {
 		addr = "127.0.0.1:8080"
 	}
-	opts := local.Options{Env: map[string]string{}}
+	opts := local.Options{Env: map[string]string{}, Auth: os.Getenv("LENS_AUTH")}
 	flag.StringVar(&opts.Addr, "addr", addr, "ingress address (LENS_ADDR)")
 	flag.StringVar(&opts.DataDir, "data", dataDir, "data directory (LENS_DATA_DIR)")
 	flag.StringVar(&opts.BinDir, "bin", "bin", "directory of the function binaries (make build)")
