@@ -66,6 +66,11 @@ type Config struct {
 	// InterTokenTimes adds every gap between content chunks (ms) to each record's metadata
 	// as "inter_token_ms"; off by default because it makes records long.
 	InterTokenTimes bool
+	// Concurrency, when > 0, makes the run closed loop: arrivals and delays are ignored, and
+	// exactly Concurrency requests are in flight (fewer only when fewer remain to send) until
+	// every request of the schedule has completed; each is sent as soon as a slot frees, in
+	// schedule order. A schedule with sessions is refused. Duration still stops new sends.
+	Concurrency int
 	// Client sends the requests; nil uses NewHTTPClient(). Its Timeout should be zero.
 	Client *http.Client
 	// Progress, when set, is updated live so another goroutine can report progress.
@@ -106,8 +111,8 @@ func (c Config) endpoint() (string, error) {
 	if c.Duration < 0 || c.GracePeriod < 0 || c.RequestTimeout < 0 {
 		return "", errors.New("loadgen: duration, grace period and request timeout must be >= 0")
 	}
-	if c.PrepareAhead < 0 || c.PromptCacheBytes < 0 || c.MaxResponseBytes < 0 {
-		return "", errors.New("loadgen: prepare-ahead, prompt cache and response caps must be >= 0")
+	if c.PrepareAhead < 0 || c.PromptCacheBytes < 0 || c.MaxResponseBytes < 0 || c.Concurrency < 0 {
+		return "", errors.New("loadgen: prepare-ahead, prompt cache, response caps and concurrency must be >= 0")
 	}
 	if c.Client != nil && c.Client.Timeout != 0 {
 		return "", errors.New("loadgen: the HTTP client must have no global timeout (use RequestTimeout)")
