@@ -9,6 +9,8 @@ import (
 
 	"github.com/lensfn/lensfn/deploy/local"
 	"github.com/lensfn/lensfn/events"
+	benchmarkrunner "github.com/lensfn/lensfn/functions/benchmark-runner"
+	evaluationapi "github.com/lensfn/lensfn/functions/evaluation-api"
 	resultanalyzer "github.com/lensfn/lensfn/functions/result-analyzer"
 	simulationapi "github.com/lensfn/lensfn/functions/simulation-api"
 	tracereplayer "github.com/lensfn/lensfn/functions/trace-replayer"
@@ -17,10 +19,12 @@ import (
 // consumers lists what each function consumes. A function missing here fails the test, so a new
 // function cannot skip the check.
 var consumers = map[string][]string{
-	simulationapi.Name:  simulationapi.Consumes,
-	tracereplayer.Name:  tracereplayer.Consumes,
-	resultanalyzer.Name: resultanalyzer.Consumes,
-	"inference-sim":     nil, // a target endpoint: HTTP only
+	simulationapi.Name:   simulationapi.Consumes,
+	tracereplayer.Name:   tracereplayer.Consumes,
+	resultanalyzer.Name:  resultanalyzer.Consumes,
+	evaluationapi.Name:   evaluationapi.Consumes,
+	benchmarkrunner.Name: benchmarkrunner.Consumes,
+	"inference-sim":      nil, // a target endpoint: HTTP only
 }
 
 const root = "../.."

@@ -1,0 +1,409 @@
+package benchmarkrunner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/runtime/cloudevent"
+	"github.com/lensfn/lensfn/runtime/evalrun"
+	"github.com/lensfn/lensfn/runtime/fn"
+	"github.com/lensfn/lensfn/runtime/secret"
+	"github.com/lensfn/lensfn/runtime/state"
+)
+
+// Name is the function's Knative Service name.
+const Name = "benchmark-runner"
+
+// Consumes lists the event types the function receives at /events.
+var Consumes = []string{events.TypeRunQueued}
+
+// Settings tune the runner (environment, read once at start).
+type Settings struct {
+	MaxConcurrent int           // LENS_MAX_CONCURRENT_RUNS, default 1
+	LeaseTTL      time.Duration // LENS_LEASE_TTL, default 15s; renewed every third of it
+	SweepInterval time.Duration // LENS_SWEEP_INTERVAL, default 2s: queue sweep and lost-runner checks
+	PollInterval  time.Duration // how often a run checks for a cancel, default 250ms
+	// ReportInterval is how often progress, live metrics and the heartbeat are written (1s).
+	ReportInterval time.Duration
+}
+
+func settingsFrom(c fn.Config) (Settings, error) {
+	s := Settings{MaxConcurrent: 1, LeaseTTL: 15 * time.Second, SweepInterval: 2 * time.Second,
+		PollInterval: 250 * time.Millisecond, ReportInterval: time.Second}
+	if v := c.Env("LENS_MAX_CONCURRENT_RUNS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 64 {
+			return s, fmt.Errorf("LENS_MAX_CONCURRENT_RUNS=%q is not an integer in 1-64", v)
+		}
+		s.MaxConcurrent = n
+	}
+	for name, dst := range map[string]*time.Duration{"LENS_LEASE_TTL": &s.LeaseTTL, "LENS_SWEEP_INTERVAL": &s.SweepInterval} {
+		if v := c.Env(name); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return s, fmt.Errorf("%s=%q is not a positive duration", name, v)
+			}
+			*dst = d
+		}
+	}
+	return s, nil
+}
+
+// Build is the function's fn.Builder.
+func Build(_ context.Context, d fn.Deps) (*fn.Function, error) {
+	s, err := settingsFrom(d.Config)
+	if err != nil {
+		return nil, err
+	}
+	sealer, err := secret.FromEnv(d.Config.Env("LENS_SECRET_KEY"))
+	if err != nil {
+		return nil, err
+	}
+	r := NewRunner(d, s, &evalrun.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir})
+	return &fn.Function{
+		Events: map[string]cloudevent.Handler{events.TypeRunQueued: r.onQueued},
+		Close:  r.Close,
+	}, nil
+}
+
+// Runner claims and executes benchmark runs.
+type Runner struct {
+	deps     fn.Deps
+	log      *fn.Logger
+	runs     *evalrun.Repo
+	settings Settings
+	slots    chan struct{}
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	running  map[string]context.CancelFunc
+	stop     context.CancelFunc
+	metrics  runnerMetrics
+}
+
+type runnerMetrics struct {
+	started  prometheus.Counter
+	finished *prometheus.CounterVec
+	active   prometheus.Gauge
+	lost     prometheus.Counter
+	requests *prometheus.CounterVec
+}
+
+func newRunnerMetrics(reg *prometheus.Registry) runnerMetrics {
+	m := runnerMetrics{
+		started: prometheus.NewCounter(prometheus.CounterOpts{Name: "lens_benchmark_runs_started_total",
+			Help: "Benchmark runs this instance claimed and started."}),
+		finished: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_benchmark_runs_finished_total",
+			Help: "Benchmark runs this instance finished, by status (succeeded, failed, cancelled, lease_lost)."}, []string{"status"}),
+		active: prometheus.NewGauge(prometheus.GaugeOpts{Name: "lens_benchmark_runs_active",
+			Help: "Benchmark runs executing on this instance now."}),
+		lost: prometheus.NewCounter(prometheus.CounterOpts{Name: "lens_benchmark_lost_runners_total",
+			Help: "Runs this instance failed because their runner's lease expired."}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_benchmark_requests_total",
+			Help: "Benchmark requests this instance completed, by outcome (success, failure)."}, []string{"outcome"}),
+	}
+	reg.MustRegister(m.started, m.finished, m.active, m.lost, m.requests)
+	return m
+}
+
+// NewRunner starts a runner with its sweep.
+func NewRunner(d fn.Deps, s Settings, runs *evalrun.Repo) *Runner {
+	ctx, stop := context.WithCancel(context.Background())
+	r := &Runner{deps: d, log: d.Log, runs: runs, settings: s, slots: make(chan struct{}, s.MaxConcurrent),
+		running: map[string]context.CancelFunc{}, stop: stop, metrics: newRunnerMetrics(d.Metrics.Registry)}
+	go r.sweep(ctx)
+	return r
+}
+
+func (r *Runner) owner() string { return r.deps.Config.InstanceID }
+
+func (r *Runner) onQueued(ctx context.Context, e cloudevent.Event) error {
+	var p events.RunQueued
+	if err := e.DecodeData(&p); err != nil {
+		return err
+	}
+	started, err := r.tryStart(ctx, p.RunID)
+	if err == nil && !started {
+		r.log.Debugw("run left for another runner or the sweep", "run", p.RunID)
+	}
+	return err
+}
+
+// claim is a run this instance holds the lease of.
+type claim struct {
+	mu    sync.Mutex
+	lease state.Lease
+}
+
+func (c *claim) Lease() state.Lease {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lease
+}
+
+func (c *claim) renewed(l state.Lease) {
+	c.mu.Lock()
+	c.lease = l
+	c.mu.Unlock()
+}
+
+func (c *claim) Fence() state.Fence { return c.Lease().Fence() }
+
+// tryStart claims the run and executes it in the background. False, without error, when the
+// run is no longer queued, another runner holds it, or every slot is busy.
+func (r *Runner) tryStart(ctx context.Context, id string) (bool, error) {
+	select {
+	case r.slots <- struct{}{}:
+	default:
+		return false, nil
+	}
+	// The event and the sweep can offer the same run at once; the lease cannot tell them
+	// apart (same owner), so the instance reserves the id first.
+	r.mu.Lock()
+	_, busy := r.running[id]
+	if !busy {
+		r.running[id] = nil
+	}
+	r.mu.Unlock()
+	started := false
+	defer func() {
+		if !started {
+			if !busy {
+				r.mu.Lock()
+				delete(r.running, id)
+				r.mu.Unlock()
+			}
+			<-r.slots
+		}
+	}()
+	if busy {
+		return false, nil
+	}
+	lease, err := r.deps.Store.AcquireLease(ctx, evalrun.LeaseName(id), r.owner(), r.settings.LeaseTTL)
+	if errors.Is(err, state.ErrLeaseHeld) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	owner, pid := r.owner(), os.Getpid()
+	now := evalrun.Now()
+	run, err := r.runs.Transition(ctx, id, []string{evalrun.StatusQueued}, evalrun.StatusRunning, lease.Fence(), func(run *evalrun.Run) error {
+		run.Set("started_at", now)
+		run.Set("heartbeat_at", now)
+		run.Set("owner_instance_id", owner)
+		run.Set("owner_pid", pid)
+		run.Set("progress_percent", 0)
+		run.Set("progress_message", "Starting")
+		return nil
+	})
+	if err != nil {
+		_ = r.deps.Store.ReleaseLease(context.WithoutCancel(ctx), lease)
+		if errors.Is(err, state.ErrInvalidTransition) || errors.Is(err, state.ErrNotFound) {
+			return false, nil
+		}
+		return false, err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	r.mu.Lock()
+	r.running[id] = cancel
+	r.mu.Unlock()
+	started = true
+	r.metrics.started.Inc()
+	r.metrics.active.Inc()
+	c := &claim{lease: lease}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer func() { <-r.slots }()
+		defer r.metrics.active.Dec()
+		defer cancel()
+		defer func() {
+			r.mu.Lock()
+			delete(r.running, id)
+			r.mu.Unlock()
+		}()
+		r.execute(runCtx, run, c)
+	}()
+	return true, nil
+}
+
+// execute runs the benchmark with the lease renewed, records the outcome and announces it.
+func (r *Runner) execute(ctx context.Context, run *evalrun.Run, c *claim) {
+	id := run.ID()
+	r.runs.Logf(ctx, id, "Started on %s", r.owner())
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	leaseCtx, stopLease := context.WithCancel(ctx)
+	kept := make(chan struct{})
+	go func() {
+		defer close(kept)
+		r.keepLease(leaseCtx, c, cancel)
+	}()
+	res := r.benchmark(ctx, run, c)
+	stopLease()
+	<-kept
+	if errors.Is(context.Cause(ctx), state.ErrLeaseLost) {
+		r.metrics.finished.WithLabelValues("lease_lost").Inc()
+		r.log.Warnw("lease lost: another instance owns the run now", "run", id)
+		return // the new owner or the sweep decides; our writes would be fenced anyway
+	}
+	r.finish(context.WithoutCancel(ctx), run, c, res)
+}
+
+// finish stores the outcome, releases the lease and emits run.finished.
+func (r *Runner) finish(ctx context.Context, run *evalrun.Run, c *claim, res *result) {
+	id := run.ID()
+	finished, err := r.runs.Transition(ctx, id, []string{evalrun.StatusRunning, evalrun.StatusCancelling}, res.status, c.Fence(), func(run *evalrun.Run) error {
+		res.apply(run)
+		return nil
+	})
+	if err != nil {
+		r.log.Errorw("could not record the run's outcome", "run", id, "status", res.status, "error", err)
+		return
+	}
+	r.metrics.finished.WithLabelValues(res.status).Inc()
+	if res.err != "" {
+		r.runs.Logf(ctx, id, "Finished %s: %s", res.status, res.err)
+	} else {
+		r.runs.Logf(ctx, id, "Finished %s", res.status)
+	}
+	_ = r.deps.Store.ReleaseLease(ctx, c.Lease())
+	r.announce(ctx, finished)
+}
+
+func (r *Runner) announce(ctx context.Context, run *evalrun.Run) {
+	var m evalrun.Metrics
+	run.Get("metrics", &m)
+	data := events.RunFinished{RunID: run.ID(), Status: run.Status(), Metrics: evalrun.Headline(m)}
+	if msg := run.String("error"); msg != "" {
+		data.Error = &msg
+	}
+	var sla events.SLAVerdict
+	if run.Get("sla", &sla) {
+		data.SLA = &sla
+	}
+	if err := r.deps.Events.Send(ctx, events.TypeRunFinished, run.ID()+"/finished", run.ID(), data); err != nil && !errors.Is(err, cloudevent.ErrNoSink) {
+		r.log.Warnw("run.finished not delivered", "run", run.ID(), "error", err)
+	}
+}
+
+// keepLease renews the lease; losing it cancels the run.
+func (r *Runner) keepLease(ctx context.Context, c *claim, cancel context.CancelCauseFunc) {
+	tick := time.NewTicker(r.settings.LeaseTTL / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			lease, err := r.deps.Store.RenewLease(ctx, c.Lease(), r.settings.LeaseTTL)
+			if errors.Is(err, state.ErrLeaseLost) {
+				cancel(state.ErrLeaseLost)
+				return
+			}
+			if err == nil {
+				c.renewed(lease)
+			}
+		}
+	}
+}
+
+// sweep starts queued runs this instance has room for and fails runs whose runner was lost.
+func (r *Runner) sweep(ctx context.Context) {
+	tick := time.NewTicker(r.settings.SweepInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if err := r.sweepQueue(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warnw("queue sweep failed", "error", err)
+		}
+		if err := r.reapLost(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warnw("lost-runner check failed", "error", err)
+		}
+	}
+}
+
+func (r *Runner) sweepQueue(ctx context.Context) error {
+	queued, err := r.runs.ListStatus(ctx, 100, evalrun.StatusQueued)
+	if err != nil {
+		return err
+	}
+	for i := len(queued) - 1; i >= 0; i-- { // oldest first
+		started, err := r.tryStart(ctx, queued[i].ID())
+		if err != nil {
+			return err
+		}
+		if !started && len(r.slots) == cap(r.slots) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// reapLost ends active runs nobody holds a lease on: their runner died. A running run becomes
+// failed; one that was being cancelled becomes cancelled.
+func (r *Runner) reapLost(ctx context.Context) error {
+	active, err := r.runs.ListStatus(ctx, 500, evalrun.StatusRunning, evalrun.StatusCancelling)
+	if err != nil {
+		return err
+	}
+	for _, run := range active {
+		if _, err := r.deps.Store.LeaseHolder(ctx, evalrun.LeaseName(run.ID())); !errors.Is(err, state.ErrNotFound) {
+			continue
+		}
+		owner := run.String("owner_instance_id")
+		if owner == "" {
+			owner = "an unknown instance"
+		}
+		msg := fmt.Sprintf("The runner was lost: %s stopped renewing its lease on this run (the process crashed or was killed)", owner)
+		to := evalrun.StatusFailed
+		if run.Status() == evalrun.StatusCancelling {
+			to = evalrun.StatusCancelled
+		}
+		ended, err := r.runs.Transition(ctx, run.ID(), []string{run.Status()}, to, state.Fence{}, func(run *evalrun.Run) error {
+			run.Set("error", msg)
+			run.Set("finished_at", evalrun.Now())
+			run.Set("progress_message", "Runner lost")
+			return nil
+		})
+		if err == nil {
+			r.metrics.lost.Inc()
+			r.runs.Logf(ctx, run.ID(), "%s: %s", to, msg)
+			r.log.Warnw("ended a run whose runner was lost", "run", run.ID(), "owner", owner, "status", to)
+			r.announce(ctx, ended)
+		}
+	}
+	return nil
+}
+
+// Close cancels the runs in flight and waits for them to record their end.
+func (r *Runner) Close(ctx context.Context) error {
+	r.stop()
+	r.mu.Lock()
+	for _, cancel := range r.running {
+		if cancel != nil {
+			cancel()
+		}
+	}
+	r.mu.Unlock()
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
