@@ -256,8 +256,8 @@ func (x *execution) prepare(ctx context.Context, fields map[string]any) error {
 		}
 	}
 	fields["monitoring"] = map[string]any{
-		"status":  "unavailable",
-		"message": "The endpoint answered its model list; no Prometheus evidence is collected for this run.",
+		"status":      "unavailable",
+		"message":     "The endpoint answered its model list; no Prometheus evidence is collected for this run.",
 		"preparation": map[string]any{"endpoint_models": "ready", "checked_at": evalrun.Now()},
 	}
 	return nil

@@ -223,7 +223,9 @@ func TestCancelIsHonouredWithinASecond(t *testing.T) {
 	h := start(t, &fakeModel{ttft: 20 * time.Millisecond, itl: 20 * time.Millisecond}, fast())
 	id := h.create(t, `{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":50}],"warmup_requests":0,
 		"concurrency_stages":[{"concurrency":2,"num_requests":1000}]}`)
-	h.waitFor(t, id, 10*time.Second, func(r *evalrun.Run) bool { return r.Status() == evalrun.StatusRunning && r.String("phase") == "matrix-0" })
+	h.waitFor(t, id, 10*time.Second, func(r *evalrun.Run) bool {
+		return r.Status() == evalrun.StatusRunning && r.String("phase") == "matrix-0"
+	})
 	asked := time.Now()
 	if _, err := h.runs.Transition(context.Background(), id, []string{evalrun.StatusRunning}, evalrun.StatusCancelling, state.Fence{}, func(r *evalrun.Run) error {
 		r.Internal.CancelRequested = true
