@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/runtime/egress"
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/loadgen"
 )
@@ -234,15 +235,17 @@ func (x *execution) prepare(ctx context.Context, fields map[string]any) error {
 	budget := time.Duration(x.timeout) * time.Second
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	client := &http.Client{Timeout: 10 * time.Second}
 	url := strings.TrimRight(x.run.Internal.Endpoint, "/")
 	if !strings.HasSuffix(url, "/v1") {
 		url += "/v1"
 	}
 	url += "/models"
+	if err := x.r.deps.Egress.Check(ctx, url); errors.Is(err, egress.ErrNotAllowed) {
+		return errors.New("the endpoint is outside this installation's endpoint policy (LENS_ENDPOINT_ALLOW / LENS_ENDPOINT_DENY)")
+	}
 	var last string
 	for attempt := 1; ; attempt++ {
-		last = x.probe(ctx, client, url)
+		last = x.probe(ctx, url)
 		if last == "" {
 			break
 		}
@@ -264,7 +267,9 @@ func (x *execution) prepare(ctx context.Context, fields map[string]any) error {
 }
 
 // probe asks the endpoint's model list; "" when it answered and serves the run's model.
-func (x *execution) probe(ctx context.Context, client *http.Client, url string) string {
+func (x *execution) probe(ctx context.Context, url string) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err.Error()
@@ -272,9 +277,9 @@ func (x *execution) probe(ctx context.Context, client *http.Client, url string) 
 	if x.key != "" {
 		req.Header.Set("Authorization", "Bearer "+x.key)
 	}
-	resp, err := client.Do(req)
+	resp, err := x.r.client.Do(req)
 	if err != nil {
-		return "the model list could not be read: " + err.Error()
+		return "the model list could not be read: " + egress.Reason(err).Error()
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
@@ -331,7 +336,7 @@ func (x *execution) stage(ctx context.Context, phase string, sched loadgen.Sched
 	for w := range workers {
 		cfg := loadgen.Config{BaseURL: x.run.Internal.Endpoint, APIKey: x.key, Model: x.run.Internal.Model,
 			API: loadgen.APICompletions, Stream: true, IgnoreEOS: true, InterTokenTimes: true, RequestTimeout: timeout,
-			Concurrency: concurrency, Seed: x.seed + uint64(w)*7919, Progress: progresses[w],
+			Concurrency: concurrency, Seed: x.seed + uint64(w)*7919, Progress: progresses[w], Client: x.r.client,
 			RunID: fmt.Sprintf("%s-%s-w%d", x.run.ID()[:8], phase, w)}
 		go func() {
 			_, err := loadgen.RunSchedule(ctx, cfg, sched, loadgen.SinkFunc(func(rec loadgen.Record) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/lensfn/lensfn/events"
 	"github.com/lensfn/lensfn/runtime/cloudevent"
+	"github.com/lensfn/lensfn/runtime/egress"
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/secret"
@@ -77,6 +79,7 @@ func Build(_ context.Context, d fn.Deps) (*fn.Function, error) {
 // Runner claims and executes benchmark runs.
 type Runner struct {
 	deps     fn.Deps
+	client   *http.Client // to the endpoints, through the operator's endpoint policy
 	log      *fn.Logger
 	runs     *evalrun.Repo
 	settings Settings
@@ -116,10 +119,21 @@ func newRunnerMetrics(reg *prometheus.Registry) runnerMetrics {
 // NewRunner starts a runner with its sweep.
 func NewRunner(d fn.Deps, s Settings, runs *evalrun.Repo) *Runner {
 	ctx, stop := context.WithCancel(context.Background())
-	r := &Runner{deps: d, log: d.Log, runs: runs, settings: s, slots: make(chan struct{}, s.MaxConcurrent),
+	r := &Runner{deps: d, log: d.Log, runs: runs, settings: s, slots: make(chan struct{}, s.MaxConcurrent), client: endpointClient(d.Egress),
 		running: map[string]context.CancelFunc{}, stop: stop, metrics: newRunnerMetrics(d.Metrics.Registry)}
 	go r.sweep(ctx)
 	return r
+}
+
+// endpointClient is the load engine's client tuning (no per-host cap, no gzip, large buffers)
+// on a transport that dials only where the endpoint policy allows, redirects included.
+func endpointClient(p *egress.Policy) *http.Client {
+	t := p.Transport()
+	t.ForceAttemptHTTP2 = true
+	t.MaxIdleConns, t.MaxIdleConnsPerHost = 0, 1<<16
+	t.DisableCompression = true
+	t.WriteBufferSize, t.ReadBufferSize = 32<<10, 32<<10
+	return &http.Client{Transport: t, CheckRedirect: p.CheckRedirect}
 }
 
 func (r *Runner) owner() string { return r.deps.Config.InstanceID }

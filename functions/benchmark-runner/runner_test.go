@@ -77,10 +77,19 @@ type harness struct {
 
 func start(t *testing.T, model *fakeModel, settings benchmarkrunner.Settings) *harness {
 	t.Helper()
+	return startWith(t, model, settings, nil)
+}
+
+func startWith(t *testing.T, model *fakeModel, settings benchmarkrunner.Settings, env map[string]string) *harness {
+	t.Helper()
 	srv := httptest.NewServer(model)
 	t.Cleanup(srv.Close)
 	key := secret.NewKey()
-	deps := fntest.Deps(t, benchmarkrunner.Name, fntest.Env(t, map[string]string{"LENS_SECRET_KEY": key}))
+	extra := map[string]string{"LENS_SECRET_KEY": key}
+	for k, v := range env {
+		extra[k] = v
+	}
+	deps := fntest.Deps(t, benchmarkrunner.Name, fntest.Env(t, extra))
 	sealer, _ := secret.FromEnv(key)
 	h := &harness{deps: deps, model: model, url: srv.URL + "/v1",
 		runs: &evalrun.Repo{Store: deps.Store, Sealer: sealer, DataDir: deps.Config.DataDir}}
@@ -322,5 +331,15 @@ func TestLostRunnerFailsTheRun(t *testing.T) {
 	run := h.waitFor(t, id, 5*time.Second, terminal)
 	if run.Status() != evalrun.StatusFailed || !strings.Contains(run.String("error"), "runner was lost") || !strings.Contains(run.String("error"), "dead-pod") {
 		t.Fatalf("status %s error %q", run.Status(), run.String("error"))
+	}
+}
+
+func TestEndpointPolicyIsEnforcedBeforeTraffic(t *testing.T) {
+	model := &fakeModel{}
+	h := startWith(t, model, fast(), map[string]string{"LENS_ENDPOINT_DENY": "127.0.0.0/8"})
+	id := h.create(t, `{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":4}]}`)
+	run := h.waitFor(t, id, 10*time.Second, terminal)
+	if run.Status() != evalrun.StatusFailed || !strings.Contains(run.String("error"), "endpoint policy") || len(model.prompts) != 0 {
+		t.Fatalf("status %s error %q, %d requests sent", run.Status(), run.String("error"), len(model.prompts))
 	}
 }

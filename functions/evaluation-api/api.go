@@ -14,7 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/runtime/auth"
 	"github.com/lensfn/lensfn/runtime/cloudevent"
+	"github.com/lensfn/lensfn/runtime/egress"
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/problem"
@@ -33,6 +35,9 @@ var Consumes = []string{events.TypeRunRequested}
 
 // maxListed bounds GET /runs.
 const maxListed = 500
+
+// maxRunBody admits a run request with the largest workload_yaml (256 KiB) and its other fields.
+const maxRunBody = evalrun.MaxWorkloadYAMLBytes + 64<<10
 
 // Defaults is the BenchmarkDefaultsResponse.
 type Defaults struct {
@@ -75,19 +80,18 @@ func New(d fn.Deps, inv Inventory) (*fn.Function, *API, error) {
 		created: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_evaluation_runs_created_total",
 			Help: "Benchmark runs created, by origin (rest or event)."}, []string{"origin"})}
 	d.Metrics.Registry.MustRegister(a.created)
-	mux := http.NewServeMux()
-	mux.Handle("GET "+Prefix+"/benchmark-defaults", fn.Handle(a.benchmarkDefaults))
-	mux.Handle("POST "+Prefix+"/timing-estimate", fn.Handle(a.timingEstimate))
-	mux.Handle("POST "+Prefix+"/runs", fn.Handle(a.createRun))
-	mux.Handle("GET "+Prefix+"/runs", fn.Handle(a.listRuns))
-	mux.Handle("GET "+Prefix+"/runs/{id}", fn.Handle(a.getRun))
-	mux.Handle("POST "+Prefix+"/runs/{id}/cancel", fn.Handle(a.cancelRun))
-	mux.Handle("DELETE "+Prefix+"/runs/{id}", fn.Handle(a.deleteRun))
-	mux.Handle("/", fn.Handle(func(w http.ResponseWriter, r *http.Request) error {
-		return problem.New(problem.CodeNotFound, "no route %s %s", r.Method, r.URL.Path)
-	}))
+	read, write := auth.EvaluateRunRead, auth.EvaluateRunWrite
+	routes := []fn.Route{
+		{Method: "GET", Path: Prefix + "/benchmark-defaults", Scope: read, Handler: fn.Handle(a.benchmarkDefaults)},
+		{Method: "POST", Path: Prefix + "/timing-estimate", Scope: read, Handler: fn.Handle(a.timingEstimate)},
+		{Method: "POST", Path: Prefix + "/runs", Scope: write, Handler: fn.Handle(a.createRun), MaxBodyBytes: maxRunBody},
+		{Method: "GET", Path: Prefix + "/runs", Scope: read, Handler: fn.Handle(a.listRuns)},
+		{Method: "GET", Path: Prefix + "/runs/{id}", Scope: read, Handler: fn.Handle(a.getRun)},
+		{Method: "POST", Path: Prefix + "/runs/{id}/cancel", Scope: write, Handler: fn.Handle(a.cancelRun)},
+		{Method: "DELETE", Path: Prefix + "/runs/{id}", Scope: write, Handler: fn.Handle(a.deleteRun)},
+	}
 	return &fn.Function{
-		Routes: mux,
+		Routes: routes,
 		Events: map[string]cloudevent.Handler{events.TypeRunRequested: a.onRunRequested},
 	}, a, nil
 }
@@ -224,6 +228,9 @@ func (a *API) resolve(ctx context.Context, req events.EvaluateRunRequest) (evalr
 	}
 	if req.ClusterSessionID != nil && *req.ClusterSessionID != "" && *req.ClusterSessionID != target.ClusterSessionID {
 		return target, "", problem.New(problem.CodeBadRequest, "cluster_session_id %s does not match the execution's session", *req.ClusterSessionID)
+	}
+	if err := a.deps.Egress.Check(ctx, target.Endpoint); errors.Is(err, egress.ErrNotAllowed) {
+		return target, "", problem.New(problem.CodeBadRequest, "the endpoint of %s is outside this installation's endpoint policy", target.ExecutionID)
 	}
 	if target.Status != "" && target.Status != "ready" {
 		return target, "", problem.New(problem.CodeConflict, "deployment execution %s is %s, not ready", target.ExecutionID, target.Status)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	evaluationapi "github.com/lensfn/lensfn/functions/evaluation-api"
+	"github.com/lensfn/lensfn/runtime/auth"
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/fn/fntest"
@@ -21,14 +22,19 @@ import (
 const sim = `[{"id":"exec-1","cluster_session_id":"session-1","name":"sim","model":"fake-model","endpoint":"http://127.0.0.1:1/v1","namespace":"local"}]`
 
 type harness struct {
-	url  string
-	deps fn.Deps
-	runs *evalrun.Repo
+	server *fn.Server
+	url    string
+	deps   fn.Deps
+	runs   *evalrun.Repo
 }
 
-func start(t *testing.T) *harness {
+func start(t *testing.T, extra ...string) *harness {
 	t.Helper()
-	env := fntest.Env(t, map[string]string{"LENS_SECRET_KEY": secret.NewKey(), "LENS_STATIC_EXECUTIONS": sim})
+	vars := map[string]string{"LENS_SECRET_KEY": secret.NewKey(), "LENS_STATIC_EXECUTIONS": sim}
+	for i := 0; i+1 < len(extra); i += 2 {
+		vars[extra[i]] = extra[i+1]
+	}
+	env := fntest.Env(t, vars)
 	h := &harness{}
 	s, err := fn.NewServer(context.Background(), fntest.Config(t, env), evaluationapi.Name, func(ctx context.Context, d fn.Deps) (*fn.Function, error) {
 		h.deps = d
@@ -39,7 +45,8 @@ func start(t *testing.T) *harness {
 	}
 	srv := httptest.NewServer(s.Handler)
 	t.Cleanup(func() { srv.Close(); _ = s.Close(context.Background()) })
-	h.url = srv.URL + evaluationapi.Prefix
+	h.url, h.server = srv.URL+evaluationapi.Prefix, s
+	fntest.AuthorizeDefaultClient(t, s)
 	sealer, _ := secret.FromEnv(env["LENS_SECRET_KEY"])
 	h.runs = &evalrun.Repo{Store: h.deps.Store, Sealer: sealer, DataDir: h.deps.Config.DataDir}
 	return h
@@ -63,6 +70,36 @@ func call(t *testing.T, method, url, body string, out any) int {
 		}
 	}
 	return resp.StatusCode
+}
+
+func TestScopes(t *testing.T) {
+	h := start(t)
+	reader := fntest.Token(t, h.server, auth.EvaluateRunRead)
+	do := func(method, url, token, body string) int {
+		req, _ := http.NewRequest(method, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultTransport.RoundTrip(req) // past the default client's token
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := do("GET", h.url+"/runs", "", ""); code != 401 {
+		t.Fatalf("no token: %d", code)
+	}
+	if code := do("GET", h.url+"/runs", reader, ""); code != 200 {
+		t.Fatalf("read scope reading: %d", code)
+	}
+	if code := do("POST", h.url+"/runs", reader, matrixRun); code != 403 {
+		t.Fatalf("read scope creating: %d", code)
+	}
+	if code := do("POST", h.url+"/runs/x/cancel", reader, ""); code != 403 {
+		t.Fatalf("read scope cancelling: %d", code)
+	}
 }
 
 func TestBenchmarkDefaults(t *testing.T) {
@@ -303,5 +340,13 @@ func TestRunRequestedEventCreatesOneRunPerKey(t *testing.T) {
 	call(t, "GET", h.url+"/runs", "", &list)
 	if len(list.Items) != 1 {
 		t.Fatalf("bad events created runs: %d", len(list.Items))
+	}
+}
+
+func TestEndpointOutsideThePolicyIsRefused(t *testing.T) {
+	h := start(t, "LENS_ENDPOINT_DENY", "127.0.0.0/8")
+	var prob map[string]any
+	if code := call(t, "POST", h.url+"/runs", `{"deployment_execution_id":"exec-1"}`, &prob); code != 400 || !strings.Contains(toJSON(prob), "policy") {
+		t.Fatalf("%d %v", code, prob)
 	}
 }
