@@ -2,17 +2,21 @@ package simulationapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
-	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/problem"
 )
 
 const (
 	discoverTimeout   = 10 * time.Second
+	discoverMaxBytes  = 1 << 20
 	maxAPIKeyLength   = 4096
 	maxEndpointLength = 2048
 )
@@ -41,18 +45,65 @@ func validateEndpoint(field, raw string) (*url.URL, error) {
 	return u, nil
 }
 
-// DiscoverModels probes an endpoint's model list (inventory.ListModels: the same probe registers
-// deployment executions). The key is sent as a Bearer token and appears in no error message.
-func DiscoverModels(ctx context.Context, client *http.Client, endpoint, apiKey string) ([]string, error) {
-	models, err := inventory.ListModels(ctx, client, endpoint, apiKey, discoverTimeout)
-	return models, probeProblem(err)
+// modelsURL is where an endpoint lists its models: <base>/models for a /v1 base, else
+// <base>/v1/models.
+func modelsURL(endpoint string) string {
+	base := strings.TrimRight(endpoint, "/")
+	if strings.HasSuffix(base, "/v1") {
+		return base + "/models"
+	}
+	return base + "/v1/models"
 }
 
-// probeProblem makes an endpoint that did not check out a 400.
-func probeProblem(err error) error {
-	var probeErr *inventory.ProbeError
-	if errors.As(err, &probeErr) {
-		return problem.New(problem.CodeBadRequest, "%s", probeErr.Reason)
+// DiscoverModels probes an endpoint's model list. The key is sent as a Bearer token and appears
+// in no error message.
+func DiscoverModels(ctx context.Context, client *http.Client, endpoint, apiKey string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, discoverTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, modelsURL(endpoint), nil)
+	if err != nil {
+		return nil, problem.New(problem.CodeBadRequest, "endpoint URL is not usable")
 	}
-	return err
+	req.Header.Set("Accept", "application/json")
+	if apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+apiKey)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		reason := "connection failed"
+		if errors.Is(err, context.DeadlineExceeded) {
+			reason = fmt.Sprintf("no answer within %s", discoverTimeout)
+		}
+		return nil, problem.New(problem.CodeBadRequest, "could not reach %s: %s", modelsURL(endpoint), reason)
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return nil, problem.New(problem.CodeBadRequest, "the endpoint refused the credentials (HTTP %d)", resp.StatusCode)
+	case resp.StatusCode/100 != 2:
+		return nil, problem.New(problem.CodeBadRequest, "the endpoint answered HTTP %d to GET %s", resp.StatusCode, modelsURL(endpoint))
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, discoverMaxBytes+1))
+	if err != nil {
+		return nil, problem.New(problem.CodeBadRequest, "the model list could not be read")
+	}
+	if len(body) > discoverMaxBytes {
+		return nil, problem.New(problem.CodeBadRequest, "the model list is larger than %d bytes", discoverMaxBytes)
+	}
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &list); err != nil || list.Data == nil {
+		return nil, problem.New(problem.CodeBadRequest, "the endpoint did not answer an OpenAI model list ({\"data\": [...]})")
+	}
+	models := make([]string, 0, len(list.Data))
+	for _, m := range list.Data {
+		if m.ID == "" {
+			return nil, problem.New(problem.CodeBadRequest, "the model list has an entry without an id")
+		}
+		models = append(models, m.ID)
+	}
+	return models, nil
 }

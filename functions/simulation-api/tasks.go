@@ -14,7 +14,6 @@ import (
 
 	"github.com/lensfn/lensfn/events"
 	"github.com/lensfn/lensfn/runtime/fn"
-	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/problem"
 	"github.com/lensfn/lensfn/runtime/simtask"
 	"github.com/lensfn/lensfn/runtime/state"
@@ -262,8 +261,14 @@ func (a *API) samePath(p string, d Dataset) bool {
 // probeEndpoint checks, before anything is saved, that the endpoint answers its model list
 // with this key and serves the model.
 func (a *API) probeEndpoint(ctx context.Context, endpoint, key, model string) error {
-	_, err := inventory.ProbeModel(ctx, a.client, endpoint, key, model, discoverTimeout)
-	return probeProblem(err)
+	models, err := DiscoverModels(ctx, a.client, endpoint, key)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(models, model) {
+		return problem.New(problem.CodeBadRequest, "the endpoint does not serve model %q (it serves %s)", model, strings.Join(models, ", "))
+	}
+	return nil
 }
 
 // enqueue stores a task and announces it; the event id is derived from the task id, so a retried
