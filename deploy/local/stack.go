@@ -48,12 +48,15 @@ type Stack struct {
 	RedisURL  string
 	BrokerURL string
 	APIURL    string
-	procs     map[string]*process
-	broker    *Broker
-	servers   []*http.Server
-	stopRedis func()
-	secretKey string
-	mu        sync.Mutex
+	// LocalSessionID is the active session of the `local` cluster registered in inventory-api
+	// ("" when the stack runs without it).
+	LocalSessionID string
+	procs          map[string]*process
+	broker         *Broker
+	servers        []*http.Server
+	stopRedis      func()
+	secretKey      string
+	mu             sync.Mutex
 }
 
 // Start brings everything up and returns once every function answers its readiness probe.
@@ -117,6 +120,9 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		if err := s.procs[name].waitReady(ctx, deadline); err != nil {
 			return nil, err
 		}
+	}
+	if s.LocalSessionID, err = s.registerLocalCluster(ctx); err != nil {
+		return nil, err
 	}
 	ok = true
 	return s, nil
@@ -264,9 +270,10 @@ func (s *Stack) startIngress() error {
 				fmt.Fprintf(w, `{"type":"https://lensfn.dev/problems/service_unavailable","title":"Service unavailable","status":503,"detail":"%s is restarting; try again shortly","code":"service_unavailable"}`+"\n", name)
 			},
 		}
-		prefix := strings.TrimRight(svc.PathPrefix, "/")
-		mux.Handle(prefix+"/", proxy)
-		mux.Handle(prefix, proxy)
+		for _, prefix := range svc.PathPrefixes() {
+			mux.Handle(prefix+"/", proxy)
+			mux.Handle(prefix, proxy)
+		}
 	}
 	addr := s.opts.Addr
 	url, err := s.serve(addr, mux)

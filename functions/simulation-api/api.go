@@ -15,6 +15,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/auth"
 	"github.com/lensfn/lensfn/runtime/cloudevent"
 	"github.com/lensfn/lensfn/runtime/fn"
+	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/problem"
 	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/simtask"
@@ -34,6 +35,7 @@ type API struct {
 	downloader *Downloader
 	timelines  *Timelines
 	tasks      *simtask.Repo
+	inventory  *inventory.Repo // Model Services that tasks may target
 	client     *http.Client
 }
 
@@ -53,7 +55,8 @@ func New(d fn.Deps, parsers TraceParsers) (*fn.Function, *API, error) {
 	dl := &Downloader{Root: filepath.Join(d.Config.DataDir, "datasets"), Mirror: d.Config.Env("LENS_DATASET_MIRROR"),
 		Client: client, Store: d.Store, Owner: d.Config.InstanceID, MaxBytes: 2 << 30}
 	a := &API{deps: d, downloader: dl, client: client,
-		tasks: &simtask.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir},
+		tasks:     &simtask.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir},
+		inventory: &inventory.Repo{Store: d.Store, Sealer: sealer},
 		catalogue: &Catalogue{Parsers: parsers, Downloader: dl, Warn: func(file string, err error) {
 			d.Log.Warnw("ignoring a local dataset registration", "file", file, "error", err)
 		}},
