@@ -17,6 +17,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/egress"
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/fn"
+	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/state"
 )
@@ -82,6 +83,7 @@ type Runner struct {
 	client   *http.Client // to the endpoints, through the operator's endpoint policy
 	log      *fn.Logger
 	runs     *evalrun.Repo
+	uses     *inventory.Repo // the executions' use lists, released when a run ends
 	settings Settings
 	slots    chan struct{}
 	wg       sync.WaitGroup
@@ -119,7 +121,7 @@ func newRunnerMetrics(reg *prometheus.Registry) runnerMetrics {
 // NewRunner starts a runner with its sweep.
 func NewRunner(d fn.Deps, s Settings, runs *evalrun.Repo) *Runner {
 	ctx, stop := context.WithCancel(context.Background())
-	r := &Runner{deps: d, log: d.Log, runs: runs, settings: s, slots: make(chan struct{}, s.MaxConcurrent), client: endpointClient(d.Egress),
+	r := &Runner{deps: d, log: d.Log, runs: runs, uses: &inventory.Repo{Store: d.Store, Sealer: runs.Sealer}, settings: s, slots: make(chan struct{}, s.MaxConcurrent), client: endpointClient(d.Egress),
 		running: map[string]context.CancelFunc{}, stop: stop, metrics: newRunnerMetrics(d.Metrics.Registry)}
 	go r.sweep(ctx)
 	return r
@@ -290,7 +292,15 @@ func (r *Runner) finish(ctx context.Context, run *evalrun.Run, c *claim, res *re
 		r.runs.Logf(ctx, id, "Finished %s", res.status)
 	}
 	_ = r.deps.Store.ReleaseLease(ctx, c.Lease())
+	r.release(ctx, finished)
 	r.announce(ctx, finished)
+}
+
+// release gives up the run's use of its deployment execution (so it may be deleted again).
+func (r *Runner) release(ctx context.Context, run *evalrun.Run) {
+	if err := r.uses.ReleaseUse(ctx, run.String("deployment_execution_id"), run.ID()); err != nil {
+		r.log.Warnw("could not release the run's use of its execution", "run", run.ID(), "error", err)
+	}
 }
 
 func (r *Runner) announce(ctx context.Context, run *evalrun.Run) {
@@ -396,6 +406,7 @@ func (r *Runner) reapLost(ctx context.Context) error {
 			r.metrics.lost.Inc()
 			r.runs.Logf(ctx, run.ID(), "%s: %s", to, msg)
 			r.log.Warnw("ended a run whose runner was lost", "run", run.ID(), "owner", owner, "status", to)
+			r.release(ctx, ended)
 			r.announce(ctx, ended)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/egress"
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/fn"
+	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/problem"
 	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/state"
@@ -60,11 +61,15 @@ type API struct {
 
 // Build is the function's fn.Builder.
 func Build(_ context.Context, d fn.Deps) (*fn.Function, error) {
-	inv, err := parseStaticExecutions(d.Config.Env("LENS_STATIC_EXECUTIONS"))
+	static, err := parseStaticExecutions(d.Config.Env("LENS_STATIC_EXECUTIONS"))
 	if err != nil {
 		return nil, err
 	}
-	f, _, err := New(d, inv)
+	sealer, err := secret.FromEnv(d.Config.Env("LENS_SECRET_KEY"))
+	if err != nil {
+		return nil, err
+	}
+	f, _, err := New(d, repoInventory{repo: &inventory.Repo{Store: d.Store, Sealer: sealer}, static: static})
 	return f, err
 }
 
@@ -174,7 +179,15 @@ func (a *API) create(ctx context.Context, body []byte, idempotencyKey, id string
 	if target.ModelServiceGroupID != "" {
 		run.Set("model_service_group_id", target.ModelServiceGroupID)
 	}
+	// The execution may not be deleted while the run uses it; the runner releases the use
+	// when the run ends.
+	if err := a.inventory.AcquireUse(ctx, target.ExecutionID, id); err != nil {
+		return nil, err
+	}
 	if err := a.runs.Create(ctx, run, apiKey); err != nil {
+		if !errors.Is(err, state.ErrExists) {
+			_ = a.inventory.ReleaseUse(context.WithoutCancel(ctx), target.ExecutionID, id)
+		}
 		if errors.Is(err, evalrun.ErrNoSealer) {
 			return nil, problem.Wrap(problem.CodeBadRequest, err, "this installation cannot store API keys (LENS_SECRET_KEY is not set)")
 		}
@@ -211,14 +224,14 @@ func (a *API) announce(ctx context.Context, id string) {
 
 // resolve finds the run's target and the key its requests carry.
 func (a *API) resolve(ctx context.Context, req events.EvaluateRunRequest) (evalrun.Target, string, error) {
-	key := ""
+	access := ""
 	if req.APIKey != nil {
-		key = *req.APIKey
+		access = *req.APIKey
 	}
 	var target evalrun.Target
 	var err error
 	if req.ModelServiceGroupID != nil && *req.ModelServiceGroupID != "" {
-		target, err = a.inventory.ModelService(ctx, *req.ModelServiceGroupID, key)
+		target, err = a.inventory.ModelService(ctx, *req.ModelServiceGroupID, access)
 		target.ModelServiceGroupID = *req.ModelServiceGroupID
 	} else {
 		target, err = a.inventory.Execution(ctx, *req.DeploymentExecutionID)
@@ -234,6 +247,12 @@ func (a *API) resolve(ctx context.Context, req events.EvaluateRunRequest) (evalr
 	}
 	if target.Status != "" && target.Status != "ready" {
 		return target, "", problem.New(problem.CodeConflict, "deployment execution %s is %s, not ready", target.ExecutionID, target.Status)
+	}
+	// Requests carry the execution's own key; a Model Service's access key only authorizes. A
+	// static execution has no key of its own, so the request's is used.
+	key := target.APIKey
+	if key == "" && target.ModelServiceGroupID == "" {
+		key = access
 	}
 	return target, key, nil
 }
@@ -317,6 +336,7 @@ func (a *API) cancelRun(w http.ResponseWriter, r *http.Request) error {
 			return nil
 		})
 		if err == nil {
+			_ = a.inventory.ReleaseUse(ctx, run.String("deployment_execution_id"), id)
 			a.runs.Logf(ctx, id, "Cancelled before it started")
 			a.finished(ctx, id)
 			fn.WriteJSON(w, http.StatusOK, CancelResponse{ID: id, Status: evalrun.StatusCancelled})

@@ -15,6 +15,8 @@ import (
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/fn/fntest"
+	"github.com/lensfn/lensfn/runtime/inventory"
+	"github.com/lensfn/lensfn/runtime/problem"
 	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/state"
 )
@@ -349,4 +351,46 @@ func TestEndpointOutsideThePolicyIsRefused(t *testing.T) {
 	if code := call(t, "POST", h.url+"/runs", `{"deployment_execution_id":"exec-1"}`, &prob); code != 400 || !strings.Contains(toJSON(prob), "policy") {
 		t.Fatalf("%d %v", code, prob)
 	}
+}
+
+func TestRunsResolveInventoryExecutionsAndHoldThem(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	inv := &inventory.Repo{Store: h.deps.Store, Sealer: h.runs.Sealer}
+	if err := inv.PutExecution(ctx, inventory.Execution{ID: "exec-inv", ClusterSessionID: "s-1", Name: "vllm", Model: "m-1",
+		Endpoint: "http://127.0.0.1:2/v1", Ownership: inventory.OwnershipExistingEndpoint}, "sk-member"); err != nil {
+		t.Fatal(err)
+	}
+	var run map[string]any
+	if code := call(t, "POST", h.url+"/runs", `{"deployment_execution_id":"exec-inv"}`, &run); code != 202 {
+		t.Fatalf("create: %d %v", code, run)
+	}
+	id := run["id"].(string)
+	if run["model"] != "m-1" || run["cluster_session_id"] != "s-1" || run["endpoint"] != "http://127.0.0.1:2/v1" {
+		t.Fatalf("run %v", run)
+	}
+	stored, _ := h.runs.Load(ctx, id)
+	if key, _ := h.runs.APIKey(stored); key != "sk-member" {
+		t.Fatalf("the run carries key %q, want the execution's own", key)
+	}
+	if err := inv.DeleteExecution(ctx, "exec-inv"); problemStatus(err) != 409 {
+		t.Fatalf("delete of a used execution: %v", err)
+	}
+	if code := call(t, "POST", h.url+"/runs/"+id+"/cancel", "", nil); code != 200 {
+		t.Fatalf("cancel: %d", code)
+	}
+	if err := inv.DeleteExecution(ctx, "exec-inv"); err != nil {
+		t.Fatalf("delete after the run ended: %v", err)
+	}
+	var prob map[string]any
+	if code := call(t, "POST", h.url+"/runs", `{"model_service_group_id":"nope","api_key":"lens-mk-x"}`, &prob); code != 404 {
+		t.Fatalf("unknown model service: %d %v", code, prob)
+	}
+}
+
+func problemStatus(err error) int {
+	if err == nil {
+		return 0
+	}
+	return problem.CodeOf(err).Status()
 }

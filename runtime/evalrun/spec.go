@@ -309,6 +309,9 @@ type Target struct {
 	Status           string // the execution's status
 	// ModelServiceGroupID is set when the run named a Model Service.
 	ModelServiceGroupID string
+	// APIKey is the key the endpoint takes (the execution's own); it is sealed with the run,
+	// never stored in its document.
+	APIKey string
 }
 
 // specKeys are the keys of a run's `benchmark` block, in the spec's order.

@@ -7,20 +7,35 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	evaluationapi "github.com/lensfn/lensfn/functions/evaluation-api"
 )
 
-// evaluationStack runs evaluation-api and benchmark-runner with the simulator (TTFT 40 ms, ITL
-// 5 ms) registered as deployment execution sim-1.
-func evaluationStack(t *testing.T) (api, broker string, pid func(string) int) {
+// evaluationStack runs inventory-api, evaluation-api and benchmark-runner and registers a
+// simulator with a known latency model (TTFT 40 ms, ITL 5 ms) as a deployment execution of the
+// local cluster's session, through inventory-api. It returns the API base, the broker, the
+// execution id and a Model Service id with its access key.
+func evaluationStack(t *testing.T) (api, broker, execID string, group [2]string, pid func(string) int) {
 	t.Helper()
 	sim := startSimulator(t, "--time-to-first-token", "40ms", "--inter-token-latency", "5ms")
-	execs := evaluationapi.MarshalStaticExecutions(evaluationapi.StaticExecution{ID: "sim-1", ClusterSessionID: "local-session",
-		Name: "inference-sim", Model: simModel, Endpoint: sim, Namespace: "local"})
-	stack := startStack(t, stackOptions{only: []string{"evaluation-api", "benchmark-runner"},
-		env: map[string]string{"LENS_STATIC_EXECUTIONS": execs, "LENS_LEASE_TTL": "3s", "LENS_SWEEP_INTERVAL": "500ms"}})
-	return stack.APIURL + "/api/v1/evaluate", stack.BrokerURL, stack.PID
+	stack := startStack(t, stackOptions{only: []string{"inventory-api", "evaluation-api", "benchmark-runner"},
+		env: map[string]string{"LENS_LEASE_TTL": "3s", "LENS_SWEEP_INTERVAL": "500ms", "LENS_MEMBER_PROBE_INTERVAL": "200ms"}})
+	reg := `{"cluster_session_id":"` + stack.LocalSessionID + `","name":"e2e-sim","model":"` + simModel + `","endpoint":"` + sim + `"}`
+	code, body := post(t, stack.APIURL+"/api/v1/deployments/executions", "application/json", reg, nil)
+	var exec struct {
+		ID string `json:"id"`
+	}
+	if code != 201 || json.Unmarshal([]byte(body), &exec) != nil || exec.ID == "" {
+		t.Fatalf("register the simulator: %d %s", code, body)
+	}
+	svc := `{"name":"e2e","published_name":"` + simModel + `","cluster_session_id":"` + stack.LocalSessionID + `","member_execution_ids":["` + exec.ID + `"]}`
+	code, body = post(t, stack.APIURL+"/api/v1/model-services", "application/json", svc, nil)
+	var g struct {
+		ID        string `json:"id"`
+		AccessKey string `json:"access_key"`
+	}
+	if code != 201 || json.Unmarshal([]byte(body), &g) != nil {
+		t.Fatalf("publish the simulator: %d %s", code, body)
+	}
+	return stack.APIURL + "/api/v1/evaluate", stack.BrokerURL, exec.ID, [2]string{g.ID, g.AccessKey}, stack.PID
 }
 
 func getRun(t *testing.T, api, id string) map[string]any {
@@ -60,12 +75,13 @@ func createRun(t *testing.T, api, body string) string {
 }
 
 func TestEvaluationMatrixBenchmarkAgainstTheSimulator(t *testing.T) {
-	api, broker, pid := evaluationStack(t)
+	api, broker, execID, group, pid := evaluationStack(t)
+	sim1 := func(body string) string { return strings.ReplaceAll(body, "sim-1", execID) }
 
 	t.Run("matrix with two concurrency stages and an SLA", func(t *testing.T) {
-		id := createRun(t, api, `{"deployment_execution_id":"sim-1","cluster_session_id":"local-session",
+		id := createRun(t, api, sim1(`{"deployment_execution_id":"sim-1",
 			"matrix":[{"isl":64,"osl":16}],"concurrency_stages":[{"concurrency":2,"num_requests":8},{"concurrency":8,"num_requests":24}],
-			"warmup_requests":2,"sla_targets":{"ttft_ms":2000,"tpot_ms":200,"success_rate_min_percent":99}}`)
+			"warmup_requests":2,"sla_targets":{"ttft_ms":2000,"tpot_ms":200,"success_rate_min_percent":99}}`))
 		run := waitRun(t, api, id, 2*time.Minute, isTerminal)
 		if run["status"] != "succeeded" {
 			t.Fatalf("run ended %v: %v", run["status"], run["error"])
@@ -97,8 +113,8 @@ func TestEvaluationMatrixBenchmarkAgainstTheSimulator(t *testing.T) {
 	})
 
 	t.Run("cancel and delete", func(t *testing.T) {
-		id := createRun(t, api, `{"deployment_execution_id":"sim-1","matrix":[{"isl":16,"osl":200}],"warmup_requests":0,
-			"concurrency_stages":[{"concurrency":2,"num_requests":2000}]}`)
+		id := createRun(t, api, sim1(`{"deployment_execution_id":"sim-1","matrix":[{"isl":16,"osl":200}],"warmup_requests":0,
+			"concurrency_stages":[{"concurrency":2,"num_requests":2000}]}`))
 		waitRun(t, api, id, time.Minute, func(r map[string]any) bool { return r["phase"] == "matrix-0" })
 		if code := del(t, api+"/runs/"+id); code != 409 {
 			t.Fatalf("delete while running: %d", code)
@@ -120,8 +136,8 @@ func TestEvaluationMatrixBenchmarkAgainstTheSimulator(t *testing.T) {
 	})
 
 	t.Run("run.requested event", func(t *testing.T) {
-		data := `{"idempotency_key":"e2e-nightly","deployment_execution_id":"sim-1","matrix":[{"isl":16,"osl":4}],
-			"warmup_requests":0,"concurrency_stages":[{"concurrency":1,"num_requests":3}]}`
+		data := sim1(`{"idempotency_key":"e2e-nightly","deployment_execution_id":"sim-1","matrix":[{"isl":16,"osl":4}],
+			"warmup_requests":0,"concurrency_stages":[{"concurrency":1,"num_requests":3}]}`)
 		for range 2 {
 			code, body := post(t, broker, "application/json", data, map[string]string{"Ce-Specversion": "1.0",
 				"Ce-Id": "ping-1", "Ce-Source": "/lensfn/user/e2e", "Ce-Type": "dev.lensfn.evaluation.run.requested.v1"})
@@ -149,9 +165,26 @@ func TestEvaluationMatrixBenchmarkAgainstTheSimulator(t *testing.T) {
 		}
 	})
 
+	t.Run("a Model Service run with its access key", func(t *testing.T) {
+		body := `{"model_service_group_id":"` + group[0] + `","api_key":"` + group[1] + `","matrix":[{"isl":16,"osl":8}],
+			"warmup_requests":0,"concurrency_stages":[{"concurrency":2,"num_requests":4}]}`
+		if code, resp := post(t, api+"/runs", "application/json", strings.Replace(body, group[1], "lens-mk-wrong", 1), nil); code != 403 {
+			t.Fatalf("a wrong access key: %d %s", code, resp)
+		}
+		id := createRun(t, api, body)
+		run := waitRun(t, api, id, time.Minute, isTerminal)
+		if run["status"] != "succeeded" || run["model_service_group_id"] != group[0] || run["deployment_execution_id"] != execID ||
+			run["metrics"].(map[string]any)["success_count"] != 4.0 {
+			t.Fatalf("run %v %v %v", run["status"], run["error"], run["metrics"])
+		}
+		if strings.Contains(mustJSON(run), group[1]) {
+			t.Fatal("the access key is in the run")
+		}
+	})
+
 	t.Run("a killed runner leaves the run failed", func(t *testing.T) {
-		id := createRun(t, api, `{"deployment_execution_id":"sim-1","matrix":[{"isl":16,"osl":200}],"warmup_requests":0,
-			"concurrency_stages":[{"concurrency":2,"num_requests":2000}]}`)
+		id := createRun(t, api, sim1(`{"deployment_execution_id":"sim-1","matrix":[{"isl":16,"osl":200}],"warmup_requests":0,
+			"concurrency_stages":[{"concurrency":2,"num_requests":2000}]}`))
 		waitRun(t, api, id, time.Minute, func(r map[string]any) bool { return r["phase"] == "matrix-0" })
 		if err := syscall.Kill(pid("benchmark-runner"), syscall.SIGKILL); err != nil {
 			t.Fatal(err)
