@@ -85,6 +85,10 @@ type execution struct {
 	inFlight  func() int64
 	phase     string
 	started   time.Time
+	monitor   *monitor
+	// benchStart is when the measured traffic began, rateStart when the rate stages did, on
+	// the monitor's clock (seconds).
+	benchStart, rateStart float64
 }
 
 // benchmark runs the claimed run to its end and says how it ended.
@@ -125,8 +129,24 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *claim) *res
 
 	fields := map[string]any{}
 	werr := x.prepare(ctx, fields)
+	var evidence map[string]any
 	if werr == nil {
+		scrapeCtx, stopScrape := context.WithCancel(ctx)
+		scraped := make(chan struct{})
+		go func() { defer close(scraped); x.monitor.run(scrapeCtx, r.settings.ScrapeInterval) }()
+		x.benchStart = time.Since(x.started).Seconds()
 		werr = x.workload(ctx, fields)
+		end := time.Since(x.started).Seconds()
+		stopScrape()
+		<-scraped
+		// One more scrape after the last request, so the counters cover the whole window.
+		if values, err := x.monitor.scrape(context.WithoutCancel(ctx)); err == nil {
+			x.monitor.mu.Lock()
+			x.monitor.samples = append(x.monitor.samples, sample{at: end, values: values})
+			x.monitor.mu.Unlock()
+		}
+		evidence = x.monitor.evidence(x.benchStart, end)
+		x.stageEvidence(fields)
 	}
 	if ferr := x.records.Flush(); ferr != nil && werr == nil {
 		werr = ferr
@@ -137,6 +157,17 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *claim) *res
 			if ca[k] != nil {
 				metrics[k] = ca[k]
 			}
+		}
+	}
+	for k, v := range evidence {
+		metrics[k] = v
+	}
+	if mon, ok := fields["monitoring"].(map[string]any); ok && evidence != nil {
+		obs := evidence["observability"].(map[string]any)
+		if obs["status"] == "available" && obs["flow_status"] != "available" {
+			mon["status"] = "partial" // resources sampled, but no traffic samples
+		} else {
+			mon["status"] = obs["status"]
 		}
 	}
 	fields["metrics"] = metrics
@@ -258,11 +289,19 @@ func (x *execution) prepare(ctx context.Context, fields map[string]any) error {
 		case <-time.After(time.Second):
 		}
 	}
-	fields["monitoring"] = map[string]any{
-		"status":      "unavailable",
-		"message":     "The endpoint answered its model list; no Prometheus evidence is collected for this run.",
-		"preparation": map[string]any{"endpoint_models": "ready", "checked_at": evalrun.Now()},
+	x.monitor = &monitor{url: metricsURL(x.run.Internal.Endpoint), client: x.r.client, start: x.started}
+	preflight, err := x.monitor.ready(ctx)
+	if err != nil {
+		if errors.Is(context.Cause(ctx), errCancelled) {
+			return errCancelled
+		}
+		return fmt.Errorf("serving monitoring was not ready within the %d s budget: %v", x.timeout, err)
 	}
+	preflight["endpoint_models"] = "ready"
+	fields["monitoring"] = map[string]any{"status": "ready", "source": "scrape",
+		"message": "The endpoint is up and " + seriesRunning + " was sampled twice; the runner scrapes " + x.monitor.url + " during the benchmark.",
+		"preparation": preflight}
+	x.r.runs.Logf(ctx, x.run.ID(), "Monitoring ready: %s", x.monitor.url)
 	return nil
 }
 
@@ -480,6 +519,7 @@ func (x *execution) sharedPrefix(ctx context.Context, fields map[string]any) err
 	for i := range builders {
 		builders[i] = evalrun.NewBuilder(x.targets)
 	}
+	x.rateStart = time.Since(x.started).Seconds()
 	err := x.invocation(ctx, evalrun.PhaseBenchmark, func(ctx context.Context) error {
 		return x.stage(ctx, evalrun.PhaseBenchmark, sched, 0, 120*time.Second, true, func(rec loadgen.Record, gaps []float64) {
 			if k, ok := rec.Metadata["stage"].(int); ok && k < len(builders) {
@@ -527,6 +567,24 @@ func (x *execution) named(ctx context.Context, w evalrun.Workload, fields map[st
 	return x.invocation(ctx, evalrun.PhaseBenchmark, func(ctx context.Context) error {
 		return x.stage(ctx, evalrun.PhaseBenchmark, sched, 0, timeout, true, func(loadgen.Record, []float64) {})
 	})
+}
+
+// stageEvidence adds each rate stage's monitoring evidence: queue depth, running requests and
+// the prefix cache hit rate over the stage's window (unavailable series stay null).
+func (x *execution) stageEvidence(fields map[string]any) {
+	results, ok := fields["rate_stage_results"].([]map[string]any)
+	if !ok {
+		return
+	}
+	for _, st := range results {
+		w := st["observability"].(map[string]any)["window"].(map[string]float64)
+		ev := x.monitor.evidence(x.rateStart+w["start"], x.rateStart+w["end"])
+		m := st["metrics"].(evalrun.Metrics)
+		for _, k := range []string{"queue_depth", "running_requests", "prefix_cache_hit_rate", "kv_cache_usage"} {
+			m[k] = ev[k]
+		}
+		st["observability"] = map[string]any{"window": w, "summary": ev["observability"]}
+	}
 }
 
 // capacity is the capacity analysis of rate stages (lens-evaluation.md §5): a stage is stable

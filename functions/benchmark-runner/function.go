@@ -36,11 +36,14 @@ type Settings struct {
 	PollInterval  time.Duration // how often a run checks for a cancel, default 250ms
 	// ReportInterval is how often progress, live metrics and the heartbeat are written (1s).
 	ReportInterval time.Duration
+	// ScrapeInterval is how often the endpoint's /metrics is sampled during a run
+	// (LENS_SCRAPE_INTERVAL, default 1s).
+	ScrapeInterval time.Duration
 }
 
 func settingsFrom(c fn.Config) (Settings, error) {
 	s := Settings{MaxConcurrent: 1, LeaseTTL: 15 * time.Second, SweepInterval: 2 * time.Second,
-		PollInterval: 250 * time.Millisecond, ReportInterval: time.Second}
+		PollInterval: 250 * time.Millisecond, ReportInterval: time.Second, ScrapeInterval: time.Second}
 	if v := c.Env("LENS_MAX_CONCURRENT_RUNS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 64 {
@@ -48,7 +51,8 @@ func settingsFrom(c fn.Config) (Settings, error) {
 		}
 		s.MaxConcurrent = n
 	}
-	for name, dst := range map[string]*time.Duration{"LENS_LEASE_TTL": &s.LeaseTTL, "LENS_SWEEP_INTERVAL": &s.SweepInterval} {
+	for name, dst := range map[string]*time.Duration{"LENS_LEASE_TTL": &s.LeaseTTL, "LENS_SWEEP_INTERVAL": &s.SweepInterval,
+		"LENS_SCRAPE_INTERVAL": &s.ScrapeInterval} {
 		if v := c.Env(name); v != "" {
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {

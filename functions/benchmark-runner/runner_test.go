@@ -25,7 +25,9 @@ import (
 // remembers each prompt.
 type fakeModel struct {
 	ttft, itl time.Duration
+	noMetrics bool // no /metrics: monitoring never gets ready
 	mu        sync.Mutex
+	generated int
 	prompts   []string
 	inFlight  int
 	peak      int
@@ -34,6 +36,17 @@ type fakeModel struct {
 func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/v1/models" {
 		fmt.Fprint(w, `{"object":"list","data":[{"id":"fake-model","object":"model"}]}`)
+		return
+	}
+	if r.URL.Path == "/metrics" {
+		if f.noMetrics {
+			http.NotFound(w, r)
+			return
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		fmt.Fprintf(w, "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"fake-model\"} %d\n"+
+			"# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{model_name=\"fake-model\"} %d\n", f.inFlight, f.generated)
 		return
 	}
 	var body struct {
@@ -62,6 +75,9 @@ func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"text\":\" tok\",\"finish_reason\":null}]}\n\n")
 		fl.Flush()
 	}
+	f.mu.Lock()
+	f.generated += body.MaxTokens
+	f.mu.Unlock()
 	prompt := len(strings.Fields(body.Prompt))
 	fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d}}\n\ndata: [DONE]\n\n", prompt, body.MaxTokens)
 	fl.Flush()
@@ -100,7 +116,7 @@ func startWith(t *testing.T, model *fakeModel, settings benchmarkrunner.Settings
 
 func fast() benchmarkrunner.Settings {
 	return benchmarkrunner.Settings{MaxConcurrent: 2, LeaseTTL: 900 * time.Millisecond, SweepInterval: 50 * time.Millisecond,
-		PollInterval: 50 * time.Millisecond, ReportInterval: 100 * time.Millisecond}
+		PollInterval: 50 * time.Millisecond, ReportInterval: 100 * time.Millisecond, ScrapeInterval: 50 * time.Millisecond}
 }
 
 func (h *harness) create(t *testing.T, body string) string {
@@ -189,6 +205,15 @@ func TestMatrixRunWithTwoStagesAndAnSLA(t *testing.T) {
 	}
 	if m["phase"] != "matrix-0" || m["benchmark_started_at"] == nil || m["phase_started_at"] == nil || m["finished_at"] == nil || m["heartbeat_at"] == nil {
 		t.Fatalf("phase fields: %v %v %v %v", m["phase"], m["benchmark_started_at"], m["phase_started_at"], m["finished_at"])
+	}
+	if run := m["metrics"].(map[string]any); run["running_requests"] == nil || run["prefix_cache_hit_rate"] != nil {
+		t.Fatalf("evidence: running %v, prefix hit rate %v (the fake has no prefix counters: unavailable, not 0)",
+			run["running_requests"], run["prefix_cache_hit_rate"])
+	}
+	obs := metrics["observability"].(map[string]any)
+	if obs["flow_status"] != "available" || obs["series"].(map[string]any)["vllm:prefix_cache_hits_total"] != "unavailable" ||
+		m["monitoring"].(map[string]any)["status"] != "available" {
+		t.Fatalf("observability %v, monitoring %v", obs, m["monitoring"])
 	}
 	if h.model.peak > 4 {
 		t.Fatalf("peak in flight %d > concurrency 4", h.model.peak)
@@ -341,5 +366,16 @@ func TestEndpointPolicyIsEnforcedBeforeTraffic(t *testing.T) {
 	run := h.waitFor(t, id, 10*time.Second, terminal)
 	if run.Status() != evalrun.StatusFailed || !strings.Contains(run.String("error"), "endpoint policy") || len(model.prompts) != 0 {
 		t.Fatalf("status %s error %q, %d requests sent", run.Status(), run.String("error"), len(model.prompts))
+	}
+}
+
+func TestMonitoringMustBeReadyBeforeTraffic(t *testing.T) {
+	model := &fakeModel{noMetrics: true}
+	h := start(t, model, fast())
+	id := h.create(t, `{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":4}],"wait_timeout_seconds":1}`)
+	run := h.waitFor(t, id, 10*time.Second, terminal)
+	if run.Status() != evalrun.StatusFailed || !strings.Contains(run.String("error"), "monitoring was not ready") ||
+		!strings.Contains(run.String("error"), "HTTP 404") || len(model.prompts) != 0 {
+		t.Fatalf("status %s error %q, %d requests", run.Status(), run.String("error"), len(model.prompts))
 	}
 }
