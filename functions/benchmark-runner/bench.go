@@ -299,7 +299,7 @@ func (x *execution) prepare(ctx context.Context, fields map[string]any) error {
 	}
 	preflight["endpoint_models"] = "ready"
 	fields["monitoring"] = map[string]any{"status": "ready", "source": "scrape",
-		"message": "The endpoint is up and " + seriesRunning + " was sampled twice; the runner scrapes " + x.monitor.url + " during the benchmark.",
+		"message":     "The endpoint is up and " + seriesRunning + " was sampled twice; the runner scrapes " + x.monitor.url + " during the benchmark.",
 		"preparation": preflight}
 	x.r.runs.Logf(ctx, x.run.ID(), "Monitoring ready: %s", x.monitor.url)
 	return nil

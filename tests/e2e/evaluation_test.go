@@ -112,6 +112,26 @@ func TestEvaluationMatrixBenchmarkAgainstTheSimulator(t *testing.T) {
 		}
 	})
 
+	t.Run("shared-prefix rate stages reuse the prefix cache", func(t *testing.T) {
+		id := createRun(t, api, sim1(`{"deployment_execution_id":"sim-1","shared_prefix":{"num_groups":2,"num_prompts_per_group":8,
+			"system_prompt_len":256,"question_len":16,"output_len":8,"stages":[{"rate":10,"duration":2},{"rate":20,"duration":2}]}}`))
+		run := waitRun(t, api, id, 2*time.Minute, isTerminal)
+		if run["status"] != "succeeded" {
+			t.Fatalf("run ended %v: %v", run["status"], run["error"])
+		}
+		stages := run["rate_stage_results"].([]any)
+		if len(stages) != 2 || run["capacity_analysis"] == nil {
+			t.Fatalf("rate stages %v", stages)
+		}
+		m := run["metrics"].(map[string]any)
+		if rate, ok := m["prefix_cache_hit_rate"].(float64); !ok || rate <= 0 {
+			t.Fatalf("prefix_cache_hit_rate %v (observability %v)", m["prefix_cache_hit_rate"], m["observability"])
+		}
+		if m["success_rate"] != 100.0 || run["monitoring"].(map[string]any)["status"] != "available" {
+			t.Fatalf("success %v monitoring %v", m["success_rate"], run["monitoring"])
+		}
+	})
+
 	t.Run("cancel and delete", func(t *testing.T) {
 		id := createRun(t, api, sim1(`{"deployment_execution_id":"sim-1","matrix":[{"isl":16,"osl":200}],"warmup_requests":0,
 			"concurrency_stages":[{"concurrency":2,"num_requests":2000}]}`))
