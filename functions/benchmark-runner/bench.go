@@ -18,6 +18,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/egress"
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/loadgen"
+	"github.com/lensfn/lensfn/runtime/state"
 )
 
 // RecordsFile is the per-request artifact a run writes in its folder.
@@ -66,7 +67,7 @@ func (res *result) apply(run *evalrun.Run) {
 type execution struct {
 	r       *Runner
 	run     *evalrun.Run
-	claim   *claim
+	claim   *state.HeldLease
 	spec    events.BenchmarkSpec
 	targets *events.SLATargets
 	key     string
@@ -92,9 +93,9 @@ type execution struct {
 }
 
 // benchmark runs the claimed run to its end and says how it ended.
-func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *claim) *result {
+func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldLease) *result {
 	x := &execution{r: r, run: run, claim: c, targets: run.SLATargets(), timeout: run.TimeoutSeconds(),
-		seed: seedOf(run.ID()), started: time.Now(), inFlight: func() int64 { return 0 }}
+		seed: loadgen.SeedOf(run.ID()), started: time.Now(), inFlight: func() int64 { return 0 }}
 	fail := func(format string, args ...any) *result {
 		return &result{status: evalrun.StatusFailed, err: fmt.Sprintf(format, args...), fields: map[string]any{}}
 	}
@@ -189,14 +190,6 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *claim) *res
 		res.status, res.err = evalrun.StatusFailed, "every measured request failed; see the per-request artifact for their errors"
 	}
 	return res
-}
-
-func seedOf(id string) uint64 {
-	var s uint64 = 1469598103934665603
-	for i := 0; i < len(id); i++ {
-		s = (s ^ uint64(id[i])) * 1099511628211
-	}
-	return s
 }
 
 // watch polls for a cancel and writes progress, live metrics and the heartbeat until ctx ends.

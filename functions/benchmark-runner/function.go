@@ -156,26 +156,6 @@ func (r *Runner) onQueued(ctx context.Context, e cloudevent.Event) error {
 	return err
 }
 
-// claim is a run this instance holds the lease of.
-type claim struct {
-	mu    sync.Mutex
-	lease state.Lease
-}
-
-func (c *claim) Lease() state.Lease {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lease
-}
-
-func (c *claim) renewed(l state.Lease) {
-	c.mu.Lock()
-	c.lease = l
-	c.mu.Unlock()
-}
-
-func (c *claim) Fence() state.Fence { return c.Lease().Fence() }
-
 // tryStart claims the run and executes it in the background. False, without error, when the
 // run is no longer queued, another runner holds it, or every slot is busy.
 func (r *Runner) tryStart(ctx context.Context, id string) (bool, error) {
@@ -238,7 +218,7 @@ func (r *Runner) tryStart(ctx context.Context, id string) (bool, error) {
 	started = true
 	r.metrics.started.Inc()
 	r.metrics.active.Inc()
-	c := &claim{lease: lease}
+	c := state.NewHeldLease(lease)
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
@@ -256,7 +236,7 @@ func (r *Runner) tryStart(ctx context.Context, id string) (bool, error) {
 }
 
 // execute runs the benchmark with the lease renewed, records the outcome and announces it.
-func (r *Runner) execute(ctx context.Context, run *evalrun.Run, c *claim) {
+func (r *Runner) execute(ctx context.Context, run *evalrun.Run, c *state.HeldLease) {
 	id := run.ID()
 	r.runs.Logf(ctx, id, "Started on %s", r.owner())
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -265,7 +245,7 @@ func (r *Runner) execute(ctx context.Context, run *evalrun.Run, c *claim) {
 	kept := make(chan struct{})
 	go func() {
 		defer close(kept)
-		r.keepLease(leaseCtx, c, cancel)
+		c.Keep(leaseCtx, r.deps.Store, r.settings.LeaseTTL, func() { cancel(state.ErrLeaseLost) })
 	}()
 	res := r.benchmark(ctx, run, c)
 	stopLease()
@@ -279,7 +259,7 @@ func (r *Runner) execute(ctx context.Context, run *evalrun.Run, c *claim) {
 }
 
 // finish stores the outcome, releases the lease and emits run.finished.
-func (r *Runner) finish(ctx context.Context, run *evalrun.Run, c *claim, res *result) {
+func (r *Runner) finish(ctx context.Context, run *evalrun.Run, c *state.HeldLease, res *result) {
 	id := run.ID()
 	finished, err := r.runs.Transition(ctx, id, []string{evalrun.StatusRunning, evalrun.StatusCancelling}, res.status, c.Fence(), func(run *evalrun.Run) error {
 		res.apply(run)
@@ -320,27 +300,6 @@ func (r *Runner) announce(ctx context.Context, run *evalrun.Run) {
 	}
 	if err := r.deps.Events.Send(ctx, events.TypeRunFinished, run.ID()+"/finished", run.ID(), data); err != nil && !errors.Is(err, cloudevent.ErrNoSink) {
 		r.log.Warnw("run.finished not delivered", "run", run.ID(), "error", err)
-	}
-}
-
-// keepLease renews the lease; losing it cancels the run.
-func (r *Runner) keepLease(ctx context.Context, c *claim, cancel context.CancelCauseFunc) {
-	tick := time.NewTicker(r.settings.LeaseTTL / 3)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			lease, err := r.deps.Store.RenewLease(ctx, c.Lease(), r.settings.LeaseTTL)
-			if errors.Is(err, state.ErrLeaseLost) {
-				cancel(state.ErrLeaseLost)
-				return
-			}
-			if err == nil {
-				c.renewed(lease)
-			}
-		}
 	}
 }
 

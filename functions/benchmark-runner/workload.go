@@ -25,18 +25,19 @@ func (s fixedSchedule) Load(i int, r *loadgen.Request) error {
 	return nil
 }
 
-// poissonArrivals are the send offsets (ms) of a Poisson process of rate req/s over duration
-// seconds starting at startMs: exponential gaps drawn from rng, on one absolute clock.
-func poissonArrivals(rng *rand.Rand, rate, duration, startMs float64) []float64 {
-	var out []float64
-	t := 0.0
-	for {
-		t += rng.ExpFloat64() / rate
-		if t >= duration {
-			return out
+// rateStages lays rate stages end to end on one absolute clock: each stage is a Poisson
+// process (exponential gaps drawn from rng) at its rate for its duration. It returns every
+// send offset (ms) and the stage each belongs to.
+func rateStages(rng *rand.Rand, stages []events.RateStage) (arrivals []float64, stage []uint8) {
+	start := 0.0
+	for k, st := range stages {
+		for t := rng.ExpFloat64() / st.Rate; t < st.Duration; t += rng.ExpFloat64() / st.Rate {
+			arrivals = append(arrivals, start+t*1000)
+			stage = append(stage, uint8(k))
 		}
-		out = append(out, startMs+t*1000)
+		start += st.Duration * 1000
 	}
+	return arrivals, stage
 }
 
 // sharedPrefixSchedule is a shared-prefix workload's rate stages: request k belongs to group
@@ -52,15 +53,7 @@ type sharedPrefixSchedule struct {
 
 func newSharedPrefixSchedule(sp *events.SharedPrefix, seed uint64) *sharedPrefixSchedule {
 	s := &sharedPrefixSchedule{sp: sp, seed: int64(seed & math.MaxInt32)}
-	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	start := 0.0
-	for k, st := range sp.Stages {
-		for _, at := range poissonArrivals(rng, st.Rate, st.Duration, start) {
-			s.arrivals = append(s.arrivals, at)
-			s.stage = append(s.stage, uint8(k))
-		}
-		start += st.Duration * 1000
-	}
+	s.arrivals, s.stage = rateStages(rand.New(rand.NewPCG(seed, 0x5eed)), sp.Stages)
 	return s
 }
 
@@ -95,15 +88,7 @@ type namedSchedule struct {
 
 func newNamedSchedule(w evalrun.Workload, seed uint64) *namedSchedule {
 	s := &namedSchedule{w: w, seed: seed}
-	rng := rand.New(rand.NewPCG(seed, 0x11a3ed))
-	start := 0.0
-	for k, st := range w.Stages {
-		for _, at := range poissonArrivals(rng, st.Rate, st.Duration, start) {
-			s.arrivals = append(s.arrivals, at)
-			s.stage = append(s.stage, uint8(k))
-		}
-		start += st.Duration * 1000
-	}
+	s.arrivals, s.stage = rateStages(rand.New(rand.NewPCG(seed, 0x11a3ed)), w.Stages)
 	return s
 }
 

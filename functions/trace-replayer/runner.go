@@ -105,28 +105,12 @@ type Run struct {
 	Repo   *simtask.Repo
 	Poll   time.Duration
 
-	mu    sync.Mutex // the lease is renewed while the replay writes with its fence
-	lease state.Lease
+	// HeldLease is renewed while the replay writes with its fence (nil: no lease, in tests).
+	*state.HeldLease
 }
 
 // ticker fires every poll interval (stop requests are checked on it).
 func (r *Run) ticker() <-chan time.Time { return time.After(r.Poll) }
-
-// Lease is the run's current lease.
-func (r *Run) Lease() state.Lease {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.lease
-}
-
-func (r *Run) renewed(l state.Lease) {
-	r.mu.Lock()
-	r.lease = l
-	r.mu.Unlock()
-}
-
-// Fence is the fencing value the run's writes carry.
-func (r *Run) Fence() state.Fence { return r.Lease().Fence() }
 
 func (r *Runner) owner() string { return r.deps.Config.InstanceID }
 
@@ -208,7 +192,7 @@ func (r *Runner) tryStart(ctx context.Context, id string) (bool, error) {
 	r.mu.Lock()
 	r.running[id] = cancel
 	r.mu.Unlock()
-	run := &Run{Task: t, lease: lease, APIKey: key, Repo: r.tasks, Poll: r.settings.PollInterval}
+	run := &Run{Task: t, HeldLease: state.NewHeldLease(lease), APIKey: key, Repo: r.tasks, Poll: r.settings.PollInterval}
 	started = true
 	r.metrics.started.Inc()
 	r.metrics.active.Inc()
@@ -242,7 +226,7 @@ func (r *Runner) execute(ctx context.Context, run *Run) {
 	kept := make(chan struct{})
 	go func() {
 		defer close(kept)
-		r.keepLease(leaseCtx, run, cancel)
+		run.Keep(leaseCtx, r.deps.Store, r.settings.LeaseTTL, func() { cancel(state.ErrLeaseLost) })
 	}()
 	replayed, err := r.replay(ctx, run)
 	stopLease() // the lease is released or handed on below; no renewal may race that
@@ -273,27 +257,6 @@ func (r *Runner) execute(ctx context.Context, run *Run) {
 	_ = r.deps.Store.ReleaseLease(bg, run.Lease())
 	if err := r.deps.Events.Send(bg, events.TypeTaskReplayed, id+"/replayed", id, replayed); err != nil {
 		r.log.Warnw("replayed event not delivered; the analyzer's sweep picks the task up", "task", id, "error", err)
-	}
-}
-
-// keepLease renews the run's lease; losing it cancels the run.
-func (r *Runner) keepLease(ctx context.Context, run *Run, cancel context.CancelCauseFunc) {
-	tick := time.NewTicker(r.settings.LeaseTTL / 3)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			lease, err := r.deps.Store.RenewLease(ctx, run.Lease(), r.settings.LeaseTTL)
-			if errors.Is(err, state.ErrLeaseLost) {
-				cancel(state.ErrLeaseLost)
-				return
-			}
-			if err == nil {
-				run.renewed(lease)
-			}
-		}
 	}
 }
 

@@ -12,18 +12,12 @@ type Distribution struct {
 	Min, Max, Mean, StdDev int
 }
 
-// LoadStage is one open-loop stage of a named workload: Poisson arrivals at Rate for Duration.
-type LoadStage struct {
-	Rate     float64
-	Duration float64
-}
-
 // Workload is a named workload shipped with Lensfn: open-loop rate stages of random-length
 // requests, or closed-loop concurrency stages.
 type Workload struct {
 	Name              string
-	API               string // completion or chat
-	Stages            []LoadStage
+	API               string             // completion or chat
+	Stages            []events.RateStage // open loop: Poisson arrivals at each rate for its duration
 	ConcurrencyStages []events.ConcurrencyStage
 	Input, Output     Distribution
 	RequestTimeout    float64 // seconds, 0: none
@@ -32,7 +26,7 @@ type Workload struct {
 // namedWorkloads are our own renderings of the inference-perf profiles of llm-d-benchmark
 // (reference/loadgen-eval-anchors.md §2).
 var namedWorkloads = map[string]Workload{
-	"sanity_random.yaml": {Name: "sanity_random.yaml", API: "completion", Stages: []LoadStage{{Rate: 1, Duration: 30}},
+	"sanity_random.yaml": {Name: "sanity_random.yaml", API: "completion", Stages: []events.RateStage{{Rate: 1, Duration: 30}},
 		Input: Distribution{Min: 10, Max: 100, Mean: 50, StdDev: 10}, Output: Distribution{Min: 10, Max: 100, Mean: 50, StdDev: 10},
 		RequestTimeout: 30},
 	"sanity_random_concurrent.yaml": {Name: "sanity_random_concurrent.yaml", API: "completion",
@@ -40,10 +34,10 @@ var namedWorkloads = map[string]Workload{
 			{Concurrency: 4, NumRequests: 128}, {Concurrency: 8, NumRequests: 256}},
 		Input: Distribution{Min: 5000, Max: 10000, Mean: 7500, StdDev: 1000}, Output: Distribution{Min: 500, Max: 1000, Mean: 750, StdDev: 100}},
 	"chatbot_synthetic.yaml": {Name: "chatbot_synthetic.yaml", API: "completion",
-		Stages: []LoadStage{{1, 120}, {2, 120}, {4, 120}, {8, 120}},
+		Stages: []events.RateStage{{Rate: 1, Duration: 120}, {Rate: 2, Duration: 120}, {Rate: 4, Duration: 120}, {Rate: 8, Duration: 120}},
 		Input:  Distribution{Min: 10, Max: 8192, Mean: 4096, StdDev: 2048}, Output: Distribution{Min: 10, Max: 2048, Mean: 1024, StdDev: 512}},
 	"summarization_synthetic.yaml": {Name: "summarization_synthetic.yaml", API: "completion",
-		Stages: []LoadStage{{1, 120}, {2, 120}, {4, 120}, {8, 120}},
+		Stages: []events.RateStage{{Rate: 1, Duration: 120}, {Rate: 2, Duration: 120}, {Rate: 4, Duration: 120}, {Rate: 8, Duration: 120}},
 		Input:  Distribution{Min: 10, Max: 4096, Mean: 2048, StdDev: 1024}, Output: Distribution{Min: 10, Max: 512, Mean: 256, StdDev: 128}},
 }
 

@@ -130,3 +130,13 @@ func (c Config) endpoint() (string, error) {
 		return "", fmt.Errorf("loadgen: api must be %q or %q, got %q", APIChat, APICompletions, c.API)
 	}
 }
+
+// SeedOf derives a run's Seed from its id (FNV-1a), so a run's prompts and request ids are the
+// same every time it is replayed or re-read.
+func SeedOf(id string) uint64 {
+	var s uint64 = 1469598103934665603
+	for i := 0; i < len(id); i++ {
+		s = (s ^ uint64(id[i])) * 1099511628211
+	}
+	return s
+}
