@@ -15,6 +15,7 @@ import (
 // execution id and a Model Service id with its access key.
 func evaluationStack(t *testing.T) (api, broker, execID string, group [2]string, pid func(string) int) {
 	t.Helper()
+	t.Setenv("POD_IP", "127.0.0.1") // the simulator's KV-event topic names it
 	sim := startSimulator(t, "--time-to-first-token", "40ms", "--inter-token-latency", "5ms", "--enable-kvcache", "--kv-cache-size", "4096")
 	stack := startStack(t, stackOptions{only: []string{"inventory-api", "evaluation-api", "benchmark-runner"},
 		env: map[string]string{"LENS_LEASE_TTL": "3s", "LENS_SWEEP_INTERVAL": "500ms", "LENS_MEMBER_PROBE_INTERVAL": "200ms"}})
