@@ -2,6 +2,7 @@ package knative_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -20,11 +21,8 @@ const (
 	crdDir = "../../../shared/reference/knative-crds"
 )
 
-// object is one object of a manifest file, as JSON.
-type object struct {
-	file string // relative to deployDir
-	json []byte
-}
+// object is one object of a manifest file under deploy/knative.
+type object = admission.Manifest
 
 func manifests(t *testing.T) []object {
 	t.Helper()
@@ -35,39 +33,29 @@ func manifests(t *testing.T) []object {
 	return objects
 }
 
-func readManifests(dir string) ([]object, error) {
-	files, err := admission.ManifestFiles(dir)
-	if err != nil {
-		return nil, err
-	}
-	var objects []object
-	for _, file := range files {
-		raw, err := os.ReadFile(file)
-		if err != nil {
-			return nil, err
-		}
-		docs, err := admission.Documents(raw)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", file, err)
-		}
-		rel, _ := filepath.Rel(dir, file)
-		for _, d := range docs {
-			objects = append(objects, object{file: rel, json: d})
-		}
-	}
-	if len(objects) == 0 {
-		return nil, fmt.Errorf("no objects in %s", dir)
-	}
-	return objects, nil
+// meta is what names an object.
+type meta struct {
+	APIVersion, Kind string
+	Metadata         struct{ Name string }
 }
 
-func declaredServingConfig(t *testing.T) map[string]map[string]string {
-	t.Helper()
-	sc, err := admission.ServingConfigIn(deployDir)
-	if err != nil {
-		t.Fatal(err)
+func metaOf(o object) meta {
+	var m meta
+	_ = json.Unmarshal(o.JSON, &m) // admission reports malformed objects
+	return m
+}
+
+// is matches apiVersion and kind, and the name unless it is "".
+func (m meta) is(apiVersion, kind, name string) bool {
+	return m.APIVersion == apiVersion && m.Kind == kind && (name == "" || m.Metadata.Name == name)
+}
+
+func readManifests(dir string) ([]object, error) {
+	objects, err := admission.ReadManifests(dir)
+	if err == nil && len(objects) == 0 {
+		err = fmt.Errorf("no objects in %s", dir)
 	}
-	return sc
+	return objects, err
 }
 
 // admission is what validating a manifest directory found.
@@ -94,14 +82,14 @@ func admitDir(dir, crds string) (admissionReport, error) {
 		return r, err
 	}
 	for _, o := range objects {
-		out, err := v.Validate(context.Background(), o.json)
+		out, err := v.Validate(context.Background(), o.JSON)
 		switch {
 		case errors.Is(err, admission.ErrNoSchemas):
 			r.skippedEventing++
 		case err != nil:
-			r.problems = append(r.problems, o.file+": "+err.Error())
+			r.problems = append(r.problems, o.File+": "+err.Error())
 		case strings.HasPrefix(out.How, "not checked"):
-			r.notChecked = append(r.notChecked, o.file+": "+out.Object+": "+out.How)
+			r.notChecked = append(r.notChecked, o.File+": "+out.Object+": "+out.How)
 		default:
 			r.checked[strings.Fields(out.Object)[0]]++
 		}
@@ -205,6 +193,15 @@ data:
 	}
 }
 
+func declaredServingConfig(t *testing.T) map[string]map[string]string {
+	t.Helper()
+	sc, err := admission.ServingConfigIn(deployDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
 // config-features declares exactly what the Services need: without any one of its keys, some
 // Service is refused.
 func TestEveryDeclaredFeatureIsNeeded(t *testing.T) {
@@ -215,8 +212,8 @@ func TestEveryDeclaredFeatureIsNeeded(t *testing.T) {
 	}
 	var services [][]byte
 	for _, o := range manifests(t) {
-		if strings.Contains(string(o.json), `"apiVersion":"serving.knative.dev/v1"`) && strings.Contains(string(o.json), `"kind":"Service"`) {
-			services = append(services, o.json)
+		if metaOf(o).is("serving.knative.dev/v1", "Service", "") {
+			services = append(services, o.JSON)
 		}
 	}
 	for _, key := range slices.Sorted(maps.Keys(features)) {

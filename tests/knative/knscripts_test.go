@@ -156,18 +156,14 @@ func TestKnScriptsApplyTheValidatedManifests(t *testing.T) {
 func undeployed(d deployment, objects []object) []string {
 	problems := d.problems
 	for _, o := range objects {
-		var meta struct {
-			APIVersion, Kind string
-			Metadata         struct{ Name string }
-		}
-		_ = json.Unmarshal(o.json, &meta) // admission reports malformed objects
+		meta := metaOf(o)
 		switch {
-		case d.files[o.file]:
-		case meta.APIVersion == "serving.knative.dev/v1" && meta.Kind == "Service" && d.services[o.file+"/"+meta.Metadata.Name]:
-		case meta.APIVersion == "eventing.knative.dev/v1" && meta.Kind == "Trigger" && d.triggers[meta.Metadata.Name]:
+		case d.files[o.File]:
+		case meta.is("serving.knative.dev/v1", "Service", "") && d.services[o.File+"/"+meta.Metadata.Name]:
+		case meta.is("eventing.knative.dev/v1", "Trigger", "") && d.triggers[meta.Metadata.Name]:
 		default:
 			problems = append(problems, fmt.Sprintf("%s %s (%s) is applied by no script in kn/: add `kubectl apply -f %s` to kn/00-platform.sh or a kn command for it",
-				meta.Kind, meta.Metadata.Name, o.file, o.file))
+				meta.Kind, meta.Metadata.Name, o.File, o.File))
 		}
 	}
 	return problems
@@ -186,7 +182,7 @@ func checkScripts(cmds []command, objects []object) deployment {
 				}
 			}
 			for _, f := range append(fl["-f"], fl["--filename"]...) {
-				if !slices.ContainsFunc(objects, func(o object) bool { return o.file == filepath.Clean(f) }) {
+				if !slices.ContainsFunc(objects, func(o object) bool { return o.File == filepath.Clean(f) }) {
 					d.problem(c, "%s is no manifest in deploy/knative", f)
 				}
 				d.files[filepath.Clean(f)] = true
@@ -194,7 +190,7 @@ func checkScripts(cmds []command, objects []object) deployment {
 		case w[0] == "kn" && len(w) > 3 && w[1] == "service" && (w[2] == "apply" || w[2] == "create"):
 			name, file := w[3], d.knServiceFile(c)
 			if file != "" {
-				if !slices.ContainsFunc(objects, func(o object) bool { return o.file == file && isService(o, name) }) {
+				if !slices.ContainsFunc(objects, func(o object) bool { return o.File == file && isService(o, name) }) {
 					d.problem(c, "%s has no serving.knative.dev/v1 Service %s", file, name)
 				}
 				d.services[file+"/"+name] = true
@@ -227,11 +223,7 @@ func (d *deployment) knServiceFile(c command) string {
 }
 
 func isService(o object, name string) bool {
-	var meta struct {
-		APIVersion, Kind string
-		Metadata         struct{ Name string }
-	}
-	return json.Unmarshal(o.json, &meta) == nil && meta.APIVersion == "serving.knative.dev/v1" && meta.Kind == "Service" && meta.Metadata.Name == name
+	return metaOf(o).is("serving.knative.dev/v1", "Service", name)
 }
 
 // triggerSpec is the part of a Trigger kn trigger create can express; anything else in its spec
@@ -256,26 +248,23 @@ func (d *deployment) checkKnTrigger(c command, objects []object) {
 	name := c.words[3]
 	var spec *triggerSpec
 	for _, o := range objects {
-		var tr struct {
-			APIVersion, Kind string
-			Metadata         struct{ Name string }
-			Spec             json.RawMessage
-		}
-		if json.Unmarshal(o.json, &tr) != nil || tr.APIVersion != "eventing.knative.dev/v1" || tr.Kind != "Trigger" || tr.Metadata.Name != name {
+		if !metaOf(o).is("eventing.knative.dev/v1", "Trigger", name) {
 			continue
 		}
+		var tr struct{ Spec json.RawMessage }
+		_ = json.Unmarshal(o.JSON, &tr)
 		var all map[string]json.RawMessage
 		_ = json.Unmarshal(tr.Spec, &all)
 		for _, field := range slices.Sorted(maps.Keys(all)) {
 			if field != "broker" && field != "filter" && field != "subscriber" {
-				d.problem(c, "Trigger %s sets spec.%s, which kn trigger cannot: apply %s with kubectl", name, field, o.file)
+				d.problem(c, "Trigger %s sets spec.%s, which kn trigger cannot: apply %s with kubectl", name, field, o.File)
 			}
 		}
 		dec := json.NewDecoder(strings.NewReader(string(tr.Spec)))
 		dec.DisallowUnknownFields()
 		spec = &triggerSpec{}
 		if err := dec.Decode(spec); err != nil {
-			d.problem(c, "Trigger %s has a spec kn trigger cannot express (%v): apply %s with kubectl", name, err, o.file)
+			d.problem(c, "Trigger %s has a spec kn trigger cannot express (%v): apply %s with kubectl", name, err, o.File)
 			return
 		}
 	}

@@ -181,14 +181,19 @@ func ManifestFiles(dir string) ([]string, error) {
 	return files, err
 }
 
-// ServingConfigIn collects the knative-serving ConfigMaps (config-features, config-defaults,
-// config-autoscaler) that the manifests under dir declare, for Options.ServingConfig.
-func ServingConfigIn(dir string) (map[string]map[string]string, error) {
+// Manifest is one object of a manifest file.
+type Manifest struct {
+	File string // relative to the folder read
+	JSON []byte
+}
+
+// ReadManifests returns every object of every YAML file under dir, in file order.
+func ReadManifests(dir string) ([]Manifest, error) {
 	files, err := ManifestFiles(dir)
 	if err != nil {
 		return nil, err
 	}
-	maps := map[string]map[string]string{}
+	var out []Manifest
 	for _, file := range files {
 		raw, err := os.ReadFile(file)
 		if err != nil {
@@ -198,17 +203,32 @@ func ServingConfigIn(dir string) (map[string]map[string]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", file, err)
 		}
-		for _, doc := range docs {
-			var cm corev1.ConfigMap
-			if err := json.Unmarshal(doc, &cm); err != nil {
-				return nil, fmt.Errorf("%s: %w", file, err)
+		rel, _ := filepath.Rel(dir, file)
+		for _, d := range docs {
+			out = append(out, Manifest{File: rel, JSON: d})
+		}
+	}
+	return out, nil
+}
+
+// ServingConfigIn collects the knative-serving ConfigMaps (config-features, config-defaults,
+// config-autoscaler) that the manifests under dir declare, for Options.ServingConfig.
+func ServingConfigIn(dir string) (map[string]map[string]string, error) {
+	objects, err := ReadManifests(dir)
+	if err != nil {
+		return nil, err
+	}
+	maps := map[string]map[string]string{}
+	for _, o := range objects {
+		var cm corev1.ConfigMap
+		if err := json.Unmarshal(o.JSON, &cm); err != nil {
+			return nil, fmt.Errorf("%s: %w", o.File, err)
+		}
+		if cm.APIVersion == "v1" && cm.Kind == "ConfigMap" && cm.Namespace == ServingNamespace && servingConfigName(cm.Name) {
+			if _, dup := maps[cm.Name]; dup {
+				return nil, fmt.Errorf("%s: %s/%s is declared twice", o.File, ServingNamespace, cm.Name)
 			}
-			if cm.APIVersion == "v1" && cm.Kind == "ConfigMap" && cm.Namespace == ServingNamespace && servingConfigName(cm.Name) {
-				if _, dup := maps[cm.Name]; dup {
-					return nil, fmt.Errorf("%s: %s/%s is declared twice", file, ServingNamespace, cm.Name)
-				}
-				maps[cm.Name] = cm.Data
-			}
+			maps[cm.Name] = cm.Data
 		}
 	}
 	return maps, nil

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -40,39 +39,29 @@ type crd struct {
 }
 
 func loadCRDSchemas(dir string) (*crdSchemas, error) {
-	files, err := ManifestFiles(dir)
+	objects, err := ReadManifests(dir)
 	if err != nil {
 		return nil, err
 	}
 	s := &crdSchemas{byGVK: map[schema.GroupVersionKind]*jsonschema.Schema{}, dir: dir}
-	for _, file := range files {
-		raw, err := os.ReadFile(file)
-		if err != nil {
-			return nil, err
+	for _, o := range objects {
+		var c crd
+		if err := json.Unmarshal(o.JSON, &c); err != nil {
+			return nil, fmt.Errorf("%s: %w", o.File, err)
 		}
-		docs, err := Documents(raw)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", file, err)
+		if c.Kind != "CustomResourceDefinition" {
+			continue
 		}
-		for _, doc := range docs {
-			var c crd
-			if err := json.Unmarshal(doc, &c); err != nil {
-				return nil, fmt.Errorf("%s: %w", file, err)
-			}
-			if c.Kind != "CustomResourceDefinition" {
+		for _, v := range c.Spec.Versions {
+			if !v.Served || v.Schema.OpenAPIV3Schema == nil {
 				continue
 			}
-			for _, v := range c.Spec.Versions {
-				if !v.Served || v.Schema.OpenAPIV3Schema == nil {
-					continue
-				}
-				gvk := schema.GroupVersionKind{Group: c.Spec.Group, Version: v.Name, Kind: c.Spec.Names.Kind}
-				sch, err := compileStructural(gvk, v.Schema.OpenAPIV3Schema)
-				if err != nil {
-					return nil, fmt.Errorf("%s: %s: %w", file, gvk, err)
-				}
-				s.byGVK[gvk] = sch
+			gvk := schema.GroupVersionKind{Group: c.Spec.Group, Version: v.Name, Kind: c.Spec.Names.Kind}
+			sch, err := compileStructural(gvk, v.Schema.OpenAPIV3Schema)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %s: %w", o.File, gvk, err)
 			}
+			s.byGVK[gvk] = sch
 		}
 	}
 	if len(s.byGVK) == 0 {
