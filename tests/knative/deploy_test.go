@@ -235,3 +235,35 @@ func TestEveryDeclaredFeatureIsNeeded(t *testing.T) {
 		}
 	}
 }
+
+// Without the downward API, a POD_NAMESPACE a Service passes is a literal: it must be the
+// namespace the Service is created in.
+func TestPodNamespaceIsTheServicesOwn(t *testing.T) {
+	for _, o := range manifests(t) {
+		if !metaOf(o).is("serving.knative.dev/v1", "Service", "") {
+			continue
+		}
+		var svc struct {
+			Metadata struct{ Namespace string }
+			Spec     struct {
+				Template struct {
+					Spec struct {
+						Containers []struct {
+							Env []struct{ Name, Value string }
+						}
+					}
+				}
+			}
+		}
+		if err := json.Unmarshal(o.JSON, &svc); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range svc.Spec.Template.Spec.Containers {
+			for _, e := range c.Env {
+				if e.Name == "POD_NAMESPACE" && e.Value != svc.Metadata.Namespace {
+					t.Errorf("%s: POD_NAMESPACE is %q, but the Service is in %q", o.File, e.Value, svc.Metadata.Namespace)
+				}
+			}
+		}
+	}
+}
