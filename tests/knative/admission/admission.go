@@ -238,25 +238,6 @@ func servingConfigName(name string) bool {
 	return name == config.FeaturesConfigName || name == config.DefaultsConfigName || name == asconfig.ConfigName
 }
 
-// ValidateYAML validates every object of a YAML stream (a manifest file).
-func (v *Validator) ValidateYAML(ctx context.Context, raw []byte) ([]Outcome, error) {
-	docs, err := Documents(raw)
-	if err != nil {
-		return nil, err
-	}
-	var outcomes []Outcome
-	var errs []error
-	for _, doc := range docs {
-		o, err := v.Validate(ctx, doc)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		outcomes = append(outcomes, o)
-	}
-	return outcomes, errors.Join(errs...)
-}
-
 // typeMeta is what every object starts with.
 type typeMeta struct {
 	APIVersion string          `json:"apiVersion"`
@@ -301,7 +282,7 @@ func (v *Validator) Validate(ctx context.Context, object []byte) (Outcome, error
 		}
 	case External[gvk.GroupKind()] != "":
 		how = "not checked: " + External[gvk.GroupKind()]
-	case strings.HasSuffix(gv.Group, "knative.dev"):
+	case gv.Group == "knative.dev" || strings.HasSuffix(gv.Group, ".knative.dev"):
 		if v.schemas == nil {
 			return out, fmt.Errorf("%s: %w", out.Object, ErrNoSchemas)
 		}
