@@ -20,6 +20,8 @@ import (
 type Environment struct {
 	Port           string // PORT (Knative): default port when --port is absent
 	PodName        string // POD_NAME: x-inference-pod / x-inference-port headers
+	KService       string // K_SERVICE: set under Knative, where Hostname is the pod name
+	Hostname       string // the pod name under Knative, used when POD_NAME is unset there
 	PodNamespace   string // POD_NAMESPACE: x-inference-namespace header
 	PodIP          string // POD_IP: KV-event topic
 	SimModel       string // SIM_MODEL: default for --model
@@ -558,6 +560,11 @@ func ParseConfig(args []string, env Environment, readFile func(string) ([]byte, 
 		c.MaxCPULoRAs = c.MaxLoRAs
 	}
 	c.PodName, c.PodNamespace, c.PodIP = env.PodName, env.PodNamespace, env.PodIP
+	if c.PodName == "" && env.KService != "" {
+		// Knative refuses the downward API (fieldRef) by default, but Kubernetes names a pod's
+		// host after the pod, so the manifest needs no POD_NAME.
+		c.PodName = env.Hostname
+	}
 	if len(c.ServedModelNames) == 0 && c.Model != "" {
 		c.ServedModelNames = []string{c.Model}
 	}

@@ -99,3 +99,24 @@ func TestParseDuration(t *testing.T) {
 		}
 	}
 }
+
+// Under Knative the manifest sets no POD_NAME (fieldRef is refused by default): the hostname,
+// which is the pod name, fills x-inference-pod. Outside Knative an unset POD_NAME stays unset,
+// as in the reference simulator, so no header is sent.
+func TestPodNameFromHostnameUnderKnative(t *testing.T) {
+	cases := []struct {
+		name string
+		env  Environment
+		want string
+	}{
+		{"knative without POD_NAME", Environment{KService: "inference-sim", Hostname: "inference-sim-00001-deployment-7d9f-x2k4q"}, "inference-sim-00001-deployment-7d9f-x2k4q"},
+		{"POD_NAME wins", Environment{KService: "inference-sim", Hostname: "host", PodName: "pod-0"}, "pod-0"},
+		{"outside knative", Environment{Hostname: "laptop"}, ""},
+	}
+	for _, tc := range cases {
+		cfg, err := ParseConfig([]string{"--model", "m"}, tc.env, nil)
+		if err != nil || cfg.PodName != tc.want {
+			t.Errorf("%s: PodName = %q (%v), want %q", tc.name, cfg.PodName, err, tc.want)
+		}
+	}
+}

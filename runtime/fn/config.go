@@ -38,7 +38,9 @@ type Config struct {
 	BuiltinModuleDir string
 	// CacheDir keeps the WASM compilation cache (LENS_CACHE_DIR, default <DataDir>/cache).
 	CacheDir string
-	// InstanceID names this process for leases and logs (POD_NAME, else host-pid).
+	// InstanceID names this process for leases and logs (POD_NAME, else host-pid). The Knative
+	// manifests set no POD_NAME, since Knative refuses the downward API by default: Kubernetes
+	// names a pod's host after the pod, so the fallback carries the pod name.
 	InstanceID    string
 	LogLevel      string // LOG_LEVEL: debug, info, warn, error
 	LoggingConfig string // K_LOGGING_CONFIG: a zap JSON config, as in Knative's config-logging

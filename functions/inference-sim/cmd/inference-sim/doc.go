@@ -1,4 +1,5 @@
 // Command inference-sim runs the vLLM-compatible inference simulator as a Knative function (see
-// functions/inference-sim). It reads the environment (PORT, POD_NAME, POD_NAMESPACE, POD_IP,
-// SIM_MODEL, PYTHONHASHSEED) and nothing else; the command line holds every setting.
+// functions/inference-sim). It reads the environment (PORT, POD_NAME, K_SERVICE and the hostname,
+// POD_NAMESPACE, POD_IP, SIM_MODEL, PYTHONHASHSEED) and nothing else; the command line holds
+// every setting.
 package main

@@ -10,7 +10,9 @@ import (
 )
 
 func main() {
+	host, _ := os.Hostname()
 	env := inferencesim.Environment{Port: os.Getenv("PORT"), PodName: os.Getenv("POD_NAME"),
+		KService: os.Getenv("K_SERVICE"), Hostname: host,
 		PodNamespace: os.Getenv("POD_NAMESPACE"), PodIP: os.Getenv("POD_IP"),
 		SimModel: os.Getenv("SIM_MODEL"), PythonHashSeed: os.Getenv("PYTHONHASHSEED")}
 	calcs := &inferencesim.WASMCalculators{Dirs: inferencesim.ModuleDirs{Builtin: os.Getenv("LENS_BUILTIN_MODULE_DIR"),

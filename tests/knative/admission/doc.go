@@ -1,0 +1,24 @@
+// Package admission checks Kubernetes objects the way a Knative cluster admits them, before any
+// cluster sees them, so that a manifest or an object a deployer is about to create fails here
+// instead of at `kubectl apply`:
+//
+//   - a serving.knative.dev/v1 Service is decoded strictly (unknown fields fail) into
+//     knative.dev/serving's v1.Service, checked against the Service CRD schema, defaulted and
+//     validated with Knative's own SetDefaults and Validate under a given config-features (and
+//     config-defaults, config-autoscaler), exactly as the serving webhook does on create; its
+//     warnings (the "Kubernetes default value is insecure" securityContext ones) count as failures;
+//   - every other *.knative.dev object (Broker, Trigger, SinkBinding, PingSource, JobSink, ...) is
+//     validated against the openAPIV3Schema of its CRD (../shared/reference/knative-crds), made
+//     strict the way the API server's strict field validation is: unknown fields, types and
+//     required fields; a JobSink's job is also decoded strictly into a batch/v1 Job;
+//   - a Kubernetes core object (Namespace, ConfigMap, Secret, PVC, StatefulSet, ...) is decoded
+//     strictly into its k8s.io/api type; Knative's own ConfigMaps in knative-serving are parsed
+//     with Knative's constructors, as its config webhook does;
+//   - metadata is decoded strictly into ObjectMeta for every object; any other kind fails unless
+//     it is listed in External (a CRD from outside Knative core whose schema is not stored here).
+//
+// It lives in the test-only module tests/knative because knative.dev/serving v0.42.2 needs a newer
+// knative.dev/pkg than the main module's. It may import knative.dev/serving, knative.dev/pkg,
+// k8s.io/api and apimachinery, client-go's scheme, sigs.k8s.io/yaml and the JSON Schema validator;
+// nothing of the main module.
+package admission
