@@ -8,7 +8,6 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,7 +21,7 @@ import (
 )
 
 // RecordsFile is the per-request artifact a run writes in its folder.
-const RecordsFile = "per-request.jsonl"
+const RecordsFile = evalrun.RecordsFile
 
 var (
 	errCancelled = errors.New("cancelled by request")
@@ -110,7 +109,7 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fail("cannot create the run's folder: %v", err)
 	}
-	x.path = filepath.Join(dir, RecordsFile)
+	x.path = r.runs.RecordsPath(run.ID())
 	f, err := os.Create(x.path)
 	if err != nil {
 		return fail("cannot create the per-request artifact: %v", err)
@@ -175,7 +174,8 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 	if sla := evalrun.EvaluateSLA(metrics, x.targets); sla != nil {
 		fields["sla"] = sla
 	}
-	fields["artifacts"] = []map[string]string{{"kind": "per-request-jsonl", "path": x.path, "media_type": "application/x-ndjson"}}
+	fields["artifacts"] = []map[string]string{{"kind": "per-request-jsonl", "path": x.path, "media_type": "application/x-ndjson",
+		"uri": "/api/v1/evaluate/runs/" + run.ID() + "/artifacts/per-request-jsonl"}}
 	fields["resource_snapshot"] = map[string]any{}
 	res := &result{status: evalrun.StatusSucceeded, fields: fields}
 	cause := context.Cause(ctx)

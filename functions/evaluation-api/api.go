@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -94,6 +96,7 @@ func New(d fn.Deps, inv Inventory) (*fn.Function, *API, error) {
 		{Method: "GET", Path: Prefix + "/runs/{id}", Scope: read, Handler: fn.Handle(a.getRun)},
 		{Method: "POST", Path: Prefix + "/runs/{id}/cancel", Scope: write, Handler: fn.Handle(a.cancelRun)},
 		{Method: "DELETE", Path: Prefix + "/runs/{id}", Scope: write, Handler: fn.Handle(a.deleteRun)},
+		{Method: "GET", Path: Prefix + "/runs/{id}/artifacts/{kind}", Scope: read, Handler: fn.Handle(a.downloadArtifact)},
 	}
 	return &fn.Function{
 		Routes: routes,
@@ -410,6 +413,32 @@ func (a *API) deleteRun(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// downloadArtifact streams a run's per-request records (JSON lines) as an attachment.
+func (a *API) downloadArtifact(w http.ResponseWriter, r *http.Request) error {
+	id, kind := r.PathValue("id"), r.PathValue("kind")
+	if _, err := a.load(r.Context(), id); err != nil {
+		return err
+	}
+	if kind != "per-request-jsonl" {
+		return problem.New(problem.CodeNotFound, "unknown artifact kind %q; the run has per-request-jsonl", kind)
+	}
+	f, err := os.Open(a.runs.RecordsPath(id))
+	if errors.Is(err, os.ErrNotExist) {
+		return problem.New(problem.CodeNotFound, "benchmark run %s has no per-request records yet", id)
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Content-Disposition", `attachment; filename="`+id+`-per-request.jsonl"`)
+	_, err = io.Copy(w, f)
+	if err != nil {
+		a.deps.Log.Warnw("artifact download cut short", "run", id, "error", err)
+	}
 	return nil
 }
 

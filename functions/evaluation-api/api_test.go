@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -393,4 +394,33 @@ func problemStatus(err error) int {
 		return 0
 	}
 	return problem.CodeOf(err).Status()
+}
+
+func TestArtifactDownload(t *testing.T) {
+	h := start(t)
+	var run map[string]any
+	call(t, "POST", h.url+"/runs", matrixRun, &run)
+	id := run["id"].(string)
+	if code := call(t, "GET", h.url+"/runs/"+id+"/artifacts/per-request-jsonl", "", nil); code != 404 {
+		t.Fatalf("before any record: %d", code)
+	}
+	if err := os.MkdirAll(h.runs.RunDir(id), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(h.runs.RecordsPath(id), []byte("{\"request_id\":1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(h.url + "/runs/" + id + "/artifacts/per-request-jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != "{\"request_id\":1}\n" || resp.Header.Get("Content-Type") != "application/x-ndjson" ||
+		!strings.Contains(resp.Header.Get("Content-Disposition"), "attachment") {
+		t.Fatalf("%d %q %v", resp.StatusCode, body, resp.Header)
+	}
+	if code := call(t, "GET", h.url+"/runs/"+id+"/artifacts/summary", "", nil); code != 404 {
+		t.Fatalf("unknown kind: %d", code)
+	}
 }

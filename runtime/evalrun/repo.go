@@ -38,6 +38,12 @@ func (r *Repo) RunDir(id string) string {
 	return filepath.Join(r.DataDir, "artifacts", "evaluations", id)
 }
 
+// RecordsFile is the per-request artifact (JSON lines) a runner writes in a run's folder.
+const RecordsFile = "per-request.jsonl"
+
+// RecordsPath is where a run's per-request artifact lives.
+func (r *Repo) RecordsPath(id string) string { return filepath.Join(r.RunDir(id), RecordsFile) }
+
 // LeaseName is the lease a runner holds on a run.
 func LeaseName(id string) string { return Kind + ":" + id }
 
