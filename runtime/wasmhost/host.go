@@ -45,6 +45,9 @@ type ModuleInfo struct {
 	ABIVersion   uint32          `json:"abi_version"`
 	Description  string          `json:"description,omitempty"`
 	Capabilities map[string]bool `json:"capabilities"`
+	// TraceRange says what a trace range selects in the format (the descriptor's trace_range;
+	// empty: the host's own rule, ParseOptions).
+	TraceRange string `json:"trace_range,omitempty"`
 	SHA256       string          `json:"sha256"`
 	Builtin      bool            `json:"builtin"`
 	Path         string          `json:"path"`
