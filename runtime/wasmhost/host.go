@@ -48,9 +48,9 @@ type ModuleInfo struct {
 	// TraceRange says what a trace range selects in the format (the descriptor's trace_range;
 	// empty: the host's own rule, ParseOptions).
 	TraceRange string `json:"trace_range,omitempty"`
-	SHA256       string          `json:"sha256"`
-	Builtin      bool            `json:"builtin"`
-	Path         string          `json:"path"`
+	SHA256     string `json:"sha256"`
+	Builtin    bool   `json:"builtin"`
+	Path       string `json:"path"`
 }
 
 // Errors a caller can test with errors.Is.
