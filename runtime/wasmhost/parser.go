@@ -15,6 +15,14 @@ import (
 	"github.com/lensfn/lensfn/wasm-modules/abi"
 )
 
+// Capability names a trace parser reports in ModuleInfo.Capabilities (abi's, for callers that
+// may not import the ABI package).
+const (
+	CapabilityTraceRange        = abi.CapabilityTraceRange
+	CapabilityScaleFactor       = abi.CapabilityScaleFactor
+	CapabilitySelectsTraceRange = abi.CapabilitySelectsTraceRange
+)
+
 // TraceRequest is the normalised record a parser emits.
 type TraceRequest = abi.TraceRequest
 
