@@ -1,12 +1,11 @@
 package e2e_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"math"
-	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -63,17 +62,9 @@ func agentStack(t *testing.T, traces []wekatest.Trace) string {
 // finished task, its summary, warnings and records by "session/turn".
 func runAgents(t *testing.T, api, endpoint, extra string) (taskView, agentSummary, []string, map[string]agentRecord) {
 	t.Helper()
-	body := `{"name":"agents","scenario":"coding","endpoint_url":"` + endpoint + `","model_name":"` + simModel +
-		`","trace_dataset":"generated-agents","stream":true` + extra + `}`
-	code, raw := post(t, api+"/tasks", "application/json", body, nil)
-	if code != 202 {
-		t.Fatalf("create: %d %s", code, raw)
-	}
-	var created struct {
-		TaskID string `json:"task_id"`
-	}
-	_ = json.Unmarshal([]byte(raw), &created)
-	v := waitForStatus(t, api, created.TaskID, 2*time.Minute, "completed", "failed", "cancelled")
+	id := postTask(t, api, `{"name":"agents","scenario":"coding","endpoint_url":"`+endpoint+`","model_name":"`+simModel+
+		`","trace_dataset":"generated-agents","stream":true`+extra+`}`)
+	v := waitForStatus(t, api, id, 2*time.Minute, "completed", "failed", "cancelled")
 	if v.Status != "completed" {
 		t.Fatalf("task ended %s: %s %v", v.Status, deref(v.ErrorMessage), v.Logs)
 	}
@@ -84,30 +75,20 @@ func runAgents(t *testing.T, api, endpoint, extra string) (taskView, agentSummar
 	if err := json.Unmarshal(v.Result, &result); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Get(api + "/tasks/" + created.TaskID + "/artifacts/per-request-jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	recs := map[string]agentRecord{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
+	eachRecord(t, api, id, func(line []byte) {
 		var r agentRecord
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+		if err := json.Unmarshal(line, &r); err != nil {
 			t.Fatal(err)
 		}
 		if r.Turn == nil {
-			t.Fatalf("a record without its turn: %s", sc.Text())
+			t.Fatalf("a record without its turn: %s", line)
 		}
-		recs[r.SessionID+"/"+itoa(*r.Turn)] = r
-	}
+		recs[r.SessionID+"/"+strconv.Itoa(*r.Turn)] = r
+	})
 	return v, result.Summary, result.Warnings, recs
 }
 
-func itoa(n int) string { return jsonNumber(n) }
-
-func jsonNumber(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 // checkAgentOrder checks every dependency rule on the records of a complete replay: turns follow
 // their previous turn, subagents start after the turn that spawns them, a joining turn starts
@@ -117,33 +98,33 @@ func checkAgentOrder(t *testing.T, traces []wekatest.Trace, recs map[string]agen
 	const slack = 1e-6
 	for _, tr := range traces {
 		for k := range tr.Turns {
-			cur, ok := recs[tr.ID+"/"+itoa(k)]
+			cur, ok := recs[tr.ID+"/"+strconv.Itoa(k)]
 			if !ok || !cur.Successful {
 				t.Fatalf("%s turn %d missing or failed", tr.ID, k)
 			}
-			if k > 0 && cur.StartedAt+slack < recs[tr.ID+"/"+itoa(k-1)].CompletedAt {
+			if k > 0 && cur.StartedAt+slack < recs[tr.ID+"/"+strconv.Itoa(k-1)].CompletedAt {
 				t.Errorf("%s turn %d started before turn %d completed", tr.ID, k, k-1)
 			}
 		}
 		for _, s := range tr.Subagents {
 			id := tr.ID + "/" + s.ID
 			for j := range s.Requests {
-				r, ok := recs[id+"/"+itoa(j)]
+				r, ok := recs[id+"/"+strconv.Itoa(j)]
 				if !ok || !r.Successful {
 					t.Fatalf("%s request %d missing or failed", id, j)
 				}
-				if j > 0 && r.StartedAt+slack < recs[id+"/"+itoa(j-1)].CompletedAt {
+				if j > 0 && r.StartedAt+slack < recs[id+"/"+strconv.Itoa(j-1)].CompletedAt {
 					t.Errorf("%s request %d started before request %d completed", id, j, j-1)
 				}
 			}
-			if first := recs[id+"/0"]; first.StartedAt+slack < recs[tr.ID+"/"+itoa(s.AfterTurn)].CompletedAt {
+			if first := recs[id+"/0"]; first.StartedAt+slack < recs[tr.ID+"/"+strconv.Itoa(s.AfterTurn)].CompletedAt {
 				t.Errorf("%s started before its spawning turn %d completed", id, s.AfterTurn)
 			}
 			if s.Background {
 				continue
 			}
-			last := recs[id+"/"+itoa(len(s.Requests)-1)]
-			if join := recs[tr.ID+"/"+itoa(s.AfterTurn+1)]; join.StartedAt+slack < last.CompletedAt {
+			last := recs[id+"/"+strconv.Itoa(len(s.Requests)-1)]
+			if join := recs[tr.ID+"/"+strconv.Itoa(s.AfterTurn+1)]; join.StartedAt+slack < last.CompletedAt {
 				t.Errorf("%s's joining turn %d started at %.4f before it completed at %.4f", id, s.AfterTurn+1, join.StartedAt, last.CompletedAt)
 			}
 		}
@@ -187,7 +168,7 @@ func TestAgentTracesAtScaleFactor20(t *testing.T) {
 	// Subagents start at their recorded offsets from the spawning turn, compressed.
 	for _, tr := range traces {
 		for _, sa := range tr.Subagents {
-			child, spawn := recs[tr.ID+"/"+sa.ID+"/0"], recs[tr.ID+"/"+itoa(sa.AfterTurn)]
+			child, spawn := recs[tr.ID+"/"+sa.ID+"/0"], recs[tr.ID+"/"+strconv.Itoa(sa.AfterTurn)]
 			want := (sa.T - tr.Turns[sa.AfterTurn].T) / 20
 			if got := child.ScheduledAt - spawn.ScheduledAt; math.Abs(got-want) > 0.002 {
 				t.Errorf("%s/%s released %.4f s after its spawning turn, want the recorded %.4f", tr.ID, sa.ID, got, want)
@@ -249,7 +230,7 @@ func TestCappedAgentRunReportsUnreleasedRequests(t *testing.T) {
 	if sum != *s.NotReleased || s.ByReason["after_duration"] == 0 {
 		t.Fatalf("reasons %v do not add up to %d", s.ByReason, *s.NotReleased)
 	}
-	want := jsonNumber(*s.NotReleased) + " of " + jsonNumber(*s.Scheduled) + " scheduled requests were never released"
+	want := strconv.Itoa(*s.NotReleased) + " of " + strconv.Itoa(*s.Scheduled) + " scheduled requests were never released"
 	if len(warnings) != 1 || !strings.HasPrefix(warnings[0], want) || !strings.Contains(warnings[0], "due after the run's duration of 1s") {
 		t.Fatalf("warnings %q, want %q...", warnings, want)
 	}
