@@ -89,7 +89,6 @@ func runAgents(t *testing.T, api, endpoint, extra string) (taskView, agentSummar
 	return v, result.Summary, result.Warnings, recs
 }
 
-
 // checkAgentOrder checks every dependency rule on the records of a complete replay: turns follow
 // their previous turn, subagents start after the turn that spawns them, a joining turn starts
 // after the last turn of every subagent it joins, and background subagents ran.
