@@ -293,3 +293,28 @@ func TestReplayCountsSayWhatWasNeverReleased(t *testing.T) {
 		t.Fatalf("a complete run warns %q", got)
 	}
 }
+
+// Without an end, the duration bounds a one-timeline format's window; what it leaves out is
+// counted, so the run can say those requests were due after the duration.
+func TestTheDurationBoundIsCounted(t *testing.T) {
+	p := testReplayer(t)
+	moon := filepath.Join(t.TempDir(), "rows.jsonl")
+	rows := `{"timestamp":0,"input_length":8,"output_length":2}
+{"timestamp":1000,"input_length":8,"output_length":2}
+{"timestamp":5000,"input_length":8,"output_length":2}
+{"timestamp":9000,"input_length":8,"output_length":2}
+`
+	if err := os.WriteFile(moon, []byte(rows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	task := traceTask("mooncake_trace", moon)
+	task.Simulation.DurationSeconds, task.TaskDir = 2, t.TempDir()
+	sched, beyond, err := p.schedule(context.Background(), task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sched.Close()
+	if sched.Len() != 2 || beyond != 2 {
+		t.Fatalf("%d scheduled, %d beyond the duration; want 2 and 2", sched.Len(), beyond)
+	}
+}
