@@ -108,7 +108,7 @@ func (a *Analyzer) Analyze(ctx context.Context, id string) error {
 	}
 	defer func() { _ = a.deps.Store.ReleaseLease(context.WithoutCancel(ctx), lease) }()
 	summary, inline, err := summarise(t)
-	outcome := outcomeOf(t.Internal.ReplayMessage)
+	outcome := outcomeOf(t.Internal)
 	if err != nil {
 		msg := "the per-request records could not be analysed: " + err.Error()
 		_, terr := a.tasks.Transition(ctx, id, []string{simtask.StatusRunning}, simtask.StatusFailed, lease.Fence(), func(t *simtask.Task) error {
@@ -137,6 +137,11 @@ func (a *Analyzer) Analyze(ctx context.Context, id string) error {
 			{URI: "artifact://simulation/" + id + "/" + SummaryFile, Kind: "summary-json", Path: summaryPath, MediaType: "application/json"},
 			{URI: "artifact://simulation/" + id + "/per-request.jsonl", Kind: "per-request-jsonl", Path: t.Internal.RecordsPath, MediaType: "application/x-ndjson"},
 		}}
+	if c := t.Internal.Replay; c != nil {
+		if warning := c.Warning(t.Simulation.DurationSeconds); warning != "" {
+			result.Warnings = append(result.Warnings, warning)
+		}
+	}
 	if len(inline) == MaxInlineRecords {
 		result.Warnings = append(result.Warnings, fmt.Sprintf("per_request shows the first %d requests; the per-request-jsonl artifact has all of them", MaxInlineRecords))
 	}
@@ -161,9 +166,18 @@ func (a *Analyzer) Analyze(ctx context.Context, id string) error {
 
 type outcome struct{ status, message string }
 
-// outcomeOf maps the replay's end to the task's final status.
-func outcomeOf(replayMessage string) outcome {
-	switch replayMessage {
+// outcomeOf maps the replay's end to the task's final status: the outcome the replay recorded,
+// or for records written before it did, its message.
+func outcomeOf(in simtask.Internal) outcome {
+	switch in.ReplayOutcome {
+	case simtask.StatusCompleted:
+		return outcome{simtask.StatusCompleted, "Simulation completed"}
+	case simtask.StatusCancelled:
+		return outcome{simtask.StatusCancelled, "Simulation cancelled"}
+	case simtask.StatusFailed:
+		return outcome{simtask.StatusFailed, "Simulation failed"}
+	}
+	switch in.ReplayMessage {
 	case "stopped by request":
 		return outcome{simtask.StatusCancelled, "Simulation cancelled"}
 	case "", "every scheduled request was sent":
@@ -185,10 +199,15 @@ func summarise(t *simtask.Task) (analysis.Summary, []json.RawMessage, error) {
 	}
 	// A stopped run is measured over what it did; a finished one spans its configured duration.
 	duration := t.Simulation.DurationSeconds
-	if outcomeOf(t.Internal.ReplayMessage).status != simtask.StatusCompleted {
+	if outcomeOf(t.Internal).status != simtask.StatusCompleted {
 		duration = 0
 	}
-	acc, err := analysis.New(analysis.Options{DurationSeconds: duration, SLO: slo})
+	opts := analysis.Options{DurationSeconds: duration, SLO: slo}
+	if c := t.Internal.Replay; c != nil {
+		scheduled := c.Scheduled
+		opts.ScheduledRequests, opts.NotReleased = &scheduled, c.NotSent
+	}
+	acc, err := analysis.New(opts)
 	if err != nil {
 		return analysis.Summary{}, nil, err
 	}

@@ -154,3 +154,46 @@ func TestStoppedAndBrokenRuns(t *testing.T) {
 		t.Fatalf("timed out: %+v", task)
 	}
 }
+
+// A run the duration cut short completes, but its summary keeps scheduled and sent apart and its
+// warnings and log say how many requests were never released and why.
+func TestATruncatedRunSaysWhatWasNeverReleased(t *testing.T) {
+	a, repo, _ := newAnalyzer(t)
+	recs := []loadgen.Record{record(1, 200, 20, 120), record(2, 200, 30, 130)}
+	id := replayedTask(t, repo, "the run's duration of 2s ended the replay: 2 of 9 scheduled requests sent", recs)
+	ctx := context.Background()
+	_, err := repo.Patch(ctx, id, state.Fence{}, func(t *simtask.Task) error {
+		t.Internal.ReplayOutcome = simtask.StatusCompleted
+		t.Internal.Replay = &simtask.ReplayCounts{Scheduled: 9, Sent: 2,
+			NotSent: map[string]int64{simtask.NotSentAfterDuration: 3, simtask.NotSentWaiting: 4}}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Analyze(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	task, err := repo.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Total       int            `json:"total_requests"`
+		Scheduled   *int           `json:"scheduled_requests"`
+		Sent        int            `json:"sent_requests"`
+		NotReleased *int           `json:"not_released_requests"`
+		ByReason    map[string]int `json:"not_released_by_reason"`
+	}
+	if err := json.Unmarshal(task.Result.Summary, &s); err != nil {
+		t.Fatal(err)
+	}
+	if task.Status != simtask.StatusCompleted || s.Total != 2 || s.Sent != 2 || s.Scheduled == nil || *s.Scheduled != 9 ||
+		s.NotReleased == nil || *s.NotReleased != 7 || s.ByReason["after_duration"] != 3 || s.ByReason["waiting_on_unsent"] != 4 {
+		t.Fatalf("%s: summary %s", task.Status, task.Result.Summary)
+	}
+	want := "7 of 9 scheduled requests were never released: 3 were due after the run's duration of 2s; 4 waited on requests"
+	if len(task.Result.Warnings) != 1 || !strings.HasPrefix(task.Result.Warnings[0], want) {
+		t.Fatalf("warnings %q", task.Result.Warnings)
+	}
+}

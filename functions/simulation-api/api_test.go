@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,7 +26,7 @@ func (f *fakeParsers) Formats() []simulationapi.TraceFormat {
 	return []simulationapi.TraceFormat{
 		{Name: "bailian_trace", SupportsTraceRange: true, SupportsScaleFactor: true},
 		{Name: "mooncake_trace", SupportsTraceRange: true, SupportsScaleFactor: true},
-		{Name: "weka_public_dataset"},
+		{Name: "weka_public_dataset", SupportsTraceRange: true, SupportsScaleFactor: true, TraceRange: "turns: on each trace's own clock"},
 	}
 }
 
@@ -147,10 +148,18 @@ func TestBackendsAndScenariosComeFromTheParserModules(t *testing.T) {
 	}
 	caps := replayer.Capabilities
 	if !replayer.Available || strings.Join(caps.TraceFormats, ",") != "bailian_trace,mooncake_trace,weka_public_dataset" ||
-		caps.TraceFormatCapabilities["weka_public_dataset"].SupportsTraceRange ||
+		!caps.TraceFormatCapabilities["weka_public_dataset"].SupportsTraceRange ||
 		!caps.TraceFormatCapabilities["mooncake_trace"].SupportsScaleFactor ||
-		strings.Join(caps.ScaleFactorTraceFormats, ",") != "bailian_trace,mooncake_trace" {
+		strings.Join(caps.ScaleFactorTraceFormats, ",") != "bailian_trace,mooncake_trace,weka_public_dataset" {
 		t.Fatalf("replayer capabilities not from the parsers: %+v", replayer)
+	}
+	// Each format says what a range selects: its parser's words, or the host's rule.
+	if !strings.HasPrefix(caps.TraceFormatCapabilities["weka_public_dataset"].TraceRange, "turns:") ||
+		caps.TraceFormatCapabilities["mooncake_trace"].TraceRange != simulationapi.DefaultTraceRange ||
+		aiperf.Capabilities.TraceFormatCapabilities["weka_public_dataset"].TraceRange != "" ||
+		!strings.Contains(aiperf.Capabilities.TraceFormatCapabilities["mooncake_trace"].TraceRange, "inclusive") ||
+		!slices.Contains(caps.AdvancedOptions, "subagent_timing") {
+		t.Fatalf("trace range descriptions: %+v / %+v", caps.TraceFormatCapabilities, aiperf.Capabilities.TraceFormatCapabilities)
 	}
 	if _, err := os.Stat("/usr/local/bin/aiperf"); err != nil && aiperf.Available {
 		t.Fatalf("aiperf available without the command: %+v", aiperf)

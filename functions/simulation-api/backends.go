@@ -2,10 +2,15 @@ package simulationapi
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/lensfn/lensfn/runtime/loadgen"
+	"github.com/lensfn/lensfn/runtime/problem"
 )
 
 // Version is the trace-replayer backend's version, reported in backend listings and results.
@@ -19,11 +24,26 @@ type ScenarioView struct {
 	SupportedBackends []string `json:"supported_backends"`
 }
 
-// FormatCapabilities is one entry of trace_format_capabilities.
+// FormatCapabilities is one entry of trace_format_capabilities. TraceRange says what
+// trace_start_seconds/trace_end_seconds select in the format (empty when it takes no range).
 type FormatCapabilities struct {
-	SupportsTraceRange  bool `json:"supports_trace_range"`
-	SupportsScaleFactor bool `json:"supports_scale_factor"`
+	SupportsTraceRange  bool   `json:"supports_trace_range"`
+	SupportsScaleFactor bool   `json:"supports_scale_factor"`
+	TraceRange          string `json:"trace_range"`
 }
+
+// DefaultTraceRange is what a range selects in a format whose parser does not say otherwise:
+// the host's window over the file's one timeline.
+const DefaultTraceRange = "requests: each request whose arrival (a delay-driven session turn: its recorded position) " +
+	"falls in [start, end) on the file's timeline (seconds since its first request), released at (t - start) / scale"
+
+// aiperfTraceRange is what AIPerf's fixed-schedule offsets select.
+const aiperfTraceRange = "requests: each row whose timestamp falls in [start, end], both ends inclusive " +
+	"(AIPerf's --fixed-schedule-start-offset/--fixed-schedule-end-offset)"
+
+// SubagentTimings are the values of the trace-replayer's backend_options.subagent_timing, the
+// default first (README, trace-replayer).
+var SubagentTimings = []string{string(loadgen.SubagentsAtSpawn), string(loadgen.SubagentsAtRecordedOffsets)}
 
 // Capabilities describes what a backend can do.
 type Capabilities struct {
@@ -88,8 +108,9 @@ func (c *Catalogue) backends(ctx context.Context) []Backend {
 	for _, f := range aiperfFormats {
 		// AIPerf reads every format itself; Baseten is the only one it time-scales (--replay-speedup).
 		aiperfCaps = append(aiperfCaps, TraceFormat{Name: f, SupportsTraceRange: f != "weka_public_dataset",
-			SupportsScaleFactor: f == "baseten_trace"})
+			SupportsScaleFactor: f == "baseten_trace", TraceRange: aiperfTraceRange})
 	}
+	replayer.Capabilities.AdvancedOptions = append(replayer.Capabilities.AdvancedOptions, "subagent_timing")
 	aiperf := Backend{Name: "aiperf", DisplayName: "AIPerf", APIVersion: 1, Capabilities: capabilitiesFor(aiperfCaps)}
 	if path, err := c.lookPath("aiperf"); err == nil {
 		aiperf.Available = true
@@ -132,7 +153,14 @@ func capabilitiesFor(formats []TraceFormat) Capabilities {
 		AdvancedOptions: []string{}, TraceFormats: []string{}}
 	for _, f := range formats {
 		caps.TraceFormats = append(caps.TraceFormats, f.Name)
-		caps.TraceFormatCapabilities[f.Name] = FormatCapabilities{f.SupportsTraceRange, f.SupportsScaleFactor}
+		described := ""
+		if f.SupportsTraceRange {
+			described = f.TraceRange
+			if described == "" {
+				described = DefaultTraceRange
+			}
+		}
+		caps.TraceFormatCapabilities[f.Name] = FormatCapabilities{f.SupportsTraceRange, f.SupportsScaleFactor, described}
 		caps.SupportsTraceRange = caps.SupportsTraceRange || f.SupportsTraceRange
 		if f.SupportsScaleFactor {
 			caps.ScaleFactorTraceFormats = append(caps.ScaleFactorTraceFormats, f.Name)
@@ -228,3 +256,16 @@ func contains(list []string, s string) bool {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// checkBackendOptions refuses (400) a subagent_timing the trace-replayer does not know.
+func checkBackendOptions(options map[string]any) error {
+	v, ok := options["subagent_timing"]
+	if !ok {
+		return nil
+	}
+	if s, isString := v.(string); !isString || !slices.Contains(SubagentTimings, s) {
+		return problem.New(problem.CodeBadRequest, "backend_options.subagent_timing %s is not one of %s",
+			fmt.Sprintf("%v", v), strings.Join(SubagentTimings, ", "))
+	}
+	return nil
+}

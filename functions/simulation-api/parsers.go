@@ -24,8 +24,8 @@ func (w wasmParsers) Formats() []TraceFormat {
 		if m.Kind != kindTraceParser {
 			continue
 		}
-		out = append(out, TraceFormat{Name: m.Name, SupportsTraceRange: m.Capabilities["supports_trace_range"],
-			SupportsScaleFactor: m.Capabilities["supports_scale_factor"]})
+		out = append(out, TraceFormat{Name: m.Name, SupportsTraceRange: m.Capabilities[wasmhost.CapabilityTraceRange],
+			SupportsScaleFactor: m.Capabilities[wasmhost.CapabilityScaleFactor], TraceRange: m.TraceRange})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out

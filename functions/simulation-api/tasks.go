@@ -167,6 +167,9 @@ func (a *API) buildTask(ctx context.Context, req *CreateTaskRequest) (*simtask.T
 	if req.ScaleFactor != nil {
 		scale = *req.ScaleFactor
 	}
+	if err := checkBackendOptions(req.BackendOptions); err != nil {
+		return nil, err
+	}
 	if scale != 1 && !caps.SupportsScaleFactor {
 		return nil, problem.New(problem.CodeBadRequest, "the %s format does not support a scale factor other than 1", d.TraceFormat)
 	}

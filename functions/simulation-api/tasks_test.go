@@ -150,6 +150,7 @@ func TestCreateTaskRejectsBadInput(t *testing.T) {
 		{"unknown backend", createBody(endpoint, `"backend":"locust"`), "unknown backend", 400},
 		{"aiperf missing", createBody(endpoint, `"backend":"aiperf"`), "not available", 400},
 		{"trace_path elsewhere", createBody(endpoint, `"trace_path":"/etc/passwd"`), "is not the file", 400},
+		{"subagent timing", createBody(endpoint, `"backend_options":{"subagent_timing":"whenever"}`), "subagent_timing whenever is not one of spawn_completion, recorded_offsets", 400},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -22,6 +22,8 @@ type TraceFormat struct {
 	Name                string
 	SupportsTraceRange  bool
 	SupportsScaleFactor bool
+	// TraceRange says what a trace range selects (empty: DefaultTraceRange).
+	TraceRange string
 }
 
 // TraceParsers reads traces through the parser modules.

@@ -30,37 +30,45 @@ type replayer struct {
 
 // schedule parses the task's trace through its format's module, keeping the window and applying
 // the scale factor, into a spool in the task's folder, so a million-request trace is held on
-// disk, not in memory. The caller closes the schedule, which removes the spool.
-func (p *replayer) schedule(ctx context.Context, t *simtask.Task) (*TraceSchedule, error) {
+// disk, not in memory. The caller closes the schedule, which removes the spool. beyond is how
+// many records of the trace were left out only because the run's duration ends before them.
+func (p *replayer) schedule(ctx context.Context, t *simtask.Task) (_ *TraceSchedule, beyond int64, _ error) {
 	parser, err := p.host.Parser(t.Prompt.Trace.Format)
 	if err != nil {
-		return nil, fmt.Errorf("no parser module for %s: %w", t.Prompt.Trace.Format, err)
+		return nil, 0, fmt.Errorf("no parser module for %s: %w", t.Prompt.Trace.Format, err)
 	}
 	tr := t.Prompt.Trace
 	opts := wasmhost.ParseOptions{StartSeconds: tr.StartSeconds, EndSeconds: tr.EndSeconds, ScaleFactor: tr.SynthesisSpeedupRatio}
-	if opts.EndSeconds == nil && parser.Info().Capabilities["supports_trace_range"] {
+	caps := parser.Info().Capabilities
+	durationBound := opts.EndSeconds == nil && caps[wasmhost.CapabilityTraceRange] && !caps[wasmhost.CapabilitySelectsTraceRange]
+	if durationBound {
 		// Without an end, the run's duration bounds the window: later records could never be
-		// sent. (A format without ranges, such as WEKA, is bounded by the run's duration alone.)
+		// sent (they count as due after the duration). A format that selects sessions or turns
+		// itself, such as WEKA, is left whole: the engine counts what the duration cuts off.
 		end := tr.StartSeconds + t.Simulation.DurationSeconds*max(tr.SynthesisSpeedupRatio, 1e-9)
 		opts.EndSeconds = &end
 	}
 	w, err := tracespool.Create(t.TaskDir)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	if _, err = parser.Parse(ctx, wasmhost.Source{Path: tr.Path}, opts, w.Append); err != nil {
+	st, err := parser.Parse(ctx, wasmhost.Source{Path: tr.Path}, opts, w.Append)
+	if err != nil {
 		w.Abort()
-		return nil, fmt.Errorf("parse %s: %w", filepath.Base(tr.Path), err)
+		return nil, 0, fmt.Errorf("parse %s: %w", filepath.Base(tr.Path), err)
 	}
 	if w.Len() == 0 {
 		w.Abort()
-		return nil, errors.New("the selected trace window holds no requests")
+		return nil, 0, errors.New("the selected trace window holds no requests")
 	}
 	spool, err := w.Finish()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return NewTraceSchedule(spool, tr.Path, tr.FixedSchedule), nil
+	if durationBound {
+		beyond = int64(st.AfterEnd)
+	}
+	return NewTraceSchedule(spool, tr.Path, tr.FixedSchedule).WithTimeline(tr.StartSeconds, tr.SynthesisSpeedupRatio), beyond, nil
 }
 
 // TraceSchedule is a parsed trace as the load engine's schedule: each spooled record becomes a
@@ -69,6 +77,8 @@ type TraceSchedule struct {
 	spool         *tracespool.Spool
 	tracePath     string
 	fixedSchedule bool
+	startMs       float64 // the window's start: recorded positions are shifted by it
+	scale         float64 // and divided by it (0: 1)
 }
 
 // NewTraceSchedule serves the records of spool, parsed from the trace at tracePath, as
@@ -76,6 +86,13 @@ type TraceSchedule struct {
 // previous turn. Closing it closes the spool.
 func NewTraceSchedule(spool *tracespool.Spool, tracePath string, fixedSchedule bool) *TraceSchedule {
 	return &TraceSchedule{spool: spool, tracePath: tracePath, fixedSchedule: fixedSchedule}
+}
+
+// WithTimeline places recorded positions on the run's clock, as the parse placed arrivals:
+// shifted by the window's start and divided by the scale factor.
+func (s *TraceSchedule) WithTimeline(startSeconds, scale float64) *TraceSchedule {
+	s.startMs, s.scale = startSeconds*1000, scale
+	return s
 }
 
 // Len implements loadgen.Schedule.
@@ -99,8 +116,14 @@ func (s *TraceSchedule) request(r *wasmhost.TraceRequest) loadgen.Request {
 	req := loadgen.Request{SessionID: r.SessionID, Turn: r.TurnIndex, ArrivalMs: r.ArrivalMs, DelayMs: r.DelayMs,
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, HashIDs: r.HashIDs, BlockSize: r.BlockSize,
 		Prompt: r.Prompt, Messages: r.Messages, Tools: r.Tools, Payload: r.Payload, Extra: r.Extra,
-		ContextMode: loadgen.ContextMode(r.ContextMode),
-		Metadata:    map[string]any{"recorded_ms": r.RecordedMs, "line": r.Line}}
+		ContextMode: loadgen.ContextMode(r.ContextMode), JoinDelayMs: r.JoinDelayMs,
+		Metadata: map[string]any{"recorded_ms": r.RecordedMs, "line": r.Line}}
+	scale := s.scale
+	if scale <= 0 {
+		scale = 1
+	}
+	recorded := (r.RecordedMs - s.startMs) / scale
+	req.RecordedMs = &recorded
 	if l := r.Subagent; l != nil {
 		req.Subagent = &loadgen.SubagentLink{ParentSessionID: l.ParentSessionID, SpawnAfterTurn: l.SpawnAfterTurn, JoinBeforeTurn: l.JoinBeforeTurn}
 		req.Metadata["parent_session_id"] = l.ParentSessionID
@@ -148,6 +171,13 @@ func loadConfig(t *simtask.Task, key string) (loadgen.Config, error) {
 	if v, ok := opts["request_timeout_seconds"].(float64); ok && v > 0 {
 		cfg.RequestTimeout = time.Duration(v * float64(time.Second))
 	}
+	if v, ok := opts[SubagentTimingOption]; ok {
+		timing, ok := v.(string)
+		if !ok || !validSubagentTiming(timing) {
+			return cfg, fmt.Errorf("backend_options.%s %v is not %q or %q", SubagentTimingOption, v, loadgen.SubagentsAtSpawn, loadgen.SubagentsAtRecordedOffsets)
+		}
+		cfg.SubagentTiming = loadgen.SubagentTiming(timing)
+	}
 	if extra, ok := opts["extra_body"].(map[string]any); ok {
 		raw, err := json.Marshal(extra)
 		if err != nil {
@@ -156,6 +186,14 @@ func loadConfig(t *simtask.Task, key string) (loadgen.Config, error) {
 		cfg.ExtraBody = raw
 	}
 	return cfg, nil
+}
+
+// SubagentTimingOption is the backend option that picks the subagent timing of session formats
+// (loadgen.SubagentsAtSpawn, the default, or loadgen.SubagentsAtRecordedOffsets).
+const SubagentTimingOption = "subagent_timing"
+
+func validSubagentTiming(v string) bool {
+	return v == string(loadgen.SubagentsAtSpawn) || v == string(loadgen.SubagentsAtRecordedOffsets)
 }
 
 func boolOption(opts map[string]any, name string, def bool) bool {
@@ -177,7 +215,7 @@ func (p *replayer) replay(ctx context.Context, run *Run) (events.TaskReplayed, e
 	if err := os.MkdirAll(t.TaskDir, 0o755); err != nil {
 		return out, err
 	}
-	schedule, err := p.schedule(ctx, t)
+	schedule, beyond, err := p.schedule(ctx, t)
 	if err != nil {
 		return out, err
 	}
@@ -210,8 +248,10 @@ func (p *replayer) replay(ctx context.Context, run *Run) (events.TaskReplayed, e
 		t.Prompt.Trace.Format, t.Prompt.Trace.SynthesisSpeedupRatio, t.EndpointURL)
 
 	done := make(chan error, 1)
+	var stats loadgen.Stats
 	go func() {
-		_, err := loadgen.RunSchedule(runCtx, cfg, schedule, sink)
+		var err error
+		stats, err = loadgen.RunSchedule(runCtx, cfg, schedule, sink)
 		done <- err
 	}()
 	tick := time.NewTicker(run.Poll)
@@ -236,6 +276,14 @@ func (p *replayer) replay(ctx context.Context, run *Run) (events.TaskReplayed, e
 		err = ferr
 	}
 	out.Requests = int(sink.Count())
+	counts := replayCounts(stats, beyond)
+	if warning := counts.Warning(t.Simulation.DurationSeconds); warning != "" {
+		run.Repo.Logf(ctx, t.ID, "%s", warning)
+	}
+	_, _ = run.Repo.Patch(ctx, t.ID, run.Fence(), func(t *simtask.Task) error {
+		t.Internal.Replay = &counts
+		return nil
+	})
 	cause := context.Cause(runCtx)
 	switch {
 	case errors.Is(cause, errStopped):
@@ -246,10 +294,27 @@ func (p *replayer) replay(ctx context.Context, run *Run) (events.TaskReplayed, e
 		return out, context.Cause(ctx)
 	case err != nil:
 		return out, err
+	case counts.Unreleased() > 0:
+		out.Outcome = simtask.StatusCompleted
+		out.Message = fmt.Sprintf("the run's duration of %gs ended the replay: %d of %d scheduled requests sent",
+			t.Simulation.DurationSeconds, counts.Sent, counts.Scheduled)
 	default:
 		out.Outcome, out.Message = simtask.StatusCompleted, "every scheduled request was sent"
 	}
 	return out, nil
+}
+
+// replayCounts is what the task records of a run: the engine's counts, plus the records the
+// duration kept out of the schedule before it began (beyond), which were due after it too.
+func replayCounts(st loadgen.Stats, beyond int64) simtask.ReplayCounts {
+	c := simtask.ReplayCounts{Scheduled: st.Scheduled + beyond, Sent: st.Sent, NotSent: map[string]int64{}}
+	for reason, n := range map[string]int64{simtask.NotSentAfterDuration: st.Unreleased.AfterDuration + beyond,
+		simtask.NotSentWaiting: st.Unreleased.Waiting, simtask.NotSentRunEnded: st.Unreleased.RunEnded} {
+		if n > 0 {
+			c.NotSent[reason] = n
+		}
+	}
+	return c
 }
 
 var (

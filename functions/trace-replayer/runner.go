@@ -245,6 +245,7 @@ func (r *Runner) execute(ctx context.Context, run *Run) {
 	bg := context.WithoutCancel(ctx)
 	_, err = r.tasks.Transition(bg, id, []string{simtask.StatusRunning}, simtask.StatusRunning, run.Fence(), func(t *simtask.Task) error {
 		t.Internal.Phase, t.Internal.RecordsPath, t.Internal.ReplayMessage = "analyzing", replayed.RecordsPath, replayed.Message
+		t.Internal.ReplayOutcome = replayed.Outcome
 		t.ProgressPercent, t.ProgressMessage = 99, "Analyzing results"
 		return nil
 	})

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/simtask"
 	"github.com/lensfn/lensfn/runtime/wasmhost"
 	"github.com/lensfn/lensfn/runtime/wasmhost/wasmtest"
+	"github.com/lensfn/lensfn/wasm-modules/tracefmt/weka/wekatest"
 )
 
 // wekaWithSubagents is a real WEKA trace with four subagents: three spawned after turn 0 and
@@ -47,7 +50,7 @@ func scheduleOf(t *testing.T, p *replayer, task *simtask.Task) []loadgen.Request
 	t.Helper()
 	dir := t.TempDir()
 	task.TaskDir = dir
-	sched, err := p.schedule(context.Background(), task)
+	sched, _, err := p.schedule(context.Background(), task)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,5 +218,103 @@ func TestRealWEKASubagentsReplayInOrder(t *testing.T) {
 	}
 	if len(checked) != 4 {
 		t.Errorf("checked %d subagent sessions, want the trace's 4", len(checked))
+	}
+}
+
+// A generated agent trace at scale 20 with a range: arrivals, delays, join gaps and recorded
+// positions all land on the run's clock, shifted by the range's start and divided by 20.
+func TestWEKAScheduleAtAScaleFactorAndRange(t *testing.T) {
+	p := testReplayer(t)
+	traces := wekatest.Agents(1, 60)
+	tr := traces[0]
+	path := filepath.Join(t.TempDir(), "agents.jsonl")
+	if err := os.WriteFile(path, wekatest.JSONL(traces), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	task := traceTask("weka_public_dataset", path)
+	start := (tr.Turns[0].T + tr.Turns[1].T) / 2 // turn 0 is left out, turn 1 and its subagents stay
+	task.Prompt.Trace.SynthesisSpeedupRatio, task.Prompt.Trace.StartSeconds = 20, start
+	got := map[string]loadgen.Request{}
+	for _, r := range scheduleOf(t, p, task) {
+		got[fmt.Sprintf("%s/%d", r.SessionID, r.Turn)] = r
+	}
+	if _, ok := got[tr.ID+"/0"]; ok {
+		t.Fatal("turn 0 is before the range")
+	}
+	ms := func(s float64) float64 { return math.Round((s-start)*1000/20*1000) / 1000 }
+	near := func(p *float64, want float64) bool { return p != nil && math.Abs(*p-want) < 0.01 }
+	t1 := got[tr.ID+"/1"]
+	if !near(t1.ArrivalMs, ms(tr.Turns[1].T)) || !near(t1.RecordedMs, ms(tr.Turns[1].T)) {
+		t.Errorf("turn 1: arrival %v, recorded %v, want both %.3f", deref(t1.ArrivalMs), deref(t1.RecordedMs), ms(tr.Turns[1].T))
+	}
+	t2 := got[tr.ID+"/2"]
+	wantDelay := (tr.Turns[2].T - tr.Turns[1].T - tr.Turns[1].APITime) * 1000 / 20
+	lastEnd := max(tr.Subagents[0].End(), tr.Subagents[1].End(), tr.Subagents[2].End())
+	if !near(t2.DelayMs, wantDelay) || !near(t2.JoinDelayMs, (tr.Turns[2].T-lastEnd)*1000/20) {
+		t.Errorf("turn 2: delay %v (want %.3f), join delay %v (want %.3f)", deref(t2.DelayMs), wantDelay, deref(t2.JoinDelayMs), (tr.Turns[2].T-lastEnd)*1000/20)
+	}
+	c := got[tr.ID+"/agent_b/0"]
+	if c.Subagent == nil || c.Subagent.SpawnAfterTurn != 1 || !near(c.RecordedMs, ms(tr.Subagents[1].T)) {
+		t.Errorf("agent_b: %+v", c)
+	}
+}
+
+func deref(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func TestSubagentTimingOption(t *testing.T) {
+	task := &simtask.Task{ID: "t1", EndpointURL: "http://127.0.0.1:1", ModelName: "m",
+		Simulation: simtask.Simulation{BackendOptions: map[string]any{"subagent_timing": "recorded_offsets"}}}
+	cfg, err := loadConfig(task, "")
+	if err != nil || cfg.SubagentTiming != loadgen.SubagentsAtRecordedOffsets {
+		t.Fatalf("%v %q", err, cfg.SubagentTiming)
+	}
+	task.Simulation.BackendOptions["subagent_timing"] = "whenever"
+	if _, err := loadConfig(task, ""); err == nil || !strings.Contains(err.Error(), "backend_options.subagent_timing") {
+		t.Fatalf("bad timing accepted: %v", err)
+	}
+}
+
+func TestReplayCountsSayWhatWasNeverReleased(t *testing.T) {
+	c := replayCounts(loadgen.Stats{Scheduled: 100, Sent: 43, NotSent: 57,
+		Unreleased: loadgen.Unreleased{AfterDuration: 7, Waiting: 40}}, 10)
+	if c.Scheduled != 110 || c.Sent != 43 || c.NotSent[simtask.NotSentAfterDuration] != 17 || c.NotSent[simtask.NotSentWaiting] != 40 || len(c.NotSent) != 2 {
+		t.Fatalf("%+v", c)
+	}
+	want := "67 of 110 scheduled requests were never released: 17 were due after the run's duration of 120s; 40 waited on requests that were never sent"
+	if got := c.Warning(120); !strings.HasPrefix(got, want) {
+		t.Fatalf("warning %q", got)
+	}
+	if got := replayCounts(loadgen.Stats{Scheduled: 3, Sent: 3}, 0).Warning(60); got != "" {
+		t.Fatalf("a complete run warns %q", got)
+	}
+}
+
+// Without an end, the duration bounds a one-timeline format's window; what it leaves out is
+// counted, so the run can say those requests were due after the duration.
+func TestTheDurationBoundIsCounted(t *testing.T) {
+	p := testReplayer(t)
+	moon := filepath.Join(t.TempDir(), "rows.jsonl")
+	rows := `{"timestamp":0,"input_length":8,"output_length":2}
+{"timestamp":1000,"input_length":8,"output_length":2}
+{"timestamp":5000,"input_length":8,"output_length":2}
+{"timestamp":9000,"input_length":8,"output_length":2}
+`
+	if err := os.WriteFile(moon, []byte(rows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	task := traceTask("mooncake_trace", moon)
+	task.Simulation.DurationSeconds, task.TaskDir = 2, t.TempDir()
+	sched, beyond, err := p.schedule(context.Background(), task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sched.Close()
+	if sched.Len() != 2 || beyond != 2 {
+		t.Fatalf("%d scheduled, %d beyond the duration; want 2 and 2", sched.Len(), beyond)
 	}
 }

@@ -54,6 +54,7 @@ type Accumulator struct {
 	firstStart, lastCompletion   float64
 	maxScheduled                 float64
 	statusCounts                 map[int]int64
+	timelineDrift                []float64 // Record.TimelineDriftMs of the records that have one
 }
 
 // New returns an empty accumulator, or an error wrapping ErrInvalidOption.
@@ -104,6 +105,9 @@ func (a *Accumulator) Add(rec loadgen.Record) error {
 		a.firstStart = rec.StartedAtSeconds
 	}
 	a.lastCompletion = max(a.lastCompletion, rec.CompletedAtSeconds)
+	if rec.TimelineDriftMs != nil {
+		a.timelineDrift = append(a.timelineDrift, *rec.TimelineDriftMs)
+	}
 	a.maxScheduled = max(a.maxScheduled, rec.ScheduledAtSeconds)
 	a.inputTokens += rec.InputTokens
 	a.outputTokensSum += rec.OutputTokens
@@ -171,6 +175,10 @@ func validateRecord(rec *loadgen.Record) error {
 		if err := checkNumber(rec, "tpot_ms", *rec.TPOTMs); err != nil {
 			return err
 		}
+	}
+	if d := rec.TimelineDriftMs; d != nil && (math.IsNaN(*d) || math.Abs(*d) > maxMagnitude) {
+		// A drift may be negative (earlier than recorded); it is bounded like every other number.
+		return fmt.Errorf("%w: request %d: timeline_drift_ms must be a finite number between -%g and %g, got %v", ErrInvalidRecord, rec.RequestID, float64(maxMagnitude), float64(maxMagnitude), *d)
 	}
 	if err := checkNumber(rec, "input_tokens", rec.InputTokens); err != nil {
 		return err

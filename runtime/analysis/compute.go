@@ -42,6 +42,18 @@ func (a *Accumulator) Summary() (Summary, error) {
 	if s.DurationSeconds == 0 {
 		s.DurationSeconds = window
 	}
+	s.SentRequests = n
+	s.NotReleasedByReason = map[string]int64{}
+	for reason, count := range a.opts.NotReleased {
+		if count > 0 {
+			s.NotReleasedByReason[reason] = count
+		}
+	}
+	if sc := a.opts.ScheduledRequests; sc != nil {
+		scheduled, notReleased := *sc, max(*sc-n, 0)
+		s.ScheduledRequests, s.NotReleasedRequests = &scheduled, &notReleased
+	}
+	s.SessionTimelineDrift = distribution(append(make([]float64, 0, len(a.timelineDrift)), a.timelineDrift...))
 
 	// One scratch buffer serves every selection below, so Summary allocates n floats once.
 	scratch := make([]float64, 0, n)

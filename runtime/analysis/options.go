@@ -27,6 +27,11 @@ type Options struct {
 	Schedule iter.Seq[float64]
 	// SLO enables goodput; nil leaves goodput and goodput_timeline out of the summary.
 	SLO *SLO
+	// ScheduledRequests is how many requests the run's schedule held; nil when the backend
+	// cannot tell (scheduled_requests and not_released_requests are then null).
+	ScheduledRequests *int64
+	// NotReleased counts the scheduled requests never released, by reason (not_released_by_reason).
+	NotReleased map[string]int64
 }
 
 // SLO holds the service-level objectives a task may carry in backend_options. Zero fields are

@@ -61,6 +61,9 @@ func randomRun(rng *rand.Rand) ([]loadgen.Record, analysis.Options, []float64) {
 		if rng.IntN(4) != 0 {
 			rec.TPOTMs = ptr(float64(rng.IntN(50)))
 		}
+		if rng.IntN(3) == 0 {
+			rec.TimelineDriftMs = ptr(round(rng.NormFloat64() * 40))
+		}
 		records = append(records, rec)
 	}
 	var opts analysis.Options
@@ -74,6 +77,9 @@ func randomRun(rng *rand.Rand) ([]loadgen.Record, analysis.Options, []float64) {
 			schedule = append(schedule, round(rng.Float64()*horizon*1.2))
 		}
 		opts.Schedule = slices.Values(schedule)
+		scheduled := int64(len(schedule))
+		opts.ScheduledRequests = &scheduled
+		opts.NotReleased = map[string]int64{"after_duration": scheduled - int64(len(records)), "run_ended": 0}
 	}
 	if rng.IntN(2) == 0 {
 		opts.SLO = &analysis.SLO{TTFTSeconds: rng.Float64() * horizon / 20, TPOTSeconds: float64(rng.IntN(3)) * 0.02, ErrorRatePercent: float64(rng.IntN(3)) * 10}
@@ -123,7 +129,7 @@ func naiveSummary(records []loadgen.Record, opts analysis.Options, schedule []fl
 	var s analysis.Summary
 	n := len(records)
 	var successful, noStatus, nGood int
-	var latencies, ttfts, tpots, drifts []float64
+	var latencies, ttfts, tpots, drifts, timelineDrifts []float64
 	firstStart, lastCompletion := math.Inf(1), 0.0
 	var inputTokens, outputTokens, latencySeconds float64
 	codes := map[int]int{}
@@ -134,6 +140,9 @@ func naiveSummary(records []loadgen.Record, opts analysis.Options, schedule []fl
 		firstStart = min(firstStart, r.StartedAtSeconds)
 		lastCompletion = max(lastCompletion, r.CompletedAtSeconds)
 		drifts = append(drifts, math.Round((r.StartedAtSeconds-r.ScheduledAtSeconds)*1e9)/1e6)
+		if r.TimelineDriftMs != nil {
+			timelineDrifts = append(timelineDrifts, *r.TimelineDriftMs)
+		}
 		if r.StatusCode == nil {
 			noStatus++
 		} else {
@@ -165,6 +174,15 @@ func naiveSummary(records []loadgen.Record, opts analysis.Options, schedule []fl
 		return v / window
 	}
 	s.TotalRequests, s.SuccessfulRequests, s.FailedRequests = int64(n), int64(successful), int64(n-successful)
+	s.SentRequests, s.NotReleasedByReason = int64(n), map[string]int64{}
+	if opts.ScheduledRequests != nil {
+		scheduled, notReleased := *opts.ScheduledRequests, *opts.ScheduledRequests-int64(n)
+		s.ScheduledRequests, s.NotReleasedRequests = &scheduled, &notReleased
+		if notReleased > 0 {
+			s.NotReleasedByReason["after_duration"] = notReleased
+		}
+	}
+	s.SessionTimelineDrift = dist(timelineDrifts)
 	s.SuccessRate, s.RequestErrorRate = pct(successful, n), pct(n-successful, n)
 	s.DurationSeconds = opts.DurationSeconds
 	if s.DurationSeconds == 0 {

@@ -50,7 +50,7 @@ func scanRecord(line []byte, rec *loadgen.Record) bool {
 var recordFieldBits = func() map[string]uint32 {
 	keys := []string{"request_id", "session_id", "turn", "status_code", "successful", "error",
 		"scheduled_at_seconds", "started_at_seconds", "first_token_at_seconds", "completed_at_seconds",
-		"latency_ms", "ttft_ms", "tpot_ms", "input_tokens", "output_tokens", "metadata"}
+		"latency_ms", "ttft_ms", "tpot_ms", "timeline_drift_ms", "input_tokens", "output_tokens", "metadata"}
 	bits := make(map[string]uint32, len(keys))
 	for i, k := range keys {
 		bits[k] = 1 << i
@@ -159,6 +159,8 @@ func (s *scanner) field(key string, rec *loadgen.Record) bool {
 		rec.TTFTMs, ok = s.optionalFloat()
 	case "tpot_ms":
 		rec.TPOTMs, ok = s.optionalFloat()
+	case "timeline_drift_ms":
+		rec.TimelineDriftMs, ok = s.optionalFloat()
 	case "input_tokens":
 		rec.InputTokens, ok = s.float()
 	case "output_tokens":

@@ -4,7 +4,18 @@ package analysis
 // contract (NOTES.md, loadgen-eval-anchors.md 5.1). Every number is finite; distributions with no
 // values are null; timelines are [] (never null) when there is nothing to plot.
 type Summary struct {
-	TotalRequests      int64   `json:"total_requests"`
+	TotalRequests int64 `json:"total_requests"` // requests sent, each with a record
+	// ScheduledRequests is how many requests the run's schedule held (after range and scale
+	// factor), SentRequests how many of them were sent (= total_requests). NotReleasedRequests is
+	// the difference: requests never released, for the reasons NotReleasedByReason counts
+	// (after_duration: due after duration_seconds; waiting_on_unsent: they waited on a request
+	// that was never sent; run_ended: the run was stopped or its grace period ran out first).
+	// The first and third are null when the backend cannot tell (AIPerf keeps no schedule).
+	ScheduledRequests   *int64           `json:"scheduled_requests"`
+	SentRequests        int64            `json:"sent_requests"`
+	NotReleasedRequests *int64           `json:"not_released_requests"`
+	NotReleasedByReason map[string]int64 `json:"not_released_by_reason"`
+
 	SuccessfulRequests int64   `json:"successful_requests"`
 	FailedRequests     int64   `json:"failed_requests"`
 	SuccessRate        float64 `json:"success_rate"` // percent of total
@@ -26,6 +37,11 @@ type Summary struct {
 	TTFT    *Distribution `json:"ttft"`    // successful requests that reported a first token
 	TPOT    *Distribution `json:"tpot"`    // successful requests with two or more output tokens
 	Drift   *Drift        `json:"drift"`   // every request: started - scheduled
+	// SessionTimelineDrift is how far requests of sessions started from where the recorded
+	// timeline of their session (a root session and its subagents, shifted to the root's first
+	// release) puts them, in ms; positive is later than recorded. Null when the trace has no
+	// recorded session timeline.
+	SessionTimelineDrift *Distribution `json:"session_timeline_drift"`
 
 	StatusCodeBreakdown []StatusCodeCount `json:"status_code_breakdown"`
 	// ClientErrorRequests counts requests that got no HTTP status (transport error, timeout).

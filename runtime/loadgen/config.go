@@ -75,7 +75,27 @@ type Config struct {
 	Client *http.Client
 	// Progress, when set, is updated live so another goroutine can report progress.
 	Progress *Progress
+	// SubagentTiming chooses when a subagent session starts and when the parent turn that
+	// joins it is released; empty means SubagentsAtSpawn.
+	SubagentTiming SubagentTiming
 }
+
+// SubagentTiming is how subagent sessions are placed against their parent (see Run).
+type SubagentTiming string
+
+const (
+	// SubagentsAtSpawn starts a subagent session when the parent turn that spawns it completes
+	// (its first turn's delay counting from there), and releases the joining turn its own delay
+	// after the later of its previous turn and the last joined subagent completing. The replay
+	// semantics trace-formats.md 2.5 records for AIPerf's WEKA loader.
+	SubagentsAtSpawn SubagentTiming = "spawn_completion"
+	// SubagentsAtRecordedOffsets keeps the recorded timeline: a subagent session's first turn is
+	// released at the later of the spawning turn's completion and the spawning turn's release
+	// plus the recorded offset between the two (Request.RecordedMs); the joining turn at the later
+	// of its own delay after its previous turn and its JoinDelayMs (the recorded gap after the
+	// end of the last subagent) after the last joined subagent completes.
+	SubagentsAtRecordedOffsets SubagentTiming = "recorded_offsets"
+)
 
 const (
 	defaultPrepareAhead     = 256
@@ -113,6 +133,11 @@ func (c Config) endpoint() (string, error) {
 	}
 	if c.PrepareAhead < 0 || c.PromptCacheBytes < 0 || c.MaxResponseBytes < 0 || c.Concurrency < 0 {
 		return "", errors.New("loadgen: prepare-ahead, prompt cache, response caps and concurrency must be >= 0")
+	}
+	switch c.SubagentTiming {
+	case "", SubagentsAtSpawn, SubagentsAtRecordedOffsets:
+	default:
+		return "", fmt.Errorf("loadgen: subagent timing must be %q or %q, got %q", SubagentsAtSpawn, SubagentsAtRecordedOffsets, c.SubagentTiming)
 	}
 	if c.Client != nil && c.Client.Timeout != 0 {
 		return "", errors.New("loadgen: the HTTP client must have no global timeout (use RequestTimeout)")

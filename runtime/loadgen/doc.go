@@ -21,7 +21,10 @@
 // them.
 //
 // Times in records are relative to the run's start; the schedule's drift is started minus
-// scheduled. Synthesised prompts count one word as one token, which BPE tokenizers match only
+// scheduled, and a request with a recorded position also carries its session tree's timeline
+// drift. Stats.Unreleased says why requests a run never sent were not released. Config's
+// SubagentTiming chooses between AIPerf's spawn-on-completion subagents and the recorded
+// offsets. Synthesised prompts count one word as one token, which BPE tokenizers match only
 // approximately; equal hash ids always give byte-identical text.
 //
 // It may import the standard library, events and runtime/jsoncursor (its SSE chunk decoder).

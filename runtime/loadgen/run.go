@@ -17,13 +17,30 @@ import (
 type Stats struct {
 	Scheduled  int64 // requests in the schedule
 	Sent       int64 // requests put on the wire (each has a record)
-	NotSent    int64 // released after the duration, or not reached before a stop
+	NotSent    int64 // never released; Unreleased says why
+	Unreleased Unreleased
 	Successful int64
 	Failed     int64
 	// Started is the wall-clock time of the schedule's zero; record times are relative to it.
 	Started time.Time
 	Elapsed time.Duration
 }
+
+// Unreleased counts the requests a run never sent, by why; the counts add up to Stats.NotSent.
+type Unreleased struct {
+	// AfterDuration: their own release time fell after Config.Duration.
+	AfterDuration int64 `json:"after_duration"`
+	// Waiting: they waited on a request that was never sent, so their release never came: the
+	// later turns of a session cut off, subagents a cut-off turn would have spawned, and turns
+	// that join a subagent which was cut off.
+	Waiting int64 `json:"waiting_on_unsent"`
+	// RunEnded: the run ended first (ctx cancelled, a sink error, or the grace period after
+	// the duration ran out while they waited).
+	RunEnded int64 `json:"run_ended"`
+}
+
+// Total is the number of requests never sent.
+func (u Unreleased) Total() int64 { return u.AfterDuration + u.Waiting + u.RunEnded }
 
 // Run sends every request of schedule at its release time and hands each request's Record to
 // sink as it completes.
@@ -36,9 +53,13 @@ type Stats struct {
 // JoinBeforeTurn is not released until every child joined there has completed all its turns,
 // and counts its own arrival or delay from the later of its previous turn's completion and the
 // last of those children's; children with no join run in the background, though Run still
-// waits for them. A parent turn that is never sent (cut off or stopped) never spawns its
-// children, and a join whose child was cut off is never released: those requests count as
-// not sent.
+// waits for them. Config.SubagentTiming SubagentsAtRecordedOffsets places children and joins
+// by the recorded timeline instead (see its doc). A parent turn that is never sent (cut off or
+// stopped) never spawns its children, and a join whose child was cut off is never released:
+// those requests count as not sent, and Stats.Unreleased says why.
+//
+// Requests with a RecordedMs get a Record.TimelineDriftMs: how far the replayed timeline of
+// their session tree (a root session and its subagents) drifted from the recorded one.
 //
 // A delta-context session (ContextDeltas) sends turn k with turns 0..k in front of it; each
 // session keeps its earlier turns' text only until its last turn is sent. Record.InputTokens
@@ -113,6 +134,7 @@ func RunSchedule(ctx context.Context, cfg Config, schedule Schedule, sink Sink) 
 		cacheBytes = defaultPromptCacheBytes
 	}
 	e.synth = newSynth(cfg.Seed, cacheBytes)
+	e.recordedOffsets = cfg.SubagentTiming == SubagentsAtRecordedOffsets
 	e.cutoff = time.Duration(math.MaxInt64)
 	if cfg.Duration > 0 {
 		e.cutoff = cfg.Duration
@@ -146,6 +168,7 @@ func RunSchedule(ctx context.Context, cfg Config, schedule Schedule, sink Sink) 
 		Scheduled:  int64(schedule.Len()),
 		Sent:       snap.Sent,
 		NotSent:    int64(schedule.Len()) - snap.Sent,
+		Unreleased: Unreleased{AfterDuration: e.afterDuration.Load(), Waiting: e.waiting.Load(), RunEnded: e.runEnded.Load()},
 		Successful: snap.Successful,
 		Failed:     snap.Failed,
 		Started:    e.start,
@@ -172,6 +195,10 @@ type engine struct {
 	spin        time.Duration
 	maxResponse int64
 	cutoff      time.Duration // releases after this offset are not sent
+	// recordedOffsets: Config.SubagentTiming is SubagentsAtRecordedOffsets.
+	recordedOffsets bool
+	// Requests never sent, by reason (Unreleased).
+	afterDuration, waiting, runEnded atomic.Int64
 
 	ctx       context.Context
 	cancelRun context.CancelCauseFunc
@@ -200,10 +227,12 @@ type due struct {
 // send.
 func (e *engine) dispatch(ahead int) {
 	ready := make(chan due, ahead)
+	heads := e.plan.headCount()
+	cutAt := heads // the first head due after the duration; written before ready is closed
 	go func() {
 		defer close(ready)
 		var at time.Duration
-		for k := range e.plan.headCount() {
+		for k := range heads {
 			i := e.plan.head(k)
 			r, err := e.load(i)
 			var body, own []byte
@@ -212,6 +241,7 @@ func (e *engine) dispatch(ahead int) {
 				body, own, err = e.body(r, i, nil)
 			}
 			if at > e.cutoff {
+				cutAt = k // heads are in release order: every later one is due after it too
 				return
 			}
 			select {
@@ -221,8 +251,16 @@ func (e *engine) dispatch(ahead int) {
 			}
 		}
 	}()
+	started := 0
 	defer func() {
 		for range ready { // let the builder see the end and exit
+		}
+		for k := started; k < heads; k++ {
+			reason := &e.runEnded
+			if k >= cutAt {
+				reason = &e.afterDuration
+			}
+			e.abandon(e.plan.head(k), reason, true)
 		}
 	}()
 	timer := time.NewTimer(time.Hour)
@@ -231,6 +269,7 @@ func (e *engine) dispatch(ahead int) {
 		if !e.waitUntil(d.at, timer) {
 			return
 		}
+		started++
 		e.wg.Add(1)
 		go e.session(sessionStart{index: d.index, prepared: &d})
 	}
@@ -260,7 +299,7 @@ func (e *engine) closedLoop(workers int) {
 				if err == nil {
 					body, _, err = e.body(r, i, nil)
 				}
-				e.send(r, i, at, body, err, 0)
+				e.send(r, i, at, body, err, 0, nil)
 			}
 		}()
 	}
@@ -313,6 +352,19 @@ type sessionStart struct {
 	prepared *due
 	// self is a child session's report to its parent; nil for a root session.
 	self *subagentRun
+	// spawnAt and spawnRecordedMs are the spawning turn's release and recorded position (a
+	// child session under SubagentsAtRecordedOffsets).
+	spawnAt         time.Duration
+	spawnRecordedMs *float64
+	// anchor is the session tree's timeline origin; nil for a root session, which sets it.
+	anchor *timelineAnchor
+}
+
+// timelineAnchor pins a session tree's recorded timeline to the run's clock: the root session's
+// first release and that turn's recorded position.
+type timelineAnchor struct {
+	at         time.Duration
+	recordedMs float64
 }
 
 // subagentRun is a spawned child session's outcome; its parent reads it after done closes.
@@ -354,31 +406,61 @@ func (e *engine) session(s sessionStart) {
 		r, loadErr = e.load(i)
 	}
 	at := release(r, base)
-	if s.prepared != nil {
+	switch {
+	case s.prepared != nil:
 		at = s.prepared.at
+	case s.self != nil && e.recordedOffsets && r.RecordedMs != nil && s.spawnRecordedMs != nil:
+		// The recorded offset from the spawning turn, but never before that turn completed.
+		at = max(base, addOffset(s.spawnAt, max(0, *r.RecordedMs-*s.spawnRecordedMs)))
 	}
+	anchor := s.anchor
+	if anchor == nil && r.SessionID != "" && r.RecordedMs != nil {
+		anchor = &timelineAnchor{at: at, recordedMs: *r.RecordedMs}
+	}
+	startSpawned := false // the children spawned when this session's first turn is released
 	for first := true; ; first = false {
-		if at > e.cutoff || e.ctx.Err() != nil {
+		if at > e.cutoff {
+			e.abandon(i, &e.afterDuration, first && !startSpawned)
+			return
+		}
+		if e.ctx.Err() != nil {
+			e.abandon(i, &e.runEnded, first && !startSpawned)
 			return
 		}
 		if first {
 			for _, child := range e.plan.spawnAtStart[i] {
-				spawned = e.spawn(spawned, child, at)
+				spawned = e.spawn(spawned, child, sessionStart{base: at, spawnAt: at, spawnRecordedMs: r.RecordedMs, anchor: anchor})
 			}
+			startSpawned = true
 		}
 		released := first && s.prepared != nil // the dispatcher has waited for it
 		if joins := e.plan.joinBefore[i]; len(joins) > 0 {
 			latest, ok := e.join(spawned, joins)
 			if !ok {
+				reason := &e.waiting // a joined child was cut off
+				if e.ctx.Err() != nil {
+					reason = &e.runEnded
+				}
+				e.abandon(i, reason, false)
 				return
 			}
-			if latest > base {
+			later := at
+			switch {
+			case e.recordedOffsets:
+				gap := 0.0
+				if r.JoinDelayMs != nil {
+					gap = *r.JoinDelayMs
+				}
+				later = addOffset(latest, gap)
+			case latest > base:
 				base = latest
-				if later := release(r, base); later > at {
-					at, released = later, false
-					if at > e.cutoff {
-						return
-					}
+				later = release(r, base)
+			}
+			if later > at {
+				at, released = later, false
+				if at > e.cutoff {
+					e.abandon(i, &e.afterDuration, false)
+					return
 				}
 			}
 		}
@@ -387,6 +469,7 @@ func (e *engine) session(s sessionStart) {
 				timer = time.NewTimer(time.Hour)
 			}
 			if !e.waitUntil(at, timer) {
+				e.abandon(i, &e.runEnded, false)
 				return
 			}
 		}
@@ -398,9 +481,9 @@ func (e *engine) session(s sessionStart) {
 		} else if err = loadErr; err == nil {
 			body, own, err = e.body(r, i, &earlier)
 		}
-		done := e.send(r, i, at, body, err, earlier.tokens)
+		done := e.send(r, i, at, body, err, earlier.tokens, anchor)
 		for _, child := range e.plan.spawnAfter[i] {
-			spawned = e.spawn(spawned, child, done)
+			spawned = e.spawn(spawned, child, sessionStart{base: done, spawnAt: at, spawnRecordedMs: r.RecordedMs, anchor: anchor})
 		}
 		next := e.plan.nextTurn(i)
 		if next < 0 {
@@ -427,6 +510,37 @@ func (e *engine) load(i int) (*Request, error) {
 	return r, nil
 }
 
+// abandon counts request i, which will never be sent, under reason, and under waiting what could
+// only have followed it: the later turns of its session and the subagent sessions i and those
+// turns would have spawned (withStartSpawns: also those spawned when i's session starts).
+func (e *engine) abandon(i int, reason *atomic.Int64, withStartSpawns bool) {
+	reason.Add(1)
+	var n int64
+	if withStartSpawns {
+		for _, c := range e.plan.spawnAtStart[i] {
+			n += e.plan.sessionSize(c)
+		}
+	}
+	for j := i; j >= 0; j = e.plan.nextTurn(j) {
+		if j != i {
+			n++
+		}
+		for _, c := range e.plan.spawnAfter[j] {
+			n += e.plan.sessionSize(c)
+		}
+	}
+	e.waiting.Add(n)
+}
+
+// addOffset is at plus msec milliseconds, saturating.
+func addOffset(at time.Duration, msec float64) time.Duration {
+	d := offset(msec)
+	if d > time.Duration(math.MaxInt64)-at {
+		return time.Duration(math.MaxInt64)
+	}
+	return at + d
+}
+
 // release is when request r is released given what it counts from: its arrival if later
 // than base, base plus its delay, or base itself.
 func release(r *Request, base time.Duration) time.Duration {
@@ -434,24 +548,22 @@ func release(r *Request, base time.Duration) time.Duration {
 	case r.ArrivalMs != nil:
 		return max(base, offset(*r.ArrivalMs))
 	case r.DelayMs != nil:
-		d := offset(*r.DelayMs)
-		if d > time.Duration(math.MaxInt64)-base {
-			return time.Duration(math.MaxInt64)
-		}
-		return base + d
+		return addOffset(base, *r.DelayMs)
 	}
 	return base
 }
 
-// spawn starts child session head child, spawned at offset at.
-func (e *engine) spawn(spawned map[int]*subagentRun, child int, at time.Duration) map[int]*subagentRun {
+// spawn starts child session head child; start gives its base (the spawn), the spawning turn's
+// release and recorded position, and the tree's timeline anchor.
+func (e *engine) spawn(spawned map[int]*subagentRun, child int, start sessionStart) map[int]*subagentRun {
 	run := &subagentRun{done: make(chan struct{})}
 	if spawned == nil {
 		spawned = map[int]*subagentRun{}
 	}
 	spawned[child] = run
+	start.index, start.self = child, run
 	e.wg.Add(1)
-	go e.session(sessionStart{index: child, base: at, self: run})
+	go e.session(start)
 	return spawned
 }
 
@@ -478,8 +590,9 @@ func (e *engine) join(spawned map[int]*subagentRun, children []int) (time.Durati
 }
 
 // send performs request i, released at offset at, emits its record, and returns the offset at
-// which it completed. contextTokens are the input tokens of the earlier turns sent with it.
-func (e *engine) send(r *Request, i int, at time.Duration, body []byte, buildErr error, contextTokens int) time.Duration {
+// which it completed. contextTokens are the input tokens of the earlier turns sent with it;
+// anchor, when set, is its session tree's timeline origin.
+func (e *engine) send(r *Request, i int, at time.Duration, body []byte, buildErr error, contextTokens int, anchor *timelineAnchor) time.Duration {
 	var sent time.Time
 	var out outcome
 	if buildErr != nil {
@@ -512,6 +625,11 @@ func (e *engine) send(r *Request, i int, at time.Duration, body []byte, buildErr
 	}
 	if contextTokens > 0 {
 		rec.Metadata["turn_input_tokens"] = r.InputTokens
+	}
+	if anchor != nil && r.RecordedMs != nil {
+		d := ms(sent.Sub(e.start)-anchor.at) - (*r.RecordedMs - anchor.recordedMs)
+		d = math.Round(d*1e6) / 1e6 // whole nanoseconds
+		rec.TimelineDriftMs = &d
 	}
 	if out.responseSeen {
 		status := out.status

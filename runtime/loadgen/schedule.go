@@ -28,6 +28,13 @@ type Request struct {
 	// spawn for a subagent session. A later turn with neither an arrival nor a delay is
 	// released as soon as the previous turn is done.
 	DelayMs *float64
+	// RecordedMs is where the request sits on the recorded timeline, in ms on the schedule's own
+	// axis (that of ArrivalMs: after range and scale factor). Optional: with it, records carry
+	// their timeline drift, and SubagentsAtRecordedOffsets places subagent sessions by it.
+	RecordedMs *float64
+	// JoinDelayMs, on a turn that joins subagents, is the recorded idle gap between the end of the
+	// last of them and this turn (SubagentsAtRecordedOffsets; nil means 0).
+	JoinDelayMs *float64
 	// InputTokens is the prompt length to synthesise (ignored when Prompt or Messages is set).
 	InputTokens int
 	// OutputTokens is sent as max_tokens (and max_completion_tokens on chat); 0 sends no limit.
@@ -146,6 +153,22 @@ func (p *plan) head(k int) int {
 	return int(p.heads[k])
 }
 
+// sessionSize is how many requests session head h stands for: its turns and, recursively, the
+// subagent sessions they spawn.
+func (p *plan) sessionSize(h int) int64 {
+	var n int64
+	for _, c := range p.spawnAtStart[h] {
+		n += p.sessionSize(c)
+	}
+	for j := h; j >= 0; j = p.nextTurn(j) {
+		n++
+		for _, c := range p.spawnAfter[j] {
+			n += p.sessionSize(c)
+		}
+	}
+	return n
+}
+
 // nextTurn is the index of the turn after request i in its session, or -1.
 func (p *plan) nextTurn(i int) int {
 	if p.next == nil {
@@ -178,6 +201,12 @@ func checkRequest(r *Request, id int, api API) error {
 	}
 	if !finiteNonNegative(r.DelayMs) {
 		return fmt.Errorf("request %d: delay_ms must be a finite number >= 0, got %v", id, *r.DelayMs)
+	}
+	if !finiteNonNegative(r.JoinDelayMs) {
+		return fmt.Errorf("request %d: join_delay_ms must be a finite number >= 0, got %v", id, *r.JoinDelayMs)
+	}
+	if r.RecordedMs != nil && (math.IsNaN(*r.RecordedMs) || math.IsInf(*r.RecordedMs, 0)) {
+		return fmt.Errorf("request %d: recorded_ms must be a finite number, got %v", id, *r.RecordedMs)
 	}
 	if r.ArrivalMs != nil && r.DelayMs != nil {
 		return fmt.Errorf("request %d: has both an arrival and a delay; give one", id)

@@ -149,6 +149,142 @@ func TestCutOffSubagentsAreNotSentAndNeitherAreTheirJoins(t *testing.T) {
 	if st.Sent != 2 || st.NotSent != 3 || !got["p"] || !got["early"] {
 		t.Fatalf("stats %+v, sessions sent %v; want p/0 and early only", st, got)
 	}
+	// late is due after the duration; p/1 waits on it and never is, and so neither is never.
+	if want := (loadgen.Unreleased{AfterDuration: 1, Waiting: 2}); st.Unreleased != want || st.Unreleased.Total() != st.NotSent {
+		t.Fatalf("unreleased %+v, want %+v", st.Unreleased, want)
+	}
+}
+
+func TestRootSessionsDueAfterTheDurationCountWithEverythingThatWaitsOnThem(t *testing.T) {
+	fake := &fakeOpenAI{Tokens: 1}
+	cfg := baseConfig(fake.start(t).URL)
+	cfg.Duration = 300 * time.Millisecond
+	schedule := []loadgen.Request{
+		{SessionID: "a", Turn: 0, ArrivalMs: f64(0)},
+		{SessionID: "a", Turn: 1, DelayMs: f64(10_000)}, // its own release is after the duration
+		{SessionID: "a", Turn: 2},
+		{SessionID: "b", Turn: 0, ArrivalMs: f64(5_000)}, // a whole session after the duration
+		{SessionID: "b", Turn: 1},
+		{SessionID: "bc", Turn: 0, Subagent: link("b", 0, 1)},
+		{SessionID: "bs", Turn: 0, Subagent: link("b", -1, -1)},
+		{ArrivalMs: f64(6_000)},
+	}
+	_, st := run(t, cfg, schedule)
+	// Due after the duration: a/1, b/0 and the single request; waiting on those: a/2, b/1, bc, bs.
+	if want := (loadgen.Unreleased{AfterDuration: 3, Waiting: 4}); st.Sent != 1 || st.Unreleased != want || st.NotSent != want.Total() {
+		t.Fatalf("stats %+v, want 1 sent and unreleased %+v", st, want)
+	}
+}
+
+func TestRecordedOffsetsPlaceSubagentsAndJoinsOnTheRecordedTimeline(t *testing.T) {
+	// The parent's turn 0 is recorded at 0 ms and takes ~10 ms here; its subagents were recorded
+	// starting 40 and 80 ms after it, and turn 1 starts 15 ms after the later one ended (its delay
+	// after turn 0 alone would be 20 ms).
+	schedule := func() []loadgen.Request {
+		return []loadgen.Request{
+			{SessionID: "p", Turn: 0, ArrivalMs: f64(0), RecordedMs: f64(0)},
+			{SessionID: "p", Turn: 1, DelayMs: f64(20), JoinDelayMs: f64(15), RecordedMs: f64(130)},
+			{SessionID: "c1", Turn: 0, DelayMs: f64(0), RecordedMs: f64(40), Subagent: link("p", 0, 1)},
+			{SessionID: "c2", Turn: 0, DelayMs: f64(0), RecordedMs: f64(80), Subagent: link("p", 0, 1)},
+			{SessionID: "c2", Turn: 1, DelayMs: f64(5), RecordedMs: f64(100), Subagent: link("p", 0, 1)},
+		}
+	}
+	fake := &fakeOpenAI{TTFT: 10 * time.Millisecond, Tokens: 1}
+	url := fake.start(t).URL
+
+	cfg := baseConfig(url)
+	cfg.SubagentTiming = loadgen.SubagentsAtRecordedOffsets
+	recs, st := run(t, cfg, schedule())
+	if st.Successful != 5 {
+		t.Fatalf("stats %+v", st)
+	}
+	r := bySessionTurn(recs)
+	p0, p1, c1, c2, c21 := r["p/0"], r["p/1"], r["c1/0"], r["c2/0"], r["c2/1"]
+	for name, c := range map[string]struct {
+		rec    loadgen.Record
+		offset float64
+	}{"c1": {c1, 0.040}, "c2": {c2, 0.080}} {
+		if got := c.rec.ScheduledAtSeconds - p0.ScheduledAtSeconds; math.Abs(got-c.offset) > 0.001 {
+			t.Errorf("%s released %.4f s after its spawning turn, want the recorded %.3f", name, got, c.offset)
+		}
+		if c.rec.StartedAtSeconds+slack < p0.CompletedAtSeconds {
+			t.Errorf("%s started before its spawning turn completed", name)
+		}
+	}
+	if c21.ScheduledAtSeconds+slack < c2.CompletedAtSeconds+0.005 {
+		t.Errorf("a subagent's later turn must still follow its previous turn: %.4f vs %.4f", c21.ScheduledAtSeconds, c2.CompletedAtSeconds)
+	}
+	if got := p1.ScheduledAtSeconds - c21.CompletedAtSeconds; math.Abs(got-0.015) > 0.001 {
+		t.Errorf("join turn released %.4f s after the last subagent completed, want the recorded gap 0.015", got)
+	}
+	// Every request carries how far it drifted from the recorded timeline; on this fake endpoint
+	// the subagents land on it, and the join only as late as the subagents' extra service time.
+	for key, rec := range r {
+		if rec.TimelineDriftMs == nil {
+			t.Fatalf("%s has no timeline drift", key)
+		}
+	}
+	for _, rec := range []loadgen.Record{p0, c1, c2} {
+		if d := *rec.TimelineDriftMs; d < -0.5 || d > 5 {
+			t.Errorf("%s/%d timeline drift %.3f ms, want about 0", rec.SessionID, rec.Turn, d)
+		}
+	}
+
+	// The default places the subagents at the spawning turn's completion instead, and adds the
+	// join turn's full delay after the last of them.
+	recs, _ = run(t, baseConfig(url), schedule())
+	r = bySessionTurn(recs)
+	p0, p1, c1, c21 = r["p/0"], r["p/1"], r["c1/0"], r["c2/1"]
+	if got := c1.ScheduledAtSeconds - p0.CompletedAtSeconds; math.Abs(got) > 0.001 {
+		t.Errorf("spawn_completion: c1 released %.4f s after its spawning turn completed, want 0", got)
+	}
+	if got := p1.ScheduledAtSeconds - c21.CompletedAtSeconds; math.Abs(got-0.020) > 0.001 {
+		t.Errorf("spawn_completion: join released %.4f s after the last subagent, want its delay 0.020", got)
+	}
+}
+
+func TestRecordedOffsetsStillWaitForTheSpawningTurnAndTheJoinsOwnDelay(t *testing.T) {
+	// The endpoint is slower than the recording: the subagent cannot start at its recorded 5 ms
+	// and waits for its spawning turn (~40 ms); the join's own delay after turn 0 (200 ms) is
+	// later than the recorded gap after the subagent.
+	fake := &fakeOpenAI{TTFT: 40 * time.Millisecond, Tokens: 1}
+	cfg := baseConfig(fake.start(t).URL)
+	cfg.SubagentTiming = loadgen.SubagentsAtRecordedOffsets
+	recs, _ := run(t, cfg, []loadgen.Request{
+		{SessionID: "p", Turn: 0, ArrivalMs: f64(0), RecordedMs: f64(0)},
+		{SessionID: "p", Turn: 1, DelayMs: f64(200), JoinDelayMs: f64(1), RecordedMs: f64(220)},
+		{SessionID: "c", Turn: 0, RecordedMs: f64(5), Subagent: link("p", 0, 1)},
+	})
+	r := bySessionTurn(recs)
+	if got := r["c/0"].ScheduledAtSeconds - r["p/0"].CompletedAtSeconds; math.Abs(got) > 0.001 {
+		t.Errorf("subagent released %.4f s after its spawning turn completed, want at once", got)
+	}
+	if got := r["p/1"].ScheduledAtSeconds - r["p/0"].CompletedAtSeconds; math.Abs(got-0.200) > 0.001 {
+		t.Errorf("join released %.4f s after its previous turn, want its own delay 0.200", got)
+	}
+	if d := r["p/1"].TimelineDriftMs; d == nil || *d < 15 {
+		t.Errorf("the join is ~40 ms behind the recording (turn 0 took 40 ms, not 20), drift %v", d)
+	}
+}
+
+func TestTurnZeroIsInEveryRecord(t *testing.T) {
+	fake := &fakeOpenAI{Tokens: 1}
+	cfg := baseConfig(fake.start(t).URL)
+	var out strings.Builder
+	sink := loadgen.NewJSONLWriter(&out)
+	if _, err := loadgen.Run(context.Background(), cfg, []loadgen.Request{{SessionID: "s"}, {}}, sink); err != nil {
+		t.Fatal(err)
+	}
+	sink.Close()
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines", len(lines))
+	}
+	for _, l := range lines {
+		if !strings.Contains(l, `"turn":0`) {
+			t.Errorf("record without its turn: %s", l)
+		}
+	}
 }
 
 func TestStoppingMidSubagentEndsEveryGoroutine(t *testing.T) {
@@ -166,6 +302,10 @@ func TestStoppingMidSubagentEndsEveryGoroutine(t *testing.T) {
 	st, _ := runAndStop(t, cfg, schedule)
 	if st.Sent != 2 || st.NotSent != 3 {
 		t.Errorf("stats %+v: want p/0 and the in-flight child sent, the rest not", st)
+	}
+	// p/1 (waiting for its child) and the sleeping child were stopped; p/2 waited on p/1.
+	if want := (loadgen.Unreleased{RunEnded: 2, Waiting: 1}); st.Unreleased != want {
+		t.Errorf("unreleased %+v, want %+v", st.Unreleased, want)
 	}
 	expectGoroutinesBackTo(t, before)
 }

@@ -171,8 +171,56 @@ type Internal struct {
 	ReplayStartedAt int64 `json:"replay_started_at,omitempty"`
 	// ReplayMessage is why the replay ended (completed, duration reached, cancelled...).
 	ReplayMessage string `json:"replay_message,omitempty"`
+	// ReplayOutcome is the status the replay ended the task in (completed, cancelled, failed);
+	// empty on records written before it existed.
+	ReplayOutcome string `json:"replay_outcome,omitempty"`
+	// Replay counts what the replay scheduled and sent; nil when the backend cannot tell (AIPerf).
+	Replay *ReplayCounts `json:"replay,omitempty"`
 	// RerunOf names the task this one re-runs.
 	RerunOf string `json:"rerun_of,omitempty"`
+}
+
+// ReplayCounts is what a replay reports about its schedule: the requests it held, those it
+// sent, and why the others were never released.
+type ReplayCounts struct {
+	Scheduled int64 `json:"scheduled"`
+	Sent      int64 `json:"sent"`
+	// NotSent counts the requests never released by reason: NotSentAfterDuration,
+	// NotSentWaiting, NotSentRunEnded (absent reasons are zero).
+	NotSent map[string]int64 `json:"not_sent,omitempty"`
+}
+
+// Reasons a scheduled request was never released (the keys of ReplayCounts.NotSent).
+const (
+	NotSentAfterDuration = "after_duration"    // due after the run's duration_seconds
+	NotSentWaiting       = "waiting_on_unsent" // waited on a request that was never sent
+	NotSentRunEnded      = "run_ended"         // the run was stopped or its grace period ran out first
+)
+
+// Unreleased is how many scheduled requests were never released.
+func (c ReplayCounts) Unreleased() int64 { return c.Scheduled - c.Sent }
+
+// Warning says, for the result's warnings and the task log, how many requests were never
+// released and why; empty when every scheduled request was sent.
+func (c ReplayCounts) Warning(durationSeconds float64) string {
+	if c.Unreleased() <= 0 {
+		return ""
+	}
+	var why []string
+	if n := c.NotSent[NotSentAfterDuration]; n > 0 {
+		why = append(why, fmt.Sprintf("%d were due after the run's duration of %gs", n, durationSeconds))
+	}
+	if n := c.NotSent[NotSentWaiting]; n > 0 {
+		why = append(why, fmt.Sprintf("%d waited on requests that were never sent (later turns of their sessions, subagents those turns would have spawned, turns joining a subagent that was cut off)", n))
+	}
+	if n := c.NotSent[NotSentRunEnded]; n > 0 {
+		why = append(why, fmt.Sprintf("%d were still waiting when the run was stopped or its grace period ran out", n))
+	}
+	msg := fmt.Sprintf("%d of %d scheduled requests were never released", c.Unreleased(), c.Scheduled)
+	if len(why) > 0 {
+		msg += ": " + strings.Join(why, "; ")
+	}
+	return msg
 }
 
 // stored is the document kept in the state store.

@@ -45,9 +45,12 @@ type ModuleInfo struct {
 	ABIVersion   uint32          `json:"abi_version"`
 	Description  string          `json:"description,omitempty"`
 	Capabilities map[string]bool `json:"capabilities"`
-	SHA256       string          `json:"sha256"`
-	Builtin      bool            `json:"builtin"`
-	Path         string          `json:"path"`
+	// TraceRange says what a trace range selects in the format (the descriptor's trace_range;
+	// empty: the host's own rule, ParseOptions).
+	TraceRange string `json:"trace_range,omitempty"`
+	SHA256     string `json:"sha256"`
+	Builtin    bool   `json:"builtin"`
+	Path       string `json:"path"`
 }
 
 // Errors a caller can test with errors.Is.

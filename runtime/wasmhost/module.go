@@ -252,6 +252,7 @@ func (m *module) setDescriptor(d abi.Descriptor) {
 	m.info.Name, m.info.Version, m.info.ABIVersion = d.Name, d.Version, d.ABIVersion
 	m.info.Description = d.Description
 	m.info.Capabilities = d.Capabilities
+	m.info.TraceRange = d.TraceRange
 	if m.info.Capabilities == nil {
 		m.info.Capabilities = map[string]bool{}
 	}

@@ -15,6 +15,14 @@ import (
 	"github.com/lensfn/lensfn/wasm-modules/abi"
 )
 
+// Capability names a trace parser reports in ModuleInfo.Capabilities (abi's, for callers that
+// may not import the ABI package).
+const (
+	CapabilityTraceRange        = abi.CapabilityTraceRange
+	CapabilityScaleFactor       = abi.CapabilityScaleFactor
+	CapabilitySelectsTraceRange = abi.CapabilitySelectsTraceRange
+)
+
 // TraceRequest is the normalised record a parser emits.
 type TraceRequest = abi.TraceRequest
 
@@ -25,7 +33,9 @@ type Source struct {
 
 // ParseOptions select and compress the timeline (trace-formats.md 6.3/6.4). The window is
 // half-open, [StartSeconds, EndSeconds), on the normalised axis (seconds since the file's
-// first request); kept records are shifted by StartSeconds and divided by ScaleFactor.
+// first request); kept records are shifted by StartSeconds and divided by ScaleFactor. A
+// module with abi.CapabilitySelectsTraceRange selects the window itself (ModuleInfo.TraceRange
+// says how); the host then only shifts and scales.
 type ParseOptions struct {
 	StartSeconds float64
 	EndSeconds   *float64 // nil: to the end of the trace
@@ -38,6 +48,10 @@ type ParseStats struct {
 	Bytes   int64 `json:"bytes"`
 	Records int   `json:"records"` // records the module produced
 	Emitted int   `json:"emitted"` // records inside the window, handed to emit
+	// BeforeStart and AfterEnd are the records the host's window left out on either side
+	// (always 0 for a module that selects its range itself).
+	BeforeStart int `json:"before_start"`
+	AfterEnd    int `json:"after_end"`
 	// FirstRecordedMs / LastRecordedMs bound the recorded positions of all records
 	// (before windowing); the trace's duration is their difference.
 	FirstRecordedMs float64 `json:"first_recorded_ms"`
@@ -97,9 +111,17 @@ func (p *Parser) Parse(ctx context.Context, src Source, opts ParseOptions, emit 
 	if err != nil {
 		return stats, err
 	}
-	w := window{start: opts.StartSeconds * 1000, scale: opts.ScaleFactor}
+	w := window{start: opts.StartSeconds * 1000, scale: opts.ScaleFactor, byModule: p.m.info.Capabilities[abi.CapabilitySelectsTraceRange]}
 	if opts.EndSeconds != nil {
 		w.end, w.hasEnd = *opts.EndSeconds*1000, true
+	}
+	begin := abi.ParseBegin{}
+	if w.byModule {
+		begin.StartMs = w.start
+		if w.hasEnd {
+			end := w.end
+			begin.EndMs = &end
+		}
 	}
 	if w.scale == 0 {
 		w.scale = 1
@@ -114,14 +136,19 @@ func (p *Parser) Parse(ctx context.Context, src Source, opts ParseOptions, emit 
 			stats.LastRecordedMs = r.RecordedMs
 		}
 		first = false
-		if !w.apply(r) {
+		switch w.apply(r) {
+		case before:
+			stats.BeforeStart++
+			return nil
+		case after:
+			stats.AfterEnd++
 			return nil
 		}
 		stats.Emitted++
 		return emit(r)
 	}
 	for _, f := range files {
-		n, err := p.parseFile(ctx, f, filter)
+		n, err := p.parseFile(ctx, f, begin, filter)
 		stats.Files++
 		stats.Bytes += n
 		if err != nil {
@@ -134,24 +161,43 @@ func (p *Parser) Parse(ctx context.Context, src Source, opts ParseOptions, emit 
 // ParseRaw runs the module over one file and emits the records exactly as the module
 // produced them (no window, no scaling). Conformance tests compare it with the native core.
 func (p *Parser) ParseRaw(ctx context.Context, path string, emit func(*TraceRequest) error) error {
-	_, err := p.parseFile(ctx, path, emit)
+	_, err := p.parseFile(ctx, path, abi.ParseBegin{}, emit)
+	return err
+}
+
+// ParseRawWindowed is ParseRaw with the window handed to a module that selects its range
+// itself (the records as the module emitted them, neither shifted nor scaled).
+func (p *Parser) ParseRawWindowed(ctx context.Context, path string, startMs float64, endMs *float64, emit func(*TraceRequest) error) error {
+	_, err := p.parseFile(ctx, path, abi.ParseBegin{StartMs: startMs, EndMs: endMs}, emit)
 	return err
 }
 
 type window struct {
 	start, end, scale float64
 	hasEnd            bool
+	byModule          bool // the module selected the window; only shift and scale
 }
+
+// Where a record falls against the window.
+const (
+	inside = iota
+	before
+	after
+)
 
 // apply decides whether r is inside the window and, if so, shifts and scales it. A record
 // with an arrival time is placed by it; a delay-driven one by its recorded position.
-func (w window) apply(r *TraceRequest) bool {
+func (w window) apply(r *TraceRequest) int {
 	t := r.RecordedMs
 	if r.ArrivalMs != nil {
 		t = *r.ArrivalMs
 	}
-	if t < w.start || w.hasEnd && t >= w.end {
-		return false
+	switch {
+	case w.byModule:
+	case t < w.start:
+		return before
+	case w.hasEnd && t >= w.end:
+		return after
 	}
 	if r.ArrivalMs != nil {
 		v := (*r.ArrivalMs - w.start) / w.scale
@@ -161,7 +207,11 @@ func (w window) apply(r *TraceRequest) bool {
 		v := *r.DelayMs / w.scale
 		r.DelayMs = &v
 	}
-	return true
+	if r.JoinDelayMs != nil && w.scale != 1 {
+		v := *r.JoinDelayMs / w.scale
+		r.JoinDelayMs = &v
+	}
+	return inside
 }
 
 func sourceFiles(path string) ([]string, error) {
@@ -189,7 +239,7 @@ func sourceFiles(path string) ([]string, error) {
 	return files, nil
 }
 
-func (p *Parser) parseFile(ctx context.Context, path string, emit func(*TraceRequest) error) (int64, error) {
+func (p *Parser) parseFile(ctx context.Context, path string, begin abi.ParseBegin, emit func(*TraceRequest) error) (int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, fmt.Errorf("trace source: %w", err)
@@ -211,12 +261,13 @@ func (p *Parser) parseFile(ctx context.Context, path string, emit func(*TraceReq
 			return emit(r)
 		})
 	}
-	begin, _ := json.Marshal(abi.ParseBegin{Source: base})
-	ptr, err := in.writeInput(ctx, m, begin)
+	begin.Source = base
+	beginJSON, _ := json.Marshal(begin)
+	ptr, err := in.writeInput(ctx, m, beginJSON)
 	if err != nil {
 		return 0, wrap(err)
 	}
-	if _, err := in.call(ctx, m, abi.ExportParseBegin, uint64(ptr), uint64(len(begin))); err != nil {
+	if _, err := in.call(ctx, m, abi.ExportParseBegin, uint64(ptr), uint64(len(beginJSON))); err != nil {
 		return 0, wrap(err)
 	}
 	buf := make([]byte, chunkSize)

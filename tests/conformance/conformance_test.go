@@ -25,6 +25,7 @@ import (
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt/burstgpt"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt/mooncake"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt/weka"
+	"github.com/lensfn/lensfn/wasm-modules/tracefmt/weka/wekatest"
 )
 
 func TestBuiltinModulesDescribeThemselves(t *testing.T) {
@@ -47,7 +48,7 @@ func TestBuiltinModulesDescribeThemselves(t *testing.T) {
 		"bailian_trace":       {abi.KindTraceParser, true, true},
 		"baseten_trace":       {abi.KindTraceParser, true, true},
 		"burst_gpt_trace":     {abi.KindTraceParser, true, true},
-		"weka_public_dataset": {abi.KindTraceParser, false, false},
+		"weka_public_dataset": {abi.KindTraceParser, true, true},
 		"constant":            {abi.KindLatencyCalculator, false, false},
 		"per-token":           {abi.KindLatencyCalculator, false, false},
 	}
@@ -65,6 +66,10 @@ func TestBuiltinModulesDescribeThemselves(t *testing.T) {
 		}
 		if m.Capabilities[abi.CapabilityTraceRange] != w.rangeOK || m.Capabilities[abi.CapabilityScaleFactor] != w.scaleOK {
 			t.Errorf("%s: capabilities %v", m.Name, m.Capabilities)
+		}
+		// WEKA selects its range itself (turns on each trace's clock) and says so.
+		if selects := m.Name == "weka_public_dataset"; m.Capabilities[abi.CapabilitySelectsTraceRange] != selects || (m.TraceRange != "") != selects {
+			t.Errorf("%s: selects_trace_range %v, trace_range %q", m.Name, m.Capabilities[abi.CapabilitySelectsTraceRange], m.TraceRange)
 		}
 	}
 	if _, err := h.Parser("no_such_format"); !errors.Is(err, wasmhost.ErrUnknownModule) {
@@ -128,6 +133,44 @@ func TestParsersMatchNativeCores(t *testing.T) {
 	t.Logf("%d inputs, %d records identical", len(inputs), total)
 }
 
+// A module that selects its range itself does so identically to its native core.
+func TestWindowedWEKAMatchesTheNativeCore(t *testing.T) {
+	h := builtinHost(t)
+	p, err := h.Parser("weka_public_dataset")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := writeFile(t, "agents.jsonl", string(wekatest.JSONL(wekatest.Agents(3, 60))))
+	for _, w := range [][2]float64{{0, -1}, {7, 40}, {30, -1}, {0, 9}} {
+		var end *float64
+		if w[1] >= 0 {
+			e := w[1] * 1000
+			end = &e
+		}
+		var native, guest [][]byte
+		if err := tracefmt.ParseFile(weka.NewWindowed(w[0]*1000, end), path, 4096, func(r *abi.TraceRequest) error {
+			native = append(native, abi.AppendRecord(nil, r))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.ParseRawWindowed(context.Background(), path, w[0]*1000, end, func(r *abi.TraceRequest) error {
+			guest = append(guest, abi.AppendRecord(nil, r))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(native) == 0 || len(native) != len(guest) {
+			t.Fatalf("window %v: guest %d records, native %d", w, len(guest), len(native))
+		}
+		for i := range native {
+			if !bytes.Equal(native[i], guest[i]) {
+				t.Fatalf("window %v: record %d differs", w, i)
+			}
+		}
+	}
+}
+
 func TestMooncakeTimelineThroughHost(t *testing.T) {
 	traces := sharedTraces(t)
 	h := builtinHost(t)
@@ -185,18 +228,31 @@ func TestCapabilitiesAreEnforced(t *testing.T) {
 	}
 	src := wasmhost.Source{Path: filepath.Join(traces, "weka", "kv-cache-tester")}
 	emit := func(*wasmhost.TraceRequest) error { return nil }
-	if _, err := p.Parse(context.Background(), src, wasmhost.ParseOptions{StartSeconds: 1}, emit); err == nil || !strings.Contains(err.Error(), "does not support a trace range") {
-		t.Fatalf("range on weka: %v", err)
-	}
-	if _, err := p.Parse(context.Background(), src, wasmhost.ParseOptions{ScaleFactor: 2}, emit); err == nil || !strings.Contains(err.Error(), "does not support a scale factor") {
-		t.Fatalf("scale on weka: %v", err)
-	}
 	st, err := p.Parse(context.Background(), src, wasmhost.ParseOptions{ScaleFactor: 1}, emit)
 	if err != nil || st.Files != 124 || st.Records != 1460+110 {
 		t.Fatalf("weka directory: %+v, %v", st, err)
 	}
+	// WEKA takes a range and a scale factor: the module keeps the turns of the first minute of
+	// every trace, the host shifts and halves their times.
+	end := 60.0
+	var maxArrival, maxDelay float64
+	st, err = p.Parse(context.Background(), src, wasmhost.ParseOptions{EndSeconds: &end, ScaleFactor: 2}, func(r *wasmhost.TraceRequest) error {
+		if r.RecordedMs >= 60000 && r.Subagent == nil {
+			t.Fatalf("a parent turn recorded at %v ms is outside [0, 60 s)", r.RecordedMs)
+		}
+		if r.ArrivalMs != nil {
+			maxArrival = max(maxArrival, *r.ArrivalMs)
+		}
+		if r.DelayMs != nil {
+			maxDelay = max(maxDelay, *r.DelayMs)
+		}
+		return nil
+	})
+	if err != nil || st.Records == 0 || st.Records >= 1460+110 || st.Emitted != st.Records || maxArrival >= 30000 || maxDelay >= 30000 {
+		t.Fatalf("weka first minute at scale 2: %+v, %v, max arrival %v ms, max delay %v ms", st, err, maxArrival, maxDelay)
+	}
 	m, _ := h.Parser("mooncake_trace")
-	end := 10.0
+	end = 10.0
 	for _, bad := range []wasmhost.ParseOptions{{StartSeconds: -1}, {StartSeconds: 10, EndSeconds: &end}, {ScaleFactor: -2}} {
 		if _, err := m.Parse(context.Background(), wasmhost.Source{Path: filepath.Join(traces, "mooncake", "conversation_trace.jsonl")}, bad, emit); err == nil {
 			t.Errorf("options %+v accepted", bad)

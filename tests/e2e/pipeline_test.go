@@ -77,8 +77,13 @@ type taskView struct {
 
 func createTask(t *testing.T, api, endpoint, extra string) string {
 	t.Helper()
-	body := `{"name":"e2e replay","scenario":"chat","endpoint_url":"` + endpoint + `","model_name":"` + simModel +
-		`","trace_dataset":"mooncake-conversation"` + extra + `}`
+	return postTask(t, api, `{"name":"e2e replay","scenario":"chat","endpoint_url":"`+endpoint+`","model_name":"`+simModel+
+		`","trace_dataset":"mooncake-conversation"`+extra+`}`)
+}
+
+// postTask creates a task from a whole body and returns its id.
+func postTask(t *testing.T, api, body string) string {
+	t.Helper()
 	code, raw := post(t, api+"/tasks", "application/json", body, nil)
 	if code != 202 {
 		t.Fatalf("create: %d %s", code, raw)
@@ -207,6 +212,27 @@ func TestReplayMooncakeWindowAgainstTheSimulator(t *testing.T) {
 	}
 }
 
+// eachRecord hands fn every line of the task's per-request-jsonl artifact.
+func eachRecord(t *testing.T, api, id string, fn func(line []byte)) {
+	t.Helper()
+	resp, err := http.Get(api + "/tasks/" + id + "/artifacts/per-request-jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("per-request artifact: %d", resp.StatusCode)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		fn(sc.Bytes())
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func deref(s *string) string {
 	if s == nil {
 		return ""
@@ -291,21 +317,13 @@ func TestReplayWEKASessions(t *testing.T) {
 	if code, body := post(t, api+"/trace-datasets/download", "application/json", `{"dataset":"weka-kv-cache-tester"}`, nil); code != 200 {
 		t.Fatalf("download: %d %s", code, body)
 	}
-	body := `{"name":"weka","scenario":"coding","endpoint_url":"` + endpoint + `","model_name":"` + simModel +
-		`","trace_dataset":"weka-kv-cache-tester","duration_seconds":3}`
-	code, raw := post(t, api+"/tasks", "application/json", body, nil)
-	if code != 202 {
-		t.Fatalf("create: %d %s", code, raw)
-	}
-	var created struct {
-		TaskID string `json:"task_id"`
-	}
-	_ = json.Unmarshal([]byte(raw), &created)
-	v := waitForStatus(t, api, created.TaskID, 2*time.Minute, "completed", "failed", "cancelled")
+	id := postTask(t, api, `{"name":"weka","scenario":"coding","endpoint_url":"`+endpoint+`","model_name":"`+simModel+
+		`","trace_dataset":"weka-kv-cache-tester","duration_seconds":3}`)
+	v := waitForStatus(t, api, id, 2*time.Minute, "completed", "failed", "cancelled")
 	s, _ := resultOf(t, v)
 	// Every one of the 124 traces starts at its own zero, so at least their first turns are sent.
 	if v.Status != "completed" || s.TotalRequests < 124 || s.SuccessRate != 100 {
-		_, issues := get(t, api+"/tasks/"+created.TaskID+"/response-code-issues?status_code=400")
+		_, issues := get(t, api+"/tasks/"+id+"/response-code-issues?status_code=400")
 		t.Fatalf("%s %v: %d requests, success %.1f%%; 400s: %.600s", v.Status, deref(v.ErrorMessage), s.TotalRequests, s.SuccessRate, issues)
 	}
 
@@ -321,18 +339,11 @@ func TestReplayWEKASessions(t *testing.T) {
 			Agent  string `json:"agent_id"`
 		} `json:"metadata"`
 	}
-	resp, err := http.Get(api + "/tasks/" + created.TaskID + "/artifacts/per-request-jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	firstDone := map[string]float64{} // session -> when its first turn completed
 	var children []record
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
+	eachRecord(t, api, id, func(line []byte) {
 		var r record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+		if err := json.Unmarshal(line, &r); err != nil {
 			t.Fatalf("record: %v", err)
 		}
 		if r.Turn == 0 {
@@ -341,7 +352,7 @@ func TestReplayWEKASessions(t *testing.T) {
 		if r.Metadata.Parent != "" && r.Turn == 0 {
 			children = append(children, r)
 		}
-	}
+	})
 	if len(children) == 0 {
 		t.Fatal("no subagent session was started within the run")
 	}

@@ -33,6 +33,10 @@ const (
 const (
 	CapabilityTraceRange  = "supports_trace_range"  // start/end seconds on the normalised axis make sense
 	CapabilityScaleFactor = "supports_scale_factor" // arrival times and delays may be divided by a factor
+	// CapabilitySelectsTraceRange: the module selects the range itself, because what it keeps
+	// depends on its sessions (lens_parse_begin carries the window); the host then only shifts
+	// and scales what the module emits.
+	CapabilitySelectsTraceRange = "selects_trace_range"
 )
 
 // Failed is the value an i64-returning export returns instead of a packed ptr/len when it

@@ -16,6 +16,9 @@ type Descriptor struct {
 	Version      string          `json:"version"`
 	Description  string          `json:"description,omitempty"`
 	Capabilities map[string]bool `json:"capabilities,omitempty"`
+	// TraceRange says in words what a trace range selects in this format (the backend catalogue
+	// shows it); empty means the host's own rule (section 7 of ABI.md).
+	TraceRange string `json:"trace_range,omitempty"`
 }
 
 // ParseDescriptor decodes and validates a descriptor.
@@ -37,7 +40,11 @@ func ParseDescriptor(b []byte) (Descriptor, error) {
 }
 
 // ParseBegin is the JSON a host passes to ExportParseBegin: {"source":"conversation_trace.jsonl"}.
-// Source names the input in error messages.
+// Source names the input in error messages. A module with CapabilitySelectsTraceRange also gets
+// the window on its normalised axis, in ms: {"source":"t.json","start_ms":60000,"end_ms":120000}
+// (end_ms absent: to the end); other modules never do.
 type ParseBegin struct {
-	Source string `json:"source"`
+	Source  string   `json:"source"`
+	StartMs float64  `json:"start_ms,omitempty"`
+	EndMs   *float64 `json:"end_ms,omitempty"`
 }

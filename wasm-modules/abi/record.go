@@ -54,6 +54,9 @@ type TraceRequest struct {
 	Metadata json.RawMessage `json:"metadata,omitempty"`
 	// Subagent links a WEKA subagent session to its parent; nil otherwise.
 	Subagent *SubagentLink `json:"subagent,omitempty"`
+	// JoinDelayMs, on a turn that joins subagents, is the recorded idle gap between the end of
+	// the last of them and this turn (the replay's recorded-offset subagent timing uses it).
+	JoinDelayMs *float64 `json:"join_delay_ms,omitempty"`
 }
 
 // SubagentLink ties a child session to the parent session that spawned it.
@@ -99,6 +102,7 @@ const (
 	TagContextMode  byte = 17 // str
 	TagMetadata     byte = 18 // str (raw JSON)
 	TagSubagent     byte = 19 // str, str, str, i64, i64
+	TagJoinDelayMs  byte = 20 // f64
 )
 
 // AppendRecord appends the encoding of r to dst and returns the extended slice. It does
@@ -158,6 +162,9 @@ func AppendRecord(dst []byte, r *TraceRequest) []byte {
 		dst = appendStrValue(dst, s.AgentType)
 		dst = binary.LittleEndian.AppendUint64(dst, uint64(int64(s.SpawnAfterTurn)))
 		dst = binary.LittleEndian.AppendUint64(dst, uint64(int64(s.JoinBeforeTurn)))
+	}
+	if r.JoinDelayMs != nil {
+		dst = appendF64(dst, TagJoinDelayMs, *r.JoinDelayMs)
 	}
 	binary.LittleEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
 	return dst
@@ -295,6 +302,9 @@ func DecodeRecord(buf []byte, r *TraceRequest) ([]byte, error) {
 			s.SpawnAfterTurn = int(d.i64())
 			s.JoinBeforeTurn = int(d.i64())
 			r.Subagent = s
+		case TagJoinDelayMs:
+			v := d.f64()
+			r.JoinDelayMs = &v
 		default:
 			return nil, fmt.Errorf("record field tag %d is unknown to ABI version %d", tag, Version)
 		}

@@ -24,7 +24,7 @@ func TestRecordRoundTrip(t *testing.T) {
 			Payload: []byte(`{}`), Extra: []byte(`{"ignore_eos":true}`), Tools: []byte(`[]`),
 			Model: "claude-haiku", ContextMode: abi.ContextModeSelfContain, Metadata: []byte(`{"stop":"end_turn"}`),
 			Subagent: &abi.SubagentLink{ParentSessionID: "trace_0277", AgentID: "agent_001",
-				AgentType: "Explore", SpawnAfterTurn: 4, JoinBeforeTurn: -1}},
+				AgentType: "Explore", SpawnAfterTurn: 4, JoinBeforeTurn: -1}, JoinDelayMs: ptr(3.25)},
 	}
 	for name, want := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -18,10 +18,20 @@ const (
 	Version = "1.0.0"
 )
 
-// Descriptor is what the module reports through lens_describe. Every trace has its own
-// time origin, so neither a trace range nor a scale factor applies (as in llm-d-lens).
+// TraceRange is what a trace range selects in this format (the descriptor's trace_range).
+const TraceRange = "turns: on each trace's own clock (every trace starts at 0 s), the parent turns whose t falls in " +
+	"[start, end); a trace's first kept turn is released at (t - start) / scale. A subagent is kept with the parent " +
+	"turn that spawns it (one spawned before the first turn, with the first turn), with its requests that start " +
+	"before end; a subagent whose joining turn is outside the range runs in the background."
+
+// Descriptor is what the module reports through lens_describe. Every trace has its own time
+// origin, so the module selects a range itself, turn by turn on each trace's clock, keeping the
+// links between parents and subagents consistent; the host shifts and scales the rest.
 func Descriptor() abi.Descriptor {
-	return tracefmt.ParserDescriptor(Name, Version, "WEKA agentic-coding traces (one JSON trace per file or a JSONL of traces; subagent sessions)", false)
+	d := tracefmt.ParserDescriptor(Name, Version, "WEKA agentic-coding traces (one JSON trace per file or a JSONL of traces; subagent sessions)", true)
+	d.Capabilities[abi.CapabilitySelectsTraceRange] = true
+	d.TraceRange = TraceRange
+	return d
 }
 
 // MaxTraceBytes bounds one buffered trace.
@@ -37,11 +47,27 @@ type Parser struct {
 	inString bool  // buf[scanned] is inside a string
 	escaped  bool  // the previous byte was a backslash inside a string
 	traces   int   // traces decoded so far
-	position int64 // requests emitted so far, for Line
+	position int64 // requests decoded so far, for Line
+	// The window [startMs, endMs) on each trace's clock (TraceRange).
+	startMs, endMs float64
 }
 
-// New returns a parser for one source.
-func New() *Parser { return &Parser{} }
+// New returns a parser for one source that keeps every request.
+func New() *Parser { return &Parser{endMs: math.Inf(1)} }
+
+// NewWindowed returns a parser that keeps the turns of the window [startMs, endMs) of every
+// trace (endMs nil: to the end), as TraceRange says.
+func NewWindowed(startMs float64, endMs *float64) *Parser {
+	p := New()
+	p.startMs = startMs
+	if endMs != nil {
+		p.endMs = *endMs
+	}
+	return p
+}
+
+// inWindow says whether a request recorded at tMs is in the parser's window.
+func (p *Parser) inWindow(tMs float64) bool { return tMs >= p.startMs && tMs < p.endMs }
 
 // Feed implements tracefmt.Parser: it decodes every trace that the chunk completes.
 func (p *Parser) Feed(chunk []byte, emit tracefmt.Emit) error {
@@ -194,38 +220,53 @@ func (p *Parser) trace(n int, t *trace, emit tracefmt.Emit) error {
 			return fmt.Errorf("%s: request %d: %w", where, i+1, err)
 		}
 	}
-	parentTurns := 0
+	var kept []bool // by parent turn: inside the window
 	for i := range entries {
 		if entries[i].Type != "subagent" {
-			parentTurns++
+			kept = append(kept, p.inWindow(tracefmt.SecondsToMs(*entries[i].T)))
 		}
 	}
 	sess := session{id: t.ID, blockSize: *t.BlockSize}
 	turn := 0
+	joinEnd, joining := 0.0, false // the latest recorded end (s) of the subagents the next turn joins
 	for i := range entries {
 		e := &entries[i]
 		if e.Type != "subagent" {
-			var extra *metadata
-			if turn == 0 {
-				extra = &metadata{ToolTokens: &t.ToolTokens, SystemTokens: &t.SystemTokens}
-			}
-			if err := p.request(&sess, e, *e.T, extra, emit); err != nil {
-				return fmt.Errorf("%s: request %d: %w", where, i+1, err)
+			p.position++
+			if kept[turn] {
+				var extra *metadata
+				if turn == 0 {
+					extra = &metadata{ToolTokens: &t.ToolTokens, SystemTokens: &t.SystemTokens}
+				}
+				var joinDelay *float64
+				if joining {
+					d := max(0, tracefmt.SecondsToMs(*e.T-joinEnd))
+					joinDelay = &d
+				}
+				// A trace's first kept turn (or one whose predecessor the window dropped) is placed by its t.
+				arrival := turn == 0 || !kept[turn-1]
+				if err := p.request(&sess, e, *e.T, turn, arrival, extra, joinDelay, emit); err != nil {
+					return fmt.Errorf("%s: request %d: %w", where, i+1, err)
+				}
 			}
 			turn++
+			joining = false
 			continue
 		}
 		agent := e.AgentID
 		if agent == "" {
 			agent = fmt.Sprintf("subagent_%d", i+1)
 		}
+		// A subagent goes with the turn that spawns it (one before the first turn, with the first).
+		spawnedInWindow := len(kept) > 0 && kept[max(turn-1, 0)]
 		join := -1
-		if turn < parentTurns {
+		if turn < len(kept) && kept[turn] {
 			join = turn
 		}
 		child := session{id: t.ID + "/" + agent, blockSize: *t.BlockSize, spawnMs: tracefmt.SecondsToMs(*e.T),
 			link: &abi.SubagentLink{ParentSessionID: t.ID, AgentID: e.AgentID, AgentType: e.SubagentType,
 				SpawnAfterTurn: turn - 1, JoinBeforeTurn: join}}
+		end, emitted := *e.T, false
 		for j, raw := range e.Requests {
 			var inner entry
 			if err := decodeEntry(raw, &inner); err != nil {
@@ -234,21 +275,43 @@ func (p *Parser) trace(n int, t *trace, emit tracefmt.Emit) error {
 			if inner.Type == "subagent" {
 				return fmt.Errorf("%s: request %d (subagent %s): request %d: nested subagents are not supported", where, i+1, agent, j+1)
 			}
+			p.position++
 			// AIPerf: an inner t smaller than the marker's is relative to the spawn.
 			abs := *inner.T
 			if abs < *e.T {
 				abs += *e.T
 			}
+			end = max(end, abs+value(inner.APITime))
+			if !spawnedInWindow || tracefmt.SecondsToMs(abs) >= p.endMs || child.turns < j {
+				continue // a subagent keeps its requests up to the first one at or after the end
+			}
 			var extra *metadata
 			if j == 0 {
 				extra = &metadata{ToolTokens: e.ToolTokens, SystemTokens: e.SystemTokens}
 			}
-			if err := p.request(&child, &inner, abs, extra, emit); err != nil {
+			if err := p.request(&child, &inner, abs, j, false, extra, nil, emit); err != nil {
 				return fmt.Errorf("%s: request %d (subagent %s): request %d: %w", where, i+1, agent, j+1, err)
 			}
+			emitted = true
+		}
+		if e.DurationMs != nil && *e.DurationMs >= 0 {
+			end = *e.T + *e.DurationMs/1000 // AIPerf's recorded end of a subagent prefers its duration
+		}
+		if emitted && join >= 0 {
+			if joining {
+				end = max(end, joinEnd)
+			}
+			joinEnd, joining = end, true
 		}
 	}
 	return nil
+}
+
+func value(v *float64) float64 {
+	if v == nil || math.IsNaN(*v) || math.IsInf(*v, 0) {
+		return 0
+	}
+	return max(*v, 0)
 }
 
 func decodeEntry(raw json.RawMessage, e *entry) error {
@@ -285,28 +348,29 @@ func decodeEntry(raw json.RawMessage, e *entry) error {
 type session struct {
 	id        string
 	blockSize int
-	turns     int
+	turns     int     // requests emitted
 	prevT     float64 // ms
 	prevAPI   float64 // ms
 	spawnMs   float64
 	link      *abi.SubagentLink
 }
 
-func (p *Parser) request(s *session, e *entry, tSeconds float64, extra *metadata, emit tracefmt.Emit) error {
+// request emits e as turn turn of s, recorded at tSeconds; arrival places it by its t (a
+// parent's first kept turn), else it is delay-driven. joinDelay is its JoinDelayMs.
+func (p *Parser) request(s *session, e *entry, tSeconds float64, turn int, arrival bool, extra *metadata, joinDelay *float64, emit tracefmt.Emit) error {
 	tMs := tracefmt.SecondsToMs(tSeconds)
-	p.position++
 	r := abi.TraceRequest{
-		Line: p.position, SessionID: s.id, TurnIndex: s.turns, RecordedMs: tMs,
+		Line: p.position, SessionID: s.id, TurnIndex: turn, RecordedMs: tMs,
 		InputTokens: int(*e.In), OutputTokens: int(max(*e.Out, 1)), Model: e.Model,
-		ContextMode: abi.ContextModeSelfContain, Subagent: s.link,
+		ContextMode: abi.ContextModeSelfContain, Subagent: s.link, JoinDelayMs: joinDelay,
 	}
 	if len(e.HashIDs) > 0 {
 		r.HashIDs, r.BlockSize = e.HashIDs, s.blockSize
 	}
 	switch {
-	case s.turns == 0 && s.link == nil:
-		arrival := tMs
-		r.ArrivalMs = &arrival
+	case arrival:
+		at := tMs
+		r.ArrivalMs = &at
 	case s.turns == 0:
 		delay := math.Max(0, tMs-s.spawnMs)
 		r.DelayMs = &delay

@@ -12,7 +12,7 @@ import (
 )
 
 var (
-	newParser func(source string) tracefmt.Parser
+	newParser func(begin abi.ParseBegin) tracefmt.Parser
 	current   tracefmt.Parser
 	output    []byte
 	emit      tracefmt.Emit = func(r *abi.TraceRequest) error {
@@ -21,8 +21,10 @@ var (
 	}
 )
 
-// Serve makes the module a trace parser: d is its descriptor, factory builds a core per source.
-func Serve(d abi.Descriptor, factory func(source string) tracefmt.Parser) {
+// Serve makes the module a trace parser: d is its descriptor, factory builds a core per source
+// from what lens_parse_begin carries (the source's name and, for a module that selects its
+// trace range itself, the window).
+func Serve(d abi.Descriptor, factory func(begin abi.ParseBegin) tracefmt.Parser) {
 	d.Kind = abi.KindTraceParser
 	guest.SetDescriptor(d)
 	newParser = factory
@@ -37,7 +39,7 @@ func parseBegin(ptr, length uint32) uint64 {
 	if newParser == nil {
 		return guest.Fail(errors.New("module has no parser wired"))
 	}
-	current = newParser(begin.Source)
+	current = newParser(begin)
 	output = output[:0]
 	return abi.Pack(0, 0)
 }

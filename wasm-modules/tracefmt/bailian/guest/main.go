@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/lensfn/lensfn/wasm-modules/abi"
 	"github.com/lensfn/lensfn/wasm-modules/internal/guest/parserguest"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt/bailian"
@@ -8,7 +9,7 @@ import (
 
 // A reactor runs init but never main.
 func init() {
-	parserguest.Serve(bailian.Descriptor(), func(string) tracefmt.Parser { return bailian.New() })
+	parserguest.Serve(bailian.Descriptor(), func(abi.ParseBegin) tracefmt.Parser { return bailian.New() })
 }
 
 func main() {}

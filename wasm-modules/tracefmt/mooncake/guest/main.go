@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/lensfn/lensfn/wasm-modules/abi"
 	"github.com/lensfn/lensfn/wasm-modules/internal/guest/parserguest"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt/mooncake"
@@ -8,7 +9,7 @@ import (
 
 // A reactor runs init but never main.
 func init() {
-	parserguest.Serve(mooncake.Descriptor(), func(string) tracefmt.Parser { return mooncake.New() })
+	parserguest.Serve(mooncake.Descriptor(), func(abi.ParseBegin) tracefmt.Parser { return mooncake.New() })
 }
 
 func main() {}
