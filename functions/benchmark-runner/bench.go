@@ -86,6 +86,10 @@ type execution struct {
 	phase     string
 	started   time.Time
 	monitor   *monitor
+	// api, stream and ignoreEOS shape the requests: streamed completions with ignore_eos
+	// unless an inline workload_yaml says otherwise.
+	api               loadgen.API
+	stream, ignoreEOS bool
 	// benchStart is when the measured traffic began, rateStart when the rate stages did, on
 	// the monitor's clock (seconds).
 	benchStart, rateStart float64
@@ -94,7 +98,8 @@ type execution struct {
 // benchmark runs the claimed run to its end and says how it ended.
 func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldLease) *result {
 	x := &execution{r: r, run: run, claim: c, targets: run.SLATargets(), timeout: run.TimeoutSeconds(),
-		seed: loadgen.SeedOf(run.ID()), started: time.Now(), inFlight: func() int64 { return 0 }}
+		seed: loadgen.SeedOf(run.ID()), started: time.Now(), inFlight: func() int64 { return 0 },
+		api: loadgen.APICompletions, stream: true, ignoreEOS: true}
 	fail := func(format string, args ...any) *result {
 		return &result{status: evalrun.StatusFailed, err: fmt.Sprintf(format, args...), fields: map[string]any{}}
 	}
@@ -367,7 +372,7 @@ func (x *execution) stage(ctx context.Context, phase string, sched loadgen.Sched
 	errs := make(chan error, workers)
 	for w := range workers {
 		cfg := loadgen.Config{BaseURL: x.run.Internal.Endpoint, APIKey: x.key, Model: x.run.Internal.Model,
-			API: loadgen.APICompletions, Stream: true, IgnoreEOS: true, InterTokenTimes: true, RequestTimeout: timeout,
+			API: x.api, Stream: x.stream, IgnoreEOS: x.ignoreEOS, InterTokenTimes: x.stream, RequestTimeout: timeout,
 			Concurrency: concurrency, Seed: x.seed + uint64(w)*7919, Progress: progresses[w], Client: x.r.client,
 			RunID: fmt.Sprintf("%s-%s-w%d", x.run.ID()[:8], phase, w)}
 		go func() {
@@ -426,7 +431,19 @@ func (x *execution) workload(ctx context.Context, fields map[string]any) error {
 	case spec.SharedPrefix != nil:
 		return x.sharedPrefix(ctx, fields)
 	case spec.WorkloadYAML != nil:
-		return errors.New("inline workload_yaml runs are not supported by this runner yet; use matrix, shared_prefix or a named workload")
+		cfg, err := evalrun.ParseWorkloadYAML(*spec.WorkloadYAML)
+		if err != nil {
+			return fmt.Errorf("the workload_yaml no longer parses: %v", err)
+		}
+		w, sp := cfg.Workload()
+		x.stream, x.ignoreEOS = w.Stream, w.IgnoreEOS
+		if w.API == "chat" {
+			x.api = loadgen.APIChat
+		}
+		if sp != nil {
+			return x.sharedPrefixStages(ctx, sp, time.Duration(w.RequestTimeout*float64(time.Second)), fields)
+		}
+		return x.named(ctx, w, fields)
 	}
 	w, ok := evalrun.NamedWorkload(*spec.Workload)
 	if !ok {
@@ -502,6 +519,12 @@ func (x *execution) sharedPrefix(ctx context.Context, fields map[string]any) err
 	if sp.EnableMultiTurnChat != nil && *sp.EnableMultiTurnChat {
 		return errors.New("multi-turn shared-prefix workloads are not supported by this runner yet")
 	}
+	return x.sharedPrefixStages(ctx, sp, 120*time.Second, fields)
+}
+
+// sharedPrefixStages runs shared-prefix rate stages in one invocation, each request bounded by
+// timeout (0: none).
+func (x *execution) sharedPrefixStages(ctx context.Context, sp *events.SharedPrefix, timeout time.Duration, fields map[string]any) error {
 	seed := x.seed
 	if sp.Seed != nil {
 		seed = uint64(*sp.Seed)
@@ -514,7 +537,7 @@ func (x *execution) sharedPrefix(ctx context.Context, fields map[string]any) err
 	}
 	x.rateStart = time.Since(x.started).Seconds()
 	err := x.invocation(ctx, evalrun.PhaseBenchmark, func(ctx context.Context) error {
-		return x.stage(ctx, evalrun.PhaseBenchmark, sched, 0, 120*time.Second, true, func(rec loadgen.Record, gaps []float64) {
+		return x.stage(ctx, evalrun.PhaseBenchmark, sched, 0, timeout, true, func(rec loadgen.Record, gaps []float64) {
 			if k, ok := rec.Metadata["stage"].(int); ok && k < len(builders) {
 				builders[k].Add(rec, gaps)
 			}

@@ -379,3 +379,20 @@ func TestMonitoringMustBeReadyBeforeTraffic(t *testing.T) {
 		t.Fatalf("status %s error %q, %d requests", run.Status(), run.String("error"), len(model.prompts))
 	}
 }
+
+func TestInlineWorkloadYAMLRuns(t *testing.T) {
+	h := start(t, &fakeModel{ttft: 5 * time.Millisecond, itl: time.Millisecond}, fast())
+	yaml := "load:\n  type: concurrent\n  stages:\n    - {num_requests: 6, concurrency_level: 2}\n    - {num_requests: 4, concurrency_level: 4}\n" +
+		"api: {type: completion, streaming: true}\n" +
+		"data:\n  type: random\n  input_distribution: {min: 8, max: 8, mean: 8, std_dev: 0}\n  output_distribution: {min: 3, max: 3, mean: 3, std_dev: 0}\n"
+	body, _ := json.Marshal(map[string]any{"deployment_execution_id": "exec-1", "workload_yaml": yaml})
+	id := h.create(t, string(body))
+	m := doc(t, h.waitFor(t, id, 30*time.Second, terminal))
+	metrics := m["metrics"].(map[string]any)
+	if m["status"] != "succeeded" || metrics["request_count"] != 10.0 || metrics["total_output_tokens"] != 30.0 || metrics["ttft_ms"] == nil {
+		t.Fatalf("status %v error %v metrics %v", m["status"], m["error"], metrics)
+	}
+	if h.model.peak > 4 {
+		t.Fatalf("peak %d", h.model.peak)
+	}
+}

@@ -2,6 +2,7 @@ package evalrun
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -56,7 +57,6 @@ const (
 
 var (
 	workloadName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
-	yamlSection  = regexp.MustCompile(`(?m)^(load|api|data)[ \t]*:`)
 	percentiles  = []string{"p50", "p90", "p95", "p99"}
 )
 
@@ -195,22 +195,12 @@ func validateSpecFields(fe *fieldErrors, spec events.BenchmarkSpec) {
 		}
 	}
 	if y := spec.WorkloadYAML; y != nil {
-		switch {
-		case len(*y) > MaxWorkloadYAMLBytes:
-			fe.add(fmt.Sprintf("must be at most %d bytes", MaxWorkloadYAMLBytes), "value_error", "workload_yaml")
-		default:
-			found := map[string]bool{}
-			for _, m := range yamlSection.FindAllStringSubmatch(*y, -1) {
-				found[m[1]] = true
-			}
-			var missing []string
-			for _, s := range []string{"load", "api", "data"} {
-				if !found[s] {
-					missing = append(missing, s)
+		if _, err := ParseWorkloadYAML(*y); err != nil {
+			var pe *problem.Error
+			if errors.As(err, &pe) {
+				if fields, ok := pe.Detail.([]problem.FieldError); ok {
+					*fe = append(*fe, fields...)
 				}
-			}
-			if len(missing) > 0 {
-				fe.add("must contain the sections load, api and data; missing: "+strings.Join(missing, ", "), "value_error", "workload_yaml")
 			}
 		}
 	}

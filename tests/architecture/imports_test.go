@@ -120,7 +120,7 @@ var homes = map[string][]string{
 	"github.com/parquet-go/parquet-go":    {"wasm-modules/tracefmt/baseten"},
 	"github.com/prometheus/client_golang": {"runtime/fn", "functions"},
 	"github.com/openai/openai-go/v3":      {}, // tests only
-	"gopkg.in/yaml.v3":                    {"deploy", "functions/inference-sim"},
+	"gopkg.in/yaml.v3":                    {"deploy", "functions/inference-sim", "runtime/evalrun"},
 	"golang.org/x/sync":                   {"functions", "runtime"},
 	"go.uber.org/zap":                     {"runtime/fn"},
 	"github.com/prometheus/client_model":  {"functions", "runtime", "tests"},
