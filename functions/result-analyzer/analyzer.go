@@ -43,8 +43,6 @@ type Analyzer struct {
 	deps     fn.Deps
 	tasks    *simtask.Repo
 	analyzed *prometheus.CounterVec
-	stop     context.CancelFunc
-	done     chan struct{}
 }
 
 // Build is the function's fn.Builder.
@@ -54,26 +52,16 @@ func Build(_ context.Context, d fn.Deps) (*fn.Function, error) {
 		return nil, err
 	}
 	a := New(d, &simtask.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir})
-	return &fn.Function{Events: map[string]cloudevent.Handler{Consumes[0]: a.onReplayed}, Close: a.Close}, nil
+	return &fn.Function{Events: map[string]cloudevent.Handler{Consumes[0]: a.onReplayed}, Start: a.Sweep}, nil
 }
 
-// New starts an analyzer and its sweep.
+// New builds an analyzer; its Sweep runs in the function's Start hook.
 func New(d fn.Deps, tasks *simtask.Repo) *Analyzer {
-	a := &Analyzer{deps: d, tasks: tasks, done: make(chan struct{}),
+	a := &Analyzer{deps: d, tasks: tasks,
 		analyzed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_analyzer_tasks_total",
 			Help: "Simulation tasks analysed, by final status."}, []string{"status"})}
 	d.Metrics.Registry.MustRegister(a.analyzed)
-	ctx, stop := context.WithCancel(context.Background())
-	a.stop = stop
-	go a.sweep(ctx)
 	return a
-}
-
-// Close stops the sweep.
-func (a *Analyzer) Close(context.Context) error {
-	a.stop()
-	<-a.done
-	return nil
 }
 
 func (a *Analyzer) onReplayed(ctx context.Context, e cloudevent.Event) error {
@@ -238,9 +226,8 @@ func writeJSON(path string, v any) error {
 	return os.Rename(tmp, path)
 }
 
-// sweep analyses replayed tasks whose event never arrived.
-func (a *Analyzer) sweep(ctx context.Context) {
-	defer close(a.done)
+// Sweep analyses, until ctx ends, replayed tasks whose event never arrived.
+func (a *Analyzer) Sweep(ctx context.Context) {
 	tick := time.NewTicker(sweepInterval)
 	defer tick.Stop()
 	for {

@@ -21,9 +21,7 @@ func newAnalyzer(t *testing.T) (*resultanalyzer.Analyzer, *simtask.Repo, fn.Deps
 	t.Helper()
 	deps := fntest.Deps(t, resultanalyzer.Name, fntest.Env(t, nil))
 	repo := &simtask.Repo{Store: deps.Store, DataDir: deps.Config.DataDir}
-	a := resultanalyzer.New(deps, repo)
-	t.Cleanup(func() { _ = a.Close(context.Background()) })
-	return a, repo, deps
+	return resultanalyzer.New(deps, repo), repo, deps
 }
 
 func ptr[T any](v T) *T { return &v }

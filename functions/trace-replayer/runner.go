@@ -69,11 +69,14 @@ type Runner struct {
 	settings Settings
 	replay   func(ctx context.Context, run *Run) (events.TaskReplayed, error)
 	slots    chan struct{}
-	wg       sync.WaitGroup
-	mu       sync.Mutex
-	running  map[string]context.CancelFunc
-	stop     context.CancelFunc
-	metrics  runnerMetrics
+	// freed wakes the sweep when a replay gives its slot back, so the next queued task starts
+	// at once instead of on the next tick.
+	freed   chan struct{}
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	running map[string]context.CancelFunc
+	closed  bool // Close began: no new replay starts
+	metrics runnerMetrics
 }
 
 type runnerMetrics struct {
@@ -163,6 +166,7 @@ func (r *Runner) tryStart(ctx context.Context, id string) (bool, error) {
 	// release the lease the first one runs under.
 	r.mu.Lock()
 	_, busy := r.running[id]
+	busy = busy || r.closed
 	if !busy {
 		r.running[id] = nil
 	}
@@ -215,7 +219,7 @@ func (r *Runner) tryStart(ctx context.Context, id string) (bool, error) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		defer func() { <-r.slots }()
+		defer r.freeSlot()
 		defer r.metrics.active.Dec()
 		defer cancel()
 		defer func() {
@@ -312,22 +316,37 @@ func (r *Runner) fail(ctx context.Context, run *Run, message string) {
 	_ = r.deps.Store.ReleaseLease(ctx, run.Lease())
 }
 
-// sweep runs until ctx ends: it starts queued tasks this instance has room for, and fails
-// running tasks whose runner lost its lease.
-func (r *Runner) sweep(ctx context.Context) {
+// freeSlot gives a finished replay's slot back and wakes the sweep to fill it.
+func (r *Runner) freeSlot() {
+	<-r.slots
+	select {
+	case r.freed <- struct{}{}:
+	default: // a wake-up is already pending
+	}
+}
+
+// Sweep runs until ctx ends (the function's Start hook): at once and then every interval it
+// starts queued tasks this instance has room for and fails running tasks whose runner lost its
+// lease; whenever a slot frees it starts the next queued task without waiting for the tick.
+func (r *Runner) Sweep(ctx context.Context) {
 	tick := time.NewTicker(r.settings.SweepInterval)
 	defer tick.Stop()
-	for {
+	for reap := true; ; {
+		if err := r.sweepQueue(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warnw("queue sweep failed", "error", err)
+		}
+		if reap {
+			if err := r.reapLost(ctx); err != nil && ctx.Err() == nil {
+				r.log.Warnw("lost-runner check failed", "error", err)
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-		}
-		if err := r.sweepQueue(ctx); err != nil && ctx.Err() == nil {
-			r.log.Warnw("queue sweep failed", "error", err)
-		}
-		if err := r.reapLost(ctx); err != nil && ctx.Err() == nil {
-			r.log.Warnw("lost-runner check failed", "error", err)
+			reap = true
+		case <-r.freed:
+			reap = false
 		}
 	}
 }
@@ -394,8 +413,8 @@ var errAnalyzing = errors.New("the task moved on to analysis")
 
 // Close cancels the replays in flight and waits for them to record their end.
 func (r *Runner) Close(ctx context.Context) error {
-	r.stop()
 	r.mu.Lock()
+	r.closed = true
 	for _, cancel := range r.running {
 		if cancel != nil { // nil: a start in progress, which finds the sweep stopped
 			cancel()

@@ -41,6 +41,22 @@ func statusOf(t *testing.T, repo *simtask.Repo, id string) *simtask.Task {
 	return task
 }
 
+// startRunner builds a runner and runs its sweep as the function's Start hook would, until the
+// test ends.
+func startRunner(t *testing.T, deps fn.Deps, s Settings, repo *simtask.Repo, replay func(context.Context, *Run) (events.TaskReplayed, error)) *Runner {
+	t.Helper()
+	r := NewRunner(deps, s, repo, replay)
+	ctx, cancel := context.WithCancel(context.Background())
+	swept := make(chan struct{})
+	go func() { defer close(swept); r.Sweep(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-swept
+		_ = r.Close(context.Background())
+	})
+	return r
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
@@ -70,8 +86,7 @@ func TestRunnerRunsQueuedTasksWithinItsSlots(t *testing.T) {
 		return events.TaskReplayed{TaskID: run.Task.ID, RecordsPath: "/tmp/x", Requests: 3, Outcome: "completed", Message: "every scheduled request was sent"}, nil
 	}
 	first, second := queue(t, repo), queue(t, repo)
-	r := NewRunner(deps, Settings{MaxConcurrent: 1, LeaseTTL: 2 * time.Second, SweepInterval: 50 * time.Millisecond, PollInterval: 50 * time.Millisecond}, repo, replay)
-	defer r.Close(context.Background())
+	startRunner(t, deps, Settings{MaxConcurrent: 1, LeaseTTL: 2 * time.Second, SweepInterval: 50 * time.Millisecond, PollInterval: 50 * time.Millisecond}, repo, replay)
 
 	waitFor(t, "the first task to run", func() bool { return statusOf(t, repo, first).Status == simtask.StatusRunning })
 	time.Sleep(200 * time.Millisecond)
@@ -127,8 +142,7 @@ func TestLostRunnerIsFailed(t *testing.T) {
 		t.Error("nothing is queued")
 		return events.TaskReplayed{}, nil
 	}
-	r := NewRunner(deps, Settings{MaxConcurrent: 1, LeaseTTL: time.Second, SweepInterval: 50 * time.Millisecond, PollInterval: 50 * time.Millisecond}, repo, never)
-	defer r.Close(ctx)
+	startRunner(t, deps, Settings{MaxConcurrent: 1, LeaseTTL: time.Second, SweepInterval: 50 * time.Millisecond, PollInterval: 50 * time.Millisecond}, repo, never)
 	waitFor(t, "the lost task to fail", func() bool { return statusOf(t, repo, lost).Status == simtask.StatusFailed })
 	task := statusOf(t, repo, lost)
 	if task.ErrorMessage == nil || !strings.Contains(*task.ErrorMessage, "runner was lost") || !strings.Contains(*task.ErrorMessage, "dead-pod") {
@@ -179,8 +193,7 @@ func TestConcurrentOffersStartATaskOnce(t *testing.T) {
 		}
 		return events.TaskReplayed{TaskID: run.Task.ID, Outcome: "completed"}, nil
 	}
-	r := NewRunner(deps, Settings{MaxConcurrent: 4, LeaseTTL: time.Second, SweepInterval: time.Hour, PollInterval: 50 * time.Millisecond}, repo, replay)
-	defer r.Close(context.Background())
+	r := startRunner(t, deps, Settings{MaxConcurrent: 4, LeaseTTL: time.Second, SweepInterval: time.Hour, PollInterval: 50 * time.Millisecond}, repo, replay)
 	defer close(release)
 	id := queue(t, repo)
 	var wg sync.WaitGroup
@@ -216,4 +229,28 @@ func TestConcurrentOffersStartATaskOnce(t *testing.T) {
 	if runs != 1 {
 		t.Fatalf("%d replays", runs)
 	}
+}
+
+// TestQueuedTasksRunBackToBack: with one slot and a sweep tick far away, short tasks still run
+// one after another: a freed slot starts the next queued task at once.
+func TestQueuedTasksRunBackToBack(t *testing.T) {
+	deps := testDeps(t)
+	repo := &simtask.Repo{Store: deps.Store, DataDir: deps.Config.DataDir}
+	const n = 12
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = queue(t, repo)
+	}
+	quick := func(_ context.Context, run *Run) (events.TaskReplayed, error) {
+		return events.TaskReplayed{TaskID: run.Task.ID, RecordsPath: "/tmp/x", Outcome: "completed", Message: "every scheduled request was sent"}, nil
+	}
+	startRunner(t, deps, Settings{MaxConcurrent: 1, LeaseTTL: 2 * time.Second, SweepInterval: time.Hour, PollInterval: 50 * time.Millisecond}, repo, quick)
+	waitFor(t, "every task to be replayed without a sweep tick", func() bool {
+		for _, id := range ids {
+			if statusOf(t, repo, id).Internal.Phase != "analyzing" {
+				return false
+			}
+		}
+		return true
+	})
 }

@@ -280,3 +280,59 @@ func TestRunDrainsInFlightRequestsOnShutdown(t *testing.T) {
 		t.Fatal("Run did not return after the drain")
 	}
 }
+
+// TestStartRunsAfterListenStopsAtDrainAndReturnsBeforeClose: the Start hook finds the server
+// already answering, its context ends when the drain begins, and Close runs only after it returned.
+func TestStartRunsAfterListenStopsAtDrainAndReturnsBeforeClose(t *testing.T) {
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cfg, _ := fn.LoadConfig(env(storeEnv(t, map[string]string{"HOME": t.TempDir(), "PORT": strconv.Itoa(port),
+		"LENS_DRAIN_QUIET_PERIOD": "50ms"})))
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	var (
+		startedListening = make(chan bool, 1)
+		startReturned    atomic.Bool
+		closeSawReturned = make(chan bool, 1)
+	)
+	build := func(_ context.Context, d fn.Deps) (*fn.Function, error) {
+		return &fn.Function{
+			Start: func(ctx context.Context) {
+				resp, err := http.Get(base + "/healthz")
+				if err == nil {
+					resp.Body.Close()
+				}
+				startedListening <- err == nil
+				<-ctx.Done()
+				// a loop finishing its last round after the drain began: Close must wait for it
+				time.Sleep(100 * time.Millisecond)
+				if err := d.Store.Ping(context.Background()); err != nil {
+					t.Errorf("the store was closed under a running Start hook: %v", err)
+				}
+				startReturned.Store(true)
+			},
+			Close: func(context.Context) error {
+				closeSawReturned <- startReturned.Load()
+				return nil
+			},
+		}, nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	runErr := make(chan error, 1)
+	go func() { runErr <- fn.Run(ctx, cfg, "looper", build) }()
+	select {
+	case ok := <-startedListening:
+		if !ok {
+			t.Fatal("Start ran before the server answered")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Start was never called")
+	}
+	cancel()
+	if err := <-runErr; err != nil {
+		t.Fatal(err)
+	}
+	if !<-closeSawReturned {
+		t.Fatal("Close ran while the Start hook was still running")
+	}
+}
