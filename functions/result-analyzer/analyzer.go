@@ -47,7 +47,7 @@ type Analyzer struct {
 
 // Build is the function's fn.Builder.
 func Build(_ context.Context, d fn.Deps) (*fn.Function, error) {
-	sealer, err := secret.FromEnv(d.Config.Env("LENS_SECRET_KEY"))
+	sealer, err := secret.FromEnv(d.Config.SecretKey.Reveal())
 	if err != nil {
 		return nil, err
 	}

@@ -18,11 +18,8 @@ import (
 // Build is the function's fn.Builder: it loads the parser modules and consumes task.queued
 // events; its Start hook runs each backend's queue sweep.
 func Build(ctx context.Context, d fn.Deps) (*fn.Function, error) {
-	settings, err := settingsFrom(d.Config)
-	if err != nil {
-		return nil, err
-	}
-	sealer, err := secret.FromEnv(d.Config.Env("LENS_SECRET_KEY"))
+	settings := settingsFrom(d.Config)
+	sealer, err := secret.FromEnv(d.Config.SecretKey.Reveal())
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"sync"
 	"time"
 
@@ -30,7 +29,7 @@ const (
 // Consumes lists the event types the function receives at /events.
 var Consumes = []string{events.TypeTaskQueued}
 
-// Settings tune the runner (environment, read once at start).
+// Settings tune the runner (from the function's configuration, read once at start).
 type Settings struct {
 	MaxConcurrent int           // LENS_MAX_CONCURRENT_TASKS, default 1
 	LeaseTTL      time.Duration // LENS_LEASE_TTL, default 15s; renewed every third of it
@@ -38,25 +37,8 @@ type Settings struct {
 	PollInterval  time.Duration // how often a run checks for a stop request, default 250ms
 }
 
-func settingsFrom(c fn.Config) (Settings, error) {
-	s := Settings{MaxConcurrent: 1, LeaseTTL: 15 * time.Second, SweepInterval: 2 * time.Second, PollInterval: 250 * time.Millisecond}
-	if v := c.Env("LENS_MAX_CONCURRENT_TASKS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return s, fmt.Errorf("LENS_MAX_CONCURRENT_TASKS=%q is not a positive integer", v)
-		}
-		s.MaxConcurrent = n
-	}
-	for name, dst := range map[string]*time.Duration{"LENS_LEASE_TTL": &s.LeaseTTL, "LENS_SWEEP_INTERVAL": &s.SweepInterval} {
-		if v := c.Env(name); v != "" {
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				return s, fmt.Errorf("%s=%q is not a positive duration", name, v)
-			}
-			*dst = d
-		}
-	}
-	return s, nil
+func settingsFrom(c fn.Config) Settings {
+	return Settings{MaxConcurrent: c.MaxConcurrentTasks, LeaseTTL: c.LeaseTTL, SweepInterval: c.SweepInterval, PollInterval: 250 * time.Millisecond}
 }
 
 // Runner claims and runs the tasks of one backend.
