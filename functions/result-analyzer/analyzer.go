@@ -18,6 +18,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/cloudevent"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/loadgen"
+	"github.com/lensfn/lensfn/runtime/problem"
 	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/simtask"
 	"github.com/lensfn/lensfn/runtime/state"
@@ -71,7 +72,8 @@ func (a *Analyzer) onReplayed(ctx context.Context, e cloudevent.Event) error {
 	}
 	err := a.Analyze(ctx, p.TaskID)
 	if errors.Is(err, state.ErrLeaseHeld) {
-		return err // another delivery or the sweep is on it: let the broker retry later
+		// another delivery or the sweep is on it: let the broker retry later
+		return problem.Wrap(problem.CodeTooManyRequest, err, "another worker is analysing the task")
 	}
 	return err
 }

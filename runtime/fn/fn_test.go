@@ -18,6 +18,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/cloudevent"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/runtime/state"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -353,5 +354,42 @@ func TestStartRunsAfterListenStopsAtDrainAndReturnsBeforeClose(t *testing.T) {
 	}
 	if !<-closeSawReturned {
 		t.Fatal("Close ran while the Start hook was still running")
+	}
+}
+
+// TestRestartedInstanceTakesOverTheClaimItsCrashLeft: a delivery claim left pending by a crashed
+// process of this instance (same POD_NAME, earlier incarnation) does not answer the redelivery
+// with a false 429; a claim another live instance holds still does.
+func TestRestartedInstanceTakesOverTheClaimItsCrashLeft(t *testing.T) {
+	cfg, err := fn.LoadConfig(env(storeEnv(t, map[string]string{"HOME": t.TempDir(), "POD_NAME": "analyzer-0"})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var handled atomic.Int32
+	s, err := fn.NewServer(context.Background(), cfg, "echo", testBuilder(&handled))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	srv := httptest.NewServer(s.Handler)
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	crashed := state.ClaimOwner{Instance: "analyzer-0", Incarnation: "before-the-crash"}
+	live := state.ClaimOwner{Instance: "analyzer-1", Incarnation: "running"}
+	for id, owner := range map[string]state.ClaimOwner{"crashed": crashed, "live": live} {
+		if c, err := s.Deps.Store.Claim(ctx, "ce:/test "+id, owner, time.Hour); err != nil || c.State != state.ClaimNew {
+			t.Fatalf("%+v %v", c, err)
+		}
+	}
+	deliver := func(id string) int {
+		resp, _ := do(t, "POST", srv.URL+"/events", `{}`, map[string]string{"Ce-Specversion": "1.0", "Ce-Id": id,
+			"Ce-Source": "/test", "Ce-Type": events.TypeDatasetDownloaded, "Content-Type": "application/json"})
+		return resp.StatusCode
+	}
+	if got := deliver("crashed"); got != http.StatusAccepted || handled.Load() != 1 {
+		t.Fatalf("redelivery after a crash of this instance: %d (handled %d), want 202", got, handled.Load())
+	}
+	if got := deliver("live"); got != http.StatusTooManyRequests {
+		t.Fatalf("delivery racing another instance: %d, want 429", got)
 	}
 }

@@ -245,7 +245,7 @@ func assemble(d Deps, f *Function) (http.Handler, error) {
 	}
 	if len(f.Events) > 0 {
 		recv, err := cloudevent.NewReceiver(cloudevent.ReceiverConfig{
-			Handlers: f.Events, Dedupe: claimDeduper{store}, Observe: m.observeReceived,
+			Handlers: f.Events, Dedupe: newClaimDeduper(store, d.Config.InstanceID), Observe: m.observeReceived,
 			Log: func(msg string, kv ...any) { log.Warnw(msg, kv...) },
 		})
 		if err != nil {
@@ -279,13 +279,22 @@ func readiness(w http.ResponseWriter, r *http.Request, store state.Store, f *Fun
 	_, _ = w.Write([]byte("ready\n"))
 }
 
-// claimDeduper lets the CloudEvents receiver deduplicate through the state store's claims.
-type claimDeduper struct{ store state.Store }
+// claimDeduper lets the CloudEvents receiver deduplicate through the state store's claims,
+// owned by this process: a restart of the same instance takes over the claims its crashed
+// predecessor left pending, and other instances wait at most one short pending TTL.
+type claimDeduper struct {
+	store state.Store
+	owner state.ClaimOwner
+}
 
 const claimPrefix = "ce:"
 
+func newClaimDeduper(store state.Store, instance string) claimDeduper {
+	return claimDeduper{store: store, owner: state.ClaimOwner{Instance: instance, Incarnation: problem.NewRequestID()}}
+}
+
 func (d claimDeduper) Claim(ctx context.Context, key string, ttl time.Duration) (cloudevent.ClaimState, error) {
-	c, err := d.store.Claim(ctx, claimPrefix+key, ttl)
+	c, err := d.store.Claim(ctx, claimPrefix+key, d.owner, ttl)
 	if err != nil {
 		return 0, err
 	}
@@ -298,10 +307,14 @@ func (d claimDeduper) Claim(ctx context.Context, key string, ttl time.Duration) 
 	return cloudevent.ClaimDone, nil
 }
 
+func (d claimDeduper) Renew(ctx context.Context, key string, ttl time.Duration) error {
+	return d.store.RenewClaim(ctx, claimPrefix+key, d.owner, ttl)
+}
+
 func (d claimDeduper) Complete(ctx context.Context, key, outcome string, ttl time.Duration) error {
 	return d.store.CompleteClaim(ctx, claimPrefix+key, outcome, ttl)
 }
 
 func (d claimDeduper) Abandon(ctx context.Context, key string) error {
-	return d.store.AbandonClaim(ctx, claimPrefix+key)
+	return d.store.AbandonClaim(ctx, claimPrefix+key, d.owner)
 }
