@@ -40,12 +40,12 @@ type Handler func(ctx context.Context, e Event) error
 
 // ReceiverConfig configures a Receiver.
 type ReceiverConfig struct {
-	Handlers   map[string]Handler // by event type
-	Dedupe     Deduper            // required: delivery is at-least-once
+	Handlers map[string]Handler // by event type
+	Dedupe   Deduper            // required: delivery is at-least-once
 	// PendingTTL is how long a claim blocks redeliveries unless renewed; it is renewed every third
 	// of it while the handler runs, so a crashed handler's claim frees within it. Default 6s.
 	PendingTTL time.Duration
-	DoneTTL    time.Duration      // how long handled ids are remembered; default 24h
+	DoneTTL    time.Duration // how long handled ids are remembered; default 24h
 	// Observe, when set, is told each received event's type and outcome: "handled",
 	// "duplicate", "busy", "rejected" or "failed".
 	Observe func(eventType, outcome string)

@@ -30,8 +30,8 @@ const (
 )
 
 type codeInfo struct {
-	status    int
-	title     string
+	status int
+	title  string
 	// retryable says whether the same work may succeed when tried again. It is the one retry
 	// vocabulary: the CloudEvents receiver answers a handler's retryable code with its status
 	// (the broker redelivers) and any other with 400 (never redelivered).
