@@ -247,7 +247,7 @@ func (a *Analyzer) Sweep(ctx context.Context) {
 			if err != nil || t.Internal.Phase != "analyzing" {
 				continue
 			}
-			if err := a.Analyze(ctx, rec.ID); err != nil && !errors.Is(err, state.ErrLeaseHeld) {
+			if err := a.Analyze(ctx, rec.ID); err != nil && !errors.Is(err, state.ErrLeaseHeld) && !errors.Is(err, state.ErrUnavailable) {
 				a.deps.Log.Warnw("sweep could not analyse a task", "task", rec.ID, "error", err)
 			}
 		}

@@ -314,11 +314,12 @@ func (r *Runner) Sweep(ctx context.Context) {
 	tick := time.NewTicker(r.settings.SweepInterval)
 	defer tick.Stop()
 	for reap := true; ; {
-		if err := r.sweepQueue(ctx); err != nil && ctx.Err() == nil {
+		// A store outage is logged once by the runtime, not on every tick.
+		if err := r.sweepQueue(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, state.ErrUnavailable) {
 			r.log.Warnw("queue sweep failed", "error", err)
 		}
 		if reap {
-			if err := r.reapLost(ctx); err != nil && ctx.Err() == nil {
+			if err := r.reapLost(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, state.ErrUnavailable) {
 				r.log.Warnw("lost-runner check failed", "error", err)
 			}
 		}

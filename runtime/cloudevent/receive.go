@@ -192,11 +192,17 @@ func (r *Receiver) handle(ctx context.Context, key string, handler Handler, ev E
 	return handler(ctx, ev)
 }
 
-// codeOf classifies a handler's error in the problem code table.
+// codeOf classifies a handler's error in the problem code table: the code it carries (the
+// runtime marks a store outage 503 on top of anything), else 400 for a Permanent error and 500
+// for any other.
 func codeOf(herr error) problem.Code {
+	var pe *problem.Error
 	var perm permanentError
-	if errors.As(herr, &perm) {
+	switch {
+	case errors.As(herr, &pe):
+		return pe.Code
+	case errors.As(herr, &perm):
 		return problem.CodeBadRequest
 	}
-	return problem.CodeOf(herr)
+	return problem.CodeInternal
 }

@@ -224,7 +224,12 @@ func openStore(ctx context.Context, cfg Config, m *Metrics, log *zap.SugaredLogg
 			"address", embedded.URL())
 		url, stop = embedded.URL(), func() { embedded.Close() }
 	}
-	store, err := redisstore.Open(ctx, url, redisstore.Options{Prefix: cfg.StorePrefix, Observe: m.observeStore})
+	health := &storeHealth{log: log}
+	observe := func(op string, d time.Duration, err error) {
+		m.observeStore(op, d, err)
+		health.observe(op, err)
+	}
+	store, err := redisstore.Open(ctx, url, redisstore.Options{Prefix: cfg.StorePrefix, Observe: observe})
 	if err != nil {
 		stop()
 		return nil, nil, fmt.Errorf("open state store: %w", err)
@@ -244,9 +249,17 @@ func assemble(d Deps, f *Function) (http.Handler, error) {
 		{Method: http.MethodGet, Path: "/metrics", Scope: auth.Public, Handler: m.handler()},
 	}
 	if len(f.Events) > 0 {
+		handlers := make(map[string]cloudevent.Handler, len(f.Events))
+		for t, h := range f.Events {
+			handlers[t] = func(ctx context.Context, e cloudevent.Event) error { return storeProblem(h(ctx, e)) }
+		}
 		recv, err := cloudevent.NewReceiver(cloudevent.ReceiverConfig{
-			Handlers: f.Events, Dedupe: newClaimDeduper(store, d.Config.InstanceID), Observe: m.observeReceived,
-			Log: func(msg string, kv ...any) { log.Warnw(msg, kv...) },
+			Handlers: handlers, Dedupe: newClaimDeduper(store, d.Config.InstanceID), Observe: m.observeReceived,
+			Log: func(msg string, kv ...any) {
+				if !mentionsStoreOutage(kv) { // an outage is logged once, by the store's observer
+					log.Warnw(msg, kv...)
+				}
+			},
 		})
 		if err != nil {
 			return nil, err

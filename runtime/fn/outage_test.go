@@ -1,0 +1,206 @@
+package fn_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/runtime/cloudevent"
+	"github.com/lensfn/lensfn/runtime/fn"
+	"github.com/lensfn/lensfn/runtime/state"
+	"github.com/lensfn/lensfn/runtime/state/redisstore"
+)
+
+// cuttableProxy forwards TCP to a store and can be cut (listener and connections closed) and
+// restored on the same address: a Redis outage without a process to kill.
+type cuttableProxy struct {
+	t      *testing.T
+	addr   string
+	target string
+	mu     sync.Mutex
+	ln     net.Listener
+	conns  []net.Conn
+}
+
+func newCuttableProxy(t *testing.T, target string) *cuttableProxy {
+	p := &cuttableProxy{t: t, target: target}
+	p.restore()
+	t.Cleanup(p.cut)
+	return p
+}
+
+func (p *cuttableProxy) restore() {
+	addr := p.addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.mu.Lock()
+	p.ln, p.addr = ln, ln.Addr().String()
+	p.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", p.target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, up)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(up, c); up.Close() }()
+			go func() { _, _ = io.Copy(c, up); c.Close() }()
+		}
+	}()
+}
+
+func (p *cuttableProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// TestStoreOutageIs503EverywhereAndLoggedOnce: with the store unreachable, API routes answer
+// 503 problem+json with Retry-After instead of 500, readiness fails, events get a retryable
+// status, and the log says so once for the whole outage and once when it is over.
+func TestStoreOutageIs503EverywhereAndLoggedOnce(t *testing.T) {
+	server, err := redisstore.StartEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(server.Close)
+	proxy := newCuttableProxy(t, strings.TrimSuffix(strings.TrimPrefix(server.URL(), "redis://"), "/0"))
+	logFile := filepath.Join(t.TempDir(), "fn.log")
+	cfg, err := fn.LoadConfig(env(map[string]string{"HOME": t.TempDir(), "REDIS_URL": "redis://" + proxy.addr + "/0",
+		"K_LOGGING_CONFIG": fmt.Sprintf(`{"level":"info","encoding":"json","outputPaths":[%q],"errorOutputPaths":["stderr"]}`, logFile)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := fn.NewServer(context.Background(), cfg, "outage", func(_ context.Context, d fn.Deps) (*fn.Function, error) {
+		mux := http.NewServeMux()
+		mux.Handle("GET /api/things/{id}", fn.Handle(func(w http.ResponseWriter, r *http.Request) error {
+			if _, err := d.Store.Get(r.Context(), "thing", r.PathValue("id")); err != nil && !errors.Is(err, state.ErrNotFound) {
+				return fmt.Errorf("read the thing: %w", err)
+			}
+			fn.WriteJSON(w, http.StatusOK, map[string]string{"ok": "yes"})
+			return nil
+		}))
+		return &fn.Function{Routes: mux, Events: map[string]cloudevent.Handler{
+			events.TypeDatasetDownloaded: func(ctx context.Context, e cloudevent.Event) error {
+				if _, err := d.Store.Get(ctx, "thing", "x"); !errors.Is(err, state.ErrNotFound) {
+					return err
+				}
+				return nil
+			}}}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	srv := httptest.NewServer(s.Handler)
+	t.Cleanup(srv.Close)
+
+	if resp, body := do(t, "GET", srv.URL+"/api/things/1", "", nil); resp.StatusCode != 200 {
+		t.Fatalf("before the outage: %d %s", resp.StatusCode, body)
+	}
+	proxy.cut()
+	for i := range 3 {
+		resp, body := do(t, "GET", srv.URL+"/api/things/"+fmt.Sprint(i), "", nil)
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" ||
+			resp.Header.Get("Content-Type") != "application/problem+json" || !strings.Contains(body, `"service_unavailable"`) {
+			t.Fatalf("during the outage: %d %v %s", resp.StatusCode, resp.Header, body)
+		}
+		if strings.Contains(body, "127.0.0.1") {
+			t.Fatalf("the 503 discloses the store's address: %s", body)
+		}
+	}
+	if resp, _ := do(t, "GET", srv.URL+"/readyz", "", nil); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("readiness during the outage: %d", resp.StatusCode)
+	}
+	resp, _ := do(t, "POST", srv.URL+"/events", `{}`, map[string]string{"Ce-Specversion": "1.0", "Ce-Id": "e1",
+		"Ce-Source": "/test", "Ce-Type": events.TypeDatasetDownloaded, "Content-Type": "application/json"})
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("an event during the outage: %d, want 503 (redelivered)", resp.StatusCode)
+	}
+	proxy.restore()
+	// The client probes the server again about once a second after a run of failed dials.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		resp, body := do(t, "GET", srv.URL+"/api/things/1", "", nil)
+		if resp.StatusCode == 200 {
+			break
+		}
+		if resp.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			t.Fatalf("after the outage: %d %s", resp.StatusCode, body)
+		}
+	}
+	if resp, _ := do(t, "POST", srv.URL+"/events", `{}`, map[string]string{"Ce-Specversion": "1.0", "Ce-Id": "e1",
+		"Ce-Source": "/test", "Ce-Type": events.TypeDatasetDownloaded, "Content-Type": "application/json"}); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("the redelivered event after the outage: %d", resp.StatusCode)
+	}
+	_ = s.Deps.Log.Sync()
+	raw, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := string(raw)
+	if n := strings.Count(logs, "state store unavailable"); n != 1 {
+		t.Errorf("the outage was logged %d times, want once:\n%s", n, logs)
+	}
+	if n := strings.Count(logs, "state store reachable again"); n != 1 {
+		t.Errorf("the recovery was logged %d times, want once:\n%s", n, logs)
+	}
+	if strings.Contains(logs, "request failed") || strings.Contains(logs, "event dedupe") {
+		t.Errorf("requests failing during the outage were logged one by one:\n%s", logs)
+	}
+}
+
+// TestEventHandlerHittingAnOutageIsRedelivered: a handler whose store call finds the store down
+// answers 503 (retryable), even when it wrapped the error as permanent.
+func TestEventHandlerHittingAnOutageIsRedelivered(t *testing.T) {
+	cfg, err := fn.LoadConfig(env(storeEnv(t, map[string]string{"HOME": t.TempDir()})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := fn.NewServer(context.Background(), cfg, "outage", func(context.Context, fn.Deps) (*fn.Function, error) {
+		return &fn.Function{Events: map[string]cloudevent.Handler{
+			events.TypeDatasetDownloaded: func(context.Context, cloudevent.Event) error {
+				return cloudevent.Permanent(fmt.Errorf("read the dataset: %w", state.ErrUnavailable))
+			}}}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	srv := httptest.NewServer(s.Handler)
+	t.Cleanup(srv.Close)
+	resp, _ := do(t, "POST", srv.URL+"/events", `{}`, map[string]string{"Ce-Specversion": "1.0", "Ce-Id": "e1",
+		"Ce-Source": "/test", "Ce-Type": events.TypeDatasetDownloaded, "Content-Type": "application/json"})
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("status %d, want 503 with Retry-After", resp.StatusCode)
+	}
+}
