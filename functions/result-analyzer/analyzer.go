@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -201,9 +202,14 @@ func summarise(t *simtask.Task) (analysis.Summary, []json.RawMessage, error) {
 	if err != nil {
 		return analysis.Summary{}, nil, err
 	}
+	// A runner that crashed may have left half a line at the end: only complete lines count.
+	complete, err := completeLength(f)
+	if err != nil {
+		return analysis.Summary{}, nil, err
+	}
 	var inline []json.RawMessage
 	// Records are read without their metadata (the expensive part); inline rows keep it, verbatim.
-	err = analysis.ReadRecordLines(bufio.NewReaderSize(f, 1<<16), func(line []byte, rec loadgen.Record) error {
+	err = analysis.ReadRecordLines(bufio.NewReaderSize(io.NewSectionReader(f, 0, complete), 1<<16), func(line []byte, rec loadgen.Record) error {
 		if len(inline) < MaxInlineRecords {
 			inline = append(inline, json.RawMessage(bytes.Clone(line)))
 		}
@@ -214,6 +220,27 @@ func summarise(t *simtask.Task) (analysis.Summary, []json.RawMessage, error) {
 	}
 	s, err := acc.Summary()
 	return s, inline, err
+}
+
+// completeLength is the length of f up to and including its last newline.
+func completeLength(f *os.File) (int64, error) {
+	info, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	buf := make([]byte, 64<<10)
+	for end := info.Size(); end > 0; {
+		start := max(0, end-int64(len(buf)))
+		n, err := f.ReadAt(buf[:end-start], start)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return start + int64(i) + 1, nil
+		}
+		end = start
+	}
+	return 0, nil
 }
 
 func writeJSON(path string, v any) error {

@@ -4,99 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/lensfn/lensfn/events"
 	"github.com/lensfn/lensfn/runtime/cloudevent"
 	"github.com/lensfn/lensfn/runtime/fn"
+	"github.com/lensfn/lensfn/runtime/fn/fntest"
 	"github.com/lensfn/lensfn/runtime/state"
-	"github.com/lensfn/lensfn/runtime/state/redisstore"
 )
-
-// cuttableProxy forwards TCP to a store and can be cut (listener and connections closed) and
-// restored on the same address: a Redis outage without a process to kill.
-type cuttableProxy struct {
-	t      *testing.T
-	addr   string
-	target string
-	mu     sync.Mutex
-	ln     net.Listener
-	conns  []net.Conn
-}
-
-func newCuttableProxy(t *testing.T, target string) *cuttableProxy {
-	p := &cuttableProxy{t: t, target: target}
-	p.restore()
-	t.Cleanup(p.cut)
-	return p
-}
-
-func (p *cuttableProxy) restore() {
-	addr := p.addr
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	p.mu.Lock()
-	p.ln, p.addr = ln, ln.Addr().String()
-	p.mu.Unlock()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", p.target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, up)
-			p.mu.Unlock()
-			go func() { _, _ = io.Copy(up, c); up.Close() }()
-			go func() { _, _ = io.Copy(c, up); c.Close() }()
-		}
-	}()
-}
-
-func (p *cuttableProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
 
 // TestStoreOutageIs503EverywhereAndLoggedOnce: with the store unreachable, API routes answer
 // 503 problem+json with Retry-After instead of 500, readiness fails, events get a retryable
 // status, and the log says so once for the whole outage and once when it is over.
 func TestStoreOutageIs503EverywhereAndLoggedOnce(t *testing.T) {
-	server, err := redisstore.StartEmbedded()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(server.Close)
-	proxy := newCuttableProxy(t, strings.TrimSuffix(strings.TrimPrefix(server.URL(), "redis://"), "/0"))
+	store := fntest.NewOutage(t)
 	logFile := filepath.Join(t.TempDir(), "fn.log")
-	cfg, err := fn.LoadConfig(env(map[string]string{"HOME": t.TempDir(), "REDIS_URL": "redis://" + proxy.addr + "/0",
+	cfg, err := fn.LoadConfig(env(map[string]string{"HOME": t.TempDir(), "REDIS_URL": store.URL,
 		"K_LOGGING_CONFIG": fmt.Sprintf(`{"level":"info","encoding":"json","outputPaths":[%q],"errorOutputPaths":["stderr"]}`, logFile)}))
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +57,7 @@ func TestStoreOutageIs503EverywhereAndLoggedOnce(t *testing.T) {
 	if resp, body := do(t, "GET", srv.URL+"/api/things/1", "", nil); resp.StatusCode != 200 {
 		t.Fatalf("before the outage: %d %s", resp.StatusCode, body)
 	}
-	proxy.cut()
+	store.Cut()
 	for i := range 3 {
 		resp, body := do(t, "GET", srv.URL+"/api/things/"+fmt.Sprint(i), "", nil)
 		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" ||
@@ -147,7 +76,7 @@ func TestStoreOutageIs503EverywhereAndLoggedOnce(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("an event during the outage: %d, want 503 (redelivered)", resp.StatusCode)
 	}
-	proxy.restore()
+	store.Restore()
 	// The client probes the server again about once a second after a run of failed dials.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		resp, body := do(t, "GET", srv.URL+"/api/things/1", "", nil)
