@@ -323,7 +323,9 @@ func TestLostRunnerLeavesItsReplayOnDisk(t *testing.T) {
 		Outcome: "completed", Message: "every scheduled request was sent"}); err != nil {
 		t.Fatal(err)
 	}
-	never := func(context.Context, *Run) (events.TaskReplayed, error) { return events.TaskReplayed{}, errors.New("nothing is queued") }
+	never := func(context.Context, *Run) (events.TaskReplayed, error) {
+		return events.TaskReplayed{}, errors.New("nothing is queued")
+	}
 	startRunner(t, deps, Settings{MaxConcurrent: 1, LeaseTTL: time.Second, SweepInterval: 50 * time.Millisecond, PollInterval: 50 * time.Millisecond}, repo, never)
 	for _, id := range []string{finished, crashed, stopped} {
 		waitFor(t, "the sweep to hand "+id+" off", func() bool {
