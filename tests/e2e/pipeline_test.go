@@ -299,11 +299,11 @@ func TestStopAndLostRunner(t *testing.T) {
 
 	id = createTask(t, api, endpoint, `,"trace_end_seconds":600`)
 	waitForStatus(t, api, id, time.Minute, "running")
-	eventually(t, time.Minute, "the replay to send requests", func() bool {
+	eventually(t, time.Minute, "the replay to complete requests", func() bool {
 		_, raw := get(t, api+"/tasks/"+id)
-		return strings.Contains(raw, `"sent_requests":`) && !strings.Contains(raw, `"sent_requests":0,`)
+		return strings.Contains(raw, `"completed_requests":`) && !strings.Contains(raw, `"completed_requests":0,`)
 	})
-	time.Sleep(1500 * time.Millisecond) // records reach the disk every second
+	time.Sleep(1500 * time.Millisecond) // records reach the disk within a second
 	replayer, _ := strconv.Atoi(pid("trace-replayer"))
 	if err := syscall.Kill(replayer, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
