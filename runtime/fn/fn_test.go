@@ -137,18 +137,33 @@ func newTestServer(t *testing.T, handled *atomic.Int32, extra map[string]string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := fn.NewServer(context.Background(), cfg, "echo", testBuilder(handled))
+	s, srv := serve(t, cfg, "echo", testBuilder(handled))
+	token, _, err := s.Deps.Tokens.Create(context.Background(), "test", auth.Scopes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testServer{Server: srv, fn: s, token: token}
+}
+
+// serve builds the function and serves it until the test ends.
+func serve(t *testing.T, cfg fn.Config, name string, build fn.Builder) (*fn.Server, *httptest.Server) {
+	t.Helper()
+	s, err := fn.NewServer(context.Background(), cfg, name, build)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
 	srv := httptest.NewServer(s.Handler)
 	t.Cleanup(srv.Close)
-	token, _, err := s.Deps.Tokens.Create(context.Background(), "test", auth.Scopes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testServer{Server: srv, fn: s, token: token}
+	return s, srv
+}
+
+// deliver posts an empty dataset.downloaded event with the id from source /test.
+func deliver(t *testing.T, baseURL, id string) *http.Response {
+	t.Helper()
+	resp, _ := do(t, "POST", baseURL+"/events", `{}`, map[string]string{"Ce-Specversion": "1.0", "Ce-Id": id,
+		"Ce-Source": "/test", "Ce-Type": events.TypeDatasetDownloaded, "Content-Type": "application/json"})
+	return resp
 }
 
 func jsonAuth(bearer string) map[string]string {
@@ -366,13 +381,7 @@ func TestRestartedInstanceTakesOverTheClaimItsCrashLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	var handled atomic.Int32
-	s, err := fn.NewServer(context.Background(), cfg, "echo", testBuilder(&handled))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close(context.Background()) })
-	srv := httptest.NewServer(s.Handler)
-	t.Cleanup(srv.Close)
+	s, srv := serve(t, cfg, "echo", testBuilder(&handled))
 	ctx := context.Background()
 	crashed := state.ClaimOwner{Instance: "analyzer-0", Incarnation: "before-the-crash"}
 	live := state.ClaimOwner{Instance: "analyzer-1", Incarnation: "running"}
@@ -381,15 +390,10 @@ func TestRestartedInstanceTakesOverTheClaimItsCrashLeft(t *testing.T) {
 			t.Fatalf("%+v %v", c, err)
 		}
 	}
-	deliver := func(id string) int {
-		resp, _ := do(t, "POST", srv.URL+"/events", `{}`, map[string]string{"Ce-Specversion": "1.0", "Ce-Id": id,
-			"Ce-Source": "/test", "Ce-Type": events.TypeDatasetDownloaded, "Content-Type": "application/json"})
-		return resp.StatusCode
-	}
-	if got := deliver("crashed"); got != http.StatusAccepted || handled.Load() != 1 {
+	if got := deliver(t, srv.URL, "crashed").StatusCode; got != http.StatusAccepted || handled.Load() != 1 {
 		t.Fatalf("redelivery after a crash of this instance: %d (handled %d), want 202", got, handled.Load())
 	}
-	if got := deliver("live"); got != http.StatusTooManyRequests {
+	if got := deliver(t, srv.URL, "live").StatusCode; got != http.StatusTooManyRequests {
 		t.Fatalf("delivery racing another instance: %d, want 429", got)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/runtime/auth"
 	"github.com/lensfn/lensfn/runtime/cloudevent"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/fn/fntest"
@@ -25,21 +25,20 @@ import (
 func TestStoreOutageIs503EverywhereAndLoggedOnce(t *testing.T) {
 	store := fntest.NewOutage(t)
 	logFile := filepath.Join(t.TempDir(), "fn.log")
-	cfg, err := fn.LoadConfig(env(map[string]string{"HOME": t.TempDir(), "REDIS_URL": store.URL,
+	cfg, err := fn.LoadConfig(env(map[string]string{"HOME": t.TempDir(), "REDIS_URL": store.URL, "LENS_AUTH": "off",
 		"K_LOGGING_CONFIG": fmt.Sprintf(`{"level":"info","encoding":"json","outputPaths":[%q],"errorOutputPaths":["stderr"]}`, logFile)}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := fn.NewServer(context.Background(), cfg, "outage", func(_ context.Context, d fn.Deps) (*fn.Function, error) {
-		mux := http.NewServeMux()
-		mux.Handle("GET /api/things/{id}", fn.Handle(func(w http.ResponseWriter, r *http.Request) error {
+	s, srv := serve(t, cfg, "outage", func(_ context.Context, d fn.Deps) (*fn.Function, error) {
+		thing := fn.Handle(func(w http.ResponseWriter, r *http.Request) error {
 			if _, err := d.Store.Get(r.Context(), "thing", r.PathValue("id")); err != nil && !errors.Is(err, state.ErrNotFound) {
 				return fmt.Errorf("read the thing: %w", err)
 			}
 			fn.WriteJSON(w, http.StatusOK, map[string]string{"ok": "yes"})
 			return nil
-		}))
-		return &fn.Function{Routes: mux, Events: map[string]cloudevent.Handler{
+		})
+		return &fn.Function{Routes: []fn.Route{{Method: "GET", Path: "/api/things/{id}", Scope: auth.SimulationRead, Handler: thing}}, Events: map[string]cloudevent.Handler{
 			events.TypeDatasetDownloaded: func(ctx context.Context, e cloudevent.Event) error {
 				if _, err := d.Store.Get(ctx, "thing", "x"); !errors.Is(err, state.ErrNotFound) {
 					return err
@@ -47,12 +46,6 @@ func TestStoreOutageIs503EverywhereAndLoggedOnce(t *testing.T) {
 				return nil
 			}}}, nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close(context.Background()) })
-	srv := httptest.NewServer(s.Handler)
-	t.Cleanup(srv.Close)
 
 	if resp, body := do(t, "GET", srv.URL+"/api/things/1", "", nil); resp.StatusCode != 200 {
 		t.Fatalf("before the outage: %d %s", resp.StatusCode, body)
@@ -71,9 +64,7 @@ func TestStoreOutageIs503EverywhereAndLoggedOnce(t *testing.T) {
 	if resp, _ := do(t, "GET", srv.URL+"/readyz", "", nil); resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("readiness during the outage: %d", resp.StatusCode)
 	}
-	resp, _ := do(t, "POST", srv.URL+"/events", `{}`, map[string]string{"Ce-Specversion": "1.0", "Ce-Id": "e1",
-		"Ce-Source": "/test", "Ce-Type": events.TypeDatasetDownloaded, "Content-Type": "application/json"})
-	if resp.StatusCode != http.StatusServiceUnavailable {
+	if resp := deliver(t, srv.URL, "e1"); resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("an event during the outage: %d, want 503 (redelivered)", resp.StatusCode)
 	}
 	store.Restore()
@@ -87,8 +78,7 @@ func TestStoreOutageIs503EverywhereAndLoggedOnce(t *testing.T) {
 			t.Fatalf("after the outage: %d %s", resp.StatusCode, body)
 		}
 	}
-	if resp, _ := do(t, "POST", srv.URL+"/events", `{}`, map[string]string{"Ce-Specversion": "1.0", "Ce-Id": "e1",
-		"Ce-Source": "/test", "Ce-Type": events.TypeDatasetDownloaded, "Content-Type": "application/json"}); resp.StatusCode != http.StatusAccepted {
+	if resp := deliver(t, srv.URL, "e1"); resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("the redelivered event after the outage: %d", resp.StatusCode)
 	}
 	_ = s.Deps.Log.Sync()
@@ -115,20 +105,13 @@ func TestEventHandlerHittingAnOutageIsRedelivered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := fn.NewServer(context.Background(), cfg, "outage", func(context.Context, fn.Deps) (*fn.Function, error) {
+	_, srv := serve(t, cfg, "outage", func(context.Context, fn.Deps) (*fn.Function, error) {
 		return &fn.Function{Events: map[string]cloudevent.Handler{
 			events.TypeDatasetDownloaded: func(context.Context, cloudevent.Event) error {
 				return cloudevent.Permanent(fmt.Errorf("read the dataset: %w", state.ErrUnavailable))
 			}}}, nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close(context.Background()) })
-	srv := httptest.NewServer(s.Handler)
-	t.Cleanup(srv.Close)
-	resp, _ := do(t, "POST", srv.URL+"/events", `{}`, map[string]string{"Ce-Specversion": "1.0", "Ce-Id": "e1",
-		"Ce-Source": "/test", "Ce-Type": events.TypeDatasetDownloaded, "Content-Type": "application/json"})
+	resp := deliver(t, srv.URL, "e1")
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("status %d, want 503 with Retry-After", resp.StatusCode)
 	}
