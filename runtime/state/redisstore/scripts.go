@@ -247,6 +247,7 @@ if v and string.sub(v, 1, 2) == 'p:' then
   if instance ~= ARGV[3] or incarnation == ARGV[2] then return {'pending', instance} end
   v = nil
 end
+if v == 'p' then return {'pending', ''} end -- left by a version without owners
 if not v then
   redis.call('SET', KEYS[1], 'p:' .. ARGV[2] .. ' ' .. ARGV[3], 'PX', ARGV[1])
   return {'new', ''}
