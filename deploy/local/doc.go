@@ -2,8 +2,8 @@
 // deployment would run, so the manifests in deploy/knative are exercised rather than just written.
 //
 //   - Redis: a redis-server found on PATH, with append-only persistence in the data dir so a
-//     restart keeps everything; else the embedded Redis-compatible server, with a warning that its
-//     data lives only as long as the stack.
+//     restart keeps everything, supervised like the functions; else the embedded Redis-compatible
+//     server, with a warning that its data lives only as long as the stack.
 //   - A broker that routes CloudEvents by the Trigger objects in deploy/knative (filters on type,
 //     source and extension attributes as Knative does), retries with exponential backoff per the
 //     Broker's delivery spec and appends what it gives up on to a dead-letter log.
@@ -11,6 +11,9 @@
 //     the manifest's environment, health-checked on its readiness probe before the stack reports
 //     ready, and restarted with backoff when it exits.
 //   - An ingress on one address that routes by the lensfn.dev/path-prefix annotation.
+//
+// Every child gets SIGTERM as its parent-death signal, so nothing outlives the stack, and the
+// stack holds its data dir with a flock so a second stack cannot share it.
 //
 // It may import runtime/state/redisstore (for the embedded server) and the YAML decoder; it
 // starts function binaries built by `make build`, never imports functions.

@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/lensfn/lensfn/runtime/secret"
@@ -55,6 +54,8 @@ type Stack struct {
 	broker         *Broker
 	servers        []*http.Server
 	stopRedis      func()
+	redis          *process // redis-server when it is on PATH
+	dataLock       *os.File // the flock that keeps a second stack off the data dir
 	secretKey      string
 	mu             sync.Mutex
 }
@@ -89,6 +90,9 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		return nil, err
 	}
 	s := &Stack{opts: opts, manifests: m, procs: map[string]*process{}}
+	if s.dataLock, err = lockDataDir(opts.DataDir); err != nil {
+		return nil, err
+	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -198,20 +202,14 @@ func (s *Stack) startRedis(ctx context.Context) error {
 	}
 	cmd := exec.Command(path, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir,
 		"--appendonly", "yes", "--save", "", "--protected-mode", "yes", "--logfile", filepath.Join(dir, "redis.log"))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start redis-server: %w", err)
+	// Supervised like the functions: restarted with backoff when it dies, SIGTERM when the stack dies.
+	s.redis = &process{name: "redis-server", bin: cmd.Path, args: cmd.Args[1:], log: s.opts.Log,
+		logPath: filepath.Join(s.opts.DataDir, "logs", "redis-server.log")}
+	if err := os.MkdirAll(filepath.Dir(s.redis.logPath), 0o700); err != nil {
+		return err
 	}
-	s.stopRedis = func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-		}
-	}
+	s.redis.supervise()
+	s.stopRedis = func() { s.redis.stop(10 * time.Second) }
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
@@ -353,6 +351,18 @@ func (s *Stack) Stop() {
 	if s.stopRedis != nil {
 		s.stopRedis()
 	}
+	if s.dataLock != nil {
+		_ = s.dataLock.Close() // releases the flock
+	}
+}
+
+// RedisPID is the current redis-server's process id (0 with the embedded server or while it
+// restarts).
+func (s *Stack) RedisPID() int {
+	if s.redis == nil {
+		return 0
+	}
+	return s.redis.pid()
 }
 
 // loadSecretKey reads the stack's sealing key, creating it (0600) on first start so API keys

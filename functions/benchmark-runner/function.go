@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"strconv"
 	"sync"
 	"time"
 
@@ -41,42 +40,22 @@ type Settings struct {
 	ScrapeInterval time.Duration
 }
 
-func settingsFrom(c fn.Config) (Settings, error) {
-	s := Settings{MaxConcurrent: 1, LeaseTTL: 15 * time.Second, SweepInterval: 2 * time.Second,
-		PollInterval: 250 * time.Millisecond, ReportInterval: time.Second, ScrapeInterval: time.Second}
-	if v := c.Env("LENS_MAX_CONCURRENT_RUNS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 64 {
-			return s, fmt.Errorf("LENS_MAX_CONCURRENT_RUNS=%q is not an integer in 1-64", v)
-		}
-		s.MaxConcurrent = n
-	}
-	for name, dst := range map[string]*time.Duration{"LENS_LEASE_TTL": &s.LeaseTTL, "LENS_SWEEP_INTERVAL": &s.SweepInterval,
-		"LENS_SCRAPE_INTERVAL": &s.ScrapeInterval} {
-		if v := c.Env(name); v != "" {
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				return s, fmt.Errorf("%s=%q is not a positive duration", name, v)
-			}
-			*dst = d
-		}
-	}
-	return s, nil
+func settingsFrom(c fn.Config) Settings {
+	return Settings{MaxConcurrent: c.MaxConcurrentRuns, LeaseTTL: c.LeaseTTL, SweepInterval: c.SweepInterval,
+		PollInterval: 250 * time.Millisecond, ReportInterval: time.Second, ScrapeInterval: c.ScrapeInterval}
 }
 
 // Build is the function's fn.Builder.
 func Build(_ context.Context, d fn.Deps) (*fn.Function, error) {
-	s, err := settingsFrom(d.Config)
-	if err != nil {
-		return nil, err
-	}
-	sealer, err := secret.FromEnv(d.Config.Env("LENS_SECRET_KEY"))
+	s := settingsFrom(d.Config)
+	sealer, err := secret.FromEnv(d.Config.SecretKey.Reveal())
 	if err != nil {
 		return nil, err
 	}
 	r := NewRunner(d, s, &evalrun.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir})
 	return &fn.Function{
 		Events: map[string]cloudevent.Handler{events.TypeRunQueued: r.onQueued},
+		Start:  r.Sweep,
 		Close:  r.Close,
 	}, nil
 }
@@ -93,7 +72,6 @@ type Runner struct {
 	wg       sync.WaitGroup
 	mu       sync.Mutex
 	running  map[string]context.CancelFunc
-	stop     context.CancelFunc
 	metrics  runnerMetrics
 }
 
@@ -122,12 +100,10 @@ func newRunnerMetrics(reg *prometheus.Registry) runnerMetrics {
 	return m
 }
 
-// NewRunner starts a runner with its sweep.
+// NewRunner returns a runner; Sweep runs its queue sweep and lost-runner checks.
 func NewRunner(d fn.Deps, s Settings, runs *evalrun.Repo) *Runner {
-	ctx, stop := context.WithCancel(context.Background())
 	r := &Runner{deps: d, log: d.Log, runs: runs, uses: &inventory.Repo{Store: d.Store, Sealer: runs.Sealer}, settings: s, slots: make(chan struct{}, s.MaxConcurrent), client: endpointClient(d.Egress),
-		running: map[string]context.CancelFunc{}, stop: stop, metrics: newRunnerMetrics(d.Metrics.Registry)}
-	go r.sweep(ctx)
+		running: map[string]context.CancelFunc{}, metrics: newRunnerMetrics(d.Metrics.Registry)}
 	return r
 }
 
@@ -303,8 +279,9 @@ func (r *Runner) announce(ctx context.Context, run *evalrun.Run) {
 	}
 }
 
-// sweep starts queued runs this instance has room for and fails runs whose runner was lost.
-func (r *Runner) sweep(ctx context.Context) {
+// Sweep starts queued runs this instance has room for and ends runs whose runner was lost,
+// until ctx ends (the function's Start hook: the runtime cancels it when the drain begins).
+func (r *Runner) Sweep(ctx context.Context) {
 	tick := time.NewTicker(r.settings.SweepInterval)
 	defer tick.Stop()
 	for {
@@ -378,7 +355,6 @@ func (r *Runner) reapLost(ctx context.Context) error {
 
 // Close cancels the runs in flight and waits for them to record their end.
 func (r *Runner) Close(ctx context.Context) error {
-	r.stop()
 	r.mu.Lock()
 	for _, cancel := range r.running {
 		if cancel != nil {

@@ -110,7 +110,10 @@ func startWith(t *testing.T, model *fakeModel, settings benchmarkrunner.Settings
 	h := &harness{deps: deps, model: model, url: srv.URL + "/v1",
 		runs: &evalrun.Repo{Store: deps.Store, Sealer: sealer, DataDir: deps.Config.DataDir}}
 	h.runner = benchmarkrunner.NewRunner(deps, settings, h.runs)
-	t.Cleanup(func() { _ = h.runner.Close(context.Background()) })
+	ctx, stop := context.WithCancel(context.Background())
+	swept := make(chan struct{})
+	go func() { defer close(swept); h.runner.Sweep(ctx) }()
+	t.Cleanup(func() { stop(); <-swept; _ = h.runner.Close(context.Background()) })
 	return h
 }
 

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -63,11 +62,11 @@ type API struct {
 
 // Build is the function's fn.Builder.
 func Build(_ context.Context, d fn.Deps) (*fn.Function, error) {
-	static, err := parseStaticExecutions(d.Config.Env("LENS_STATIC_EXECUTIONS"))
+	static, err := parseStaticExecutions(d.Config.StaticExecutions)
 	if err != nil {
 		return nil, err
 	}
-	sealer, err := secret.FromEnv(d.Config.Env("LENS_SECRET_KEY"))
+	sealer, err := secret.FromEnv(d.Config.SecretKey.Reveal())
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +76,7 @@ func Build(_ context.Context, d fn.Deps) (*fn.Function, error) {
 
 // New builds the function over an inventory (tests pass their own).
 func New(d fn.Deps, inv Inventory) (*fn.Function, *API, error) {
-	sealer, err := secret.FromEnv(d.Config.Env("LENS_SECRET_KEY"))
+	sealer, err := secret.FromEnv(d.Config.SecretKey.Reveal())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -109,11 +108,11 @@ func New(d fn.Deps, inv Inventory) (*fn.Function, *API, error) {
 func defaultsFrom(c fn.Config) Defaults {
 	d := Defaults{Mode: "managed-source", Repository: evalrun.DefaultRepository, Revision: evalrun.DefaultRevision}
 	_, lookErr := exec.LookPath("llmdbenchmark")
-	executable := strings.TrimSpace(c.Env("LLM_D_BENCHMARK_EXECUTABLE")) != ""
+	executable := c.LLMDBenchmarkExecutable != ""
 	if executable || lookErr == nil {
 		d.Mode = "local-runtime"
 	}
-	d.LocalRuntimeConfigured = executable || lookErr == nil || strings.TrimSpace(c.Env("LLM_D_BENCHMARK_ROOT")) != ""
+	d.LocalRuntimeConfigured = executable || lookErr == nil || c.LLMDBenchmarkRoot != ""
 	return d
 }
 

@@ -37,21 +37,9 @@ type Config struct {
 	ProbeTimeout time.Duration
 }
 
-// LoadConfig reads the function's variables from the runtime's config.
+// LoadConfig takes the function's variables from the runtime's config.
 func LoadConfig(c fn.Config) (Config, error) {
-	cfg := Config{ProbeInterval: 10 * time.Second, ProbeTimeout: 5 * time.Second}
-	for name, dst := range map[string]*time.Duration{"LENS_MEMBER_PROBE_INTERVAL": &cfg.ProbeInterval, "LENS_ENDPOINT_PROBE_TIMEOUT": &cfg.ProbeTimeout} {
-		raw := c.Env(name)
-		if raw == "" {
-			continue
-		}
-		v, err := time.ParseDuration(raw)
-		if err != nil || v < 10*time.Millisecond || v > time.Hour {
-			return cfg, fmt.Errorf("%s=%q is not a duration from 10ms to 1h", name, raw)
-		}
-		*dst = v
-	}
-	return cfg, nil
+	return Config{ProbeInterval: c.MemberProbeInterval, ProbeTimeout: c.EndpointProbeTimeout}, nil
 }
 
 // API serves the inventory routes.
@@ -76,7 +64,7 @@ func Build(_ context.Context, d fn.Deps) (*fn.Function, error) {
 
 // New builds the function with its configuration.
 func New(d fn.Deps, cfg Config) (*fn.Function, *API, error) {
-	sealer, err := secret.FromEnv(d.Config.Env("LENS_SECRET_KEY"))
+	sealer, err := secret.FromEnv(d.Config.SecretKey.Reveal())
 	if err != nil {
 		return nil, nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/cloudevent"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/loadgen"
+	"github.com/lensfn/lensfn/runtime/problem"
 	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/simtask"
 	"github.com/lensfn/lensfn/runtime/state"
@@ -43,37 +45,25 @@ type Analyzer struct {
 	deps     fn.Deps
 	tasks    *simtask.Repo
 	analyzed *prometheus.CounterVec
-	stop     context.CancelFunc
-	done     chan struct{}
 }
 
 // Build is the function's fn.Builder.
 func Build(_ context.Context, d fn.Deps) (*fn.Function, error) {
-	sealer, err := secret.FromEnv(d.Config.Env("LENS_SECRET_KEY"))
+	sealer, err := secret.FromEnv(d.Config.SecretKey.Reveal())
 	if err != nil {
 		return nil, err
 	}
 	a := New(d, &simtask.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir})
-	return &fn.Function{Events: map[string]cloudevent.Handler{Consumes[0]: a.onReplayed}, Close: a.Close}, nil
+	return &fn.Function{Events: map[string]cloudevent.Handler{Consumes[0]: a.onReplayed}, Start: a.Sweep}, nil
 }
 
-// New starts an analyzer and its sweep.
+// New builds an analyzer; its Sweep runs in the function's Start hook.
 func New(d fn.Deps, tasks *simtask.Repo) *Analyzer {
-	a := &Analyzer{deps: d, tasks: tasks, done: make(chan struct{}),
+	a := &Analyzer{deps: d, tasks: tasks,
 		analyzed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_analyzer_tasks_total",
 			Help: "Simulation tasks analysed, by final status."}, []string{"status"})}
 	d.Metrics.Registry.MustRegister(a.analyzed)
-	ctx, stop := context.WithCancel(context.Background())
-	a.stop = stop
-	go a.sweep(ctx)
 	return a
-}
-
-// Close stops the sweep.
-func (a *Analyzer) Close(context.Context) error {
-	a.stop()
-	<-a.done
-	return nil
 }
 
 func (a *Analyzer) onReplayed(ctx context.Context, e cloudevent.Event) error {
@@ -83,7 +73,8 @@ func (a *Analyzer) onReplayed(ctx context.Context, e cloudevent.Event) error {
 	}
 	err := a.Analyze(ctx, p.TaskID)
 	if errors.Is(err, state.ErrLeaseHeld) {
-		return err // another delivery or the sweep is on it: let the broker retry later
+		// another delivery or the sweep is on it: let the broker retry later
+		return problem.Wrap(problem.CodeTooManyRequest, err, "another worker is analysing the task")
 	}
 	return err
 }
@@ -211,9 +202,14 @@ func summarise(t *simtask.Task) (analysis.Summary, []json.RawMessage, error) {
 	if err != nil {
 		return analysis.Summary{}, nil, err
 	}
+	// A runner that crashed may have left half a line at the end: only complete lines count.
+	complete, err := completeLength(f)
+	if err != nil {
+		return analysis.Summary{}, nil, err
+	}
 	var inline []json.RawMessage
 	// Records are read without their metadata (the expensive part); inline rows keep it, verbatim.
-	err = analysis.ReadRecordLines(bufio.NewReaderSize(f, 1<<16), func(line []byte, rec loadgen.Record) error {
+	err = analysis.ReadRecordLines(bufio.NewReaderSize(io.NewSectionReader(f, 0, complete), 1<<16), func(line []byte, rec loadgen.Record) error {
 		if len(inline) < MaxInlineRecords {
 			inline = append(inline, json.RawMessage(bytes.Clone(line)))
 		}
@@ -224,6 +220,27 @@ func summarise(t *simtask.Task) (analysis.Summary, []json.RawMessage, error) {
 	}
 	s, err := acc.Summary()
 	return s, inline, err
+}
+
+// completeLength is the length of f up to and including its last newline.
+func completeLength(f *os.File) (int64, error) {
+	info, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	buf := make([]byte, 64<<10)
+	for end := info.Size(); end > 0; {
+		start := max(0, end-int64(len(buf)))
+		n, err := f.ReadAt(buf[:end-start], start)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return start + int64(i) + 1, nil
+		}
+		end = start
+	}
+	return 0, nil
 }
 
 func writeJSON(path string, v any) error {
@@ -238,9 +255,8 @@ func writeJSON(path string, v any) error {
 	return os.Rename(tmp, path)
 }
 
-// sweep analyses replayed tasks whose event never arrived.
-func (a *Analyzer) sweep(ctx context.Context) {
-	defer close(a.done)
+// Sweep analyses, until ctx ends, replayed tasks whose event never arrived.
+func (a *Analyzer) Sweep(ctx context.Context) {
 	tick := time.NewTicker(sweepInterval)
 	defer tick.Stop()
 	for {
@@ -258,7 +274,7 @@ func (a *Analyzer) sweep(ctx context.Context) {
 			if err != nil || t.Internal.Phase != "analyzing" {
 				continue
 			}
-			if err := a.Analyze(ctx, rec.ID); err != nil && !errors.Is(err, state.ErrLeaseHeld) {
+			if err := a.Analyze(ctx, rec.ID); err != nil && !errors.Is(err, state.ErrLeaseHeld) && !errors.Is(err, state.ErrUnavailable) {
 				a.deps.Log.Warnw("sweep could not analyse a task", "task", rec.ID, "error", err)
 			}
 		}

@@ -21,9 +21,7 @@ func newAnalyzer(t *testing.T) (*resultanalyzer.Analyzer, *simtask.Repo, fn.Deps
 	t.Helper()
 	deps := fntest.Deps(t, resultanalyzer.Name, fntest.Env(t, nil))
 	repo := &simtask.Repo{Store: deps.Store, DataDir: deps.Config.DataDir}
-	a := resultanalyzer.New(deps, repo)
-	t.Cleanup(func() { _ = a.Close(context.Background()) })
-	return a, repo, deps
+	return resultanalyzer.New(deps, repo), repo, deps
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -195,5 +193,35 @@ func TestATruncatedRunSaysWhatWasNeverReleased(t *testing.T) {
 	want := "7 of 9 scheduled requests were never released: 3 were due after the run's duration of 2s; 4 waited on requests"
 	if len(task.Result.Warnings) != 1 || !strings.HasPrefix(task.Result.Warnings[0], want) {
 		t.Fatalf("warnings %q", task.Result.Warnings)
+	}
+}
+
+// TestPartialRecordsOfALostRunner: the records a crashed replayer left, its last line cut in
+// half, are analysed as a partial result; the task fails with the summary and the message.
+func TestPartialRecordsOfALostRunner(t *testing.T) {
+	a, repo, _ := newAnalyzer(t)
+	ctx := context.Background()
+	lost := "The runner was lost: pod-1 stopped renewing its lease on this task (the process crashed or was killed); the records it wrote are analysed as a partial result"
+	half, _ := json.Marshal(record(3, 200, 20, 120))
+	id := replayedTask(t, repo, lost, []loadgen.Record{record(1, 200, 20, 120), record(2, 200, 30, 130)})
+	task, _ := repo.Get(ctx, id)
+	f, err := os.OpenFile(task.Internal.RecordsPath, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = f.Write(half[:len(half)/2])
+	f.Close()
+	if err := a.Analyze(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	task, _ = repo.Get(ctx, id)
+	if task.Status != simtask.StatusFailed || task.Result == nil || task.ErrorMessage == nil || *task.ErrorMessage != lost {
+		t.Fatalf("%s %v %+v", task.Status, task.ErrorMessage, task.Result)
+	}
+	var s struct {
+		Total int `json:"total_requests"`
+	}
+	if err := json.Unmarshal(task.Result.Summary, &s); err != nil || s.Total != 2 {
+		t.Fatalf("summary %s %v", task.Result.Summary, err)
 	}
 }

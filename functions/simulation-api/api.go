@@ -41,7 +41,7 @@ type API struct {
 
 // New builds the function. Parsers reads traces (the WASM parser modules in production).
 func New(d fn.Deps, parsers TraceParsers) (*fn.Function, *API, error) {
-	sealer, err := secret.FromEnv(d.Config.Env("LENS_SECRET_KEY"))
+	sealer, err := secret.FromEnv(d.Config.SecretKey.Reveal())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -52,7 +52,7 @@ func New(d fn.Deps, parsers TraceParsers) (*fn.Function, *API, error) {
 	d.Metrics.Registry.MustRegister(builds, fetches)
 
 	client := &http.Client{Timeout: 0, Transport: http.DefaultTransport}
-	dl := &Downloader{Root: filepath.Join(d.Config.DataDir, "datasets"), Mirror: d.Config.Env("LENS_DATASET_MIRROR"),
+	dl := &Downloader{Root: filepath.Join(d.Config.DataDir, "datasets"), Mirror: d.Config.DatasetMirror,
 		Client: client, Store: d.Store, Owner: d.Config.InstanceID, MaxBytes: 2 << 30}
 	a := &API{deps: d, downloader: dl, client: client,
 		tasks:     &simtask.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir},

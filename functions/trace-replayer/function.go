@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"sync"
 
 	"github.com/lensfn/lensfn/events"
 	"github.com/lensfn/lensfn/runtime/cloudevent"
@@ -14,14 +15,11 @@ import (
 	"github.com/lensfn/lensfn/runtime/wasmhost"
 )
 
-// Build is the function's fn.Builder: it loads the parser modules, starts the queue sweep and
-// consumes task.queued events.
+// Build is the function's fn.Builder: it loads the parser modules and consumes task.queued
+// events; its Start hook runs each backend's queue sweep.
 func Build(ctx context.Context, d fn.Deps) (*fn.Function, error) {
-	settings, err := settingsFrom(d.Config)
-	if err != nil {
-		return nil, err
-	}
-	sealer, err := secret.FromEnv(d.Config.Env("LENS_SECRET_KEY"))
+	settings := settingsFrom(d.Config)
+	sealer, err := secret.FromEnv(d.Config.SecretKey.Reveal())
 	if err != nil {
 		return nil, err
 	}
@@ -51,6 +49,13 @@ func Build(ctx context.Context, d fn.Deps) (*fn.Function, error) {
 			}
 			return nil
 		}},
+		Start: func(ctx context.Context) {
+			var wg sync.WaitGroup
+			for _, r := range runners {
+				wg.Go(func() { r.Sweep(ctx) })
+			}
+			wg.Wait()
+		},
 		Close: func(ctx context.Context) error {
 			var err error
 			for _, r := range runners {
@@ -61,17 +66,15 @@ func Build(ctx context.Context, d fn.Deps) (*fn.Function, error) {
 	}, nil
 }
 
-// NewRunner starts a runner of the trace-replayer backend whose replays are done by replay
-// (tests pass a fake engine).
+// NewRunner builds a runner of the trace-replayer backend whose replays are done by replay
+// (tests pass a fake engine); its Sweep runs in the function's Start hook.
 func NewRunner(d fn.Deps, s Settings, tasks *simtask.Repo, replay func(context.Context, *Run) (events.TaskReplayed, error)) *Runner {
 	return newBackendRunner(Backend, Version, d, s, tasks, replay, "lens_replayer")
 }
 
 func newBackendRunner(backend, version string, d fn.Deps, s Settings, tasks *simtask.Repo,
 	replay func(context.Context, *Run) (events.TaskReplayed, error), metricPrefix string) *Runner {
-	ctx, stop := context.WithCancel(context.Background())
-	r := &Runner{backend: backend, version: version, deps: d, log: d.Log, tasks: tasks, settings: s, replay: replay, slots: make(chan struct{}, s.MaxConcurrent),
-		running: map[string]context.CancelFunc{}, stop: stop, metrics: newRunnerMetrics(d.Metrics.Registry, metricPrefix)}
-	go r.sweep(ctx)
-	return r
+	return &Runner{backend: backend, version: version, deps: d, log: d.Log, tasks: tasks, settings: s, replay: replay,
+		slots: make(chan struct{}, s.MaxConcurrent), freed: make(chan struct{}, 1),
+		running: map[string]context.CancelFunc{}, metrics: newRunnerMetrics(d.Metrics.Registry, metricPrefix)}
 }

@@ -2,10 +2,11 @@ package tracereplayer
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -30,7 +31,7 @@ const (
 // Consumes lists the event types the function receives at /events.
 var Consumes = []string{events.TypeTaskQueued}
 
-// Settings tune the runner (environment, read once at start).
+// Settings tune the runner (from the function's configuration, read once at start).
 type Settings struct {
 	MaxConcurrent int           // LENS_MAX_CONCURRENT_TASKS, default 1
 	LeaseTTL      time.Duration // LENS_LEASE_TTL, default 15s; renewed every third of it
@@ -38,25 +39,8 @@ type Settings struct {
 	PollInterval  time.Duration // how often a run checks for a stop request, default 250ms
 }
 
-func settingsFrom(c fn.Config) (Settings, error) {
-	s := Settings{MaxConcurrent: 1, LeaseTTL: 15 * time.Second, SweepInterval: 2 * time.Second, PollInterval: 250 * time.Millisecond}
-	if v := c.Env("LENS_MAX_CONCURRENT_TASKS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return s, fmt.Errorf("LENS_MAX_CONCURRENT_TASKS=%q is not a positive integer", v)
-		}
-		s.MaxConcurrent = n
-	}
-	for name, dst := range map[string]*time.Duration{"LENS_LEASE_TTL": &s.LeaseTTL, "LENS_SWEEP_INTERVAL": &s.SweepInterval} {
-		if v := c.Env(name); v != "" {
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				return s, fmt.Errorf("%s=%q is not a positive duration", name, v)
-			}
-			*dst = d
-		}
-	}
-	return s, nil
+func settingsFrom(c fn.Config) Settings {
+	return Settings{MaxConcurrent: c.MaxConcurrentTasks, LeaseTTL: c.LeaseTTL, SweepInterval: c.SweepInterval, PollInterval: 250 * time.Millisecond}
 }
 
 // Runner claims and runs the tasks of one backend.
@@ -69,11 +53,14 @@ type Runner struct {
 	settings Settings
 	replay   func(ctx context.Context, run *Run) (events.TaskReplayed, error)
 	slots    chan struct{}
-	wg       sync.WaitGroup
-	mu       sync.Mutex
-	running  map[string]context.CancelFunc
-	stop     context.CancelFunc
-	metrics  runnerMetrics
+	// freed wakes the sweep when a replay gives its slot back, so the next queued task starts
+	// at once instead of on the next tick.
+	freed   chan struct{}
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	running map[string]context.CancelFunc
+	closed  bool // Close began: no new replay starts
+	metrics runnerMetrics
 }
 
 type runnerMetrics struct {
@@ -105,12 +92,28 @@ type Run struct {
 	Repo   *simtask.Repo
 	Poll   time.Duration
 
-	// HeldLease is renewed while the replay writes with its fence (nil: no lease, in tests).
-	*state.HeldLease
+	mu    sync.Mutex // the lease is renewed while the replay writes with its fence
+	lease state.Lease
 }
 
 // ticker fires every poll interval (stop requests are checked on it).
 func (r *Run) ticker() <-chan time.Time { return time.After(r.Poll) }
+
+// Lease is the run's current lease.
+func (r *Run) Lease() state.Lease {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lease
+}
+
+func (r *Run) renewed(l state.Lease) {
+	r.mu.Lock()
+	r.lease = l
+	r.mu.Unlock()
+}
+
+// Fence is the fencing value the run's writes carry.
+func (r *Run) Fence() state.Fence { return r.Lease().Fence() }
 
 func (r *Runner) owner() string { return r.deps.Config.InstanceID }
 
@@ -147,6 +150,7 @@ func (r *Runner) tryStart(ctx context.Context, id string) (bool, error) {
 	// release the lease the first one runs under.
 	r.mu.Lock()
 	_, busy := r.running[id]
+	busy = busy || r.closed
 	if !busy {
 		r.running[id] = nil
 	}
@@ -192,14 +196,14 @@ func (r *Runner) tryStart(ctx context.Context, id string) (bool, error) {
 	r.mu.Lock()
 	r.running[id] = cancel
 	r.mu.Unlock()
-	run := &Run{Task: t, HeldLease: state.NewHeldLease(lease), APIKey: key, Repo: r.tasks, Poll: r.settings.PollInterval}
+	run := &Run{Task: t, lease: lease, APIKey: key, Repo: r.tasks, Poll: r.settings.PollInterval}
 	started = true
 	r.metrics.started.Inc()
 	r.metrics.active.Inc()
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		defer func() { <-r.slots }()
+		defer r.freeSlot()
 		defer r.metrics.active.Dec()
 		defer cancel()
 		defer func() {
@@ -226,38 +230,104 @@ func (r *Runner) execute(ctx context.Context, run *Run) {
 	kept := make(chan struct{})
 	go func() {
 		defer close(kept)
-		run.Keep(leaseCtx, r.deps.Store, r.settings.LeaseTTL, func() { cancel(state.ErrLeaseLost) })
+		r.keepLease(leaseCtx, run, cancel)
 	}()
+	stopRenewing := func() {
+		stopLease() // the lease is released or handed on next; no renewal may race that
+		<-kept
+	}
 	replayed, err := r.replay(ctx, run)
-	stopLease() // the lease is released or handed on below; no renewal may race that
-	<-kept
 	if cause := context.Cause(ctx); errors.Is(cause, state.ErrLeaseLost) {
+		stopRenewing()
 		r.metrics.finished.WithLabelValues("lease_lost").Inc()
 		r.log.Warnw("lease lost: another instance owns the task now", "task", id)
 		return // the new owner (or the janitor) decides the task's fate; writes would be fenced anyway
 	}
 	if err != nil {
+		stopRenewing()
 		r.metrics.finished.WithLabelValues("failed").Inc()
 		r.fail(context.WithoutCancel(ctx), run, err.Error())
 		return
 	}
 	r.metrics.finished.WithLabelValues(replayed.Outcome).Inc()
-	bg := context.WithoutCancel(ctx)
-	_, err = r.tasks.Transition(bg, id, []string{simtask.StatusRunning}, simtask.StatusRunning, run.Fence(), func(t *simtask.Task) error {
-		t.Internal.Phase, t.Internal.RecordsPath, t.Internal.ReplayMessage = "analyzing", replayed.RecordsPath, replayed.Message
-		t.Internal.ReplayOutcome = replayed.Outcome
-		t.ProgressPercent, t.ProgressMessage = 99, "Analyzing results"
-		return nil
-	})
-	if err != nil {
-		r.log.Errorw("could not hand the task to the analyzer", "task", id, "error", err)
+	// The note on disk outlives a store outage and this process: whoever finds the task without
+	// a runner hands the replay off from it instead of failing the task.
+	if err := writeHandOff(r.tasks.TaskDir(id), replayed); err != nil {
+		r.log.Warnw("could not write the hand-off note", "task", id, "error", err)
+	}
+	handed := r.handOff(ctx, run, replayed) // the lease is still renewed while the store is down
+	stopRenewing()
+	if !handed {
 		return
 	}
+	bg := context.WithoutCancel(ctx)
 	r.tasks.Logf(bg, id, "Replay %s: %s (%d requests); analyzing", replayed.Outcome, replayed.Message, replayed.Requests)
 	// The analyzer takes the lease next, so release it before announcing the records.
 	_ = r.deps.Store.ReleaseLease(bg, run.Lease())
-	if err := r.deps.Events.Send(bg, events.TypeTaskReplayed, id+"/replayed", id, replayed); err != nil {
-		r.log.Warnw("replayed event not delivered; the analyzer's sweep picks the task up", "task", id, "error", err)
+	r.announce(bg, replayed)
+}
+
+// handOff moves the replayed task to its analysis phase, retrying for as long as the store is
+// unavailable and the run lives. It reports false when the task could not be handed off; its
+// note on disk lets the sweep do it later.
+func (r *Runner) handOff(ctx context.Context, run *Run, replayed events.TaskReplayed) bool {
+	id := run.Task.ID
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		_, err := r.tasks.Transition(ctx, id, []string{simtask.StatusRunning}, simtask.StatusRunning, run.Fence(),
+			func(t *simtask.Task) error { toAnalysis(t, replayed); return nil })
+		if err == nil {
+			return true
+		}
+		if !errors.Is(err, state.ErrUnavailable) {
+			r.log.Errorw("could not hand the task to the analyzer", "task", id, "error", err)
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			r.log.Warnw("the store stayed unavailable; the sweep hands the finished replay off later", "task", id)
+			return false
+		case <-time.After(wait):
+		}
+	}
+}
+
+// toAnalysis is the hand-off: the task waits for the analyzer with the replay's records.
+func toAnalysis(t *simtask.Task, replayed events.TaskReplayed) {
+	t.Internal.Phase, t.Internal.RecordsPath, t.Internal.ReplayMessage = "analyzing", replayed.RecordsPath, replayed.Message
+	t.Internal.ReplayOutcome = replayed.Outcome
+	t.ProgressPercent, t.ProgressMessage = 99, "Analyzing results"
+}
+
+// announce tells the analyzer; its sweep finds the task anyway when the event is lost.
+func (r *Runner) announce(ctx context.Context, replayed events.TaskReplayed) {
+	if err := r.deps.Events.Send(ctx, events.TypeTaskReplayed, replayed.TaskID+"/replayed", replayed.TaskID, replayed); err != nil {
+		r.log.Warnw("replayed event not delivered; the analyzer's sweep picks the task up", "task", replayed.TaskID, "error", err)
+	}
+}
+
+// keepLease renews the run's lease; losing it to another owner cancels the run. A lease that
+// expired only because the store was unreachable for longer than its TTL is taken again when
+// nobody else took it meanwhile.
+func (r *Runner) keepLease(ctx context.Context, run *Run, cancel context.CancelCauseFunc) {
+	tick := time.NewTicker(r.settings.LeaseTTL / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			lease, err := r.deps.Store.RenewLease(ctx, run.Lease(), r.settings.LeaseTTL)
+			if errors.Is(err, state.ErrLeaseLost) {
+				lease, err = r.deps.Store.AcquireLease(ctx, run.Lease().Name, r.owner(), r.settings.LeaseTTL)
+				if errors.Is(err, state.ErrLeaseHeld) {
+					cancel(state.ErrLeaseLost)
+					return
+				}
+			}
+			if err == nil {
+				run.renewed(lease)
+			}
+		}
 	}
 }
 
@@ -275,22 +345,38 @@ func (r *Runner) fail(ctx context.Context, run *Run, message string) {
 	_ = r.deps.Store.ReleaseLease(ctx, run.Lease())
 }
 
-// sweep runs until ctx ends: it starts queued tasks this instance has room for, and fails
-// running tasks whose runner lost its lease.
-func (r *Runner) sweep(ctx context.Context) {
+// freeSlot gives a finished replay's slot back and wakes the sweep to fill it.
+func (r *Runner) freeSlot() {
+	<-r.slots
+	select {
+	case r.freed <- struct{}{}:
+	default: // a wake-up is already pending
+	}
+}
+
+// Sweep runs until ctx ends (the function's Start hook): at once and then every interval it
+// starts queued tasks this instance has room for and fails running tasks whose runner lost its
+// lease; whenever a slot frees it starts the next queued task without waiting for the tick.
+func (r *Runner) Sweep(ctx context.Context) {
 	tick := time.NewTicker(r.settings.SweepInterval)
 	defer tick.Stop()
-	for {
+	for reap := true; ; {
+		// A store outage is logged once by the runtime, not on every tick.
+		if err := r.sweepQueue(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, state.ErrUnavailable) {
+			r.log.Warnw("queue sweep failed", "error", err)
+		}
+		if reap {
+			if err := r.reapLost(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, state.ErrUnavailable) {
+				r.log.Warnw("lost-runner check failed", "error", err)
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-		}
-		if err := r.sweepQueue(ctx); err != nil && ctx.Err() == nil {
-			r.log.Warnw("queue sweep failed", "error", err)
-		}
-		if err := r.reapLost(ctx); err != nil && ctx.Err() == nil {
-			r.log.Warnw("lost-runner check failed", "error", err)
+			reap = true
+		case <-r.freed:
+			reap = false
 		}
 	}
 }
@@ -313,8 +399,11 @@ func (r *Runner) sweepQueue(ctx context.Context) error {
 	return nil
 }
 
-// reapLost fails running tasks that nobody holds a lease on any more: their runner died. A task
-// in its analyzing phase is the analyzer's, which holds its own lease while it works.
+// reapLost takes over running tasks that nobody holds a lease on any more (their runner died or
+// could not reach the store): a finished replay whose hand-off failed is handed off again from
+// its note, a crashed replay's records on disk are analysed as a partial result, and only a task
+// with neither is failed. A task in its analyzing phase is the analyzer's, which holds its own
+// lease while it works.
 func (r *Runner) reapLost(ctx context.Context) error {
 	page, err := r.deps.Store.List(ctx, state.Query{Kind: simtask.Kind, Status: []string{simtask.StatusRunning},
 		Attrs: map[string]string{"backend": r.backend}, Limit: 500})
@@ -323,42 +412,132 @@ func (r *Runner) reapLost(ctx context.Context) error {
 	}
 	for _, rec := range page.Records {
 		t, err := simtask.Unmarshal(rec.Doc)
-		if err != nil {
+		if err != nil || t.Internal.Phase == "analyzing" {
 			continue
 		}
 		if _, err := r.deps.Store.LeaseHolder(ctx, simtask.LeaseName(rec.ID)); !errors.Is(err, state.ErrNotFound) {
 			continue
 		}
-		if t.Internal.Phase == "analyzing" {
-			continue
+		r.mu.Lock()
+		_, ours := r.running[rec.ID]
+		r.mu.Unlock()
+		if ours {
+			continue // this instance runs it and is taking its lease again
 		}
-		owner := "an unknown instance"
-		if t.OwnerInstanceID != nil {
-			owner = *t.OwnerInstanceID
+		if err := r.takeOver(ctx, t); err != nil {
+			return err
 		}
-		msg := fmt.Sprintf("The runner was lost: %s stopped renewing its lease on this task (the process crashed or was killed)", owner)
-		_, err = r.tasks.Transition(ctx, rec.ID, []string{simtask.StatusRunning}, simtask.StatusFailed, state.Fence{}, func(t *simtask.Task) error {
+	}
+	return nil
+}
+
+// takeOver fences the lost runner out with a lease of its own, then hands the task off or fails it.
+func (r *Runner) takeOver(ctx context.Context, t *simtask.Task) error {
+	lease, err := r.deps.Store.AcquireLease(ctx, simtask.LeaseName(t.ID), r.owner(), r.settings.LeaseTTL)
+	if errors.Is(err, state.ErrLeaseHeld) {
+		return nil // its runner came back, or another sweep was faster
+	}
+	if err != nil {
+		return err
+	}
+	defer func() { _ = r.deps.Store.ReleaseLease(context.WithoutCancel(ctx), lease) }()
+	owner := "an unknown instance"
+	if t.OwnerInstanceID != nil {
+		owner = *t.OwnerInstanceID
+	}
+	lost := fmt.Sprintf("The runner was lost: %s stopped renewing its lease on this task (the process crashed or was killed)", owner)
+	replayed, how, found := r.recoverReplay(t, lost)
+	if !found {
+		_, err = r.tasks.Transition(ctx, t.ID, []string{simtask.StatusRunning}, simtask.StatusFailed, lease.Fence(), func(t *simtask.Task) error {
 			if t.Internal.Phase == "analyzing" {
 				return errAnalyzing
 			}
-			t.ErrorMessage, t.CompletedAt, t.ProgressMessage, t.LiveSummary = &msg, simtask.Now(), "Simulation failed", nil
+			t.ErrorMessage, t.CompletedAt, t.ProgressMessage, t.LiveSummary = &lost, simtask.Now(), "Simulation failed", nil
 			return nil
 		})
 		if err == nil {
 			r.metrics.lost.Inc()
-			r.tasks.Logf(ctx, rec.ID, "Failed: %s", msg)
-			r.log.Warnw("failed a task whose runner was lost", "task", rec.ID, "owner", owner)
+			r.tasks.Logf(ctx, t.ID, "Failed: %s", lost)
+			r.log.Warnw("failed a task whose runner was lost", "task", t.ID, "owner", owner)
 		}
+		return ignoreRace(err)
 	}
+	_, err = r.tasks.Transition(ctx, t.ID, []string{simtask.StatusRunning}, simtask.StatusRunning, lease.Fence(), func(t *simtask.Task) error {
+		if t.Internal.Phase == "analyzing" {
+			return errAnalyzing
+		}
+		toAnalysis(t, replayed)
+		return nil
+	})
+	if err != nil {
+		return ignoreRace(err)
+	}
+	r.tasks.Logf(ctx, t.ID, "%s; analyzing", how)
+	r.log.Warnw("handed off a replay its runner could not", "task", t.ID, "owner", owner, "how", how)
+	_ = r.deps.Store.ReleaseLease(context.WithoutCancel(ctx), lease) // the analyzer takes it next
+	r.announce(context.WithoutCancel(ctx), replayed)
 	return nil
+}
+
+// ignoreRace drops the errors of a task that moved on meanwhile.
+func ignoreRace(err error) error {
+	if errors.Is(err, errAnalyzing) || errors.Is(err, state.ErrInvalidTransition) || errors.Is(err, state.ErrNotFound) ||
+		errors.Is(err, state.ErrStaleFence) {
+		return nil
+	}
+	return err
+}
+
+// recoverReplay finds what a lost runner left on disk: the note of a finished replay, else the
+// records of one cut short, analysed as a partial result (cancelled when a stop was requested).
+func (r *Runner) recoverReplay(t *simtask.Task, lost string) (events.TaskReplayed, string, bool) {
+	dir := r.tasks.TaskDir(t.ID)
+	if replayed, err := readHandOff(dir); err == nil && replayed.TaskID == t.ID {
+		return replayed, fmt.Sprintf("Replay %s: %s (%d requests); handed off again after its runner could not", replayed.Outcome, replayed.Message, replayed.Requests), true
+	}
+	records := filepath.Join(dir, RecordsFile)
+	if info, err := os.Stat(records); err != nil || !info.Mode().IsRegular() || info.Size() == 0 {
+		return events.TaskReplayed{}, "", false
+	}
+	replayed := events.TaskReplayed{TaskID: t.ID, RecordsPath: records, Outcome: simtask.StatusFailed,
+		Message: lost + "; the records it wrote are analysed as a partial result"}
+	if t.Internal.CancelRequested {
+		replayed.Outcome, replayed.Message = simtask.StatusCancelled, "stopped by request"
+	}
+	return replayed, lost + "; analysing the records it wrote as a partial result", true
+}
+
+// HandOffFile is the note a replay leaves in its task folder when it ends, before the task is
+// handed to the analyzer, so the hand-off survives a store outage or a crash.
+const HandOffFile = "replayed.json"
+
+func writeHandOff(dir string, replayed events.TaskReplayed) error {
+	raw, err := json.Marshal(replayed)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, HandOffFile+".tmp")
+	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, HandOffFile))
+}
+
+func readHandOff(dir string) (events.TaskReplayed, error) {
+	var replayed events.TaskReplayed
+	raw, err := os.ReadFile(filepath.Join(dir, HandOffFile))
+	if err != nil {
+		return replayed, err
+	}
+	return replayed, json.Unmarshal(raw, &replayed)
 }
 
 var errAnalyzing = errors.New("the task moved on to analysis")
 
 // Close cancels the replays in flight and waits for them to record their end.
 func (r *Runner) Close(ctx context.Context) error {
-	r.stop()
 	r.mu.Lock()
+	r.closed = true
 	for _, cancel := range r.running {
 		if cancel != nil { // nil: a start in progress, which finds the sweep stopped
 			cancel()

@@ -3,6 +3,8 @@ package tracereplayer
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -41,6 +43,22 @@ func statusOf(t *testing.T, repo *simtask.Repo, id string) *simtask.Task {
 	return task
 }
 
+// startRunner builds a runner and runs its sweep as the function's Start hook would, until the
+// test ends.
+func startRunner(t *testing.T, deps fn.Deps, s Settings, repo *simtask.Repo, replay func(context.Context, *Run) (events.TaskReplayed, error)) *Runner {
+	t.Helper()
+	r := NewRunner(deps, s, repo, replay)
+	ctx, cancel := context.WithCancel(context.Background())
+	swept := make(chan struct{})
+	go func() { defer close(swept); r.Sweep(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-swept
+		_ = r.Close(context.Background())
+	})
+	return r
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
@@ -70,8 +88,7 @@ func TestRunnerRunsQueuedTasksWithinItsSlots(t *testing.T) {
 		return events.TaskReplayed{TaskID: run.Task.ID, RecordsPath: "/tmp/x", Requests: 3, Outcome: "completed", Message: "every scheduled request was sent"}, nil
 	}
 	first, second := queue(t, repo), queue(t, repo)
-	r := NewRunner(deps, Settings{MaxConcurrent: 1, LeaseTTL: 2 * time.Second, SweepInterval: 50 * time.Millisecond, PollInterval: 50 * time.Millisecond}, repo, replay)
-	defer r.Close(context.Background())
+	startRunner(t, deps, Settings{MaxConcurrent: 1, LeaseTTL: 2 * time.Second, SweepInterval: 50 * time.Millisecond, PollInterval: 50 * time.Millisecond}, repo, replay)
 
 	waitFor(t, "the first task to run", func() bool { return statusOf(t, repo, first).Status == simtask.StatusRunning })
 	time.Sleep(200 * time.Millisecond)
@@ -127,8 +144,7 @@ func TestLostRunnerIsFailed(t *testing.T) {
 		t.Error("nothing is queued")
 		return events.TaskReplayed{}, nil
 	}
-	r := NewRunner(deps, Settings{MaxConcurrent: 1, LeaseTTL: time.Second, SweepInterval: 50 * time.Millisecond, PollInterval: 50 * time.Millisecond}, repo, never)
-	defer r.Close(ctx)
+	startRunner(t, deps, Settings{MaxConcurrent: 1, LeaseTTL: time.Second, SweepInterval: 50 * time.Millisecond, PollInterval: 50 * time.Millisecond}, repo, never)
 	waitFor(t, "the lost task to fail", func() bool { return statusOf(t, repo, lost).Status == simtask.StatusFailed })
 	task := statusOf(t, repo, lost)
 	if task.ErrorMessage == nil || !strings.Contains(*task.ErrorMessage, "runner was lost") || !strings.Contains(*task.ErrorMessage, "dead-pod") {
@@ -179,8 +195,7 @@ func TestConcurrentOffersStartATaskOnce(t *testing.T) {
 		}
 		return events.TaskReplayed{TaskID: run.Task.ID, Outcome: "completed"}, nil
 	}
-	r := NewRunner(deps, Settings{MaxConcurrent: 4, LeaseTTL: time.Second, SweepInterval: time.Hour, PollInterval: 50 * time.Millisecond}, repo, replay)
-	defer r.Close(context.Background())
+	r := startRunner(t, deps, Settings{MaxConcurrent: 4, LeaseTTL: time.Second, SweepInterval: time.Hour, PollInterval: 50 * time.Millisecond}, repo, replay)
 	defer close(release)
 	id := queue(t, repo)
 	var wg sync.WaitGroup
@@ -215,5 +230,122 @@ func TestConcurrentOffersStartATaskOnce(t *testing.T) {
 	defer mu.Unlock()
 	if runs != 1 {
 		t.Fatalf("%d replays", runs)
+	}
+}
+
+// TestQueuedTasksRunBackToBack: with one slot and a sweep tick far away, short tasks still run
+// one after another: a freed slot starts the next queued task at once.
+func TestQueuedTasksRunBackToBack(t *testing.T) {
+	deps := testDeps(t)
+	repo := &simtask.Repo{Store: deps.Store, DataDir: deps.Config.DataDir}
+	const n = 12
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = queue(t, repo)
+	}
+	quick := func(_ context.Context, run *Run) (events.TaskReplayed, error) {
+		return events.TaskReplayed{TaskID: run.Task.ID, RecordsPath: "/tmp/x", Outcome: "completed", Message: "every scheduled request was sent"}, nil
+	}
+	startRunner(t, deps, Settings{MaxConcurrent: 1, LeaseTTL: 2 * time.Second, SweepInterval: time.Hour, PollInterval: 50 * time.Millisecond}, repo, quick)
+	waitFor(t, "every task to be replayed without a sweep tick", func() bool {
+		for _, id := range ids {
+			if statusOf(t, repo, id).Internal.Phase != "analyzing" {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// TestReplayFinishedDuringAnOutageIsHandedOff: a replay that ends while the store is down, and
+// stays down longer than the lease TTL, is handed to the analyzer once the store is back, with
+// its records and outcome; it is never failed as "runner lost".
+func TestReplayFinishedDuringAnOutageIsHandedOff(t *testing.T) {
+	store := fntest.NewOutage(t)
+	deps := fntest.Deps(t, Name, fntest.Env(t, map[string]string{"REDIS_URL": store.URL}))
+	repo := &simtask.Repo{Store: deps.Store, DataDir: deps.Config.DataDir}
+	id := queue(t, repo)
+	release := make(chan struct{})
+	replay := func(ctx context.Context, run *Run) (events.TaskReplayed, error) {
+		<-release
+		return events.TaskReplayed{TaskID: run.Task.ID, RecordsPath: "/tmp/records", Requests: 339, Outcome: "completed",
+			Message: "every scheduled request was sent"}, nil
+	}
+	if err := os.MkdirAll(repo.TaskDir(id), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	startRunner(t, deps, Settings{MaxConcurrent: 1, LeaseTTL: 600 * time.Millisecond, SweepInterval: 100 * time.Millisecond, PollInterval: 50 * time.Millisecond}, repo, replay)
+	waitFor(t, "the task to run", func() bool { return statusOf(t, repo, id).Status == simtask.StatusRunning })
+	store.Cut()
+	close(release)
+	time.Sleep(1500 * time.Millisecond) // the outage outlasts the lease
+	store.Restore()
+	waitFor(t, "the hand-off", func() bool {
+		task, err := repo.Get(context.Background(), id)
+		return err == nil && (task.Internal.Phase == "analyzing" || task.Status != simtask.StatusRunning)
+	})
+	task := statusOf(t, repo, id)
+	if task.Status != simtask.StatusRunning || task.Internal.Phase != "analyzing" || task.Internal.RecordsPath != "/tmp/records" ||
+		task.Internal.ReplayMessage != "every scheduled request was sent" {
+		t.Fatalf("the finished replay was not handed off: %s %q %v", task.Status, task.Internal.Phase, task.ErrorMessage)
+	}
+}
+
+// TestLostRunnerLeavesItsReplayOnDisk: the sweep hands off what a dead runner left instead of
+// failing the task: a finished replay's note as it was, a cut-short replay's records as a
+// partial result (cancelled when a stop had been requested).
+func TestLostRunnerLeavesItsReplayOnDisk(t *testing.T) {
+	deps := testDeps(t)
+	repo := &simtask.Repo{Store: deps.Store, DataDir: deps.Config.DataDir}
+	ctx := context.Background()
+	finished, crashed, stopped := queue(t, repo), queue(t, repo), queue(t, repo)
+	for _, id := range []string{finished, crashed, stopped} {
+		lease, err := deps.Store.AcquireLease(ctx, simtask.LeaseName(id), "dead-pod", 300*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		owner := "dead-pod"
+		if _, err := repo.Transition(ctx, id, []string{simtask.StatusQueued}, simtask.StatusRunning, lease.Fence(), func(t *simtask.Task) error {
+			t.Internal.Phase, t.OwnerInstanceID, t.Internal.CancelRequested = "replaying", &owner, id == stopped
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		dir := repo.TaskDir(id)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, RecordsFile), []byte(`{"request_id":1}`+"\n"+`{"request_`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := writeHandOff(repo.TaskDir(finished), events.TaskReplayed{TaskID: finished, RecordsPath: "/done/records", Requests: 339,
+		Outcome: "completed", Message: "every scheduled request was sent"}); err != nil {
+		t.Fatal(err)
+	}
+	never := func(context.Context, *Run) (events.TaskReplayed, error) {
+		return events.TaskReplayed{}, errors.New("nothing is queued")
+	}
+	startRunner(t, deps, Settings{MaxConcurrent: 1, LeaseTTL: time.Second, SweepInterval: 50 * time.Millisecond, PollInterval: 50 * time.Millisecond}, repo, never)
+	for _, id := range []string{finished, crashed, stopped} {
+		waitFor(t, "the sweep to hand "+id+" off", func() bool {
+			task := statusOf(t, repo, id)
+			return task.Internal.Phase == "analyzing" || task.Status != simtask.StatusRunning
+		})
+	}
+	if task := statusOf(t, repo, finished); task.Status != simtask.StatusRunning || task.Internal.RecordsPath != "/done/records" ||
+		task.Internal.ReplayMessage != "every scheduled request was sent" {
+		t.Fatalf("finished: %s %q %q", task.Status, task.Internal.RecordsPath, task.Internal.ReplayMessage)
+	}
+	task := statusOf(t, repo, crashed)
+	if task.Status != simtask.StatusRunning || task.Internal.RecordsPath != filepath.Join(repo.TaskDir(crashed), RecordsFile) ||
+		!strings.Contains(task.Internal.ReplayMessage, "runner was lost") || !strings.Contains(task.Internal.ReplayMessage, "partial result") {
+		t.Fatalf("crashed: %s %q %q", task.Status, task.Internal.RecordsPath, task.Internal.ReplayMessage)
+	}
+	if task := statusOf(t, repo, stopped); task.Internal.ReplayMessage != "stopped by request" {
+		t.Fatalf("stopped: %q", task.Internal.ReplayMessage)
+	}
+	if _, err := deps.Store.LeaseHolder(ctx, simtask.LeaseName(crashed)); err == nil {
+		t.Fatal("the sweep kept the lease after handing the task to the analyzer")
 	}
 }

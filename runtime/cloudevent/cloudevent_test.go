@@ -14,12 +14,14 @@ import (
 
 	"github.com/lensfn/lensfn/events"
 	"github.com/lensfn/lensfn/runtime/cloudevent"
+	"github.com/lensfn/lensfn/runtime/problem"
 )
 
 // memDedupe is an in-memory Deduper with the same semantics as the Redis one.
 type memDedupe struct {
-	mu   sync.Mutex
-	keys map[string]string
+	mu      sync.Mutex
+	keys    map[string]string
+	renewed atomic.Int32
 }
 
 func newMemDedupe() *memDedupe { return &memDedupe{keys: map[string]string{}} }
@@ -35,6 +37,11 @@ func (m *memDedupe) Claim(_ context.Context, key string, _ time.Duration) (cloud
 		return cloudevent.ClaimPending, nil
 	}
 	return cloudevent.ClaimDone, nil
+}
+
+func (m *memDedupe) Renew(context.Context, string, time.Duration) error {
+	m.renewed.Add(1)
+	return nil
 }
 
 func (m *memDedupe) Complete(_ context.Context, key, outcome string, _ time.Duration) error {
@@ -113,20 +120,22 @@ func TestReceiverAnswersByOutcome(t *testing.T) {
 				failOnce = false
 				return errors.New("redis timeout")
 			}
+			switch e.ID {
+			case "gone":
+				return problem.New(problem.CodeNotFound, "no such task")
+			case "busy":
+				return problem.New(problem.CodeTooManyRequest, "another worker holds the task")
+			case "down":
+				return problem.Wrap(problem.CodeUnavailable, errors.New("dial tcp: connection refused"), "store down")
+			}
 			return nil
 		}},
 	})
 	post := func(id, ceType, body string) int {
-		req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
-		req.Header.Set("Ce-Specversion", "1.0")
-		req.Header.Set("Ce-Id", id)
-		req.Header.Set("Ce-Type", ceType)
-		req.Header.Set("Ce-Source", "/test")
-		req.Header.Set("Content-Type", "application/json")
-		rec := httptest.NewRecorder()
-		recv.ServeHTTP(rec, req)
-		return rec.Code
+		code, _ := postHeaders(recv, id, ceType, body)
+		return code
 	}
+
 	cases := []struct {
 		name, id, ceType string
 		want             int
@@ -138,6 +147,12 @@ func TestReceiverAnswersByOutcome(t *testing.T) {
 		{"poison again stays rejected", "poison", events.TypeDatasetDownloaded, 200},
 		{"transient failure asks for redelivery", "flaky", events.TypeDatasetDownloaded, 500},
 		{"redelivery succeeds", "flaky", events.TypeDatasetDownloaded, 202},
+		// One vocabulary: the problem code table decides what is retried.
+		{"a code that is not retryable is a 400, even 404 (Knative redelivers 404)", "gone", events.TypeDatasetDownloaded, 400},
+		{"and it is remembered", "gone", events.TypeDatasetDownloaded, 200},
+		{"a retryable code answers its status", "busy", events.TypeDatasetDownloaded, 429},
+		{"and the claim is released for the redelivery", "busy", events.TypeDatasetDownloaded, 429},
+		{"unavailable", "down", events.TypeDatasetDownloaded, 503},
 	}
 	for _, tc := range cases {
 		if got := post(tc.id, tc.ceType, `{}`); got != tc.want {
@@ -151,6 +166,54 @@ func TestReceiverAnswersByOutcome(t *testing.T) {
 	recv.ServeHTTP(rec, req)
 	if rec.Code != 400 {
 		t.Fatalf("malformed event: %d", rec.Code)
+	}
+}
+
+func postHeaders(recv http.Handler, id, ceType, body string) (int, http.Header) {
+	req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
+	req.Header.Set("Ce-Specversion", "1.0")
+	req.Header.Set("Ce-Id", id)
+	req.Header.Set("Ce-Type", ceType)
+	req.Header.Set("Ce-Source", "/test")
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	recv.ServeHTTP(rec, req)
+	return rec.Code, rec.Header()
+}
+
+// TestRetryableAnswersCarryRetryAfter: 429 and 503 tell the broker when to come back, as
+// problem+json.
+func TestRetryableAnswersCarryRetryAfter(t *testing.T) {
+	recv, _ := cloudevent.NewReceiver(cloudevent.ReceiverConfig{Dedupe: newMemDedupe(),
+		Handlers: map[string]cloudevent.Handler{events.TypeDatasetDownloaded: func(context.Context, cloudevent.Event) error {
+			return problem.New(problem.CodeUnavailable, "store down")
+		}}})
+	code, h := postHeaders(recv, "x", events.TypeDatasetDownloaded, `{}`)
+	if code != 503 || h.Get("Retry-After") == "" || h.Get("Content-Type") != "application/problem+json" {
+		t.Fatalf("%d %v", code, h)
+	}
+}
+
+// TestClaimIsRenewedWhileTheHandlerRuns: a handler that runs longer than the pending TTL keeps
+// its claim (renewed every third of the TTL), so the TTL can be short enough that a crashed
+// handler's claim frees before the broker gives up.
+func TestClaimIsRenewedWhileTheHandlerRuns(t *testing.T) {
+	d := newMemDedupe()
+	recv, _ := cloudevent.NewReceiver(cloudevent.ReceiverConfig{Dedupe: d, PendingTTL: 60 * time.Millisecond,
+		Handlers: map[string]cloudevent.Handler{events.TypeDatasetDownloaded: func(context.Context, cloudevent.Event) error {
+			time.Sleep(300 * time.Millisecond)
+			return nil
+		}}})
+	if code, _ := postHeaders(recv, "long", events.TypeDatasetDownloaded, `{}`); code != 202 {
+		t.Fatalf("status %d", code)
+	}
+	if n := d.renewed.Load(); n < 3 {
+		t.Fatalf("the claim was renewed %d times during a handler 5 TTLs long", n)
+	}
+	after := d.renewed.Load()
+	time.Sleep(100 * time.Millisecond)
+	if d.renewed.Load() != after {
+		t.Fatal("the claim is still renewed after the handler returned")
 	}
 }
 

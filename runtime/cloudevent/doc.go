@@ -5,8 +5,10 @@
 // Receiving is an http.Handler built on cehttp.NewEventFromHTTPRequest, because sdk-go's
 // NewHTTPReceiveHandler hangs under concurrency (sdk-go issues 1224 and 1332). Delivery is
 // at-least-once, so the receiver deduplicates on (source, id) through a Deduper before any side
-// effect, answers 400 to a malformed event (never retried) and 429/5xx to transient failures so the
-// broker retries.
+// effect; the claim it takes lives a few seconds and is renewed while the handler runs, so a
+// crashed handler does not block redeliveries. Outcomes follow runtime/problem's code table: a
+// malformed event or a handler error whose code is not retryable answers 400 (never retried), a
+// retryable one its own status (409, 429, 5xx, with Retry-After) so the broker retries.
 //
 // It may import events and problem; the state store reaches it only through the Deduper interface.
 package cloudevent

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+
+	"github.com/lensfn/lensfn/runtime/problem"
 )
 
 // ClaimState is what a Deduper knows of an event before it is handled.
@@ -19,23 +21,31 @@ const (
 	ClaimDone                      // handled before: acknowledge without side effects
 )
 
-// Deduper remembers which events were handled. The state store implements it with SET NX PX.
+// Deduper remembers which events were handled. The state store implements it with claims owned
+// by the process: a pending claim lives for pendingTTL unless renewed, so one whose process died
+// does not block redeliveries for long.
 type Deduper interface {
 	Claim(ctx context.Context, key string, pendingTTL time.Duration) (ClaimState, error)
+	// Renew extends this process's pending claim while its handler runs.
+	Renew(ctx context.Context, key string, pendingTTL time.Duration) error
 	Complete(ctx context.Context, key, outcome string, doneTTL time.Duration) error
 	Abandon(ctx context.Context, key string) error
 }
 
-// Handler handles one event type. Returning a Permanent error answers 400; any other error
-// answers 500 so the broker redelivers.
+// Handler handles one event type. Its error is classified by the problem code table, the one
+// retry vocabulary: a Permanent error, or a *problem.Error whose code is not retryable, answers
+// 400 (remembered, never redelivered); a retryable code answers its own status (409, 429 or 5xx)
+// and any other error 500, so the broker redelivers.
 type Handler func(ctx context.Context, e Event) error
 
 // ReceiverConfig configures a Receiver.
 type ReceiverConfig struct {
-	Handlers   map[string]Handler // by event type
-	Dedupe     Deduper            // required: delivery is at-least-once
-	PendingTTL time.Duration      // how long a claim blocks redeliveries while handling; default 10m
-	DoneTTL    time.Duration      // how long handled ids are remembered; default 24h
+	Handlers map[string]Handler // by event type
+	Dedupe   Deduper            // required: delivery is at-least-once
+	// PendingTTL is how long a claim blocks redeliveries unless renewed; it is renewed every third
+	// of it while the handler runs, so a crashed handler's claim frees within it. Default 6s.
+	PendingTTL time.Duration
+	DoneTTL    time.Duration // how long handled ids are remembered; default 24h
 	// Observe, when set, is told each received event's type and outcome: "handled",
 	// "duplicate", "busy", "rejected" or "failed".
 	Observe func(eventType, outcome string)
@@ -52,7 +62,7 @@ func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
 		return nil, errors.New("cloudevent: a receiver needs a Deduper")
 	}
 	if cfg.PendingTTL == 0 {
-		cfg.PendingTTL = 10 * time.Minute
+		cfg.PendingTTL = 6 * time.Second
 	}
 	if cfg.DoneTTL == 0 {
 		cfg.DoneTTL = 24 * time.Hour
@@ -112,47 +122,87 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	ctx := req.Context()
 	key := ev.Source + " " + ev.ID // a URI-reference holds no space
-	state, err := r.cfg.Dedupe.Claim(ctx, key, r.cfg.PendingTTL)
+	claim, err := r.cfg.Dedupe.Claim(ctx, key, r.cfg.PendingTTL)
 	if err != nil {
 		r.observe(ev.Type, "failed")
 		r.log("event dedupe claim failed", "type", ev.Type, "id", ev.ID, "error", err)
-		http.Error(w, "state store unavailable", http.StatusServiceUnavailable)
+		problem.Write(w, req, problem.Wrap(problem.CodeUnavailable, err, "state store unavailable"))
 		return
 	}
-	switch state {
+	switch claim {
 	case ClaimDone:
 		r.observe(ev.Type, "duplicate")
 		w.WriteHeader(http.StatusOK)
 		return
 	case ClaimPending:
 		r.observe(ev.Type, "busy")
-		w.Header().Set("Retry-After", "1")
-		http.Error(w, "this event is being handled by another delivery", http.StatusTooManyRequests)
+		problem.Write(w, req, problem.New(problem.CodeTooManyRequest, "this event is being handled by another delivery"))
 		return
 	}
-	herr := handler(ctx, ev)
-	var perm permanentError
+	herr := r.handle(ctx, key, handler, ev)
+	code := codeOf(herr)
+	bg := context.WithoutCancel(ctx)
 	switch {
 	case herr == nil:
-		if err := r.cfg.Dedupe.Complete(context.WithoutCancel(ctx), key, "handled", r.cfg.DoneTTL); err != nil {
+		if err := r.cfg.Dedupe.Complete(bg, key, "handled", r.cfg.DoneTTL); err != nil {
 			r.log("event dedupe completion failed", "type", ev.Type, "id", ev.ID, "error", err)
 		}
 		r.observe(ev.Type, "handled")
 		w.WriteHeader(http.StatusAccepted)
-	case errors.As(herr, &perm):
+	case !code.Retryable():
 		// Remember the rejection too: redelivering a poison event can only fail the same way.
-		if err := r.cfg.Dedupe.Complete(context.WithoutCancel(ctx), key, "rejected", r.cfg.DoneTTL); err != nil {
+		if err := r.cfg.Dedupe.Complete(bg, key, "rejected", r.cfg.DoneTTL); err != nil {
 			r.log("event dedupe completion failed", "type", ev.Type, "id", ev.ID, "error", err)
 		}
 		r.observe(ev.Type, "rejected")
 		r.log("event rejected", "type", ev.Type, "id", ev.ID, "error", herr)
-		http.Error(w, herr.Error(), http.StatusBadRequest)
+		// 400 whatever the code: brokers redeliver some 4xx (Knative: 404, 409).
+		problem.Write(w, req, problem.New(problem.CodeBadRequest, "%s", herr.Error()))
 	default:
-		if err := r.cfg.Dedupe.Abandon(context.WithoutCancel(ctx), key); err != nil {
+		if err := r.cfg.Dedupe.Abandon(bg, key); err != nil {
 			r.log("event dedupe abandon failed", "type", ev.Type, "id", ev.ID, "error", err)
 		}
 		r.observe(ev.Type, "failed")
 		r.log("event handling failed; the broker will redeliver", "type", ev.Type, "id", ev.ID, "error", herr)
-		http.Error(w, "event handling failed; retry", http.StatusInternalServerError)
+		problem.Write(w, req, problem.Wrap(code, herr, "event handling failed; retry"))
 	}
+}
+
+// handle runs the handler while renewing the delivery's claim, so the claim lives exactly as
+// long as this process works on it.
+func (r *Receiver) handle(ctx context.Context, key string, handler Handler, ev Event) error {
+	renewCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		tick := time.NewTicker(r.cfg.PendingTTL / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-renewCtx.Done():
+				return
+			case <-tick.C:
+				if err := r.cfg.Dedupe.Renew(renewCtx, key, r.cfg.PendingTTL); err != nil && renewCtx.Err() == nil {
+					r.log("event dedupe renewal failed", "type", ev.Type, "id", ev.ID, "error", err)
+				}
+			}
+		}
+	}()
+	defer func() { stop(); <-renewed }()
+	return handler(ctx, ev)
+}
+
+// codeOf classifies a handler's error in the problem code table: the code it carries (the
+// runtime marks a store outage 503 on top of anything), else 400 for a Permanent error and 500
+// for any other.
+func codeOf(herr error) problem.Code {
+	var pe *problem.Error
+	var perm permanentError
+	switch {
+	case errors.As(herr, &pe):
+		return pe.Code
+	case errors.As(herr, &perm):
+		return problem.CodeBadRequest
+	}
+	return problem.CodeInternal
 }

@@ -68,8 +68,49 @@ type Config struct {
 	// LENS_ENDPOINT_DENY).
 	Endpoints egress.Rules
 
-	getenv func(string) string
+	// The settings of single functions follow, read in the same pass: there is no way to read
+	// the environment after start.
+
+	// SecretKey seals and opens endpoint API keys (LENS_SECRET_KEY: 32 random bytes, base64);
+	// empty means keys cannot be stored. It prints as [redacted].
+	SecretKey Secret
+	// DatasetMirror makes the simulation API fetch <mirror>/<file> instead of the upstream URL
+	// (LENS_DATASET_MIRROR, for air-gapped clusters).
+	DatasetMirror string
+	// MaxConcurrentTasks bounds the replays one trace-replayer instance runs at once
+	// (LENS_MAX_CONCURRENT_TASKS, default 1).
+	MaxConcurrentTasks int
+	// LeaseTTL is how long a task's runner lease lives unless renewed (LENS_LEASE_TTL, default 15s).
+	LeaseTTL time.Duration
+	// SweepInterval is how often the trace-replayer sweeps the queue and checks for lost runners
+	// (LENS_SWEEP_INTERVAL, default 2s).
+	SweepInterval time.Duration
+	// MemberProbeInterval is how often inventory-api probes Model Service members
+	// (LENS_MEMBER_PROBE_INTERVAL, default 10s); EndpointProbeTimeout bounds one probe
+	// (LENS_ENDPOINT_PROBE_TIMEOUT, default 5s). Both 10ms-1h.
+	MemberProbeInterval, EndpointProbeTimeout time.Duration
+	// StaticExecutions are deployment executions the operator registers in the environment for
+	// evaluation-api (LENS_STATIC_EXECUTIONS, a JSON array; the function parses it).
+	StaticExecutions string
+	// LLMDBenchmarkExecutable and LLMDBenchmarkRoot are what benchmark-defaults reports as a
+	// local llm-d-benchmark runtime (LLM_D_BENCHMARK_EXECUTABLE, LLM_D_BENCHMARK_ROOT).
+	LLMDBenchmarkExecutable, LLMDBenchmarkRoot string
+	// MaxConcurrentRuns bounds the benchmark runs one benchmark-runner instance executes at once
+	// (LENS_MAX_CONCURRENT_RUNS, default 1, at most 64).
+	MaxConcurrentRuns int
+	// ScrapeInterval is how often the benchmark runner samples an endpoint's /metrics during a
+	// run (LENS_SCRAPE_INTERVAL, default 1s).
+	ScrapeInterval time.Duration
 }
+
+// Secret is a configuration value that must never reach a log: it formats as [redacted].
+type Secret string
+
+func (Secret) String() string   { return "[redacted]" }
+func (Secret) GoString() string { return "[redacted]" }
+
+// Reveal returns the secret's value, for the one place that uses it.
+func (s Secret) Reveal() string { return string(s) }
 
 // LoadConfig reads the environment through getenv (os.Getenv in a main, a map in tests).
 func LoadConfig(getenv func(string) string) (Config, error) {
@@ -77,7 +118,10 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		Service: getenv("K_SERVICE"), Revision: getenv("K_REVISION"), Configuration: getenv("K_CONFIGURATION"),
 		Sink: getenv("K_SINK"), RedisURL: getenv("REDIS_URL"), StorePrefix: getenv("LENS_STORE_PREFIX"), ModuleDir: getenv("LENS_MODULE_DIR"),
 		LogLevel: orDefault(getenv("LOG_LEVEL"), "info"), LoggingConfig: getenv("K_LOGGING_CONFIG"),
-		getenv: getenv,
+		SecretKey: Secret(getenv("LENS_SECRET_KEY")), DatasetMirror: getenv("LENS_DATASET_MIRROR"),
+		StaticExecutions:        getenv("LENS_STATIC_EXECUTIONS"),
+		LLMDBenchmarkExecutable: strings.TrimSpace(getenv("LLM_D_BENCHMARK_EXECUTABLE")),
+		LLMDBenchmarkRoot:       strings.TrimSpace(getenv("LLM_D_BENCHMARK_ROOT")),
 	}
 	var err error
 	if c.Port, err = intVar(getenv, "PORT", 8080); err != nil {
@@ -135,6 +179,44 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	if c.Endpoints, err = egress.ParseRules(getenv("LENS_ENDPOINT_ALLOW"), getenv("LENS_ENDPOINT_DENY")); err != nil {
 		return c, err
 	}
+	if c.MaxConcurrentTasks, err = intVar(getenv, "LENS_MAX_CONCURRENT_TASKS", 1); err != nil {
+		return c, err
+	}
+	if c.MaxConcurrentTasks < 1 {
+		return c, fmt.Errorf("LENS_MAX_CONCURRENT_TASKS=%d is not a positive integer", c.MaxConcurrentTasks)
+	}
+	for _, v := range []struct {
+		name string
+		dst  *time.Duration
+		def  time.Duration
+	}{{"LENS_LEASE_TTL", &c.LeaseTTL, 15 * time.Second}, {"LENS_SWEEP_INTERVAL", &c.SweepInterval, 2 * time.Second}} {
+		if *v.dst, err = durationVar(getenv, v.name, v.def); err != nil {
+			return c, err
+		}
+		if *v.dst == 0 {
+			return c, fmt.Errorf("%s must be a positive duration", v.name)
+		}
+	}
+	if c.MaxConcurrentRuns, err = intVar(getenv, "LENS_MAX_CONCURRENT_RUNS", 1); err != nil {
+		return c, err
+	}
+	if c.MaxConcurrentRuns < 1 || c.MaxConcurrentRuns > 64 {
+		return c, fmt.Errorf("LENS_MAX_CONCURRENT_RUNS=%d is not an integer in 1-64", c.MaxConcurrentRuns)
+	}
+	for _, v := range []struct {
+		name     string
+		dst      *time.Duration
+		def, min time.Duration
+	}{{"LENS_MEMBER_PROBE_INTERVAL", &c.MemberProbeInterval, 10 * time.Second, 10 * time.Millisecond},
+		{"LENS_ENDPOINT_PROBE_TIMEOUT", &c.EndpointProbeTimeout, 5 * time.Second, 10 * time.Millisecond},
+		{"LENS_SCRAPE_INTERVAL", &c.ScrapeInterval, time.Second, 10 * time.Millisecond}} {
+		if *v.dst, err = durationVar(getenv, v.name, v.def); err != nil {
+			return c, err
+		}
+		if *v.dst < v.min || *v.dst > time.Hour {
+			return c, fmt.Errorf("%s=%s is not a duration from %s to 1h", v.name, *v.dst, v.min)
+		}
+	}
 	switch strings.ToLower(c.LogLevel) {
 	case "debug", "info", "warn", "error":
 	default:
@@ -150,15 +232,6 @@ const (
 	AuthRequired AuthMode = "required"
 	AuthOff      AuthMode = "off"
 )
-
-// Env returns a function-specific variable from the environment the config was loaded from,
-// so function configs are read in the same single pass at start.
-func (c Config) Env(name string) string {
-	if c.getenv == nil {
-		return ""
-	}
-	return c.getenv(name)
-}
 
 // Name is the function's service name.
 func (c Config) Name(fallback string) string { return orDefault(c.Service, fallback) }

@@ -8,6 +8,10 @@
 // operations), structured logging through knative's logging package, the CloudEvents receiver at
 // /events with deduplication, and a graceful drain on SIGTERM that finishes in-flight work.
 //
+// A Builder only wires: background loops (queue sweeps, janitors) go in Function.Start, which
+// the runtime runs once the server listens, cancels when the drain begins and waits for before
+// Function.Close, so no loop runs before the function can be probed or after its store closed.
+//
 // It may import events, runtime/problem, runtime/cloudevent, runtime/state and its Redis store,
 // and the third-party packages knative.dev/pkg (signals, network, logging only), zap and
 // prometheus/client_golang.

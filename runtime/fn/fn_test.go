@@ -2,6 +2,7 @@ package fn_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/cloudevent"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/runtime/state"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -46,6 +48,24 @@ func TestLoadConfig(t *testing.T) {
 		{name: "bad overrides", env: map[string]string{"K_CE_OVERRIDES": "cluster=lab1"}, wantErr: "K_CE_OVERRIDES"},
 		{name: "bad level", env: map[string]string{"LOG_LEVEL": "loud"}, wantErr: "LOG_LEVEL"},
 		{name: "bad duration", env: map[string]string{"LENS_DRAIN_QUIET_PERIOD": "soon"}, wantErr: "LENS_DRAIN_QUIET_PERIOD"},
+		{name: "function settings", env: map[string]string{"LENS_SECRET_KEY": "c2VjcmV0", "LENS_DATASET_MIRROR": "http://mirror",
+			"LENS_MAX_CONCURRENT_TASKS": "3", "LENS_LEASE_TTL": "4s", "LENS_SWEEP_INTERVAL": "500ms"}, check: func(t *testing.T, c fn.Config) {
+			if c.SecretKey.Reveal() != "c2VjcmV0" || c.DatasetMirror != "http://mirror" || c.MaxConcurrentTasks != 3 ||
+				c.LeaseTTL != 4*time.Second || c.SweepInterval != 500*time.Millisecond {
+				t.Fatalf("%+v", c)
+			}
+			if printed := fmt.Sprintf("%v %+v %#v", c, c, c); strings.Contains(printed, "c2VjcmV0") {
+				t.Fatalf("the secret key is printed with the config: %s", printed)
+			}
+		}},
+		{name: "function defaults", env: map[string]string{}, check: func(t *testing.T, c fn.Config) {
+			if c.MaxConcurrentTasks != 1 || c.LeaseTTL != 15*time.Second || c.SweepInterval != 2*time.Second {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		{name: "bad concurrency", env: map[string]string{"LENS_MAX_CONCURRENT_TASKS": "0"}, wantErr: "LENS_MAX_CONCURRENT_TASKS"},
+		{name: "zero lease", env: map[string]string{"LENS_LEASE_TTL": "0s"}, wantErr: "LENS_LEASE_TTL"},
+		{name: "bad sweep", env: map[string]string{"LENS_SWEEP_INTERVAL": "often"}, wantErr: "LENS_SWEEP_INTERVAL"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -117,18 +137,33 @@ func newTestServer(t *testing.T, handled *atomic.Int32, extra map[string]string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := fn.NewServer(context.Background(), cfg, "echo", testBuilder(handled))
+	s, srv := serve(t, cfg, "echo", testBuilder(handled))
+	token, _, err := s.Deps.Tokens.Create(context.Background(), "test", auth.Scopes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testServer{Server: srv, fn: s, token: token}
+}
+
+// serve builds the function and serves it until the test ends.
+func serve(t *testing.T, cfg fn.Config, name string, build fn.Builder) (*fn.Server, *httptest.Server) {
+	t.Helper()
+	s, err := fn.NewServer(context.Background(), cfg, name, build)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
 	srv := httptest.NewServer(s.Handler)
 	t.Cleanup(srv.Close)
-	token, _, err := s.Deps.Tokens.Create(context.Background(), "test", auth.Scopes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testServer{Server: srv, fn: s, token: token}
+	return s, srv
+}
+
+// deliver posts an empty dataset.downloaded event with the id from source /test.
+func deliver(t *testing.T, baseURL, id string) *http.Response {
+	t.Helper()
+	resp, _ := do(t, "POST", baseURL+"/events", `{}`, map[string]string{"Ce-Specversion": "1.0", "Ce-Id": id,
+		"Ce-Source": "/test", "Ce-Type": events.TypeDatasetDownloaded, "Content-Type": "application/json"})
+	return resp
 }
 
 func jsonAuth(bearer string) map[string]string {
@@ -278,5 +313,87 @@ func TestRunDrainsInFlightRequestsOnShutdown(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("Run did not return after the drain")
+	}
+}
+
+// TestStartRunsAfterListenStopsAtDrainAndReturnsBeforeClose: the Start hook finds the server
+// already answering, its context ends when the drain begins, and Close runs only after it returned.
+func TestStartRunsAfterListenStopsAtDrainAndReturnsBeforeClose(t *testing.T) {
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cfg, _ := fn.LoadConfig(env(storeEnv(t, map[string]string{"HOME": t.TempDir(), "PORT": strconv.Itoa(port),
+		"LENS_DRAIN_QUIET_PERIOD": "50ms"})))
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	var (
+		startedListening = make(chan bool, 1)
+		startReturned    atomic.Bool
+		closeSawReturned = make(chan bool, 1)
+	)
+	build := func(_ context.Context, d fn.Deps) (*fn.Function, error) {
+		return &fn.Function{
+			Start: func(ctx context.Context) {
+				resp, err := http.Get(base + "/healthz")
+				if err == nil {
+					resp.Body.Close()
+				}
+				startedListening <- err == nil
+				<-ctx.Done()
+				// a loop finishing its last round after the drain began: Close must wait for it
+				time.Sleep(100 * time.Millisecond)
+				if err := d.Store.Ping(context.Background()); err != nil {
+					t.Errorf("the store was closed under a running Start hook: %v", err)
+				}
+				startReturned.Store(true)
+			},
+			Close: func(context.Context) error {
+				closeSawReturned <- startReturned.Load()
+				return nil
+			},
+		}, nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	runErr := make(chan error, 1)
+	go func() { runErr <- fn.Run(ctx, cfg, "looper", build) }()
+	select {
+	case ok := <-startedListening:
+		if !ok {
+			t.Fatal("Start ran before the server answered")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Start was never called")
+	}
+	cancel()
+	if err := <-runErr; err != nil {
+		t.Fatal(err)
+	}
+	if !<-closeSawReturned {
+		t.Fatal("Close ran while the Start hook was still running")
+	}
+}
+
+// TestRestartedInstanceTakesOverTheClaimItsCrashLeft: a delivery claim left pending by a crashed
+// process of this instance (same POD_NAME, earlier incarnation) does not answer the redelivery
+// with a false 429; a claim another live instance holds still does.
+func TestRestartedInstanceTakesOverTheClaimItsCrashLeft(t *testing.T) {
+	cfg, err := fn.LoadConfig(env(storeEnv(t, map[string]string{"HOME": t.TempDir(), "POD_NAME": "analyzer-0"})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var handled atomic.Int32
+	s, srv := serve(t, cfg, "echo", testBuilder(&handled))
+	ctx := context.Background()
+	crashed := state.ClaimOwner{Instance: "analyzer-0", Incarnation: "before-the-crash"}
+	live := state.ClaimOwner{Instance: "analyzer-1", Incarnation: "running"}
+	for id, owner := range map[string]state.ClaimOwner{"crashed": crashed, "live": live} {
+		if c, err := s.Deps.Store.Claim(ctx, "ce:/test "+id, owner, time.Hour); err != nil || c.State != state.ClaimNew {
+			t.Fatalf("%+v %v", c, err)
+		}
+	}
+	if got := deliver(t, srv.URL, "crashed").StatusCode; got != http.StatusAccepted || handled.Load() != 1 {
+		t.Fatalf("redelivery after a crash of this instance: %d (handled %d), want 202", got, handled.Load())
+	}
+	if got := deliver(t, srv.URL, "live").StatusCode; got != http.StatusTooManyRequests {
+		t.Fatalf("delivery racing another instance: %d, want 429", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 
 	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/runtime/state"
 )
 
 // MaxJSONDepth bounds the nesting of a request body: deeper documents are 422 before they are
@@ -68,6 +69,15 @@ func JSONDepth(data []byte) int {
 	return deepest
 }
 
+// storeProblem turns an error that says the state store cannot be reached into a 503, whatever
+// code a handler wrapped it in: an outage is never the client's fault, nor permanent.
+func storeProblem(err error) error {
+	if err != nil && errors.Is(err, state.ErrUnavailable) && problem.CodeOf(err) != problem.CodeUnavailable {
+		return problem.Wrap(problem.CodeUnavailable, err, "the state store is unavailable; try again shortly")
+	}
+	return err
+}
+
 // WriteJSON answers with status and v as JSON.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
@@ -78,10 +88,10 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // Handle adapts a handler that returns an error: a nil error means it wrote its response, any
-// error becomes problem+json.
+// error becomes problem+json; a state store that cannot be reached is a 503 with Retry-After.
 func Handle(h func(w http.ResponseWriter, r *http.Request) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := h(w, r); err != nil {
+		if err := storeProblem(h(w, r)); err != nil {
 			if slot, ok := r.Context().Value(errorSlotKey{}).(*errorSlot); ok {
 				slot.err = err
 			}

@@ -2,6 +2,7 @@ package fn
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/runtime/state"
 )
 
 // Metrics are the runtime's own series, registered on the function's private registry.
@@ -122,7 +124,7 @@ func (m *Metrics) instrument(log *Logger, next http.Handler) http.Handler {
 		slot := &errorSlot{}
 		r = r.WithContext(context.WithValue(r.Context(), errorSlotKey{}, slot))
 		next.ServeHTTP(rec, r)
-		if rec.status >= 500 && slot.err != nil {
+		if rec.status >= 500 && slot.err != nil && !errors.Is(slot.err, state.ErrUnavailable) { // outages: logged once, by storeHealth
 			log.Errorw("request failed", "route", r.Pattern, "method", r.Method, "status", rec.status,
 				"requestId", problem.RequestID(r.Context()), "error", slot.err)
 		}

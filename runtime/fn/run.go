@@ -50,7 +50,11 @@ type Function struct {
 	Events map[string]cloudevent.Handler
 	// Ready, when set, adds a readiness condition (for example: modules compiled).
 	Ready func(ctx context.Context) error
-	// Close releases the function's resources after the server stopped.
+	// Start, when set, runs the function's background loops (sweeps, janitors). Build only
+	// wires; the runtime calls Start once the server listens, cancels ctx when the drain begins
+	// and waits for Start to return before Close, so no loop outlives the store it uses.
+	Start func(ctx context.Context)
+	// Close releases the function's resources after the server stopped and Start returned.
 	Close func(ctx context.Context) error
 }
 
@@ -78,6 +82,10 @@ type Server struct {
 	Deps    Deps
 	drainer *handlers.Drainer
 	closers []func(ctx context.Context) error
+	start   func(ctx context.Context)
+	// stopStart cancels Start's context; started is closed when Start returned.
+	stopStart context.CancelFunc
+	started   chan struct{}
 }
 
 // NewServer opens the store and the event sender, builds the function and assembles its handler.
@@ -116,6 +124,7 @@ func NewServer(ctx context.Context, cfg Config, name string, build Builder) (_ *
 	if f.Close != nil {
 		s.closers = append(s.closers, f.Close)
 	}
+	s.start = f.Start
 	handler, err := assemble(s.Deps, f)
 	if err != nil {
 		return nil, err
@@ -126,9 +135,38 @@ func NewServer(ctx context.Context, cfg Config, name string, build Builder) (_ *
 	return s, nil
 }
 
-// Close releases the function, the store and the embedded server, newest first.
+// Start runs the function's Start hook in the background, once; Run calls it after the server
+// listens, tests that serve Handler themselves call it. Cancelling ctx, or Close, stops it.
+func (s *Server) Start(ctx context.Context) {
+	if s.start == nil || s.started != nil {
+		return
+	}
+	ctx, s.stopStart = context.WithCancel(ctx)
+	s.started = make(chan struct{})
+	go func() {
+		defer close(s.started)
+		s.start(ctx)
+	}()
+}
+
+// stopLoops cancels Start's context and waits for it to return (bounded by ctx).
+func (s *Server) stopLoops(ctx context.Context) error {
+	if s.started == nil {
+		return nil
+	}
+	s.stopStart()
+	select {
+	case <-s.started:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("the function's Start hook did not return after its context ended: %w", ctx.Err())
+	}
+}
+
+// Close stops the Start hook and waits for it, then releases the function, the store and the
+// embedded server, newest first.
 func (s *Server) Close(ctx context.Context) error {
-	var err error
+	err := s.stopLoops(ctx)
 	for i := len(s.closers) - 1; i >= 0; i-- {
 		err = errors.Join(err, s.closers[i](ctx))
 	}
@@ -159,6 +197,7 @@ func Run(ctx context.Context, cfg Config, name string, build Builder) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(listener) }()
 	log.Infow("serving", "address", listener.Addr().String(), "sink", cfg.Sink != "", "revision", cfg.Revision)
+	s.Start(ctx) // ctx ends when the drain begins
 
 	select {
 	case err := <-serveErr:
@@ -185,7 +224,12 @@ func openStore(ctx context.Context, cfg Config, m *Metrics, log *zap.SugaredLogg
 			"address", embedded.URL())
 		url, stop = embedded.URL(), func() { embedded.Close() }
 	}
-	store, err := redisstore.Open(ctx, url, redisstore.Options{Prefix: cfg.StorePrefix, Observe: m.observeStore})
+	health := &storeHealth{log: log}
+	observe := func(op string, d time.Duration, err error) {
+		m.observeStore(op, d, err)
+		health.observe(op, err)
+	}
+	store, err := redisstore.Open(ctx, url, redisstore.Options{Prefix: cfg.StorePrefix, Observe: observe})
 	if err != nil {
 		stop()
 		return nil, nil, fmt.Errorf("open state store: %w", err)
@@ -205,9 +249,17 @@ func assemble(d Deps, f *Function) (http.Handler, error) {
 		{Method: http.MethodGet, Path: "/metrics", Scope: auth.Public, Handler: m.handler()},
 	}
 	if len(f.Events) > 0 {
+		handlers := make(map[string]cloudevent.Handler, len(f.Events))
+		for t, h := range f.Events {
+			handlers[t] = func(ctx context.Context, e cloudevent.Event) error { return storeProblem(h(ctx, e)) }
+		}
 		recv, err := cloudevent.NewReceiver(cloudevent.ReceiverConfig{
-			Handlers: f.Events, Dedupe: claimDeduper{store}, Observe: m.observeReceived,
-			Log: func(msg string, kv ...any) { log.Warnw(msg, kv...) },
+			Handlers: handlers, Dedupe: newClaimDeduper(store, d.Config.InstanceID), Observe: m.observeReceived,
+			Log: func(msg string, kv ...any) {
+				if !mentionsStoreOutage(kv) { // an outage is logged once, by the store's observer
+					log.Warnw(msg, kv...)
+				}
+			},
 		})
 		if err != nil {
 			return nil, err
@@ -240,13 +292,22 @@ func readiness(w http.ResponseWriter, r *http.Request, store state.Store, f *Fun
 	_, _ = w.Write([]byte("ready\n"))
 }
 
-// claimDeduper lets the CloudEvents receiver deduplicate through the state store's claims.
-type claimDeduper struct{ store state.Store }
+// claimDeduper lets the CloudEvents receiver deduplicate through the state store's claims,
+// owned by this process: a restart of the same instance takes over the claims its crashed
+// predecessor left pending, and other instances wait at most one short pending TTL.
+type claimDeduper struct {
+	store state.Store
+	owner state.ClaimOwner
+}
 
 const claimPrefix = "ce:"
 
+func newClaimDeduper(store state.Store, instance string) claimDeduper {
+	return claimDeduper{store: store, owner: state.ClaimOwner{Instance: instance, Incarnation: problem.NewRequestID()}}
+}
+
 func (d claimDeduper) Claim(ctx context.Context, key string, ttl time.Duration) (cloudevent.ClaimState, error) {
-	c, err := d.store.Claim(ctx, claimPrefix+key, ttl)
+	c, err := d.store.Claim(ctx, claimPrefix+key, d.owner, ttl)
 	if err != nil {
 		return 0, err
 	}
@@ -259,10 +320,14 @@ func (d claimDeduper) Claim(ctx context.Context, key string, ttl time.Duration) 
 	return cloudevent.ClaimDone, nil
 }
 
+func (d claimDeduper) Renew(ctx context.Context, key string, ttl time.Duration) error {
+	return d.store.RenewClaim(ctx, claimPrefix+key, d.owner, ttl)
+}
+
 func (d claimDeduper) Complete(ctx context.Context, key, outcome string, ttl time.Duration) error {
 	return d.store.CompleteClaim(ctx, claimPrefix+key, outcome, ttl)
 }
 
 func (d claimDeduper) Abandon(ctx context.Context, key string) error {
-	return d.store.AbandonClaim(ctx, claimPrefix+key)
+	return d.store.AbandonClaim(ctx, claimPrefix+key, d.owner)
 }

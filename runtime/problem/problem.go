@@ -30,9 +30,12 @@ const (
 )
 
 type codeInfo struct {
-	status    int
-	title     string
-	retryable bool // whether a CloudEvents broker should redeliver (Knative retries 5xx, 409, 429)
+	status int
+	title  string
+	// retryable says whether the same work may succeed when tried again. It is the one retry
+	// vocabulary: the CloudEvents receiver answers a handler's retryable code with its status
+	// (the broker redelivers) and any other with 400 (never redelivered).
+	retryable bool
 }
 
 var codes = map[Code]codeInfo{

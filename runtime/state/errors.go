@@ -19,6 +19,9 @@ var (
 	ErrLeaseLost = errors.New("state: lease lost")
 	// ErrStaleFence: a write carried a fencing token older than the newest issued one. HTTP 409.
 	ErrStaleFence = errors.New("state: stale fencing token")
+	// ErrUnavailable: the store cannot be reached (connection refused or reset, timeout, the
+	// server still loading its data). HTTP 503 with Retry-After; events are redelivered.
+	ErrUnavailable = errors.New("state: store unavailable")
 	// ErrInvalid: the caller passed bad input (empty kind, malformed id, negative limit...). HTTP 400.
 	ErrInvalid = errors.New("state: invalid input")
 )

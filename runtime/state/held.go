@@ -30,9 +30,10 @@ func (h *HeldLease) Lease() Lease {
 // Fence is the fencing value the worker's writes carry.
 func (h *HeldLease) Fence() Fence { return h.Lease().Fence() }
 
-// Keep renews the lease every third of ttl until ctx ends. When the lease is lost (another
-// owner took it after it expired) it calls lost and returns; a renewal that fails otherwise
-// (the store briefly unreachable) is tried again at the next tick.
+// Keep renews the lease every third of ttl until ctx ends. A lease that expired only because
+// the store was unreachable for longer than ttl is taken again (with a new token) when nobody
+// else took it meanwhile; when another owner holds it, Keep calls lost and returns. A renewal
+// that fails otherwise is tried again at the next tick.
 func (h *HeldLease) Keep(ctx context.Context, leases Leases, ttl time.Duration, lost func()) {
 	tick := time.NewTicker(ttl / 3)
 	defer tick.Stop()
@@ -41,10 +42,14 @@ func (h *HeldLease) Keep(ctx context.Context, leases Leases, ttl time.Duration, 
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			l, err := leases.RenewLease(ctx, h.Lease(), ttl)
+			current := h.Lease()
+			l, err := leases.RenewLease(ctx, current, ttl)
 			if errors.Is(err, ErrLeaseLost) {
-				lost()
-				return
+				l, err = leases.AcquireLease(ctx, current.Name, current.Owner, ttl)
+				if errors.Is(err, ErrLeaseHeld) {
+					lost()
+					return
+				}
 			}
 			if err == nil {
 				h.mu.Lock()

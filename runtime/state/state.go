@@ -166,18 +166,34 @@ func (s ClaimState) String() string {
 type Claim struct {
 	State  ClaimState
 	Result string // set when State is ClaimDone
+	// Holder is the instance working on a pending claim (set when State is ClaimPending).
+	Holder string
 }
 
-// Claims deduplicates at-least-once deliveries (e.g. CloudEvents by source and id).
+// ClaimOwner names the process that works on a claim: Instance is stable across restarts of one
+// pod (POD_NAME), Incarnation is new each time the process starts. A pending claim left by an
+// earlier incarnation of the caller's own instance was abandoned by a crash (one instance runs
+// one process at a time), so Claim takes it over instead of reporting it pending.
+type ClaimOwner struct {
+	Instance, Incarnation string
+}
+
+// Claims deduplicates at-least-once deliveries (e.g. CloudEvents by source and id). A pending
+// claim belongs to its owner: it lives for pendingTTL unless the owner renews it while it works,
+// so a claim whose process died frees itself within one short TTL.
 type Claims interface {
-	// Claim marks key pending for pendingTTL if it is unknown (ClaimNew), or reports the
-	// pending or done state another attempt left. A pending claim whose attempt crashed
-	// expires after pendingTTL.
-	Claim(ctx context.Context, key string, pendingTTL time.Duration) (Claim, error)
+	// Claim marks key pending for owner for pendingTTL if it is unknown or was left pending by
+	// an earlier incarnation of owner's instance (ClaimNew), or reports the pending or done state
+	// another attempt left.
+	Claim(ctx context.Context, key string, owner ClaimOwner, pendingTTL time.Duration) (Claim, error)
+	// RenewClaim extends owner's pending claim by pendingTTL; ErrNotFound when owner no longer
+	// holds it pending (it expired and another attempt took it, or it was completed).
+	RenewClaim(ctx context.Context, key string, owner ClaimOwner, pendingTTL time.Duration) error
 	// CompleteClaim records the result and keeps it for doneTTL.
 	CompleteClaim(ctx context.Context, key, result string, doneTTL time.Duration) error
-	// AbandonClaim drops a pending claim so a retry can do the work; a done claim is kept.
-	AbandonClaim(ctx context.Context, key string) error
+	// AbandonClaim drops owner's pending claim so a retry can do the work; a done claim, or one
+	// another owner holds, is kept.
+	AbandonClaim(ctx context.Context, key string, owner ClaimOwner) error
 }
 
 // ProgressEntry is one entry of a record's progress stream.

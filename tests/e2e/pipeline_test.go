@@ -278,7 +278,7 @@ func TestInjectedFailuresShowAsResponseCodeIssues(t *testing.T) {
 }
 
 // TestStopAndLostRunner: stop is honoured within a second; a runner killed mid-task loses its
-// lease and the task is failed with a message saying so.
+// lease and the task is failed with a message saying so, its records analysed as a partial result.
 func TestStopAndLostRunner(t *testing.T) {
 	endpoint := startSimulator(t, "--time-to-first-token", "5ms", "--inter-token-latency", "1ms")
 	api, pid := pipelineStack(t)
@@ -299,13 +299,23 @@ func TestStopAndLostRunner(t *testing.T) {
 
 	id = createTask(t, api, endpoint, `,"trace_end_seconds":600`)
 	waitForStatus(t, api, id, time.Minute, "running")
+	eventually(t, time.Minute, "the replay to complete requests", func() bool {
+		_, raw := get(t, api+"/tasks/"+id)
+		return strings.Contains(raw, `"completed_requests":`) && !strings.Contains(raw, `"completed_requests":0,`)
+	})
+	time.Sleep(1500 * time.Millisecond) // records reach the disk within a second
 	replayer, _ := strconv.Atoi(pid("trace-replayer"))
 	if err := syscall.Kill(replayer, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	v = waitForStatus(t, api, id, time.Minute, "failed", "completed", "cancelled")
-	if v.Status != "failed" || !strings.Contains(deref(v.ErrorMessage), "runner was lost") {
+	if v.Status != "failed" || !strings.Contains(deref(v.ErrorMessage), "runner was lost") ||
+		!strings.Contains(deref(v.ErrorMessage), "partial result") {
 		t.Fatalf("task of a killed runner ended %s: %q", v.Status, deref(v.ErrorMessage))
+	}
+	// The records the dead runner wrote are analysed, not dropped.
+	if s, _ := resultOf(t, v); s.TotalRequests == 0 {
+		t.Fatalf("the killed runner's records were not analysed: %+v", s)
 	}
 }
 

@@ -52,8 +52,10 @@ func buildFunctions(t *testing.T, names []string) string {
 }
 
 type stackOptions struct {
-	only []string
-	env  map[string]string
+	only    []string
+	env     map[string]string
+	dataDir string               // default: a new temporary directory
+	log     func(string, ...any) // default: t.Logf
 }
 
 func startStack(t *testing.T, o stackOptions) *local.Stack {
@@ -66,11 +68,17 @@ func startStack(t *testing.T, o stackOptions) *local.Stack {
 		ManifestDir: filepath.Join(repoRoot, "deploy", "knative"),
 		BinDir:      buildFunctions(t, o.only),
 		ModuleDir:   wasmtest.BuiltinDir(t),
-		DataDir:     t.TempDir(),
+		DataDir:     o.dataDir,
 		Addr:        "127.0.0.1:0",
 		Env:         env,
 		Only:        o.only,
-		Log:         t.Logf,
+		Log:         o.log,
+	}
+	if opts.DataDir == "" {
+		opts.DataDir = t.TempDir()
+	}
+	if opts.Log == nil {
+		opts.Log = t.Logf
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

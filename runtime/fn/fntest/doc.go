@@ -1,5 +1,6 @@
 // Package fntest helps tests build functions the way the runtime does: a function environment
 // pointing at the real Redis CI provides (REDIS_URL) or the embedded one, under a key prefix of
-// the test's own, and the Deps a Builder would receive, and tokens for testing routes with authentication on. It may
-// import runtime/fn and runtime/auth.
+// the test's own, the Deps a Builder would receive, tokens for testing routes with
+// authentication on, and a store whose outage a test controls (Outage). It may import
+// runtime/fn, runtime/auth and runtime/state/redisstore.
 package fntest

@@ -3,21 +3,43 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lensfn/lensfn/runtime/state"
 )
 
-// Claim marks key pending for pendingTTL when unknown, or reports what another attempt left.
-func (s *Store) Claim(ctx context.Context, key string, pendingTTL time.Duration) (c state.Claim, err error) {
+// pendingValue is what a pending claim holds: who works on it.
+func pendingValue(o state.ClaimOwner) string { return "p:" + o.Incarnation + " " + o.Instance }
+
+func validateOwner(o state.ClaimOwner) error {
+	if err := state.ValidateKey("claim owner instance", o.Instance); err != nil {
+		return err
+	}
+	if err := state.ValidateKey("claim owner incarnation", o.Incarnation); err != nil {
+		return err
+	}
+	if strings.Contains(o.Incarnation, " ") {
+		return fmt.Errorf("%w: a claim owner's incarnation holds no space", state.ErrInvalid)
+	}
+	return nil
+}
+
+// Claim marks key pending for owner for pendingTTL when unknown (or left by an earlier
+// incarnation of owner's instance), or reports what another attempt left.
+func (s *Store) Claim(ctx context.Context, key string, owner state.ClaimOwner, pendingTTL time.Duration) (c state.Claim, err error) {
 	defer s.observe("claim", time.Now(), &err)
 	if err := state.ValidateKey("claim key", key); err != nil {
+		return state.Claim{}, err
+	}
+	if err := validateOwner(owner); err != nil {
 		return state.Claim{}, err
 	}
 	if err := validateTTL("pending ttl", pendingTTL); err != nil {
 		return state.Claim{}, err
 	}
-	reply, err := claimScript.Run(ctx, s.rdb, []string{s.keys.claim(key)}, pendingTTL.Milliseconds()).StringSlice()
+	reply, err := claimScript.Run(ctx, s.rdb, []string{s.keys.claim(key)}, pendingTTL.Milliseconds(),
+		owner.Incarnation, owner.Instance).StringSlice()
 	if err != nil {
 		return state.Claim{}, fmt.Errorf("redisstore: claim %s: %w", key, err)
 	}
@@ -28,11 +50,33 @@ func (s *Store) Claim(ctx context.Context, key string, pendingTTL time.Duration)
 	case "new":
 		return state.Claim{State: state.ClaimNew}, nil
 	case "pending":
-		return state.Claim{State: state.ClaimPending}, nil
+		return state.Claim{State: state.ClaimPending, Holder: reply[1]}, nil
 	case "done":
 		return state.Claim{State: state.ClaimDone, Result: reply[1]}, nil
 	}
 	return state.Claim{}, fmt.Errorf("redisstore: claim %s: unexpected state %q", key, reply[0])
+}
+
+// RenewClaim extends owner's pending claim; ErrNotFound when owner no longer holds it.
+func (s *Store) RenewClaim(ctx context.Context, key string, owner state.ClaimOwner, pendingTTL time.Duration) (err error) {
+	defer s.observe("claim.renew", time.Now(), &err)
+	if err := state.ValidateKey("claim key", key); err != nil {
+		return err
+	}
+	if err := validateOwner(owner); err != nil {
+		return err
+	}
+	if err := validateTTL("pending ttl", pendingTTL); err != nil {
+		return err
+	}
+	n, err := renewClaimScript.Run(ctx, s.rdb, []string{s.keys.claim(key)}, pendingTTL.Milliseconds(), pendingValue(owner)).Int()
+	if err != nil {
+		return fmt.Errorf("redisstore: renew claim %s: %w", key, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: claim %s is not pending for %s", state.ErrNotFound, key, owner.Instance)
+	}
+	return nil
 }
 
 // CompleteClaim stores the result of the claimed work for doneTTL.
@@ -50,13 +94,17 @@ func (s *Store) CompleteClaim(ctx context.Context, key, result string, doneTTL t
 	return nil
 }
 
-// AbandonClaim drops a pending claim so the next delivery does the work; a done claim stays.
-func (s *Store) AbandonClaim(ctx context.Context, key string) (err error) {
+// AbandonClaim drops owner's pending claim so the next delivery does the work; a done claim,
+// or one another owner holds, stays.
+func (s *Store) AbandonClaim(ctx context.Context, key string, owner state.ClaimOwner) (err error) {
 	defer s.observe("claim.abandon", time.Now(), &err)
 	if err := state.ValidateKey("claim key", key); err != nil {
 		return err
 	}
-	if err := abandonClaimScript.Run(ctx, s.rdb, []string{s.keys.claim(key)}).Err(); err != nil {
+	if err := validateOwner(owner); err != nil {
+		return err
+	}
+	if err := abandonClaimScript.Run(ctx, s.rdb, []string{s.keys.claim(key)}, pendingValue(owner)).Err(); err != nil {
 		return fmt.Errorf("redisstore: abandon claim %s: %w", key, err)
 	}
 	return nil

@@ -233,21 +233,39 @@ end
 return 0
 `)
 
-// claimScript marks an unknown key pending, or reports what is there.
-// KEYS: 1 claim. ARGV: 1 pending ttl ms. Returns {state, result}.
+// A pending claim holds 'p:<incarnation> <instance>'; a done one 'd:<result>'.
+
+// claimScript marks an unknown key pending for the owner (taking over one an earlier incarnation
+// of the same instance left), or reports what is there.
+// KEYS: 1 claim. ARGV: 1 pending ttl ms, 2 incarnation, 3 instance. Returns {state, result or holder}.
 var claimScript = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
+if v and string.sub(v, 1, 2) == 'p:' then
+  local rest = string.sub(v, 3)
+  local sp = string.find(rest, ' ', 1, true)
+  local incarnation, instance = string.sub(rest, 1, sp - 1), string.sub(rest, sp + 1)
+  if instance ~= ARGV[3] or incarnation == ARGV[2] then return {'pending', instance} end
+  v = nil
+end
+if v == 'p' then return {'pending', ''} end -- left by a version without owners
 if not v then
-  redis.call('SET', KEYS[1], 'p', 'PX', ARGV[1])
+  redis.call('SET', KEYS[1], 'p:' .. ARGV[2] .. ' ' .. ARGV[3], 'PX', ARGV[1])
   return {'new', ''}
 end
-if v == 'p' then return {'pending', ''} end
 return {'done', string.sub(v, 3)}
 `)
 
-// abandonClaimScript drops a pending claim and leaves a done one. KEYS: 1 claim.
+// renewClaimScript extends the owner's pending claim. KEYS: 1 claim. ARGV: 1 pending ttl ms,
+// 2 the pending value. Returns 1, or 0 when the owner no longer holds it.
+var renewClaimScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[2] then return redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return 0
+`)
+
+// abandonClaimScript drops the owner's pending claim and leaves any other. KEYS: 1 claim.
+// ARGV: 1 the pending value.
 var abandonClaimScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == 'p' then return redis.call('DEL', KEYS[1]) end
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 `)
 
@@ -268,5 +286,5 @@ return n
 var allScripts = []*redis.Script{
 	createScript, updateScript, deleteScript, listScript,
 	acquireLeaseScript, renewLeaseScript, releaseLeaseScript,
-	claimScript, abandonClaimScript, appendLogsScript,
+	claimScript, renewClaimScript, abandonClaimScript, appendLogsScript,
 }

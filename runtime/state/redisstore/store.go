@@ -4,8 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log"
+	"net"
 	"net/url"
+	"os"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -64,6 +70,19 @@ type Store struct {
 
 var _ state.Store = (*Store)(nil)
 
+// redisLogger is go-redis's logger minus its dial failures, which repeat for every operation
+// while the server is down: the store reports them as state.ErrUnavailable instead, and the
+// runtime logs an outage once.
+type redisLogger struct{ out *log.Logger }
+
+func (l redisLogger) Printf(_ context.Context, format string, v ...any) {
+	if msg := fmt.Sprintf(format, v...); !strings.Contains(msg, "failed to dial") {
+		l.out.Print(msg)
+	}
+}
+
+var quietDialsOnce sync.Once
+
 // Open connects to redisURL (redis://[user:password@]host:port/db or rediss://...), checks
 // the server answers and loads the scripts.
 func Open(ctx context.Context, redisURL string, opts Options) (*Store, error) {
@@ -71,6 +90,7 @@ func Open(ctx context.Context, redisURL string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	quietDialsOnce.Do(func() { redis.SetLogger(redisLogger{log.New(os.Stderr, "redis: ", log.LstdFlags)}) })
 	ro, err := redis.ParseURL(redisURL)
 	if err != nil {
 		// url.Error repeats the whole URL, password included: report only the cause.
@@ -115,10 +135,34 @@ func (s *Store) Incr(ctx context.Context, name string) (n int64, err error) {
 	return s.rdb.Incr(ctx, s.keys.counter(name)).Result()
 }
 
+// observe runs after every operation: it marks errors that mean the server cannot be reached
+// with state.ErrUnavailable, then reports the operation.
 func (s *Store) observe(op string, start time.Time, err *error) {
+	if *err != nil && unreachable(*err) && !errors.Is(*err, state.ErrUnavailable) {
+		*err = fmt.Errorf("%w: %w", state.ErrUnavailable, *err)
+	}
 	if s.opts.Observe != nil {
 		s.opts.Observe(op, time.Since(start), *err)
 	}
+}
+
+// unreachable says whether err means Redis did not answer rather than refused the command: a
+// network error, a dropped connection, an exhausted pool, or a server still loading its data.
+func unreachable(err error) bool {
+	var netErr net.Error
+	var redisErr redis.Error
+	switch {
+	case errors.As(err, &redisErr):
+		msg := redisErr.Error()
+		return strings.HasPrefix(msg, "LOADING ") || strings.HasPrefix(msg, "MASTERDOWN ")
+	case errors.Is(err, redis.ErrClosed), errors.Is(err, context.Canceled):
+		return false // our own shutdown or the caller gave up
+	case errors.As(err, &netErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, context.DeadlineExceeded):
+		return true
+	}
+	return false
 }
 
 // scriptError maps the LENS_* replies of the scripts to state errors.

@@ -349,3 +349,34 @@ func TestDeleteLeavesNoKeysBehind(t *testing.T) {
 		t.Errorf("keys left after deleting everything: %v, want only %v", got, want)
 	}
 }
+
+// TestUnreachableServerIsErrUnavailable: once the server is gone every operation fails with
+// state.ErrUnavailable (HTTP 503 upstream), while a refused command does not.
+func TestUnreachableServerIsErrUnavailable(t *testing.T) {
+	server, err := redisstore.StartEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s, err := redisstore.Open(ctx, server.URL(), redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Get(ctx, "task", "nope"); !errors.Is(err, state.ErrNotFound) || errors.Is(err, state.ErrUnavailable) {
+		t.Fatalf("a missing record: %v", err)
+	}
+	server.Close()
+	owner := state.ClaimOwner{Instance: "i", Incarnation: "x"}
+	for name, op := range map[string]func() error{
+		"get":   func() error { _, err := s.Get(ctx, "task", "a"); return err },
+		"list":  func() error { _, err := s.List(ctx, state.Query{Kind: "task"}); return err },
+		"claim": func() error { _, err := s.Claim(ctx, "k", owner, time.Second); return err },
+		"lease": func() error { _, err := s.AcquireLease(ctx, "l", "o", time.Second); return err },
+		"ping":  func() error { return s.Ping(ctx) },
+	} {
+		if err := op(); !errors.Is(err, state.ErrUnavailable) {
+			t.Errorf("%s with the server gone: %v, want ErrUnavailable", name, err)
+		}
+	}
+}

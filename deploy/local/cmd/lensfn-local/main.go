@@ -38,7 +38,8 @@ func main() {
 	logger := log.New(os.Stderr, "lensfn-local: ", log.LstdFlags)
 	opts.Log = logger.Printf
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP (the terminal closed) drains and stops like Ctrl-C: nothing is left running.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	stack, err := local.Start(ctx, opts)
 	if err != nil {
@@ -53,7 +54,7 @@ func main() {
 		u, _ := stack.FunctionURL(name)
 		fmt.Printf("  %-16s %s  (log: %s)\n", name, u, filepath.Join(opts.DataDir, "logs", name+".log"))
 	}
-	fmt.Println("Ctrl-C stops and drains everything.")
+	fmt.Println("Ctrl-C (or closing the terminal) stops and drains everything.")
 	<-ctx.Done()
 	logger.Print("stopping: draining functions")
 	stack.Stop()
