@@ -73,7 +73,7 @@ func ParseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	var profile, replicas, prefill, decode string
 	var maxBodyMB int
 	portDef := env("PORT", "8080")
-	fs.StringVar(&c.ListenHost, "host", env("ROUTER_HOST", ""), "listen address (env ROUTER_HOST; empty: all interfaces)")
+	fs.StringVar(&c.ListenHost, "host", env("ROUTER_HOST", getenv("LENS_LISTEN_HOST")), "listen address (env ROUTER_HOST, then LENS_LISTEN_HOST; empty: all interfaces)")
 	port := fs.String("port", portDef, "listen port (env PORT)")
 	fs.StringVar(&profile, "profile", env("ROUTER_PROFILE", string(ProfileRandom)), "routing profile: random|load|prefix-affinity|optimized|precise-prefix|pd (env ROUTER_PROFILE)")
 	fs.StringVar(&replicas, "replicas", env("ROUTER_REPLICAS", ""), "comma-separated replica base URLs (env ROUTER_REPLICAS)")

@@ -21,9 +21,9 @@ func testConfig(t *testing.T, args ...string) Config {
 
 func TestParseConfigRejectsBadInput(t *testing.T) {
 	for _, args := range [][]string{
-		{},                                            // no replicas
-		{"--replicas", "ftp://x"},                     // not http
-		{"--replicas", "http://u:p@h:1"},              // credentials
+		{},                               // no replicas
+		{"--replicas", "ftp://x"},        // not http
+		{"--replicas", "http://u:p@h:1"}, // credentials
 		{"--replicas", "http://h:1", "--profile", "x"}, // unknown profile
 		{"--profile", "pd", "--replicas", "http://h:1"},
 		{"--profile", "precise-prefix", "--replicas", "http://h:1"}, // no zmq endpoint

@@ -21,6 +21,7 @@ var consumers = map[string][]string{
 	tracereplayer.Name:  tracereplayer.Consumes,
 	resultanalyzer.Name: resultanalyzer.Consumes,
 	"inference-sim":     nil, // a target endpoint: HTTP only
+	"inference-router":  nil, // a data-plane proxy in front of replicas: HTTP only
 }
 
 const root = "../.."
