@@ -43,8 +43,11 @@ func (p *promptRequest) appendPromptText(dst []byte) []byte {
 		return dst
 	}
 	raw := p.Prompt
-	if len(raw) == 0 {
+	if len(raw) == 0 || string(raw) == "null" {
 		raw = p.Input
+	}
+	if string(raw) == "null" {
+		return dst
 	}
 	return appendContentText(dst, raw)
 }

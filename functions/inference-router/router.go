@@ -281,15 +281,19 @@ func (rt *Router) serveRouted(w http.ResponseWriter, r *http.Request, path strin
 	usesPrefix := r.Method == http.MethodPost && isCompletionPath(path) &&
 		(rt.cfg.Profile == ProfilePrefix || rt.cfg.Profile == ProfileOptimized || rt.cfg.Profile == ProfilePrecisePrefix)
 	if usesPrefix {
-		req, err := peekPrompt(body)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, err.Error())
-			return
-		}
-		if rt.cfg.Profile == ProfilePrecisePrefix {
-			hashes = rt.preciseHashes(r.Context(), path, &req)
+		if text, ok := fastPromptText(nil, body); ok && rt.cfg.Profile != ProfilePrecisePrefix {
+			hashes = appendTextBlockHashes(nil, text, rt.blockText, rt.maxBlocks)
 		} else {
-			hashes = appendTextBlockHashes(nil, req.appendPromptText(nil), rt.blockText, rt.maxBlocks)
+			req, err := peekPrompt(body)
+			if err != nil {
+				writeError(w, http.StatusBadRequest, err.Error())
+				return
+			}
+			if rt.cfg.Profile == ProfilePrecisePrefix {
+				hashes = rt.preciseHashes(r.Context(), path, &req)
+			} else {
+				hashes = appendTextBlockHashes(nil, req.appendPromptText(nil), rt.blockText, rt.maxBlocks)
+			}
 		}
 	}
 	p := rt.main

@@ -260,3 +260,34 @@ func TestParseQueueGauges(t *testing.T) {
 		t.Fatalf("waiting %d running %d ok %v", w, r, ok)
 	}
 }
+
+// The fast prompt reader gives exactly the slow path's bytes wherever it
+// answers, and declines what it does not handle.
+func TestFastPromptTextMatchesTheSlowPath(t *testing.T) {
+	for _, body := range []string{
+		chat("system words", 3),
+		`{"model":"m","messages":[{"role":"user","content":"a","name":"x"}],"max_tokens":3}`,
+		`{"model":"m","prompt":"plain prompt"}`,
+		`{"model":"m","input":"responses input","prompt":null}`,
+		`{"messages":[{"role":"user","content":"tab\tescaped"}]}`,
+		`{"messages":[{"role":"user","content":[{"type":"text","text":"parts"}]}]}`,
+		`{"prompt":[1,2,3]}`,
+		`{"messages":[],"prompt":"p"}`,
+		`{"a":1,"a":2}`,
+		`{}`,
+	} {
+		fast, ok := fastPromptText(nil, []byte(body))
+		req, err := peekPrompt([]byte(body))
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		if slow := req.appendPromptText(nil); ok && string(fast) != string(slow) {
+			t.Errorf("%s: fast %q, slow %q", body, fast, slow)
+		}
+	}
+	for _, bad := range []string{`{"messages":[{"role":"user","content":"x"}]`, `{"messages":1}x`, `[1]`} {
+		if _, ok := fastPromptText(nil, []byte(bad)); ok {
+			t.Errorf("%s: accepted", bad)
+		}
+	}
+}
