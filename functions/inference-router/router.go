@@ -181,8 +181,11 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	case "/ready", "/health/ready":
-		if rt.draining.Load() || !rt.ready() {
-			writeError(w, http.StatusServiceUnavailable, "router not ready: draining or no replica answers")
+		// the process's readiness only: replicas come and go behind it (the
+		// deployer probes them itself; replica_up says which answer), and a
+		// router whose replicas are still starting must not be restarted
+		if rt.draining.Load() {
+			writeError(w, http.StatusServiceUnavailable, "router is shutting down")
 			return
 		}
 		w.WriteHeader(http.StatusOK)
@@ -204,15 +207,6 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rt.serveRouted(w, r, path)
-}
-
-func (rt *Router) ready() bool {
-	for _, p := range rt.pools() {
-		if p.upMask() == 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // readBody reads a request body within the size bound.
