@@ -1,13 +1,16 @@
 package inferencerouter
 
 import (
+	"context"
 	"encoding/binary"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func testConfig(t *testing.T, args ...string) Config {
@@ -289,5 +292,73 @@ func TestFastPromptTextMatchesTheSlowPath(t *testing.T) {
 		if _, ok := fastPromptText(nil, []byte(bad)); ok {
 			t.Errorf("%s: accepted", bad)
 		}
+	}
+}
+
+// Each SSE chunk reaches the client before the replica writes the next.
+func TestStreamsAreFlushedPerChunk(t *testing.T) {
+	next := make(chan struct{})
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"n\":1}\n\n")
+		w.(http.Flusher).Flush()
+		<-next // the client must have the first chunk before the second exists
+		io.WriteString(w, "data: [DONE]\n\n")
+	}))
+	defer upstream.Close()
+	router := httptest.NewServer(New(testConfig(t, "--replicas", upstream.URL)))
+	defer router.Close()
+	client := &http.Client{Timeout: 10 * time.Second} // an unflushed first chunk fails here, not by hanging
+	resp, err := client.Post(router.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	buf := make([]byte, 64)
+	n, err := resp.Body.Read(buf)
+	if err != nil || string(buf[:n]) != "data: {\"n\":1}\n\n" {
+		t.Fatalf("first chunk %q %v", buf[:n], err)
+	}
+	close(next)
+	rest, _ := io.ReadAll(resp.Body)
+	if string(rest) != "data: [DONE]\n\n" {
+		t.Fatalf("rest %q", rest)
+	}
+}
+
+// A replica marked down is probed and taken back once it answers.
+func TestDownReplicaComesBackWhenItAnswers(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cfg := testConfig(t, "--replicas", "http://"+addr, "--health-interval", "20ms", "--scrape-interval", "0")
+	rt := New(cfg)
+	stop, err := rt.Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if rec := post(t, rt, "/v1/completions", `{}`); rec.Code != 503 {
+		t.Fatalf("only replica refusing: %d", rec.Code)
+	}
+	ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("port %s taken meanwhile: %v", addr, err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) })}
+	go srv.Serve(ln)
+	defer srv.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for rt.main.replicas[0].down.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("replica never came back")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if rec := post(t, rt, "/v1/completions", `{}`); rec.Code != 200 {
+		t.Fatalf("after recovery: %d", rec.Code)
 	}
 }
