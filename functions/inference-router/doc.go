@@ -19,8 +19,9 @@
 // stack, and fasthttp keeps its single home in the simulator (measured
 // figures in BENCHMARKS.md, "Inference router").
 //
-// It imports the standard library, client_golang and
-// github.com/go-zeromq/zmq4 (its second home, next to the simulator's
+// It imports the standard library, runtime/jsoncursor (the prompt peek),
+// runtime/kvblock (the KV block hash the replicas' events name),
+// client_golang and github.com/go-zeromq/zmq4 (its second home, next to the simulator's
 // kvcache: the precise-prefix profile subscribes to the replicas' KV events
 // over ZMQ, the other end of the simulator's publisher, and there is no
 // runtime package for ZMQ because only these two functions speak it).

@@ -88,19 +88,17 @@ func appendContentText(dst []byte, raw json.RawMessage) []byte {
 	return append(dst, raw...)
 }
 
-// FNV-64a.
-const (
-	fnvOffset64 = 14695981039346656037
-	fnvPrime64  = 1099511628211
-)
-
+// fnv64a continues an FNV-64a hash over b (hash/fnv's hasher would
+// allocate per block).
 func fnv64a(h uint64, b []byte) uint64 {
 	for _, c := range b {
 		h ^= uint64(c)
-		h *= fnvPrime64
+		h *= 1099511628211
 	}
 	return h
 }
+
+const fnvOffset64 = 14695981039346656037
 
 // appendTextBlockHashes appends the chained hashes of every full block of
 // blockBytes bytes of text: block i's hash covers block i and, through its
@@ -111,60 +109,6 @@ func appendTextBlockHashes(dst []uint64, text []byte, blockBytes int, limit int)
 		var pb [8]byte
 		binary.LittleEndian.PutUint64(pb[:], parent)
 		parent = fnv64a(fnv64a(fnvOffset64, pb[:]), text[i:i+blockBytes])
-		dst = append(dst, parent)
-	}
-	return dst
-}
-
-// tokenBlockHasher computes the block hashes the simulator's KV cache (and
-// llm-d's kv-block indexer) publishes in BlockStored events: FNV-64a of the
-// canonical CBOR encoding of [parent, tokens, null], the chain rooted at
-// the hash of [FNV-64a(hash seed), null, model]. The router has to compute
-// them itself to look a request up in what the events reported; the
-// precise-prefix HTTP test checks them against a real simulator's events.
-type tokenBlockHasher struct {
-	blockSize int
-	seedHash  uint64
-}
-
-func newTokenBlockHasher(blockSize int, hashSeed string) tokenBlockHasher {
-	return tokenBlockHasher{blockSize: blockSize, seedHash: fnv64a(fnvOffset64, []byte(hashSeed))}
-}
-
-func appendCBORHead(dst []byte, major byte, n uint64) []byte {
-	m := major << 5
-	switch {
-	case n < 24:
-		return append(dst, m|byte(n))
-	case n <= 0xff:
-		return append(dst, m|24, byte(n))
-	case n <= 0xffff:
-		return binary.BigEndian.AppendUint16(append(dst, m|25), uint16(n))
-	case n <= 0xffffffff:
-		return binary.BigEndian.AppendUint32(append(dst, m|26), uint32(n))
-	}
-	return binary.BigEndian.AppendUint64(append(dst, m|27), n)
-}
-
-// appendHashes appends the hashes of every full block of tokens for model
-// (at most limit of them).
-func (h tokenBlockHasher) appendHashes(dst []uint64, model string, tokens []uint32, limit int) []uint64 {
-	buf := make([]byte, 0, 16+9*h.blockSize)
-	buf = append(buf, 0x83)
-	buf = appendCBORHead(buf, 0, h.seedHash)
-	buf = append(buf, 0xf6)
-	buf = appendCBORHead(buf, 3, uint64(len(model)))
-	buf = append(buf, model...)
-	parent := fnv64a(fnvOffset64, buf)
-	for i := 0; i+h.blockSize <= len(tokens) && len(dst) < limit; i += h.blockSize {
-		buf = append(buf[:0], 0x83)
-		buf = appendCBORHead(buf, 0, parent)
-		buf = appendCBORHead(buf, 4, uint64(h.blockSize))
-		for _, t := range tokens[i : i+h.blockSize] {
-			buf = appendCBORHead(buf, 0, uint64(t))
-		}
-		buf = append(buf, 0xf6)
-		parent = fnv64a(fnvOffset64, buf)
 		dst = append(dst, parent)
 	}
 	return dst

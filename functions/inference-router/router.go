@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/lensfn/lensfn/runtime/kvblock"
 )
 
 // Router is the proxy: its pools, indexes, metrics and HTTP handler.
@@ -24,11 +26,10 @@ type Router struct {
 	main      *pool // every replica (non-pd); the decode side under pd
 	prefill   *pool // pd only
 	metrics   *metrics
-	client    *http.Client // upstream calls; no overall timeout (streams), see forward
-	probe     *http.Client // health probes and scrapes
-	approx    *blockIndex  // prefix-affinity, optimized
-	precise   *blockIndex  // precise-prefix
-	hasher    tokenBlockHasher
+	client    *http.Client           // upstream calls; no overall timeout (streams), see forward
+	probe     *http.Client           // health probes and scrapes
+	approx    *blockIndex            // prefix-affinity, optimized
+	precise   *blockIndex            // precise-prefix
 	kvModel   atomic.Pointer[string] // model named by the replicas' KV-event topics
 	rngMu     sync.Mutex
 	rng       *rand.Rand
@@ -58,7 +59,6 @@ func New(cfg Config) *Router {
 		probe:     &http.Client{Transport: transport, Timeout: 2 * time.Second, CheckRedirect: noRedirects},
 		approx:    newBlockIndex(cfg.IndexBlocks),
 		precise:   newBlockIndex(cfg.IndexBlocks),
-		hasher:    newTokenBlockHasher(cfg.BlockSize, cfg.HashSeed),
 		rng:       rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		blockText: cfg.BlockSize * cfg.CharsPerToken,
 		maxBlocks: cfg.IndexBlocks,
@@ -457,7 +457,7 @@ func (rt *Router) preciseHashes(ctx context.Context, path string, req *promptReq
 	case len(req.Prompt) > 0 && req.Prompt[0] == '[':
 		var ids []uint32
 		if json.Unmarshal(req.Prompt, &ids) == nil {
-			return rt.hasher.appendHashes(nil, rt.hashModel(req.Model), ids, rt.maxBlocks)
+			return rt.tokenBlockHashes(rt.hashModel(req.Model), ids)
 		}
 		return nil
 	default:
@@ -487,7 +487,15 @@ func (rt *Router) preciseHashes(ctx context.Context, path string, req *promptReq
 		rt.metrics.upstreamErrs.WithLabelValues(rt.main.name, rep.base, "tokenize").Inc()
 		return nil
 	}
-	return rt.hasher.appendHashes(nil, rt.hashModel(req.Model), out.Tokens, rt.maxBlocks)
+	return rt.tokenBlockHashes(rt.hashModel(req.Model), out.Tokens)
+}
+
+// tokenBlockHashes are the hashes the replicas' KV events name for these
+// prompt tokens (runtime/kvblock, the simulator's own function), at most
+// maxBlocks of them.
+func (rt *Router) tokenBlockHashes(model string, tokens []uint32) []uint64 {
+	tokens = tokens[:min(len(tokens), rt.maxBlocks*rt.cfg.BlockSize)]
+	return kvblock.NewHasher(rt.cfg.BlockSize, rt.cfg.HashSeed).AppendBlockHashes(nil, model, tokens)
 }
 
 // hashModel is the model name the replicas root their block hashes at: the
