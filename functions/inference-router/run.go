@@ -20,8 +20,8 @@ func (rt *Router) metricsHandler() http.Handler {
 }
 
 // Run parses the configuration, serves until SIGTERM/SIGINT or ctx ends,
-// then drains: /ready turns 503, new requests get 503, in-flight ones
-// finish within --shutdown-timeout.
+// then drains: the listener closes, requests still arriving on open
+// connections get 503, in-flight ones finish within --shutdown-timeout.
 func Run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	cfg, err := ParseConfig(args, getenv, stderr)
 	if err != nil {

@@ -304,3 +304,32 @@ func TestBalancedEndpointSpreadsAndModelsAnswer(t *testing.T) {
 		t.Fatalf("unknown model: %d %s", resp.StatusCode, b)
 	}
 }
+
+// A stream in flight when the drain begins still finishes.
+func TestDrainLetsInFlightStreamsFinish(t *testing.T) {
+	sim := startSim(t, "--time-to-first-token", "200ms", "--inter-token-latency", "20ms")
+	cfg := testConfig(t, "--replicas", sim, "--scrape-interval", "0")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, cfg, ln, io.Discard) }()
+	base := "http://" + ln.Addr().String()
+	waitHealthy(t, base)
+	resp, err := http.Post(base+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"m","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	cancel() // the response headers are in: the request is in flight
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || !strings.Contains(string(body), "data: [DONE]") {
+		t.Fatalf("in-flight stream cut by the drain: %v %q", err, body)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+}
