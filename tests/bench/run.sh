@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # make bench: every benchmark whose figures BENCHMARKS.md quotes, with the same commands.
-# Usage: tests/bench/run.sh [state|wasm|replay|simulator ...]   (default: all of them)
+# Usage: tests/bench/run.sh [state|wasm|replay|simulator|router ...]   (default: all of them)
 # Takes tens of minutes; run it on an otherwise idle machine and compare builds in one sitting.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 suites=("$@")
-((${#suites[@]})) || suites=(state wasm replay simulator)
+((${#suites[@]})) || suites=(state wasm replay simulator router)
 
 bench_state() {
   command -v redis-server >/dev/null || { echo "bench state: needs redis-server (apt-get install redis-server)" >&2; return 1; }
@@ -41,6 +41,10 @@ bench_replay() {
 
 bench_simulator() {
   tests/bench/simulator/run.sh all
+}
+
+bench_router() {
+  tests/bench/router/run.sh
 }
 
 for s in "${suites[@]}"; do

@@ -27,6 +27,7 @@ var consumers = map[string][]string{
 	benchmarkrunner.Name: benchmarkrunner.Consumes,
 	inventoryapi.Name:    nil, // HTTP only
 	"inference-sim":      nil, // a target endpoint: HTTP only
+	"inference-router":   nil, // a data-plane proxy in front of replicas: HTTP only
 }
 
 const root = "../.."

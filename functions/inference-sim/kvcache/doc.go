@@ -5,6 +5,8 @@
 // BlockRemoved, AllBlocksCleared) published over ZMQ in vLLM's msgpack
 // batch layout, so KV-aware routers can index the simulator.
 //
-// It imports the standard library and github.com/go-zeromq/zmq4 (the
-// pure-Go ZMQ implementation), which lives only here.
+// The hash function itself is runtime/kvblock's, shared with the router
+// that looks requests up by these hashes. It imports the standard library,
+// runtime/kvblock and github.com/go-zeromq/zmq4 (the pure-Go ZMQ
+// implementation; its other home is the router's KV-event subscriber).
 package kvcache

@@ -1,0 +1,364 @@
+package inferencerouter
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func testConfig(t *testing.T, args ...string) Config {
+	t.Helper()
+	cfg, err := ParseConfig(args, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func TestParseConfigRejectsBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{},                               // no replicas
+		{"--replicas", "ftp://x"},        // not http
+		{"--replicas", "http://u:p@h:1"}, // credentials
+		{"--replicas", "http://h:1", "--profile", "x"}, // unknown profile
+		{"--profile", "pd", "--replicas", "http://h:1"},
+		{"--profile", "precise-prefix", "--replicas", "http://h:1"}, // no zmq endpoint
+		{"--replicas", "http://h:1", "--block-size", "0"},
+		{"--replicas", strings.Repeat("http://h:1,", MaxReplicas+1)},
+	} {
+		if _, err := ParseConfig(args, func(string) string { return "" }, io.Discard); err == nil {
+			t.Errorf("%v: accepted", args)
+		}
+	}
+	env := map[string]string{"ROUTER_REPLICAS": "http://a:1, http://b:2/", "ROUTER_PROFILE": "load", "PORT": "9000"}
+	cfg, err := ParseConfig(nil, func(k string) string { return env[k] }, io.Discard)
+	if err != nil || cfg.Port != 9000 || cfg.Profile != ProfileLoad || len(cfg.Replicas) != 2 || cfg.Replicas[1] != "http://b:2" {
+		t.Fatalf("env config: %+v %v", cfg, err)
+	}
+}
+
+func TestBlockIndexLongestPrefixAndLRU(t *testing.T) {
+	x := newBlockIndex(4)
+	x.add([]uint64{1, 2, 3}, 0)
+	x.add([]uint64{1, 2}, 1)
+	var m [MaxReplicas]int
+	if got := x.match([]uint64{1, 2, 3, 9}, 0b11, m[:]); got != 3 || m[0] != 3 || m[1] != 2 {
+		t.Fatalf("longest %d, matched %v", got, m[:2])
+	}
+	x.add([]uint64{7, 8}, 1) // capacity 4: evicts the least recently used, the chain's tail 3
+	if x.len() != 4 {
+		t.Fatalf("len %d", x.len())
+	}
+	m = [MaxReplicas]int{}
+	if got := x.match([]uint64{1, 2, 3}, 0b11, m[:]); got != 2 {
+		t.Fatalf("after eviction longest %d", got)
+	}
+	x.remove([]uint64{1}, 0)
+	x.remove([]uint64{1}, 1)
+	m = [MaxReplicas]int{}
+	if got := x.match([]uint64{1, 2}, 0b11, m[:]); got != 0 {
+		t.Fatalf("after removal longest %d", got)
+	}
+	x.clear(1)
+	if x.len() != 1 { // block 2 was held by 0 and 1; 7, 8 only by 1
+		t.Fatalf("after clear len %d", x.len())
+	}
+}
+
+// fakeReplicas are httptest servers that record which one served a request.
+func fakeReplicas(t *testing.T, n int) ([]string, *[]int, *sync.Mutex) {
+	var mu sync.Mutex
+	var served []int
+	var urls []string
+	for i := range n {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			mu.Lock()
+			served = append(served, i)
+			mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"ok":true}`)
+		}))
+		t.Cleanup(srv.Close)
+		urls = append(urls, srv.URL)
+	}
+	return urls, &served, &mu
+}
+
+func post(t *testing.T, h http.Handler, path, body string) *httptest.ResponseRecorder {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+func chat(prefix string, i int) string {
+	return `{"model":"m","messages":[{"role":"system","content":"` + prefix + `"},{"role":"user","content":"question ` + strings.Repeat("x", i) + `"}]}`
+}
+
+func TestRandomIsDeterministicWithASeed(t *testing.T) {
+	urls, _, _ := fakeReplicas(t, 4)
+	picks := func() []string {
+		rt := New(testConfig(t, "--replicas", strings.Join(urls, ","), "--seed", "42"))
+		var out []string
+		for range 20 {
+			out = append(out, post(t, rt, "/v1/chat/completions", chat("p", 1)).Header().Get("X-Inference-Router-Replica"))
+		}
+		return out
+	}
+	a, b := picks(), picks()
+	if strings.Join(a, " ") != strings.Join(b, " ") {
+		t.Fatalf("same seed, different picks:\n%v\n%v", a, b)
+	}
+	seen := map[string]bool{}
+	for _, s := range a {
+		seen[s] = true
+	}
+	if len(seen) < 3 {
+		t.Fatalf("20 random picks over 4 replicas hit only %v", seen)
+	}
+}
+
+func TestLoadPicksTheLeastLoaded(t *testing.T) {
+	urls, _, _ := fakeReplicas(t, 3)
+	rt := New(testConfig(t, "--replicas", strings.Join(urls, ","), "--profile", "load", "--seed", "1"))
+	rt.main.replicas[0].inflight.Store(5)
+	rt.main.replicas[1].waiting.Store(2) // scraped queue counts as load
+	rt.main.replicas[2].inflight.Store(1)
+	for range 5 {
+		if got := post(t, rt, "/v1/completions", `{"model":"m","prompt":"hi"}`).Header().Get("X-Inference-Router-Replica"); got != urls[2] {
+			t.Fatalf("picked %s, want the least loaded %s", got, urls[2])
+		}
+	}
+}
+
+func TestPrefixAffinitySendsASharedPrefixToOneReplica(t *testing.T) {
+	urls, _, _ := fakeReplicas(t, 4)
+	rt := New(testConfig(t, "--replicas", strings.Join(urls, ","), "--profile", "prefix-affinity", "--seed", "3"))
+	long := strings.Repeat("You are a helpful assistant. ", 20)
+	first := post(t, rt, "/v1/chat/completions", chat(long, 0)).Header().Get("X-Inference-Router-Replica")
+	for i := 1; i < 10; i++ {
+		if got := post(t, rt, "/v1/chat/completions", chat(long, i)).Header().Get("X-Inference-Router-Replica"); got != first {
+			t.Fatalf("request %d with the shared prefix went to %s, the first to %s", i, got, first)
+		}
+	}
+	// a different prefix is free to go elsewhere: with the first replica busy it does
+	for _, r := range rt.main.replicas {
+		if r.base == first {
+			r.inflight.Store(10)
+		}
+	}
+	if got := post(t, rt, "/v1/chat/completions", chat(strings.Repeat("Other system prompt. ", 20), 0)).Header().Get("X-Inference-Router-Replica"); got == first {
+		t.Fatalf("an unseen prefix went to the busy replica %s", got)
+	}
+}
+
+func TestOptimizedDropsSaturatedReplicas(t *testing.T) {
+	urls, _, _ := fakeReplicas(t, 2)
+	rt := New(testConfig(t, "--replicas", strings.Join(urls, ","), "--profile", "optimized", "--saturation-queue", "4", "--seed", "5"))
+	long := strings.Repeat("shared prefix text ", 30)
+	first := post(t, rt, "/v1/chat/completions", chat(long, 0)).Header().Get("X-Inference-Router-Replica")
+	if got := post(t, rt, "/v1/chat/completions", chat(long, 1)).Header().Get("X-Inference-Router-Replica"); got != first {
+		t.Fatalf("prefix hit not preferred: %s then %s", first, got)
+	}
+	for _, r := range rt.main.replicas {
+		if r.base == first {
+			r.waiting.Store(5) // over the threshold
+		}
+	}
+	if got := post(t, rt, "/v1/chat/completions", chat(long, 2)).Header().Get("X-Inference-Router-Replica"); got == first {
+		t.Fatalf("saturated replica %s still chosen", got)
+	}
+}
+
+func TestDeadReplicaIsSkippedAndComesBack(t *testing.T) {
+	urls, _, _ := fakeReplicas(t, 1)
+	ln := httptest.NewUnstartedServer(nil)
+	dead := "http://" + ln.Listener.Addr().String()
+	ln.Listener.Close() // nothing listens there: connections are refused
+	rt := New(testConfig(t, "--replicas", dead+","+urls[0], "--seed", "7"))
+	for range 10 {
+		rec := post(t, rt, "/v1/completions", `{"model":"m","prompt":"hi"}`)
+		if rec.Code != 200 || rec.Header().Get("X-Inference-Router-Replica") != urls[0] {
+			t.Fatalf("status %d from %q", rec.Code, rec.Header().Get("X-Inference-Router-Replica"))
+		}
+	}
+	if !rt.main.replicas[0].down.Load() {
+		t.Fatal("the refusing replica is not marked down")
+	}
+	rec := post(t, rt, "/balanced/v1/completions", `{}`)
+	if rec.Code != 200 {
+		t.Fatalf("balanced with a dead replica: %d", rec.Code)
+	}
+}
+
+func TestBodyBoundAndErrors(t *testing.T) {
+	urls, _, _ := fakeReplicas(t, 1)
+	rt := New(testConfig(t, "--replicas", urls[0], "--profile", "prefix-affinity", "--max-request-body-size-mb", "1"))
+	if rec := post(t, rt, "/v1/chat/completions", `{"messages":"`+strings.Repeat("a", 2<<20)+`"}`); rec.Code != 413 || !strings.Contains(rec.Body.String(), `"error"`) {
+		t.Fatalf("oversized body: %d %s", rec.Code, rec.Body.String()[:min(200, rec.Body.Len())])
+	}
+	if rec := post(t, rt, "/v1/chat/completions", `{not json`); rec.Code != 400 || !strings.Contains(rec.Body.String(), "BadRequestError") {
+		t.Fatalf("bad json: %d %s", rec.Code, rec.Body.String())
+	}
+	if rec := post(t, rt, "/nope", `{}`); rec.Code != 404 {
+		t.Fatalf("unknown path: %d", rec.Code)
+	}
+}
+
+func TestDecodeKVBatchBothFormats(t *testing.T) {
+	// [ts, [["BlockStored",[1,2],0,[5,6],16,nil,"GPU",nil], ["BlockRemoved",[2],"GPU"], ["AllBlocksCleared"]], 0]
+	b := []byte{0x93, 0xcb}
+	b = binary.BigEndian.AppendUint64(b, 0)
+	b = append(b, 0x93)
+	b = append(b, 0x98, 0xab)
+	b = append(b, "BlockStored"...)
+	b = append(b, 0x92, 0x01, 0xcf)
+	b = binary.BigEndian.AppendUint64(b, 1<<63+5)
+	b = append(b, 0x00, 0x92, 0x05, 0x06, 0x10, 0xc0, 0xa3, 'G', 'P', 'U', 0xc0)
+	b = append(b, 0x93, 0xac)
+	b = append(b, "BlockRemoved"...)
+	b = append(b, 0x91, 0x02, 0xa3, 'G', 'P', 'U')
+	b = append(b, 0x91, 0xb0)
+	b = append(b, "AllBlocksCleared"...)
+	b = append(b, 0x00)
+	ev, err := decodeKVBatch(b)
+	if err != nil || len(ev) != 3 || ev[0].kind != "BlockStored" || ev[0].hashes[1] != 1<<63+5 || ev[1].kind != "BlockRemoved" || ev[1].hashes[0] != 2 || ev[2].kind != "AllBlocksCleared" {
+		t.Fatalf("%+v %v", ev, err)
+	}
+	// map format: {"type":"BlockRemoved","block_hashes":[3],"medium":"GPU"}
+	m := []byte{0x93, 0x00, 0x91, 0x83, 0xa4}
+	m = append(m, "type"...)
+	m = append(m, 0xac)
+	m = append(m, "BlockRemoved"...)
+	m = append(m, 0xac)
+	m = append(m, "block_hashes"...)
+	m = append(m, 0x91, 0x03, 0xa6)
+	m = append(m, "medium"...)
+	m = append(m, 0xa3, 'G', 'P', 'U', 0x00)
+	ev, err = decodeKVBatch(m)
+	if err != nil || len(ev) != 1 || ev[0].kind != "BlockRemoved" || ev[0].hashes[0] != 3 {
+		t.Fatalf("map format: %+v %v", ev, err)
+	}
+	for i := range b { // every truncation is an error, never a panic
+		if _, err := decodeKVBatch(b[:i]); err == nil {
+			t.Fatalf("truncated at %d accepted", i)
+		}
+	}
+}
+
+func TestParseQueueGauges(t *testing.T) {
+	page := "# HELP x\nvllm:num_requests_waiting{model_name=\"m\"} 3\nvllm:num_requests_waiting_by_reason{r=\"a\"} 99\nvllm:num_requests_running{model_name=\"m\"} 2\nvllm:num_requests_running{model_name=\"lora\"} 1 1700000000\n"
+	w, r, ok := parseQueueGauges(strings.NewReader(page))
+	if !ok || w != 3 || r != 3 {
+		t.Fatalf("waiting %d running %d ok %v", w, r, ok)
+	}
+}
+
+// The fast prompt reader gives exactly the slow path's bytes wherever it
+// answers, and declines what it does not handle.
+func TestFastPromptTextMatchesTheSlowPath(t *testing.T) {
+	for _, body := range []string{
+		chat("system words", 3),
+		`{"model":"m","messages":[{"role":"user","content":"a","name":"x"}],"max_tokens":3}`,
+		`{"model":"m","prompt":"plain prompt"}`,
+		`{"model":"m","input":"responses input","prompt":null}`,
+		`{"messages":[{"role":"user","content":"tab\tescaped"}]}`,
+		`{"messages":[{"role":"user","content":[{"type":"text","text":"parts"}]}]}`,
+		`{"prompt":[1,2,3]}`,
+		`{"messages":[],"prompt":"p"}`,
+		`{"a":1,"a":2}`,
+		`{}`,
+	} {
+		fast, ok := fastPromptText(nil, []byte(body))
+		req, err := peekPrompt([]byte(body))
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		if slow := req.appendPromptText(nil); ok && string(fast) != string(slow) {
+			t.Errorf("%s: fast %q, slow %q", body, fast, slow)
+		}
+	}
+	for _, bad := range []string{`{"messages":[{"role":"user","content":"x"}]`, `{"messages":1}x`, `[1]`} {
+		if _, ok := fastPromptText(nil, []byte(bad)); ok {
+			t.Errorf("%s: accepted", bad)
+		}
+	}
+}
+
+// Each SSE chunk reaches the client before the replica writes the next.
+func TestStreamsAreFlushedPerChunk(t *testing.T) {
+	next := make(chan struct{})
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"n\":1}\n\n")
+		w.(http.Flusher).Flush()
+		<-next // the client must have the first chunk before the second exists
+		io.WriteString(w, "data: [DONE]\n\n")
+	}))
+	defer upstream.Close()
+	router := httptest.NewServer(New(testConfig(t, "--replicas", upstream.URL)))
+	defer router.Close()
+	client := &http.Client{Timeout: 10 * time.Second} // an unflushed first chunk fails here, not by hanging
+	resp, err := client.Post(router.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	buf := make([]byte, 64)
+	n, err := resp.Body.Read(buf)
+	if err != nil || string(buf[:n]) != "data: {\"n\":1}\n\n" {
+		t.Fatalf("first chunk %q %v", buf[:n], err)
+	}
+	close(next)
+	rest, _ := io.ReadAll(resp.Body)
+	if string(rest) != "data: [DONE]\n\n" {
+		t.Fatalf("rest %q", rest)
+	}
+}
+
+// A replica marked down is probed and taken back once it answers.
+func TestDownReplicaComesBackWhenItAnswers(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cfg := testConfig(t, "--replicas", "http://"+addr, "--health-interval", "20ms", "--scrape-interval", "0")
+	rt := New(cfg)
+	stop, err := rt.Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if rec := post(t, rt, "/v1/completions", `{}`); rec.Code != 503 {
+		t.Fatalf("only replica refusing: %d", rec.Code)
+	}
+	ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("port %s taken meanwhile: %v", addr, err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) })}
+	go srv.Serve(ln)
+	defer srv.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for rt.main.replicas[0].down.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("replica never came back")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if rec := post(t, rt, "/v1/completions", `{}`); rec.Code != 200 {
+		t.Fatalf("after recovery: %d", rec.Code)
+	}
+}
