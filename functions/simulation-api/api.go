@@ -34,7 +34,6 @@ type API struct {
 	downloader *Downloader
 	timelines  *Timelines
 	tasks      *simtask.Repo
-	client     *http.Client
 }
 
 // New builds the function. Parsers reads traces (the WASM parser modules in production).
@@ -52,7 +51,7 @@ func New(d fn.Deps, parsers TraceParsers) (*fn.Function, *API, error) {
 	client := &http.Client{Timeout: 0, Transport: http.DefaultTransport}
 	dl := &Downloader{Root: filepath.Join(d.Config.DataDir, "datasets"), Mirror: d.Config.DatasetMirror,
 		Client: client, Store: d.Store, Owner: d.Config.InstanceID, MaxBytes: 2 << 30}
-	a := &API{deps: d, downloader: dl, client: client,
+	a := &API{deps: d, downloader: dl,
 		tasks: &simtask.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir},
 		catalogue: &Catalogue{Parsers: parsers, Downloader: dl, Warn: func(file string, err error) {
 			d.Log.Warnw("ignoring a local dataset registration", "file", file, "error", err)
@@ -97,7 +96,7 @@ func (a *API) listScenarios(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) listDatasets(w http.ResponseWriter, r *http.Request) error {
-	fn.WriteJSON(w, http.StatusOK, map[string]any{"data_dir": a.downloader.Root, "datasets": a.catalogue.datasets(r.Context())})
+	fn.WriteJSON(w, http.StatusOK, map[string]any{"data_dir": a.relative(a.downloader.Root), "datasets": a.catalogue.datasets(r.Context())})
 	return nil
 }
 
@@ -119,7 +118,7 @@ func (a *API) discover(w http.ResponseWriter, r *http.Request) error {
 	if req.APIKey != nil {
 		key = *req.APIKey
 	}
-	models, err := DiscoverModels(r.Context(), a.client, *req.EndpointURL, key)
+	models, err := DiscoverModels(r.Context(), a.deps.Egress, *req.EndpointURL, key)
 	if err != nil {
 		return err
 	}
@@ -152,6 +151,7 @@ func (a *API) download(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	res.Path, res.MetadataPath = a.relative(res.Path), a.relative(res.MetadataPath)
 	fn.WriteJSON(w, http.StatusOK, res)
 	return nil
 }
@@ -186,7 +186,7 @@ func (a *API) timeline(w http.ResponseWriter, r *http.Request) error {
 	}
 	ix, err := a.timelines.Get(r.Context(), d, a.downloader.Path(d))
 	if err != nil {
-		return problem.Wrap(problem.CodeConflict, err, fmt.Sprintf("trace dataset %q could not be parsed: %v", d.Name, err))
+		return problem.Wrap(problem.CodeConflict, err, a.scrubPaths(fmt.Sprintf("trace dataset %q could not be parsed: %v", d.Name, err)))
 	}
 	width, out := ix.Bin(bins)
 	fn.WriteJSON(w, http.StatusOK, Timeline{Dataset: d.Name, TraceFormat: d.TraceFormat, RequestCount: ix.RequestCount,
