@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/runtime/egress"
 	"github.com/lensfn/lensfn/runtime/loadgen"
 	"github.com/lensfn/lensfn/runtime/simtask"
 )
@@ -24,6 +25,9 @@ import (
 // result analyzer treats both backends alike.
 type aiperfRunner struct {
 	command string // path of the aiperf executable
+	// policy is the operator's endpoint policy: aiperf dials on its own, so the endpoint is
+	// checked before it starts (nil: the default denies only).
+	policy *egress.Policy
 }
 
 // aiperfVersion asks the command for its version ("" when it will not say).
@@ -80,6 +84,9 @@ func formatSeconds(s float64) string { return strconv.FormatFloat(s, 'f', -1, 64
 func (a *aiperfRunner) replay(ctx context.Context, run *Run) (events.TaskReplayed, error) {
 	t := run.Task
 	out := events.TaskReplayed{TaskID: t.ID, RecordsPath: filepath.Join(t.TaskDir, RecordsFile)}
+	if err := a.policy.Check(ctx, t.EndpointURL); err != nil {
+		return out, fmt.Errorf("endpoint %s: %w", t.EndpointURL, egress.Reason(err))
+	}
 	dir := filepath.Join(t.TaskDir, "aiperf")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return out, err

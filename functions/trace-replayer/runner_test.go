@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -25,7 +26,7 @@ func testDeps(t *testing.T) fn.Deps {
 func queue(t *testing.T, repo *simtask.Repo) string {
 	t.Helper()
 	id := simtask.NewID()
-	task := &simtask.Task{ID: id, Name: "t", Scenario: "chat", Status: simtask.StatusQueued, EndpointURL: "http://x/v1",
+	task := &simtask.Task{ID: id, Name: "t", Scenario: "chat", Status: simtask.StatusQueued, EndpointURL: "http://127.0.0.1:9/v1",
 		ModelName: "m", TaskDir: repo.TaskDir(id), CreatedAt: simtask.Now(), ConfigurationIDs: []string{},
 		Simulation: simtask.Simulation{Backend: Backend, DurationSeconds: 1, BackendOptions: map[string]any{}}}
 	if err := repo.Create(context.Background(), task, ""); err != nil {
@@ -108,7 +109,8 @@ func TestRunnerRunsQueuedTasksWithinItsSlots(t *testing.T) {
 	mu.Unlock()
 	waitFor(t, "the first task to reach analysis", func() bool {
 		task := statusOf(t, repo, first)
-		return task.Internal.Phase == "analyzing" && task.Internal.RecordsPath == "/tmp/x"
+		// The records path is derived from the id whatever the replay reported.
+		return task.Internal.Phase == "analyzing" && task.Internal.RecordsPath == filepath.Join(repo.TaskDir(first), RecordsFile)
 	})
 	if _, err := deps.Store.LeaseHolder(context.Background(), simtask.LeaseName(first)); err == nil {
 		t.Fatal("the runner kept the lease after handing the task on")
