@@ -41,6 +41,10 @@ type Service struct {
 	Image         string // a ko:// reference to the function's cmd
 	Binary        string // the cmd name of the ko:// image reference
 	Env           map[string]string
+	// ClusterEnv names the variables the manifest fills from Secrets or fields (valueFrom); the
+	// stack supplies local equivalents only for these (LENS_SECRET_KEY goes only where a
+	// manifest asks for it).
+	ClusterEnv []string
 	Args          []string
 	ReadinessPath string
 	PathPrefix    string // lensfn.dev/path-prefix: the routes the ingress sends here
@@ -167,6 +171,8 @@ func serviceOf(obj Object) (Service, error) {
 	for _, e := range c.Env {
 		if e.ValueFrom == nil { // field and secret references only exist on a cluster
 			s.Env[e.Name] = e.Value
+		} else {
+			s.ClusterEnv = append(s.ClusterEnv, e.Name)
 		}
 	}
 	if c.ReadinessProbe != nil && c.ReadinessProbe.HTTPGet != nil && c.ReadinessProbe.HTTPGet.Path != "" {

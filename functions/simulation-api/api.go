@@ -16,7 +16,6 @@ import (
 	"github.com/lensfn/lensfn/runtime/cloudevent"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/problem"
-	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/simtask"
 )
 
@@ -38,7 +37,7 @@ type API struct {
 
 // New builds the function. Parsers reads traces (the WASM parser modules in production).
 func New(d fn.Deps, parsers TraceParsers) (*fn.Function, *API, error) {
-	sealer, err := secret.FromEnv(d.Config.SecretKey.Reveal())
+	sealer, err := d.Config.Sealer()
 	if err != nil {
 		return nil, nil, err
 	}

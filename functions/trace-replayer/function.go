@@ -10,7 +10,6 @@ import (
 	"github.com/lensfn/lensfn/events"
 	"github.com/lensfn/lensfn/runtime/cloudevent"
 	"github.com/lensfn/lensfn/runtime/fn"
-	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/simtask"
 	"github.com/lensfn/lensfn/runtime/wasmhost"
 )
@@ -19,7 +18,7 @@ import (
 // events; its Start hook runs each backend's queue sweep.
 func Build(ctx context.Context, d fn.Deps) (*fn.Function, error) {
 	settings := settingsFrom(d.Config)
-	sealer, err := secret.FromEnv(d.Config.SecretKey.Reveal())
+	sealer, err := d.Config.Sealer()
 	if err != nil {
 		return nil, err
 	}

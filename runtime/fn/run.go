@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -64,6 +65,8 @@ type Builder func(ctx context.Context, d Deps) (*Function, error)
 // Main is the whole body of a function's main: read the environment, run until SIGTERM, drain,
 // exit non-zero on failure.
 func Main(name string, build Builder) {
+	// Files a function writes under the data dir (datasets, artifacts, spools) are private.
+	syscall.Umask(0o077)
 	cfg, err := LoadConfig(os.Getenv)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: configuration: %v\n", name, err)
