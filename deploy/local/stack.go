@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/lensfn/lensfn/runtime/secret"
@@ -86,7 +87,13 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Everything under the data dir is private (keys, passwords, traces, artifacts), redis-server's
+	// files included: it inherits this umask.
+	syscall.Umask(0o077)
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(opts.DataDir, 0o700); err != nil {
 		return nil, err
 	}
 	s := &Stack{opts: opts, manifests: m, procs: map[string]*process{}}

@@ -17,7 +17,7 @@ import (
 const endpointKey = "sk-endpoint-key-42"
 
 // openAIModels is a fake endpoint serving /v1/models to the right key.
-func openAIModels(t *testing.T, models ...string) string {
+func openAIModels(t testing.TB, models ...string) string {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+endpointKey {
@@ -35,12 +35,20 @@ func openAIModels(t *testing.T, models ...string) string {
 }
 
 // taskHarness has the conversation dataset in place and a sink counting events.
-func taskHarness(t *testing.T) (*harness, *eventSink, string) {
+func taskHarness(t testing.TB) (*harness, *eventSink, string) {
+	return taskHarnessWith(t, nil)
+}
+
+func taskHarnessWith(t testing.TB, env map[string]string) (*harness, *eventSink, string) {
 	t.Helper()
 	sink := &eventSink{}
 	sinkSrv := httptest.NewServer(sink)
 	t.Cleanup(sinkSrv.Close)
-	h := newHarness(t, map[string]string{"K_SINK": sinkSrv.URL})
+	all := map[string]string{"K_SINK": sinkSrv.URL}
+	for k, v := range env {
+		all[k] = v
+	}
+	h := newHarness(t, all)
 	dir := filepath.Join(h.dataDir, "datasets")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)

@@ -53,6 +53,8 @@ func TestCheck(t *testing.T) {
 		{"metadata name", "", "", "http://metadata.google.internal/", egress.ErrNotAllowed},
 		{"outside the allow list", "10.0.0.0/8", "", "http://127.0.0.1:9/v1", egress.ErrNotAllowed},
 		{"inside the allow list", "127.0.0.0/8", "", "http://127.0.0.1:9/v1", nil},
+		{"allowed name", "localhost", "", "http://localhost:9/v1", nil},
+		{"name outside a names-only allow list (no DNS asked)", "localhost", "", "http://example.com/v1", egress.ErrNotAllowed},
 		{"explicit allow of link-local", "169.254.10.0/24", "", "http://169.254.10.1/", nil},
 		{"deny beats allow", "127.0.0.0/8", "127.0.0.2", "http://127.0.0.2:9/", egress.ErrNotAllowed},
 		{"not http", "", "", "file:///etc/passwd", egress.ErrNotAllowed},

@@ -45,8 +45,16 @@ func tokenCommand(args []string, stdout, stderr io.Writer) int {
 	prefix := fs.String("store-prefix", "", "the store key prefix (LENS_STORE_PREFIX)")
 	scopes := fs.String("scopes", "", "comma-separated scopes (create)")
 	name := fs.String("name", "", "what the token is for (create)")
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
+	// Flags may come before or after the token id.
+	var positional []string
+	for rest := args[1:]; ; {
+		if err := fs.Parse(rest); err != nil {
+			return 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional, rest = append(positional, fs.Arg(0)), fs.Args()[1:]
 	}
 	fail := func(err error) int { fmt.Fprintf(stderr, "lensfn-local token %s: %v\n", verb, err); return 1 }
 	if *redisURL == "" {
@@ -90,11 +98,11 @@ func tokenCommand(args []string, stdout, stderr io.Writer) int {
 		}
 		_ = tw.Flush()
 	case "revoke":
-		if fs.NArg() != 1 {
+		if len(positional) != 1 {
 			fmt.Fprint(stderr, tokenUsage)
 			return 2
 		}
-		id := strings.TrimSpace(fs.Arg(0))
+		id := strings.TrimSpace(positional[0])
 		if err := tokens.Revoke(ctx, id); errors.Is(err, state.ErrNotFound) {
 			return fail(fmt.Errorf("no token %q (token list shows them)", id))
 		} else if err != nil {
