@@ -17,6 +17,7 @@ import (
 	"github.com/lensfn/lensfn/events"
 	"github.com/lensfn/lensfn/runtime/egress"
 	"github.com/lensfn/lensfn/runtime/loadgen"
+	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/simtask"
 )
 
@@ -134,7 +135,7 @@ func (a *aiperfRunner) replay(ctx context.Context, run *Run) (events.TaskReplaye
 	if waitErr != nil && !stopped {
 		return out, fmt.Errorf("aiperf failed (%v); its log is %s", waitErr, filepath.Join(dir, "aiperf.log"))
 	}
-	n, err := convertAIPerfExport(filepath.Join(dir, "profile_export.jsonl"), out.RecordsPath)
+	n, err := convertAIPerfExport(filepath.Join(dir, "profile_export.jsonl"), out.RecordsPath, run.APIKey)
 	if err != nil {
 		return out, err
 	}
@@ -183,7 +184,8 @@ func (l *aiperfLine) metric(name string) (float64, bool) {
 // convertAIPerfExport writes loadgen records for AIPerf's profiling-phase requests, times made
 // relative to the first request's start. AIPerf keeps no schedule per request, so a record's
 // scheduled time is its start (drift is not measured for this backend).
-func convertAIPerfExport(src, dst string) (int, error) {
+// Error messages are redacted of key (the task's) and of any Bearer token.
+func convertAIPerfExport(src, dst, key string) (int, error) {
 	in, err := os.Open(src)
 	if err != nil {
 		return 0, fmt.Errorf("aiperf wrote no per-request export: %w", err)
@@ -242,7 +244,7 @@ func convertAIPerfExport(src, dst string) (int, error) {
 		}
 		switch {
 		case l.Error != nil:
-			msg := strings.TrimSpace(l.Error.Type + ": " + l.Error.Message)
+			msg := secret.Redact(strings.TrimSpace(l.Error.Type+": "+l.Error.Message), key)
 			rec.Error, rec.StatusCode = &msg, l.Error.Code
 			if rec.StatusCode != nil && (*rec.StatusCode < 100 || *rec.StatusCode > 599) {
 				rec.StatusCode = nil // AIPerf's own codes (499 cancelled is HTTP-like; others are not)
