@@ -303,17 +303,8 @@ func (s *Stack) startIngress() error {
 				r.Out.Host = r.In.Host
 			},
 			FlushInterval: -1, // stream downloads and progress as they come
-			// The function's own answers (a 413 included) pass through untouched; this runs
-			// only when no answer came: 503 while the process restarts, else 502 with the cause.
-			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-				if !p.running() {
-					writeProblem(w, http.StatusServiceUnavailable, "service_unavailable", "Service unavailable",
-						p.name+" is restarting; try again shortly")
-					return
-				}
-				writeProblem(w, http.StatusBadGateway, "upstream_unavailable", "Bad gateway",
-					fmt.Sprintf("%s did not answer: %v", p.name, err))
-			},
+			// The function's own answers (a 413 included) pass through untouched.
+			ErrorHandler: upstreamError(p),
 		}
 		prefix := strings.TrimRight(svc.PathPrefix, "/")
 		prefixes = append(prefixes, prefix)
@@ -331,6 +322,20 @@ func (s *Stack) startIngress() error {
 	}
 	s.APIURL = url
 	return nil
+}
+
+// upstreamError answers a request the function gave no answer to: 503 while its process
+// restarts, else 502 with the cause (never a false "restarting").
+func upstreamError(p *process) func(http.ResponseWriter, *http.Request, error) {
+	return func(w http.ResponseWriter, _ *http.Request, err error) {
+		if !p.running() {
+			writeProblem(w, http.StatusServiceUnavailable, "service_unavailable", "Service unavailable",
+				p.name+" is restarting; try again shortly")
+			return
+		}
+		writeProblem(w, http.StatusBadGateway, "upstream_unavailable", "Bad gateway",
+			fmt.Sprintf("%s did not answer: %v", p.name, err))
+	}
 }
 
 // writeProblem answers the ingress's own errors in the functions' problem+json shape.
