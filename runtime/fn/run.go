@@ -270,7 +270,7 @@ func assemble(d Deps, f *Function) (http.Handler, error) {
 		// The Broker sends no token; events are capped, validated and deduplicated instead.
 		routes = append(routes, Route{Method: http.MethodPost, Path: "/events", Scope: auth.Public, Handler: recv, MaxBodyBytes: MaxEventBytes})
 	}
-	rt, err := newRouter(&guard{cfg: d.Config, tokens: d.Tokens, log: log}, append(routes, f.Routes...))
+	rt, err := newRouter(&guard{cfg: d.Config, tokens: d.Tokens}, append(routes, f.Routes...))
 	if err != nil {
 		return nil, err
 	}
