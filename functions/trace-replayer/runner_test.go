@@ -286,7 +286,8 @@ func TestReplayFinishedDuringAnOutageIsHandedOff(t *testing.T) {
 		return err == nil && (task.Internal.Phase == "analyzing" || task.Status != simtask.StatusRunning)
 	})
 	task := statusOf(t, repo, id)
-	if task.Status != simtask.StatusRunning || task.Internal.Phase != "analyzing" || task.Internal.RecordsPath != "/tmp/records" ||
+	// The records path is derived from the task id, whatever the replay reported.
+	if task.Status != simtask.StatusRunning || task.Internal.Phase != "analyzing" || task.Internal.RecordsPath != filepath.Join(repo.TaskDir(id), RecordsFile) ||
 		task.Internal.ReplayMessage != "every scheduled request was sent" {
 		t.Fatalf("the finished replay was not handed off: %s %q %v", task.Status, task.Internal.Phase, task.ErrorMessage)
 	}
@@ -334,7 +335,7 @@ func TestLostRunnerLeavesItsReplayOnDisk(t *testing.T) {
 			return task.Internal.Phase == "analyzing" || task.Status != simtask.StatusRunning
 		})
 	}
-	if task := statusOf(t, repo, finished); task.Status != simtask.StatusRunning || task.Internal.RecordsPath != "/done/records" ||
+	if task := statusOf(t, repo, finished); task.Status != simtask.StatusRunning || task.Internal.RecordsPath != filepath.Join(repo.TaskDir(finished), RecordsFile) ||
 		task.Internal.ReplayMessage != "every scheduled request was sent" {
 		t.Fatalf("finished: %s %q %q", task.Status, task.Internal.RecordsPath, task.Internal.ReplayMessage)
 	}
