@@ -94,7 +94,7 @@ func FuzzParsePrompts(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		ps, err := parsePrompts(json.RawMessage(s))
+		ps, err := parsePrompts(json.RawMessage(s), maxSequences)
 		if err == nil && len(ps) == 0 {
 			t.Fatalf("%q: no prompts and no error", s)
 		}

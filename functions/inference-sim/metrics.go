@@ -180,6 +180,21 @@ func newMetrics(cfg *Config, fake func() *FakeMetrics) *metrics {
 	return m
 }
 
+// dropModel deletes the series of an unloaded adapter (never the base
+// model's).
+func (m *metrics) dropModel(name string) {
+	if name == m.baseModel {
+		return
+	}
+	m.perModel.Delete(name)
+	for _, v := range []interface{ DeleteLabelValues(...string) bool }{m.ttft, m.tpot, m.itl, m.reqTPOT, m.e2e,
+		m.queue, m.inference, m.prefill, m.decode, m.promptTokens, m.genTokens, m.paramsMaxTokens, m.maxGen,
+		m.promptTotal, m.genTotal, m.prefixHits, m.prefixQueries} {
+		v.DeleteLabelValues(name)
+	}
+	m.success.DeletePartialMatch(prometheus.Labels{labelModel: name})
+}
+
 func (m *metrics) forModel(name string) *modelMetrics {
 	if v, ok := m.perModel.Load(name); ok {
 		return v.(*modelMetrics)
