@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -393,7 +394,7 @@ func (s *Stack) startFunction(svc Service) error {
 	for k, v := range s.opts.Env {
 		env[k] = v
 	}
-	p := &process{name: svc.Name, bin: bin, args: svc.Args, env: env, port: port, readiness: svc.ReadinessPath,
+	p := &process{name: svc.Name, bin: bin, args: localArgs(svc), env: env, port: port, readiness: svc.ReadinessPath,
 		logPath: filepath.Join(s.opts.DataDir, "logs", svc.Name+".log"), log: s.opts.Log}
 	if err := os.MkdirAll(filepath.Dir(p.logPath), 0o700); err != nil {
 		return err
@@ -403,6 +404,16 @@ func (s *Stack) startFunction(svc Service) error {
 	s.mu.Unlock()
 	p.supervise()
 	return nil
+}
+
+// loopbackFlags are the command-line flags that keep a function whose
+// listen address is a flag (not the environment) on loopback: the stack
+// serves 127.0.0.1 only.
+var loopbackFlags = map[string][]string{"inference-sim": {"--host", "127.0.0.1"}}
+
+// localArgs is the manifest's command line plus the function's loopback flags.
+func localArgs(svc Service) []string {
+	return append(slices.Clone(svc.Args), loopbackFlags[svc.Binary]...)
 }
 
 // Stop drains every function (SIGTERM, then waits), then the broker and Redis.

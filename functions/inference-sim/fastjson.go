@@ -173,6 +173,10 @@ func (g *genCtx) fastDecode(body []byte) bool {
 				return
 			}
 			for !s.bad {
+				if len(g.chat.Messages) == maxJSONContainers { // the general decoder refuses it
+					s.bad = true
+					return
+				}
 				g.chat.Messages = append(g.chat.Messages, chatMessage{})
 				m := &g.chat.Messages[len(g.chat.Messages)-1]
 				s.object(func(k string) {

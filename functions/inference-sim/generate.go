@@ -109,9 +109,9 @@ type genCtx struct {
 	fastN             int64
 	fastTemperature   float64
 	fastTopP          float64
+	fastStreamOptions streamOptions
 
 	watch clientWatch // notices a client that left (clientwatch.go)
-	fastStreamOptions streamOptions
 
 	// stream state
 	out      []byte

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lensfn/lensfn/functions/inference-sim/latency"
@@ -135,29 +136,23 @@ func checkToken(tok string) error {
 	return nil
 }
 
-// validHostname accepts RFC 1123 host names (letters, digits, hyphens and dots).
+// validHostname accepts RFC 1123 host names: dot-separated labels of
+// letters, digits and inner hyphens.
 func validHostname(h string) bool {
 	if len(h) == 0 || len(h) > 253 {
 		return false
 	}
-	label := 0
-	for i := 0; i < len(h); i++ {
-		c := h[i]
-		switch {
-		case c == '.':
-			if label == 0 {
-				return false
-			}
-			label = 0
-		case 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-':
-			if label++; label > 63 {
-				return false
-			}
-		default:
+	for _, label := range strings.Split(h, ".") {
+		if len(label) == 0 || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
 			return false
 		}
+		for i := 0; i < len(label); i++ {
+			if c := label[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-') {
+				return false
+			}
+		}
 	}
-	return label > 0
+	return true
 }
 
 // checkJSONShape bounds a body's nesting depth and the containers held by
