@@ -91,8 +91,8 @@ func TestGeneratedTokensBounded(t *testing.T) {
 	// 128 x 200,000 tokens with ignore_eos would be 25.6 M tokens held at once.
 	s, body := chat(`,"n":128,"max_tokens":200000,"ignore_eos":true`)
 	openAIError(t, s, body, 400, "max_tokens")
-	// Logprobs weigh: 16 x 2,000 tokens x 21 alternatives each.
-	s, body = chat(`,"n":16,"max_tokens":2000,"logprobs":true,"top_logprobs":20`)
+	// Logprobs weigh: 16 x 1,000 tokens with 20 alternatives each (16,000 x 41 units).
+	s, body = chat(`,"n":16,"max_tokens":1000,"logprobs":true,"top_logprobs":20`)
 	openAIError(t, s, body, 400, "max_tokens")
 	// One long answer of the whole context is fine.
 	if s, body = chat(`,"max_tokens":100000`); s != 200 {
@@ -237,6 +237,20 @@ func TestLoRANamesAndCountBounded(t *testing.T) {
 	}
 	if s, body := load("one-too-many"); s != 200 {
 		t.Fatalf("after an unload: %d %s", s, body)
+	}
+	// Each adapter set in use is a lora_requests_info series: only the latest few are kept.
+	for i := range 3 * maxLoRAInfoSeries {
+		chat := `{"model":"org/adapter-` + strconv.Itoa(100+i) + `","messages":[{"role":"user","content":"hi"}],"max_tokens":1}`
+		if s, _, body := post(t, ts.url()+"/v1/chat/completions", chat); s != 200 {
+			t.Fatalf("adapter request: %d %s", s, body)
+		}
+	}
+	_, m := get(t, ts.url()+"/metrics")
+	if n := strings.Count(m, "\nvllm:lora_requests_info{"); n < 2 || n > maxLoRAInfoSeries {
+		t.Fatalf("%d lora_requests_info series, want at most %d:\n%s", n, maxLoRAInfoSeries, exposedLines(m, mLoRAInfo))
+	}
+	if !strings.Contains(m, `running_lora_adapters="org/adapter-`+strconv.Itoa(100+3*maxLoRAInfoSeries-1)+`"`) {
+		t.Fatal("the latest adapter set is missing from lora_requests_info")
 	}
 	// --lora-modules follows the same rules.
 	if _, err := ParseConfig([]string{"--model", "m", "--lora-modules", `{"name":"bad name"}`}, Environment{}, nil); err == nil {

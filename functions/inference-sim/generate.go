@@ -208,8 +208,12 @@ func (r *rank) handleGenerate(ctx *fasthttp.RequestCtx, kind, api int) {
 	} else {
 		*bp = g.appendFullResponse((*bp)[:0])
 	}
-	ctx.SetBody(*bp)
-	putBuf(bp)
+	if cap(*bp) > 1<<20 { // a large answer is handed over, not copied (the pool would drop it)
+		ctx.Response.SetBodyRaw(*bp)
+	} else {
+		ctx.SetBody(*bp)
+		putBuf(bp)
+	}
 	g.complete = true
 	g.finishNonStream(now, end)
 }
@@ -351,9 +355,9 @@ func (g *genCtx) resolveModel(name string) *apiError {
 			return nil
 		}
 	}
-	if r.loras.known(name) {
-		g.model, g.lora = name, name
-		g.mm = r.metrics.forModel(name)
+	if lora, ok := r.loras.lookup(name); ok {
+		g.model, g.lora = lora, lora
+		g.mm = r.metrics.forModel(lora)
 		return nil
 	}
 	return newParamError(404, "The model `"+name+"` does not exist.", "model")

@@ -20,9 +20,9 @@ const (
 	maxSequences = 128
 	// maxGeneratedUnits bounds the output of one request: every sequence's
 	// token limit (max_tokens, or what is left of the context window)
-	// times (1 + top_logprobs), summed over the sequences. 512 Ki units
-	// are a 262,144-token answer twice over; each unit costs ~30 bytes of
-	// memory, more with logprobs, hence their weight.
+	// times (1 + 2 x top_logprobs), summed over the sequences. 512 Ki units
+	// are a 262,144-token answer twice over, or 12,787 tokens with 20
+	// logprobs each (a 16 MB answer); see BENCHMARKS.md for the memory.
 	maxGeneratedUnits = 1 << 19
 	// maxEmbeddingInputs is OpenAI's limit on /v1/embeddings inputs;
 	// maxEmbeddingValues bounds inputs x dimensions (~12 bytes of JSON
@@ -238,7 +238,7 @@ func countArrayItems(raw []byte, limit int) int {
 // tokenizePrompt, when every prompt's length is known.
 func (g *genCtx) checkOutputBudget() *apiError {
 	maxLen := g.r.cfg.MaxModelLen
-	weight := 1 + g.topLogprobs
+	weight := 1 + 2*g.topLogprobs // an alternative's JSON is several times a token's text
 	total := 0
 	add := func(promptTokens int) {
 		limit := maxLen - promptTokens

@@ -55,6 +55,19 @@ func (r *loraRegistry) remove(name string) bool {
 	return len(r.items) != n
 }
 
+// lookup returns the registry's own copy of a known adapter's name. A
+// request's model name may view a pooled body buffer (the fast decoder
+// does not copy), so anything kept beyond the request (scheduler slots,
+// metric labels) must use this copy.
+func (r *loraRegistry) lookup(name string) (string, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if i := slices.IndexFunc(r.items, func(x LoRAModule) bool { return x.Name == name }); i >= 0 {
+		return r.items[i].Name, true
+	}
+	return "", false
+}
+
 func (r *loraRegistry) known(name string) bool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
