@@ -108,19 +108,12 @@ func requireOpenAIAnswer(t *testing.T, ctx *fasthttp.RequestCtx, path, body stri
 // FuzzEmbeddingsRequest: any body gets embeddings for each input (never
 // more than the bound allows) or an OpenAI error.
 func FuzzEmbeddingsRequest(f *testing.F) {
-	for _, s := range []string{
+	fuzzEndpoint(f, "/v1/embeddings", []string{
 		`{"model":"fake-model","input":"hi"}`, `{"model":"fake-model","input":["a","b"],"dimensions":8,"encoding_format":"base64"}`,
 		`{"model":"fake-model","input":[[1,2],[3]],"dimensions":65536}`, `{"model":"fake-model","input":[1,2,3]}`,
 		`{"model":"fake-model","input":["x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x"],"dimensions":65536}`,
 		`{"model":"fake-model","input":[],"dimensions":0}`, `{"model":"fake-model","input":{"a":1}}`, `{"input":"a"}`, `[`,
-	} {
-		f.Add(s)
-	}
-	r := newTestRank(f)
-	var ctx fasthttp.RequestCtx
-	f.Fuzz(func(t *testing.T, body string) {
-		serve(r, &ctx, "/v1/embeddings", body)
-		requireOpenAIAnswer(t, &ctx, "/v1/embeddings", body)
+	}, func(t *testing.T, ctx *fasthttp.RequestCtx, body string) {
 		if ctx.Response.StatusCode() != 200 {
 			return
 		}
@@ -140,15 +133,24 @@ func FuzzEmbeddingsRequest(f *testing.F) {
 
 // FuzzTokenizeRequest: any body is tokenized or refused with an OpenAI error.
 func FuzzTokenizeRequest(f *testing.F) {
-	for _, s := range []string{`{"prompt":"Hello, world"}`, `{"messages":[{"role":"user","content":"hi"}]}`,
-		`{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url"}]}]}`, `{}`, `{"prompt":1}`, `null`} {
+	fuzzEndpoint(f, "/tokenize", []string{`{"prompt":"Hello, world"}`, `{"messages":[{"role":"user","content":"hi"}]}`,
+		`{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url"}]}]}`, `{}`, `{"prompt":1}`, `null`}, nil)
+}
+
+// fuzzEndpoint fuzzes one endpoint from seeds: every answer must be JSON or
+// an OpenAI error, then check (when set) looks further.
+func fuzzEndpoint(f *testing.F, path string, seeds []string, check func(t *testing.T, ctx *fasthttp.RequestCtx, body string)) {
+	for _, s := range seeds {
 		f.Add(s)
 	}
 	r := newTestRank(f)
 	var ctx fasthttp.RequestCtx
 	f.Fuzz(func(t *testing.T, body string) {
-		serve(r, &ctx, "/tokenize", body)
-		requireOpenAIAnswer(t, &ctx, "/tokenize", body)
+		serve(r, &ctx, path, body)
+		requireOpenAIAnswer(t, &ctx, path, body)
+		if check != nil {
+			check(t, &ctx, body)
+		}
 	})
 }
 
