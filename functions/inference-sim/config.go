@@ -30,6 +30,7 @@ type Environment struct {
 	PythonHashSeed string // PYTHONHASHSEED: default for --hash-seed
 	// Secrets come from the environment rather than the command line, where
 	// every local user can read them (ps). The flags override them.
+	ListenHost string // LENS_LISTEN_HOST: default for --host (the runtime's listen-host setting)
 	APIKey     string // VLLM_API_KEY: default for --api-key
 	AdminToken string // LENS_SIM_ADMIN_TOKEN: default for --admin-token
 }
@@ -544,7 +545,7 @@ func ParseConfig(args []string, env Environment, readFile func(string) ([]byte, 
 		c.Model = env.SimModel
 	}
 	c.HashSeed = env.PythonHashSeed
-	c.APIKey, c.AdminToken = env.APIKey, env.AdminToken
+	c.Host, c.APIKey, c.AdminToken = env.ListenHost, env.APIKey, env.AdminToken
 	if env.Port != "" {
 		p, err := strconv.Atoi(env.Port)
 		if err != nil {

@@ -180,6 +180,12 @@ func TestHostFlag(t *testing.T) {
 		c.Close()
 		t.Fatal("--host 127.0.0.2 also listens on 127.0.0.1")
 	}
+	if c, err := ParseConfig([]string{"--model", "m"}, Environment{ListenHost: "127.0.0.1"}, nil); err != nil || c.Host != "127.0.0.1" {
+		t.Fatalf("LENS_LISTEN_HOST is the default of --host: %v %v", c, err)
+	}
+	if c, _ := ParseConfig([]string{"--model", "m", "--host", "::1"}, Environment{ListenHost: "127.0.0.1"}, nil); c == nil || c.Host != "::1" {
+		t.Fatal("--host wins over LENS_LISTEN_HOST")
+	}
 	for _, bad := range []string{"not a host", "a..b", "-", "::1:"} {
 		if _, err := ParseConfig([]string{"--model", "m", "--host", bad}, Environment{}, nil); err == nil {
 			t.Fatalf("--host %q accepted", bad)
