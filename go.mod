@@ -6,6 +6,7 @@ require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/cloudevents/sdk-go/v2 v2.16.2
 	github.com/go-zeromq/zmq4 v0.17.0
+	github.com/google/uuid v1.6.0
 	github.com/ncruces/go-sqlite3 v0.37.0
 	github.com/openai/openai-go/v3 v3.99.0
 	github.com/parquet-go/parquet-go v0.32.0
@@ -29,7 +30,6 @@ require (
 	github.com/go-zeromq/goczmq/v4 v4.2.2 // indirect
 	github.com/gogo/protobuf v1.3.2 // indirect
 	github.com/google/gofuzz v1.2.0 // indirect
-	github.com/google/uuid v1.6.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect

@@ -125,6 +125,7 @@ var homes = map[string][]string{
 	"go.uber.org/zap":                     {"runtime/fn"},
 	"github.com/prometheus/client_model":  {"functions", "runtime", "tests"},
 	"github.com/prometheus/common":        {"functions", "runtime", "tests"},
+	"github.com/google/uuid":              {"runtime", "functions"},
 }
 
 // knativeAllowed are the only knative.dev/pkg packages a function may use (the rest pull in
