@@ -1,0 +1,99 @@
+package inventory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+)
+
+// maxModelListBytes caps the model list an endpoint may answer.
+const maxModelListBytes = 1 << 20
+
+// ModelsURL is where an OpenAI-compatible base URL lists its models: <base>/models for a /v1
+// base, else <base>/v1/models.
+func ModelsURL(endpoint string) string {
+	base := strings.TrimRight(endpoint, "/")
+	if strings.HasSuffix(base, "/v1") {
+		return base + "/models"
+	}
+	return base + "/v1/models"
+}
+
+// ProbeError says why an endpoint did not check out, in words fit for a client: it never holds
+// the API key.
+type ProbeError struct{ Reason string }
+
+func (e *ProbeError) Error() string { return e.Reason }
+
+// ListModels asks an endpoint for its model list within timeout, sending apiKey as a Bearer
+// token. Every failure is a *ProbeError.
+func ListModels(ctx context.Context, client *http.Client, endpoint, apiKey string, timeout time.Duration) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	url := ModelsURL(endpoint)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, &ProbeError{"the endpoint URL is not usable"}
+	}
+	req.Header.Set("Accept", "application/json")
+	if apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+apiKey)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		reason := "connection failed"
+		if errors.Is(err, context.DeadlineExceeded) {
+			reason = fmt.Sprintf("no answer within %s", timeout)
+		}
+		return nil, &ProbeError{fmt.Sprintf("could not reach %s: %s", url, reason)}
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return nil, &ProbeError{fmt.Sprintf("the endpoint refused the credentials (HTTP %d)", resp.StatusCode)}
+	case resp.StatusCode/100 != 2:
+		return nil, &ProbeError{fmt.Sprintf("the endpoint answered HTTP %d to GET %s", resp.StatusCode, url)}
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxModelListBytes+1))
+	if err != nil {
+		return nil, &ProbeError{"the model list could not be read"}
+	}
+	if len(body) > maxModelListBytes {
+		return nil, &ProbeError{fmt.Sprintf("the model list is larger than %d bytes", maxModelListBytes)}
+	}
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &list); err != nil || list.Data == nil {
+		return nil, &ProbeError{`the endpoint did not answer an OpenAI model list ({"data": [...]})`}
+	}
+	models := make([]string, 0, len(list.Data))
+	for _, m := range list.Data {
+		if m.ID == "" {
+			return nil, &ProbeError{"the model list has an entry without an id"}
+		}
+		models = append(models, m.ID)
+	}
+	return models, nil
+}
+
+// ProbeModel checks that the endpoint answers a model list naming model, returning the list.
+func ProbeModel(ctx context.Context, client *http.Client, endpoint, apiKey, model string, timeout time.Duration) ([]string, error) {
+	models, err := ListModels(ctx, client, endpoint, apiKey, timeout)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(models, model) {
+		shown := models[:min(len(models), 20)]
+		return models, &ProbeError{fmt.Sprintf("the endpoint does not serve model %q (it serves %s)", model, strings.Join(shown, ", "))}
+	}
+	return models, nil
+}
