@@ -301,8 +301,8 @@ func TestExecutions(t *testing.T) {
 func TestModelServices(t *testing.T) {
 	h := newHarness(t, quietConfig)
 	session := h.session(t, "local")
-	a := newFakeEndpoint(t, "", "fake-model")
-	b := newFakeEndpoint(t, "sk-b", "fake-model")
+	a := newFakeEndpoint(t, "", "fake-model", "chat-model")
+	b := newFakeEndpoint(t, "sk-b", "fake-model", "chat-model")
 	ea, eb := h.register(t, session, a.URL+"/v1", "fake-model", ""), h.register(t, session, b.URL+"/v1", "fake-model", "sk-b")
 	a.down.Store(true) // a is down when the service is published
 
@@ -344,6 +344,11 @@ func TestModelServices(t *testing.T) {
 	}
 
 	// Validation.
+	only := newFakeEndpoint(t, "", "fake-model")
+	eo := h.register(t, session, only.URL+"/v1", "fake-model", "")
+	if raw := h.expect(t, "POST", "/api/v1/model-services", `{"name":"x","published_name":"chat-model","cluster_session_id":"`+session+`","member_execution_ids":["`+eo.ID+`"]}`, 400); !strings.Contains(raw, `not \"chat-model\"`) {
+		t.Fatalf("a member that does not serve the published name: %s", raw)
+	}
 	h.expect(t, "POST", "/api/v1/model-services", `{"name":"x","published_name":"x","cluster_session_id":"`+session+`","member_execution_ids":[]}`, 422)
 	h.expect(t, "POST", "/api/v1/model-services", `{"name":"x","published_name":"x","cluster_session_id":"`+session+`"}`, 422)
 	h.expect(t, "POST", "/api/v1/model-services", `{"name":"x","published_name":"x","cluster_session_id":"`+session+`","member_execution_ids":["`+inventory.NewID()+`"]}`, 400)
@@ -370,7 +375,7 @@ func TestTheHealthLoopProbesOnItsInterval(t *testing.T) {
 	a := newFakeEndpoint(t, "", "fake-model")
 	ea := h.register(t, session, a.URL+"/v1", "fake-model", "")
 	var created inventoryapi.CreatedModelService
-	h.call(t, "POST", "/api/v1/model-services", `{"name":"chat","published_name":"p","cluster_session_id":"`+session+`","member_execution_ids":["`+ea.ID+`"]}`, &created)
+	h.call(t, "POST", "/api/v1/model-services", `{"name":"chat","published_name":"fake-model","cluster_session_id":"`+session+`","member_execution_ids":["`+ea.ID+`"]}`, &created)
 	if created.Status != "available" {
 		t.Fatalf("created: %+v", created)
 	}

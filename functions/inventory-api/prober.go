@@ -92,7 +92,7 @@ func (p *Prober) ProbeGroup(ctx context.Context, g inventory.ModelService) (inve
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			probes[i] = p.probeMember(ctx, m.ExecutionID)
+			probes[i] = p.probeMember(ctx, m.ExecutionID, g.PublishedName)
 		})
 	}
 	wg.Wait()
@@ -102,8 +102,9 @@ func (p *Prober) ProbeGroup(ctx context.Context, g inventory.ModelService) (inve
 	return p.Repo.RecordProbes(ctx, g.ID, probes)
 }
 
-// probeMember checks the member's execution still exists, is ready and serves its model.
-func (p *Prober) probeMember(ctx context.Context, executionID string) inventory.Probe {
+// probeMember checks the member's execution still exists, is ready and serves the published
+// name, which is what requests to the group carry.
+func (p *Prober) probeMember(ctx context.Context, executionID, publishedName string) inventory.Probe {
 	probe := inventory.Probe{ExecutionID: executionID}
 	defer func() {
 		probe.At = time.Now()
@@ -130,7 +131,7 @@ func (p *Prober) probeMember(ctx context.Context, executionID string) inventory.
 		probe.Error = "the execution's API key could not be opened"
 		return probe
 	}
-	if _, err := inventory.ProbeModel(ctx, p.Client, e.Endpoint, key, e.Model, p.Timeout); err != nil {
+	if _, err := inventory.ProbeModel(ctx, p.Client, e.Endpoint, key, publishedName, p.Timeout); err != nil {
 		probe.Error = err.Error() // a ProbeError: no secret in it
 		return probe
 	}

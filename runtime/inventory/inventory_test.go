@@ -211,7 +211,7 @@ func TestModelServiceResolveAndHealth(t *testing.T) {
 	r := newRepo(t)
 	s := localSession(t, r)
 	a, b := putExecution(t, r, s.ID, "sk-a"), putExecution(t, r, s.ID, "")
-	g, key, err := r.CreateModelService(ctx, inventory.ModelServiceSpec{Name: "chat", PublishedName: "chat-model",
+	g, key, err := r.CreateModelService(ctx, inventory.ModelServiceSpec{Name: "chat", PublishedName: "fake-model",
 		ClusterSessionID: s.ID, MemberExecutionIDs: []string{a.ID, b.ID}})
 	if err != nil {
 		t.Fatal(err)
@@ -244,7 +244,7 @@ func TestModelServiceResolveAndHealth(t *testing.T) {
 		t.Fatalf("after probes: %+v", g)
 	}
 	e, name, err := r.ResolveModelService(ctx, g.ID, key)
-	if err != nil || e.ID != b.ID || name != "chat-model" {
+	if err != nil || e.ID != b.ID || name != "fake-model" {
 		t.Fatalf("resolve = %s %q %v", e.ID, name, err)
 	}
 	// Both healthy: the active member stays where it is.
@@ -279,9 +279,21 @@ func TestModelServiceMembersMustBelongToTheSession(t *testing.T) {
 	r := newRepo(t)
 	s1, s2 := localSession(t, r), localSession(t, r)
 	e := putExecution(t, r, s2.ID, "")
-	spec := inventory.ModelServiceSpec{Name: "x", PublishedName: "x", ClusterSessionID: s1.ID, MemberExecutionIDs: []string{e.ID}}
+	spec := inventory.ModelServiceSpec{Name: "x", PublishedName: "fake-model", ClusterSessionID: s1.ID, MemberExecutionIDs: []string{e.ID}}
 	_, _, err := r.CreateModelService(ctx, spec)
 	wantCode(t, err, problem.CodeBadRequest)
+	// The members must serve the published name: the model, or a name their endpoint listed.
+	spec.ClusterSessionID, spec.PublishedName = s2.ID, "alias"
+	_, _, err = r.CreateModelService(ctx, spec)
+	wantCode(t, err, problem.CodeBadRequest)
+	e.Models = []string{"fake-model", "alias"}
+	if err := r.PutExecution(ctx, e, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err = r.CreateModelService(ctx, spec); err != nil {
+		t.Fatalf("a listed alias: %v", err)
+	}
+	spec.ClusterSessionID, spec.PublishedName = s1.ID, "fake-model"
 	spec.MemberExecutionIDs = []string{inventory.NewID()}
 	_, _, err = r.CreateModelService(ctx, spec)
 	wantCode(t, err, problem.CodeBadRequest)

@@ -42,8 +42,8 @@ func hashAccessKey(key string) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// CreateModelService publishes a Model Service over member executions of one active session and
-// returns it with its access key, which is shown only this once. Members start with unknown
+// CreateModelService publishes a Model Service over member executions of one active session,
+// each serving the published name (its model, or a name its endpoint listed), and returns it with its access key, which is shown only this once. Members start with unknown
 // health until the prober records a probe.
 func (r *Repo) CreateModelService(ctx context.Context, spec ModelServiceSpec) (ModelService, string, error) {
 	if _, err := r.ActiveSession(ctx, spec.ClusterSessionID); err != nil {
@@ -63,6 +63,12 @@ func (r *Repo) CreateModelService(ctx context.Context, spec ModelServiceSpec) (M
 		}
 		if err != nil {
 			return ModelService{}, "", err
+		}
+		// Requests carry the published name to the member directly (no gateway renames it), so
+		// every member must serve it.
+		if e.Model != spec.PublishedName && !slices.Contains(e.Models, spec.PublishedName) {
+			return ModelService{}, "", problem.New(problem.CodeBadRequest, "member execution %q serves %q, not %q",
+				id, e.Model, spec.PublishedName)
 		}
 		if e.ClusterSessionID != spec.ClusterSessionID {
 			return ModelService{}, "", problem.New(problem.CodeBadRequest, "member execution %q belongs to cluster session %q, not %q",

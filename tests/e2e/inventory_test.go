@@ -52,7 +52,7 @@ func TestInventoryOverTheLocalStack(t *testing.T) {
 		t.Fatalf("get execution: %d %s", code, body)
 	}
 
-	svc := `{"name":"chat","published_name":"chat","cluster_session_id":"` + stack.LocalSessionID + `","member_execution_ids":["` + exec.ID + `"]}`
+	svc := `{"name":"chat","published_name":"fake-model","cluster_session_id":"` + stack.LocalSessionID + `","member_execution_ids":["` + exec.ID + `"]}`
 	code, body = post(t, api+"/api/v1/model-services", "application/json", svc, nil)
 	var group struct {
 		ID           string  `json:"id"`
