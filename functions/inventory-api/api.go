@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/lensfn/lensfn/runtime/auth"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/problem"
@@ -87,41 +88,43 @@ func New(d fn.Deps, cfg Config) (*fn.Function, *API, error) {
 		Help: "Member health sweeps this instance ran (one instance sweeps at a time)."})
 	d.Metrics.Registry.MustRegister(endpointProbes, memberProbes, sweeps)
 
-	// Redirects are not followed: an API key is only ever sent to the endpoint it was given for.
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	// Every probe goes through the operator's endpoint policy, and redirects are not followed: an
+	// API key is only ever sent to the endpoint it was given for.
+	client := &http.Client{Transport: d.Egress.Transport(),
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	repo := &inventory.Repo{Store: d.Store, Sealer: sealer}
 	a := &API{deps: d, cfg: cfg, repo: repo, client: client, endpoint: endpointProbes}
 	a.prober = &Prober{Repo: repo, Store: d.Store, Client: client, Owner: d.Config.InstanceID, Interval: cfg.ProbeInterval,
 		Timeout: cfg.ProbeTimeout, Probes: memberProbes, Sweeps: sweeps,
 		Log: func(msg string, kv ...any) { d.Log.Warnw(msg, kv...) }}
 
-	mux := http.NewServeMux()
-	mux.Handle("POST /api/cluster/clusters", fn.Handle(a.createCluster))
-	mux.Handle("GET /api/cluster/clusters", fn.Handle(a.listClusters))
-	mux.Handle("GET /api/cluster/clusters/{id}", fn.Handle(a.getCluster))
-	mux.Handle("POST /api/cluster/clusters/{id}/sessions", fn.Handle(a.openSession))
-	mux.Handle("GET /api/cluster/sessions/{id}", fn.Handle(a.getSession))
-	mux.Handle("POST /api/v1/deployments/executions", fn.Handle(a.createExecution))
-	mux.Handle("GET /api/v1/deployments/executions", fn.Handle(a.listExecutions))
-	mux.Handle("GET /api/v1/deployments/executions/{id}", fn.Handle(a.getExecution))
-	mux.Handle("DELETE /api/v1/deployments/executions/{id}", fn.Handle(a.deleteExecution))
-	mux.Handle("POST /api/v1/model-services", fn.Handle(a.createModelService))
-	mux.Handle("GET /api/v1/model-services", fn.Handle(a.listModelServices))
-	mux.Handle("GET /api/v1/model-services/{id}", fn.Handle(a.getModelService))
-	mux.Handle("DELETE /api/v1/model-services/{id}", fn.Handle(a.deleteModelService))
-	mux.Handle("POST /api/v1/configurations", fn.Handle(a.createConfiguration))
-	mux.Handle("GET /api/v1/configurations", fn.Handle(a.listConfigurations))
-	mux.Handle("GET /api/v1/configurations/{id}", fn.Handle(a.getConfiguration))
-	mux.Handle("/", fn.Handle(func(w http.ResponseWriter, r *http.Request) error {
-		return problem.New(problem.CodeNotFound, "no route %s %s", r.Method, r.URL.Path)
-	}))
+	read, admin := auth.EvaluateRunRead, auth.InventoryAdmin
+	routes := []fn.Route{
+		{Method: "POST", Path: "/api/cluster/clusters", Scope: admin, Handler: fn.Handle(a.createCluster), MaxBodyBytes: maxKubeconfigBytes + 64<<10},
+		{Method: "GET", Path: "/api/cluster/clusters", Scope: read, Handler: fn.Handle(a.listClusters)},
+		{Method: "GET", Path: "/api/cluster/clusters/{id}", Scope: read, Handler: fn.Handle(a.getCluster)},
+		{Method: "POST", Path: "/api/cluster/clusters/{id}/sessions", Scope: admin, Handler: fn.Handle(a.openSession)},
+		{Method: "GET", Path: "/api/cluster/sessions/{id}", Scope: read, Handler: fn.Handle(a.getSession)},
+		{Method: "POST", Path: "/api/v1/deployments/executions", Scope: admin, Handler: fn.Handle(a.createExecution)},
+		{Method: "GET", Path: "/api/v1/deployments/executions", Scope: read, Handler: fn.Handle(a.listExecutions)},
+		{Method: "GET", Path: "/api/v1/deployments/executions/{id}", Scope: read, Handler: fn.Handle(a.getExecution)},
+		{Method: "DELETE", Path: "/api/v1/deployments/executions/{id}", Scope: admin, Handler: fn.Handle(a.deleteExecution)},
+		{Method: "POST", Path: "/api/v1/model-services", Scope: admin, Handler: fn.Handle(a.createModelService)},
+		{Method: "GET", Path: "/api/v1/model-services", Scope: read, Handler: fn.Handle(a.listModelServices)},
+		{Method: "GET", Path: "/api/v1/model-services/{id}", Scope: read, Handler: fn.Handle(a.getModelService)},
+		{Method: "DELETE", Path: "/api/v1/model-services/{id}", Scope: admin, Handler: fn.Handle(a.deleteModelService)},
+		{Method: "POST", Path: "/api/v1/configurations", Scope: admin, Handler: fn.Handle(a.createConfiguration),
+			MaxBodyBytes: inventory.MaxConfigurationContentBytes + inventory.MaxConfigurationProvenanceBytes + 64<<10},
+		{Method: "GET", Path: "/api/v1/configurations", Scope: read, Handler: fn.Handle(a.listConfigurations)},
+		{Method: "GET", Path: "/api/v1/configurations/{id}", Scope: read, Handler: fn.Handle(a.getConfiguration)},
+	}
 
 	// The health loop runs until Close. TODO(sec-store): move to Function.Start once it lands.
 	loopCtx, stop := context.WithCancel(context.Background())
 	var loop sync.WaitGroup
 	loop.Go(func() { a.prober.Run(loopCtx) })
 	return &fn.Function{
-		Routes: mux,
+		Routes: routes,
 		Close: func(context.Context) error {
 			stop()
 			loop.Wait()

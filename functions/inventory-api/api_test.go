@@ -15,6 +15,7 @@ import (
 	"time"
 
 	inventoryapi "github.com/lensfn/lensfn/functions/inventory-api"
+	"github.com/lensfn/lensfn/runtime/auth"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/fn/fntest"
 	"github.com/lensfn/lensfn/runtime/inventory"
@@ -67,8 +68,10 @@ func (f *fakeEndpoint) auth() string {
 }
 
 type harness struct {
-	url string
-	api *inventoryapi.API
+	url    string
+	api    *inventoryapi.API
+	server *fn.Server
+	token  string // every scope; call sends it
 }
 
 func newHarness(t *testing.T, cfg inventoryapi.Config) *harness {
@@ -86,7 +89,7 @@ func newHarness(t *testing.T, cfg inventoryapi.Config) *harness {
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
 	srv := httptest.NewServer(s.Handler)
 	t.Cleanup(srv.Close)
-	return &harness{url: srv.URL, api: api}
+	return &harness{url: srv.URL, api: api, server: s, token: fntest.Token(t, s)}
 }
 
 // quietConfig probes members only when a test asks (an hour between sweeps).
@@ -94,9 +97,17 @@ var quietConfig = inventoryapi.Config{ProbeInterval: time.Hour, ProbeTimeout: 2 
 
 func (h *harness) call(t *testing.T, method, path, body string, out any) (int, string) {
 	t.Helper()
+	return h.callAs(t, h.token, method, path, body, out)
+}
+
+func (h *harness) callAs(t *testing.T, token, method, path, body string, out any) (int, string) {
+	t.Helper()
 	req, _ := http.NewRequest(method, h.url+path, strings.NewReader(body))
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -209,7 +220,35 @@ func TestClusters(t *testing.T) {
 	}
 	h.expect(t, "POST", "/api/cluster/clusters/"+inventory.NewID()+"/sessions", "", 404)
 	h.expect(t, "GET", "/api/cluster/sessions/nope", "", 404)
-	h.expect(t, "PUT", "/api/cluster/clusters", `{}`, 404)
+	h.expect(t, "PUT", "/api/cluster/clusters", `{}`, 405)
+	h.expect(t, "GET", "/api/cluster/nothing", "", 404)
+}
+
+// TestScopes: writes need inventory:admin, reads evaluate:run:read (LENS_AUTH=required).
+func TestScopes(t *testing.T) {
+	h := newHarness(t, quietConfig)
+	reader := fntest.Token(t, h.server, auth.EvaluateRunRead)
+	writes := [][2]string{{"POST", "/api/cluster/clusters"}, {"POST", "/api/cluster/clusters/x/sessions"},
+		{"POST", "/api/v1/deployments/executions"}, {"DELETE", "/api/v1/deployments/executions/x"},
+		{"POST", "/api/v1/model-services"}, {"DELETE", "/api/v1/model-services/x"}, {"POST", "/api/v1/configurations"}}
+	reads := []string{"/api/cluster/clusters", "/api/cluster/clusters/x", "/api/cluster/sessions/x", "/api/v1/deployments/executions",
+		"/api/v1/deployments/executions/x", "/api/v1/model-services", "/api/v1/model-services/x", "/api/v1/configurations", "/api/v1/configurations/x"}
+	for _, w := range writes {
+		if code, _ := h.callAs(t, "", w[0], w[1], `{}`, nil); code != 401 {
+			t.Errorf("%s %s without a token: %d", w[0], w[1], code)
+		}
+		if code, _ := h.callAs(t, reader, w[0], w[1], `{}`, nil); code != 403 {
+			t.Errorf("%s %s with a read token: %d", w[0], w[1], code)
+		}
+	}
+	for _, path := range reads {
+		if code, _ := h.callAs(t, "", "GET", path, "", nil); code != 401 {
+			t.Errorf("GET %s without a token: %d", path, code)
+		}
+		if code, _ := h.callAs(t, reader, "GET", path, "", nil); code != 200 && code != 404 {
+			t.Errorf("GET %s with a read token: %d", path, code)
+		}
+	}
 }
 
 func TestExecutions(t *testing.T) {
@@ -313,7 +352,7 @@ func TestModelServices(t *testing.T) {
 		t.Fatalf("create: %d %s", code, raw)
 	}
 	if created.ActiveMember == nil || *created.ActiveMember != eb.ID || created.Status != "available" ||
-		created.Members[0].Health != "unhealthy" || created.Members[1].Health != "healthy" || !strings.Contains(created.Members[0].LastError, "503") {
+		created.Members[0].Health != "unhealthy" || created.Members[1].Health != "healthy" || !strings.Contains(created.Members[0].LastError, "unreachable") {
 		t.Fatalf("health after the first probe: %s", raw)
 	}
 	got := h.expect(t, "GET", "/api/v1/model-services/"+created.ID, "", 200)

@@ -6,5 +6,9 @@
 // or hashed (access keys), so inventory-api, evaluation-api and the evaluation stages share one
 // definition of their JSON shape, their keys and their rules.
 //
-// It may import runtime/state, runtime/secret and runtime/problem, and github.com/google/uuid.
+// It also probes endpoints' model lists (ListModels, ProbeModel) for inventory-api and
+// simulation-api, through a client the caller builds on the egress policy.
+//
+// It may import runtime/state, runtime/secret, runtime/problem and runtime/egress, and
+// github.com/google/uuid.
 package inventory

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/lensfn/lensfn/runtime/egress"
 )
 
 // maxModelListBytes caps the model list an endpoint may answer.
@@ -25,8 +27,10 @@ func ModelsURL(endpoint string) string {
 	return base + "/v1/models"
 }
 
-// ProbeError says why an endpoint did not check out, in words fit for a client: it never holds
-// the API key.
+// ProbeError says why an endpoint did not check out, in words fit for a client. It never holds
+// the API key, and it says only that the endpoint is not allowed or unreachable: which port is
+// closed, what status a host answers or whether it asked for credentials would let the API map a
+// network it can reach (as simulation-api's model discovery does).
 type ProbeError struct{ Reason string }
 
 func (e *ProbeError) Error() string { return e.Reason }
@@ -37,35 +41,29 @@ func ListModels(ctx context.Context, client *http.Client, endpoint, apiKey strin
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	url := ModelsURL(endpoint)
+	unreachable := &ProbeError{fmt.Sprintf(`unreachable: GET %s did not answer an OpenAI model list ({"data": [...]}) with this key within %s`, url, timeout)}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, &ProbeError{"the endpoint URL is not usable"}
+		return nil, unreachable
 	}
 	req.Header.Set("Accept", "application/json")
 	if apiKey != "" {
 		req.Header.Set("Authorization", "Bearer "+apiKey)
 	}
 	resp, err := client.Do(req)
+	if errors.Is(err, egress.ErrNotAllowed) {
+		return nil, &ProbeError{"not allowed by this installation's endpoint policy"}
+	}
 	if err != nil {
-		reason := "connection failed"
-		if errors.Is(err, context.DeadlineExceeded) {
-			reason = fmt.Sprintf("no answer within %s", timeout)
-		}
-		return nil, &ProbeError{fmt.Sprintf("could not reach %s: %s", url, reason)}
+		return nil, unreachable
 	}
 	defer resp.Body.Close()
-	switch {
-	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return nil, &ProbeError{fmt.Sprintf("the endpoint refused the credentials (HTTP %d)", resp.StatusCode)}
-	case resp.StatusCode/100 != 2:
-		return nil, &ProbeError{fmt.Sprintf("the endpoint answered HTTP %d to GET %s", resp.StatusCode, url)}
+	if resp.StatusCode/100 != 2 {
+		return nil, unreachable
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxModelListBytes+1))
-	if err != nil {
-		return nil, &ProbeError{"the model list could not be read"}
-	}
-	if len(body) > maxModelListBytes {
-		return nil, &ProbeError{fmt.Sprintf("the model list is larger than %d bytes", maxModelListBytes)}
+	if err != nil || len(body) > maxModelListBytes {
+		return nil, unreachable
 	}
 	var list struct {
 		Data []struct {
@@ -73,14 +71,13 @@ func ListModels(ctx context.Context, client *http.Client, endpoint, apiKey strin
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &list); err != nil || list.Data == nil {
-		return nil, &ProbeError{`the endpoint did not answer an OpenAI model list ({"data": [...]})`}
+		return nil, unreachable
 	}
 	models := make([]string, 0, len(list.Data))
 	for _, m := range list.Data {
-		if m.ID == "" {
-			return nil, &ProbeError{"the model list has an entry without an id"}
+		if m.ID != "" {
+			models = append(models, m.ID)
 		}
-		models = append(models, m.ID)
 	}
 	return models, nil
 }
