@@ -9,6 +9,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/lensfn/lensfn/runtime/auth"
+	"github.com/lensfn/lensfn/runtime/state/redisstore"
 )
 
 // fakeInventory registers clusters by name like inventory-api: 201 the first time, 409 after.
@@ -73,5 +76,36 @@ func TestARefusedRegistrationFailsTheStart(t *testing.T) {
 	}
 	if id, err := (&Stack{procs: map[string]*process{}}).registerLocalCluster(context.Background()); id != "" || err != nil {
 		t.Fatalf("without inventory-api: %q, %v", id, err)
+	}
+}
+
+func TestWithAuthRequiredTheRegistrationUsesAShortLivedAdminToken(t *testing.T) {
+	embedded, err := redisstore.StartEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(embedded.Close)
+	ctx := context.Background()
+	store, err := redisstore.Open(ctx, embedded.URL(), redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	tokens := &auth.Tokens{Store: store}
+	inv := &fakeInventory{sessions: map[string]string{}}
+	s := stackWithInventory(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, err := tokens.Verify(r.Context(), strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+		if err != nil || !token.Allows(auth.InventoryAdmin) {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		inv.ServeHTTP(w, r)
+	}))
+	s.opts.Auth, s.RedisURL = "required", embedded.URL()
+	if id, err := s.registerLocalCluster(ctx); err != nil || id != "session-1" {
+		t.Fatalf("session %q, %v", id, err)
+	}
+	if left, err := tokens.List(ctx); err != nil || len(left) != 0 {
+		t.Fatalf("the registration token was not revoked: %v %v", left, err)
 	}
 }
