@@ -28,6 +28,7 @@ type fakeEndpoint struct {
 	models   []string
 	key      string
 	down     atomic.Bool
+	hits     atomic.Int32
 	mu       sync.Mutex
 	lastAuth string
 }
@@ -36,6 +37,7 @@ func newFakeEndpoint(t *testing.T, key string, models ...string) *fakeEndpoint {
 	t.Helper()
 	f := &fakeEndpoint{models: models, key: key}
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.hits.Add(1)
 		f.mu.Lock()
 		f.lastAuth = r.Header.Get("Authorization")
 		f.mu.Unlock()
@@ -76,7 +78,15 @@ type harness struct {
 
 func newHarness(t *testing.T, cfg inventoryapi.Config) *harness {
 	t.Helper()
+	return newHarnessEnv(t, cfg, nil)
+}
+
+func newHarnessEnv(t *testing.T, cfg inventoryapi.Config, extra map[string]string) *harness {
+	t.Helper()
 	env := fntest.Env(t, map[string]string{"LENS_SECRET_KEY": secret.NewKey()})
+	for k, v := range extra {
+		env[k] = v
+	}
 	var api *inventoryapi.API
 	s, err := fn.NewServer(context.Background(), fntest.Config(t, env), inventoryapi.Name, func(_ context.Context, d fn.Deps) (*fn.Function, error) {
 		f, a, err := inventoryapi.New(d, cfg)
@@ -335,6 +345,30 @@ func TestExecutions(t *testing.T) {
 	h.call(t, "GET", "/api/cluster/clusters?name=local", "", &clusters)
 	h.expect(t, "POST", "/api/cluster/clusters/"+clusters.Items[0].ID+"/sessions", "", 201)
 	h.expect(t, "POST", "/api/v1/deployments/executions", register("fake-model", sim.URL+"/v1", "sk-endpoint-key"), 409)
+}
+
+func TestRegistrationFollowsTheEndpointPolicy(t *testing.T) {
+	h := newHarnessEnv(t, quietConfig, map[string]string{"LENS_ENDPOINT_DENY": "127.0.0.0/8"})
+	sim := newFakeEndpoint(t, "", "fake-model")
+	body := `{"cluster_session_id":"` + h.session(t, "local") + `","name":"sim","model":"fake-model","endpoint":"` + sim.URL + `/v1"}`
+	if raw := h.expect(t, "POST", "/api/v1/deployments/executions", body, 400); !strings.Contains(raw, "not allowed") {
+		t.Fatalf("denied endpoint: %s", raw)
+	}
+	if sim.auth() != "" || sim.hits.Load() != 0 {
+		t.Fatal("the denied endpoint was called")
+	}
+}
+
+func TestRedirectsAreNotFollowedWithTheKey(t *testing.T) {
+	h := newHarness(t, quietConfig)
+	target := newFakeEndpoint(t, "", "fake-model")
+	redirector := httptest.NewServer(http.RedirectHandler(target.URL+"/v1/models", http.StatusFound))
+	t.Cleanup(redirector.Close)
+	body := `{"cluster_session_id":"` + h.session(t, "local") + `","name":"sim","model":"fake-model","endpoint":"` + redirector.URL + `/v1","api_key":"sk-x"}`
+	h.expect(t, "POST", "/api/v1/deployments/executions", body, 400)
+	if target.hits.Load() != 0 {
+		t.Fatal("the probe followed the redirect")
+	}
 }
 
 func TestModelServices(t *testing.T) {
