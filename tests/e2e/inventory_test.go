@@ -9,11 +9,11 @@ import (
 )
 
 // TestInventoryOverTheLocalStack registers the stack's own simulator as a deployment execution
-// in the local cluster's session, publishes it as a Model Service and stores a configuration,
-// all through the ingress's inventory prefixes.
+// in the local cluster's session, publishes it as a Model Service, queues a simulation task on
+// that service and stores a configuration, all through the ingress.
 func TestInventoryOverTheLocalStack(t *testing.T) {
-	stack := startStack(t, stackOptions{only: []string{"inventory-api", "inference-sim"},
-		env: map[string]string{"LENS_MEMBER_PROBE_INTERVAL": "200ms"}})
+	stack := startStack(t, stackOptions{only: []string{"inventory-api", "inference-sim", "simulation-api"},
+		env: map[string]string{"LENS_MEMBER_PROBE_INTERVAL": "200ms", "LENS_DATASET_MIRROR": mirrorOfSharedTraces(t)}})
 	if stack.LocalSessionID == "" {
 		t.Fatal("the stack did not register the local cluster")
 	}
@@ -71,6 +71,29 @@ func TestInventoryOverTheLocalStack(t *testing.T) {
 	})
 	if _, body := get(t, api+"/api/v1/model-services/"+group.ID); strings.Contains(body, group.AccessKey) {
 		t.Fatal("the access key is shown after creation")
+	}
+
+	// A simulation task naming the group is bound to the simulator, authorised by the access key.
+	if code, body := post(t, api+"/api/simulation/trace-datasets/download", "application/json", `{"dataset":"mooncake-conversation"}`, nil); code != 200 {
+		t.Fatalf("download: %d %s", code, body)
+	}
+	task := `{"scenario":"chat","endpoint_url":"http://placeholder.invalid/v1","model_name":"any","trace_dataset":"mooncake-conversation",
+	  "model_service_group_id":"` + group.ID + `","api_key":"` + group.AccessKey + `"}`
+	code, body = post(t, api+"/api/simulation/tasks", "application/json", task, nil)
+	var queued struct {
+		Task struct {
+			EndpointURL  string `json:"endpoint_url"`
+			ModelName    string `json:"model_name"`
+			EndpointMode string `json:"endpoint_mode"`
+			ExecutionID  string `json:"endpoint_deployment_execution_id"`
+		} `json:"task"`
+	}
+	if code != 202 || json.Unmarshal([]byte(body), &queued) != nil || queued.Task.EndpointURL != simURL+"/v1" ||
+		queued.Task.ModelName != "fake-model" || queued.Task.EndpointMode != "deployment" || queued.Task.ExecutionID != exec.ID {
+		t.Fatalf("task on the model service: %d %s", code, body)
+	}
+	if code, body := post(t, api+"/api/simulation/tasks", "application/json", strings.Replace(task, group.AccessKey, "lens-mk-wrong", 1), nil); code != 403 {
+		t.Fatalf("task with a wrong access key: %d %s", code, body)
 	}
 
 	conf := `{"name":"g","schema_version":"deployable-configuration.v1","type":"guide","format":"lensfn","provider_ref":"p","content":{"model":{"name":"fake-model"}}}`
