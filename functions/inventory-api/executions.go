@@ -3,17 +3,13 @@ package inventoryapi
 import (
 	"errors"
 	"net/http"
-	"net/url"
 
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/problem"
 )
 
-const (
-	maxAPIKeyLength   = 4096
-	maxEndpointLength = 2048
-)
+const maxAPIKeyLength = 4096
 
 // ExecutionRequest is the body of POST /api/v1/deployments/executions.
 type ExecutionRequest struct {
@@ -23,21 +19,6 @@ type ExecutionRequest struct {
 	Endpoint         *string `json:"endpoint"`
 	Namespace        *string `json:"namespace"`
 	APIKey           *string `json:"api_key"`
-}
-
-// validateEndpoint checks an OpenAI-compatible base URL (422 when it is not one).
-func validateEndpoint(field, raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(raw) > maxEndpointLength {
-		return problem.Validation(problem.Field("must be an http(s) URL such as http://127.0.0.1:8000/v1", "url_parsing", "body", field))
-	}
-	if u.User != nil {
-		return problem.Validation(problem.Field("must not carry credentials; pass api_key instead", "url_parsing", "body", field))
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return problem.Validation(problem.Field("must be a base URL without query or fragment", "url_parsing", "body", field))
-	}
-	return nil
 }
 
 func (a *API) createExecution(w http.ResponseWriter, r *http.Request) error {
@@ -60,7 +41,7 @@ func (a *API) createExecution(w http.ResponseWriter, r *http.Request) error {
 	}
 	if err := firstErr(text("cluster_session_id", e.ClusterSessionID, 200, false), text("name", e.Name, 200, false),
 		text("model", e.Model, 256, false), text("namespace", e.Namespace, 63, true), text("api_key", apiKey, maxAPIKeyLength, true),
-		validateEndpoint("endpoint", e.Endpoint)); err != nil {
+		inventory.ValidateEndpoint("endpoint", e.Endpoint)); err != nil {
 		return err
 	}
 	session, err := a.repo.ActiveSession(r.Context(), e.ClusterSessionID)

@@ -7,15 +7,36 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/lensfn/lensfn/runtime/egress"
+	"github.com/lensfn/lensfn/runtime/problem"
 )
 
 // maxModelListBytes caps the model list an endpoint may answer.
 const maxModelListBytes = 1 << 20
+
+// MaxEndpointLength bounds an endpoint URL.
+const MaxEndpointLength = 2048
+
+// ValidateEndpoint checks an OpenAI-compatible base URL given in a body's field: http(s), a host,
+// no credentials, query or fragment, at most MaxEndpointLength (a 422 problem otherwise).
+func ValidateEndpoint(field, raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(raw) > MaxEndpointLength {
+		return problem.Validation(problem.Field("must be an http(s) URL such as http://127.0.0.1:8000/v1", "url_parsing", "body", field))
+	}
+	if u.User != nil {
+		return problem.Validation(problem.Field("must not carry credentials; pass api_key instead", "url_parsing", "body", field))
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return problem.Validation(problem.Field("must be a base URL without query or fragment", "url_parsing", "body", field))
+	}
+	return nil
+}
 
 // ModelsURL is where an OpenAI-compatible base URL lists its models: <base>/models for a /v1
 // base, else <base>/v1/models.
@@ -40,9 +61,9 @@ func (e *ProbeError) Error() string { return e.Reason }
 func ListModels(ctx context.Context, client *http.Client, endpoint, apiKey string, timeout time.Duration) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	url := ModelsURL(endpoint)
-	unreachable := &ProbeError{fmt.Sprintf(`unreachable: GET %s did not answer an OpenAI model list ({"data": [...]}) with this key within %s`, url, timeout)}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	target := ModelsURL(endpoint)
+	unreachable := &ProbeError{fmt.Sprintf(`unreachable: GET %s did not answer an OpenAI model list ({"data": [...]}) with this key within %s`, target, timeout)}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
 		return nil, unreachable
 	}
