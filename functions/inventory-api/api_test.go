@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	inventoryapi "github.com/lensfn/lensfn/functions/inventory-api"
 	"github.com/lensfn/lensfn/runtime/auth"
 	"github.com/lensfn/lensfn/runtime/fn"
@@ -528,4 +531,38 @@ func TestConfigurations(t *testing.T) {
 	h.expect(t, "POST", "/api/v1/configurations", strings.Replace(string(raw), `"content":{},`, ``, 1), 422)
 	big := strings.Replace(string(raw), `"content":{}`, `"content":{"x":"`+strings.Repeat("a", inventory.MaxConfigurationContentBytes)+`"}`, 1)
 	h.expect(t, "POST", "/api/v1/configurations", big, 413)
+}
+
+// TestOneInstanceSweepsAtATime: the probe lease lets one prober sweep; when it stops it gives the
+// lease up and another takes over at once.
+func TestOneInstanceSweepsAtATime(t *testing.T) {
+	// A store of its own: no function's prober competes for the lease.
+	repo := &inventory.Repo{Store: fntest.Deps(t, "probe-test", fntest.Env(t, nil)).Store}
+	prober := func(owner string) (*inventoryapi.Prober, prometheus.Counter) {
+		sweeps := prometheus.NewCounter(prometheus.CounterOpts{Name: "sweeps"})
+		return &inventoryapi.Prober{Repo: repo, Store: repo.Store, Client: http.DefaultClient, Owner: owner,
+			Interval: time.Hour, Timeout: time.Second, Sweeps: sweeps, Log: func(string, ...any) {},
+			Probes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "probes"}, []string{"outcome"})}, sweeps
+	}
+	ctx := context.Background()
+	a, aSweeps := prober("instance-a")
+	b, bSweeps := prober("instance-b")
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { a.Run(runCtx); close(done) }()
+	waitFor(t, "instance-a's first sweep", func() bool { return count(aSweeps) == 1 })
+	if err := b.SweepIfLeader(ctx); err != nil || count(bSweeps) != 0 {
+		t.Fatalf("b swept while a held the lease: %v", err)
+	}
+	stop()
+	<-done
+	if err := b.SweepIfLeader(ctx); err != nil || count(bSweeps) != 1 {
+		t.Fatalf("b did not take over after a stopped: %v, %v sweeps", err, count(bSweeps))
+	}
+}
+
+func count(c prometheus.Counter) float64 {
+	var m dto.Metric
+	_ = c.Write(&m)
+	return m.GetCounter().GetValue()
 }

@@ -33,12 +33,16 @@ type Prober struct {
 	Probes   *prometheus.CounterVec // by outcome
 	Sweeps   prometheus.Counter
 	Log      func(msg string, kv ...any)
+
+	mu   sync.Mutex
+	held *state.Lease // the probe lease while this instance holds it
 }
 
 // Run sweeps every Interval until ctx is cancelled, whenever this instance holds the lease.
 func (p *Prober) Run(ctx context.Context) {
 	ticker := time.NewTicker(p.Interval)
 	defer ticker.Stop()
+	defer p.release()
 	for {
 		if err := p.SweepIfLeader(ctx); err != nil && ctx.Err() == nil {
 			p.Log("member health sweep failed", "error", err)
@@ -54,15 +58,35 @@ func (p *Prober) Run(ctx context.Context) {
 // SweepIfLeader sweeps when this instance holds (or can take) the probe lease; the lease
 // outlives a few intervals so a dead sweeper is replaced quickly.
 func (p *Prober) SweepIfLeader(ctx context.Context) error {
-	_, err := p.Store.AcquireLease(ctx, probeLease, p.Owner, 3*p.Interval)
+	lease, err := p.Store.AcquireLease(ctx, probeLease, p.Owner, 3*p.Interval)
 	if errors.Is(err, state.ErrLeaseHeld) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
+	p.mu.Lock()
+	p.held = &lease
+	p.mu.Unlock()
 	p.Sweeps.Inc()
 	return p.Sweep(ctx)
+}
+
+// release gives the probe lease up when this instance stops, so another one takes the sweeps
+// over at its next tick instead of after the lease expired.
+func (p *Prober) release() {
+	p.mu.Lock()
+	held := p.held
+	p.held = nil
+	p.mu.Unlock()
+	if held == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := p.Store.ReleaseLease(ctx, *held); err != nil && !errors.Is(err, state.ErrLeaseLost) {
+		p.Log("could not release the member probe lease", "error", err)
+	}
 }
 
 // Sweep probes the members of every Model Service once.
