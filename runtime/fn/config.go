@@ -89,6 +89,12 @@ type Config struct {
 	// SweepInterval is how often the trace-replayer sweeps the queue and checks for lost runners
 	// (LENS_SWEEP_INTERVAL, default 2s).
 	SweepInterval time.Duration
+	// MemberProbeInterval is how often inventory-api health-probes the Model Service members
+	// (LENS_MEMBER_PROBE_INTERVAL, default 10s).
+	MemberProbeInterval time.Duration
+	// EndpointProbeTimeout bounds one model-list probe of inventory-api, at registration and in
+	// the health loop (LENS_ENDPOINT_PROBE_TIMEOUT, default 5s).
+	EndpointProbeTimeout time.Duration
 }
 
 // Secret is a configuration value that must never reach a log: it formats as [redacted].
@@ -184,7 +190,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		name string
 		dst  *time.Duration
 		def  time.Duration
-	}{{"LENS_LEASE_TTL", &c.LeaseTTL, 15 * time.Second}, {"LENS_SWEEP_INTERVAL", &c.SweepInterval, 2 * time.Second}} {
+	}{{"LENS_LEASE_TTL", &c.LeaseTTL, 15 * time.Second}, {"LENS_SWEEP_INTERVAL", &c.SweepInterval, 2 * time.Second},
+		{"LENS_MEMBER_PROBE_INTERVAL", &c.MemberProbeInterval, 10 * time.Second},
+		{"LENS_ENDPOINT_PROBE_TIMEOUT", &c.EndpointProbeTimeout, 5 * time.Second}} {
 		if *v.dst, err = durationVar(getenv, v.name, v.def); err != nil {
 			return c, err
 		}
