@@ -5,7 +5,7 @@ GO ?= go
 BIN := bin
 MODULES := $(BIN)/modules
 
-.PHONY: help build wasm kodata run test check bench clean
+.PHONY: help build wasm kodata run test check bench fuzz clean
 
 help: ## list the targets
 	@awk -F ':.*## ' '/^[a-z-]+:.*## / {printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -54,6 +54,9 @@ check: ## format, vet, tidy and test; fails on any diff
 
 bench: ## run the benchmarks whose figures BENCHMARKS.md quotes
 	tests/bench/run.sh
+
+fuzz: ## run every Fuzz* target of the module for FUZZTIME each (default 10s)
+	tests/fuzz/run.sh
 
 clean: ## remove build outputs
 	rm -rf $(BIN)

@@ -37,10 +37,14 @@ type Manifests struct {
 
 // Service is a Knative Service reduced to what a local process needs.
 type Service struct {
-	Name          string
-	Image         string // a ko:// reference to the function's cmd
-	Binary        string // the cmd name of the ko:// image reference
-	Env           map[string]string
+	Name   string
+	Image  string // a ko:// reference to the function's cmd
+	Binary string // the cmd name of the ko:// image reference
+	Env    map[string]string
+	// ClusterEnv names the variables the manifest fills from Secrets or fields (valueFrom); the
+	// stack supplies local equivalents only for these (LENS_SECRET_KEY goes only where a
+	// manifest asks for it).
+	ClusterEnv    []string
 	Args          []string
 	ReadinessPath string
 	PathPrefix    string // lensfn.dev/path-prefix: the routes the ingress sends here, comma-separated
@@ -179,6 +183,8 @@ func serviceOf(obj Object) (Service, error) {
 	for _, e := range c.Env {
 		if e.ValueFrom == nil { // field and secret references only exist on a cluster
 			s.Env[e.Name] = e.Value
+		} else {
+			s.ClusterEnv = append(s.ClusterEnv, e.Name)
 		}
 	}
 	if c.ReadinessProbe != nil && c.ReadinessProbe.HTTPGet != nil && c.ReadinessProbe.HTTPGet.Path != "" {

@@ -25,6 +25,7 @@ type process struct {
 	mu       sync.Mutex
 	cmd      *exec.Cmd
 	stopping bool
+	alive    bool // between a successful start and the exit of the current run
 	restarts int
 	exited   chan struct{} // closed when the supervisor loop ends
 }
@@ -87,7 +88,7 @@ func (p *process) supervise() {
 }
 
 func (p *process) runOnce() error {
-	logFile, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	logFile, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
 	}
@@ -105,9 +106,20 @@ func (p *process) runOnce() error {
 		p.mu.Unlock()
 		return err
 	}
-	p.cmd = cmd
+	p.cmd, p.alive = cmd, true
 	p.mu.Unlock()
-	return cmd.Wait()
+	err = cmd.Wait()
+	p.mu.Lock()
+	p.alive = false
+	p.mu.Unlock()
+	return err
+}
+
+// running says whether the process is up (false while it restarts).
+func (p *process) running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.alive
 }
 
 func (p *process) waitReady(ctx context.Context, deadline time.Time) error {

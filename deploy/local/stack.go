@@ -2,6 +2,9 @@ package local
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -11,10 +14,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/lensfn/lensfn/runtime/secret"
@@ -86,7 +91,13 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
+	// Everything under the data dir is private (keys, passwords, traces, artifacts), redis-server's
+	// files included: it inherits this umask.
+	syscall.Umask(0o077)
+	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(opts.DataDir, 0o700); err != nil {
 		return nil, err
 	}
 	s := &Stack{opts: opts, manifests: m, procs: map[string]*process{}}
@@ -99,10 +110,13 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 			s.Stop()
 		}
 	}()
-	if s.secretKey, err = loadSecretKey(filepath.Join(opts.DataDir, "secret.key")); err != nil {
+	if s.secretKey, err = loadOrCreate(filepath.Join(opts.DataDir, "secret.key"), secret.NewKey); err != nil {
 		return nil, err
 	}
 	if err := s.startRedis(ctx); err != nil {
+		return nil, err
+	}
+	if err := writeStackFile(opts.DataDir, StackFile{RedisURL: s.RedisURL, StorePrefix: opts.Env["LENS_STORE_PREFIX"], PID: os.Getpid()}); err != nil {
 		return nil, err
 	}
 	if err := s.startBroker(); err != nil {
@@ -175,6 +189,17 @@ func (s *Stack) PID(name string) int {
 	return p.pid()
 }
 
+// Auth is the LENS_AUTH the functions run with.
+func (s *Stack) Auth() string { return s.opts.Auth }
+
+// RedisAddr is Redis's address without its password, for showing.
+func (s *Stack) RedisAddr() string {
+	if u, err := url.Parse(s.RedisURL); err == nil {
+		return u.Host
+	}
+	return ""
+}
+
 // DataDir is LENS_DATA_DIR of every function.
 func (s *Stack) DataDir() string { return s.opts.DataDir }
 
@@ -193,14 +218,24 @@ func (s *Stack) startRedis(ctx context.Context) error {
 		return nil
 	}
 	dir := filepath.Join(s.opts.DataDir, "redis")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
 	port, err := freePort()
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(path, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir,
+	password, err := loadOrCreate(filepath.Join(s.opts.DataDir, "redis.password"), newPassword)
+	if err != nil {
+		return err
+	}
+	// The password goes in a private config file, not on the command line, where every user
+	// of the machine could read it.
+	conf := filepath.Join(dir, "redis.conf")
+	if err := os.WriteFile(conf, []byte("requirepass "+password+"\n"), 0o600); err != nil {
+		return err
+	}
+	cmd := exec.Command(path, conf, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir,
 		"--appendonly", "yes", "--save", "", "--protected-mode", "yes", "--logfile", filepath.Join(dir, "redis.log"))
 	// Supervised like the functions: restarted with backoff when it dies, SIGTERM when the stack dies.
 	s.redis = &process{name: "redis-server", bin: cmd.Path, args: cmd.Args[1:], log: s.opts.Log,
@@ -221,7 +256,7 @@ func (s *Stack) startRedis(ctx context.Context) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	s.RedisURL = "redis://" + addr + "/0"
+	s.RedisURL = "redis://:" + password + "@" + addr + "/0"
 	s.opts.Log("redis-server %s, append-only persistence in %s", addr, dir)
 	return nil
 }
@@ -245,34 +280,49 @@ func (s *Stack) startBroker() error {
 	return nil
 }
 
-// startIngress routes each lensfn.dev/path-prefix to its function, like a cluster ingress would.
+// startIngress routes each lensfn.dev/path-prefix to its function, like a cluster ingress would,
+// and answers everything else itself: /healthz, and a problem+json 404.
 func (s *Stack) startIngress() error {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		functions := map[string]string{}
+		for _, name := range s.Functions() {
+			functions[name] = "restarting"
+			if s.procs[name].running() {
+				functions[name] = "running"
+			}
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"status": "ok", "functions": functions})
+	})
+	var prefixes []string
 	for _, svc := range s.manifests.Services {
 		if svc.PathPrefix == "" || s.procs[svc.Name] == nil {
 			continue
 		}
-		name := svc.Name
+		p := s.procs[svc.Name]
 		proxy := &httputil.ReverseProxy{
 			Rewrite: func(r *httputil.ProxyRequest) {
-				target, _ := url.Parse(s.procs[name].url())
+				target, _ := url.Parse(p.url())
 				r.SetURL(target)
 				r.SetXForwarded()
 				// The function checks the Host the client used, as behind a cluster ingress.
 				r.Out.Host = r.In.Host
 			},
 			FlushInterval: -1, // stream downloads and progress as they come
-			ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-				w.Header().Set("Content-Type", "application/problem+json")
-				w.WriteHeader(http.StatusServiceUnavailable)
-				fmt.Fprintf(w, `{"type":"https://lensfn.dev/problems/service_unavailable","title":"Service unavailable","status":503,"detail":"%s is restarting; try again shortly","code":"service_unavailable"}`+"\n", name)
-			},
+			// The function's own answers (a 413 included) pass through untouched.
+			ErrorHandler: upstreamError(p),
 		}
 		for _, prefix := range svc.PathPrefixes() {
+			prefixes = append(prefixes, prefix)
 			mux.Handle(prefix+"/", proxy)
 			mux.Handle(prefix, proxy)
 		}
 	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, http.StatusNotFound, "not_found", "Not found",
+			fmt.Sprintf("no route %s %s; the APIs are under %s", r.Method, r.URL.Path, strings.Join(prefixes, ", ")))
+	})
 	addr := s.opts.Addr
 	url, err := s.serve(addr, mux)
 	if err != nil {
@@ -280,6 +330,32 @@ func (s *Stack) startIngress() error {
 	}
 	s.APIURL = url
 	return nil
+}
+
+// upstreamError answers a request the function gave no answer to: 503 while its process
+// restarts, else 502 with the cause (never a false "restarting").
+func upstreamError(p *process) func(http.ResponseWriter, *http.Request, error) {
+	return func(w http.ResponseWriter, _ *http.Request, err error) {
+		if !p.running() {
+			writeProblem(w, http.StatusServiceUnavailable, "service_unavailable", "Service unavailable",
+				p.name+" is restarting; try again shortly")
+			return
+		}
+		writeProblem(w, http.StatusBadGateway, "upstream_unavailable", "Bad gateway",
+			fmt.Sprintf("%s did not answer: %v", p.name, err))
+	}
+}
+
+// writeProblem answers the ingress's own errors in the functions' problem+json shape.
+func writeProblem(w http.ResponseWriter, status int, code, title, detail string) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Cache-Control", "no-store")
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"type": "https://lensfn.dev/problems/" + code, "title": title,
+		"status": status, "detail": detail, "code": code})
 }
 
 func (s *Stack) serve(addr string, h http.Handler) (string, error) {
@@ -312,18 +388,22 @@ func (s *Stack) startFunction(svc Service) error {
 		"K_CONFIGURATION": svc.Name, "K_SINK": s.BrokerURL, "REDIS_URL": s.RedisURL,
 		"LENS_DATA_DIR": s.opts.DataDir, "LENS_BUILTIN_MODULE_DIR": s.opts.ModuleDir,
 		"LENS_CACHE_DIR": filepath.Join(s.opts.DataDir, "cache"), "LENS_DRAIN_QUIET_PERIOD": "500ms",
-		"POD_NAME": svc.Name + "-local", "K_LOGGING_CONFIG": "", "LENS_SECRET_KEY": s.secretKey,
+		"POD_NAME": svc.Name + "-local", "K_LOGGING_CONFIG": "",
 		// Every function binds loopback and answers loopback names only (DNS rebinding).
 		"LENS_LISTEN_HOST": "127.0.0.1", "LENS_ALLOWED_HOSTS": loopbackHosts, "LENS_AUTH": s.opts.Auth,
 	} {
 		env[k] = v
 	}
+	// Only the functions whose manifest takes the Secret seal or open endpoint keys.
+	if contains(svc.ClusterEnv, "LENS_SECRET_KEY") {
+		env["LENS_SECRET_KEY"] = s.secretKey
+	}
 	for k, v := range s.opts.Env {
 		env[k] = v
 	}
-	p := &process{name: svc.Name, bin: bin, args: svc.Args, env: env, port: port, readiness: svc.ReadinessPath,
+	p := &process{name: svc.Name, bin: bin, args: localArgs(svc), env: env, port: port, readiness: svc.ReadinessPath,
 		logPath: filepath.Join(s.opts.DataDir, "logs", svc.Name+".log"), log: s.opts.Log}
-	if err := os.MkdirAll(filepath.Dir(p.logPath), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(p.logPath), 0o700); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -331,6 +411,16 @@ func (s *Stack) startFunction(svc Service) error {
 	s.mu.Unlock()
 	p.supervise()
 	return nil
+}
+
+// loopbackFlags are the command-line flags that keep a function whose
+// listen address is a flag (not the environment) on loopback: the stack
+// serves 127.0.0.1 only.
+var loopbackFlags = map[string][]string{"inference-sim": {"--host", "127.0.0.1"}}
+
+// localArgs is the manifest's command line plus the function's loopback flags.
+func localArgs(svc Service) []string {
+	return append(slices.Clone(svc.Args), loopbackFlags[svc.Binary]...)
 }
 
 // Stop drains every function (SIGTERM, then waits), then the broker and Redis.
@@ -351,6 +441,9 @@ func (s *Stack) Stop() {
 	if s.stopRedis != nil {
 		s.stopRedis()
 	}
+	if f, err := ReadStackFile(s.opts.DataDir); err == nil && f.PID == os.Getpid() {
+		_ = os.Remove(filepath.Join(s.opts.DataDir, stackFileName))
+	}
 	if s.dataLock != nil {
 		_ = s.dataLock.Close() // releases the flock
 	}
@@ -365,22 +458,28 @@ func (s *Stack) RedisPID() int {
 	return s.redis.pid()
 }
 
-// loadSecretKey reads the stack's sealing key, creating it (0600) on first start so API keys
-// sealed before a restart can still be opened after it.
-func loadSecretKey(path string) (string, error) {
+// loadOrCreate reads a private value of the stack (the sealing key, the Redis password),
+// creating it (0600) on first start so what was sealed or stored before a restart stays usable.
+func loadOrCreate(path string, create func() string) (string, error) {
 	raw, err := os.ReadFile(path)
 	if err == nil {
-		key := strings.TrimSpace(string(raw))
-		if _, err := secret.ParseKey(key); err != nil {
-			return "", fmt.Errorf("%s: %w", path, err)
+		value := strings.TrimSpace(string(raw))
+		if value == "" {
+			return "", fmt.Errorf("%s is empty", path)
 		}
-		return key, nil
+		return value, nil
 	}
 	if !errors.Is(err, os.ErrNotExist) {
 		return "", err
 	}
-	key := secret.NewKey()
-	return key, os.WriteFile(path, []byte(key+"\n"), 0o600)
+	value := create()
+	return value, os.WriteFile(path, []byte(value+"\n"), 0o600)
+}
+
+func newPassword() string {
+	var b [24]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // loopbackHosts are the names a loopback stack answers to.

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -26,6 +28,11 @@ type Environment struct {
 	PodIP          string // POD_IP: KV-event topic
 	SimModel       string // SIM_MODEL: default for --model
 	PythonHashSeed string // PYTHONHASHSEED: default for --hash-seed
+	// Secrets come from the environment rather than the command line, where
+	// every local user can read them (ps). The flags override them.
+	ListenHost string // LENS_LISTEN_HOST: default for --host (the runtime's listen-host setting)
+	APIKey     string // VLLM_API_KEY: default for --api-key
+	AdminToken string // LENS_SIM_ADMIN_TOKEN: default for --admin-token
 }
 
 // LoRAModule is one entry of --lora-modules.
@@ -53,6 +60,7 @@ type ToolCallConfig struct {
 // specification, filled from defaults, then the --config YAML file, then
 // the command line.
 type Config struct {
+	Host                  string // listen address; empty: every interface
 	Port                  int
 	Model                 string
 	ServedModelNames      []string
@@ -104,6 +112,12 @@ type Config struct {
 	EnableRequestIDHeaders     bool
 	DefaultEmbeddingDimensions int
 	ShutdownTimeout            time.Duration
+
+	// APIKey, when set, is the Bearer token every /v1/* request must carry
+	// (vLLM's --api-key); AdminToken the one /admin/* requires. Neither is
+	// ever logged or returned.
+	APIKey     string
+	AdminToken string
 
 	// From the environment.
 	PodName      string
@@ -228,6 +242,9 @@ func ParseDuration(s string) (time.Duration, error) {
 		if f < 0 {
 			return 0, fmt.Errorf("negative duration %q", s)
 		}
+		if math.IsNaN(f) || f*float64(time.Millisecond) >= math.MaxInt64 {
+			return 0, fmt.Errorf("duration %q is out of range", s)
+		}
 		return time.Duration(f * float64(time.Millisecond)), nil
 	}
 	d, err := time.ParseDuration(s)
@@ -241,6 +258,7 @@ func ParseDuration(s string) (time.Duration, error) {
 }
 
 var flagTable = []flagSpec{
+	strFlag("host", "address to listen on (default: every interface, as vLLM)", func(c *Config) *string { return &c.Host }),
 	intFlag("port", "port to listen on (default 8000, or $PORT)", func(c *Config) *int { return &c.Port }),
 	strFlag("model", "model currently loaded (required, or $SIM_MODEL)", func(c *Config) *string { return &c.Model }),
 	{name: "served-model-name", multi: true, help: "model names exposed by the API (space separated)", set: func(c *Config, v []string) error {
@@ -339,6 +357,8 @@ var flagTable = []flagSpec{
 	boolFlag("enable-request-id-headers", "honour and echo X-Request-Id", func(c *Config) *bool { return &c.EnableRequestIDHeaders }),
 	intFlag("default-embedding-dimensions", "default /v1/embeddings vector size (default 384)", func(c *Config) *int { return &c.DefaultEmbeddingDimensions }),
 	durFlag("shutdown-timeout", "how long SIGTERM waits for in-flight requests (default 30s)", func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
+	strFlag("api-key", "Bearer key every /v1/* request must carry (default $VLLM_API_KEY; prefer the variable: flags are visible in ps)", func(c *Config) *string { return &c.APIKey }),
+	strFlag("admin-token", "Bearer token /admin/* requires (default $LENS_SIM_ADMIN_TOKEN; prefer the variable)", func(c *Config) *string { return &c.AdminToken }),
 }
 
 // ignoredFlags are vLLM or klog options accepted so existing command lines
@@ -525,6 +545,7 @@ func ParseConfig(args []string, env Environment, readFile func(string) ([]byte, 
 		c.Model = env.SimModel
 	}
 	c.HashSeed = env.PythonHashSeed
+	c.Host, c.APIKey, c.AdminToken = env.ListenHost, env.APIKey, env.AdminToken
 	if env.Port != "" {
 		p, err := strconv.Atoi(env.Port)
 		if err != nil {
@@ -584,7 +605,16 @@ func (c *Config) Validate() error {
 	if c.Port < 0 || c.Port > 65535 {
 		bad("--port %d out of range", c.Port)
 	}
+	if c.Host != "" && net.ParseIP(c.Host) == nil && !validHostname(c.Host) {
+		bad("--host %q is neither an IP address nor a host name", c.Host)
+	}
+	if len(c.LoRAModules) > maxLoRAAdapters {
+		bad("--lora-modules: at most %d adapters", maxLoRAAdapters)
+	}
 	for _, l := range c.LoRAModules {
+		if err := checkLoRA(l.Name, l.Path); err != nil {
+			bad("--lora-modules: %v", err)
+		}
 		if l.BaseModelName != "" && l.BaseModelName != c.Model {
 			bad("LoRA %q: base_model_name %q differs from --model %q", l.Name, l.BaseModelName, c.Model)
 		}
@@ -616,12 +646,19 @@ func (c *Config) Validate() error {
 	} else if _, err := latency.New(c.LatencyCalculator, c.Latency); err != nil {
 		bad("latency: %v", err)
 	}
+	errs = append(errs, checkLatencyBounds(c.Latency)...)
 	t := c.Tools
 	if t.MinIntegerParam > t.MaxIntegerParam || t.MinNumberParam > t.MaxNumberParam {
 		bad("tool-call parameter minimums must not exceed maximums")
 	}
 	if t.MinArrayParamLength < 0 || t.MinArrayParamLength > t.MaxArrayParamLength {
 		bad("tool-call array lengths: need 0 <= min <= max")
+	}
+	if t.MaxArrayParamLength > maxToolArrayItems {
+		bad("--max-tool-call-array-param-length must be <= %d", maxToolArrayItems)
+	}
+	if math.IsNaN(t.MinNumberParam) || math.IsNaN(t.MaxNumberParam) || math.IsInf(t.MinNumberParam, 0) || math.IsInf(t.MaxNumberParam, 0) {
+		bad("tool-call number parameters must be finite")
 	}
 	for _, p := range []int{t.NotRequiredParamProbability, t.ObjectNotRequiredFieldProbability, t.ExtraCallProbability} {
 		if p < 0 || p > 100 {
@@ -670,8 +707,17 @@ func (c *Config) Validate() error {
 	if c.MaxRequestBodySizeMB < 1 || c.MaxRequestBodySizeMB > 512 {
 		bad("--max-request-body-size-mb must be within 1-512")
 	}
-	if c.DefaultEmbeddingDimensions < 1 {
-		bad("--default-embedding-dimensions must be >= 1")
+	if c.DefaultEmbeddingDimensions < 1 || c.DefaultEmbeddingDimensions > maxEmbeddingDimensions {
+		bad("--default-embedding-dimensions must be within 1-%d", maxEmbeddingDimensions)
+	}
+	if c.StartupDuration > time.Hour || c.ShutdownTimeout > time.Hour {
+		bad("--startup-duration and --shutdown-timeout must not exceed 1h")
+	}
+	if err := checkToken(c.APIKey); err != nil {
+		bad("--api-key %v", err)
+	}
+	if err := checkToken(c.AdminToken); err != nil {
+		bad("--admin-token %v", err)
 	}
 	return errors.Join(errs...)
 }

@@ -60,6 +60,19 @@ func (s *fastScanner) integer() int64 {
 	return n
 }
 
+// float reads a number or null into *dst and returns the field's value
+// (nil for null), as encoding/json fills a *float64.
+func (s *fastScanner) float(dst *float64) *float64 {
+	s.Skip()
+	if s.Peek() == 'n' && s.Null() {
+		return nil
+	}
+	v, ok := s.Float()
+	s.bad = s.bad || !ok
+	*dst = v
+	return dst
+}
+
 // skipNumber skips a JSON number (sampling parameters we do not use).
 func (s *fastScanner) skipNumber() {
 	s.Skip()
@@ -133,7 +146,11 @@ func (g *genCtx) fastDecode(body []byte) bool {
 		case "n":
 			g.fastN = s.integer()
 			c.N = &g.fastN
-		case "temperature", "top_p", "seed", "frequency_penalty", "presence_penalty":
+		case "temperature":
+			c.Temperature = s.float(&g.fastTemperature)
+		case "top_p":
+			c.TopP = s.float(&g.fastTopP)
+		case "seed", "frequency_penalty", "presence_penalty":
 			if s.Peek() == 'n' && s.Null() {
 				return
 			}
@@ -156,6 +173,10 @@ func (g *genCtx) fastDecode(body []byte) bool {
 				return
 			}
 			for !s.bad {
+				if len(g.chat.Messages) == maxJSONContainers { // the general decoder refuses it
+					s.bad = true
+					return
+				}
 				g.chat.Messages = append(g.chat.Messages, chatMessage{})
 				m := &g.chat.Messages[len(g.chat.Messages)-1]
 				s.object(func(k string) {

@@ -2,6 +2,7 @@ package inferencesim
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/valyala/fasthttp"
@@ -59,6 +60,13 @@ func FuzzGenerateRequest(f *testing.F) {
 		`{"model":"fake-model","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"array"}}}]}`,
 		`{"model":"fake-model","messages":null}`, `[]`, `{"model":1}`, ``,
 		`{"model":"fake-model","input":[{"role":"user","content":"hi"}],"instructions":"x","max_output_tokens":3,"stream":true}`,
+		// the hostile requests of issue 9
+		`{"model":"fake-model","messages":[{"role":"user","content":"x"}],"max_tokens":20,"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"array","minItems":1000000000,"items":{"type":"array","minItems":1000000000,"items":{"type":"number","minimum":-1e308,"maximum":1e308}}}}}],"tool_choice":"required"}`,
+		`{"model":"fake-model","prompt":[[1],[2],[3]],"n":100,"max_tokens":1}`,
+		`{"model":"fake-model","messages":[{"role":"user","content":"x"}],"n":128,"max_tokens":200,"logprobs":true,"top_logprobs":20}`,
+		`{"model":"fake-model","messages":[{"role":"robot","content":"x"}],"temperature":-1,"top_p":0}`,
+		`{"model":"fake-model","prompt":"x","temperature":1e400}`,
+		`{"model":"fake-model","messages":[{},{},{}]}`,
 	} {
 		f.Add(s)
 	}
@@ -67,24 +75,171 @@ func FuzzGenerateRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body string) {
 		for _, path := range []string{"/v1/chat/completions", "/v1/completions", "/v1/responses"} {
 			serve(r, &ctx, path, body)
-			code := ctx.Response.StatusCode()
-			out := ctx.Response.Body()
-			if code != 200 {
-				var e struct {
-					Error struct {
-						Message string `json:"message"`
-						Code    int    `json:"code"`
-					} `json:"error"`
-				}
-				if err := json.Unmarshal(out, &e); err != nil || e.Error.Code != code || e.Error.Message == "" {
-					t.Fatalf("%s %q: status %d with body %q", path, body, code, out)
-				}
-			} else if len(out) > 0 && !json.Valid(out) {
-				t.Fatalf("%s %q: invalid JSON response %q", path, body, out)
-			}
+			requireOpenAIAnswer(t, &ctx, path, body)
 		}
 		if running, waiting := r.sched.counts(); running != 0 || waiting != 0 {
 			t.Fatalf("slot leaked: running %d waiting %d", running, waiting)
+		}
+	})
+}
+
+// requireOpenAIAnswer fails unless the response is valid JSON (or a
+// stream) on 200 and an OpenAI error body with the status as its code
+// otherwise.
+func requireOpenAIAnswer(t *testing.T, ctx *fasthttp.RequestCtx, path, body string) {
+	t.Helper()
+	code := ctx.Response.StatusCode()
+	out := ctx.Response.Body()
+	if code != 200 {
+		var e struct {
+			Error struct {
+				Message string `json:"message"`
+				Code    int    `json:"code"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(out, &e); err != nil || e.Error.Code != code || e.Error.Message == "" {
+			t.Fatalf("%s %q: status %d with body %q", path, body, code, out)
+		}
+	} else if len(out) > 0 && !json.Valid(out) {
+		t.Fatalf("%s %q: invalid JSON response %q", path, body, out)
+	}
+}
+
+// FuzzEmbeddingsRequest: any body gets embeddings for each input (never
+// more than the bound allows) or an OpenAI error.
+func FuzzEmbeddingsRequest(f *testing.F) {
+	fuzzEndpoint(f, "/v1/embeddings", []string{
+		`{"model":"fake-model","input":"hi"}`, `{"model":"fake-model","input":["a","b"],"dimensions":8,"encoding_format":"base64"}`,
+		`{"model":"fake-model","input":[[1,2],[3]],"dimensions":65536}`, `{"model":"fake-model","input":[1,2,3]}`,
+		`{"model":"fake-model","input":["x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x","x"],"dimensions":65536}`,
+		`{"model":"fake-model","input":[],"dimensions":0}`, `{"model":"fake-model","input":{"a":1}}`, `{"input":"a"}`, `[`,
+	}, func(t *testing.T, ctx *fasthttp.RequestCtx, body string) {
+		if ctx.Response.StatusCode() != 200 {
+			return
+		}
+		var resp struct {
+			Data []struct {
+				Embedding json.RawMessage `json:"embedding"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(ctx.Response.Body(), &resp); err != nil || len(resp.Data) == 0 || len(resp.Data) > maxEmbeddingInputs {
+			t.Fatalf("%q: %d embeddings (%v)", body, len(resp.Data), err)
+		}
+		if n := len(ctx.Response.Body()); n > maxEmbeddingValues*16+maxEmbeddingInputs*64+1024 {
+			t.Fatalf("%q: %d bytes of answer", body, n)
+		}
+	})
+}
+
+// FuzzTokenizeRequest: any body is tokenized or refused with an OpenAI error.
+func FuzzTokenizeRequest(f *testing.F) {
+	fuzzEndpoint(f, "/tokenize", []string{`{"prompt":"Hello, world"}`, `{"messages":[{"role":"user","content":"hi"}]}`,
+		`{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url"}]}]}`, `{}`, `{"prompt":1}`, `null`}, nil)
+}
+
+// fuzzEndpoint fuzzes one endpoint from seeds: every answer must be JSON or
+// an OpenAI error, then check (when set) looks further.
+func fuzzEndpoint(f *testing.F, path string, seeds []string, check func(t *testing.T, ctx *fasthttp.RequestCtx, body string)) {
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	r := newTestRank(f)
+	var ctx fasthttp.RequestCtx
+	f.Fuzz(func(t *testing.T, body string) {
+		serve(r, &ctx, path, body)
+		requireOpenAIAnswer(t, &ctx, path, body)
+		if check != nil {
+			check(t, &ctx, body)
+		}
+	})
+}
+
+// FuzzAdminConfig: an update is applied whole or refused whole with an
+// OpenAI 400, and whatever is applied is a configuration the command line
+// would accept.
+func FuzzAdminConfig(f *testing.F) {
+	for _, s := range []string{
+		`{"failure-injection-rate":10,"failure-types":["rate_limit"]}`, `{"time-to-first-token":"10ms","time-to-first-token-std-dev":"3ms"}`,
+		`{"time-to-first-token":"1000000h"}`, `{"time-factor-under-load":1e308}`, `{"time-factor-under-load":0}`,
+		`{"time-factor-under-load":-5}`, `{"fake-metrics":{"running-requests":3,"kv-cache-usage":0.5}}`, `{"fake-metrics":null}`,
+		`{"latency-calculator":"per-token","prefill-time-per-token":"1ms"}`, `{"inter-token-latency":1e300}`, `{"port":1}`, `[]`, `{"failure-types":"rate_limit server_error"}`,
+	} {
+		f.Add(s)
+	}
+	r := newTestRank(f)
+	initial := r.sim.settings.Load()
+	var ctx fasthttp.RequestCtx
+	f.Fuzz(func(t *testing.T, body string) {
+		r.sim.settings.Store(initial)
+		serve(r, &ctx, "/admin/config", body)
+		requireOpenAIAnswer(t, &ctx, "/admin/config", body)
+		got := r.sim.settings.Load()
+		if ctx.Response.StatusCode() != 200 {
+			if got != initial {
+				t.Fatalf("%q: refused but applied", body)
+			}
+			return
+		}
+		c := *r.sim.cfg
+		c.FailureInjectionRate, c.FailureTypes, c.FakeMetrics = got.failureRate, got.failureTypes, got.fake
+		c.LatencyCalculator, c.Latency = got.calcName, got.latencyParams
+		if err := c.Validate(); err != nil {
+			t.Fatalf("%q: applied a configuration the flags refuse: %v", body, err)
+		}
+	})
+}
+
+// FuzzLoRARequest: a load is accepted only for a well-formed name, the
+// registry never passes its bound, and unloading always answers 200.
+func FuzzLoRARequest(f *testing.F) {
+	for _, s := range []string{`{"lora_name":"a","lora_path":"/p"}`, `{"lora_name":"org/adapter@v1+x"}`, `{"lora_name":""}`,
+		`{"lora_name":"a b"}`, `{"lora_name":1}`, `{"lora_name":"a","lora_path":"\u0000"}`, `{}`, `x`} {
+		f.Add(s)
+	}
+	r := newTestRank(f)
+	var ctx fasthttp.RequestCtx
+	f.Fuzz(func(t *testing.T, body string) {
+		serve(r, &ctx, "/v1/load_lora_adapter", body)
+		requireOpenAIAnswer(t, &ctx, "/v1/load_lora_adapter", body)
+		var req struct {
+			Name string `json:"lora_name"`
+			Path string `json:"lora_path"`
+		}
+		decoded := json.Unmarshal([]byte(body), &req) == nil
+		if ctx.Response.StatusCode() == 200 && (!decoded || checkLoRA(req.Name, req.Path) != nil || !r.loras.known(req.Name)) {
+			t.Fatalf("%q: accepted a bad adapter", body)
+		}
+		if n := len(r.loras.list()); n > maxLoRAAdapters {
+			t.Fatalf("%d adapters", n)
+		}
+		serve(r, &ctx, "/v1/unload_lora_adapter", body)
+		if decoded && ctx.Response.StatusCode() != 200 {
+			t.Fatalf("%q: unload answered %d", body, ctx.Response.StatusCode())
+		}
+		if decoded && r.loras.known(req.Name) {
+			t.Fatalf("%q: still loaded after unload", body)
+		}
+	})
+}
+
+// FuzzCountArrayItems: the pre-decoding count agrees with encoding/json
+// on every valid array, and the shape check never panics.
+func FuzzCountArrayItems(f *testing.F) {
+	for _, s := range []string{`[]`, `[ ]`, `[1]`, `["a,b",[1,2],{"x":[3]}]`, `[ "\"", "]" ]`, `[[],[[]]]`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		checkJSONShape([]byte(s))
+		var items []json.RawMessage
+		if json.Unmarshal([]byte(s), &items) != nil {
+			return
+		}
+		raw := []byte(strings.TrimSpace(s))
+		if n := countArrayItems(raw, 1<<30); n != len(items) {
+			t.Fatalf("%q: counted %d, encoding/json %d", s, n, len(items))
+		}
+		if n := countArrayItems(raw, 1); len(items) > 1 && n <= 1 {
+			t.Fatalf("%q: limit 1 counted %d of %d", s, n, len(items))
 		}
 	})
 }
@@ -94,7 +249,7 @@ func FuzzParsePrompts(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		ps, err := parsePrompts(json.RawMessage(s))
+		ps, err := parsePrompts(json.RawMessage(s), maxSequences)
 		if err == nil && len(ps) == 0 {
 			t.Fatalf("%q: no prompts and no error", s)
 		}

@@ -107,7 +107,11 @@ type genCtx struct {
 	fastMaxTokens     int64
 	fastMaxCompletion int64
 	fastN             int64
+	fastTemperature   float64
+	fastTopP          float64
 	fastStreamOptions streamOptions
+
+	watch clientWatch // notices a client that left (clientwatch.go)
 
 	// stream state
 	out      []byte
@@ -150,6 +154,7 @@ func (g *genCtx) reset() {
 }
 
 func (g *genCtx) release() {
+	g.watch.stop()
 	g.reset()
 	// Do not let one huge request pin large buffers in the pool.
 	const keep = 64 << 10
@@ -174,6 +179,7 @@ func (r *rank) handleGenerate(ctx *fasthttp.RequestCtx, kind, api int) {
 	g := r.getGen(kind)
 	g.api = api
 	g.arrival = monoNow()
+	g.watch.watch(ctx.Conn())
 	if e := g.prepare(ctx); e != nil {
 		writeError(ctx, e)
 		g.finishEarly()
@@ -189,7 +195,11 @@ func (r *rank) handleGenerate(ctx *fasthttp.RequestCtx, kind, api int) {
 	for i := range g.choices {
 		end = max(end, g.choices[i].end)
 	}
-	r.sim.pacer.waitUntil(end)
+	if !g.waitUntil(end) { // the client left: free the slot now, nobody reads the answer
+		ctx.SetConnectionClose()
+		g.finishEarly()
+		return
+	}
 	now := monoNow()
 	ctx.Response.Header.SetContentType("application/json")
 	bp := getBuf()
@@ -198,8 +208,12 @@ func (r *rank) handleGenerate(ctx *fasthttp.RequestCtx, kind, api int) {
 	} else {
 		*bp = g.appendFullResponse((*bp)[:0])
 	}
-	ctx.SetBody(*bp)
-	putBuf(bp)
+	if cap(*bp) > 1<<20 { // a large answer is handed over, not copied (the pool would drop it)
+		ctx.Response.SetBodyRaw(*bp)
+	} else {
+		ctx.SetBody(*bp)
+		putBuf(bp)
+	}
 	g.complete = true
 	g.finishNonStream(now, end)
 }
@@ -253,8 +267,14 @@ func (g *genCtx) prepare(ctx *fasthttp.RequestCtx) *apiError {
 	body := ctx.PostBody()
 	var err error
 	if g.api == apiResponses {
+		if e := checkJSONShape(body); e != nil {
+			return e
+		}
 		err = g.decodeResponses(body)
 	} else if !g.fastDecode(body) {
+		if e := checkJSONShape(body); e != nil {
+			return e
+		}
 		g.resetRequest()
 		if g.kind == kindChat {
 			err = json.Unmarshal(body, &g.chat)
@@ -284,7 +304,10 @@ func (g *genCtx) prepare(ctx *fasthttp.RequestCtx) *apiError {
 	if e := g.tokenizePrompt(); e != nil {
 		return e
 	}
-	running, queued, e := r.sched.acquire(g.lora)
+	if e := g.checkOutputBudget(); e != nil {
+		return e
+	}
+	running, queued, e := r.sched.acquireUnless(g.lora, g.watch.goneCh)
 	if e != nil {
 		return e
 	}
@@ -332,9 +355,9 @@ func (g *genCtx) resolveModel(name string) *apiError {
 			return nil
 		}
 	}
-	if r.loras.known(name) {
-		g.model, g.lora = name, name
-		g.mm = r.metrics.forModel(name)
+	if lora, ok := r.loras.lookup(name); ok {
+		g.model, g.lora = lora, lora
+		g.mm = r.metrics.forModel(lora)
 		return nil
 	}
 	return newParamError(404, "The model `"+name+"` does not exist.", "model")
@@ -358,10 +381,13 @@ func (g *genCtx) readParams(c *commonRequest) *apiError {
 		if *c.N <= 0 {
 			return newParamError(400, "n must be at least 1, got "+strconv.FormatInt(*c.N, 10)+".", "n")
 		}
-		if *c.N > 128 {
-			return newParamError(400, "n must be at most 128.", "n")
+		if *c.N > maxSequences {
+			return newParamError(400, "n must be at most "+strconv.Itoa(maxSequences)+".", "n")
 		}
 		g.n = int(*c.N)
+	}
+	if e := checkSampling(c); e != nil {
+		return e
 	}
 	g.ignoreEOS = c.IgnoreEOS
 	if g.ignoreEOS && !g.maxTokensSet && g.r.cfg.Mode == ModeRandom {
@@ -379,6 +405,9 @@ func (g *genCtx) readParams(c *commonRequest) *apiError {
 	if g.kind == kindChat {
 		if len(g.chat.Messages) == 0 {
 			return newParamError(400, "messages must not be empty.", "messages")
+		}
+		if e := checkRoles(g.chat.Messages); e != nil {
+			return e
 		}
 		g.logprobs = g.chat.Logprobs
 		if g.chat.TopLogprobs != nil {
@@ -423,11 +452,15 @@ func (g *genCtx) readParams(c *commonRequest) *apiError {
 			g.promptStore[0] = prompt{Text: text}
 			g.prompts = g.promptStore[:1]
 		} else {
-			ps, err := parsePrompts(g.text.Prompt)
+			ps, err := parsePrompts(g.text.Prompt, maxSequences)
 			if err != nil {
 				return newParamError(400, err.Error(), "prompt")
 			}
 			g.prompts = ps
+		}
+		if len(g.prompts)*g.n > maxSequences {
+			return newParamError(400, "prompts x n must be at most "+strconv.Itoa(maxSequences)+", got "+
+				strconv.Itoa(len(g.prompts))+" x "+strconv.Itoa(g.n)+".", "n")
 		}
 	}
 	return nil
@@ -657,7 +690,9 @@ func (g *genCtx) Read(p []byte) (int, error) {
 	if !ok {
 		g.finishStream()
 	} else {
-		g.r.sim.pacer.waitUntil(next)
+		if !g.waitUntil(next) {
+			return 0, errClientGone
+		}
 		g.emitDue(monoNow())
 	}
 	return g.copyFrames(p), nil
@@ -700,7 +735,7 @@ func (g *genCtx) nextDeadline() (time.Duration, bool) {
 func (g *genCtx) emitDue(now time.Duration) {
 	for i := range g.choices {
 		c := &g.choices[i]
-		for !c.finished && c.deadline <= now {
+		for !c.finished && c.deadline <= now && len(g.out) < streamBatchBytes {
 			if g.kind == kindChat && !c.roleSent {
 				if g.api == apiResponses {
 					g.out = g.appendResponsesOpening(g.out, c)

@@ -3,19 +3,23 @@ package inferencesim
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/valyala/fasthttp"
 )
 
 // loraRegistry holds the adapters a rank knows: --lora-modules plus those
-// loaded through /v1/load_lora_adapter.
+// loaded through /v1/load_lora_adapter, at most maxLoRAAdapters.
 type loraRegistry struct {
 	mu    sync.RWMutex
 	items []LoRAModule
-	ids   map[string]int // adapter -> stable 1-based id (KV events)
+	ids   map[string]int // loaded adapter -> 1-based id (KV events); a reload gets a new one, as in vLLM
 	next  int
 }
+
+var errTooManyLoRAs = newParamError(400, "Cannot load more than "+strconv.Itoa(maxLoRAAdapters)+
+	" LoRA adapters; unload one first.", "lora_name")
 
 func newLoRARegistry(initial []LoRAModule) *loraRegistry {
 	r := &loraRegistry{ids: map[string]int{}}
@@ -25,18 +29,21 @@ func newLoRARegistry(initial []LoRAModule) *loraRegistry {
 	return r
 }
 
-func (r *loraRegistry) add(m LoRAModule) {
+// add registers (or replaces) an adapter; a new one beyond the bound is refused.
+func (r *loraRegistry) add(m LoRAModule) *apiError {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if i := slices.IndexFunc(r.items, func(x LoRAModule) bool { return x.Name == m.Name }); i >= 0 {
 		r.items[i] = m
-		return
+		return nil
+	}
+	if len(r.items) >= maxLoRAAdapters {
+		return errTooManyLoRAs
 	}
 	r.items = append(r.items, m)
-	if _, ok := r.ids[m.Name]; !ok {
-		r.next++
-		r.ids[m.Name] = r.next
-	}
+	r.next++
+	r.ids[m.Name] = r.next
+	return nil
 }
 
 func (r *loraRegistry) remove(name string) bool {
@@ -44,7 +51,21 @@ func (r *loraRegistry) remove(name string) bool {
 	defer r.mu.Unlock()
 	n := len(r.items)
 	r.items = slices.DeleteFunc(r.items, func(x LoRAModule) bool { return x.Name == name })
+	delete(r.ids, name)
 	return len(r.items) != n
+}
+
+// lookup returns the registry's own copy of a known adapter's name. A
+// request's model name may view a pooled body buffer (the fast decoder
+// does not copy), so anything kept beyond the request (scheduler slots,
+// metric labels) must use this copy.
+func (r *loraRegistry) lookup(name string) (string, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if i := slices.IndexFunc(r.items, func(x LoRAModule) bool { return x.Name == name }); i >= 0 {
+		return r.items[i].Name, true
+	}
+	return "", false
 }
 
 func (r *loraRegistry) known(name string) bool {
@@ -78,11 +99,13 @@ func (r *rank) handleLoadLoRA(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, newError(400, "Failed to read and parse request body, "+err.Error()))
 		return
 	}
-	if req.Name == "" {
-		writeError(ctx, newParamError(400, "lora_name is required", "lora_name"))
+	if err := checkLoRA(req.Name, req.Path); err != nil {
+		writeError(ctx, newParamError(400, err.Error(), "lora_name"))
 		return
 	}
-	r.loras.add(LoRAModule{Name: req.Name, Path: req.Path, BaseModelName: r.cfg.Model})
+	if e := r.loras.add(LoRAModule{Name: req.Name, Path: req.Path, BaseModelName: r.cfg.Model}); e != nil {
+		writeError(ctx, e)
+	}
 }
 
 func (r *rank) handleUnloadLoRA(ctx *fasthttp.RequestCtx) {
@@ -98,5 +121,9 @@ func (r *rank) handleUnloadLoRA(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	// Like vLLM's simulator, unloading an unknown adapter is not an error.
-	r.loras.remove(req.Name)
+	if r.loras.remove(req.Name) {
+		// Its series go too, so loading and unloading new names cannot grow
+		// the registry without bound.
+		r.metrics.dropModel(req.Name)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -111,6 +112,8 @@ type metrics struct {
 	perModel  sync.Map // model name -> *modelMetrics
 
 	lastLoRAInfo atomic.Pointer[string]
+	loraInfoMu   sync.Mutex
+	loraInfoSets [][3]string // label sets of the kept lora_requests_info series, oldest first
 }
 
 // modelMetrics holds the label-resolved series of one model name, so the
@@ -180,6 +183,21 @@ func newMetrics(cfg *Config, fake func() *FakeMetrics) *metrics {
 	return m
 }
 
+// dropModel deletes the series of an unloaded adapter (never the base
+// model's).
+func (m *metrics) dropModel(name string) {
+	if name == m.baseModel {
+		return
+	}
+	m.perModel.Delete(name)
+	for _, v := range []interface{ DeleteLabelValues(...string) bool }{m.ttft, m.tpot, m.itl, m.reqTPOT, m.e2e,
+		m.queue, m.inference, m.prefill, m.decode, m.promptTokens, m.genTokens, m.paramsMaxTokens, m.maxGen,
+		m.promptTotal, m.genTotal, m.prefixHits, m.prefixQueries} {
+		v.DeleteLabelValues(name)
+	}
+	m.success.DeletePartialMatch(prometheus.Labels{labelModel: name})
+}
+
 func (m *metrics) forModel(name string) *modelMetrics {
 	if v, ok := m.perModel.Load(name); ok {
 		return v.(*modelMetrics)
@@ -209,8 +227,26 @@ func (m *metrics) setLoRAInfo(maxLoRAs int, running, waiting string) {
 		return
 	}
 	m.lastLoRAInfo.Store(&key)
-	m.loraInfo.WithLabelValues(strconv.Itoa(maxLoRAs), running, waiting).Set(float64(time.Now().UnixNano()) / 1e9)
+	labels := [3]string{strconv.Itoa(maxLoRAs), running, waiting}
+	m.loraInfo.WithLabelValues(labels[0], labels[1], labels[2]).Set(float64(time.Now().UnixNano()) / 1e9)
+	// Every adapter set is a new series; readers take the latest timestamp,
+	// so only the most recent few are kept (adapter names are the client's:
+	// their combinations must not grow the registry without bound).
+	m.loraInfoMu.Lock()
+	defer m.loraInfoMu.Unlock()
+	if i := slices.Index(m.loraInfoSets, labels); i >= 0 {
+		m.loraInfoSets = slices.Delete(m.loraInfoSets, i, i+1)
+	}
+	m.loraInfoSets = append(m.loraInfoSets, labels)
+	if len(m.loraInfoSets) > maxLoRAInfoSeries {
+		old := m.loraInfoSets[0]
+		m.loraInfo.DeleteLabelValues(old[0], old[1], old[2])
+		m.loraInfoSets = slices.Delete(m.loraInfoSets, 0, 1)
+	}
 }
+
+// maxLoRAInfoSeries is how many vllm:lora_requests_info series are kept.
+const maxLoRAInfoSeries = 16
 
 // requestStats are the measured timings of one finished sequence.
 type requestStats struct {

@@ -5,10 +5,11 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -23,6 +24,10 @@ func (r *rank) handleTokenize(ctx *fasthttp.RequestCtx) {
 		Model    string        `json:"model"`
 		Prompt   *string       `json:"prompt"`
 		Messages []chatMessage `json:"messages"`
+	}
+	if e := checkJSONShape(ctx.PostBody()); e != nil {
+		writeError(ctx, e)
+		return
 	}
 	if err := json.Unmarshal(ctx.PostBody(), &req); err != nil {
 		writeError(ctx, newError(400, "Failed to read and parse request body, "+err.Error()))
@@ -68,6 +73,10 @@ func (r *rank) handleEmbeddings(ctx *fasthttp.RequestCtx) {
 		EncodingFormat string          `json:"encoding_format"`
 		Dimensions     *int            `json:"dimensions"`
 	}
+	if e := checkJSONShape(ctx.PostBody()); e != nil {
+		writeError(ctx, e)
+		return
+	}
 	if err := json.Unmarshal(ctx.PostBody(), &req); err != nil {
 		writeError(ctx, newError(400, "Failed to read and parse request body, "+err.Error()))
 		return
@@ -77,26 +86,38 @@ func (r *rank) handleEmbeddings(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, e)
 		return
 	}
-	inputs, err := parsePrompts(req.Input)
+	inputs, err := parsePrompts(req.Input, maxEmbeddingInputs)
 	if err != nil {
 		writeError(ctx, newParamError(400, strings.Replace(err.Error(), "prompt", "input", 1), "input"))
 		return
 	}
 	dims := r.cfg.DefaultEmbeddingDimensions
 	if req.Dimensions != nil {
-		if *req.Dimensions < 1 || *req.Dimensions > 65536 {
-			writeError(ctx, newParamError(400, "dimensions must be within 1-65536", "dimensions"))
+		if *req.Dimensions < 1 || *req.Dimensions > maxEmbeddingDimensions {
+			writeError(ctx, newParamError(400, "dimensions must be within 1-"+strconv.Itoa(maxEmbeddingDimensions), "dimensions"))
 			return
 		}
 		dims = *req.Dimensions
+	}
+	if len(inputs)*dims > maxEmbeddingValues {
+		writeError(ctx, newParamError(400, "inputs x dimensions must be at most "+strconv.Itoa(maxEmbeddingValues)+", got "+
+			strconv.Itoa(len(inputs))+" x "+strconv.Itoa(dims)+"; send fewer inputs per request", "input"))
+		return
 	}
 	if req.EncodingFormat != "" && req.EncodingFormat != "float" && req.EncodingFormat != "base64" {
 		writeError(ctx, newParamError(400, "encoding_format must be float or base64", "encoding_format"))
 		return
 	}
-	b := []byte(`{"object":"list","data":[`)
+	// Sized once for the whole answer (a float and its comma take at most 16 bytes,
+	// base64 needs 6 per value), so it is allocated once and not copied.
+	b := make([]byte, 0, len(inputs)*(dims*16+64)+len(req.Model)+128)
+	b = append(b, `{"object":"list","data":[`...)
 	total := 0
 	vec := make([]float32, dims)
+	var raw []byte
+	if req.EncodingFormat == "base64" {
+		raw = make([]byte, 4*dims)
+	}
 	for i, in := range inputs {
 		var ids []uint32
 		if in.IsIDs {
@@ -115,11 +136,12 @@ func (r *rank) handleEmbeddings(ctx *fasthttp.RequestCtx) {
 		b = strconv.AppendInt(b, int64(i), 10)
 		b = append(b, `,"embedding":`...)
 		if req.EncodingFormat == "base64" {
-			raw := make([]byte, 4*dims)
 			for j, v := range vec {
 				binary.LittleEndian.PutUint32(raw[4*j:], math.Float32bits(v))
 			}
-			b = appendJSONString(b, base64.StdEncoding.EncodeToString(raw))
+			b = append(b, '"')
+			b = base64.StdEncoding.AppendEncode(b, raw)
+			b = append(b, '"')
 		} else {
 			b = append(b, '[')
 			for j, v := range vec {
@@ -140,7 +162,7 @@ func (r *rank) handleEmbeddings(ctx *fasthttp.RequestCtx) {
 	b = strconv.AppendInt(b, int64(total), 10)
 	b = append(b, "}}"...)
 	ctx.Response.Header.SetContentType(ctJSON)
-	ctx.SetBody(b)
+	ctx.Response.SetBodyRaw(b)
 }
 
 // embed fills vec with a unit vector determined by the token ids.
@@ -217,84 +239,122 @@ func (r *rank) handleAdminConfig(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, newError(405, "Method not allowed, use GET or POST"))
 		return
 	}
-	var upd adminView
-	dec := json.NewDecoder(bytes.NewReader(ctx.PostBody()))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&upd); err != nil {
-		writeError(ctx, newError(400, "Invalid admin configuration update: "+err.Error()))
+	if e := checkJSONShape(ctx.PostBody()); e != nil {
+		writeError(ctx, e)
+		return
+	}
+	var upd map[string]json.RawMessage
+	if err := json.Unmarshal(ctx.PostBody(), &upd); err != nil || upd == nil {
+		msg := "the body must be a JSON object of settings"
+		if err != nil {
+			msg = err.Error()
+		}
+		writeError(ctx, newError(400, "Invalid admin configuration update: "+msg))
 		return
 	}
 	s.adminMu.Lock()
 	defer s.adminMu.Unlock()
-	cur := *s.settings.Load()
-	if upd.FailureInjectionRate != nil {
-		if *upd.FailureInjectionRate < 0 || *upd.FailureInjectionRate > 100 {
-			writeError(ctx, newParamError(400, "failure-injection-rate must be within 0-100", "failure-injection-rate"))
-			return
-		}
-		cur.failureRate = *upd.FailureInjectionRate
-	}
-	if upd.FailureTypes != nil {
-		for _, f := range *upd.FailureTypes {
-			if !containsString(AllFailureTypes, f) {
-				writeError(ctx, newParamError(400, "unknown failure type "+strconv.Quote(f), "failure-types"))
-				return
-			}
-		}
-		cur.failureTypes = *upd.FailureTypes
-	}
-	p := cur.latencyParams
-	set := func(v *string, dst *time.Duration) bool {
-		if v == nil {
-			return true
-		}
-		d, err := ParseDuration(*v)
-		if err != nil {
-			writeError(ctx, newError(400, "Invalid admin configuration update: "+err.Error()))
-			return false
-		}
-		*dst = d
-		return true
-	}
-	ok := set(upd.TimeToFirstToken, &p.TimeToFirstToken) && set(upd.TimeToFirstTokenStdDev, &p.TimeToFirstTokenStdDev) &&
-		set(upd.InterTokenLatency, &p.InterTokenLatency) && set(upd.InterTokenLatencyStdDev, &p.InterTokenLatencyStdDev) &&
-		set(upd.KVCacheTransferLatency, &p.KVCacheTransferLatency) && set(upd.KVCacheTransferLatencyStdDev, &p.KVCacheTransferLatencyStdDev) &&
-		set(upd.PrefillOverhead, &p.PrefillOverhead) && set(upd.PrefillTimePerToken, &p.PrefillTimePerToken) &&
-		set(upd.PrefillTimeStdDev, &p.PrefillTimeStdDev) && set(upd.KVCacheTransferTimePerToken, &p.KVCacheTransferTimePerToken) &&
-		set(upd.KVCacheTransferTimeStdDev, &p.KVCacheTransferTimeStdDev)
-	if !ok {
+	next, e := s.applyAdminUpdate(upd)
+	if e != nil {
+		writeError(ctx, e)
 		return
 	}
-	if upd.TimeFactorUnderLoad != nil {
-		p.TimeFactorUnderLoad = *upd.TimeFactorUnderLoad
-	}
-	if upd.LatencyCalculator != nil {
-		cur.calcName = *upd.LatencyCalculator
-	}
-	if p != cur.latencyParams || upd.LatencyCalculator != nil {
-		calc, err := s.resolve(cur.calcName, p)
-		if err != nil {
-			writeError(ctx, newError(400, "Invalid latency settings: "+err.Error()))
-			return
-		}
-		cur.calc, cur.latencyParams = calc, p
-	}
-	if len(upd.FakeMetrics) > 0 {
-		if string(upd.FakeMetrics) == "null" {
-			cur.fake = nil
-		} else {
-			fm, err := ParseFakeMetrics(upd.FakeMetrics)
-			if err != nil {
-				writeError(ctx, newParamError(400, err.Error(), "fake-metrics"))
-				return
-			}
-			cur.fake = fm
-		}
-	}
-	s.settings.Store(&cur)
-	b, _ := json.Marshal(viewOf(&cur))
+	s.settings.Store(next)
+	b, _ := json.Marshal(viewOf(next))
 	ctx.Response.Header.SetContentType(ctJSON)
 	ctx.SetBody(b)
+}
+
+// adminSettings are the flags /admin/config may change at run time.
+var adminSettings = []string{"failure-injection-rate", "failure-types", "latency-calculator",
+	"time-to-first-token", "time-to-first-token-std-dev", "inter-token-latency", "inter-token-latency-std-dev",
+	"kv-cache-transfer-latency", "kv-cache-transfer-latency-std-dev", "prefill-overhead", "prefill-time-per-token",
+	"prefill-time-std-dev", "kv-cache-transfer-time-per-token", "kv-cache-transfer-time-std-dev",
+	"time-factor-under-load", "fake-metrics"}
+
+// applyAdminUpdate validates an update exactly as the command line is
+// validated: each value goes through its flag's parser onto a copy of the
+// running configuration, and the copy through Config.Validate. Nothing
+// changes unless all of it is valid.
+func (s *Simulator) applyAdminUpdate(upd map[string]json.RawMessage) (*settings, *apiError) {
+	cur := s.settings.Load()
+	c := *s.cfg
+	c.FailureInjectionRate, c.FailureTypes, c.FakeMetrics = cur.failureRate, cur.failureTypes, cur.fake
+	c.LatencyCalculator, c.Latency = cur.calcName, cur.latencyParams
+	keys := make([]string, 0, len(upd))
+	for k := range upd {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // the first error reported does not depend on map order
+	invalid := func(msg string) *apiError { return newError(400, "Invalid admin configuration update: "+msg) }
+	for _, key := range keys {
+		if !containsString(adminSettings, key) {
+			return nil, invalid("unknown or read-only setting " + strconv.Quote(key) + " (settable: " + strings.Join(adminSettings, ", ") + ")")
+		}
+		raw := bytes.TrimSpace(upd[key])
+		if key == "fake-metrics" && string(raw) == "null" {
+			c.FakeMetrics = nil
+			continue
+		}
+		vals, err := flagValues(raw)
+		if err != nil {
+			return nil, newParamError(400, "Invalid admin configuration update: --"+key+": "+err.Error(), key)
+		}
+		spec := lookupFlag(key)
+		if len(vals) == 0 && !spec.multi {
+			return nil, newParamError(400, "Invalid admin configuration update: --"+key+" needs a value", key)
+		}
+		if err := spec.set(&c, vals); err != nil {
+			return nil, newParamError(400, "Invalid admin configuration update: "+err.Error(), key)
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return nil, invalid(strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	next := &settings{failureRate: c.FailureInjectionRate, failureTypes: c.FailureTypes, calcName: c.LatencyCalculator,
+		latencyParams: c.Latency, calc: cur.calc, fake: c.FakeMetrics}
+	if next.latencyParams != cur.latencyParams || next.calcName != cur.calcName {
+		calc, err := s.resolve(next.calcName, next.latencyParams)
+		if err != nil {
+			return nil, newError(400, "Invalid latency settings: "+err.Error())
+		}
+		next.calc = calc
+	}
+	return next, nil
+}
+
+// flagValues turns a JSON value into the arguments its flag would get on
+// the command line: a string or number as written, an array's scalars one
+// by one, an object as its JSON text (--fake-metrics).
+func flagValues(raw json.RawMessage) ([]string, error) {
+	if len(raw) == 0 {
+		return nil, errors.New("missing value")
+	}
+	switch raw[0] {
+	case '"':
+		var v string
+		err := json.Unmarshal(raw, &v)
+		return []string{v}, err
+	case '{':
+		return []string{string(raw)}, nil
+	case '[':
+		var items []json.RawMessage
+		if err := json.Unmarshal(raw, &items); err != nil {
+			return nil, err
+		}
+		out := make([]string, 0, len(items))
+		for _, it := range items {
+			v, err := flagValues(bytes.TrimSpace(it))
+			if err != nil || len(v) != 1 || (len(it) > 0 && (it[0] == '[' || it[0] == '{')) {
+				return nil, errors.New("a list may hold only strings or numbers")
+			}
+			out = append(out, v[0])
+		}
+		return out, nil
+	case 'n':
+		return nil, nil
+	}
+	return []string{string(raw)}, nil // a number or a boolean, as typed on the command line
 }
 
 func containsString(list []string, s string) bool {

@@ -38,6 +38,8 @@ type commonRequest struct {
 	DoRemoteDecode    bool              `json:"do_remote_decode"`
 	DoRemotePrefill   bool              `json:"do_remote_prefill"`
 	CacheHitThreshold *float64          `json:"cache_hit_threshold"`
+	Temperature       *float64          `json:"temperature"`
+	TopP              *float64          `json:"top_p"`
 }
 
 type contentPart struct {
@@ -124,8 +126,9 @@ type prompt struct {
 }
 
 // parsePrompts accepts a string, a list of strings, a list of token ids
-// or a list of lists of token ids.
-func parsePrompts(raw json.RawMessage) ([]prompt, error) {
+// or a list of lists of token ids; a list of more than limit prompts is
+// refused before it is decoded.
+func parsePrompts(raw json.RawMessage, limit int) ([]prompt, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, errors.New("prompt is required")
@@ -140,6 +143,11 @@ func parsePrompts(raw json.RawMessage) ([]prompt, error) {
 	case '[':
 	default:
 		return nil, errors.New("prompt must be a string, a list of strings, a list of token ids or a list of lists of token ids")
+	}
+	if inner := bytes.TrimLeft(raw[1:], " \t\r\n"); len(inner) > 0 && (inner[0] == '"' || inner[0] == '[') {
+		if n := countArrayItems(raw, limit); n > limit {
+			return nil, fmt.Errorf("prompt: at most %d prompts per request", limit)
+		}
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil {
@@ -247,4 +255,29 @@ func parseToolChoice(raw json.RawMessage, haveTools bool) (toolChoice, error) {
 		return toolChoice{}, errors.New("tool_choice: a named tool choice needs function.name")
 	}
 	return toolChoice{mode: "function", name: named.Function.Name}, nil
+}
+
+// chatRoles are the message roles vLLM's chat templates accept.
+var chatRoles = []string{"system", "developer", "user", "assistant", "tool", "function"}
+
+// checkSampling refuses what vLLM's SamplingParams refuses (400).
+func checkSampling(c *commonRequest) *apiError {
+	if t := c.Temperature; t != nil && !(*t >= 0) {
+		return newParamError(400, "temperature must be non-negative, got "+strconv.FormatFloat(*t, 'g', -1, 64)+".", "temperature")
+	}
+	if p := c.TopP; p != nil && !(*p > 0 && *p <= 1) {
+		return newParamError(400, "top_p must be in (0, 1], got "+strconv.FormatFloat(*p, 'g', -1, 64)+".", "top_p")
+	}
+	return nil
+}
+
+// checkRoles refuses a message whose role no chat template knows.
+func checkRoles(msgs []chatMessage) *apiError {
+	for i := range msgs {
+		if !containsString(chatRoles, msgs[i].Role) {
+			return newParamError(400, "messages["+strconv.Itoa(i)+"].role "+strconv.Quote(msgs[i].Role)+
+				" is not one of "+strings.Join(chatRoles, ", ")+".", "messages")
+		}
+	}
+	return nil
 }

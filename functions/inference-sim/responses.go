@@ -19,6 +19,8 @@ type responsesRequest struct {
 	MaxOutputTokens *int64          `json:"max_output_tokens"`
 	Stream          bool            `json:"stream"`
 	Tools           json.RawMessage `json:"tools"`
+	Temperature     *float64        `json:"temperature"`
+	TopP            *float64        `json:"top_p"`
 }
 
 type responsesInputItem struct {
@@ -38,6 +40,7 @@ func (g *genCtx) decodeResponses(body []byte) error {
 	}
 	c := &g.chat
 	c.Model, c.Stream, c.MaxTokens = req.Model, req.Stream, req.MaxOutputTokens
+	c.Temperature, c.TopP = req.Temperature, req.TopP
 	if req.Instructions != "" {
 		c.Messages = append(c.Messages, chatMessage{Role: "system", Content: messageContent{Text: req.Instructions}})
 	}

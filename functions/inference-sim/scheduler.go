@@ -80,6 +80,13 @@ func (s *scheduler) start(lora string) int {
 // acquire blocks until the request may run. It returns the number of
 // running requests including this one and whether it had to wait.
 func (s *scheduler) acquire(lora string) (running int, queued bool, err *apiError) {
+	return s.acquireUnless(lora, nil)
+}
+
+// acquireUnless is acquire that gives up waiting (errClientLeft) when the
+// channel returned by gone is closed; gone is called only when the request
+// has to wait, so a request admitted at once never starts a watcher.
+func (s *scheduler) acquireUnless(lora string, gone func() <-chan struct{}) (running int, queued bool, err *apiError) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -109,7 +116,32 @@ func (s *scheduler) acquire(lora string) (running int, queued bool, err *apiErro
 		s.reportLoRA()
 	}
 	s.mu.Unlock()
-	<-a.ready
+	var left <-chan struct{}
+	if gone != nil {
+		left = gone()
+	}
+	select {
+	case <-a.ready:
+	case <-left:
+		s.mu.Lock()
+		if i := slices.Index(s.waiting, a); i >= 0 {
+			s.waiting = slices.Delete(s.waiting, i, i+1)
+			s.onChange(s.running, len(s.waiting))
+			if lora != "" {
+				s.reportLoRA()
+			}
+			s.mu.Unlock()
+			admissionPool.Put(a)
+			return 0, true, errClientLeft
+		}
+		s.mu.Unlock()
+		<-a.ready // admitted (or rejected) meanwhile: the send has happened
+		if !a.rejected {
+			s.release(lora)
+		}
+		admissionPool.Put(a)
+		return 0, true, errClientLeft
+	}
 	running, rejected := a.running, a.rejected
 	admissionPool.Put(a)
 	if rejected {
@@ -194,4 +226,7 @@ func (s *scheduler) reportLoRA() {
 var (
 	errShuttingDown = newError(503, "The server is shutting down")
 	errQueueFull    = newError(429, "Failed to enqueue request, waiting requests queue is full")
+	// errClientLeft ends a request whose client closed the connection; the
+	// answer is never read (499 is nginx's "client closed request").
+	errClientLeft = newError(499, "Client closed the connection before the answer was ready")
 )

@@ -1,7 +1,9 @@
 package inferencesim
 
 import (
+	"bytes"
 	"context"
+	"crypto/subtle"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -85,6 +87,8 @@ type rank struct {
 	counter        atomic.Uint64
 	server         *fasthttp.Server
 	metricsHandler fasthttp.RequestHandler
+	apiAuth        []byte // "Bearer <--api-key>", nil when unset
+	adminAuth      []byte // "Bearer <--admin-token>", nil when unset
 }
 
 // New builds a simulator from a validated configuration.
@@ -124,7 +128,8 @@ func New(cfg *Config, opts ...Option) (*Simulator, error) {
 	}
 	for i, idx := range ranks {
 		port := cfg.Port + i
-		r := &rank{sim: s, cfg: cfg, index: idx, port: port, portStr: strconv.Itoa(port), dataset: s.dataset}
+		r := &rank{sim: s, cfg: cfg, index: idx, port: port, portStr: strconv.Itoa(port), dataset: s.dataset,
+			apiAuth: bearer(cfg.APIKey), adminAuth: bearer(cfg.AdminToken)}
 		r.loras = newLoRARegistry(cfg.LoRAModules)
 		r.metrics = newMetrics(cfg, func() *FakeMetrics { return s.settings.Load().fake })
 		r.sched = newScheduler(cfg.MaxNumSeqs, cfg.MaxWaitingQueueLength, cfg.MaxLoRAs)
@@ -141,6 +146,7 @@ func New(cfg *Config, opts ...Option) (*Simulator, error) {
 		}
 		r.server = &fasthttp.Server{
 			Handler:            r.handle,
+			ErrorHandler:       r.handleBadRequest,
 			Name:               "fasthttp",
 			MaxRequestBodySize: cfg.MaxRequestBodySizeMB << 20,
 			ReadTimeout:        0,
@@ -173,7 +179,7 @@ func (s *Simulator) Handler(i int) fasthttp.RequestHandler { return s.ranks[i].h
 func (s *Simulator) Serve(ctx context.Context) error {
 	lns := make([]net.Listener, len(s.ranks))
 	for i, r := range s.ranks {
-		ln, err := net.Listen("tcp", ":"+r.portStr)
+		ln, err := net.Listen("tcp", net.JoinHostPort(s.cfg.Host, r.portStr))
 		if err != nil {
 			for _, l := range lns[:i] {
 				l.Close()
@@ -260,7 +266,16 @@ func (r *rank) handle(ctx *fasthttp.RequestCtx) {
 			ctx.Response.Header.SetBytesV("X-Request-Id", id)
 		}
 	}
-	switch string(ctx.Path()) {
+	path := ctx.Path()
+	if r.apiAuth != nil && bytes.HasPrefix(path, prefixV1) && !authorized(ctx, r.apiAuth) {
+		writeUnauthorized(ctx, "Unauthorized: this endpoint requires the server's API key (Authorization: Bearer <key>).")
+		return
+	}
+	if r.adminAuth != nil && bytes.HasPrefix(path, prefixAdmin) && !authorized(ctx, r.adminAuth) {
+		writeUnauthorized(ctx, "Unauthorized: /admin requires the admin token (Authorization: Bearer <token>).")
+		return
+	}
+	switch string(path) {
 	case "/v1/chat/completions":
 		r.handleGenerate(ctx, kindChat, apiCompletions)
 	case "/v1/completions":
@@ -332,4 +347,47 @@ func (r *rank) handleModels(ctx *fasthttp.RequestCtx) {
 	ctx.SetBody(b)
 	*bp = b
 	putBuf(bp)
+}
+
+var (
+	prefixV1    = []byte("/v1/")
+	prefixAdmin = []byte("/admin/")
+)
+
+func bearer(token string) []byte {
+	if token == "" {
+		return nil
+	}
+	return []byte("Bearer " + token)
+}
+
+// authorized compares the Authorization header with want in constant time
+// (exactly, as vLLM's --api-key middleware does).
+func authorized(ctx *fasthttp.RequestCtx, want []byte) bool {
+	return subtle.ConstantTimeCompare(ctx.Request.Header.Peek("Authorization"), want) == 1
+}
+
+func writeUnauthorized(ctx *fasthttp.RequestCtx, msg string) {
+	ctx.Response.Header.Set("WWW-Authenticate", "Bearer")
+	writeError(ctx, newError(401, msg))
+}
+
+// handleBadRequest answers a request fasthttp could not read with an
+// OpenAI-style error instead of its plain-text default: 413 for a body
+// over --max-request-body-size-mb, 431 for oversized headers, 408 for a
+// read timeout, 400 otherwise.
+func (r *rank) handleBadRequest(ctx *fasthttp.RequestCtx, err error) {
+	var small *fasthttp.ErrSmallBuffer
+	var netErr net.Error
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		writeError(ctx, newError(413, "Request body too large: the limit is "+strconv.Itoa(r.cfg.MaxRequestBodySizeMB)+
+			" MiB (--max-request-body-size-mb)."))
+	case errors.As(err, &small):
+		writeError(ctx, newError(431, "Request headers too large."))
+	case errors.As(err, &netErr) && netErr.Timeout():
+		writeError(ctx, newError(408, "Request timeout."))
+	default:
+		writeError(ctx, newError(400, "Failed to read the HTTP request."))
+	}
 }

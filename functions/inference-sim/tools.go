@@ -7,6 +7,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // toolCall is one generated function call.
@@ -138,6 +139,9 @@ func schemaType(m map[string]any) (string, error) {
 
 // generateToolCalls decides whether choice c calls tools and, if so,
 // fills its calls and tokens. It reports false when c is a text answer.
+// The arguments count against maxTokens like any output: generation stops
+// growing them past a byte budget, and the calls are cut at maxTokens
+// tokens with finish_reason "length", as a model's would be.
 func (g *genCtx) generateToolCalls(c *choice, maxTokens int) (bool, *apiError) {
 	tc := g.r.cfg.Tools
 	var picks []int
@@ -161,12 +165,15 @@ func (g *genCtx) generateToolCalls(c *choice, maxTokens int) (bool, *apiError) {
 		}
 	}
 	start := len(g.tokBuf)
+	budget := min(maxToolArgBytes, maxTokens*16) // a token is at least one byte
+	c.finish = finishToolCalls
 	for k, ti := range picks {
 		t, schema := &g.tools[ti], g.toolSchemas[ti]
 		args := []byte("{}")
 		if schema != nil {
-			args = g.appendArgValue(nil, schema, 0)
+			args = g.appendArgValue(nil, schema, 0, max(budget, 1))
 		}
+		budget -= len(args)
 		id := make([]byte, 0, 24)
 		id = append(id, "chatcmpl-tool-"...)
 		id = strconv.AppendUint(id, 1000000000+uint64(g.rng.intn(9000000000)), 10)
@@ -177,16 +184,41 @@ func (g *genCtx) generateToolCalls(c *choice, maxTokens int) (bool, *apiError) {
 		if len(g.tokBuf) == before { // keep at least one chunk per call
 			g.tokBuf = append(g.tokBuf, "")
 		}
+		if keep := start + maxTokens; len(g.tokBuf) > keep {
+			c.finish = finishLength
+			if keep == before { // not one token of this call fits
+				g.tokBuf = g.tokBuf[:keep]
+				c.toolCalls = c.toolCalls[:k]
+				break
+			}
+			clear(g.tokBuf[keep:])
+			g.tokBuf = g.tokBuf[:keep]
+			c.toolCalls[k].args = strings.Join(g.tokBuf[before:keep], "")
+		}
 		for range len(g.tokBuf) - before {
 			c.toolOfToken = append(c.toolOfToken, k)
 		}
+		if c.finish == finishLength {
+			break
+		}
 	}
 	c.tokens = g.tokBuf[start:len(g.tokBuf):len(g.tokBuf)]
-	c.finish = finishToolCalls
 	return true, nil
 }
 
-func (g *genCtx) appendArgValue(dst []byte, s any, depth int) []byte {
+// schemaBound reads a numeric bound of a schema, clamped so that the
+// integer conversions and the arithmetic on it stay finite.
+func schemaBound(m map[string]any, key string, def, limit float64) float64 {
+	v, ok := m[key].(float64)
+	if !ok {
+		return def
+	}
+	return max(-limit, min(v, limit))
+}
+
+// appendArgValue appends a value for schema s; once dst reaches limit
+// bytes, arrays and objects stop growing (the caller cuts what is over).
+func (g *genCtx) appendArgValue(dst []byte, s any, depth, limit int) []byte {
 	tc := g.r.cfg.Tools
 	m, _ := s.(map[string]any)
 	if e, ok := m["enum"].([]any); ok && len(e) > 0 {
@@ -198,41 +230,30 @@ func (g *genCtx) appendArgValue(dst []byte, s any, depth int) []byte {
 	case "string":
 		return appendJSONString(dst, toolWords[g.rng.intn(len(toolWords))])
 	case "integer":
-		lo, hi := tc.MinIntegerParam, tc.MaxIntegerParam
-		if v, ok := m["minimum"].(float64); ok {
-			lo = int(math.Ceil(v))
-		}
-		if v, ok := m["maximum"].(float64); ok {
-			hi = int(math.Floor(v))
-		}
+		const intLimit = 1 << 52 // exact in a float64, and hi-lo+1 cannot overflow
+		lo := int(math.Ceil(schemaBound(m, "minimum", float64(tc.MinIntegerParam), intLimit)))
+		hi := int(math.Floor(schemaBound(m, "maximum", float64(tc.MaxIntegerParam), intLimit)))
 		return strconv.AppendInt(dst, int64(g.rng.intRange(lo, max(lo, hi))), 10)
 	case "number":
-		lo, hi := tc.MinNumberParam, tc.MaxNumberParam
-		if v, ok := m["minimum"].(float64); ok {
-			lo = v
-		}
-		if v, ok := m["maximum"].(float64); ok {
-			hi = v
-		}
+		const numLimit = 1e15 // hi-lo stays finite and two decimals stay meaningful
+		lo := schemaBound(m, "minimum", tc.MinNumberParam, numLimit)
+		hi := schemaBound(m, "maximum", tc.MaxNumberParam, numLimit)
 		v := lo + g.rng.float()*(max(hi, lo)-lo)
 		return strconv.AppendFloat(dst, math.Round(v*100)/100, 'f', -1, 64)
 	case "boolean":
 		return strconv.AppendBool(dst, g.rng.intn(2) == 1)
 	case "array":
-		lo, hi := tc.MinArrayParamLength, tc.MaxArrayParamLength
-		if v, ok := m["minItems"].(float64); ok {
-			lo = int(v)
-		}
-		if v, ok := m["maxItems"].(float64); ok {
-			hi = int(v)
-		}
+		// minItems: 1000000000 must not mean a billion items.
+		lo := int(schemaBound(m, "minItems", float64(tc.MinArrayParamLength), maxToolArrayItems))
+		hi := int(schemaBound(m, "maxItems", float64(tc.MaxArrayParamLength), maxToolArrayItems))
+		lo = max(lo, 0)
 		n := g.rng.intRange(lo, max(lo, hi))
 		dst = append(dst, '[')
-		for i := 0; i < n; i++ {
+		for i := 0; i < n && len(dst) < limit; i++ {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = g.appendArgValue(dst, m["items"], depth+1)
+			dst = g.appendArgValue(dst, m["items"], depth+1, limit)
 		}
 		return append(dst, ']')
 	case "object":
@@ -257,6 +278,9 @@ func (g *genCtx) appendArgValue(dst []byte, s any, depth int) []byte {
 		dst = append(dst, '{')
 		first := true
 		for _, k := range keys {
+			if len(dst) >= limit {
+				break
+			}
 			if !required[k] && g.rng.intn(100) >= prob {
 				continue
 			}
@@ -266,7 +290,7 @@ func (g *genCtx) appendArgValue(dst []byte, s any, depth int) []byte {
 			first = false
 			dst = appendJSONString(dst, k)
 			dst = append(dst, ':')
-			dst = g.appendArgValue(dst, props[k], depth+1)
+			dst = g.appendArgValue(dst, props[k], depth+1, limit)
 		}
 		return append(dst, '}')
 	}

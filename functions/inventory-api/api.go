@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,19 +26,25 @@ const Name = "inventory-api"
 // PathPrefixes are the route families this function serves (its lensfn.dev/path-prefix).
 var PathPrefixes = []string{"/api/cluster", "/api/v1/deployments", "/api/v1/model-services", "/api/v1/configurations"}
 
-// Config is the function's own environment, read once at start.
+// Config is the function's own settings.
 type Config struct {
 	// ProbeInterval is how often Model Service members are health-probed
-	// (LENS_MEMBER_PROBE_INTERVAL, default 10s).
+	// (fn.Config.MemberProbeInterval, LENS_MEMBER_PROBE_INTERVAL).
 	ProbeInterval time.Duration
 	// ProbeTimeout bounds one endpoint probe, at registration and in the health loop
-	// (LENS_ENDPOINT_PROBE_TIMEOUT, default 5s).
+	// (fn.Config.EndpointProbeTimeout, LENS_ENDPOINT_PROBE_TIMEOUT).
 	ProbeTimeout time.Duration
 }
 
-// LoadConfig takes the function's variables from the runtime's config.
+// LoadConfig takes the function's settings from the runtime's config, which read them at start.
 func LoadConfig(c fn.Config) (Config, error) {
-	return Config{ProbeInterval: c.MemberProbeInterval, ProbeTimeout: c.EndpointProbeTimeout}, nil
+	cfg := Config{ProbeInterval: c.MemberProbeInterval, ProbeTimeout: c.EndpointProbeTimeout}
+	for name, v := range map[string]time.Duration{"LENS_MEMBER_PROBE_INTERVAL": cfg.ProbeInterval, "LENS_ENDPOINT_PROBE_TIMEOUT": cfg.ProbeTimeout} {
+		if v < 10*time.Millisecond || v > time.Hour {
+			return cfg, fmt.Errorf("%s=%s is not a duration from 10ms to 1h", name, v)
+		}
+	}
+	return cfg, nil
 }
 
 // API serves the inventory routes.
@@ -107,17 +112,10 @@ func New(d fn.Deps, cfg Config) (*fn.Function, *API, error) {
 		{Method: "GET", Path: "/api/v1/configurations/{id}", Scope: read, Handler: fn.Handle(a.getConfiguration)},
 	}
 
-	// The health loop runs until Close. TODO(sec-store): move to Function.Start once it lands.
-	loopCtx, stop := context.WithCancel(context.Background())
-	var loop sync.WaitGroup
-	loop.Go(func() { a.prober.Run(loopCtx) })
 	return &fn.Function{
 		Routes: routes,
-		Close: func(context.Context) error {
-			stop()
-			loop.Wait()
-			return nil
-		},
+		// The runtime runs the health loop once the server listens and stops it at the drain.
+		Start: a.prober.Run,
 	}, a, nil
 }
 

@@ -447,6 +447,7 @@ func TestModelServices(t *testing.T) {
 
 func TestTheHealthLoopProbesOnItsInterval(t *testing.T) {
 	h := newHarness(t, inventoryapi.Config{ProbeInterval: 50 * time.Millisecond, ProbeTimeout: time.Second})
+	h.server.Start(context.Background()) // what Run does once the server listens; Close stops it
 	session := h.session(t, "local")
 	a := newFakeEndpoint(t, "", "fake-model")
 	ea := h.register(t, session, a.URL+"/v1", "fake-model", "")

@@ -20,7 +20,6 @@ import (
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/loadgen"
 	"github.com/lensfn/lensfn/runtime/problem"
-	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/simtask"
 	"github.com/lensfn/lensfn/runtime/state"
 )
@@ -49,11 +48,8 @@ type Analyzer struct {
 
 // Build is the function's fn.Builder.
 func Build(_ context.Context, d fn.Deps) (*fn.Function, error) {
-	sealer, err := secret.FromEnv(d.Config.SecretKey.Reveal())
-	if err != nil {
-		return nil, err
-	}
-	a := New(d, &simtask.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir})
+	// The analyzer never opens endpoint keys, so it gets no sealing key.
+	a := New(d, &simtask.Repo{Store: d.Store, DataDir: d.Config.DataDir})
 	return &fn.Function{Events: map[string]cloudevent.Handler{Consumes[0]: a.onReplayed}, Start: a.Sweep}, nil
 }
 

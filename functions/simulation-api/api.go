@@ -17,7 +17,6 @@ import (
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/problem"
-	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/simtask"
 )
 
@@ -36,12 +35,11 @@ type API struct {
 	timelines  *Timelines
 	tasks      *simtask.Repo
 	inventory  *inventory.Repo // Model Services that tasks may target
-	client     *http.Client
 }
 
 // New builds the function. Parsers reads traces (the WASM parser modules in production).
 func New(d fn.Deps, parsers TraceParsers) (*fn.Function, *API, error) {
-	sealer, err := secret.FromEnv(d.Config.SecretKey.Reveal())
+	sealer, err := d.Config.Sealer()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -54,7 +52,7 @@ func New(d fn.Deps, parsers TraceParsers) (*fn.Function, *API, error) {
 	client := &http.Client{Timeout: 0, Transport: http.DefaultTransport}
 	dl := &Downloader{Root: filepath.Join(d.Config.DataDir, "datasets"), Mirror: d.Config.DatasetMirror,
 		Client: client, Store: d.Store, Owner: d.Config.InstanceID, MaxBytes: 2 << 30}
-	a := &API{deps: d, downloader: dl, client: client,
+	a := &API{deps: d, downloader: dl,
 		tasks:     &simtask.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir},
 		inventory: &inventory.Repo{Store: d.Store, Sealer: sealer},
 		catalogue: &Catalogue{Parsers: parsers, Downloader: dl, Warn: func(file string, err error) {
@@ -100,7 +98,7 @@ func (a *API) listScenarios(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) listDatasets(w http.ResponseWriter, r *http.Request) error {
-	fn.WriteJSON(w, http.StatusOK, map[string]any{"data_dir": a.downloader.Root, "datasets": a.catalogue.datasets(r.Context())})
+	fn.WriteJSON(w, http.StatusOK, map[string]any{"data_dir": a.relative(a.downloader.Root), "datasets": a.catalogue.datasets(r.Context())})
 	return nil
 }
 
@@ -122,7 +120,7 @@ func (a *API) discover(w http.ResponseWriter, r *http.Request) error {
 	if req.APIKey != nil {
 		key = *req.APIKey
 	}
-	models, err := DiscoverModels(r.Context(), a.client, *req.EndpointURL, key)
+	models, err := DiscoverModels(r.Context(), a.deps.Egress, *req.EndpointURL, key)
 	if err != nil {
 		return err
 	}
@@ -155,6 +153,7 @@ func (a *API) download(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	res.Path, res.MetadataPath = a.relative(res.Path), a.relative(res.MetadataPath)
 	fn.WriteJSON(w, http.StatusOK, res)
 	return nil
 }
@@ -189,7 +188,7 @@ func (a *API) timeline(w http.ResponseWriter, r *http.Request) error {
 	}
 	ix, err := a.timelines.Get(r.Context(), d, a.downloader.Path(d))
 	if err != nil {
-		return problem.Wrap(problem.CodeConflict, err, fmt.Sprintf("trace dataset %q could not be parsed: %v", d.Name, err))
+		return problem.Wrap(problem.CodeConflict, err, a.scrubPaths(fmt.Sprintf("trace dataset %q could not be parsed: %v", d.Name, err)))
 	}
 	width, out := ix.Bin(bins)
 	fn.WriteJSON(w, http.StatusOK, Timeline{Dataset: d.Name, TraceFormat: d.TraceFormat, RequestCount: ix.RequestCount,

@@ -52,6 +52,7 @@ type harness struct {
 	dataDir string
 	parsers *fakeParsers
 	mirror  *mirror
+	token   string // every scope; http.DefaultClient sends it
 }
 
 // mirror serves files for LENS_DATASET_MIRROR and counts requests per file.
@@ -77,7 +78,7 @@ func (m *mirror) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
-func newHarness(t *testing.T, extraEnv map[string]string) *harness {
+func newHarness(t testing.TB, extraEnv map[string]string) *harness {
 	t.Helper()
 	h := &harness{dataDir: t.TempDir(), parsers: &fakeParsers{}, mirror: &mirror{files: map[string][]byte{}, hits: map[string]int{}}}
 	mirrorSrv := httptest.NewServer(h.mirror)
@@ -99,7 +100,7 @@ func newHarness(t *testing.T, extraEnv map[string]string) *harness {
 	srv := httptest.NewServer(s.Handler)
 	t.Cleanup(srv.Close)
 	h.url, h.server = srv.URL, s
-	fntest.AuthorizeDefaultClient(t, s)
+	h.token = fntest.AuthorizeDefaultClient(t, s)
 	return h
 }
 
@@ -187,7 +188,7 @@ func TestDatasetCatalogue(t *testing.T) {
 		Datasets []simulationapi.DatasetView `json:"datasets"`
 	}
 	call(t, "GET", h.url+"/api/simulation/trace-datasets", "", &out)
-	if out.DataDir != filepath.Join(h.dataDir, "datasets") {
+	if out.DataDir != "datasets" { // relative: responses never show the absolute data dir
 		t.Fatalf("data_dir %q", out.DataDir)
 	}
 	byName := map[string]simulationapi.DatasetView{}

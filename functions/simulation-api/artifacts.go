@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/lensfn/lensfn/runtime/problem"
 	"github.com/lensfn/lensfn/runtime/simtask"
@@ -35,11 +36,11 @@ func (a *API) downloadArtifact(w http.ResponseWriter, r *http.Request) error {
 		}
 		return problem.New(problem.CodeNotFound, "simulation task %s has no %q artifact (available: %s)", t.ID, kind, strings.Join(kinds, ", "))
 	}
-	// Artifacts live in the task's folder; refuse anything a tampered record points elsewhere.
-	if rel, err := filepath.Rel(t.TaskDir, found.Path); err != nil || strings.HasPrefix(rel, "..") {
-		return problem.New(problem.CodeNotFound, "artifact %q is outside the task folder", kind)
+	path, ok := a.tasks.ArtifactPath(t.ID, kind)
+	if !ok {
+		return problem.New(problem.CodeNotFound, "simulation task %s has no %q artifact", t.ID, kind)
 	}
-	f, err := os.Open(found.Path)
+	f, err := openRegular(path)
 	if err != nil {
 		return problem.New(problem.CodeNotFound, "artifact %q of task %s is missing from the artifact store", kind, t.ID)
 	}
@@ -48,8 +49,74 @@ func (a *API) downloadArtifact(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Content-Type", found.MediaType)
-	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s-%s"`, t.ID, filepath.Base(found.Path)))
-	http.ServeContent(w, r, filepath.Base(found.Path), info.ModTime(), f)
+	w.Header().Set("Content-Type", artifactMediaTypes[kind])
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s-%s"`, t.ID, filepath.Base(path)))
+	http.ServeContent(w, r, filepath.Base(path), info.ModTime(), f)
 	return nil
+}
+
+// artifactMediaTypes are fixed per kind, like the paths.
+var artifactMediaTypes = map[string]string{"summary-json": "application/json", "per-request-jsonl": "application/x-ndjson"}
+
+// openRegular opens a regular file that is not a symlink (O_NOFOLLOW), so nothing planted in a
+// task folder can redirect a download.
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is not a regular file", filepath.Base(path))
+	}
+	return f, nil
+}
+
+// view is the task as responses show it: paths relative to the data dir, so no answer reveals
+// where the installation keeps its files (or its secret key).
+func (a *API) view(t *simtask.Task) *simtask.Task {
+	v := *t
+	v.TaskDir = a.relative(t.TaskDir)
+	v.Prompt.Trace.Path = a.relative(t.Prompt.Trace.Path)
+	if t.Result != nil {
+		r := *t.Result
+		r.Artifacts = make([]simtask.Artifact, len(t.Result.Artifacts))
+		for i, art := range t.Result.Artifacts {
+			art.Path = a.relative(art.Path)
+			r.Artifacts[i] = art
+		}
+		v.Result = &r
+	}
+	if t.Logs != nil {
+		v.Logs = make([]string, len(t.Logs))
+		for i, l := range t.Logs {
+			v.Logs[i] = a.scrubPaths(l)
+		}
+	}
+	for _, p := range []**string{&v.ErrorMessage, &v.ArtifactError} {
+		if *p != nil {
+			s := a.scrubPaths(**p)
+			*p = &s
+		}
+	}
+	v.ProgressMessage = a.scrubPaths(t.ProgressMessage)
+	return &v
+}
+
+// relative is p relative to the data dir ("" stays "", a path outside it keeps only its name).
+func (a *API) relative(p string) string {
+	if p == "" {
+		return ""
+	}
+	rel, err := filepath.Rel(a.deps.Config.DataDir, p)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return filepath.Base(p)
+	}
+	return filepath.ToSlash(rel)
+}
+
+// scrubPaths removes the data dir's absolute prefix from free text.
+func (a *API) scrubPaths(s string) string {
+	return strings.ReplaceAll(s, a.deps.Config.DataDir+string(filepath.Separator), "")
 }

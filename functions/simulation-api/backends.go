@@ -230,7 +230,7 @@ func (c *Catalogue) datasets(ctx context.Context) []DatasetView {
 	out := make([]DatasetView, 0, len(all))
 	for _, d := range all {
 		v := DatasetView{Name: d.Name, Filename: d.Filename, Scenario: d.Scenario, TraceFormat: d.TraceFormat,
-			Description: d.Description, Path: c.Downloader.Path(d), ArtifactURI: "artifact://dataset/" + d.Name + "/" + d.Filename,
+			Description: d.Description, Path: "datasets/" + d.Filename, ArtifactURI: "artifact://dataset/" + d.Name + "/" + d.Filename,
 			License: d.License, SHA256: d.SHA256(), SourceRepository: d.SourceRepository, URL: d.URL(), Files: len(d.Files),
 			SupportedBackends: []string{}}
 		if ok, size := c.Downloader.Downloaded(d); ok {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -175,7 +176,12 @@ type localDataset struct {
 func localDatasets(root string, bad func(file string, err error)) []Dataset {
 	files, _ := filepath.Glob(filepath.Join(root, "*.dataset.json"))
 	var out []Dataset
+	seen := map[string]bool{}
 	for _, file := range files {
+		if err := regularFile(file); err != nil {
+			bad(file, err)
+			continue
+		}
 		raw, err := os.ReadFile(file)
 		if err != nil {
 			bad(file, err)
@@ -190,18 +196,40 @@ func localDatasets(root string, bad func(file string, err error)) []Dataset {
 		}
 		_, clash := findIn(Datasets, l.Name)
 		switch {
-		case l.Name == "" || l.Filename == "" || l.TraceFormat == "" || strings.ContainsAny(l.Filename, "/\\"):
+		case l.Name == "" || l.Filename == "" || l.TraceFormat == "":
 			bad(file, fmt.Errorf("name, filename (a file in the datasets dir) and trace_format are required"))
+		case l.Filename == "." || l.Filename == ".." || strings.ContainsAny(l.Filename, "/\\\x00") || strings.HasSuffix(l.Filename, ".dataset.json"):
+			bad(file, fmt.Errorf("filename %q must name a file directly inside the datasets dir", l.Filename))
+		case regularFile(filepath.Join(root, l.Filename)) != nil:
+			bad(file, fmt.Errorf("filename %q: %w", l.Filename, regularFile(filepath.Join(root, l.Filename))))
+		case seen[l.Name]:
+			bad(file, fmt.Errorf("dataset %q is registered twice; the first registration is kept", l.Name))
 		case !slices.ContainsFunc(Scenarios, func(s Scenario) bool { return s.Name == l.Scenario }):
 			bad(file, fmt.Errorf("scenario %q is not chat, api-calling or coding", l.Scenario))
 		case clash:
 			bad(file, fmt.Errorf("dataset %q is already registered", l.Name))
 		default:
+			seen[l.Name] = true
 			out = append(out, Dataset{Name: l.Name, Filename: l.Filename, Scenario: l.Scenario, TraceFormat: l.TraceFormat,
 				Description: l.Description, License: l.License, Local: true})
 		}
 	}
 	return out
+}
+
+// regularFile refuses what a registration must not point the parsers at: a symlink (anywhere
+// it leads), a directory, a device or a pipe.
+func regularFile(path string) error {
+	info, err := os.Lstat(path)
+	switch {
+	case err != nil:
+		return errors.New("no such file in the datasets dir")
+	case info.Mode()&os.ModeSymlink != 0:
+		return errors.New("is a symlink; put the file itself in the datasets dir")
+	case !info.Mode().IsRegular():
+		return errors.New("is not a regular file")
+	}
+	return nil
 }
 
 func findIn(ds []Dataset, name string) (Dataset, bool) {

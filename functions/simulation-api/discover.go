@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/lensfn/lensfn/runtime/egress"
 	"github.com/lensfn/lensfn/runtime/problem"
 )
 
@@ -55,11 +55,16 @@ func modelsURL(endpoint string) string {
 	return base + "/v1/models"
 }
 
-// DiscoverModels probes an endpoint's model list. The key is sent as a Bearer token and appears
-// in no error message.
-func DiscoverModels(ctx context.Context, client *http.Client, endpoint, apiKey string) ([]string, error) {
+// DiscoverModels probes an endpoint's model list through the operator's endpoint policy. The
+// key is sent as a Bearer token and appears in no error message. Failures say only that the
+// endpoint is not allowed or unreachable: which port is closed, what status a host answers or
+// whether it asked for credentials would let the API map a network it can reach.
+func DiscoverModels(ctx context.Context, policy *egress.Policy, endpoint, apiKey string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, discoverTimeout)
 	defer cancel()
+	if err := policy.Check(ctx, modelsURL(endpoint)); err != nil {
+		return nil, endpointError(endpoint, err)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, modelsURL(endpoint), nil)
 	if err != nil {
 		return nil, problem.New(problem.CodeBadRequest, "endpoint URL is not usable")
@@ -68,27 +73,17 @@ func DiscoverModels(ctx context.Context, client *http.Client, endpoint, apiKey s
 	if apiKey != "" {
 		req.Header.Set("Authorization", "Bearer "+apiKey)
 	}
-	resp, err := client.Do(req)
+	resp, err := policy.Client(0).Do(req)
 	if err != nil {
-		reason := "connection failed"
-		if errors.Is(err, context.DeadlineExceeded) {
-			reason = fmt.Sprintf("no answer within %s", discoverTimeout)
-		}
-		return nil, problem.New(problem.CodeBadRequest, "could not reach %s: %s", modelsURL(endpoint), reason)
+		return nil, endpointError(endpoint, err)
 	}
 	defer resp.Body.Close()
-	switch {
-	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return nil, problem.New(problem.CodeBadRequest, "the endpoint refused the credentials (HTTP %d)", resp.StatusCode)
-	case resp.StatusCode/100 != 2:
-		return nil, problem.New(problem.CodeBadRequest, "the endpoint answered HTTP %d to GET %s", resp.StatusCode, modelsURL(endpoint))
+	if resp.StatusCode/100 != 2 {
+		return nil, endpointError(endpoint, egress.ErrUnreachable)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, discoverMaxBytes+1))
-	if err != nil {
-		return nil, problem.New(problem.CodeBadRequest, "the model list could not be read")
-	}
-	if len(body) > discoverMaxBytes {
-		return nil, problem.New(problem.CodeBadRequest, "the model list is larger than %d bytes", discoverMaxBytes)
+	if err != nil || len(body) > discoverMaxBytes {
+		return nil, endpointError(endpoint, egress.ErrUnreachable)
 	}
 	var list struct {
 		Data []struct {
@@ -96,7 +91,7 @@ func DiscoverModels(ctx context.Context, client *http.Client, endpoint, apiKey s
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &list); err != nil || list.Data == nil {
-		return nil, problem.New(problem.CodeBadRequest, "the endpoint did not answer an OpenAI model list ({\"data\": [...]})")
+		return nil, endpointError(endpoint, egress.ErrUnreachable)
 	}
 	models := make([]string, 0, len(list.Data))
 	for _, m := range list.Data {
@@ -106,4 +101,14 @@ func DiscoverModels(ctx context.Context, client *http.Client, endpoint, apiKey s
 		models = append(models, m.ID)
 	}
 	return models, nil
+}
+
+// endpointError is the whole of what a failed probe tells the caller.
+func endpointError(endpoint string, err error) error {
+	if errors.Is(egress.Reason(err), egress.ErrNotAllowed) {
+		return problem.New(problem.CodeBadRequest, "endpoint %s is not allowed by this installation's endpoint policy", endpoint)
+	}
+	return problem.New(problem.CodeBadRequest,
+		"endpoint %s is unreachable: GET %s did not answer an OpenAI model list ({\"data\": [...]}) with this key within %s",
+		endpoint, modelsURL(endpoint), discoverTimeout)
 }

@@ -26,7 +26,7 @@ func TestDiscoverModels(t *testing.T) {
 		}
 	}))
 	defer upstream.Close()
-	h := newHarness(t, nil)
+	h := newHarness(t, map[string]string{"LENS_ENDPOINT_DENY": "127.0.0.2"})
 	var ok struct {
 		Endpoint string   `json:"endpoint"`
 		Models   []string `json:"models"`
@@ -40,12 +40,15 @@ func TestDiscoverModels(t *testing.T) {
 		name, body, detail string
 		code               int
 	}{
-		{"wrong key", `{"endpoint_url":"` + upstream.URL + `","api_key":"nope"}`, "refused the credentials", 400},
-		{"no key", `{"endpoint_url":"` + upstream.URL + `/v1"}`, "refused the credentials", 400},
-		{"not a list", `{"endpoint_url":"` + upstream.URL + `/bad"}`, "OpenAI model list", 400},
-		{"no data", `{"endpoint_url":"` + upstream.URL + `/nolist/v1"}`, "OpenAI model list", 400},
-		{"404", `{"endpoint_url":"` + upstream.URL + `/missing"}`, "HTTP 404", 400},
-		{"unreachable", `{"endpoint_url":"http://127.0.0.1:1/v1","api_key":"` + key + `"}`, "could not reach", 400},
+		// Every failure reads the same, so the API cannot map ports, statuses or auth.
+		{"wrong key", `{"endpoint_url":"` + upstream.URL + `","api_key":"nope"}`, "is unreachable", 400},
+		{"no key", `{"endpoint_url":"` + upstream.URL + `/v1"}`, "is unreachable", 400},
+		{"not a list", `{"endpoint_url":"` + upstream.URL + `/bad"}`, "is unreachable", 400},
+		{"no data", `{"endpoint_url":"` + upstream.URL + `/nolist/v1"}`, "is unreachable", 400},
+		{"404", `{"endpoint_url":"` + upstream.URL + `/missing"}`, "is unreachable", 400},
+		{"closed port", `{"endpoint_url":"http://127.0.0.1:1/v1","api_key":"` + key + `"}`, "is unreachable", 400},
+		{"denied by policy", `{"endpoint_url":"http://127.0.0.2:1/v1"}`, "not allowed by this installation", 400},
+		{"metadata", `{"endpoint_url":"http://169.254.169.254/v1"}`, "not allowed by this installation", 400},
 		{"not a URL", `{"endpoint_url":"ftp://x"}`, "http(s) URL", 422},
 		{"credentials in URL", `{"endpoint_url":"http://u:p@127.0.0.1/v1"}`, "credentials", 422},
 		{"missing", `{}`, "field required", 422},

@@ -55,12 +55,12 @@ func TestDownloadFromMirrorIsVerifiedCoalescedAndIdempotent(t *testing.T) {
 		t.Fatalf("concurrent downloads were not coalesced: %d fetches", hits)
 	}
 	r := results[0]
-	if r.Path != filepath.Join(h.dataDir, "datasets", "conversation_trace.jsonl") || r.TraceFormat != "mooncake_trace" ||
+	if r.Path != "datasets/conversation_trace.jsonl" || r.TraceFormat != "mooncake_trace" ||
 		r.ArtifactURI != "artifact://dataset/mooncake-conversation/conversation_trace.jsonl" || r.MetadataPath != r.Path+".metadata.json" {
 		t.Fatalf("%+v", r)
 	}
 	var meta map[string]any
-	raw, err := os.ReadFile(r.MetadataPath)
+	raw, err := os.ReadFile(filepath.Join(h.dataDir, r.MetadataPath))
 	if err != nil || json.Unmarshal(raw, &meta) != nil {
 		t.Fatalf("metadata: %v", err)
 	}
@@ -103,7 +103,7 @@ func TestMultiFileDatasetDownloadsIntoADirectory(t *testing.T) {
 	if code := call(t, "POST", h.url+"/api/simulation/trace-datasets/download", `{"dataset":"weka-kv-cache-tester"}`, &r); code != 200 {
 		t.Fatal(code)
 	}
-	got, _ := os.ReadDir(r.Path)
+	got, _ := os.ReadDir(filepath.Join(h.dataDir, r.Path))
 	if len(got) != 124 {
 		t.Fatalf("%d files in %s", len(got), r.Path)
 	}
@@ -114,7 +114,7 @@ func TestMultiFileDatasetDownloadsIntoADirectory(t *testing.T) {
 		!strings.Contains(prob["detail"].(string), "trace_0012.json") {
 		t.Fatalf("%d %v", code, prob)
 	}
-	if got, _ := os.ReadDir(r.Path); len(got) != 124 {
+	if got, _ := os.ReadDir(filepath.Join(h.dataDir, r.Path)); len(got) != 124 {
 		t.Fatalf("the verified copy was damaged: %d files", len(got))
 	}
 }

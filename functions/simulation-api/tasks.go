@@ -2,10 +2,12 @@ package simulationapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -25,6 +27,15 @@ const (
 	defaultTimeoutSeconds  = 3600
 	defaultGraceSeconds    = 30
 	maxNameLength          = 200
+	maxDescriptionLength   = 4000
+	maxFieldLength         = 512 // model, namespace, service, cluster and deployment fields
+	maxBackendOptionsBytes = 16 << 10
+	// A run lasts at most a week; scale factors outside [1/1000, 1000] are typos, and the
+	// bounds keep every derived duration finite and representable.
+	maxDurationSeconds = 7 * 24 * 3600
+	minScaleFactor     = 1e-3
+	maxScaleFactor     = 1e3
+	maxTraceSeconds    = 1e9
 )
 
 // CreateTaskRequest is the body of POST /tasks. Pointers tell "absent" from zero values.
@@ -97,16 +108,46 @@ func (req *CreateTaskRequest) validateShape() error {
 	if req.APIKey != nil && len(*req.APIKey) > maxAPIKeyLength {
 		errs = append(errs, field(fmt.Sprintf("at most %d characters", maxAPIKeyLength), "string_too_long", "api_key"))
 	}
-	positive := map[string]*float64{"duration_seconds": req.DurationSeconds, "scale_factor": req.ScaleFactor,
-		"trace_timeout_seconds": req.TraceTimeoutSeconds}
-	for _, name := range []string{"duration_seconds", "scale_factor", "trace_timeout_seconds"} {
-		if v := positive[name]; v != nil && (!(*v > 0) || math.IsInf(*v, 0)) {
-			errs = append(errs, field("must be a finite number greater than 0", "greater_than", name))
+	if req.Description != nil && len(*req.Description) > maxDescriptionLength {
+		errs = append(errs, field(fmt.Sprintf("at most %d characters", maxDescriptionLength), "string_too_long", "description"))
+	}
+	for name, v := range map[string]*string{"model_name": req.ModelName, "scenario": req.Scenario, "backend": req.Backend,
+		"endpoint_mode": req.EndpointMode, "cluster_session_id": req.ClusterSessionID, "endpoint_namespace": req.EndpointNamespace,
+		"endpoint_service": req.EndpointService, "endpoint_deployment_execution_id": req.EndpointDeploymentExecutionID,
+		"endpoint_cluster_id": req.EndpointClusterID, "endpoint_cluster_name": req.EndpointClusterName,
+		"endpoint_deployment_name": req.EndpointDeploymentName, "model_service_group_id": req.ModelServiceGroupID,
+		"trace_dataset": req.TraceDataset, "trace_path": req.TracePath} {
+		if v != nil && len(*v) > maxFieldLength {
+			errs = append(errs, field(fmt.Sprintf("at most %d characters", maxFieldLength), "string_too_long", name))
 		}
 	}
-	for name, v := range map[string]*float64{"trace_start_seconds": req.TraceStartSeconds, "trace_end_seconds": req.TraceEndSeconds} {
-		if v != nil && (*v < 0 || math.IsInf(*v, 0) || math.IsNaN(*v)) {
-			errs = append(errs, field("must be a finite number of at least 0", "greater_than_equal", name))
+	if req.BackendOptions != nil {
+		if raw, err := json.Marshal(req.BackendOptions); err != nil || len(raw) > maxBackendOptionsBytes {
+			errs = append(errs, field(fmt.Sprintf("at most %d bytes of JSON", maxBackendOptionsBytes), "too_long", "backend_options"))
+		}
+	}
+	for _, b := range []struct {
+		name   string
+		v      *float64
+		lo, hi float64
+		open   bool // lo itself is refused
+	}{
+		{"duration_seconds", req.DurationSeconds, 0, maxDurationSeconds, true},
+		{"scale_factor", req.ScaleFactor, minScaleFactor, maxScaleFactor, false},
+		{"trace_timeout_seconds", req.TraceTimeoutSeconds, 0, maxDurationSeconds, true},
+		{"trace_start_seconds", req.TraceStartSeconds, 0, maxTraceSeconds, false},
+		{"trace_end_seconds", req.TraceEndSeconds, 0, maxTraceSeconds, false},
+	} {
+		if b.v == nil {
+			continue
+		}
+		v := *b.v
+		if math.IsNaN(v) || v < b.lo || (b.open && v == b.lo) || v > b.hi {
+			lo := "at least"
+			if b.open {
+				lo = "greater than"
+			}
+			errs = append(errs, field(fmt.Sprintf("must be a number %s %g and at most %g", lo, b.lo, b.hi), "range", b.name))
 		}
 	}
 	if req.EndpointURL != nil {
@@ -182,7 +223,7 @@ func (a *API) buildTask(ctx context.Context, req *CreateTaskRequest) (*simtask.T
 	}
 	ix, err := a.timelines.Get(ctx, d, a.downloader.Path(d))
 	if err != nil {
-		return nil, problem.Wrap(problem.CodeBadRequest, err, fmt.Sprintf("trace dataset %q could not be parsed: %v", d.Name, err))
+		return nil, problem.Wrap(problem.CodeBadRequest, err, a.scrubPaths(fmt.Sprintf("trace dataset %q could not be parsed: %v", d.Name, err)))
 	}
 	duration := float64(defaultDurationSeconds)
 	if req.DurationSeconds != nil {
@@ -194,6 +235,10 @@ func (a *API) buildTask(ctx context.Context, req *CreateTaskRequest) (*simtask.T
 			return nil, problem.New(problem.CodeBadRequest, "the trace range must satisfy 0 <= start < end <= %g seconds", ix.Duration)
 		}
 		duration = max(1, math.Ceil((end-start)/scale))
+		if duration > maxDurationSeconds {
+			return nil, problem.New(problem.CodeBadRequest, "the trace range at scale factor %g lasts %g seconds; at most %d are allowed (raise scale_factor or shorten the range)",
+				scale, duration, maxDurationSeconds)
+		}
 	} else if start >= ix.Duration && ix.Duration > 0 {
 		return nil, problem.New(problem.CodeBadRequest, "trace_start_seconds must be below the trace's %g seconds", ix.Duration)
 	}
@@ -241,7 +286,7 @@ func (a *API) datasetOf(req *CreateTaskRequest) (Dataset, error) {
 			return Dataset{}, problem.New(problem.CodeBadRequest, "unknown trace dataset %q", *req.TraceDataset)
 		}
 		if req.TracePath != nil && !a.samePath(*req.TracePath, d) {
-			return Dataset{}, problem.New(problem.CodeBadRequest, "trace_path %q is not the file of dataset %q (%s)", *req.TracePath, d.Name, a.downloader.Path(d))
+			return Dataset{}, problem.New(problem.CodeBadRequest, "trace_path %q is not the file of dataset %q (datasets/%s)", *req.TracePath, d.Name, d.Filename)
 		}
 		return d, nil
 	}
@@ -250,7 +295,7 @@ func (a *API) datasetOf(req *CreateTaskRequest) (Dataset, error) {
 			return d, nil
 		}
 	}
-	return Dataset{}, problem.New(problem.CodeBadRequest, "trace_path %q is not a registered dataset inside %s", *req.TracePath, a.downloader.Root)
+	return Dataset{}, problem.New(problem.CodeBadRequest, "trace_path %q is not a registered dataset of the datasets dir", *req.TracePath)
 }
 
 // samePath accepts the dataset's absolute path or its file name relative to the datasets dir.
@@ -264,7 +309,7 @@ func (a *API) samePath(p string, d Dataset) bool {
 // probeEndpoint checks, before anything is saved, that the endpoint answers its model list
 // with this key and serves the model.
 func (a *API) probeEndpoint(ctx context.Context, endpoint, key, model string) error {
-	models, err := DiscoverModels(ctx, a.client, endpoint, key)
+	models, err := DiscoverModels(ctx, a.deps.Egress, endpoint, key)
 	if err != nil {
 		return err
 	}
@@ -305,7 +350,7 @@ func (a *API) createTask(w http.ResponseWriter, r *http.Request) error {
 	if err := a.enqueue(r.Context(), t, str(req.APIKey)); err != nil {
 		return err
 	}
-	fn.WriteJSON(w, http.StatusAccepted, map[string]any{"task_id": t.ID, "status": t.Status, "task": t})
+	fn.WriteJSON(w, http.StatusAccepted, map[string]any{"task_id": t.ID, "status": t.Status, "task": a.view(t)})
 	return nil
 }
 
@@ -314,7 +359,7 @@ func (a *API) getTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	fn.WriteJSON(w, http.StatusOK, t)
+	fn.WriteJSON(w, http.StatusOK, a.view(t))
 	return nil
 }
 
@@ -414,10 +459,12 @@ func (a *API) rerunTask(w http.ResponseWriter, r *http.Request) error {
 		}
 		service = &target
 	}
+	// The stored key goes only to the endpoint it was given for: a rerun elsewhere needs its
+	// own key (or runs without one).
 	key := str(over.APIKey)
 	if service != nil {
 		key = service.apiKey
-	} else if over.APIKey == nil {
+	} else if over.APIKey == nil && (over.EndpointURL == nil || sameEndpoint(*over.EndpointURL, old.EndpointURL)) {
 		if key, err = a.tasks.APIKey(old); err != nil {
 			return problem.Wrap(problem.CodeConflict, err, "the original task's API key cannot be opened; pass api_key")
 		}
@@ -454,8 +501,19 @@ func (a *API) rerunTask(w http.ResponseWriter, r *http.Request) error {
 	if err := a.enqueue(r.Context(), &t, key); err != nil {
 		return err
 	}
-	fn.WriteJSON(w, http.StatusAccepted, map[string]any{"task_id": t.ID, "status": t.Status, "task": &t})
+	fn.WriteJSON(w, http.StatusAccepted, map[string]any{"task_id": t.ID, "status": t.Status, "task": a.view(&t)})
 	return nil
+}
+
+// sameEndpoint compares two endpoint URLs as the same origin and path.
+func sameEndpoint(a, b string) bool {
+	ua, errA := url.Parse(a)
+	ub, errB := url.Parse(b)
+	if errA != nil || errB != nil {
+		return false
+	}
+	return strings.EqualFold(ua.Scheme, ub.Scheme) && strings.EqualFold(ua.Host, ub.Host) &&
+		strings.TrimRight(ua.Path, "/") == strings.TrimRight(ub.Path, "/")
 }
 
 // listFilters maps the list route's query parameters to indexed task attributes.
@@ -527,7 +585,7 @@ func (a *API) listTasks(w http.ResponseWriter, r *http.Request) error {
 		t.Status = rec.Status
 		item := t.ListItem()
 		item.Logs = []string{}
-		items = append(items, item)
+		items = append(items, *a.view(&item))
 	}
 	countsOut := map[string]int{}
 	for _, s := range simtask.Statuses {

@@ -17,7 +17,7 @@ import (
 const endpointKey = "sk-endpoint-key-42"
 
 // openAIModels is a fake endpoint serving /v1/models to the right key.
-func openAIModels(t *testing.T, models ...string) string {
+func openAIModels(t testing.TB, models ...string) string {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+endpointKey {
@@ -35,12 +35,20 @@ func openAIModels(t *testing.T, models ...string) string {
 }
 
 // taskHarness has the conversation dataset in place and a sink counting events.
-func taskHarness(t *testing.T) (*harness, *eventSink, string) {
+func taskHarness(t testing.TB) (*harness, *eventSink, string) {
+	return taskHarnessWith(t, nil)
+}
+
+func taskHarnessWith(t testing.TB, env map[string]string) (*harness, *eventSink, string) {
 	t.Helper()
 	sink := &eventSink{}
 	sinkSrv := httptest.NewServer(sink)
 	t.Cleanup(sinkSrv.Close)
-	h := newHarness(t, map[string]string{"K_SINK": sinkSrv.URL})
+	all := map[string]string{"K_SINK": sinkSrv.URL}
+	for k, v := range env {
+		all[k] = v
+	}
+	h := newHarness(t, all)
 	dir := filepath.Join(h.dataDir, "datasets")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -85,7 +93,7 @@ func TestCreateTaskQueuesItAndHidesTheKey(t *testing.T) {
 		task.Simulation.DurationSeconds != 60 || task.Simulation.Backend != "trace-replayer" || !task.Simulation.Stream ||
 		task.Simulation.GracePeriodSeconds != 30 || task.Prompt.Trace.Format != "mooncake_trace" || !task.Prompt.Trace.FixedSchedule ||
 		task.Prompt.Trace.TimeoutSeconds != 3600 || task.Prompt.Trace.SynthesisSpeedupRatio != 1 ||
-		task.TaskDir != filepath.Join(h.dataDir, "artifacts", "simulations", task.ID) || task.CreatedAt == nil {
+		task.TaskDir != "artifacts/simulations/"+task.ID || strings.Contains(raw, h.dataDir) || task.CreatedAt == nil {
 		t.Fatalf("%+v", task)
 	}
 	if sink.count() != 1 || sink.ids[0] != task.ID+"/queued" {
@@ -137,10 +145,20 @@ func TestCreateTaskRejectsBadInput(t *testing.T) {
 	}{
 		{"unknown field", createBody(endpoint, `"speed":2`), "extra", 422},
 		{"missing model", strings.Replace(createBody(endpoint, ""), `"model_name":"Qwen/Qwen3-8B",`, "", 1), "field required", 422},
-		{"zero scale", createBody(endpoint, `"scale_factor":0`), "greater than 0", 422},
+		{"zero scale", createBody(endpoint, `"scale_factor":0`), "at least 0.001", 422},
+		{"denormal scale", createBody(endpoint, `"scale_factor":5e-324`), "at least 0.001", 422},
+		{"tiny scale", createBody(endpoint, `"scale_factor":1e-300`), "at least 0.001", 422},
+		{"huge scale", createBody(endpoint, `"scale_factor":1e300`), "at most 1000", 422},
+		{"huge duration", createBody(endpoint, `"duration_seconds":1e308`), "at most 604800", 422},
+		{"huge timeout", createBody(endpoint, `"trace_timeout_seconds":1e308`), "at most 604800", 422},
+		{"huge end", createBody(endpoint, `"trace_end_seconds":1e308`), "at most 1e+09", 422},
+		{"900 KB description", createBody(endpoint, `"description":"`+strings.Repeat("d", 900<<10)+`"`), "at most 4000", 422},
+		{"deep backend_options", createBody(endpoint, `"backend_options":`+strings.Repeat(`{"a":`, 9000)+`1`+strings.Repeat(`}`, 9000)), "at most 32", 422},
+		{"big backend_options", createBody(endpoint, `"backend_options":{"pad":"`+strings.Repeat("p", 20<<10)+`"}`), "16384 bytes", 422},
+		{"long model name", strings.Replace(createBody(endpoint, ""), "Qwen/Qwen3-8B", strings.Repeat("m", 600), 1), "at most 512", 422},
 		{"negative start", createBody(endpoint, `"trace_start_seconds":-1`), "at least 0", 422},
 		{"model not served", strings.Replace(createBody(endpoint, ""), "Qwen/Qwen3-8B", "missing-model", 1), "does not serve", 400},
-		{"wrong key", strings.Replace(createBody(endpoint, ""), endpointKey, "wrong", 1), "refused the credentials", 400},
+		{"wrong key", strings.Replace(createBody(endpoint, ""), endpointKey, "wrong", 1), "is unreachable", 400},
 		{"unknown model service", createBody(endpoint, `"model_service_group_id":"01998e6b"`), "unknown model service", 404},
 		{"unknown dataset", strings.Replace(createBody(endpoint, ""), "mooncake-conversation", "nope", 1), "unknown trace dataset", 400},
 		{"not downloaded", strings.Replace(createBody(endpoint, ""), "mooncake-conversation", "mooncake-synthetic", 1), "not downloaded", 400},
@@ -241,7 +259,7 @@ func TestListStopRerunDelete(t *testing.T) {
 	// Rerun onto another endpoint: a new queued task named after the old one.
 	other := openAIModels(t, "Qwen/Qwen3-8B")
 	var re created
-	if code := call(t, "POST", h.url+"/api/simulation/tasks/"+a.TaskID+"/rerun", `{"endpoint_url":"`+other+`"}`, &re); code != 202 {
+	if code := call(t, "POST", h.url+"/api/simulation/tasks/"+a.TaskID+"/rerun", `{"endpoint_url":"`+other+`","api_key":"`+endpointKey+`"}`, &re); code != 202 {
 		t.Fatal(code)
 	}
 	if re.TaskID == a.TaskID || re.Task.Name != "Trace simulation · rerun "+re.TaskID || re.Task.EndpointURL != other ||

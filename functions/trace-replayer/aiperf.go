@@ -15,7 +15,9 @@ import (
 	"strings"
 
 	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/runtime/egress"
 	"github.com/lensfn/lensfn/runtime/loadgen"
+	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/simtask"
 )
 
@@ -24,6 +26,9 @@ import (
 // result analyzer treats both backends alike.
 type aiperfRunner struct {
 	command string // path of the aiperf executable
+	// policy is the operator's endpoint policy: aiperf dials on its own, so the endpoint is
+	// checked before it starts (nil: the default denies only).
+	policy *egress.Policy
 }
 
 // aiperfVersion asks the command for its version ("" when it will not say).
@@ -80,6 +85,9 @@ func formatSeconds(s float64) string { return strconv.FormatFloat(s, 'f', -1, 64
 func (a *aiperfRunner) replay(ctx context.Context, run *Run) (events.TaskReplayed, error) {
 	t := run.Task
 	out := events.TaskReplayed{TaskID: t.ID, RecordsPath: filepath.Join(t.TaskDir, RecordsFile)}
+	if err := a.policy.Check(ctx, t.EndpointURL); err != nil {
+		return out, fmt.Errorf("endpoint %s: %w", t.EndpointURL, egress.Reason(err))
+	}
 	dir := filepath.Join(t.TaskDir, "aiperf")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return out, err
@@ -127,7 +135,7 @@ func (a *aiperfRunner) replay(ctx context.Context, run *Run) (events.TaskReplaye
 	if waitErr != nil && !stopped {
 		return out, fmt.Errorf("aiperf failed (%v); its log is %s", waitErr, filepath.Join(dir, "aiperf.log"))
 	}
-	n, err := convertAIPerfExport(filepath.Join(dir, "profile_export.jsonl"), out.RecordsPath)
+	n, err := convertAIPerfExport(filepath.Join(dir, "profile_export.jsonl"), out.RecordsPath, run.APIKey)
 	if err != nil {
 		return out, err
 	}
@@ -176,7 +184,8 @@ func (l *aiperfLine) metric(name string) (float64, bool) {
 // convertAIPerfExport writes loadgen records for AIPerf's profiling-phase requests, times made
 // relative to the first request's start. AIPerf keeps no schedule per request, so a record's
 // scheduled time is its start (drift is not measured for this backend).
-func convertAIPerfExport(src, dst string) (int, error) {
+// Error messages are redacted of key (the task's) and of any Bearer token.
+func convertAIPerfExport(src, dst, key string) (int, error) {
 	in, err := os.Open(src)
 	if err != nil {
 		return 0, fmt.Errorf("aiperf wrote no per-request export: %w", err)
@@ -235,7 +244,7 @@ func convertAIPerfExport(src, dst string) (int, error) {
 		}
 		switch {
 		case l.Error != nil:
-			msg := strings.TrimSpace(l.Error.Type + ": " + l.Error.Message)
+			msg := secret.Redact(strings.TrimSpace(l.Error.Type+": "+l.Error.Message), key)
 			rec.Error, rec.StatusCode = &msg, l.Error.Code
 			if rec.StatusCode != nil && (*rec.StatusCode < 100 || *rec.StatusCode > 599) {
 				rec.StatusCode = nil // AIPerf's own codes (499 cancelled is HTTP-like; others are not)

@@ -85,7 +85,9 @@ func TestAIPerfReplayConvertsTheExport(t *testing.T) {
 		ok.CompletedAtSeconds != 0.3 || ok.InputTokens != 512 || ok.OutputTokens != 131 || ok.LatencyMs != 300 {
 		t.Fatalf("ok record %+v", ok)
 	}
+	// The stand-in echoes the key in its error, as some endpoints do: the record must not keep it.
 	if failed.Successful || *failed.StatusCode != 503 || !strings.Contains(*failed.Error, "Service Unavailable") ||
+		strings.Contains(*failed.Error, "sk-aiperf-key") || !strings.Contains(*failed.Error, "[REDACTED]") ||
 		failed.InputTokens != 700 || failed.StartedAtSeconds != 0.5 {
 		t.Fatalf("failed record %+v", failed)
 	}

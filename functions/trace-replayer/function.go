@@ -10,7 +10,6 @@ import (
 	"github.com/lensfn/lensfn/events"
 	"github.com/lensfn/lensfn/runtime/cloudevent"
 	"github.com/lensfn/lensfn/runtime/fn"
-	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/simtask"
 	"github.com/lensfn/lensfn/runtime/wasmhost"
 )
@@ -19,7 +18,7 @@ import (
 // events; its Start hook runs each backend's queue sweep.
 func Build(ctx context.Context, d fn.Deps) (*fn.Function, error) {
 	settings := settingsFrom(d.Config)
-	sealer, err := secret.FromEnv(d.Config.SecretKey.Reveal())
+	sealer, err := d.Config.Sealer()
 	if err != nil {
 		return nil, err
 	}
@@ -32,11 +31,11 @@ func Build(ctx context.Context, d fn.Deps) (*fn.Function, error) {
 		return nil, fmt.Errorf("load WASM modules: %w", err)
 	}
 	repo := &simtask.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir}
-	p := &replayer{host: host}
+	p := &replayer{host: host, dial: d.Egress.DialContext}
 	runners := []*Runner{NewRunner(d, settings, repo, p.replay)}
 	// The aiperf backend runs here too wherever the aiperf command is installed.
 	if command, err := exec.LookPath("aiperf"); err == nil {
-		a := &aiperfRunner{command: command}
+		a := &aiperfRunner{command: command, policy: d.Egress}
 		runners = append(runners, newBackendRunner(BackendAIPerf, aiperfVersion(ctx, command), d, settings, repo, a.replay, "lens_aiperf"))
 		d.Log.Infow("aiperf backend enabled", "command", command)
 	}

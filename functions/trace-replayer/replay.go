@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -26,6 +27,8 @@ const RecordsFile = "per-request.jsonl"
 // replayer turns a claimed task into requests on the recorded schedule.
 type replayer struct {
 	host *wasmhost.Host
+	// dial opens the engine's connections through the operator's endpoint policy.
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // schedule parses the task's trace through its format's module, keeping the window and applying
@@ -212,6 +215,7 @@ func (p *replayer) replay(ctx context.Context, run *Run) (events.TaskReplayed, e
 	if err != nil {
 		return out, err
 	}
+	cfg.Dial = p.dial
 	if err := os.MkdirAll(t.TaskDir, 0o755); err != nil {
 		return out, err
 	}

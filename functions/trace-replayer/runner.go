@@ -15,6 +15,7 @@ import (
 	"github.com/lensfn/lensfn/events"
 	"github.com/lensfn/lensfn/runtime/cloudevent"
 	"github.com/lensfn/lensfn/runtime/fn"
+	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/simtask"
 	"github.com/lensfn/lensfn/runtime/state"
 )
@@ -333,6 +334,7 @@ func (r *Runner) keepLease(ctx context.Context, run *Run, cancel context.CancelC
 
 // fail marks the run's task failed (fenced: a runner that lost its lease cannot).
 func (r *Runner) fail(ctx context.Context, run *Run, message string) {
+	message = secret.Redact(message, run.APIKey)
 	_, err := r.tasks.Transition(ctx, run.Task.ID, []string{simtask.StatusRunning}, simtask.StatusFailed, run.Fence(), func(t *simtask.Task) error {
 		t.ErrorMessage, t.CompletedAt, t.ProgressMessage = &message, simtask.Now(), "Simulation failed"
 		t.LiveSummary = nil

@@ -25,7 +25,7 @@ func testDeps(t *testing.T) fn.Deps {
 func queue(t *testing.T, repo *simtask.Repo) string {
 	t.Helper()
 	id := simtask.NewID()
-	task := &simtask.Task{ID: id, Name: "t", Scenario: "chat", Status: simtask.StatusQueued, EndpointURL: "http://x/v1",
+	task := &simtask.Task{ID: id, Name: "t", Scenario: "chat", Status: simtask.StatusQueued, EndpointURL: "http://127.0.0.1:9/v1",
 		ModelName: "m", TaskDir: repo.TaskDir(id), CreatedAt: simtask.Now(), ConfigurationIDs: []string{},
 		Simulation: simtask.Simulation{Backend: Backend, DurationSeconds: 1, BackendOptions: map[string]any{}}}
 	if err := repo.Create(context.Background(), task, ""); err != nil {
@@ -108,7 +108,8 @@ func TestRunnerRunsQueuedTasksWithinItsSlots(t *testing.T) {
 	mu.Unlock()
 	waitFor(t, "the first task to reach analysis", func() bool {
 		task := statusOf(t, repo, first)
-		return task.Internal.Phase == "analyzing" && task.Internal.RecordsPath == "/tmp/x"
+		// The records path is derived from the id whatever the replay reported.
+		return task.Internal.Phase == "analyzing" && task.Internal.RecordsPath == filepath.Join(repo.TaskDir(first), RecordsFile)
 	})
 	if _, err := deps.Store.LeaseHolder(context.Background(), simtask.LeaseName(first)); err == nil {
 		t.Fatal("the runner kept the lease after handing the task on")
@@ -285,7 +286,8 @@ func TestReplayFinishedDuringAnOutageIsHandedOff(t *testing.T) {
 		return err == nil && (task.Internal.Phase == "analyzing" || task.Status != simtask.StatusRunning)
 	})
 	task := statusOf(t, repo, id)
-	if task.Status != simtask.StatusRunning || task.Internal.Phase != "analyzing" || task.Internal.RecordsPath != "/tmp/records" ||
+	// The records path is derived from the task id, whatever the replay reported.
+	if task.Status != simtask.StatusRunning || task.Internal.Phase != "analyzing" || task.Internal.RecordsPath != filepath.Join(repo.TaskDir(id), RecordsFile) ||
 		task.Internal.ReplayMessage != "every scheduled request was sent" {
 		t.Fatalf("the finished replay was not handed off: %s %q %v", task.Status, task.Internal.Phase, task.ErrorMessage)
 	}
@@ -333,7 +335,7 @@ func TestLostRunnerLeavesItsReplayOnDisk(t *testing.T) {
 			return task.Internal.Phase == "analyzing" || task.Status != simtask.StatusRunning
 		})
 	}
-	if task := statusOf(t, repo, finished); task.Status != simtask.StatusRunning || task.Internal.RecordsPath != "/done/records" ||
+	if task := statusOf(t, repo, finished); task.Status != simtask.StatusRunning || task.Internal.RecordsPath != filepath.Join(repo.TaskDir(finished), RecordsFile) ||
 		task.Internal.ReplayMessage != "every scheduled request was sent" {
 		t.Fatalf("finished: %s %q %q", task.Status, task.Internal.RecordsPath, task.Internal.ReplayMessage)
 	}

@@ -106,7 +106,7 @@ func HashToken(token string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// NewSecret returns a fresh token for id: lens_<id>_<64 hex characters>.
+// newSecret returns a fresh token for id: lens_<id>_<64 hex characters>.
 func newSecret(id string) string {
 	var b [32]byte
 	_, _ = rand.Read(b[:])

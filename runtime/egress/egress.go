@@ -136,17 +136,27 @@ type Policy struct {
 // New returns the policy of rules.
 func New(rules Rules) *Policy { return &Policy{rules: rules, resolver: net.DefaultResolver} }
 
-// hostAllowed decides what the name alone decides: false when a deny rule names it.
+// hostAllowed decides what the name alone decides: false when a deny rule names it, or when
+// the allow list holds only names and none is this one (then DNS is not even asked).
 func (p *Policy) hostAllowed(host string) bool {
 	host = normalHost(host)
-	for _, list := range [][]Rule{p.rulesOrEmpty().Deny, DefaultDeny} {
+	rules := p.rulesOrEmpty()
+	for _, list := range [][]Rule{rules.Deny, DefaultDeny} {
 		for _, r := range list {
 			if r.matchesHost(host) {
 				return false
 			}
 		}
 	}
-	return true
+	if len(rules.Allow) == 0 {
+		return true
+	}
+	for _, r := range rules.Allow {
+		if r.Prefix.IsValid() || r.matchesHost(host) {
+			return true
+		}
+	}
+	return false
 }
 
 // addrAllowed decides for one resolved address of host.

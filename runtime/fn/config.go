@@ -2,7 +2,9 @@ package fn
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/lensfn/lensfn/runtime/auth"
 	"github.com/lensfn/lensfn/runtime/egress"
+	"github.com/lensfn/lensfn/runtime/secret"
 )
 
 // Config is the environment of a function, read once at start and never changed.
@@ -24,7 +27,8 @@ type Config struct {
 	// CEOverrides are extensions added to every event sent (K_CE_OVERRIDES).
 	CEOverrides map[string]string
 	// RedisURL locates the state store (REDIS_URL); empty starts an embedded in-process store
-	// whose data lives only as long as the process.
+	// whose data lives only as long as the process. REDIS_PASSWORD (from a Secret) is added to
+	// it when the URL carries none.
 	RedisURL string
 	// StorePrefix starts every state-store key (LENS_STORE_PREFIX, default "lens:{v1}:"); it
 	// must hold a {hash tag} and end with ':'. Separate prefixes let tests share one server.
@@ -163,6 +167,16 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	if c.ShutdownTimeout, err = durationVar(getenv, "LENS_SHUTDOWN_TIMEOUT", 30*time.Second); err != nil {
 		return c, err
 	}
+	if pw := getenv("REDIS_PASSWORD"); pw != "" && c.RedisURL != "" {
+		u, err := url.Parse(c.RedisURL)
+		if err != nil {
+			return c, errors.New("REDIS_URL is not a redis:// URL")
+		}
+		if _, has := u.User.Password(); !has {
+			u.User = url.UserPassword(u.User.Username(), pw)
+			c.RedisURL = u.String()
+		}
+	}
 	c.ListenHost = getenv("LENS_LISTEN_HOST")
 	switch mode := AuthMode(strings.ToLower(orDefault(getenv("LENS_AUTH"), string(AuthRequired)))); mode {
 	case AuthRequired, AuthOff:
@@ -232,6 +246,11 @@ const (
 	AuthRequired AuthMode = "required"
 	AuthOff      AuthMode = "off"
 )
+
+// Sealer is the one way a function gets the key that seals and opens endpoint API keys
+// (LENS_SECRET_KEY): nil when none is configured (tasks with a key are then refused). Only
+// functions that seal or open keys call it, and only their manifests hold the Secret.
+func (c Config) Sealer() (*secret.Sealer, error) { return secret.FromEnv(c.SecretKey.Reveal()) }
 
 // Name is the function's service name.
 func (c Config) Name(fallback string) string { return orDefault(c.Service, fallback) }

@@ -12,7 +12,12 @@
 // the runtime runs once the server listens, cancels when the drain begins and waits for before
 // Function.Close, so no loop runs before the function can be probed or after its store closed.
 //
+// It builds each function's mux from its route table (Route) and owns what the table implies:
+// bearer tokens by scope (runtime/auth, LENS_AUTH), Host and Origin checks, JSON Content-Type,
+// body limits and JSON depth, 404 and 405 as problem+json. It hands every function the
+// operator's endpoint policy (runtime/egress) and the one loader of the sealing key (Sealer).
+//
 // It may import events, runtime/problem, runtime/cloudevent, runtime/state and its Redis store,
-// and the third-party packages knative.dev/pkg (signals, network, logging only), zap and
-// prometheus/client_golang.
+// runtime/auth, runtime/egress, runtime/secret, and the third-party packages knative.dev/pkg
+// (signals, network, logging only), zap and prometheus/client_golang.
 package fn

@@ -43,6 +43,16 @@ func TestLoadConfig(t *testing.T) {
 				t.Fatalf("%+v", c)
 			}
 		}},
+		{name: "security", env: map[string]string{"REDIS_URL": "redis://r:6379/0", "REDIS_PASSWORD": "pw", "LENS_LISTEN_HOST": "127.0.0.1",
+			"LENS_ALLOWED_HOSTS": "a, b", "LENS_ENDPOINT_DENY": "10.0.0.0/8"}, check: func(t *testing.T, c fn.Config) {
+			if c.RedisURL != "redis://:pw@r:6379/0" || c.ListenHost != "127.0.0.1" || c.Auth != fn.AuthRequired ||
+				len(c.AllowedHosts) != 2 || c.AllowedHosts[1] != "b" || len(c.Endpoints.Deny) != 1 {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		{name: "bad auth", env: map[string]string{"LENS_AUTH": "maybe"}, wantErr: "LENS_AUTH"},
+		{name: "bad bootstrap hash", env: map[string]string{"LENS_BOOTSTRAP_TOKEN_SHA256": "abc"}, wantErr: "LENS_BOOTSTRAP_TOKEN_SHA256"},
+		{name: "bad endpoint policy", env: map[string]string{"LENS_ENDPOINT_ALLOW": "10.0.0.0/99"}, wantErr: "LENS_ENDPOINT_ALLOW"},
 		{name: "bad port", env: map[string]string{"PORT": "http"}, wantErr: "PORT"},
 		{name: "port range", env: map[string]string{"PORT": "70000"}, wantErr: "out of range"},
 		{name: "bad overrides", env: map[string]string{"K_CE_OVERRIDES": "cluster=lab1"}, wantErr: "K_CE_OVERRIDES"},

@@ -61,7 +61,6 @@ type router struct {
 type guard struct {
 	cfg    Config
 	tokens *auth.Tokens
-	log    *Logger
 }
 
 func newRouter(g *guard, routes []Route) (*router, error) {

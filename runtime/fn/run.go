@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -64,6 +65,8 @@ type Builder func(ctx context.Context, d Deps) (*Function, error)
 // Main is the whole body of a function's main: read the environment, run until SIGTERM, drain,
 // exit non-zero on failure.
 func Main(name string, build Builder) {
+	// Files a function writes under the data dir (datasets, artifacts, spools) are private.
+	syscall.Umask(0o077)
 	cfg, err := LoadConfig(os.Getenv)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: configuration: %v\n", name, err)
@@ -267,7 +270,7 @@ func assemble(d Deps, f *Function) (http.Handler, error) {
 		// The Broker sends no token; events are capped, validated and deduplicated instead.
 		routes = append(routes, Route{Method: http.MethodPost, Path: "/events", Scope: auth.Public, Handler: recv, MaxBodyBytes: MaxEventBytes})
 	}
-	rt, err := newRouter(&guard{cfg: d.Config, tokens: d.Tokens, log: log}, append(routes, f.Routes...))
+	rt, err := newRouter(&guard{cfg: d.Config, tokens: d.Tokens}, append(routes, f.Routes...))
 	if err != nil {
 		return nil, err
 	}

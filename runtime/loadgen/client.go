@@ -16,11 +16,20 @@ import (
 // NewHTTPClient is the client a run uses unless Config.Client is set: keep-alive connections
 // with no cap per host (an open-loop replay may have thousands in flight), no global timeout
 // (each request gets its own deadline), and no transparent gzip, which would buffer SSE.
-func NewHTTPClient() *http.Client {
-	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+func NewHTTPClient() *http.Client { return newHTTPClient(nil) }
+
+// newHTTPClient is NewHTTPClient dialling through dial (nil: directly, through any proxy the
+// environment names).
+func newHTTPClient(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Client {
+	proxy := http.ProxyFromEnvironment
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	} else {
+		proxy = nil // a proxy would connect past the policy
+	}
 	return &http.Client{Transport: &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           dialer.DialContext,
+		Proxy:                 proxy,
+		DialContext:           dial,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          0, // no global cap
 		MaxIdleConnsPerHost:   1 << 16,

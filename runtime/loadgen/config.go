@@ -1,9 +1,11 @@
 package loadgen
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -73,6 +75,10 @@ type Config struct {
 	Concurrency int
 	// Client sends the requests; nil uses NewHTTPClient(). Its Timeout should be zero.
 	Client *http.Client
+	// Dial, when set and Client is nil, opens every connection (an egress policy's
+	// DialContext, which refuses addresses outside the operator's endpoint policy, redirects
+	// included); no proxy is used then.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Progress, when set, is updated live so another goroutine can report progress.
 	Progress *Progress
 	// SubagentTiming chooses when a subagent session starts and when the parent turn that

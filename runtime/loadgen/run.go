@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/lensfn/lensfn/runtime/secret"
 )
 
 // Stats sums up a finished run.
@@ -118,7 +120,7 @@ func RunSchedule(ctx context.Context, cfg Config, schedule Schedule, sink Sink) 
 		e.progress = &Progress{}
 	}
 	if e.client == nil {
-		e.client = NewHTTPClient()
+		e.client = newHTTPClient(cfg.Dial)
 		// Idle keep-alive connections hold two goroutines each; a client of our own must not
 		// keep them after the run.
 		defer e.client.CloseIdleConnections()
@@ -636,7 +638,8 @@ func (e *engine) send(r *Request, i int, at time.Duration, body []byte, buildErr
 		rec.StatusCode = &status
 	}
 	if out.err != "" {
-		msg := out.err
+		// Endpoints echo keys in error bodies; records, summaries and the API never show them.
+		msg := secret.Redact(out.err, e.cfg.APIKey)
 		rec.Error = &msg
 	}
 	if out.usage != nil && out.usage.PromptTokens != nil {

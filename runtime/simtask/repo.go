@@ -73,7 +73,24 @@ func (r *Repo) Load(ctx context.Context, id string) (*Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fromRecord(rec)
+	t, err := fromRecord(rec)
+	if err != nil {
+		return nil, err
+	}
+	r.derivePaths(t)
+	return t, nil
+}
+
+// derivePaths replaces the folder and records path a record stores with the ones derived from
+// its id: whoever can write the store cannot make a function write or read elsewhere.
+func (r *Repo) derivePaths(t *Task) {
+	if r.DataDir == "" {
+		return
+	}
+	t.TaskDir = r.TaskDir(t.ID)
+	if t.Internal.RecordsPath != "" {
+		t.Internal.RecordsPath = filepath.Join(t.TaskDir, ArtifactFiles["per-request-jsonl"])
+	}
 }
 
 // Get returns the task with its retained logs.
@@ -124,6 +141,7 @@ func (r *Repo) Transition(ctx context.Context, id string, from []string, to stri
 			if err != nil {
 				return err
 			}
+			r.derivePaths(t)
 			t.Status = to
 			if mutate != nil {
 				if err := mutate(t); err != nil {
@@ -156,7 +174,7 @@ func (r *Repo) Patch(ctx context.Context, id string, fence state.Fence, mutate f
 
 // Logf appends one line to the task's log (the store keeps the newest 500).
 func (r *Repo) Logf(ctx context.Context, id, format string, args ...any) {
-	line := time.Now().UTC().Format("15:04:05.000") + " " + fmt.Sprintf(format, args...)
+	line := time.Now().UTC().Format("15:04:05.000") + " " + secret.Redact(fmt.Sprintf(format, args...))
 	_ = r.Store.AppendLogs(ctx, Kind, id, line)
 }
 
@@ -170,3 +188,17 @@ func (r *Repo) Delete(ctx context.Context, id string, version int64) error {
 
 // LeaseName is the lease a runner holds on a task.
 func LeaseName(id string) string { return Kind + ":" + id }
+
+// ArtifactFiles names the file of each artifact kind inside a task's folder. Artifact paths are
+// derived from the task id and the kind, never read from the record, so a tampered record
+// cannot point the API at another file.
+var ArtifactFiles = map[string]string{"summary-json": "summary.json", "per-request-jsonl": "per-request.jsonl"}
+
+// ArtifactPath is where an artifact kind of task id lives; false for an unknown kind.
+func (r *Repo) ArtifactPath(id, kind string) (string, bool) {
+	name, ok := ArtifactFiles[kind]
+	if !ok {
+		return "", false
+	}
+	return filepath.Join(r.TaskDir(id), name), true
+}

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # make bench: every benchmark whose figures BENCHMARKS.md quotes, with the same commands.
-# Usage: tests/bench/run.sh [state|wasm|replay|simulator|router ...]   (default: all of them)
+# Usage: tests/bench/run.sh [state|wasm|replay|simulator|router|simrss ...]   (default: all of them)
 # Takes tens of minutes; run it on an otherwise idle machine and compare builds in one sitting.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 suites=("$@")
-((${#suites[@]})) || suites=(state wasm replay simulator router)
+((${#suites[@]})) || suites=(state wasm replay simulator router simrss)
 
 bench_state() {
   command -v redis-server >/dev/null || { echo "bench state: needs redis-server (apt-get install redis-server)" >&2; return 1; }
@@ -45,6 +45,12 @@ bench_simulator() {
 
 bench_router() {
   tests/bench/router/run.sh
+}
+
+# Peak RSS of a fresh simulator process under each hostile request of issue 9 (not timing-sensitive).
+bench_simrss() {
+  go build -o /tmp/lensfn-bench-sim ./functions/inference-sim/cmd/inference-sim
+  LENS_SIM_BIN=/tmp/lensfn-bench-sim go test -run '^$' -bench HostileRequestRSS -benchtime 1x ./tests/bench/simrss/
 }
 
 for s in "${suites[@]}"; do

@@ -1,55 +1,20 @@
 package e2e_test
 
 import (
-	"context"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/lensfn/lensfn/deploy/local"
-	"github.com/lensfn/lensfn/runtime/wasmhost/wasmtest"
+	"github.com/lensfn/lensfn/tests/stacktest"
 )
 
-const repoRoot = "../.."
+const repoRoot = stacktest.RepoRoot
 
-var (
-	buildMu sync.Mutex
-	binDir  string
-	built   = map[string]bool{}
-)
-
-// buildFunctions compiles the named functions' commands (once per test binary), as `make build`
-// does for all of them.
-func buildFunctions(t *testing.T, names []string) string {
-	t.Helper()
-	buildMu.Lock()
-	defer buildMu.Unlock()
-	if binDir == "" {
-		dir, err := os.MkdirTemp("", "lensfn-e2e-bin-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		binDir = dir
-	}
-	for _, name := range names {
-		if built[name] {
-			continue
-		}
-		cmd := exec.Command("go", "build", "-o", binDir+"/", "./functions/"+name+"/cmd/"+name)
-		cmd.Dir = repoRoot
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", name, err, out)
-		}
-		built[name] = true
-	}
-	return binDir
-}
+// buildFunctions compiles the named functions' commands once per test binary.
+func buildFunctions(t *testing.T, names []string) string { return stacktest.Build(t, names...) }
 
 type stackOptions struct {
 	only    []string
@@ -60,53 +25,10 @@ type stackOptions struct {
 
 func startStack(t *testing.T, o stackOptions) *local.Stack {
 	t.Helper()
-	env := map[string]string{"LENS_CACHE_DIR": wasmtest.CacheDir(t)} // compile each module once across stacks
-	for k, v := range o.env {
-		env[k] = v
-	}
-	opts := local.Options{
-		ManifestDir: filepath.Join(repoRoot, "deploy", "knative"),
-		BinDir:      buildFunctions(t, o.only),
-		ModuleDir:   wasmtest.BuiltinDir(t),
-		DataDir:     o.dataDir,
-		Addr:        "127.0.0.1:0",
-		Env:         env,
-		Only:        o.only,
-		Log:         o.log,
-	}
-	if opts.DataDir == "" {
-		opts.DataDir = t.TempDir()
-	}
-	if opts.Log == nil {
-		opts.Log = t.Logf
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	stack, err := local.Start(ctx, opts)
-	if err != nil {
-		dumpLogs(t, opts.DataDir)
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stack.Stop()
-		if t.Failed() {
-			dumpLogs(t, opts.DataDir)
-		}
-	})
-	return stack
+	return stacktest.Start(t, stacktest.Options{Only: o.only, Env: o.env, DataDir: o.dataDir, Log: o.log})
 }
 
-func dumpLogs(t *testing.T, dataDir string) {
-	logs, _ := filepath.Glob(filepath.Join(dataDir, "logs", "*.log"))
-	for _, l := range logs {
-		raw, _ := os.ReadFile(l)
-		tail := string(raw)
-		if len(tail) > 4000 {
-			tail = tail[len(tail)-4000:]
-		}
-		t.Logf("--- %s ---\n%s", filepath.Base(l), tail)
-	}
-}
+func dumpLogs(t *testing.T, dataDir string) { stacktest.DumpLogs(t, dataDir) }
 
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()

@@ -9,8 +9,18 @@ cd "$(dirname "$0")/.."
 NS=${NS:-lensfn}
 # Server-side apply sets only our two keys of Knative's config-features and keeps the rest.
 kubectl apply --server-side --field-manager=lensfn -f config-features.yaml
-kubectl apply -f namespace.yaml -f redis.yaml -f data-volume.yaml
-# The key that seals endpoint API keys in Redis; created once, never committed.
+kubectl apply -f namespace.yaml
+# The key that seals endpoint API keys in Redis and Redis's password; created once, never committed.
 kubectl -n "$NS" get secret lensfn-secrets >/dev/null 2>&1 ||
   kubectl -n "$NS" create secret generic lensfn-secrets --from-literal=secret-key="$(openssl rand -base64 32)"
+kubectl -n "$NS" get secret lensfn-redis >/dev/null 2>&1 ||
+  kubectl -n "$NS" create secret generic lensfn-redis --from-literal=password="$(openssl rand -hex 24)"
+# The bootstrap admin token (every scope): only its SHA-256 is kept; the token is printed once.
+if ! kubectl -n "$NS" get secret lensfn-bootstrap-token >/dev/null 2>&1; then
+  TOKEN="lens_bootstrap_$(openssl rand -hex 32)"
+  kubectl -n "$NS" create secret generic lensfn-bootstrap-token \
+    --from-literal=sha256="$(printf %s "$TOKEN" | sha256sum | cut -d' ' -f1)"
+  echo "Bootstrap admin token (shown once; keep it in a password manager): $TOKEN"
+fi
+kubectl apply -f redis.yaml -f data-volume.yaml
 kubectl apply -f broker.yaml # RedisStreamSink needs eventing-redis installed

@@ -14,6 +14,11 @@ import (
 )
 
 func main() {
+	// Everything the stack and its admin commands write under the data dir is private.
+	syscall.Umask(0o077)
+	if len(os.Args) > 1 && os.Args[1] == "token" {
+		os.Exit(tokenCommand(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	home, _ := os.UserHomeDir()
 	dataDir := os.Getenv("LENS_DATA_DIR")
 	if dataDir == "" {
@@ -46,13 +51,18 @@ func main() {
 		logger.Fatal(err)
 	}
 	fmt.Printf("Lensfn is up.\n  API:    %s  (try %s/api/simulation/backends)\n  Broker: %s\n  Redis:  %s\n  Data:   %s\n",
-		stack.APIURL, stack.APIURL, stack.BrokerURL, stack.RedisURL, opts.DataDir)
+		stack.APIURL, stack.APIURL, stack.BrokerURL, stack.RedisAddr()+" (password in "+filepath.Join(opts.DataDir, "redis.password")+")", opts.DataDir)
 	if stack.LocalSessionID != "" {
 		fmt.Printf("  Cluster: %s, session %s  (cluster_session_id for executions and runs)\n", local.LocalClusterName, stack.LocalSessionID)
 	}
 	for _, name := range stack.Functions() {
 		u, _ := stack.FunctionURL(name)
 		fmt.Printf("  %-16s %s  (log: %s)\n", name, u, filepath.Join(opts.DataDir, "logs", name+".log"))
+	}
+	if stack.Auth() == "off" {
+		fmt.Println("  Auth:   OFF (LENS_AUTH=off): anyone on this machine can use the API; LENS_AUTH=required turns tokens on")
+	} else {
+		fmt.Printf("  Auth:   required; create a token with: %s token create --data-dir %s --scopes simulation:read,simulation:run\n", os.Args[0], opts.DataDir)
 	}
 	fmt.Println("Ctrl-C (or closing the terminal) stops and drains everything.")
 	<-ctx.Done()

@@ -1,0 +1,119 @@
+package stacktest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lensfn/lensfn/deploy/local"
+	"github.com/lensfn/lensfn/runtime/wasmhost/wasmtest"
+)
+
+// RepoRoot is the module root seen from a package two levels under it (tests/<name>).
+const RepoRoot = "../.."
+
+var (
+	buildMu sync.Mutex
+	binDir  string
+	built   = map[string]bool{}
+)
+
+// Build compiles the named commands (function names, or paths such as deploy/local/cmd/lensfn-local)
+// once per test binary, as `make build` does, and returns their directory.
+func Build(t testing.TB, names ...string) string {
+	t.Helper()
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if binDir == "" {
+		dir, err := os.MkdirTemp("", "lensfn-e2e-bin-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		binDir = dir
+	}
+	for _, name := range names {
+		if built[name] {
+			continue
+		}
+		pkg := "./" + name
+		if filepath.Base(name) == name {
+			pkg = "./functions/" + name + "/cmd/" + name
+		}
+		cmd := exec.Command("go", "build", "-o", binDir+"/", pkg)
+		cmd.Dir = RepoRoot
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", name, err, out)
+		}
+		built[name] = true
+	}
+	return binDir
+}
+
+// Options choose what a test stack runs.
+type Options struct {
+	Only []string          // the functions to start
+	Env  map[string]string // added to every function's environment
+	Auth string            // LENS_AUTH ("" is the stack's loopback default, off)
+	// DataDir is the stack's data dir (default: a new temporary directory); a test restarting a
+	// stack on the same dir passes it again.
+	DataDir string
+	Log     func(string, ...any) // default: t.Logf
+}
+
+// Start runs a stack for the test and stops it (dumping the function logs on failure) when the
+// test ends.
+func Start(t *testing.T, o Options) *local.Stack {
+	t.Helper()
+	env := map[string]string{"LENS_CACHE_DIR": wasmtest.CacheDir(t)} // compile each module once across stacks
+	for k, v := range o.Env {
+		env[k] = v
+	}
+	opts := local.Options{
+		ManifestDir: filepath.Join(RepoRoot, "deploy", "knative"),
+		BinDir:      Build(t, o.Only...),
+		ModuleDir:   wasmtest.BuiltinDir(t),
+		DataDir:     o.DataDir,
+		Addr:        "127.0.0.1:0",
+		Env:         env,
+		Only:        o.Only,
+		Auth:        o.Auth,
+		Log:         o.Log,
+	}
+	if opts.DataDir == "" {
+		opts.DataDir = t.TempDir()
+	}
+	if opts.Log == nil {
+		opts.Log = t.Logf
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	stack, err := local.Start(ctx, opts)
+	if err != nil {
+		DumpLogs(t, opts.DataDir)
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stack.Stop()
+		if t.Failed() {
+			DumpLogs(t, opts.DataDir)
+		}
+	})
+	return stack
+}
+
+// DumpLogs logs the tail of every function's log.
+func DumpLogs(t testing.TB, dataDir string) {
+	logs, _ := filepath.Glob(filepath.Join(dataDir, "logs", "*.log"))
+	for _, l := range logs {
+		raw, _ := os.ReadFile(l)
+		tail := string(raw)
+		if len(tail) > 4000 {
+			tail = tail[len(tail)-4000:]
+		}
+		t.Logf("--- %s ---\n%s", filepath.Base(l), tail)
+	}
+}
