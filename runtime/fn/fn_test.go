@@ -117,7 +117,7 @@ func testBuilder(handled *atomic.Int32) fn.Builder {
 		})
 		return &fn.Function{Routes: []fn.Route{
 			{Method: "POST", Path: "/api/echo/{id}", Scope: auth.SimulationRun, Handler: echoHandler},
-			{Method: "GET", Path: "/api/echo/{id}", Scope: auth.SimulationRead, Handler: read},
+			{Method: "GET", Path: "/api/echo/{id}", Scope: auth.SimulationRead, Handler: read, Query: []string{"status", "limit"}},
 			{Method: "DELETE", Path: "/api/echo/{id}", Scope: auth.SimulationRun, Handler: read},
 			{Method: "POST", Path: "/api/small", Scope: auth.SimulationRun, Handler: echoHandler, MaxBodyBytes: 64},
 		}, Events: map[string]cloudevent.Handler{
@@ -208,6 +208,12 @@ func TestServerRoutesProbesAndErrors(t *testing.T) {
 		{"route", "POST", "/api/echo/7", `{"name":"x"}`, jsonAuth(bearer), 200, `"id":"7"`},
 		{"unknown field is 422", "POST", "/api/echo/7", `{"name":"x","extra":1}`, jsonAuth(bearer), 422, `"extra_forbidden"`},
 		{"wrong type is 422", "POST", "/api/echo/7", `{"name":5}`, jsonAuth(bearer), 422, `"type_error"`},
+		{"a wrong type names JSON kinds, not Go types", "POST", "/api/echo/7", `{"name":5}`, jsonAuth(bearer), 422, `expected a string, got a number`},
+		{"an array for an object names JSON kinds", "POST", "/api/echo/7", `[1]`, jsonAuth(bearer), 422, `expected a JSON object, got an array`},
+		{"declared query parameters pass", "GET", "/api/echo/7?status=running&limit=2", ``, map[string]string{"Authorization": bearer}, 200, `"id":"7"`},
+		{"a misspelt query parameter is 422 naming it", "GET", "/api/echo/7?stauts=running", ``, map[string]string{"Authorization": bearer}, 422,
+			`{"loc":["query","stauts"],"msg":"unknown query parameter; this route accepts status, limit","type":"extra_forbidden"}`},
+		{"a route without parameters refuses any", "POST", "/api/echo/7?x=1", `{"name":"x"}`, jsonAuth(bearer), 422, `this route takes no query parameters`},
 		{"empty body is 422", "POST", "/api/echo/7", ``, jsonAuth(bearer), 422, `"missing"`},
 		{"semantic error is 400", "POST", "/api/echo/7", `{"name":""}`, jsonAuth(bearer), 400, `"bad_request"`},
 		{"healthz", "GET", "/healthz", ``, nil, 200, "ok"},
@@ -229,7 +235,7 @@ func TestServerRoutesProbesAndErrors(t *testing.T) {
 	_, metrics := do(t, "GET", srv.URL+"/metrics", "", nil)
 	for _, want := range []string{
 		`lens_http_requests_total{code="200",function="echo",method="POST",route="POST /api/echo/{id}"} 1`,
-		`lens_http_requests_total{code="422",function="echo",method="POST",route="POST /api/echo/{id}"} 3`,
+		`lens_http_requests_total{code="422",function="echo",method="POST",route="POST /api/echo/{id}"} 6`,
 		`lens_store_operations_total{function="echo",op="ping",outcome="ok"}`,
 		`lens_http_request_duration_seconds_bucket{function="echo",method="POST",route="POST /api/echo/{id}"`,
 	} {

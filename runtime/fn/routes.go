@@ -26,6 +26,10 @@ type Route struct {
 	Handler http.Handler
 	// MaxBodyBytes caps the request body; 0 is DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// Query lists the query parameters the route accepts. The runtime answers any other with a
+	// 422 naming it, so a misspelt filter (?stauts=running) is an error instead of being
+	// ignored; nil accepts none. Public GET routes (probes, /metrics) are not checked.
+	Query []string
 }
 
 // DefaultMaxBodyBytes is a route's body limit unless it sets its own.
@@ -158,6 +162,12 @@ func (g *guard) wrap(route Route) http.Handler {
 			}
 			r = r.WithContext(context.WithValue(r.Context(), callerKey{}, tok))
 		}
+		if checkBrowser {
+			if err := checkQuery(r, route.Query); err != nil {
+				problem.Write(w, r, err)
+				return
+			}
+		}
 		if err := checkBody(r, limit); err != nil {
 			problem.Write(w, r, err)
 			return
@@ -166,6 +176,33 @@ func (g *guard) wrap(route Route) http.Handler {
 		r = r.WithContext(context.WithValue(r.Context(), bodyLimitKey{}, limit))
 		route.Handler.ServeHTTP(w, r)
 	})
+}
+
+// checkQuery refuses query parameters the route does not declare, naming each of them and what
+// the route accepts.
+func checkQuery(r *http.Request, allowed []string) error {
+	if r.URL.RawQuery == "" {
+		return nil
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return problem.Validation(problem.Field("the query string is malformed: "+err.Error(), "query_invalid", "query"))
+	}
+	accepts := "this route takes no query parameters"
+	if len(allowed) > 0 {
+		accepts = "this route accepts " + strings.Join(allowed, ", ")
+	}
+	var errs []problem.FieldError
+	for name := range q {
+		if !slices.Contains(allowed, name) {
+			errs = append(errs, problem.Field("unknown query parameter; "+accepts, "extra_forbidden", "query", name))
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	slices.SortFunc(errs, func(a, b problem.FieldError) int { return strings.Compare(strings.Join(a.Location, "."), strings.Join(b.Location, ".")) })
+	return problem.Validation(errs...)
 }
 
 // checkBody refuses a body over the limit by its declared length, and a body that is not JSON:
