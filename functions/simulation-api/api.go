@@ -71,15 +71,15 @@ func New(d fn.Deps, parsers TraceParsers) (*fn.Function, *API, error) {
 		{Method: "POST", Path: "/api/simulation/models/discover", Scope: run, Handler: fn.Handle(a.discover)},
 		{Method: "GET", Path: "/api/simulation/trace-datasets", Scope: read, Handler: fn.Handle(a.listDatasets)},
 		{Method: "POST", Path: "/api/simulation/trace-datasets/download", Scope: run, Handler: fn.Handle(a.download)},
-		{Method: "GET", Path: "/api/simulation/trace-datasets/{name}/timeline", Scope: read, Handler: fn.Handle(a.timeline)},
+		{Method: "GET", Path: "/api/simulation/trace-datasets/{name}/timeline", Scope: read, Handler: fn.Handle(a.timeline), Query: []string{"bins"}},
 		{Method: "POST", Path: "/api/simulation/tasks", Scope: run, Handler: fn.Handle(a.createTask)},
-		{Method: "GET", Path: "/api/simulation/tasks", Scope: read, Handler: fn.Handle(a.listTasks)},
+		{Method: "GET", Path: "/api/simulation/tasks", Scope: read, Handler: fn.Handle(a.listTasks), Query: listQuery},
 		{Method: "GET", Path: "/api/simulation/tasks/{id}", Scope: read, Handler: fn.Handle(a.getTask)},
 		{Method: "DELETE", Path: "/api/simulation/tasks/{id}", Scope: run, Handler: fn.Handle(a.deleteTask)},
 		{Method: "POST", Path: "/api/simulation/tasks/{id}/stop", Scope: run, Handler: fn.Handle(a.stopTask)},
 		{Method: "POST", Path: "/api/simulation/tasks/{id}/rerun", Scope: run, Handler: fn.Handle(a.rerunTask)},
 		{Method: "GET", Path: "/api/simulation/tasks/{id}/artifacts/{kind}", Scope: read, Handler: fn.Handle(a.downloadArtifact)},
-		{Method: "GET", Path: "/api/simulation/tasks/{id}/response-code-issues", Scope: read, Handler: fn.Handle(a.responseCodeIssues)},
+		{Method: "GET", Path: "/api/simulation/tasks/{id}/response-code-issues", Scope: read, Handler: fn.Handle(a.responseCodeIssues), Query: []string{"status_code", "offset", "limit"}},
 	}
 	return &fn.Function{
 		Routes: routes,

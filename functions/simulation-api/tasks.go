@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"net/url"
@@ -98,6 +99,9 @@ func (req *CreateTaskRequest) validateShape() error {
 		if v := required[name]; v == nil || strings.TrimSpace(*v) == "" {
 			errs = append(errs, field("field required", "missing", name))
 		}
+	}
+	if req.Scenario != nil && strings.TrimSpace(*req.Scenario) != "" && !knownScenario(*req.Scenario) {
+		errs = append(errs, field("must be one of "+strings.Join(scenarioNames(), ", "), "enum", "scenario"))
 	}
 	if req.TraceDataset == nil && req.TracePath == nil {
 		errs = append(errs, field("trace_dataset or trace_path is required", "missing", "trace_dataset"))
@@ -516,6 +520,20 @@ func sameEndpoint(a, b string) bool {
 		strings.TrimRight(ua.Path, "/") == strings.TrimRight(ub.Path, "/")
 }
 
+// listQuery is what GET /tasks accepts; the runtime refuses any other parameter.
+var listQuery = []string{"status", "scenario", "search", "backend", "model", "dataset", "trace_format", "endpoint",
+	"created_after", "created_before", "offset", "limit"}
+
+func scenarioNames() []string {
+	names := make([]string, len(Scenarios))
+	for i, s := range Scenarios {
+		names[i] = s.Name
+	}
+	return names
+}
+
+func knownScenario(name string) bool { return slices.Contains(scenarioNames(), name) }
+
 // listFilters maps the list route's query parameters to indexed task attributes.
 var listFilters = map[string]string{"scenario": "scenario", "backend": "backend", "model": "model",
 	"dataset": "dataset", "trace_format": "trace_format", "endpoint": "endpoint"}
@@ -527,6 +545,20 @@ func (a *API) listTasks(w http.ResponseWriter, r *http.Request) error {
 	for param, attr := range listFilters {
 		if v := q.Get(param); v != "" {
 			query.Attrs[attr] = v
+		}
+	}
+	formats := map[string]bool{}
+	backends := []string{}
+	for _, b := range a.catalogue.backends(r.Context()) {
+		backends = append(backends, b.Name)
+		for _, f := range b.Capabilities.TraceFormats {
+			formats[f] = true
+		}
+	}
+	for param, allowed := range map[string][]string{"scenario": scenarioNames(), "backend": backends,
+		"trace_format": slices.Sorted(maps.Keys(formats))} {
+		if v := q.Get(param); v != "" && !slices.Contains(allowed, v) {
+			errs = append(errs, problem.Field("must be one of "+strings.Join(allowed, ", "), "enum", "query", param))
 		}
 	}
 	if s := q.Get("status"); s != "" {
@@ -584,7 +616,6 @@ func (a *API) listTasks(w http.ResponseWriter, r *http.Request) error {
 		}
 		t.Status = rec.Status
 		item := t.ListItem()
-		item.Logs = []string{}
 		items = append(items, *a.view(&item))
 	}
 	countsOut := map[string]int{}

@@ -143,7 +143,7 @@ type Task struct {
 	ConfigurationIDs              []string       `json:"configuration_ids"`
 	ProgressPercent               float64        `json:"progress_percent"`
 	ProgressMessage               string         `json:"progress_message"`
-	Logs                          []string       `json:"logs"`
+	Logs                          []string       `json:"logs,omitzero"` // omitted on list items (nil), [] on a task without logs
 	Result                        *Result        `json:"result"`
 	ErrorMessage                  *string        `json:"error_message"`
 	CreatedAt                     *Timestamp     `json:"created_at"`
