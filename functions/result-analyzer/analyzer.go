@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -129,12 +130,13 @@ func (a *Analyzer) Analyze(ctx context.Context, id string) error {
 			result.Warnings = append(result.Warnings, warning)
 		}
 	}
+	result.Warnings = append(result.Warnings, analysis.Warnings(summary)...)
 	if len(inline) == MaxInlineRecords {
 		result.Warnings = append(result.Warnings, fmt.Sprintf("per_request shows the first %d requests; the per-request-jsonl artifact has all of them", MaxInlineRecords))
 	}
 	final := outcome.status
 	_, err = a.tasks.Transition(ctx, id, []string{simtask.StatusRunning}, final, lease.Fence(), func(t *simtask.Task) error {
-		t.Result, t.CompletedAt, t.ProgressPercent, t.ProgressMessage = result, simtask.Now(), 100, outcome.message
+		t.Result, t.CompletedAt, t.ProgressPercent, t.ProgressMessage = result, simtask.Now(), progressOf(t, final, summary), outcome.message
 		uri := "artifact://simulation/" + id
 		t.ArtifactURI, t.LiveSummary, t.Internal.Phase = &uri, nil, ""
 		if final == simtask.StatusFailed {
@@ -149,6 +151,24 @@ func (a *Analyzer) Analyze(ctx context.Context, id string) error {
 	a.analyzed.WithLabelValues(final).Inc()
 	a.tasks.Logf(ctx, id, "%s", outcome.message)
 	return nil
+}
+
+// progressOf is a finished task's progress: 100 once it completed; for a stopped or failed run
+// the share of the scheduled requests it sent, so a run stopped after 38 of 162 says 23.5.
+func progressOf(t *simtask.Task, status string, s analysis.Summary) float64 {
+	if status == simtask.StatusCompleted {
+		return 100
+	}
+	scheduled := int64(0)
+	if c := t.Internal.Replay; c != nil {
+		scheduled = c.Scheduled
+	} else if s.ScheduledRequests != nil {
+		scheduled = *s.ScheduledRequests
+	}
+	if scheduled <= 0 {
+		return t.ProgressPercent // what the replay last reported
+	}
+	return math.Round(min(100, 100*float64(s.SentRequests)/float64(scheduled))*10) / 10
 }
 
 type outcome struct{ status, message string }

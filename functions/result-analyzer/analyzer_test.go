@@ -225,3 +225,61 @@ func TestPartialRecordsOfALostRunner(t *testing.T) {
 		t.Fatalf("summary %s %v", task.Result.Summary, err)
 	}
 }
+
+// The run: a replay that sent all 162 requests, 159 of them refused with 400 for the
+// context length, completes but says so in its warnings, with the flag to change.
+func TestARunThatMostlyFailedSaysWhyInItsWarnings(t *testing.T) {
+	a, repo, _ := newAnalyzer(t)
+	var recs []loadgen.Record
+	for i := int64(1); i <= 162; i++ {
+		r := record(i, 200, 20, 120)
+		if i > 3 {
+			r = record(i, 400, 0, 5)
+			r.Error = ptr(fmt.Sprintf("HTTP 400: This model's maximum context length is 1024 tokens. However, you requested %d tokens", 1500+i))
+		}
+		recs = append(recs, r)
+	}
+	id := replayedTask(t, repo, "every scheduled request was sent", recs)
+	ctx := context.Background()
+	if err := a.Analyze(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	task, err := repo.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := strings.Join(task.Result.Warnings, "\n")
+	if task.Status != simtask.StatusCompleted || !strings.Contains(w, "only 3 of 162 requests succeeded") ||
+		!strings.Contains(w, "159 of 159 failed requests share one cause, HTTP 400") || !strings.Contains(w, "--max-model-len") {
+		t.Fatalf("%s, warnings:\n%s", task.Status, w)
+	}
+}
+
+// A run stopped after 38 of its 162 scheduled requests reports the share it sent, not 100.
+func TestAStoppedRunReportsTheProgressItMade(t *testing.T) {
+	a, repo, _ := newAnalyzer(t)
+	var recs []loadgen.Record
+	for i := int64(1); i <= 38; i++ {
+		recs = append(recs, record(i, 200, 20, 120))
+	}
+	id := replayedTask(t, repo, "stopped by request", recs)
+	ctx := context.Background()
+	_, err := repo.Patch(ctx, id, state.Fence{}, func(t *simtask.Task) error {
+		t.Internal.ReplayOutcome = simtask.StatusCancelled
+		t.Internal.Replay = &simtask.ReplayCounts{Scheduled: 162, Sent: 38, NotSent: map[string]int64{simtask.NotSentRunEnded: 124}}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Analyze(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	task, err := repo.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.Status != simtask.StatusCancelled || task.ProgressPercent != 23.5 {
+		t.Fatalf("%s at %v%%", task.Status, task.ProgressPercent)
+	}
+}

@@ -55,6 +55,7 @@ type Accumulator struct {
 	maxScheduled                 float64
 	statusCounts                 map[int]int64
 	timelineDrift                []float64 // Record.TimelineDriftMs of the records that have one
+	failureCauses                causeCounter
 }
 
 // New returns an empty accumulator, or an error wrapping ErrInvalidOption.
@@ -123,6 +124,9 @@ func (a *Accumulator) Add(rec loadgen.Record) error {
 	}
 	if rec.StatusCode != nil {
 		a.statusCounts[*rec.StatusCode]++
+	}
+	if flags&flagSuccess == 0 {
+		a.failureCauses.add(rec.StatusCode, rec.Error)
 	}
 
 	if a.n%chunkSize == 0 {

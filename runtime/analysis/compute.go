@@ -41,7 +41,12 @@ func (a *Accumulator) Summary() (Summary, error) {
 	}
 	if s.DurationSeconds == 0 {
 		s.DurationSeconds = window
+	} else {
+		configured := a.opts.DurationSeconds
+		s.ConfiguredDurationSeconds = &configured
 	}
+	s.MeasuredDurationSeconds = window
+	s.FailureCauses = a.failureCauses.top(failed)
 	s.SentRequests = n
 	s.NotReleasedByReason = map[string]int64{}
 	for reason, count := range a.opts.NotReleased {

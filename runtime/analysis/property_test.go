@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
+	"regexp"
 	"testing"
 
 	"github.com/lensfn/lensfn/runtime/analysis"
@@ -53,7 +55,7 @@ func randomRun(rng *rand.Rand) ([]loadgen.Record, analysis.Options, []float64) {
 			InputTokens: float64(rng.IntN(4000)), OutputTokens: float64(rng.IntN(500)),
 		}
 		if !rec.Successful && rng.IntN(2) == 0 {
-			rec.Error = ptr("boom")
+			rec.Error = ptr([]string{"boom", "prompt of " + strconv.Itoa(rng.IntN(9000)) + " tokens is too long"}[rng.IntN(2)])
 		}
 		if rng.IntN(5) != 0 {
 			rec.TTFTMs = ptr(latency * rng.Float64())
@@ -187,7 +189,11 @@ func naiveSummary(records []loadgen.Record, opts analysis.Options, schedule []fl
 	s.DurationSeconds = opts.DurationSeconds
 	if s.DurationSeconds == 0 {
 		s.DurationSeconds = window
+	} else {
+		s.ConfiguredDurationSeconds = ptr(opts.DurationSeconds)
 	}
+	s.MeasuredDurationSeconds = window
+	s.FailureCauses = naiveFailureCauses(records, n-successful, succeeded)
 	s.ThroughputRPS, s.ThroughputTPS = rate(float64(n)), rate(outputTokens)
 	s.TotalInputTokens, s.TotalOutputTokens = inputTokens, outputTokens
 	s.InputThroughputTPS, s.TotalThroughputTPS = rate(inputTokens), rate(inputTokens+outputTokens)
@@ -336,4 +342,42 @@ func naiveSummary(records []loadgen.Record, opts analysis.Options, schedule []fl
 		}
 	}
 	return s
+}
+
+// naiveFailureCauses groups the failed records by status and digit-folded error, most frequent
+// first (ties: first seen first), the top five.
+func naiveFailureCauses(records []loadgen.Record, failed int, success func(loadgen.Record) bool) []analysis.FailureCause {
+	type key struct {
+		status int
+		msg    string
+	}
+	digits := regexp.MustCompile(`[0-9]+`)
+	counts := map[key]int{}
+	var order []key
+	for _, r := range records {
+		if success(r) {
+			continue
+		}
+		k := key{status: -1}
+		if r.StatusCode != nil {
+			k.status = *r.StatusCode
+		}
+		if r.Error != nil {
+			k.msg = digits.ReplaceAllString(*r.Error, "N")
+		}
+		if counts[k] == 0 {
+			order = append(order, k)
+		}
+		counts[k]++
+	}
+	sort.SliceStable(order, func(i, j int) bool { return counts[order[i]] > counts[order[j]] })
+	out := []analysis.FailureCause{}
+	for _, k := range order[:min(len(order), analysis.MaxFailureCauses)] {
+		c := analysis.FailureCause{Message: k.msg, Count: int64(counts[k]), Percentage: float64(counts[k]) / float64(failed) * 100}
+		if k.status >= 0 {
+			c.StatusCode = ptr(k.status)
+		}
+		out = append(out, c)
+	}
+	return out
 }

@@ -19,8 +19,16 @@ type Summary struct {
 	SuccessfulRequests int64   `json:"successful_requests"`
 	FailedRequests     int64   `json:"failed_requests"`
 	SuccessRate        float64 `json:"success_rate"` // percent of total
-	// DurationSeconds is Options.DurationSeconds when set, else the request window.
+	// DurationSeconds is Options.DurationSeconds when set, else the request window (kept with
+	// this meaning for existing clients; ConfiguredDurationSeconds and MeasuredDurationSeconds
+	// name the two apart).
 	DurationSeconds float64 `json:"duration_seconds"`
+	// ConfiguredDurationSeconds is the run's configured duration (Options.DurationSeconds); null
+	// when the run was measured over what it did (stopped, failed, or no duration given).
+	ConfiguredDurationSeconds *float64 `json:"configured_duration_seconds"`
+	// MeasuredDurationSeconds is the request window every rate below divides by: the last
+	// completion minus the first start.
+	MeasuredDurationSeconds float64 `json:"measured_duration_seconds"`
 	// Rates divide by the request window: last completion - first start.
 	ThroughputRPS      float64 `json:"throughput_rps"` // all completed requests per second
 	ThroughputTPS      float64 `json:"throughput_tps"` // output tokens per second
@@ -44,6 +52,10 @@ type Summary struct {
 	SessionTimelineDrift *Distribution `json:"session_timeline_drift"`
 
 	StatusCodeBreakdown []StatusCodeCount `json:"status_code_breakdown"`
+	// FailureCauses groups the failed requests by status and error message (numbers in the
+	// message folded, so "resulted in 4500 tokens" and "in 5200 tokens" are one cause), most
+	// frequent first, at most MaxFailureCauses of them; [] when nothing failed.
+	FailureCauses []FailureCause `json:"failure_causes"`
 	// ClientErrorRequests counts requests that got no HTTP status (transport error, timeout).
 	ClientErrorRequests int64 `json:"client_error_requests"`
 
