@@ -4,10 +4,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
-	"regexp"
 	"testing"
 
 	"github.com/lensfn/lensfn/runtime/analysis"

@@ -201,7 +201,9 @@ func checkQuery(r *http.Request, allowed []string) error {
 	if len(errs) == 0 {
 		return nil
 	}
-	slices.SortFunc(errs, func(a, b problem.FieldError) int { return strings.Compare(strings.Join(a.Location, "."), strings.Join(b.Location, ".")) })
+	slices.SortFunc(errs, func(a, b problem.FieldError) int {
+		return strings.Compare(strings.Join(a.Location, "."), strings.Join(b.Location, "."))
+	})
 	return problem.Validation(errs...)
 }
 
