@@ -2,6 +2,7 @@ package simulationapi_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -162,6 +163,9 @@ func TestCreateTaskRejectsBadInput(t *testing.T) {
 		{"unknown model service", createBody(endpoint, `"model_service_group_id":"01998e6b"`), "unknown model service", 404},
 		{"unknown dataset", strings.Replace(createBody(endpoint, ""), "mooncake-conversation", "nope", 1), "unknown trace dataset", 400},
 		{"not downloaded", strings.Replace(createBody(endpoint, ""), "mooncake-conversation", "mooncake-synthetic", 1), "not downloaded", 400},
+		{"unknown scenario lists the scenarios", strings.Replace(createBody(endpoint, ""), `"scenario":"chat"`, `"scenario":"gaming"`, 1), "must be one of chat, api-calling, coding", 422},
+		{"a wrong type names the JSON kind", createBody(endpoint, `"scale_factor":"fast"`), "expected a number, got a string", 422},
+		{"an array body is not an object", `[1,2]`, "expected a JSON object, got an array", 422},
 		{"scenario mismatch", strings.Replace(createBody(endpoint, ""), `"scenario":"chat"`, `"scenario":"coding"`, 1), "belongs to scenario", 400},
 		{"range past the trace", createBody(endpoint, `"trace_end_seconds":99`), "0 <= start < end <= 4", 400},
 		{"empty range", createBody(endpoint, `"trace_start_seconds":2,"trace_end_seconds":1`), "start < end", 400},
@@ -232,10 +236,17 @@ func TestListStopRerunDelete(t *testing.T) {
 	if l.Total != 3 || len(l.Tasks) != 2 || l.Tasks[0].ID != b.TaskID || l.Tasks[1].ID != a.TaskID {
 		t.Fatalf("paging newest first: %+v", l)
 	}
-	for _, q := range []string{"limit=0", "limit=501", "offset=-1", "status=sleeping", "created_after=yesterday"} {
-		if code := call(t, "GET", h.url+"/api/simulation/tasks?"+q, "", nil); code != 422 {
-			t.Errorf("%s: %d", q, code)
+	for q, detail := range map[string]string{"limit=0": "limit", "limit=501": "limit", "offset=-1": "offset", "status=sleeping": "status",
+		"created_after=yesterday": "created_after", "stauts=running": "stauts", "scenario=gaming": "chat, api-calling, coding",
+		"backend=locust": "aiperf, trace-replayer", "trace_format=csv": "bailian_trace, baseten_trace, burst_gpt_trace, mooncake_trace, weka_public_dataset"} {
+		var prob map[string]any
+		if code := call(t, "GET", h.url+"/api/simulation/tasks?"+q, "", &prob); code != 422 || !strings.Contains(fmt.Sprint(prob["detail"]), detail) {
+			t.Errorf("%s: %d %v", q, code, prob["detail"])
 		}
+	}
+	// List items omit logs (NOTES.md) rather than carrying "logs": null.
+	if raw := readAll(t, get(t, h.url+"/api/simulation/tasks")); strings.Contains(raw, `"logs"`) || !strings.Contains(raw, `"logs_truncated"`) {
+		t.Fatalf("list items: %s", raw)
 	}
 
 	// Stop a queued task: it answers cancelling and is stored cancelled.
