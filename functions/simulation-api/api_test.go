@@ -222,10 +222,11 @@ const miniTrace = "0 a\n500 b\n1000 c\n1000 d\n4000 e\n"
 
 func TestDownloadVerifiesDigestAndTimelineBins(t *testing.T) {
 	h := newHarness(t, nil)
-	// The wrong bytes under the right name: a digest mismatch deletes the file and answers 400.
+	// The wrong bytes under the right name: a digest mismatch deletes the file and answers 502
+	// (the source is at fault, not the client).
 	h.mirror.files["conversation_trace.jsonl"] = []byte(miniTrace)
 	var prob map[string]any
-	if code := call(t, "POST", h.url+"/api/simulation/trace-datasets/download", `{"dataset":"mooncake-conversation"}`, &prob); code != 400 ||
+	if code := call(t, "POST", h.url+"/api/simulation/trace-datasets/download", `{"dataset":"mooncake-conversation"}`, &prob); code != 502 ||
 		!strings.Contains(prob["detail"].(string), "sha256 mismatch") {
 		t.Fatalf("%d %v", code, prob)
 	}

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -32,6 +33,12 @@ type DownloadResult struct {
 	SHA256       string `json:"sha256"`
 	MetadataPath string `json:"metadata_path"`
 	SizeBytes    int64  `json:"size_bytes"`
+	// Transferred says whether this call fetched (or generated) the file; false when a present
+	// file whose metadata carries the pinned digest was reused.
+	Transferred bool `json:"transferred"`
+	// Source is where the file came from: "upstream", "mirror", "generated" (the built-in
+	// sample), or "reused" (already present and verified).
+	Source string `json:"source"`
 }
 
 // datasetMetadata is <file>.metadata.json, written beside a downloaded dataset.
@@ -125,12 +132,13 @@ func (dl *Downloader) existing(d Dataset) (DownloadResult, bool) {
 	if !ok {
 		return DownloadResult{}, false
 	}
-	return dl.result(d, size), true
+	return dl.result(d, size, "reused"), true
 }
 
-func (dl *Downloader) result(d Dataset, size int64) DownloadResult {
+func (dl *Downloader) result(d Dataset, size int64, source string) DownloadResult {
 	return DownloadResult{ArtifactURI: "artifact://dataset/" + d.Name + "/" + d.Filename, Path: dl.Path(d),
-		TraceFormat: d.TraceFormat, SHA256: d.SHA256(), MetadataPath: dl.metadataPath(d), SizeBytes: size}
+		TraceFormat: d.TraceFormat, SHA256: d.SHA256(), MetadataPath: dl.metadataPath(d), SizeBytes: size,
+		Transferred: source != "reused", Source: source}
 }
 
 func (dl *Downloader) downloadLocked(ctx context.Context, d Dataset, force bool) (DownloadResult, bool, error) {
@@ -170,7 +178,7 @@ func (dl *Downloader) downloadLocked(ctx context.Context, d Dataset, force bool)
 	if err := writeFileAtomic(dl.metadataPath(d), append(raw, '\n')); err != nil {
 		return DownloadResult{}, false, err
 	}
-	return dl.result(d, size), true, nil
+	return dl.result(d, size, dl.sourceDescription()), true, nil
 }
 
 func (dl *Downloader) sourceDescription() string {
@@ -232,22 +240,28 @@ func (dl *Downloader) fetchBundle(ctx context.Context, d Dataset) (int64, error)
 }
 
 // fetchVerified streams url into dst while hashing it; a digest other than want deletes dst.
-func (dl *Downloader) fetchVerified(ctx context.Context, url, dst, want string) (int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+func (dl *Downloader) fetchVerified(ctx context.Context, rawURL, dst, want string) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	url := rawURL // as messages show it: without credentials a mirror URL may carry
+	if req != nil && req.URL.User != nil {
+		shown := *req.URL
+		shown.User = nil
+		url = shown.String()
+	}
 	if err != nil {
 		return 0, problem.Wrap(problem.CodeBadRequest, err, fmt.Sprintf("bad download URL %q", url))
 	}
 	req.Header.Set("User-Agent", "lensfn-trace-downloader/1")
 	resp, err := dl.Client.Do(req)
 	if err != nil {
-		return 0, problem.Wrap(problem.CodeBadRequest, err, fmt.Sprintf("download of %s failed: %v", url, err))
+		return 0, upstreamError(err, fmt.Sprintf("download of %s failed: %s", url, transportCause(err)))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		return 0, problem.New(problem.CodeBadRequest, "download of %s failed: the server answered HTTP %d", url, resp.StatusCode)
+		return 0, problem.New(problem.CodeUpstream, "download of %s failed: the %s answered HTTP %d", url, dl.sourceName(), resp.StatusCode)
 	}
 	if resp.ContentLength > dl.MaxBytes {
-		return 0, problem.New(problem.CodeBadRequest, "download of %s is %d bytes, over the %d byte limit", url, resp.ContentLength, dl.MaxBytes)
+		return 0, problem.New(problem.CodeUpstream, "download of %s is %d bytes, over the %d byte limit", url, resp.ContentLength, dl.MaxBytes)
 	}
 	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -263,19 +277,51 @@ func (dl *Downloader) fetchVerified(ctx context.Context, url, dst, want string) 
 	}
 	switch {
 	case copyErr != nil:
-		return fail(problem.Wrap(problem.CodeBadRequest, copyErr, fmt.Sprintf("download of %s was interrupted: %v", url, copyErr)))
+		return fail(upstreamError(copyErr, fmt.Sprintf("download of %s was interrupted: %s", url, transportCause(copyErr))))
 	case closeErr != nil:
 		return fail(closeErr)
 	case n > dl.MaxBytes:
-		return fail(problem.New(problem.CodeBadRequest, "download of %s exceeds the %d byte limit", url, dl.MaxBytes))
+		return fail(problem.New(problem.CodeUpstream, "download of %s exceeds the %d byte limit", url, dl.MaxBytes))
 	}
 	if got := hex.EncodeToString(hash.Sum(nil)); got != want {
 		if bytes.HasPrefix(head.buf, []byte("version https://git-lfs")) {
-			return fail(problem.New(problem.CodeBadRequest, "download of %s returned a Git LFS pointer instead of the data", url))
+			return fail(problem.New(problem.CodeUpstream, "download of %s returned a Git LFS pointer instead of the data", url))
 		}
-		return fail(problem.New(problem.CodeBadRequest, "sha256 mismatch for %s: expected %s, got %s; the file was deleted", url, want, got))
+		return fail(problem.New(problem.CodeUpstream, "sha256 mismatch for %s: expected %s, got %s; the %s served other bytes and the file was deleted", url, want, got, dl.sourceName()))
 	}
 	return n, nil
+}
+
+// sourceName names where downloads come from, for error messages.
+func (dl *Downloader) sourceName() string {
+	if dl.Mirror != "" {
+		return "mirror (LENS_DATASET_MIRROR)"
+	}
+	return "upstream server"
+}
+
+// upstreamError is a failure to get the bytes from the source: 504 when it did not answer in
+// time, else 502. Neither is the client's fault.
+func upstreamError(err error, detail string) error {
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+		return problem.Wrap(problem.CodeGatewayTimeout, err, detail)
+	}
+	return problem.Wrap(problem.CodeUpstream, err, detail)
+}
+
+// transportCause says in words why a connection failed, naming the host it could not resolve
+// or reach.
+func transportCause(err error) string {
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	switch {
+	case errors.As(err, &dnsErr):
+		return fmt.Sprintf("the host %s could not be resolved (%s); without internet access set LENS_DATASET_MIRROR", dnsErr.Name, dnsErr.Err)
+	case errors.As(err, &opErr) && opErr.Op == "dial":
+		return fmt.Sprintf("could not connect to %v: %v", opErr.Addr, opErr.Err)
+	}
+	return err.Error()
 }
 
 // prefixKeeper remembers the first bytes written, to explain a digest mismatch.

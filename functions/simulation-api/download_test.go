@@ -1,6 +1,7 @@
 package simulationapi_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -9,8 +10,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	simulationapi "github.com/lensfn/lensfn/functions/simulation-api"
+	"github.com/lensfn/lensfn/runtime/fn/fntest"
+	"github.com/lensfn/lensfn/runtime/problem"
 )
 
 const sharedTraces = "../../../shared/traces"
@@ -70,10 +74,17 @@ func TestDownloadFromMirrorIsVerifiedCoalescedAndIdempotent(t *testing.T) {
 	if got := sink.count(); got != 1 {
 		t.Fatalf("%d dataset events sent, want 1", got)
 	}
-	// Present and verified: answered without fetching; force fetches again and announces it.
-	call(t, "POST", h.url+"/api/simulation/trace-datasets/download", `{"dataset":"mooncake-conversation"}`, nil)
+	if !r.Transferred || r.Source != "mirror" {
+		t.Fatalf("the first download does not say it transferred from the mirror: %+v", r)
+	}
+	// Present and verified: answered without fetching, saying so; force fetches again and announces it.
+	var again simulationapi.DownloadResult
+	call(t, "POST", h.url+"/api/simulation/trace-datasets/download", `{"dataset":"mooncake-conversation"}`, &again)
 	if h.mirror.hits["/conversation_trace.jsonl"] != 1 || sink.count() != 1 {
 		t.Fatal("a present dataset was fetched again")
+	}
+	if again.Transferred || again.Source != "reused" || again.SHA256 != r.SHA256 {
+		t.Fatalf("a reused file is not reported as reused: %+v", again)
 	}
 	call(t, "POST", h.url+"/api/simulation/trace-datasets/download", `{"dataset":"mooncake-conversation","force":true}`, nil)
 	if h.mirror.hits["/conversation_trace.jsonl"] != 2 || sink.count() != 2 {
@@ -110,7 +121,7 @@ func TestMultiFileDatasetDownloadsIntoADirectory(t *testing.T) {
 	// One corrupt file fails the whole download and leaves the verified copy in place.
 	h.mirror.files["weka-kv-cache-tester/trace_0012.json"] = []byte("{}")
 	var prob map[string]any
-	if code := call(t, "POST", h.url+"/api/simulation/trace-datasets/download", `{"dataset":"weka-kv-cache-tester","force":true}`, &prob); code != 400 ||
+	if code := call(t, "POST", h.url+"/api/simulation/trace-datasets/download", `{"dataset":"weka-kv-cache-tester","force":true}`, &prob); code != 502 ||
 		!strings.Contains(prob["detail"].(string), "trace_0012.json") {
 		t.Fatalf("%d %v", code, prob)
 	}
@@ -135,4 +146,43 @@ func (s *eventSink) count() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.ids)
+}
+
+// Failures of the source are the source's: a mirror's 404 and a refused connection are 502, a
+// source that does not answer in time is 504, each with the cause; none is a client error.
+func TestUpstreamFailuresAre502Or504WithTheCause(t *testing.T) {
+	h := newHarness(t, nil)
+	var prob map[string]any
+	code := call(t, "POST", h.url+"/api/simulation/trace-datasets/download", `{"dataset":"mooncake-conversation"}`, &prob)
+	if detail := anyString(prob["detail"]); code != 502 || prob["code"] != "upstream_unavailable" ||
+		!strings.Contains(detail, "the mirror (LENS_DATASET_MIRROR) answered HTTP 404") || !strings.Contains(detail, "/conversation_trace.jsonl") {
+		t.Fatalf("mirror 404: %d %v", code, prob)
+	}
+
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closedURL := closed.URL
+	closed.Close() // nothing listens there now
+	refused := newHarness(t, map[string]string{"LENS_DATASET_MIRROR": closedURL})
+	code = call(t, "POST", refused.url+"/api/simulation/trace-datasets/download", `{"dataset":"mooncake-conversation"}`, &prob)
+	if code != 502 || !strings.Contains(anyString(prob["detail"]), "could not connect to") {
+		t.Fatalf("refused: %d %v", code, prob)
+	}
+
+	hang := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-hang }))
+	defer slow.Close()
+	defer close(hang)
+	deps := fntest.Deps(t, simulationapi.Name, fntest.Env(t, nil))
+	dl := &simulationapi.Downloader{Root: t.TempDir(), Mirror: slow.URL, Client: &http.Client{Timeout: 50 * time.Millisecond},
+		Store: deps.Store, Owner: "test", MaxBytes: 1 << 20}
+	var d simulationapi.Dataset
+	for _, ds := range simulationapi.Datasets {
+		if ds.Name == "mooncake-conversation" {
+			d = ds
+		}
+	}
+	_, err := dl.Download(context.Background(), d, false)
+	if problem.CodeOf(err) != problem.CodeGatewayTimeout || !strings.Contains(err.Error(), "conversation_trace.jsonl") {
+		t.Fatalf("a source that does not answer: %v", err)
+	}
 }

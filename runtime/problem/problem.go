@@ -27,6 +27,7 @@ const (
 	CodeInternal       Code = "internal_error"       // 500
 	CodeUnavailable    Code = "service_unavailable"  // 503: try again later
 	CodeUpstream       Code = "upstream_unavailable" // 502
+	CodeGatewayTimeout Code = "upstream_timeout"     // 504: an upstream did not answer in time
 )
 
 type codeInfo struct {
@@ -52,6 +53,7 @@ var codes = map[Code]codeInfo{
 	CodeInternal:       {http.StatusInternalServerError, "Internal server error", true},
 	CodeUnavailable:    {http.StatusServiceUnavailable, "Service unavailable", true},
 	CodeUpstream:       {http.StatusBadGateway, "Upstream unavailable", true},
+	CodeGatewayTimeout: {http.StatusGatewayTimeout, "Upstream timed out", true},
 }
 
 // Status is the HTTP status of a code (500 for an unknown one).
@@ -140,7 +142,9 @@ func BodyFor(err error, requestID string) Body {
 	}
 	b := Body{Type: TypeBase + string(code), Title: info.title, Status: info.status, Code: code, RequestID: requestID}
 	var pe *Error
-	if info.status < 500 && errors.As(err, &pe) {
+	// 5xx details are generic unless they describe an upstream the caller named or configured:
+	// those are written for the caller (what failed and why), with no internals in them.
+	if (info.status < 500 || code == CodeUpstream || code == CodeGatewayTimeout) && errors.As(err, &pe) {
 		b.Detail = pe.Detail
 	} else {
 		b.Detail = genericDetail(info.status)
