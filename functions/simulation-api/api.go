@@ -59,6 +59,11 @@ func New(d fn.Deps, parsers TraceParsers) (*fn.Function, *API, error) {
 			d.Log.Warnw("ignoring a local dataset registration", "file", file, "error", err)
 		}},
 		timelines: &Timelines{Parsers: parsers, OnBuild: func(ds string) { builds.WithLabelValues(ds).Inc() }}}
+	// The built-in sample is in place before the first request, so the first replay needs no
+	// network; a failure here only delays it to the first download.
+	if err := dl.MaterialiseGenerated(Datasets); err != nil {
+		d.Log.Warnw("the built-in sample dataset could not be written; POST /trace-datasets/download writes it", "error", err)
+	}
 	dl.OnFetched = func(ctx context.Context, ds Dataset, res DownloadResult) {
 		fetches.WithLabelValues(ds.Name).Inc()
 		a.announce(ctx, ds, res)

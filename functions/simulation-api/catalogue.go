@@ -51,6 +51,9 @@ type Dataset struct {
 	// Filter, when set, keeps only the CSV rows whose column equals the value (BurstGPT's
 	// upstream file mixes conversation and API logs; each dataset keeps one kind).
 	Filter *CSVFilter
+	// Generate, when set, makes the dataset's bytes instead of fetching them (the built-in
+	// sample): it is written into the data dir at start and on download, with no network.
+	Generate func() []byte
 	// Local marks an operator-registered dataset (a <name>.dataset.json beside its file in the
 	// datasets dir): nothing to download, any loaded parser module, user modules included.
 	Local bool
@@ -61,7 +64,7 @@ type CSVFilter struct{ Column, Value string }
 
 // URL is the upstream address shown in the catalogue (the directory for multi-file datasets).
 func (d Dataset) URL() string {
-	if d.Local {
+	if d.Local || d.Generate != nil {
 		return ""
 	}
 	if len(d.Files) == 1 {
@@ -153,6 +156,7 @@ var Datasets = sortedDatasets(
 	burstGPT("burstgpt-api", "burstgpt_api.csv", "api-calling", "API log",
 		"BurstGPT v2 Azure OpenAI API traffic, filtered from BurstGPT_1."),
 	weka(),
+	sampleDataset(),
 )
 
 func sortedDatasets(ds ...Dataset) []Dataset {

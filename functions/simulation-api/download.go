@@ -104,6 +104,9 @@ func (dl *Downloader) Download(ctx context.Context, d Dataset, force bool) (Down
 			return res, nil
 		}
 	}
+	if d.Generate != nil {
+		return dl.Materialise(d)
+	}
 	v, err, _ := dl.flights.Do(d.Name, func() (any, error) {
 		// The transfer outlives a caller that gives up: the others coalesced on it still wait.
 		ctx := context.WithoutCancel(ctx)
@@ -179,6 +182,47 @@ func (dl *Downloader) downloadLocked(ctx context.Context, d Dataset, force bool)
 		return DownloadResult{}, false, err
 	}
 	return dl.result(d, size, dl.sourceDescription()), true, nil
+}
+
+// Materialise writes a generated dataset and its metadata into the data dir. Every instance
+// writes the same bytes (the generator is deterministic) with atomic renames, so replicas need
+// no lease, and nothing is fetched.
+func (dl *Downloader) Materialise(d Dataset) (DownloadResult, error) {
+	raw := d.Generate()
+	if sum := sha256.Sum256(raw); hex.EncodeToString(sum[:]) != d.SHA256() {
+		return DownloadResult{}, fmt.Errorf("generated dataset %s does not match its digest", d.Name)
+	}
+	if err := os.MkdirAll(dl.Root, 0o755); err != nil {
+		return DownloadResult{}, err
+	}
+	if err := writeFileAtomic(dl.Path(d), raw); err != nil {
+		return DownloadResult{}, err
+	}
+	meta := datasetMetadata{Dataset: d.Name, TraceFormat: d.TraceFormat, Scenario: d.Scenario, FetchedFrom: "generated",
+		SHA256: d.SHA256(), SizeBytes: int64(len(raw)), Files: 1, DownloadedAt: time.Now().UTC(), License: d.License,
+		Description: d.Description}
+	rawMeta, _ := json.MarshalIndent(meta, "", "  ")
+	if err := writeFileAtomic(dl.metadataPath(d), append(rawMeta, '\n')); err != nil {
+		return DownloadResult{}, err
+	}
+	return dl.result(d, int64(len(raw)), "generated"), nil
+}
+
+// MaterialiseGenerated writes every generated dataset that is not in place yet.
+func (dl *Downloader) MaterialiseGenerated(all []Dataset) error {
+	var errs []error
+	for _, d := range all {
+		if d.Generate == nil {
+			continue
+		}
+		if _, ok := dl.existing(d); ok {
+			continue
+		}
+		if _, err := dl.Materialise(d); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (dl *Downloader) sourceDescription() string {
