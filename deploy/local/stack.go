@@ -40,6 +40,10 @@ type Options struct {
 	// Auth is LENS_AUTH for every function: "required", or "off"; empty means off when the
 	// ingress listens on loopback only and required otherwise.
 	Auth string
+	// SimulatorAddr is where the stack's inference simulator listens (loopback host:port, e.g.
+	// 127.0.0.1:8000), so tasks that target it still reach it after a restart; empty picks a
+	// free port (tests).
+	SimulatorAddr string
 	// ReadyTimeout bounds the wait for every function's readiness probe; default 90s.
 	ReadyTimeout time.Duration
 	Log          func(format string, args ...any)
@@ -374,7 +378,7 @@ func (s *Stack) startFunction(svc Service) error {
 	if _, err := os.Stat(bin); err != nil {
 		return fmt.Errorf("function %s: binary %s is missing (run make build)", svc.Name, bin)
 	}
-	port, err := freePort()
+	port, err := s.portFor(svc)
 	if err != nil {
 		return err
 	}
@@ -421,6 +425,47 @@ var loopbackFlags = map[string][]string{"inference-sim": {"--host", "127.0.0.1"}
 // localArgs is the manifest's command line plus the function's loopback flags.
 func localArgs(svc Service) []string {
 	return append(slices.Clone(svc.Args), loopbackFlags[svc.Binary]...)
+}
+
+// SimulatorService is the Knative Service of the inference simulator the stack starts as the
+// default target endpoint.
+const SimulatorService = "inference-sim"
+
+// portFor is a function's port: SimulatorAddr's for the simulator, a free one for the others.
+func (s *Stack) portFor(svc Service) (int, error) {
+	if svc.Name != SimulatorService || s.opts.SimulatorAddr == "" {
+		return freePort()
+	}
+	host, portText, err := net.SplitHostPort(s.opts.SimulatorAddr)
+	port, perr := strconv.Atoi(portText)
+	if err != nil || perr != nil || port < 1 || port > 65535 || !loopbackAddr(s.opts.SimulatorAddr) {
+		return 0, fmt.Errorf("simulator address %q: want a loopback host:port such as 127.0.0.1:8000 (LENS_SIM_ADDR)", s.opts.SimulatorAddr)
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(host, portText))
+	if err != nil {
+		return 0, fmt.Errorf("the simulator's address %s is taken (%v): stop what listens there or set LENS_SIM_ADDR to another address", s.opts.SimulatorAddr, err)
+	}
+	l.Close()
+	return port, nil
+}
+
+// Simulator is the stack's inference simulator as a task targets it: its OpenAI base URL and
+// the model it serves (the manifest's --model); ok is false when it is not running.
+func (s *Stack) Simulator() (endpointURL, model string, ok bool) {
+	u, ok := s.FunctionURL(SimulatorService)
+	if !ok {
+		return "", "", false
+	}
+	svc, _ := s.manifests.Service(SimulatorService)
+	model = "fake-model" // the simulator's default
+	for i, a := range svc.Args {
+		if a == "--model" && i+1 < len(svc.Args) {
+			model = svc.Args[i+1]
+		} else if v, found := strings.CutPrefix(a, "--model="); found {
+			model = v
+		}
+	}
+	return u + "/v1", model, true
 }
 
 // Stop drains every function (SIGTERM, then waits), then the broker and Redis.

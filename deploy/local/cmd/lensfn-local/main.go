@@ -28,8 +28,13 @@ func main() {
 	if addr == "" {
 		addr = "127.0.0.1:8080"
 	}
+	simAddr := os.Getenv("LENS_SIM_ADDR")
+	if simAddr == "" {
+		simAddr = "127.0.0.1:8000"
+	}
 	opts := local.Options{Env: map[string]string{}, Auth: os.Getenv("LENS_AUTH")}
 	flag.StringVar(&opts.Addr, "addr", addr, "ingress address (LENS_ADDR)")
+	flag.StringVar(&opts.SimulatorAddr, "sim-addr", simAddr, "the inference simulator's address (LENS_SIM_ADDR)")
 	flag.StringVar(&opts.DataDir, "data", dataDir, "data directory (LENS_DATA_DIR)")
 	flag.StringVar(&opts.BinDir, "bin", "bin", "directory of the function binaries (make build)")
 	flag.StringVar(&opts.ModuleDir, "modules", filepath.Join("bin", "modules"), "directory of the built-in WASM modules (make wasm)")
@@ -50,8 +55,11 @@ func main() {
 	if err != nil {
 		logger.Fatal(err)
 	}
-	fmt.Printf("Lensfn is up.\n  API:    %s  (try %s/api/simulation/backends)\n  Broker: %s\n  Redis:  %s\n  Data:   %s\n",
-		stack.APIURL, stack.APIURL, stack.BrokerURL, stack.RedisAddr()+" (password in "+filepath.Join(opts.DataDir, "redis.password")+")", opts.DataDir)
+	fmt.Printf("Lensfn is up.\n  API:       %s/api/simulation  (try %s/api/simulation/backends)\n", stack.APIURL, stack.APIURL)
+	if endpoint, model, ok := stack.Simulator(); ok {
+		fmt.Printf("  Simulator: endpoint_url %s  model_name %s\n", endpoint, model)
+	}
+	fmt.Printf("  Broker:    %s\n  Redis:     %s\n  Data:      %s\n", stack.BrokerURL, stack.RedisAddr()+" (password in "+filepath.Join(opts.DataDir, "redis.password")+")", opts.DataDir)
 	if stack.LocalSessionID != "" {
 		fmt.Printf("  Cluster: %s, session %s  (cluster_session_id for executions and runs)\n", local.LocalClusterName, stack.LocalSessionID)
 	}
