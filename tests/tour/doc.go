@@ -1,0 +1,6 @@
+// Package tour runs the README's quick tour, extracted literally from README.md, in bash
+// against bin/lensfn-local started as `make run` starts it (the same binary, a temporary data
+// dir, a dataset mirror that refuses connections so nothing can need the internet), so the
+// document cannot drift from what the stack does. It needs bash, curl and jq (.ci/run installs
+// them).
+package tour
