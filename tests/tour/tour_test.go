@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +33,11 @@ const (
 
 // tourBlock is the first ```sh block under the heading, verbatim.
 func tourBlock(t *testing.T, heading string) string {
+	return tourBlocks(t, heading)[0]
+}
+
+// tourBlocks are the ```sh blocks of the heading's section, verbatim.
+func tourBlocks(t *testing.T, heading string) []string {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
 	if err != nil {
@@ -42,17 +48,28 @@ func tourBlock(t *testing.T, heading string) string {
 	if at < 0 {
 		t.Fatalf("README.md has no %q section", heading)
 	}
-	text = text[at:]
-	start := strings.Index(text, "\n```sh\n")
-	if start < 0 {
+	text = text[at+len(heading)+2:]
+	if next := strings.Index(text, "\n## "); next >= 0 {
+		text = text[:next]
+	}
+	var blocks []string
+	for {
+		start := strings.Index(text, "\n```sh\n")
+		if start < 0 {
+			break
+		}
+		text = text[start+len("\n```sh\n"):]
+		end := strings.Index(text, "\n```\n")
+		if end < 0 {
+			t.Fatal("unterminated ```sh block")
+		}
+		blocks = append(blocks, text[:end+1])
+		text = text[end:]
+	}
+	if len(blocks) == 0 {
 		t.Fatalf("no ```sh block under %q", heading)
 	}
-	text = text[start+len("\n```sh\n"):]
-	end := strings.Index(text, "\n```\n")
-	if end < 0 {
-		t.Fatal("unterminated ```sh block")
-	}
-	return text[:end+1]
+	return blocks
 }
 
 func need(t *testing.T, tools ...string) {
@@ -309,9 +326,19 @@ func TestTheReadmeTour(t *testing.T) {
 	}
 
 	// After a restart the simulator is where the task points, so a rerun (which probes the
-	// endpoint's /v1/models before it is saved) is accepted.
+	// endpoint's /v1/models before it is saved) is accepted. The restarted stack reads datasets
+	// from a loopback mirror laid out as the README says (a folder of trace files).
 	s.stop(t)
-	s = startStack(t, bin, modules, dataDir, addr, simAddr, "http://"+closed)
+	mirror := "http://" + closed
+	traces := filepath.Join(repoRoot, "..", "shared", "traces", "mooncake")
+	_, err = os.Stat(filepath.Join(traces, "conversation_trace.jsonl"))
+	haveTraces := err == nil
+	if haveTraces {
+		srv := httptest.NewServer(http.FileServer(http.Dir(traces)))
+		defer srv.Close()
+		mirror = srv.URL
+	}
+	s = startStack(t, bin, modules, dataDir, addr, simAddr, mirror)
 	resp, err := http.Post(s.api+"/api/simulation/tasks/"+id+"/rerun", "application/json", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -320,6 +347,24 @@ func TestTheReadmeTour(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("rerun after a restart: %d %s", resp.StatusCode, body)
+	}
+
+	// The README's second step, the real traces, through the mirror.
+	blocks := tourBlocks(t, "## A quick tour")
+	if len(blocks) < 2 || !strings.Contains(blocks[1], "trace-datasets/download") {
+		t.Fatalf("the tour's second block is not the download: %q", blocks)
+	}
+	if !haveTraces {
+		t.Logf("../shared/traces is absent: the download step is not run")
+		return
+	}
+	docs = jsonValues(t, runTour(t, s, "SIM="+readmeSim+"\nAPI="+readmeAPI+"/api/simulation\n"+blocks[1], work))
+	downloads := find(docs, "transferred")
+	if len(downloads) != 1 || downloads[0]["transferred"] != true || downloads[0]["source"] != "mirror" {
+		t.Fatalf("download: %v", downloads)
+	}
+	if tl := find(docs, "request_count"); len(tl) != 1 || tl[0]["request_count"].(float64) != 12031 {
+		t.Fatalf("timeline: %v", tl)
 	}
 }
 
