@@ -24,6 +24,7 @@ import (
 
 	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/state/redisstore"
+	"github.com/lensfn/lensfn/runtime/wasmhost"
 )
 
 // Options configure a Stack.
@@ -124,6 +125,9 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		return nil, err
 	}
 	if err := s.startBroker(); err != nil {
+		return nil, err
+	}
+	if err := s.compileModules(ctx); err != nil {
 		return nil, err
 	}
 	for _, svc := range m.Services {
@@ -391,7 +395,7 @@ func (s *Stack) startFunction(svc Service) error {
 		"PORT": strconv.Itoa(port), "K_SERVICE": svc.Name, "K_REVISION": svc.Name + "-local",
 		"K_CONFIGURATION": svc.Name, "K_SINK": s.BrokerURL, "REDIS_URL": s.RedisURL,
 		"LENS_DATA_DIR": s.opts.DataDir, "LENS_BUILTIN_MODULE_DIR": s.opts.ModuleDir,
-		"LENS_CACHE_DIR": filepath.Join(s.opts.DataDir, "cache"), "LENS_DRAIN_QUIET_PERIOD": "500ms",
+		"LENS_CACHE_DIR": s.cacheDir(), "LENS_DRAIN_QUIET_PERIOD": "500ms",
 		"POD_NAME": svc.Name + "-local", "K_LOGGING_CONFIG": "",
 		// Every function binds loopback and answers loopback names only (DNS rebinding).
 		"LENS_LISTEN_HOST": "127.0.0.1", "LENS_ALLOWED_HOSTS": loopbackHosts, "LENS_AUTH": s.opts.Auth,
@@ -425,6 +429,40 @@ var loopbackFlags = map[string][]string{"inference-sim": {"--host", "127.0.0.1"}
 // localArgs is the manifest's command line plus the function's loopback flags.
 func localArgs(svc Service) []string {
 	return append(slices.Clone(svc.Args), loopbackFlags[svc.Binary]...)
+}
+
+// compileModules compiles the WASM modules into the functions' shared compilation cache once,
+// before any function starts: otherwise every function that loads them compiles the same
+// modules at the same time on a cold cache (tens of seconds each, silently). A warm cache
+// makes this a check of the manifests.
+func (s *Stack) compileModules(ctx context.Context) error {
+	if s.opts.ModuleDir == "" {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(s.opts.ModuleDir, "manifest.json")); err != nil {
+		return nil // no modules built: the functions say so themselves
+	}
+	cfg := wasmhost.Config{CacheDir: s.cacheDir(), BuiltinDir: s.opts.ModuleDir, Log: s.opts.Log}
+	if dir := s.opts.Env["LENS_MODULE_DIR"]; dir != "" {
+		cfg.ModuleDirs = []string{dir}
+	}
+	started := time.Now()
+	host, err := wasmhost.New(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("WASM modules in %s: %w", s.opts.ModuleDir, err)
+	}
+	if d := time.Since(started); d > time.Second {
+		s.opts.Log("WASM modules compiled in %.1fs into %s", d.Seconds(), cfg.CacheDir)
+	}
+	return host.Close(ctx)
+}
+
+// cacheDir is LENS_CACHE_DIR of every function.
+func (s *Stack) cacheDir() string {
+	if dir := s.opts.Env["LENS_CACHE_DIR"]; dir != "" {
+		return dir
+	}
+	return filepath.Join(s.opts.DataDir, "cache")
 }
 
 // SimulatorService is the Knative Service of the inference simulator the stack starts as the

@@ -26,7 +26,8 @@ func Build(ctx context.Context, d fn.Deps) (*fn.Function, error) {
 	if d.Config.ModuleDir != "" {
 		dirs = append(dirs, d.Config.ModuleDir)
 	}
-	host, err := wasmhost.New(ctx, wasmhost.Config{CacheDir: d.Config.CacheDir, BuiltinDir: d.Config.BuiltinModuleDir, ModuleDirs: dirs})
+	host, err := wasmhost.New(ctx, wasmhost.Config{CacheDir: d.Config.CacheDir, BuiltinDir: d.Config.BuiltinModuleDir, ModuleDirs: dirs,
+		Log: func(format string, args ...any) { d.Log.Infof(format, args...) }})
 	if err != nil {
 		return nil, fmt.Errorf("load WASM modules: %w", err)
 	}

@@ -35,6 +35,10 @@ type Config struct {
 	MemoryLimitPages uint32
 	// CallTimeout bounds one call into a user module; default 10 s.
 	CallTimeout time.Duration
+	// Log, when set, is told about each module New has to compile and check (a cold cache:
+	// seconds per module), so a first start is not silent. Modules verified before are not
+	// compiled at load and not logged.
+	Log func(format string, args ...any)
 }
 
 // ModuleInfo describes a loaded module.
@@ -183,8 +187,15 @@ func (h *Host) load(ctx context.Context, path string, e ManifestEntry, builtin b
 		m.setDescriptor(d)
 		return m, nil
 	}
+	started := time.Now()
+	if h.cfg.Log != nil {
+		h.cfg.Log("compiling WASM module %s (%s, %d KiB; first start only, cached in %s)", e.Name, e.Kind, len(bin)>>10, h.cfg.CacheDir)
+	}
 	m.compileWith(ctx, bin)
 	d, err := m.check(ctx, e)
+	if h.cfg.Log != nil && err == nil {
+		h.cfg.Log("compiled WASM module %s in %.1fs", e.Name, time.Since(started).Seconds())
+	}
 	if err != nil {
 		m.close(ctx)
 		return nil, fmt.Errorf("%s: %w", path, err)
