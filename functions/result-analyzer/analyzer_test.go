@@ -263,10 +263,20 @@ func TestAStoppedRunReportsTheProgressItMade(t *testing.T) {
 		recs = append(recs, record(i, 200, 20, 120))
 	}
 	id := replayedTask(t, repo, "stopped by request", recs)
+	task := analyzeReplayed(t, a, repo, id, simtask.StatusCancelled,
+		simtask.ReplayCounts{Scheduled: 162, Sent: 38, NotSent: map[string]int64{simtask.NotSentRunEnded: 124}})
+	if task.Status != simtask.StatusCancelled || task.ProgressPercent != 23.5 {
+		t.Fatalf("%s at %v%%", task.Status, task.ProgressPercent)
+	}
+}
+
+// analyzeReplayed records the replay's outcome and counts on a replayed task, analyses it and
+// returns the finished task.
+func analyzeReplayed(t *testing.T, a *resultanalyzer.Analyzer, repo *simtask.Repo, id, outcome string, counts simtask.ReplayCounts) *simtask.Task {
+	t.Helper()
 	ctx := context.Background()
 	_, err := repo.Patch(ctx, id, state.Fence{}, func(t *simtask.Task) error {
-		t.Internal.ReplayOutcome = simtask.StatusCancelled
-		t.Internal.Replay = &simtask.ReplayCounts{Scheduled: 162, Sent: 38, NotSent: map[string]int64{simtask.NotSentRunEnded: 124}}
+		t.Internal.ReplayOutcome, t.Internal.Replay = outcome, &counts
 		return nil
 	})
 	if err != nil {
@@ -279,7 +289,5 @@ func TestAStoppedRunReportsTheProgressItMade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if task.Status != simtask.StatusCancelled || task.ProgressPercent != 23.5 {
-		t.Fatalf("%s at %v%%", task.Status, task.ProgressPercent)
-	}
+	return task
 }

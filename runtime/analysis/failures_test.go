@@ -11,20 +11,7 @@ import (
 
 func summaryOf(t *testing.T, records []loadgen.Record) analysis.Summary {
 	t.Helper()
-	acc, err := analysis.New(analysis.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range records {
-		if err := acc.Add(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s, err := acc.Summary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return summarize(t, analysis.Options{}, records...)
 }
 
 func failedRecord(id int64, status *int, msg string) loadgen.Record {

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Times `make run` to its first answer, as BENCHMARKS.md ("First start") reports it: cold (an
+# empty Go build cache in a temp dir, no bin/, a new data dir; the module cache as it is) and
+# warm (the same again with nothing changed). Prints the phases and the load average.
+#
+# usage: tests/bench/first-start.sh   (run from the repository root; uses free loopback ports)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+gocache=$(mktemp -d)
+data=$(mktemp -d)
+trap 'rm -rf "$gocache" "$data"; [ -n "${pid:-}" ] && kill -INT "$pid" 2>/dev/null; wait 2>/dev/null || true' EXIT
+export GOCACHE=$gocache GOFLAGS=-modcacherw LENS_DATA_DIR=$data
+addr=127.0.0.1:$(free_port)
+export LENS_ADDR=$addr LENS_SIM_ADDR=127.0.0.1:$(free_port)
+
+run_once() { # label
+	local label=$1 t0 t1 t2
+	echo "== $label (load average: $(cut -d' ' -f1-3 /proc/loadavg))"
+	t0=$(now)
+	make -s build >/dev/null
+	echo "  build:  $(since "$t0") s"
+	t1=$(now)
+	make -s wasm >/dev/null
+	echo "  wasm:   $(since "$t1") s"
+	t2=$(now)
+	bin/lensfn-local >"$data/stdout.log" 2>"$data/stderr.log" &
+	pid=$!
+	until curl -sf "http://$addr/api/simulation/backends" >/dev/null 2>&1; do
+		kill -0 "$pid" 2>/dev/null || { echo "lensfn-local exited:"; tail -20 "$data/stderr.log"; exit 1; }
+		sleep 0.2
+	done
+	echo "  stack:  $(since "$t2") s to the first answer"
+	echo "  total:  $(since "$t0") s"
+	kill -INT "$pid"
+	wait "$pid" || true
+	pid=
+}
+
+rm -rf bin
+run_once cold
+run_once warm
