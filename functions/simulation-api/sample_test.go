@@ -106,7 +106,7 @@ func TestTheSampleIsThereOutOfTheBox(t *testing.T) {
 		t.Fatalf("%d %+v", code, res)
 	}
 	var meta map[string]any
-	raw, _ := os.ReadFile(res.MetadataPath)
+	raw, _ := os.ReadFile(filepath.Join(h.dataDir, res.MetadataPath)) // paths are relative to the data dir
 	if json.Unmarshal(raw, &meta) != nil || meta["fetched_from"] != "generated" || meta["sha256"] != sampleDigest {
 		t.Fatalf("metadata %s", raw)
 	}
