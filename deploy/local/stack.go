@@ -476,6 +476,9 @@ func (s *Stack) portFor(svc Service) (int, error) {
 	}
 	host, portText, err := net.SplitHostPort(s.opts.SimulatorAddr)
 	port, perr := strconv.Atoi(portText)
+	if err == nil && perr == nil && port == 0 && loopbackAddr(s.opts.SimulatorAddr) {
+		return freePort() // host:0, as for the ingress: any free port
+	}
 	if err != nil || perr != nil || port < 1 || port > 65535 || !loopbackAddr(s.opts.SimulatorAddr) {
 		return 0, fmt.Errorf("simulator address %q: want a loopback host:port such as 127.0.0.1:8000 (LENS_SIM_ADDR)", s.opts.SimulatorAddr)
 	}

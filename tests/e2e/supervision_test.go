@@ -192,7 +192,7 @@ func TestStackLeavesNothingBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := func(sig syscall.Signal) {
-		stack := exec.Command(filepath.Join(bin, "lensfn-local"), "--addr", "127.0.0.1:0", "--data", dataDir, "--bin", bin,
+		stack := exec.Command(filepath.Join(bin, "lensfn-local"), "--addr", "127.0.0.1:0", "--sim-addr", "127.0.0.1:0", "--data", dataDir, "--bin", bin,
 			"--modules", wasmtest.BuiltinDir(t), "--manifests", filepath.Join(repoRoot, "deploy", "knative"))
 		stdout, _ := stack.StdoutPipe()
 		stack.Stderr = os.Stderr
