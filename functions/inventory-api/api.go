@@ -94,21 +94,24 @@ func New(d fn.Deps, cfg Config) (*fn.Function, *API, error) {
 	read, admin := auth.EvaluateRunRead, auth.InventoryAdmin
 	routes := []fn.Route{
 		{Method: "POST", Path: "/api/cluster/clusters", Scope: admin, Handler: fn.Handle(a.createCluster), MaxBodyBytes: maxKubeconfigBytes + 64<<10},
-		{Method: "GET", Path: "/api/cluster/clusters", Scope: read, Handler: fn.Handle(a.listClusters)},
+		{Method: "GET", Path: "/api/cluster/clusters", Scope: read, Handler: fn.Handle(a.listClusters), Query: []string{"offset", "limit", "name"}},
 		{Method: "GET", Path: "/api/cluster/clusters/{id}", Scope: read, Handler: fn.Handle(a.getCluster)},
 		{Method: "POST", Path: "/api/cluster/clusters/{id}/sessions", Scope: admin, Handler: fn.Handle(a.openSession)},
 		{Method: "GET", Path: "/api/cluster/sessions/{id}", Scope: read, Handler: fn.Handle(a.getSession)},
 		{Method: "POST", Path: "/api/v1/deployments/executions", Scope: admin, Handler: fn.Handle(a.createExecution)},
-		{Method: "GET", Path: "/api/v1/deployments/executions", Scope: read, Handler: fn.Handle(a.listExecutions)},
+		{Method: "GET", Path: "/api/v1/deployments/executions", Scope: read, Handler: fn.Handle(a.listExecutions),
+			Query: []string{"offset", "limit", "cluster_session_id", "deployment_ownership", "status", "model"}},
 		{Method: "GET", Path: "/api/v1/deployments/executions/{id}", Scope: read, Handler: fn.Handle(a.getExecution)},
 		{Method: "DELETE", Path: "/api/v1/deployments/executions/{id}", Scope: admin, Handler: fn.Handle(a.deleteExecution)},
 		{Method: "POST", Path: "/api/v1/model-services", Scope: admin, Handler: fn.Handle(a.createModelService)},
-		{Method: "GET", Path: "/api/v1/model-services", Scope: read, Handler: fn.Handle(a.listModelServices)},
+		{Method: "GET", Path: "/api/v1/model-services", Scope: read, Handler: fn.Handle(a.listModelServices),
+			Query: []string{"offset", "limit", "cluster_session_id", "published_name", "status"}},
 		{Method: "GET", Path: "/api/v1/model-services/{id}", Scope: read, Handler: fn.Handle(a.getModelService)},
 		{Method: "DELETE", Path: "/api/v1/model-services/{id}", Scope: admin, Handler: fn.Handle(a.deleteModelService)},
 		{Method: "POST", Path: "/api/v1/configurations", Scope: admin, Handler: fn.Handle(a.createConfiguration),
 			MaxBodyBytes: inventory.MaxConfigurationContentBytes + inventory.MaxConfigurationProvenanceBytes + 64<<10},
-		{Method: "GET", Path: "/api/v1/configurations", Scope: read, Handler: fn.Handle(a.listConfigurations)},
+		{Method: "GET", Path: "/api/v1/configurations", Scope: read, Handler: fn.Handle(a.listConfigurations),
+			Query: []string{"offset", "limit", "type", "provider_ref", "checksum"}},
 		{Method: "GET", Path: "/api/v1/configurations/{id}", Scope: read, Handler: fn.Handle(a.getConfiguration)},
 	}
 
