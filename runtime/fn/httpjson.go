@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"reflect"
-	"strings"
 
 	"github.com/lensfn/lensfn/runtime/problem"
 	"github.com/lensfn/lensfn/runtime/state"
@@ -71,25 +69,6 @@ func JSONDepth(data []byte) int {
 	return deepest
 }
 
-func fieldErrorOf(err error) problem.FieldError {
-	var typeErr *json.UnmarshalTypeError
-	var syntaxErr *json.SyntaxError
-	switch {
-	case errors.As(err, &typeErr):
-		loc := []string{"body"}
-		if typeErr.Field != "" {
-			loc = append(loc, strings.Split(typeErr.Field, ".")...)
-		}
-		return problem.Field(fmt.Sprintf("expected %s, got %s", jsonKindOf(typeErr.Type), articled(typeErr.Value)), "type_error", loc...)
-	case errors.As(err, &syntaxErr):
-		return problem.Field(fmt.Sprintf("malformed JSON at byte %d", syntaxErr.Offset), "json_invalid", "body")
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return problem.Field("extra fields not permitted", "extra_forbidden", "body", name)
-	}
-	return problem.Field(err.Error(), "json_invalid", "body")
-}
-
 // storeProblem turns an error that says the state store cannot be reached into a 503, whatever
 // code a handler wrapped it in: an outage is never the client's fault, nor permanent.
 func storeProblem(err error) error {
@@ -97,48 +76,6 @@ func storeProblem(err error) error {
 		return problem.Wrap(problem.CodeUnavailable, err, "the state store is unavailable; try again shortly")
 	}
 	return err
-}
-
-// jsonKindOf names what a Go type accepts in JSON terms: clients see "a number", never float64
-// or a package's struct name.
-func jsonKindOf(t reflect.Type) string {
-	if t == nil {
-		return "a JSON value"
-	}
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.String:
-		return "a string"
-	case reflect.Slice, reflect.Array:
-		return "a JSON array"
-	case reflect.Struct, reflect.Map:
-		return "a JSON object"
-	}
-	return "a JSON value"
-}
-
-// articled turns encoding/json's name of the value it found ("number", "array", "number 1.5")
-// into words ("a number", "an array").
-func articled(found string) string {
-	kind, _, _ := strings.Cut(found, " ")
-	switch kind {
-	case "array", "object":
-		return "an " + kind
-	case "bool":
-		return "true or false"
-	case "":
-		return "a value"
-	}
-	return "a " + kind
 }
 
 // WriteJSON answers with status and v as JSON.
