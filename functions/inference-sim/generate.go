@@ -10,7 +10,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/lensfn/lensfn/functions/inference-sim/latency"
+	"github.com/lensfn/lensfn/wasm-modules/latency"
 )
 
 const (

@@ -110,7 +110,7 @@ func benchmarkSchedule(b *testing.B, config string, outputTokens int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	in := wasmhost.LatencyInput{PromptTokens: 2000, CachedPromptTokens: 512, OutputTokens: outputTokens, RunningRequests: 3, MaxNumSeqs: 8}
+	in := latency.Input{PromptTokens: 2000, CachedPromptTokens: 512, OutputTokens: outputTokens, RunningRequests: 3, MaxNumSeqs: 8}
 	var gaps []time.Duration
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -133,9 +133,9 @@ func BenchmarkScheduleNative128TokensJitter(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var out []int64
+	var gaps []time.Duration
 	for i := 0; i < b.N; i++ {
-		out = m.Schedule(latencyInput(i), out)
+		_, gaps, err = m.Schedule(latencyInput(i), gaps)
 	}
 }
 

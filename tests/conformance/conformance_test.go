@@ -7,18 +7,18 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	inferencesim "github.com/lensfn/lensfn/functions/inference-sim"
 	"github.com/lensfn/lensfn/runtime/wasmhost"
 	"github.com/lensfn/lensfn/runtime/wasmhost/wasmtest"
 	"github.com/lensfn/lensfn/wasm-modules/abi"
 	"github.com/lensfn/lensfn/wasm-modules/latency"
-	"github.com/lensfn/lensfn/wasm-modules/latency/constant"
-	"github.com/lensfn/lensfn/wasm-modules/latency/pertoken"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt/bailian"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt/baseten"
@@ -275,46 +275,68 @@ func TestBadInputNamesFileLineAndFieldAndHostRecovers(t *testing.T) {
 	}
 }
 
-func TestCalculatorsMatchNativeCores(t *testing.T) {
-	h := builtinHost(t)
-	configs := map[string]string{
-		"constant": `{"time-to-first-token":"20ms","time-to-first-token-std-dev":"6ms","inter-token-latency":"2ms",
-			"inter-token-latency-std-dev":"500us","kv-cache-transfer-latency":"5ms","kv-cache-transfer-latency-std-dev":"1ms","time-factor-under-load":1.5}`,
-		"per-token": `{"prefill-overhead":"3ms","prefill-time-per-token":"20us","prefill-time-std-dev":"2ms","inter-token-latency":1.25,
-			"inter-token-latency-std-dev":0.3,"kv-cache-transfer-time-per-token":"1us","kv-cache-transfer-time-std-dev":"100us","time-factor-under-load":3}`,
+// TestWASMCalculatorsMatchTheNativeOnes: the simulator's built-in calculators (the latency
+// core, run natively) and the same calculators run as WASM modules through the simulator's
+// resolver give bit-identical schedules: with every latency flag set (each std-dev included),
+// load factors from an idle server to past max-num-seqs (max-num-seqs 1 included), local and
+// remote prefill, and any seed. The flags come from latency.DurationFlags, so a new flag is
+// covered without touching this test.
+func TestWASMCalculatorsMatchTheNativeOnes(t *testing.T) {
+	sims := &inferencesim.WASMCalculators{Dirs: inferencesim.ModuleDirs{Builtin: wasmtest.BuiltinDir(t), Cache: wasmtest.CacheDir(t)}}
+	t.Cleanup(func() { sims.Close(context.Background()) })
+	var cfg latency.Config
+	for i, f := range latency.DurationFlags {
+		mean := time.Duration(i+1) * 1700 * time.Microsecond
+		if strings.HasSuffix(f.Name, "-per-token") {
+			mean = time.Duration(i+1) * 1300 * time.Nanosecond
+		}
+		*f.Field(&cfg) = mean
 	}
-	natives := map[string]func([]byte) (*latency.Model, error){"constant": constant.New, "per-token": pertoken.New}
+	// Each std-dev at its bound (30% of its mean), plus odd nanoseconds.
+	cfg.TimeToFirstTokenStdDev = cfg.TimeToFirstToken*3/10 - 7
+	cfg.InterTokenLatencyStdDev = cfg.InterTokenLatency*3/10 - 3
+	cfg.KVCacheTransferLatencyStdDev = cfg.KVCacheTransferLatency*3/10 - 1
+	for _, f := range latency.DurationFlags {
+		if *f.Field(&cfg) == 0 {
+			t.Fatalf("flag %s is not set: the test must cover every latency flag", f.Name)
+		}
+	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	for name, cfg := range configs {
-		calc, err := h.Calculator(name, []byte(cfg))
-		if err != nil {
-			t.Fatal(err)
-		}
-		native, err := natives[name]([]byte(cfg))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var gaps []time.Duration
-		for i := 0; i < 2000; i++ {
-			in := wasmhost.LatencyInput{PromptTokens: rng.IntN(8000), OutputTokens: rng.IntN(300), RunningRequests: rng.IntN(10),
-				MaxNumSeqs: 1 + rng.IntN(8), RemotePrefill: rng.IntN(4) == 0, Rand: rng.Uint64()}
-			in.CachedPromptTokens = rng.IntN(in.PromptTokens + 1)
-			ttft, g, err := calc.Schedule(in, gaps)
+	for _, factor := range []float64{1, 1.5, 3} {
+		cfg.TimeFactorUnderLoad = factor
+		for _, name := range []string{latency.NameConstant, latency.NamePerToken} {
+			native, err := latency.New(name, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			gaps = g
-			want := native.Schedule(latency.Input(in), nil)
-			if int64(ttft) != want[0] || len(g) != len(want)-1 {
-				t.Fatalf("%s %+v: ttft %d gaps %d, native %d gaps %d", name, in, ttft, len(g), want[0], len(want)-1)
+			module, err := sims.Resolve("wasm:"+name, cfg)
+			if err != nil {
+				t.Fatal(err)
 			}
-			for j := range g {
-				if int64(g[j]) != want[j+1] {
-					t.Fatalf("%s %+v: gap %d = %d, native %d", name, in, j, g[j], want[j+1])
+			var ng, mg []time.Duration
+			for i := 0; i < 400; i++ {
+				in := latency.Input{PromptTokens: rng.IntN(8000), OutputTokens: rng.IntN(300), RunningRequests: rng.IntN(10),
+					MaxNumSeqs: 1 + rng.IntN(8), RemotePrefill: rng.IntN(4) == 0, Rand: rng.Uint64()}
+				if i%5 == 0 {
+					in.MaxNumSeqs, in.RunningRequests = 1, rng.IntN(2) // the load factor at --max-num-seqs 1
+				}
+				in.CachedPromptTokens = rng.IntN(in.PromptTokens + 1)
+				nt, g1, err := native.Schedule(in, ng)
+				if err != nil {
+					t.Fatal(err)
+				}
+				mt, g2, err := module.Schedule(in, mg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ng, mg = g1, g2
+				if nt != mt || !slices.Equal(ng, mg) {
+					t.Fatalf("%s factor %v %+v: native ttft %v gaps %v, module ttft %v gaps %v", name, factor, in, nt, ng, mt, mg)
 				}
 			}
 		}
 	}
+	h := builtinHost(t)
 	if _, err := h.Calculator("constant", []byte(`{"time-to-first-token":"10ms","time-to-first-token-std-dev":"9ms"}`)); err == nil || !strings.Contains(err.Error(), "exceeds 30%") {
 		t.Fatalf("bad configuration: %v", err)
 	}

@@ -17,12 +17,7 @@ func Descriptor() abi.Descriptor {
 		Description: "TTFT = time-to-first-token (P/D: kv-cache-transfer-latency); gaps = inter-token-latency; load factor on TTFT and gaps"}
 }
 
-// New parses the configuration and returns the calculator.
-func New(configJSON []byte) (*latency.Model, error) { return latency.ParseModel(configJSON, ttft) }
-
-func ttft(c *latency.Config, in latency.Input) (mean, std int64, loaded bool) {
-	if in.RemotePrefill {
-		return c.KVCacheTransferLatency, c.KVCacheTransferLatencyStdDev, false
-	}
-	return c.TimeToFirstToken, c.TimeToFirstTokenStdDev, true
+// New parses the configuration and returns the calculator (the core's ConstantTTFT rule).
+func New(configJSON []byte) (*latency.Model, error) {
+	return latency.ParseModel(configJSON, latency.ConstantTTFT)
 }

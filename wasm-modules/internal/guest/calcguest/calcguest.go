@@ -2,6 +2,7 @@ package calcguest
 
 import (
 	"errors"
+	"time"
 	"unsafe"
 
 	"github.com/lensfn/lensfn/wasm-modules/abi"
@@ -12,7 +13,7 @@ import (
 var (
 	newModel  func(configJSON []byte) (*latency.Model, error)
 	model     *latency.Model
-	durations []int64
+	durations []time.Duration
 )
 
 // Serve makes the module a latency calculator: d is its descriptor, factory parses the
@@ -38,11 +39,15 @@ func schedule(prompt, cached, outputTokens, running, maxNumSeqs, flags uint32, r
 	if model == nil {
 		return guest.Fail(errors.New("lens_calc_schedule called before lens_calc_configure"))
 	}
-	durations = model.Schedule(latency.Input{
+	var err error
+	durations, err = model.Timeline(latency.Input{
 		PromptTokens: int(int32(prompt)), CachedPromptTokens: int(int32(cached)), OutputTokens: int(int32(outputTokens)),
 		RunningRequests: int(int32(running)), MaxNumSeqs: int(int32(maxNumSeqs)),
 		RemotePrefill: flags&abi.ScheduleFlagRemotePrefill != 0, Rand: rand,
 	}, durations)
-	// wasm is little-endian, so the []int64 already has the ABI's byte layout.
+	if err != nil {
+		return guest.Fail(err)
+	}
+	// wasm is little-endian, so the []time.Duration (int64) already has the ABI's byte layout.
 	return guest.Packed(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(durations))), 8*len(durations)))
 }
