@@ -70,6 +70,10 @@ type Simulator struct {
 	draining atomic.Bool
 	tlsConf  *tls.Config
 	dataset  *dataset
+
+	// beforeEmit, when set (by in-package tests only), runs after a stream's wait
+	// and before its due frames are built: a test makes the server late with it.
+	beforeEmit func()
 }
 
 // rank is one data-parallel rank.

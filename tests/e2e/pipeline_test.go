@@ -285,7 +285,12 @@ func TestStopAndLostRunner(t *testing.T) {
 
 	id := createTask(t, api, endpoint, `,"trace_end_seconds":600`)
 	waitForStatus(t, api, id, time.Minute, "running")
-	time.Sleep(1500 * time.Millisecond)
+	// Stop a replay that is under way: once the simulator has answered its first requests.
+	sim := strings.TrimSuffix(endpoint, "/v1")
+	eventually(t, time.Minute, "the replay's first answered requests", func() bool {
+		n, _ := strconv.ParseFloat(metric(t, sim, `vllm:e2e_request_latency_seconds_count{model_name="`+simModel+`"}`), 64)
+		return n > 0
+	})
 	stopAt := time.Now()
 	code, raw := post(t, api+"/tasks/"+id+"/stop", "application/json", "", nil)
 	if code != 200 || !strings.Contains(raw, `"cancelling"`) {
