@@ -7,6 +7,7 @@
 // (Trigger dataset-downloaded-to-simulation-api) and builds the dataset's timeline index, so the
 // expensive parse happens once, off the request path, exactly once per event.
 //
-// It may import events, runtime/fn, runtime/problem, runtime/cloudevent, runtime/state and
-// runtime/wasmhost; nothing imports it but its cmd and tests/.
+// It may import events, runtime/fn, runtime/auth, runtime/problem, runtime/cloudevent,
+// runtime/state, runtime/simtask, runtime/secret, runtime/analysis and runtime/wasmhost;
+// nothing imports it but its cmd and tests/.
 package simulationapi

@@ -57,6 +57,6 @@ func (s *Shared) Report(suite string) string {
 	}
 	names := append([]string(nil), s.skipped...)
 	sort.Strings(names)
-	return fmt.Sprintf("%s: %d real-trace cases skipped (%s), the generated-trace cases ran: %s",
+	return fmt.Sprintf("%s: ran on generated traces only, skipped %d real-trace cases because %s: %s",
 		suite, len(names), s.reason, strings.Join(names, ", "))
 }

@@ -1,4 +1,5 @@
 // Command guest is the per-token latency-calculator module.
-// Imports: the standard library, wasm-modules/internal/guest and its core package.
+// Imports: the standard library, wasm-modules/internal/guest/calcguest and its core
+// package wasm-modules/latency/pertoken.
 // Build: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared (see wasm-modules/build.sh).
 package main
