@@ -70,7 +70,7 @@ func functionOf(rel string) string {
 // and also used natively, so that host and guest share one implementation: the plugin ABI,
 // the latency core (the simulator's built-in calculators are the guests' own code) and the
 // one SplitMix64. Every layer may import them; they import only each other. The packages
-// under them (constant, pertoken, the guests) are not cores: only wasm-modules uses those.
+// under them (the guests) are not cores: only wasm-modules uses those.
 var pureCores = []string{"wasm-modules/abi", "wasm-modules/latency", "wasm-modules/splitmix"}
 
 func pureCore(rel string) bool {

@@ -11,7 +11,6 @@ import (
 	"github.com/lensfn/lensfn/runtime/wasmhost/wasmtest"
 	"github.com/lensfn/lensfn/wasm-modules/abi"
 	"github.com/lensfn/lensfn/wasm-modules/latency"
-	"github.com/lensfn/lensfn/wasm-modules/latency/pertoken"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt/mooncake"
 )
@@ -129,7 +128,7 @@ func BenchmarkScheduleWASM128Tokens(b *testing.B)       { benchmarkSchedule(b, s
 func BenchmarkScheduleWASM128TokensJitter(b *testing.B) { benchmarkSchedule(b, jitterConfig, 128) }
 
 func BenchmarkScheduleNative128TokensJitter(b *testing.B) {
-	m, err := pertoken.New([]byte(jitterConfig))
+	m, err := latency.PerToken.New([]byte(jitterConfig))
 	if err != nil {
 		b.Fatal(err)
 	}

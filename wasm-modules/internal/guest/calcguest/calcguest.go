@@ -11,22 +11,21 @@ import (
 )
 
 var (
-	newModel  func(configJSON []byte) (*latency.Model, error)
+	module    latency.Module
 	model     *latency.Model
 	durations []time.Duration
 )
 
-// Serve makes the module a latency calculator: d is its descriptor, factory parses the
-// configuration into a model.
-func Serve(d abi.Descriptor, factory func(configJSON []byte) (*latency.Model, error)) {
-	d.Kind = abi.KindLatencyCalculator
-	guest.SetDescriptor(d)
-	newModel = factory
+// Serve makes the module the latency calculator m: its descriptor, and its rule for the
+// configuration lens_calc_configure receives.
+func Serve(m latency.Module) {
+	guest.SetDescriptor(m.Descriptor())
+	module = m
 }
 
 //go:wasmexport lens_calc_configure
 func configure(ptr, length uint32) uint64 {
-	m, err := newModel(guest.Bytes(ptr, length))
+	m, err := module.New(guest.Bytes(ptr, length))
 	if err != nil {
 		return guest.Fail(err)
 	}
