@@ -23,13 +23,7 @@ import (
 // prints one line naming them.
 var shared tracefixture.Shared
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if line := shared.Report("tests/conformance"); line != "" {
-		fmt.Println(line)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { shared.Main(m, "tests/conformance") }
 
 // sharedTraces is the real traces directory, or a recorded skip.
 func sharedTraces(tb testing.TB) string {

@@ -80,6 +80,8 @@ type taskView struct {
 	Result          json.RawMessage `json:"result"`
 }
 
+// createTask creates a replay of dataset in the chat scenario with the extra fields and
+// returns its id.
 func createTask(t *testing.T, api, endpoint, dataset, extra string) string {
 	t.Helper()
 	return postTask(t, api, `{"name":"e2e replay","scenario":"chat","endpoint_url":"`+endpoint+`","model_name":"`+simModel+

@@ -16,13 +16,7 @@ import (
 // one line naming them. The core cases run on the generated datasets below either way.
 var shared tracefixture.Shared
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if line := shared.Report("tests/e2e"); line != "" {
-		fmt.Println(line)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { shared.Main(m, "tests/e2e") }
 
 // The generated datasets every stack gets, registered as an operator would register a trace
 // of their own (<name>.dataset.json beside the file in <data dir>/datasets).

@@ -60,3 +60,13 @@ func (s *Shared) Report(suite string) string {
 	return fmt.Sprintf("%s: ran on generated traces only, skipped %d real-trace cases because %s: %s",
 		suite, len(names), s.reason, strings.Join(names, ", "))
 }
+
+// Main is a suite's TestMain: it runs the tests, prints Report's line when something was
+// skipped, and exits with the tests' status.
+func (s *Shared) Main(m *testing.M, suite string) {
+	code := m.Run()
+	if line := s.Report(suite); line != "" {
+		fmt.Println(line)
+	}
+	os.Exit(code)
+}
