@@ -8,6 +8,6 @@
 // expensive parse happens once, off the request path, exactly once per event.
 //
 // It may import events, runtime/fn, runtime/auth, runtime/problem, runtime/cloudevent,
-// runtime/state, runtime/simtask, runtime/secret, runtime/analysis, runtime/loadgen and
+// runtime/state, runtime/simtask, runtime/egress, runtime/analysis, runtime/loadgen and
 // runtime/wasmhost; nothing imports it but its cmd and tests/.
 package simulationapi
