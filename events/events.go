@@ -73,6 +73,25 @@ var Catalogue = []Definition{
 		Description: "A runner finished sending a simulation task's requests; the per-request records wait for analysis.",
 		Payload:     reflect.TypeFor[TaskReplayed](),
 	},
+	{
+		Type:   TypeRunRequested,
+		Source: SourceUser,
+		Description: "A user asks for a benchmark run (the POST /api/v1/evaluate/runs body plus an idempotency key); " +
+			"the evaluation API creates it exactly as the REST route does, once per key.",
+		Payload: reflect.TypeFor[RunRequested](),
+	},
+	{
+		Type:        TypeRunQueued,
+		Source:      SourceEvaluationAPI,
+		Description: "A benchmark run was stored queued and waits for a benchmark runner.",
+		Payload:     reflect.TypeFor[RunQueued](),
+	},
+	{
+		Type:        TypeRunFinished,
+		Source:      SourceBenchmarkRunner,
+		Description: "A benchmark run reached a terminal status: its headline metrics and SLA verdict.",
+		Payload:     reflect.TypeFor[RunFinished](),
+	},
 }
 
 // Lookup returns the definition of an event type.

@@ -61,27 +61,43 @@ func schemaOf(t reflect.Type) (map[string]any, error) {
 	case reflect.Struct:
 		props := map[string]any{}
 		required := []string{}
-		for i := range t.NumField() {
-			f := t.Field(i)
-			// Payload fields always carry a json tag: the wire name is part of the contract.
-			name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if !f.IsExported() || name == "" || name == "-" {
-				continue
-			}
-			prop, err := schemaOf(f.Type)
-			if err != nil {
-				return nil, fmt.Errorf("field %s: %w", f.Name, err)
-			}
-			if doc := f.Tag.Get("doc"); doc != "" {
-				prop["description"] = doc
-			}
-			props[name] = prop
-			if !strings.Contains(opts, "omitempty") {
-				required = append(required, name)
-			}
+		if err := structFields(t, props, &required); err != nil {
+			return nil, err
 		}
 		return map[string]any{"type": "object", "properties": props, "required": required,
 			"additionalProperties": false}, nil
 	}
 	return nil, fmt.Errorf("type %s has no JSON Schema mapping", t)
+}
+
+// structFields adds the properties of struct t; an embedded struct without a json tag has its
+// fields promoted, as encoding/json does.
+func structFields(t reflect.Type, props map[string]any, required *[]string) error {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if f.Anonymous && tag == "" && f.Type.Kind() == reflect.Struct {
+			if err := structFields(f.Type, props, required); err != nil {
+				return err
+			}
+			continue
+		}
+		// Payload fields always carry a json tag: the wire name is part of the contract.
+		name, opts, _ := strings.Cut(tag, ",")
+		if !f.IsExported() || name == "" || name == "-" {
+			continue
+		}
+		prop, err := schemaOf(f.Type)
+		if err != nil {
+			return fmt.Errorf("field %s: %w", f.Name, err)
+		}
+		if doc := f.Tag.Get("doc"); doc != "" {
+			prop["description"] = doc
+		}
+		props[name] = prop
+		if !strings.Contains(opts, "omitempty") {
+			*required = append(*required, name)
+		}
+	}
+	return nil
 }

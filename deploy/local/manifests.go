@@ -47,7 +47,7 @@ type Service struct {
 	ClusterEnv    []string
 	Args          []string
 	ReadinessPath string
-	PathPrefix    string // lensfn.dev/path-prefix: the routes the ingress sends here
+	PathPrefix    string // lensfn.dev/path-prefix: the routes the ingress sends here, comma-separated
 	Object        Object
 }
 
@@ -132,6 +132,18 @@ func (m *Manifests) Service(name string) (Service, bool) {
 		}
 	}
 	return Service{}, false
+}
+
+// PathPrefixes are the route prefixes of the path-prefix annotation, without trailing slashes
+// (a function serving several route families lists them comma-separated).
+func (s Service) PathPrefixes() []string {
+	var out []string
+	for _, p := range strings.Split(s.PathPrefix, ",") {
+		if p = strings.TrimRight(strings.TrimSpace(p), "/"); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func serviceOf(obj Object) (Service, error) {

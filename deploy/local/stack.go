@@ -52,14 +52,17 @@ type Stack struct {
 	RedisURL  string
 	BrokerURL string
 	APIURL    string
-	procs     map[string]*process
-	broker    *Broker
-	servers   []*http.Server
-	stopRedis func()
-	redis     *process // redis-server when it is on PATH
-	dataLock  *os.File // the flock that keeps a second stack off the data dir
-	secretKey string
-	mu        sync.Mutex
+	// LocalSessionID is the active session of the `local` cluster registered in inventory-api
+	// ("" when the stack runs without it).
+	LocalSessionID string
+	procs          map[string]*process
+	broker         *Broker
+	servers        []*http.Server
+	stopRedis      func()
+	redis          *process // redis-server when it is on PATH
+	dataLock       *os.File // the flock that keeps a second stack off the data dir
+	secretKey      string
+	mu             sync.Mutex
 }
 
 // Start brings everything up and returns once every function answers its readiness probe.
@@ -135,6 +138,9 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		if err := s.procs[name].waitReady(ctx, deadline); err != nil {
 			return nil, err
 		}
+	}
+	if s.LocalSessionID, err = s.registerLocalCluster(ctx); err != nil {
+		return nil, err
 	}
 	ok = true
 	return s, nil
@@ -307,10 +313,11 @@ func (s *Stack) startIngress() error {
 			// The function's own answers (a 413 included) pass through untouched.
 			ErrorHandler: upstreamError(p),
 		}
-		prefix := strings.TrimRight(svc.PathPrefix, "/")
-		prefixes = append(prefixes, prefix)
-		mux.Handle(prefix+"/", proxy)
-		mux.Handle(prefix, proxy)
+		for _, prefix := range svc.PathPrefixes() {
+			prefixes = append(prefixes, prefix)
+			mux.Handle(prefix+"/", proxy)
+			mux.Handle(prefix, proxy)
+		}
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusNotFound, "not_found", "Not found",

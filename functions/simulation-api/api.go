@@ -15,6 +15,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/auth"
 	"github.com/lensfn/lensfn/runtime/cloudevent"
 	"github.com/lensfn/lensfn/runtime/fn"
+	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/problem"
 	"github.com/lensfn/lensfn/runtime/simtask"
 )
@@ -33,6 +34,7 @@ type API struct {
 	downloader *Downloader
 	timelines  *Timelines
 	tasks      *simtask.Repo
+	inventory  *inventory.Repo // Model Services that tasks may target
 }
 
 // New builds the function. Parsers reads traces (the WASM parser modules in production).
@@ -51,7 +53,8 @@ func New(d fn.Deps, parsers TraceParsers) (*fn.Function, *API, error) {
 	dl := &Downloader{Root: filepath.Join(d.Config.DataDir, "datasets"), Mirror: d.Config.DatasetMirror,
 		Client: client, Store: d.Store, Owner: d.Config.InstanceID, MaxBytes: 2 << 30}
 	a := &API{deps: d, downloader: dl,
-		tasks: &simtask.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir},
+		tasks:     &simtask.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir},
+		inventory: &inventory.Repo{Store: d.Store, Sealer: sealer},
 		catalogue: &Catalogue{Parsers: parsers, Downloader: dl, Warn: func(file string, err error) {
 			d.Log.Warnw("ignoring a local dataset registration", "file", file, "error", err)
 		}},

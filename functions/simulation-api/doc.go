@@ -7,7 +7,10 @@
 // (Trigger dataset-downloaded-to-simulation-api) and builds the dataset's timeline index, so the
 // expensive parse happens once, off the request path, exactly once per event.
 //
+// A task naming a model_service_group_id is bound to the Model Service's active member through
+// runtime/inventory (the access key authorises; the member's own key goes with the requests).
+//
 // It may import events, runtime/fn, runtime/auth, runtime/problem, runtime/cloudevent,
-// runtime/state, runtime/simtask, runtime/egress, runtime/analysis, runtime/loadgen and
-// runtime/wasmhost; nothing imports it but its cmd and tests/.
+// runtime/state, runtime/simtask, runtime/egress, runtime/analysis, runtime/loadgen,
+// runtime/inventory and runtime/wasmhost; nothing imports it but its cmd and tests/.
 package simulationapi

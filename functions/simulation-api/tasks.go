@@ -170,8 +170,9 @@ func (a *API) buildTask(ctx context.Context, req *CreateTaskRequest) (*simtask.T
 		return nil, err
 	}
 	if req.ModelServiceGroupID != nil {
-		return nil, problem.New(problem.CodeBadRequest,
-			"model_service_group_id is not supported yet: model services are not available on this installation; pass endpoint_url and model_name")
+		if err := a.bindModelService(ctx, req); err != nil {
+			return nil, err
+		}
 	}
 	backendName := "trace-replayer"
 	if req.Backend != nil {
@@ -450,13 +451,20 @@ func (a *API) rerunTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if over.ModelServiceGroupID != nil {
-		return problem.New(problem.CodeBadRequest, "model_service_group_id is not supported yet: model services are not available on this installation")
+	var service *serviceTarget
+	if over.ModelServiceGroupID != nil { // preferred over endpoint_deployment_execution_id
+		target, err := a.resolveModelService(r.Context(), *over.ModelServiceGroupID, str(over.APIKey))
+		if err != nil {
+			return err
+		}
+		service = &target
 	}
 	// The stored key goes only to the endpoint it was given for: a rerun elsewhere needs its
 	// own key (or runs without one).
 	key := str(over.APIKey)
-	if over.APIKey == nil && (over.EndpointURL == nil || sameEndpoint(*over.EndpointURL, old.EndpointURL)) {
+	if service != nil {
+		key = service.apiKey
+	} else if over.APIKey == nil && (over.EndpointURL == nil || sameEndpoint(*over.EndpointURL, old.EndpointURL)) {
 		if key, err = a.tasks.APIKey(old); err != nil {
 			return problem.Wrap(problem.CodeConflict, err, "the original task's API key cannot be opened; pass api_key")
 		}
@@ -475,6 +483,9 @@ func (a *API) rerunTask(w http.ResponseWriter, r *http.Request) error {
 		if src != nil {
 			*dst = src
 		}
+	}
+	if service != nil {
+		t.EndpointMode, t.EndpointURL, t.ModelName, t.EndpointDeploymentExecutionID = "deployment", service.endpoint, service.model, &service.executionID
 	}
 	if err := a.probeEndpoint(r.Context(), t.EndpointURL, key, t.ModelName); err != nil {
 		return err

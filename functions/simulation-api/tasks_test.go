@@ -159,7 +159,7 @@ func TestCreateTaskRejectsBadInput(t *testing.T) {
 		{"negative start", createBody(endpoint, `"trace_start_seconds":-1`), "at least 0", 422},
 		{"model not served", strings.Replace(createBody(endpoint, ""), "Qwen/Qwen3-8B", "missing-model", 1), "does not serve", 400},
 		{"wrong key", strings.Replace(createBody(endpoint, ""), endpointKey, "wrong", 1), "is unreachable", 400},
-		{"model services", createBody(endpoint, `"model_service_group_id":"01998e6b"`), "model services", 400},
+		{"unknown model service", createBody(endpoint, `"model_service_group_id":"01998e6b"`), "unknown model service", 404},
 		{"unknown dataset", strings.Replace(createBody(endpoint, ""), "mooncake-conversation", "nope", 1), "unknown trace dataset", 400},
 		{"not downloaded", strings.Replace(createBody(endpoint, ""), "mooncake-conversation", "mooncake-synthetic", 1), "not downloaded", 400},
 		{"scenario mismatch", strings.Replace(createBody(endpoint, ""), `"scenario":"chat"`, `"scenario":"coding"`, 1), "belongs to scenario", 400},

@@ -56,7 +56,7 @@ func aiperfArgs(t *simtask.Task, artifactDir string) []string {
 	}
 	args := []string{"profile", "--model", t.ModelName, "--url", strings.TrimSuffix(strings.TrimRight(t.EndpointURL, "/"), "/v1"),
 		"--endpoint-type", endpointType, "--input-file", tr.Path, "--custom-dataset-type", tr.Format,
-		"--artifact-dir", artifactDir, "--random-seed", strconv.FormatUint(seedOf(t.ID)%(1<<31), 10),
+		"--artifact-dir", artifactDir, "--random-seed", strconv.FormatUint(loadgen.SeedOf(t.ID)%(1<<31), 10),
 		"--benchmark-duration", formatSeconds(t.Simulation.DurationSeconds),
 		"--benchmark-grace-period", formatSeconds(t.Simulation.GracePeriodSeconds),
 		"--request-timeout-seconds", formatSeconds(tr.TimeoutSeconds)}

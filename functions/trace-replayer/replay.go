@@ -170,7 +170,7 @@ func loadConfig(t *simtask.Task, key string) (loadgen.Config, error) {
 		IgnoreEOS:   boolOption(opts, "ignore_eos", true),
 		Duration:    time.Duration(t.Simulation.DurationSeconds * float64(time.Second)),
 		GracePeriod: time.Duration(t.Simulation.GracePeriodSeconds * float64(time.Second)),
-		RunID:       t.ID, Seed: seedOf(t.ID)}
+		RunID:       t.ID, Seed: loadgen.SeedOf(t.ID)}
 	if v, ok := opts["request_timeout_seconds"].(float64); ok && v > 0 {
 		cfg.RequestTimeout = time.Duration(v * float64(time.Second))
 	}
@@ -204,14 +204,6 @@ func boolOption(opts map[string]any, name string, def bool) bool {
 		return v
 	}
 	return def
-}
-
-func seedOf(id string) uint64 {
-	var s uint64 = 1469598103934665603
-	for i := 0; i < len(id); i++ {
-		s = (s ^ uint64(id[i])) * 1099511628211
-	}
-	return s
 }
 
 // replay runs one task: schedule, send, record; progress and stop requests are handled while

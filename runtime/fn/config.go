@@ -89,6 +89,22 @@ type Config struct {
 	// SweepInterval is how often the trace-replayer sweeps the queue and checks for lost runners
 	// (LENS_SWEEP_INTERVAL, default 2s).
 	SweepInterval time.Duration
+	// MemberProbeInterval is how often inventory-api probes Model Service members
+	// (LENS_MEMBER_PROBE_INTERVAL, default 10s); EndpointProbeTimeout bounds one probe
+	// (LENS_ENDPOINT_PROBE_TIMEOUT, default 5s). Both 10ms-1h.
+	MemberProbeInterval, EndpointProbeTimeout time.Duration
+	// StaticExecutions are deployment executions the operator registers in the environment for
+	// evaluation-api (LENS_STATIC_EXECUTIONS, a JSON array; the function parses it).
+	StaticExecutions string
+	// LLMDBenchmarkExecutable and LLMDBenchmarkRoot are what benchmark-defaults reports as a
+	// local llm-d-benchmark runtime (LLM_D_BENCHMARK_EXECUTABLE, LLM_D_BENCHMARK_ROOT).
+	LLMDBenchmarkExecutable, LLMDBenchmarkRoot string
+	// MaxConcurrentRuns bounds the benchmark runs one benchmark-runner instance executes at once
+	// (LENS_MAX_CONCURRENT_RUNS, default 1, at most 64).
+	MaxConcurrentRuns int
+	// ScrapeInterval is how often the benchmark runner samples an endpoint's /metrics during a
+	// run (LENS_SCRAPE_INTERVAL, default 1s).
+	ScrapeInterval time.Duration
 }
 
 // Secret is a configuration value that must never reach a log: it formats as [redacted].
@@ -107,6 +123,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		Sink: getenv("K_SINK"), RedisURL: getenv("REDIS_URL"), StorePrefix: getenv("LENS_STORE_PREFIX"), ModuleDir: getenv("LENS_MODULE_DIR"),
 		LogLevel: orDefault(getenv("LOG_LEVEL"), "info"), LoggingConfig: getenv("K_LOGGING_CONFIG"),
 		SecretKey: Secret(getenv("LENS_SECRET_KEY")), DatasetMirror: getenv("LENS_DATASET_MIRROR"),
+		StaticExecutions:        getenv("LENS_STATIC_EXECUTIONS"),
+		LLMDBenchmarkExecutable: strings.TrimSpace(getenv("LLM_D_BENCHMARK_EXECUTABLE")),
+		LLMDBenchmarkRoot:       strings.TrimSpace(getenv("LLM_D_BENCHMARK_ROOT")),
 	}
 	var err error
 	if c.Port, err = intVar(getenv, "PORT", 8080); err != nil {
@@ -190,6 +209,26 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		}
 		if *v.dst == 0 {
 			return c, fmt.Errorf("%s must be a positive duration", v.name)
+		}
+	}
+	if c.MaxConcurrentRuns, err = intVar(getenv, "LENS_MAX_CONCURRENT_RUNS", 1); err != nil {
+		return c, err
+	}
+	if c.MaxConcurrentRuns < 1 || c.MaxConcurrentRuns > 64 {
+		return c, fmt.Errorf("LENS_MAX_CONCURRENT_RUNS=%d is not an integer in 1-64", c.MaxConcurrentRuns)
+	}
+	for _, v := range []struct {
+		name     string
+		dst      *time.Duration
+		def, min time.Duration
+	}{{"LENS_MEMBER_PROBE_INTERVAL", &c.MemberProbeInterval, 10 * time.Second, 10 * time.Millisecond},
+		{"LENS_ENDPOINT_PROBE_TIMEOUT", &c.EndpointProbeTimeout, 5 * time.Second, 10 * time.Millisecond},
+		{"LENS_SCRAPE_INTERVAL", &c.ScrapeInterval, time.Second, 10 * time.Millisecond}} {
+		if *v.dst, err = durationVar(getenv, v.name, v.def); err != nil {
+			return c, err
+		}
+		if *v.dst < v.min || *v.dst > time.Hour {
+			return c, fmt.Errorf("%s=%s is not a duration from %s to 1h", v.name, *v.dst, v.min)
 		}
 	}
 	switch strings.ToLower(c.LogLevel) {

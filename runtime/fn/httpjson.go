@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 
 	"github.com/lensfn/lensfn/runtime/problem"
 	"github.com/lensfn/lensfn/runtime/state"
@@ -40,15 +39,7 @@ func DecodeJSON(r *http.Request, v any, allowEmpty bool) error {
 	if depth := JSONDepth(body); depth > MaxJSONDepth {
 		return problem.Validation(problem.Field(fmt.Sprintf("JSON nested %d levels deep; at most %d are accepted", depth, MaxJSONDepth), "json_too_deep", "body"))
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return problem.Validation(fieldErrorOf(err))
-	}
-	if dec.More() {
-		return problem.Validation(problem.Field("unexpected data after the JSON value", "json_invalid", "body"))
-	}
-	return nil
+	return problem.DecodeStrict(body, v)
 }
 
 // JSONDepth is the deepest nesting of objects and arrays in a JSON text (strings skipped), so
@@ -76,22 +67,6 @@ func JSONDepth(data []byte) int {
 		}
 	}
 	return deepest
-}
-
-func fieldErrorOf(err error) problem.FieldError {
-	var typeErr *json.UnmarshalTypeError
-	var syntaxErr *json.SyntaxError
-	switch {
-	case errors.As(err, &typeErr):
-		loc := append([]string{"body"}, strings.Split(typeErr.Field, ".")...)
-		return problem.Field(fmt.Sprintf("expected %s, got %s", typeErr.Type, typeErr.Value), "type_error", loc...)
-	case errors.As(err, &syntaxErr):
-		return problem.Field(fmt.Sprintf("malformed JSON at byte %d", syntaxErr.Offset), "json_invalid", "body")
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return problem.Field("extra fields not permitted", "extra_forbidden", "body", name)
-	}
-	return problem.Field(err.Error(), "json_invalid", "body")
 }
 
 // storeProblem turns an error that says the state store cannot be reached into a 503, whatever

@@ -68,6 +68,11 @@ type Config struct {
 	// InterTokenTimes adds every gap between content chunks (ms) to each record's metadata
 	// as "inter_token_ms"; off by default because it makes records long.
 	InterTokenTimes bool
+	// Concurrency, when > 0, makes the run closed loop: arrivals and delays are ignored, and
+	// exactly Concurrency requests are in flight (fewer only when fewer remain to send) until
+	// every request of the schedule has completed; each is sent as soon as a slot frees, in
+	// schedule order. A schedule with sessions is refused. Duration still stops new sends.
+	Concurrency int
 	// Client sends the requests; nil uses NewHTTPClient(). Its Timeout should be zero.
 	Client *http.Client
 	// Dial, when set and Client is nil, opens every connection (an egress policy's
@@ -132,8 +137,8 @@ func (c Config) endpoint() (string, error) {
 	if c.Duration < 0 || c.GracePeriod < 0 || c.RequestTimeout < 0 {
 		return "", errors.New("loadgen: duration, grace period and request timeout must be >= 0")
 	}
-	if c.PrepareAhead < 0 || c.PromptCacheBytes < 0 || c.MaxResponseBytes < 0 {
-		return "", errors.New("loadgen: prepare-ahead, prompt cache and response caps must be >= 0")
+	if c.PrepareAhead < 0 || c.PromptCacheBytes < 0 || c.MaxResponseBytes < 0 || c.Concurrency < 0 {
+		return "", errors.New("loadgen: prepare-ahead, prompt cache, response caps and concurrency must be >= 0")
 	}
 	switch c.SubagentTiming {
 	case "", SubagentsAtSpawn, SubagentsAtRecordedOffsets:
@@ -155,4 +160,14 @@ func (c Config) endpoint() (string, error) {
 	default:
 		return "", fmt.Errorf("loadgen: api must be %q or %q, got %q", APIChat, APICompletions, c.API)
 	}
+}
+
+// SeedOf derives a run's Seed from its id (FNV-1a), so a run's prompts and request ids are the
+// same every time it is replayed or re-read.
+func SeedOf(id string) uint64 {
+	var s uint64 = 1469598103934665603
+	for i := 0; i < len(id); i++ {
+		s = (s ^ uint64(id[i])) * 1099511628211
+	}
+	return s
 }

@@ -6,6 +6,9 @@
 // so shared prefixes stay shared, and per-request records streamed to a JSONL artifact as they
 // complete.
 //
+// Besides this open loop, Config.Concurrency makes a run closed loop (the benchmark runner's
+// concurrency stages): exactly that many requests in flight until the schedule is done.
+//
 // The surface: Run(ctx, Config, []Request, Sink) sends a schedule and returns Stats, and
 // RunSchedule does the same over a Schedule the engine reads by index (a trace spooled to
 // disk: the engine then keeps nothing per request for a schedule without sessions and ~5 bytes

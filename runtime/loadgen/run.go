@@ -98,6 +98,9 @@ func RunSchedule(ctx context.Context, cfg Config, schedule Schedule, sink Sink) 
 	if err != nil {
 		return Stats{}, fmt.Errorf("loadgen: %w", err)
 	}
+	if cfg.Concurrency > 0 && (p.next != nil || p.spawnAtStart != nil) {
+		return Stats{}, errors.New("loadgen: a closed-loop run (Concurrency > 0) cannot send a schedule with sessions")
+	}
 	extra, err := decodeObject(cfg.ExtraBody)
 	if err != nil {
 		return Stats{}, fmt.Errorf("loadgen: extra body: %w", err)
@@ -156,7 +159,11 @@ func RunSchedule(ctx context.Context, cfg Config, schedule Schedule, sink Sink) 
 		end := time.AfterFunc(cfg.Duration+cfg.GracePeriod, func() { cancel(errRunEnded) })
 		defer end.Stop()
 	}
-	e.dispatch(ahead)
+	if cfg.Concurrency > 0 {
+		e.closedLoop(cfg.Concurrency)
+	} else {
+		e.dispatch(ahead)
+	}
 	e.wg.Wait()
 
 	snap := e.progress.Snapshot()
@@ -268,6 +275,36 @@ func (e *engine) dispatch(ahead int) {
 		started++
 		e.wg.Add(1)
 		go e.session(sessionStart{index: d.index, prepared: &d})
+	}
+}
+
+// closedLoop keeps exactly workers requests in flight: each worker sends the next request of
+// the schedule as soon as its previous one completed, until none remain. A request's scheduled
+// time is when its slot freed, so its drift is the time spent building its body.
+func (e *engine) closedLoop(workers int) {
+	var next atomic.Int64
+	n := e.plan.n
+	for range min(workers, n) {
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			for e.ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				at := time.Since(e.start)
+				if at > e.cutoff {
+					return
+				}
+				r, err := e.load(i)
+				var body []byte
+				if err == nil {
+					body, _, err = e.body(r, i, nil)
+				}
+				e.send(r, i, at, body, err, 0, nil)
+			}
+		}()
 	}
 }
 

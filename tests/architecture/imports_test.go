@@ -136,11 +136,12 @@ var homes = map[string][]string{
 	"github.com/parquet-go/parquet-go":    {"wasm-modules/tracefmt/baseten"},
 	"github.com/prometheus/client_golang": {"runtime/fn", "functions"},
 	"github.com/openai/openai-go/v3":      {}, // tests only
-	"gopkg.in/yaml.v3":                    {"deploy", "functions/inference-sim"},
+	"gopkg.in/yaml.v3":                    {"deploy", "functions/inference-sim", "runtime/evalrun"},
 	"golang.org/x/sync":                   {"functions", "runtime"},
 	"go.uber.org/zap":                     {"runtime/fn"},
 	"github.com/prometheus/client_model":  {"functions", "runtime", "tests"},
 	"github.com/prometheus/common":        {"functions", "runtime", "tests"},
+	"github.com/google/uuid":              {"runtime", "functions"},
 }
 
 // knativeAllowed are the only knative.dev/pkg packages a function may use (the rest pull in

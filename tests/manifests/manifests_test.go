@@ -9,6 +9,9 @@ import (
 
 	"github.com/lensfn/lensfn/deploy/local"
 	"github.com/lensfn/lensfn/events"
+	benchmarkrunner "github.com/lensfn/lensfn/functions/benchmark-runner"
+	evaluationapi "github.com/lensfn/lensfn/functions/evaluation-api"
+	inventoryapi "github.com/lensfn/lensfn/functions/inventory-api"
 	resultanalyzer "github.com/lensfn/lensfn/functions/result-analyzer"
 	simulationapi "github.com/lensfn/lensfn/functions/simulation-api"
 	tracereplayer "github.com/lensfn/lensfn/functions/trace-replayer"
@@ -17,11 +20,14 @@ import (
 // consumers lists what each function consumes. A function missing here fails the test, so a new
 // function cannot skip the check.
 var consumers = map[string][]string{
-	simulationapi.Name:  simulationapi.Consumes,
-	tracereplayer.Name:  tracereplayer.Consumes,
-	resultanalyzer.Name: resultanalyzer.Consumes,
-	"inference-sim":     nil, // a target endpoint: HTTP only
-	"inference-router":  nil, // a data-plane proxy in front of replicas: HTTP only
+	simulationapi.Name:   simulationapi.Consumes,
+	tracereplayer.Name:   tracereplayer.Consumes,
+	resultanalyzer.Name:  resultanalyzer.Consumes,
+	evaluationapi.Name:   evaluationapi.Consumes,
+	benchmarkrunner.Name: benchmarkrunner.Consumes,
+	inventoryapi.Name:    nil, // HTTP only
+	"inference-sim":      nil, // a target endpoint: HTTP only
+	"inference-router":   nil, // a data-plane proxy in front of replicas: HTTP only
 }
 
 const root = "../.."
@@ -75,6 +81,28 @@ func TestEveryFunctionHasAServiceAndKnCommands(t *testing.T) {
 	}
 	if len(m.Services) == 0 {
 		t.Fatal("no Services parsed")
+	}
+}
+
+// TestPathPrefixesRouteEachFamilyToOneFunction: the ingress sends every route family a function
+// serves to it, and no prefix is claimed twice.
+func TestPathPrefixesRouteEachFamilyToOneFunction(t *testing.T) {
+	m := load(t)
+	inv, ok := m.Service(inventoryapi.Name)
+	if !ok {
+		t.Fatal("no inventory-api Service")
+	}
+	if got := inv.PathPrefixes(); !slices.Equal(got, inventoryapi.PathPrefixes) {
+		t.Errorf("inventory-api path prefixes %v, want %v", got, inventoryapi.PathPrefixes)
+	}
+	owner := map[string]string{}
+	for _, svc := range m.Services {
+		for _, p := range svc.PathPrefixes() {
+			if other, taken := owner[p]; taken {
+				t.Errorf("path prefix %s is claimed by %s and %s", p, other, svc.Name)
+			}
+			owner[p] = svc.Name
+		}
 	}
 }
 

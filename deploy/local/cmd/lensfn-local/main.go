@@ -52,6 +52,9 @@ func main() {
 	}
 	fmt.Printf("Lensfn is up.\n  API:    %s  (try %s/api/simulation/backends)\n  Broker: %s\n  Redis:  %s\n  Data:   %s\n",
 		stack.APIURL, stack.APIURL, stack.BrokerURL, stack.RedisAddr()+" (password in "+filepath.Join(opts.DataDir, "redis.password")+")", opts.DataDir)
+	if stack.LocalSessionID != "" {
+		fmt.Printf("  Cluster: %s, session %s  (cluster_session_id for executions and runs)\n", local.LocalClusterName, stack.LocalSessionID)
+	}
 	for _, name := range stack.Functions() {
 		u, _ := stack.FunctionURL(name)
 		fmt.Printf("  %-16s %s  (log: %s)\n", name, u, filepath.Join(opts.DataDir, "logs", name+".log"))

@@ -1,0 +1,649 @@
+package benchmarkrunner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/runtime/egress"
+	"github.com/lensfn/lensfn/runtime/evalrun"
+	"github.com/lensfn/lensfn/runtime/loadgen"
+	"github.com/lensfn/lensfn/runtime/state"
+)
+
+// RecordsFile is the per-request artifact a run writes in its folder.
+const RecordsFile = evalrun.RecordsFile
+
+var (
+	errCancelled = errors.New("cancelled by request")
+	errShutdown  = errors.New("the runner is shutting down")
+)
+
+// timeoutError is the cause of an invocation that hit the resolved wait_timeout_seconds.
+type timeoutError struct {
+	phase   string
+	seconds int
+}
+
+func (e timeoutError) Error() string {
+	return fmt.Sprintf("the wait timeout of %d s was reached in phase %s", e.seconds, e.phase)
+}
+
+// result is how a run ended and what to store with it.
+type result struct {
+	status string
+	err    string
+	fields map[string]any
+}
+
+func (res *result) apply(run *evalrun.Run) {
+	for k, v := range res.fields {
+		run.Set(k, v)
+	}
+	run.Set("finished_at", evalrun.Now())
+	if res.err != "" {
+		run.Set("error", res.err)
+	} else {
+		run.Set("error", nil)
+	}
+	run.Set("progress_message", "Benchmark "+res.status)
+	if res.status == evalrun.StatusSucceeded {
+		run.Set("progress_percent", 100)
+	}
+	run.Remove("live_metrics")
+}
+
+// execution is one claimed run on its way through its phases.
+type execution struct {
+	r       *Runner
+	run     *evalrun.Run
+	claim   *state.HeldLease
+	spec    events.BenchmarkSpec
+	targets *events.SLATargets
+	key     string
+	timeout int
+	seed    uint64
+
+	records *loadgen.JSONLWriter
+	path    string
+	total   *evalrun.Builder
+	mu      sync.Mutex // guards the builders and the current phase
+
+	planned   int64
+	completed atomic.Int64
+	succeeded atomic.Int64
+	failed    atomic.Int64
+	inFlight  func() int64
+	phase     string
+	started   time.Time
+	monitor   *monitor
+	// api, stream and ignoreEOS shape the requests: streamed completions with ignore_eos
+	// unless an inline workload_yaml says otherwise.
+	api               loadgen.API
+	stream, ignoreEOS bool
+	// benchStart is when the measured traffic began, rateStart when the rate stages did, on
+	// the monitor's clock (seconds).
+	benchStart, rateStart float64
+}
+
+// benchmark runs the claimed run to its end and says how it ended.
+func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldLease) *result {
+	x := &execution{r: r, run: run, claim: c, targets: run.SLATargets(), timeout: run.TimeoutSeconds(),
+		seed: loadgen.SeedOf(run.ID()), started: time.Now(), inFlight: func() int64 { return 0 },
+		api: loadgen.APICompletions, stream: true, ignoreEOS: true}
+	fail := func(format string, args ...any) *result {
+		return &result{status: evalrun.StatusFailed, err: fmt.Sprintf(format, args...), fields: map[string]any{}}
+	}
+	var err error
+	if x.spec, err = run.Spec(); err != nil {
+		return fail("%v", err)
+	}
+	if x.key, err = r.runs.APIKey(run); err != nil {
+		return fail("the run's API key cannot be opened: %v", err)
+	}
+	dir := r.runs.RunDir(run.ID())
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fail("cannot create the run's folder: %v", err)
+	}
+	x.path = r.runs.RecordsPath(run.ID())
+	f, err := os.Create(x.path)
+	if err != nil {
+		return fail("cannot create the per-request artifact: %v", err)
+	}
+	x.records = loadgen.NewJSONLWriter(f)
+	defer x.records.Close()
+	x.total = evalrun.NewBuilder(x.targets)
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		x.watch(ctx, cancel)
+	}()
+	defer func() { cancel(nil); <-watched }()
+
+	fields := map[string]any{}
+	werr := x.prepare(ctx, fields)
+	var evidence map[string]any
+	if werr == nil {
+		scrapeCtx, stopScrape := context.WithCancel(ctx)
+		scraped := make(chan struct{})
+		go func() { defer close(scraped); x.monitor.run(scrapeCtx, r.settings.ScrapeInterval) }()
+		x.benchStart = time.Since(x.started).Seconds()
+		werr = x.workload(ctx, fields)
+		end := time.Since(x.started).Seconds()
+		stopScrape()
+		<-scraped
+		// One more scrape after the last request, so the counters cover the whole window.
+		if values, err := x.monitor.scrape(context.WithoutCancel(ctx)); err == nil {
+			x.monitor.mu.Lock()
+			x.monitor.samples = append(x.monitor.samples, sample{at: end, values: values})
+			x.monitor.mu.Unlock()
+		}
+		evidence = x.monitor.evidence(x.benchStart, end)
+		x.stageEvidence(fields)
+	}
+	if ferr := x.records.Flush(); ferr != nil && werr == nil {
+		werr = ferr
+	}
+	metrics := x.total.Metrics(x.path)
+	if ca, ok := fields["capacity_analysis"].(map[string]any); ok {
+		for _, k := range []string{"maximum_stable_qps", "slo_goodput_rps", "slo_violation_point", "saturation_point"} {
+			if ca[k] != nil {
+				metrics[k] = ca[k]
+			}
+		}
+	}
+	for k, v := range evidence {
+		metrics[k] = v
+	}
+	if mon, ok := fields["monitoring"].(map[string]any); ok && evidence != nil {
+		obs := evidence["observability"].(map[string]any)
+		if obs["status"] == "available" && obs["flow_status"] != "available" {
+			mon["status"] = "partial" // resources sampled, but no traffic samples
+		} else {
+			mon["status"] = obs["status"]
+		}
+	}
+	fields["metrics"] = metrics
+	if sla := evalrun.EvaluateSLA(metrics, x.targets); sla != nil {
+		fields["sla"] = sla
+	}
+	fields["artifacts"] = []map[string]string{{"kind": "per-request-jsonl", "path": x.path, "media_type": "application/x-ndjson",
+		"uri": "/api/v1/evaluate/runs/" + run.ID() + "/artifacts/per-request-jsonl"}}
+	fields["resource_snapshot"] = map[string]any{}
+	res := &result{status: evalrun.StatusSucceeded, fields: fields}
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(cause, errCancelled):
+		res.status = evalrun.StatusCancelled
+	case errors.Is(werr, errCancelled):
+		res.status = evalrun.StatusCancelled
+	case werr != nil:
+		res.status, res.err = evalrun.StatusFailed, werr.Error()
+	case x.total.Count() > 0 && metrics["success_count"] == int64(0):
+		res.status, res.err = evalrun.StatusFailed, "every measured request failed; see the per-request artifact for their errors"
+	}
+	return res
+}
+
+// watch polls for a cancel and writes progress, live metrics and the heartbeat until ctx ends.
+func (x *execution) watch(ctx context.Context, cancel context.CancelCauseFunc) {
+	poll := time.NewTicker(x.r.settings.PollInterval)
+	defer poll.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-poll.C:
+		}
+		if run, err := x.r.runs.Load(ctx, x.run.ID()); err == nil && (run.Internal.CancelRequested || run.Status() == evalrun.StatusCancelling) {
+			cancel(errCancelled)
+			return
+		}
+		if time.Since(last) >= x.r.settings.ReportInterval {
+			last = time.Now()
+			x.report(ctx)
+		}
+	}
+}
+
+func (x *execution) report(ctx context.Context) {
+	x.mu.Lock()
+	phase, inFlight := x.phase, x.inFlight
+	x.mu.Unlock()
+	done := x.completed.Load()
+	pct := 0.0
+	if x.planned > 0 {
+		pct = math.Round(min(99, 100*float64(done)/float64(x.planned))*10) / 10
+	}
+	live := map[string]any{"phase": phase, "planned_requests": x.planned, "completed_requests": done,
+		"successful_requests": x.succeeded.Load(), "failed_requests": x.failed.Load(), "in_flight_requests": inFlight(),
+		"elapsed_seconds": math.Round(time.Since(x.started).Seconds()*10) / 10}
+	_, _ = x.r.runs.Patch(ctx, x.run.ID(), x.claim.Fence(), func(run *evalrun.Run) error {
+		run.Set("heartbeat_at", evalrun.Now())
+		run.Set("progress_percent", pct)
+		run.Set("progress_message", fmt.Sprintf("%s: %d of %d requests completed", phase, done, x.planned))
+		run.Set("live_metrics", live)
+		return nil
+	})
+}
+
+// setPhase records the phase the run enters.
+func (x *execution) setPhase(ctx context.Context, phase string) {
+	x.mu.Lock()
+	x.phase = phase
+	x.mu.Unlock()
+	now := evalrun.Now()
+	_, _ = x.r.runs.Patch(ctx, x.run.ID(), x.claim.Fence(), func(run *evalrun.Run) error {
+		run.Set("phase", phase)
+		run.Set("phase_started_at", now)
+		run.Set("heartbeat_at", now)
+		if phase != evalrun.PhasePreparingMonitoring && !run.Has("benchmark_started_at") {
+			run.Set("benchmark_started_at", now)
+		}
+		return nil
+	})
+	x.r.runs.Logf(ctx, x.run.ID(), "Phase %s", phase)
+}
+
+// prepare checks the endpoint serves the model before any traffic, within the resolved budget.
+func (x *execution) prepare(ctx context.Context, fields map[string]any) error {
+	x.setPhase(ctx, evalrun.PhasePreparingMonitoring)
+	budget := time.Duration(x.timeout) * time.Second
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	url := strings.TrimRight(x.run.Internal.Endpoint, "/")
+	if !strings.HasSuffix(url, "/v1") {
+		url += "/v1"
+	}
+	url += "/models"
+	if err := x.r.deps.Egress.Check(ctx, url); errors.Is(err, egress.ErrNotAllowed) {
+		return errors.New("the endpoint is outside this installation's endpoint policy (LENS_ENDPOINT_ALLOW / LENS_ENDPOINT_DENY)")
+	}
+	var last string
+	for attempt := 1; ; attempt++ {
+		last = x.probe(ctx, url)
+		if last == "" {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			if errors.Is(context.Cause(ctx), errCancelled) {
+				return errCancelled
+			}
+			return fmt.Errorf("the endpoint was not ready within the %d s budget: %s", x.timeout, last)
+		case <-time.After(time.Second):
+		}
+	}
+	x.monitor = &monitor{url: metricsURL(x.run.Internal.Endpoint), client: x.r.client, start: x.started}
+	preflight, err := x.monitor.ready(ctx)
+	if err != nil {
+		if errors.Is(context.Cause(ctx), errCancelled) {
+			return errCancelled
+		}
+		return fmt.Errorf("serving monitoring was not ready within the %d s budget: %v", x.timeout, err)
+	}
+	preflight["endpoint_models"] = "ready"
+	fields["monitoring"] = map[string]any{"status": "ready", "source": "scrape",
+		"message":     "The endpoint is up and " + seriesRunning + " was sampled twice; the runner scrapes " + x.monitor.url + " during the benchmark.",
+		"preparation": preflight}
+	x.r.runs.Logf(ctx, x.run.ID(), "Monitoring ready: %s", x.monitor.url)
+	return nil
+}
+
+// probe asks the endpoint's model list; "" when it answered and serves the run's model.
+func (x *execution) probe(ctx context.Context, url string) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err.Error()
+	}
+	if x.key != "" {
+		req.Header.Set("Authorization", "Bearer "+x.key)
+	}
+	resp, err := x.r.client.Do(req)
+	if err != nil {
+		return "the model list could not be read: " + egress.Reason(err).Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Sprintf("the model list answered HTTP %d", resp.StatusCode)
+	}
+	if !strings.Contains(string(body), `"`+x.run.Internal.Model+`"`) {
+		return fmt.Sprintf("the endpoint does not serve model %q", x.run.Internal.Model)
+	}
+	return ""
+}
+
+// invocation runs one phase under the resolved per-invocation limit.
+func (x *execution) invocation(ctx context.Context, phase string, body func(ctx context.Context) error) error {
+	x.setPhase(ctx, phase)
+	ictx, cancel := context.WithTimeoutCause(ctx, time.Duration(x.timeout)*time.Second, timeoutError{phase, x.timeout})
+	defer cancel()
+	err := body(ictx)
+	if cause := context.Cause(ictx); cause != nil {
+		var te timeoutError
+		switch {
+		case errors.As(cause, &te):
+			return te
+		case errors.Is(cause, errCancelled):
+			return errCancelled
+		case ctx.Err() != nil:
+			return errShutdown
+		}
+	}
+	return err
+}
+
+// sinkFunc receives a measured record and its inter-token gaps.
+type sinkFunc func(rec loadgen.Record, gaps []float64)
+
+// stage sends a schedule with the run's parallelism: each of the N workers sends the whole
+// schedule, as N harness pods would. concurrency > 0 makes it a closed loop.
+func (x *execution) stage(ctx context.Context, phase string, sched loadgen.Schedule, concurrency int, timeout time.Duration, measured bool, sink sinkFunc) error {
+	workers := *x.spec.Parallelism
+	progresses := make([]*loadgen.Progress, workers)
+	for w := range progresses {
+		progresses[w] = &loadgen.Progress{}
+	}
+	x.mu.Lock()
+	x.inFlight = func() int64 {
+		var n int64
+		for _, p := range progresses {
+			n += p.Snapshot().InFlight
+		}
+		return n
+	}
+	x.mu.Unlock()
+	errs := make(chan error, workers)
+	for w := range workers {
+		cfg := loadgen.Config{BaseURL: x.run.Internal.Endpoint, APIKey: x.key, Model: x.run.Internal.Model,
+			API: x.api, Stream: x.stream, IgnoreEOS: x.ignoreEOS, InterTokenTimes: x.stream, RequestTimeout: timeout,
+			Concurrency: concurrency, Seed: x.seed + uint64(w)*7919, Progress: progresses[w], Client: x.r.client,
+			RunID: fmt.Sprintf("%s-%s-w%d", x.run.ID()[:8], phase, w)}
+		go func() {
+			_, err := loadgen.RunSchedule(ctx, cfg, sched, loadgen.SinkFunc(func(rec loadgen.Record) error {
+				gaps := takeGaps(rec.Metadata)
+				rec.Metadata["phase"], rec.Metadata["worker"] = phase, w
+				x.mu.Lock()
+				if measured {
+					sink(rec, gaps)
+					x.total.Add(rec, gaps)
+				}
+				x.mu.Unlock()
+				if !measured {
+					return nil // warm-up requests are not recorded
+				}
+				x.completed.Add(1)
+				if rec.Successful {
+					x.succeeded.Add(1)
+					x.r.metrics.requests.WithLabelValues("success").Inc()
+				} else {
+					x.failed.Add(1)
+					x.r.metrics.requests.WithLabelValues("failure").Inc()
+				}
+				return x.records.Record(rec)
+			}))
+			errs <- err
+		}()
+	}
+	var first error
+	for range workers {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// takeGaps removes the inter-token gaps from a record's metadata (they feed the ITL
+// distribution; the artifact stays one short line per request).
+func takeGaps(meta map[string]any) []float64 {
+	raw, ok := meta["inter_token_ms"]
+	delete(meta, "inter_token_ms")
+	if !ok {
+		return nil
+	}
+	gaps, _ := raw.([]float64)
+	return gaps
+}
+
+// workload runs the run's workload and stores its per-stage results in fields.
+func (x *execution) workload(ctx context.Context, fields map[string]any) error {
+	spec := x.spec
+	switch {
+	case len(spec.Matrix) > 0:
+		return x.matrix(ctx, fields)
+	case spec.SharedPrefix != nil:
+		return x.sharedPrefix(ctx, fields)
+	case spec.WorkloadYAML != nil:
+		cfg, err := evalrun.ParseWorkloadYAML(*spec.WorkloadYAML)
+		if err != nil {
+			return fmt.Errorf("the workload_yaml no longer parses: %v", err)
+		}
+		w, sp := cfg.Workload()
+		x.stream, x.ignoreEOS = w.Stream, w.IgnoreEOS
+		if w.API == "chat" {
+			x.api = loadgen.APIChat
+		}
+		if sp != nil {
+			return x.sharedPrefixStages(ctx, sp, time.Duration(w.RequestTimeout*float64(time.Second)), fields)
+		}
+		return x.named(ctx, w, fields)
+	}
+	w, ok := evalrun.NamedWorkload(*spec.Workload)
+	if !ok {
+		return fmt.Errorf("workload %q is not shipped with Lensfn", *spec.Workload)
+	}
+	return x.named(ctx, w, fields)
+}
+
+func (x *execution) matrix(ctx context.Context, fields map[string]any) error {
+	spec := x.spec
+	stages := evalrun.Stages(spec)
+	workers := int64(*spec.Parallelism)
+	for range spec.Matrix {
+		for _, st := range stages {
+			x.planned += int64(st.NumRequests) * workers
+		}
+	}
+	if n := *spec.WarmupRequests; n > 0 {
+		p := spec.Matrix[0]
+		warm := map[string]any{"isl": p.ISL, "osl": p.OSL, "num_requests": n, "status": "running", "stdout": "", "stderr": ""}
+		err := x.invocation(ctx, evalrun.PhaseWarmup, func(ctx context.Context) error {
+			return x.stage(ctx, evalrun.PhaseWarmup, fixedSchedule{n: n, isl: p.ISL, osl: p.OSL, meta: map[string]any{}}, 1, 0, false, nil)
+		})
+		warm["status"] = "succeeded"
+		if err != nil {
+			warm["status"], warm["stderr"] = "failed", err.Error()
+			fields["warmup"] = warm
+			return err
+		}
+		fields["warmup"] = warm
+	}
+	var results []map[string]any
+	defer func() { fields["matrix_results"] = results }()
+	for i, p := range spec.Matrix {
+		phase := evalrun.PhaseMatrix(i)
+		point := evalrun.NewBuilder(x.targets)
+		var stageMetrics []map[string]any
+		err := x.invocation(ctx, phase, func(ctx context.Context) error {
+			for j, st := range stages {
+				b := evalrun.NewBuilder(x.targets)
+				meta := map[string]any{"stage": j, "concurrency": st.Concurrency, "isl": p.ISL, "osl": p.OSL}
+				err := x.stage(ctx, phase, fixedSchedule{n: st.NumRequests, isl: p.ISL, osl: p.OSL, meta: meta}, st.Concurrency, 0, true,
+					func(rec loadgen.Record, gaps []float64) { b.Add(rec, gaps); point.Add(rec, gaps) })
+				x.mu.Lock()
+				stageMetrics = append(stageMetrics, map[string]any{"concurrency": st.Concurrency, "num_requests": st.NumRequests,
+					"metrics": b.Metrics(x.path)})
+				x.mu.Unlock()
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		status := "succeeded"
+		m := point.Metrics(x.path)
+		stderr := ""
+		if err != nil {
+			status, stderr = "failed", err.Error()
+		} else if m["success_count"] == int64(0) {
+			status, stderr = "failed", "every request of this point failed"
+		}
+		results = append(results, map[string]any{"isl": p.ISL, "osl": p.OSL, "stdout": "", "stderr": stderr, "status": status,
+			"metrics": m, "stage_metrics": stageMetrics})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (x *execution) sharedPrefix(ctx context.Context, fields map[string]any) error {
+	sp := x.spec.SharedPrefix
+	if sp.EnableMultiTurnChat != nil && *sp.EnableMultiTurnChat {
+		return errors.New("multi-turn shared-prefix workloads are not supported by this runner yet")
+	}
+	return x.sharedPrefixStages(ctx, sp, 120*time.Second, fields)
+}
+
+// sharedPrefixStages runs shared-prefix rate stages in one invocation, each request bounded by
+// timeout (0: none).
+func (x *execution) sharedPrefixStages(ctx context.Context, sp *events.SharedPrefix, timeout time.Duration, fields map[string]any) error {
+	seed := x.seed
+	if sp.Seed != nil {
+		seed = uint64(*sp.Seed)
+	}
+	sched := newSharedPrefixSchedule(sp, seed)
+	x.planned = int64(sched.Len()) * int64(*x.spec.Parallelism)
+	builders := make([]*evalrun.Builder, len(sp.Stages))
+	for i := range builders {
+		builders[i] = evalrun.NewBuilder(x.targets)
+	}
+	x.rateStart = time.Since(x.started).Seconds()
+	err := x.invocation(ctx, evalrun.PhaseBenchmark, func(ctx context.Context) error {
+		return x.stage(ctx, evalrun.PhaseBenchmark, sched, 0, timeout, true, func(rec loadgen.Record, gaps []float64) {
+			if k, ok := rec.Metadata["stage"].(int); ok && k < len(builders) {
+				builders[k].Add(rec, gaps)
+			}
+		})
+	})
+	x.rateResults(fields, builders, sp.Stages)
+	return err
+}
+
+// rateResults stores rate_stage_results and the capacity analysis of a rate-stage run.
+func (x *execution) rateResults(fields map[string]any, builders []*evalrun.Builder, stages []events.RateStage) {
+	results := make([]map[string]any, len(stages))
+	offset := 0.0
+	for i, st := range stages {
+		m := builders[i].Metrics(x.path)
+		results[i] = map[string]any{"rate": st.Rate, "duration": st.Duration, "metrics": m,
+			"observability": map[string]any{"window": map[string]float64{"start": offset, "end": offset + st.Duration}}}
+		offset += st.Duration
+	}
+	fields["rate_stage_results"] = results
+	fields["capacity_analysis"] = capacity(results, x.targets, *x.spec.Parallelism)
+}
+
+func (x *execution) named(ctx context.Context, w evalrun.Workload, fields map[string]any) error {
+	workers := int64(*x.spec.Parallelism)
+	timeout := time.Duration(w.RequestTimeout * float64(time.Second))
+	if len(w.ConcurrencyStages) > 0 {
+		for _, st := range w.ConcurrencyStages {
+			x.planned += int64(st.NumRequests) * workers
+		}
+		return x.invocation(ctx, evalrun.PhaseBenchmark, func(ctx context.Context) error {
+			for j, st := range w.ConcurrencyStages {
+				sched := lengthSchedule{n: st.NumRequests, in: w.Input, out: w.Output, seed: x.seed, stage: uint64(j)}
+				if err := x.stage(ctx, evalrun.PhaseBenchmark, sched, st.Concurrency, timeout, true, func(loadgen.Record, []float64) {}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	sched := newNamedSchedule(w, x.seed)
+	x.planned = int64(sched.Len()) * workers
+	return x.invocation(ctx, evalrun.PhaseBenchmark, func(ctx context.Context) error {
+		return x.stage(ctx, evalrun.PhaseBenchmark, sched, 0, timeout, true, func(loadgen.Record, []float64) {})
+	})
+}
+
+// stageEvidence adds each rate stage's monitoring evidence: queue depth, running requests and
+// the prefix cache hit rate over the stage's window (unavailable series stay null).
+func (x *execution) stageEvidence(fields map[string]any) {
+	results, ok := fields["rate_stage_results"].([]map[string]any)
+	if !ok {
+		return
+	}
+	for _, st := range results {
+		w := st["observability"].(map[string]any)["window"].(map[string]float64)
+		ev := x.monitor.evidence(x.rateStart+w["start"], x.rateStart+w["end"])
+		m := st["metrics"].(evalrun.Metrics)
+		for _, k := range []string{"queue_depth", "running_requests", "prefix_cache_hit_rate", "kv_cache_usage"} {
+			m[k] = ev[k]
+		}
+		st["observability"] = map[string]any{"window": w, "summary": ev["observability"]}
+	}
+}
+
+// capacity is the capacity analysis of rate stages (lens-evaluation.md §5): a stage is stable
+// when the SLA is met (success at least 99 % unless set) and the achieved rate is at least 95 %
+// of the offered one.
+func capacity(stages []map[string]any, targets *events.SLATargets, parallelism int) map[string]any {
+	t := events.SLATargets{}
+	if targets != nil {
+		t = *targets
+	}
+	if t.SuccessRateMinPercent == nil {
+		v := 99.0
+		t.SuccessRateMinPercent = &v
+	}
+	var maxStable, goodput, violation, saturation any
+	best := math.Inf(-1)
+	rows := make([]map[string]any, 0, len(stages))
+	for _, st := range stages {
+		m := st["metrics"].(evalrun.Metrics)
+		offered := st["rate"].(float64) * float64(parallelism)
+		count, _ := m["request_count"].(int64)
+		achieved := float64(count) / st["duration"].(float64)
+		success, _ := m.Float("success_rate")
+		sla := evalrun.EvaluateSLA(m, &t)
+		loadMet := achieved >= 0.95*offered
+		stable := sla.Met != nil && *sla.Met && loadMet
+		rows = append(rows, map[string]any{"offered_rate_rps": offered, "achieved_rate_rps": math.Round(achieved*1000) / 1000,
+			"success_rate": success, "stable": stable, "load_met": loadMet, "sla": sla})
+		if stable && offered > best {
+			best, maxStable = offered, offered
+		}
+		if g, ok := m["request_slo_goodput"].(map[string]any); ok {
+			if v, ok := g["value"].(float64); ok && (goodput == nil || v > goodput.(float64)) {
+				goodput = v
+			}
+		}
+		if violation == nil && sla.Met != nil && !*sla.Met {
+			violation = offered
+		}
+		if saturation == nil && !loadMet {
+			saturation = offered
+		}
+	}
+	return map[string]any{"method": "rate-stage-ladder", "maximum_stable_qps": maxStable, "slo_goodput_rps": goodput,
+		"slo_violation_point": violation, "saturation_point": saturation, "rows": rows}
+}

@@ -1,0 +1,2 @@
+// Command benchmark-runner runs queued benchmark runs as a Knative function (see functions/benchmark-runner).
+package main

@@ -1,0 +1,21 @@
+// Package benchmarkrunner is the benchmark-runner stage: it executes queued benchmark runs. A
+// run is claimed with a lease (owner, expiry, fencing token) and moved to running; the runner
+// checks the endpoint is serving (phase preparing-monitoring), then drives the workload on the
+// shared load engine (runtime/loadgen): a matrix's uncounted warm-up and its points x
+// concurrency stages as closed loops (exactly `concurrency` requests in flight until
+// `num_requests` completed), a shared-prefix workload's Poisson rate stages on an absolute clock
+// with groups sharing a system prompt, or a named workload shipped with Lensfn. Requests are
+// streamed and timed token by token; per-request records stream to the run's per-request.jsonl;
+// progress, live metrics, heartbeats and logs go to the state store every second; a cancel is
+// honoured within a second and the resolved wait_timeout_seconds bounds each invocation. The
+// results take the shapes of reference/lens-evaluation.md §5 (metrics, matrix_results with
+// stage_metrics, rate_stage_results and capacity_analysis, warmup, SLA verdict, SLO goodput);
+// then it emits dev.lensfn.evaluation.run.finished.v1.
+//
+// Events are the fast path; every instance also sweeps the queue (a run whose event was lost
+// still runs) and fails runs whose runner stopped renewing its lease ("runner lost"), within
+// one lease period.
+//
+// It may import events, runtime/fn, runtime/cloudevent, runtime/state, runtime/secret,
+// runtime/evalrun and runtime/loadgen.
+package benchmarkrunner

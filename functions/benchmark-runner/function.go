@@ -1,0 +1,373 @@
+package benchmarkrunner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/runtime/cloudevent"
+	"github.com/lensfn/lensfn/runtime/egress"
+	"github.com/lensfn/lensfn/runtime/evalrun"
+	"github.com/lensfn/lensfn/runtime/fn"
+	"github.com/lensfn/lensfn/runtime/inventory"
+	"github.com/lensfn/lensfn/runtime/secret"
+	"github.com/lensfn/lensfn/runtime/state"
+)
+
+// Name is the function's Knative Service name.
+const Name = "benchmark-runner"
+
+// Consumes lists the event types the function receives at /events.
+var Consumes = []string{events.TypeRunQueued}
+
+// Settings tune the runner (environment, read once at start).
+type Settings struct {
+	MaxConcurrent int           // LENS_MAX_CONCURRENT_RUNS, default 1
+	LeaseTTL      time.Duration // LENS_LEASE_TTL, default 15s; renewed every third of it
+	SweepInterval time.Duration // LENS_SWEEP_INTERVAL, default 2s: queue sweep and lost-runner checks
+	PollInterval  time.Duration // how often a run checks for a cancel, default 250ms
+	// ReportInterval is how often progress, live metrics and the heartbeat are written (1s).
+	ReportInterval time.Duration
+	// ScrapeInterval is how often the endpoint's /metrics is sampled during a run
+	// (LENS_SCRAPE_INTERVAL, default 1s).
+	ScrapeInterval time.Duration
+}
+
+func settingsFrom(c fn.Config) Settings {
+	return Settings{MaxConcurrent: c.MaxConcurrentRuns, LeaseTTL: c.LeaseTTL, SweepInterval: c.SweepInterval,
+		PollInterval: 250 * time.Millisecond, ReportInterval: time.Second, ScrapeInterval: c.ScrapeInterval}
+}
+
+// Build is the function's fn.Builder.
+func Build(_ context.Context, d fn.Deps) (*fn.Function, error) {
+	s := settingsFrom(d.Config)
+	sealer, err := secret.FromEnv(d.Config.SecretKey.Reveal())
+	if err != nil {
+		return nil, err
+	}
+	r := NewRunner(d, s, &evalrun.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir})
+	return &fn.Function{
+		Events: map[string]cloudevent.Handler{events.TypeRunQueued: r.onQueued},
+		Start:  r.Sweep,
+		Close:  r.Close,
+	}, nil
+}
+
+// Runner claims and executes benchmark runs.
+type Runner struct {
+	deps     fn.Deps
+	client   *http.Client // to the endpoints, through the operator's endpoint policy
+	log      *fn.Logger
+	runs     *evalrun.Repo
+	uses     *inventory.Repo // the executions' use lists, released when a run ends
+	settings Settings
+	slots    chan struct{}
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	running  map[string]context.CancelFunc
+	metrics  runnerMetrics
+}
+
+type runnerMetrics struct {
+	started  prometheus.Counter
+	finished *prometheus.CounterVec
+	active   prometheus.Gauge
+	lost     prometheus.Counter
+	requests *prometheus.CounterVec
+}
+
+func newRunnerMetrics(reg *prometheus.Registry) runnerMetrics {
+	m := runnerMetrics{
+		started: prometheus.NewCounter(prometheus.CounterOpts{Name: "lens_benchmark_runs_started_total",
+			Help: "Benchmark runs this instance claimed and started."}),
+		finished: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_benchmark_runs_finished_total",
+			Help: "Benchmark runs this instance finished, by status (succeeded, failed, cancelled, lease_lost)."}, []string{"status"}),
+		active: prometheus.NewGauge(prometheus.GaugeOpts{Name: "lens_benchmark_runs_active",
+			Help: "Benchmark runs executing on this instance now."}),
+		lost: prometheus.NewCounter(prometheus.CounterOpts{Name: "lens_benchmark_lost_runners_total",
+			Help: "Runs this instance failed because their runner's lease expired."}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_benchmark_requests_total",
+			Help: "Benchmark requests this instance completed, by outcome (success, failure)."}, []string{"outcome"}),
+	}
+	reg.MustRegister(m.started, m.finished, m.active, m.lost, m.requests)
+	return m
+}
+
+// NewRunner returns a runner; Sweep runs its queue sweep and lost-runner checks.
+func NewRunner(d fn.Deps, s Settings, runs *evalrun.Repo) *Runner {
+	r := &Runner{deps: d, log: d.Log, runs: runs, uses: &inventory.Repo{Store: d.Store, Sealer: runs.Sealer}, settings: s, slots: make(chan struct{}, s.MaxConcurrent), client: endpointClient(d.Egress),
+		running: map[string]context.CancelFunc{}, metrics: newRunnerMetrics(d.Metrics.Registry)}
+	return r
+}
+
+// endpointClient is the load engine's client tuning (no per-host cap, no gzip, large buffers)
+// on a transport that dials only where the endpoint policy allows, redirects included.
+func endpointClient(p *egress.Policy) *http.Client {
+	t := p.Transport()
+	t.ForceAttemptHTTP2 = true
+	t.MaxIdleConns, t.MaxIdleConnsPerHost = 0, 1<<16
+	t.DisableCompression = true
+	t.WriteBufferSize, t.ReadBufferSize = 32<<10, 32<<10
+	return &http.Client{Transport: t, CheckRedirect: p.CheckRedirect}
+}
+
+func (r *Runner) owner() string { return r.deps.Config.InstanceID }
+
+func (r *Runner) onQueued(ctx context.Context, e cloudevent.Event) error {
+	var p events.RunQueued
+	if err := e.DecodeData(&p); err != nil {
+		return err
+	}
+	started, err := r.tryStart(ctx, p.RunID)
+	if err == nil && !started {
+		r.log.Debugw("run left for another runner or the sweep", "run", p.RunID)
+	}
+	return err
+}
+
+// tryStart claims the run and executes it in the background. False, without error, when the
+// run is no longer queued, another runner holds it, or every slot is busy.
+func (r *Runner) tryStart(ctx context.Context, id string) (bool, error) {
+	select {
+	case r.slots <- struct{}{}:
+	default:
+		return false, nil
+	}
+	// The event and the sweep can offer the same run at once; the lease cannot tell them
+	// apart (same owner), so the instance reserves the id first.
+	r.mu.Lock()
+	_, busy := r.running[id]
+	if !busy {
+		r.running[id] = nil
+	}
+	r.mu.Unlock()
+	started := false
+	defer func() {
+		if !started {
+			if !busy {
+				r.mu.Lock()
+				delete(r.running, id)
+				r.mu.Unlock()
+			}
+			<-r.slots
+		}
+	}()
+	if busy {
+		return false, nil
+	}
+	lease, err := r.deps.Store.AcquireLease(ctx, evalrun.LeaseName(id), r.owner(), r.settings.LeaseTTL)
+	if errors.Is(err, state.ErrLeaseHeld) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	owner, pid := r.owner(), os.Getpid()
+	now := evalrun.Now()
+	run, err := r.runs.Transition(ctx, id, []string{evalrun.StatusQueued}, evalrun.StatusRunning, lease.Fence(), func(run *evalrun.Run) error {
+		run.Set("started_at", now)
+		run.Set("heartbeat_at", now)
+		run.Set("owner_instance_id", owner)
+		run.Set("owner_pid", pid)
+		run.Set("progress_percent", 0)
+		run.Set("progress_message", "Starting")
+		return nil
+	})
+	if err != nil {
+		_ = r.deps.Store.ReleaseLease(context.WithoutCancel(ctx), lease)
+		if errors.Is(err, state.ErrInvalidTransition) || errors.Is(err, state.ErrNotFound) {
+			return false, nil
+		}
+		return false, err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	r.mu.Lock()
+	r.running[id] = cancel
+	r.mu.Unlock()
+	started = true
+	r.metrics.started.Inc()
+	r.metrics.active.Inc()
+	c := state.NewHeldLease(lease)
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer func() { <-r.slots }()
+		defer r.metrics.active.Dec()
+		defer cancel()
+		defer func() {
+			r.mu.Lock()
+			delete(r.running, id)
+			r.mu.Unlock()
+		}()
+		r.execute(runCtx, run, c)
+	}()
+	return true, nil
+}
+
+// execute runs the benchmark with the lease renewed, records the outcome and announces it.
+func (r *Runner) execute(ctx context.Context, run *evalrun.Run, c *state.HeldLease) {
+	id := run.ID()
+	r.runs.Logf(ctx, id, "Started on %s", r.owner())
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	leaseCtx, stopLease := context.WithCancel(ctx)
+	kept := make(chan struct{})
+	go func() {
+		defer close(kept)
+		c.Keep(leaseCtx, r.deps.Store, r.settings.LeaseTTL, func() { cancel(state.ErrLeaseLost) })
+	}()
+	res := r.benchmark(ctx, run, c)
+	stopLease()
+	<-kept
+	if errors.Is(context.Cause(ctx), state.ErrLeaseLost) {
+		r.metrics.finished.WithLabelValues("lease_lost").Inc()
+		r.log.Warnw("lease lost: another instance owns the run now", "run", id)
+		return // the new owner or the sweep decides; our writes would be fenced anyway
+	}
+	r.finish(context.WithoutCancel(ctx), run, c, res)
+}
+
+// finish stores the outcome, releases the lease and emits run.finished.
+func (r *Runner) finish(ctx context.Context, run *evalrun.Run, c *state.HeldLease, res *result) {
+	id := run.ID()
+	finished, err := r.runs.Transition(ctx, id, []string{evalrun.StatusRunning, evalrun.StatusCancelling}, res.status, c.Fence(), func(run *evalrun.Run) error {
+		res.apply(run)
+		return nil
+	})
+	if err != nil {
+		r.log.Errorw("could not record the run's outcome", "run", id, "status", res.status, "error", err)
+		return
+	}
+	r.metrics.finished.WithLabelValues(res.status).Inc()
+	if res.err != "" {
+		r.runs.Logf(ctx, id, "Finished %s: %s", res.status, res.err)
+	} else {
+		r.runs.Logf(ctx, id, "Finished %s", res.status)
+	}
+	_ = r.deps.Store.ReleaseLease(ctx, c.Lease())
+	r.release(ctx, finished)
+	r.announce(ctx, finished)
+}
+
+// release gives up the run's use of its deployment execution (so it may be deleted again).
+func (r *Runner) release(ctx context.Context, run *evalrun.Run) {
+	if err := r.uses.ReleaseUse(ctx, run.String("deployment_execution_id"), run.ID()); err != nil {
+		r.log.Warnw("could not release the run's use of its execution", "run", run.ID(), "error", err)
+	}
+}
+
+func (r *Runner) announce(ctx context.Context, run *evalrun.Run) {
+	var m evalrun.Metrics
+	run.Get("metrics", &m)
+	data := events.RunFinished{RunID: run.ID(), Status: run.Status(), Metrics: evalrun.Headline(m)}
+	if msg := run.String("error"); msg != "" {
+		data.Error = &msg
+	}
+	var sla events.SLAVerdict
+	if run.Get("sla", &sla) {
+		data.SLA = &sla
+	}
+	if err := r.deps.Events.Send(ctx, events.TypeRunFinished, run.ID()+"/finished", run.ID(), data); err != nil && !errors.Is(err, cloudevent.ErrNoSink) {
+		r.log.Warnw("run.finished not delivered", "run", run.ID(), "error", err)
+	}
+}
+
+// Sweep starts queued runs this instance has room for and ends runs whose runner was lost,
+// until ctx ends (the function's Start hook: the runtime cancels it when the drain begins).
+func (r *Runner) Sweep(ctx context.Context) {
+	tick := time.NewTicker(r.settings.SweepInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if err := r.sweepQueue(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warnw("queue sweep failed", "error", err)
+		}
+		if err := r.reapLost(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warnw("lost-runner check failed", "error", err)
+		}
+	}
+}
+
+func (r *Runner) sweepQueue(ctx context.Context) error {
+	queued, err := r.runs.ListStatus(ctx, 100, evalrun.StatusQueued)
+	if err != nil {
+		return err
+	}
+	for i := len(queued) - 1; i >= 0; i-- { // oldest first
+		started, err := r.tryStart(ctx, queued[i].ID())
+		if err != nil {
+			return err
+		}
+		if !started && len(r.slots) == cap(r.slots) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// reapLost ends active runs nobody holds a lease on: their runner died. A running run becomes
+// failed; one that was being cancelled becomes cancelled.
+func (r *Runner) reapLost(ctx context.Context) error {
+	active, err := r.runs.ListStatus(ctx, 500, evalrun.StatusRunning, evalrun.StatusCancelling)
+	if err != nil {
+		return err
+	}
+	for _, run := range active {
+		if _, err := r.deps.Store.LeaseHolder(ctx, evalrun.LeaseName(run.ID())); !errors.Is(err, state.ErrNotFound) {
+			continue
+		}
+		owner := run.String("owner_instance_id")
+		if owner == "" {
+			owner = "an unknown instance"
+		}
+		msg := fmt.Sprintf("The runner was lost: %s stopped renewing its lease on this run (the process crashed or was killed)", owner)
+		to := evalrun.StatusFailed
+		if run.Status() == evalrun.StatusCancelling {
+			to = evalrun.StatusCancelled
+		}
+		ended, err := r.runs.Transition(ctx, run.ID(), []string{run.Status()}, to, state.Fence{}, func(run *evalrun.Run) error {
+			run.Set("error", msg)
+			run.Set("finished_at", evalrun.Now())
+			run.Set("progress_message", "Runner lost")
+			return nil
+		})
+		if err == nil {
+			r.metrics.lost.Inc()
+			r.runs.Logf(ctx, run.ID(), "%s: %s", to, msg)
+			r.log.Warnw("ended a run whose runner was lost", "run", run.ID(), "owner", owner, "status", to)
+			r.release(ctx, ended)
+			r.announce(ctx, ended)
+		}
+	}
+	return nil
+}
+
+// Close cancels the runs in flight and waits for them to record their end.
+func (r *Runner) Close(ctx context.Context) error {
+	r.mu.Lock()
+	for _, cancel := range r.running {
+		if cancel != nil {
+			cancel()
+		}
+	}
+	r.mu.Unlock()
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

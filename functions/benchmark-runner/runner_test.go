@@ -1,0 +1,401 @@
+package benchmarkrunner_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	benchmarkrunner "github.com/lensfn/lensfn/functions/benchmark-runner"
+	"github.com/lensfn/lensfn/runtime/evalrun"
+	"github.com/lensfn/lensfn/runtime/fn"
+	"github.com/lensfn/lensfn/runtime/fn/fntest"
+	"github.com/lensfn/lensfn/runtime/secret"
+	"github.com/lensfn/lensfn/runtime/state"
+)
+
+// fakeModel streams completions with a fixed time to first token and inter-token latency, and
+// remembers each prompt.
+type fakeModel struct {
+	ttft, itl time.Duration
+	noMetrics bool // no /metrics: monitoring never gets ready
+	mu        sync.Mutex
+	generated int
+	prompts   []string
+	inFlight  int
+	peak      int
+}
+
+func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/v1/models" {
+		fmt.Fprint(w, `{"object":"list","data":[{"id":"fake-model","object":"model"}]}`)
+		return
+	}
+	if r.URL.Path == "/metrics" {
+		if f.noMetrics {
+			http.NotFound(w, r)
+			return
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		fmt.Fprintf(w, "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"fake-model\"} %d\n"+
+			"# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{model_name=\"fake-model\"} %d\n", f.inFlight, f.generated)
+		return
+	}
+	var body struct {
+		Prompt    string `json:"prompt"`
+		MaxTokens int    `json:"max_tokens"`
+	}
+	_ = json.NewDecoder(r.Body).Decode(&body)
+	f.mu.Lock()
+	f.prompts = append(f.prompts, body.Prompt)
+	f.inFlight++
+	f.peak = max(f.peak, f.inFlight)
+	f.mu.Unlock()
+	defer func() { f.mu.Lock(); f.inFlight--; f.mu.Unlock() }()
+	w.Header().Set("Content-Type", "text/event-stream")
+	fl := w.(http.Flusher)
+	for k := range body.MaxTokens {
+		d := f.itl
+		if k == 0 {
+			d = f.ttft
+		}
+		select {
+		case <-time.After(d):
+		case <-r.Context().Done():
+			return
+		}
+		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"text\":\" tok\",\"finish_reason\":null}]}\n\n")
+		fl.Flush()
+	}
+	f.mu.Lock()
+	f.generated += body.MaxTokens
+	f.mu.Unlock()
+	prompt := len(strings.Fields(body.Prompt))
+	fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d}}\n\ndata: [DONE]\n\n", prompt, body.MaxTokens)
+	fl.Flush()
+}
+
+type harness struct {
+	deps   fn.Deps
+	runs   *evalrun.Repo
+	runner *benchmarkrunner.Runner
+	model  *fakeModel
+	url    string
+}
+
+func start(t *testing.T, model *fakeModel, settings benchmarkrunner.Settings) *harness {
+	t.Helper()
+	return startWith(t, model, settings, nil)
+}
+
+func startWith(t *testing.T, model *fakeModel, settings benchmarkrunner.Settings, env map[string]string) *harness {
+	t.Helper()
+	srv := httptest.NewServer(model)
+	t.Cleanup(srv.Close)
+	key := secret.NewKey()
+	extra := map[string]string{"LENS_SECRET_KEY": key}
+	for k, v := range env {
+		extra[k] = v
+	}
+	deps := fntest.Deps(t, benchmarkrunner.Name, fntest.Env(t, extra))
+	sealer, _ := secret.FromEnv(key)
+	h := &harness{deps: deps, model: model, url: srv.URL + "/v1",
+		runs: &evalrun.Repo{Store: deps.Store, Sealer: sealer, DataDir: deps.Config.DataDir}}
+	h.runner = benchmarkrunner.NewRunner(deps, settings, h.runs)
+	ctx, stop := context.WithCancel(context.Background())
+	swept := make(chan struct{})
+	go func() { defer close(swept); h.runner.Sweep(ctx) }()
+	t.Cleanup(func() { stop(); <-swept; _ = h.runner.Close(context.Background()) })
+	return h
+}
+
+func fast() benchmarkrunner.Settings {
+	return benchmarkrunner.Settings{MaxConcurrent: 2, LeaseTTL: 900 * time.Millisecond, SweepInterval: 50 * time.Millisecond,
+		PollInterval: 50 * time.Millisecond, ReportInterval: 100 * time.Millisecond, ScrapeInterval: 50 * time.Millisecond}
+}
+
+func (h *harness) create(t *testing.T, body string) string {
+	t.Helper()
+	req, raw, err := evalrun.ParseRequest([]byte(body))
+	if err == nil {
+		err = evalrun.ValidateRequest(req)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := evalrun.BuildRun(evalrun.NewID(), req, raw, evalrun.Target{ExecutionID: "exec-1", Model: "fake-model", Endpoint: h.url, Status: "ready"})
+	if err := h.runs.Create(context.Background(), run, "sk-test"); err != nil {
+		t.Fatal(err)
+	}
+	return run.ID()
+}
+
+func (h *harness) waitFor(t *testing.T, id string, timeout time.Duration, cond func(*evalrun.Run) bool) *evalrun.Run {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		run, err := h.runs.Get(context.Background(), id)
+		if err == nil && cond(run) {
+			return run
+		}
+		if time.Now().After(deadline) {
+			doc, _ := json.Marshal(run)
+			t.Fatalf("run did not get there in %s: %s", timeout, doc)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func terminal(run *evalrun.Run) bool { return evalrun.Terminal(run.Status()) }
+
+func doc(t *testing.T, run *evalrun.Run) map[string]any {
+	raw, _ := json.Marshal(run)
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestMatrixRunWithTwoStagesAndAnSLA(t *testing.T) {
+	h := start(t, &fakeModel{ttft: 30 * time.Millisecond, itl: 4 * time.Millisecond}, fast())
+	id := h.create(t, `{"deployment_execution_id":"exec-1","matrix":[{"isl":32,"osl":8}],
+		"concurrency_stages":[{"concurrency":2,"num_requests":6},{"concurrency":4,"num_requests":12}],"warmup_requests":3,
+		"sla_targets":{"ttft_ms":1000,"tpot_ms":500,"success_rate_min_percent":99}}`)
+	run := h.waitFor(t, id, 30*time.Second, terminal)
+	m := doc(t, run)
+	if m["status"] != "succeeded" || m["error"] != nil {
+		t.Fatalf("status %v error %v", m["status"], m["error"])
+	}
+	metrics := m["metrics"].(map[string]any)
+	if metrics["request_count"] != 18.0 || metrics["success_count"] != 18.0 || metrics["success_rate"] != 100.0 {
+		t.Fatalf("metrics counts %v %v %v", metrics["request_count"], metrics["success_count"], metrics["success_rate"])
+	}
+	ttft, tpot := metrics["ttft_ms"].(float64), metrics["tpot_ms"].(float64)
+	if ttft < 30 || ttft > 30+150*slack || tpot < 3.5 || tpot > 4+40*slack {
+		t.Fatalf("ttft %.1f ms (want ~30), tpot %.1f ms (want ~4)", ttft, tpot)
+	}
+	if itl := metrics["itl_ms"]; itl == nil {
+		t.Fatal("no ITL")
+	}
+	points := m["matrix_results"].([]any)
+	point := points[0].(map[string]any)
+	stages := point["stage_metrics"].([]any)
+	if len(points) != 1 || point["status"] != "succeeded" || len(stages) != 2 {
+		t.Fatalf("matrix_results %v", points)
+	}
+	for i, want := range []float64{6, 12} {
+		s := stages[i].(map[string]any)
+		if s["metrics"].(map[string]any)["request_count"] != want || s["num_requests"] != want {
+			t.Fatalf("stage %d: %v", i, s)
+		}
+	}
+	warm := m["warmup"].(map[string]any)
+	if warm["num_requests"] != 3.0 || warm["status"] != "succeeded" {
+		t.Fatalf("warmup %v", warm)
+	}
+	sla := m["sla"].(map[string]any)
+	if sla["met"] != true || len(sla["checks"].(map[string]any)) != 3 {
+		t.Fatalf("sla %v", sla)
+	}
+	if m["phase"] != "matrix-0" || m["benchmark_started_at"] == nil || m["phase_started_at"] == nil || m["finished_at"] == nil || m["heartbeat_at"] == nil {
+		t.Fatalf("phase fields: %v %v %v %v", m["phase"], m["benchmark_started_at"], m["phase_started_at"], m["finished_at"])
+	}
+	if run := m["metrics"].(map[string]any); run["running_requests"] == nil || run["prefix_cache_hit_rate"] != nil {
+		t.Fatalf("evidence: running %v, prefix hit rate %v (the fake has no prefix counters: unavailable, not 0)",
+			run["running_requests"], run["prefix_cache_hit_rate"])
+	}
+	obs := metrics["observability"].(map[string]any)
+	if obs["flow_status"] != "available" || obs["series"].(map[string]any)["vllm:prefix_cache_hits_total"] != "unavailable" ||
+		m["monitoring"].(map[string]any)["status"] != "available" {
+		t.Fatalf("observability %v, monitoring %v", obs, m["monitoring"])
+	}
+	if h.model.peak > 4 {
+		t.Fatalf("peak in flight %d > concurrency 4", h.model.peak)
+	}
+	// 3 warm-up + 18 measured requests reached the model; only the measured are in the artifact.
+	if len(h.model.prompts) != 21 {
+		t.Fatalf("%d requests reached the model", len(h.model.prompts))
+	}
+	f, err := os.Open(h.runs.RunDir(id) + "/" + benchmarkrunner.RecordsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	lines := 0
+	for sc := bufio.NewScanner(f); sc.Scan(); lines++ {
+		if strings.Contains(sc.Text(), "inter_token_ms") || strings.Contains(sc.Text(), "sk-test") {
+			t.Fatalf("artifact line %s", sc.Text())
+		}
+	}
+	if lines != 18 {
+		t.Fatalf("%d records in the artifact", lines)
+	}
+}
+
+func TestSLAMissedDoesNotFailTheRun(t *testing.T) {
+	h := start(t, &fakeModel{ttft: 40 * time.Millisecond, itl: time.Millisecond}, fast())
+	id := h.create(t, `{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":4}],"warmup_requests":0,
+		"concurrency_stages":[{"concurrency":1,"num_requests":3}],"sla_targets":{"ttft_ms":5,"ttft_percentile":"p50"}}`)
+	m := doc(t, h.waitFor(t, id, 30*time.Second, terminal))
+	sla := m["sla"].(map[string]any)
+	if m["status"] != "succeeded" || sla["met"] != false {
+		t.Fatalf("status %v sla %v", m["status"], sla)
+	}
+	good := m["metrics"].(map[string]any)["request_slo_goodput"].(map[string]any)
+	if good["good_requests"] != 0.0 || good["status"] != "measured" {
+		t.Fatalf("goodput %v", good)
+	}
+}
+
+func TestCancelIsHonouredWithinASecond(t *testing.T) {
+	h := start(t, &fakeModel{ttft: 20 * time.Millisecond, itl: 20 * time.Millisecond}, fast())
+	id := h.create(t, `{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":50}],"warmup_requests":0,
+		"concurrency_stages":[{"concurrency":2,"num_requests":1000}]}`)
+	h.waitFor(t, id, 10*time.Second, func(r *evalrun.Run) bool {
+		return r.Status() == evalrun.StatusRunning && r.String("phase") == "matrix-0"
+	})
+	asked := time.Now()
+	if _, err := h.runs.Transition(context.Background(), id, []string{evalrun.StatusRunning}, evalrun.StatusCancelling, state.Fence{}, func(r *evalrun.Run) error {
+		r.Internal.CancelRequested = true
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	run := h.waitFor(t, id, 5*time.Second, terminal)
+	if took := time.Since(asked); run.Status() != evalrun.StatusCancelled || took > time.Second {
+		t.Fatalf("status %s after %s", run.Status(), took)
+	}
+	var points []map[string]any
+	if !run.Get("matrix_results", &points) || len(points) != 1 || points[0]["status"] != "failed" {
+		t.Fatalf("partial results %v", points)
+	}
+}
+
+func TestTimeoutFailsTheRun(t *testing.T) {
+	h := start(t, &fakeModel{ttft: 10 * time.Millisecond, itl: 50 * time.Millisecond}, fast())
+	id := h.create(t, `{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":100}],"warmup_requests":0,"wait_timeout_seconds":1,
+		"concurrency_stages":[{"concurrency":1,"num_requests":100}]}`)
+	run := h.waitFor(t, id, 10*time.Second, terminal)
+	if run.Status() != evalrun.StatusFailed || !strings.Contains(run.String("error"), "wait timeout of 1 s") {
+		t.Fatalf("status %s error %q", run.Status(), run.String("error"))
+	}
+}
+
+func TestDeadEndpointFailsBeforeTraffic(t *testing.T) {
+	h := start(t, &fakeModel{}, fast())
+	id := h.create(t, `{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":4}],"wait_timeout_seconds":1}`)
+	// Point the run at nothing: the model list never answers.
+	if _, err := h.runs.Patch(context.Background(), id, state.Fence{}, func(r *evalrun.Run) error {
+		r.Internal.Endpoint = "http://127.0.0.1:1/v1"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	run := h.waitFor(t, id, 10*time.Second, terminal)
+	if run.Status() != evalrun.StatusFailed || !strings.Contains(run.String("error"), "not ready") || run.String("phase") != "preparing-monitoring" {
+		t.Fatalf("status %s phase %s error %q", run.Status(), run.String("phase"), run.String("error"))
+	}
+}
+
+func TestSharedPrefixRateStages(t *testing.T) {
+	h := start(t, &fakeModel{ttft: 5 * time.Millisecond, itl: time.Millisecond}, fast())
+	id := h.create(t, `{"deployment_execution_id":"exec-1","shared_prefix":{"num_groups":2,"num_prompts_per_group":4,
+		"system_prompt_len":40,"question_len":8,"output_len":4,"stages":[{"rate":20,"duration":1},{"rate":40,"duration":1}]}}`)
+	m := doc(t, h.waitFor(t, id, 30*time.Second, terminal))
+	if m["status"] != "succeeded" {
+		t.Fatalf("status %v %v", m["status"], m["error"])
+	}
+	stages := m["rate_stage_results"].([]any)
+	if len(stages) != 2 {
+		t.Fatalf("rate stages %v", stages)
+	}
+	total := 0.0
+	for i, s := range stages {
+		n := s.(map[string]any)["metrics"].(map[string]any)["request_count"].(float64)
+		want := []float64{20, 40}[i]
+		if n < want/2 || n > want*2 { // Poisson counts
+			t.Fatalf("stage %d sent %v requests for %v expected", i, n, want)
+		}
+		total += n
+	}
+	if m["metrics"].(map[string]any)["request_count"] != total || m["capacity_analysis"] == nil {
+		t.Fatalf("top-level metrics %v", m["metrics"])
+	}
+	// Requests of a group share their 40-word system prompt; groups differ.
+	h.model.mu.Lock()
+	defer h.model.mu.Unlock()
+	prefixes := map[string]bool{}
+	for _, p := range h.model.prompts {
+		words := strings.Fields(p)
+		if len(words) != 48 {
+			t.Fatalf("prompt of %d words, want 48", len(words))
+		}
+		prefixes[strings.Join(words[:40], " ")] = true
+	}
+	if len(prefixes) != 2 {
+		t.Fatalf("%d distinct system prompts, want 2", len(prefixes))
+	}
+}
+
+func TestLostRunnerFailsTheRun(t *testing.T) {
+	h := start(t, &fakeModel{}, fast())
+	id := h.create(t, `{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":4}]}`)
+	// A runner claimed it and died: running, and nobody holds its lease.
+	if _, err := h.runs.Transition(context.Background(), id, []string{evalrun.StatusQueued}, evalrun.StatusRunning, state.Fence{}, func(r *evalrun.Run) error {
+		r.Set("owner_instance_id", "dead-pod")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	run := h.waitFor(t, id, 5*time.Second, terminal)
+	if run.Status() != evalrun.StatusFailed || !strings.Contains(run.String("error"), "runner was lost") || !strings.Contains(run.String("error"), "dead-pod") {
+		t.Fatalf("status %s error %q", run.Status(), run.String("error"))
+	}
+}
+
+func TestEndpointPolicyIsEnforcedBeforeTraffic(t *testing.T) {
+	model := &fakeModel{}
+	h := startWith(t, model, fast(), map[string]string{"LENS_ENDPOINT_DENY": "127.0.0.0/8"})
+	id := h.create(t, `{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":4}]}`)
+	run := h.waitFor(t, id, 10*time.Second, terminal)
+	if run.Status() != evalrun.StatusFailed || !strings.Contains(run.String("error"), "endpoint policy") || len(model.prompts) != 0 {
+		t.Fatalf("status %s error %q, %d requests sent", run.Status(), run.String("error"), len(model.prompts))
+	}
+}
+
+func TestMonitoringMustBeReadyBeforeTraffic(t *testing.T) {
+	model := &fakeModel{noMetrics: true}
+	h := start(t, model, fast())
+	id := h.create(t, `{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":4}],"wait_timeout_seconds":1}`)
+	run := h.waitFor(t, id, 10*time.Second, terminal)
+	if run.Status() != evalrun.StatusFailed || !strings.Contains(run.String("error"), "monitoring was not ready") ||
+		!strings.Contains(run.String("error"), "HTTP 404") || len(model.prompts) != 0 {
+		t.Fatalf("status %s error %q, %d requests", run.Status(), run.String("error"), len(model.prompts))
+	}
+}
+
+func TestInlineWorkloadYAMLRuns(t *testing.T) {
+	h := start(t, &fakeModel{ttft: 5 * time.Millisecond, itl: time.Millisecond}, fast())
+	yaml := "load:\n  type: concurrent\n  stages:\n    - {num_requests: 6, concurrency_level: 2}\n    - {num_requests: 4, concurrency_level: 4}\n" +
+		"api: {type: completion, streaming: true}\n" +
+		"data:\n  type: random\n  input_distribution: {min: 8, max: 8, mean: 8, std_dev: 0}\n  output_distribution: {min: 3, max: 3, mean: 3, std_dev: 0}\n"
+	body, _ := json.Marshal(map[string]any{"deployment_execution_id": "exec-1", "workload_yaml": yaml})
+	id := h.create(t, string(body))
+	m := doc(t, h.waitFor(t, id, 30*time.Second, terminal))
+	metrics := m["metrics"].(map[string]any)
+	if m["status"] != "succeeded" || metrics["request_count"] != 10.0 || metrics["total_output_tokens"] != 30.0 || metrics["ttft_ms"] == nil {
+		t.Fatalf("status %v error %v metrics %v", m["status"], m["error"], metrics)
+	}
+	if h.model.peak > 4 {
+		t.Fatalf("peak %d", h.model.peak)
+	}
+}

@@ -1,0 +1,127 @@
+package benchmarkrunner
+
+import (
+	"math"
+	"math/rand/v2"
+
+	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/runtime/evalrun"
+	"github.com/lensfn/lensfn/runtime/loadgen"
+)
+
+// Schedules build each request when the engine loads it, so a stage of a million requests costs
+// the runner a few bytes per request (arrival offsets), never the prompts.
+
+// fixedSchedule is n requests of fixed input and output lengths (a matrix point's closed loop).
+type fixedSchedule struct {
+	n, isl, osl int
+	meta        map[string]any
+}
+
+func (s fixedSchedule) Len() int { return s.n }
+
+func (s fixedSchedule) Load(i int, r *loadgen.Request) error {
+	*r = loadgen.Request{InputTokens: s.isl, OutputTokens: s.osl, Metadata: s.meta}
+	return nil
+}
+
+// rateStages lays rate stages end to end on one absolute clock: each stage is a Poisson
+// process (exponential gaps drawn from rng) at its rate for its duration. It returns every
+// send offset (ms) and the stage each belongs to.
+func rateStages(rng *rand.Rand, stages []events.RateStage) (arrivals []float64, stage []uint8) {
+	start := 0.0
+	for k, st := range stages {
+		for t := rng.ExpFloat64() / st.Rate; t < st.Duration; t += rng.ExpFloat64() / st.Rate {
+			arrivals = append(arrivals, start+t*1000)
+			stage = append(stage, uint8(k))
+		}
+		start += st.Duration * 1000
+	}
+	return arrivals, stage
+}
+
+// sharedPrefixSchedule is a shared-prefix workload's rate stages: request k belongs to group
+// k mod num_groups and sends that group's system prompt followed by its own question. The
+// system prompt is one hash block (its length the system prompt's), so every request of a group
+// shares it byte for byte and the server's prefix cache can reuse it.
+type sharedPrefixSchedule struct {
+	sp       *events.SharedPrefix
+	arrivals []float64 // ms from the invocation's start
+	stage    []uint8   // stage index per request
+	seed     int64
+}
+
+func newSharedPrefixSchedule(sp *events.SharedPrefix, seed uint64) *sharedPrefixSchedule {
+	s := &sharedPrefixSchedule{sp: sp, seed: int64(seed & math.MaxInt32)}
+	s.arrivals, s.stage = rateStages(rand.New(rand.NewPCG(seed, 0x5eed)), sp.Stages)
+	return s
+}
+
+func (s *sharedPrefixSchedule) Len() int { return len(s.arrivals) }
+
+func (s *sharedPrefixSchedule) Load(i int, r *loadgen.Request) error {
+	at := s.arrivals[i]
+	group := int64(i % s.sp.NumGroups)
+	prompt := int64(i/s.sp.NumGroups) % int64(s.sp.NumPromptsPerGroup)
+	*r = loadgen.Request{ArrivalMs: &at, InputTokens: s.sp.SystemPromptLen + s.sp.QuestionLen, OutputTokens: s.sp.OutputLen,
+		Metadata: map[string]any{"stage": int(s.stage[i]), "group": group, "prompt": prompt}}
+	if s.sp.SystemPromptLen > 0 {
+		// One block: the group's system prompt; the engine extends it with a tail unique to
+		// the request (the question).
+		r.HashIDs = []int64{s.seed<<20 | group}
+		r.BlockSize = s.sp.SystemPromptLen
+	}
+	return nil
+}
+
+// stageOf is request i's rate stage.
+func (s *sharedPrefixSchedule) stageOf(i int) int { return int(s.stage[i]) }
+
+// namedSchedule is a named workload's open-loop stages: Poisson arrivals, lengths drawn from
+// the workload's clipped normal distributions (deterministic per request index).
+type namedSchedule struct {
+	w        evalrun.Workload
+	arrivals []float64
+	stage    []uint8
+	seed     uint64
+}
+
+func newNamedSchedule(w evalrun.Workload, seed uint64) *namedSchedule {
+	s := &namedSchedule{w: w, seed: seed}
+	s.arrivals, s.stage = rateStages(rand.New(rand.NewPCG(seed, 0x11a3ed)), w.Stages)
+	return s
+}
+
+func (s *namedSchedule) Len() int { return len(s.arrivals) }
+
+func (s *namedSchedule) Load(i int, r *loadgen.Request) error {
+	at := s.arrivals[i]
+	rng := rand.New(rand.NewPCG(s.seed, uint64(i)))
+	*r = loadgen.Request{ArrivalMs: &at, InputTokens: draw(rng, s.w.Input), OutputTokens: draw(rng, s.w.Output),
+		Metadata: map[string]any{"stage": int(s.stage[i])}}
+	return nil
+}
+
+// lengthSchedule is n closed-loop requests with lengths drawn from distributions.
+type lengthSchedule struct {
+	n           int
+	in, out     evalrun.Distribution
+	seed, stage uint64
+}
+
+func (s lengthSchedule) Len() int { return s.n }
+
+func (s lengthSchedule) Load(i int, r *loadgen.Request) error {
+	rng := rand.New(rand.NewPCG(s.seed^s.stage<<40, uint64(i)))
+	*r = loadgen.Request{InputTokens: draw(rng, s.in), OutputTokens: draw(rng, s.out), Metadata: map[string]any{"stage": int(s.stage)}}
+	return nil
+}
+
+// draw samples a length from a normal distribution clipped to [min, max].
+func draw(rng *rand.Rand, d evalrun.Distribution) int {
+	if d.StdDev == 0 {
+		return d.Mean
+	}
+	v := int(math.Round(float64(d.Mean) + rng.NormFloat64()*float64(d.StdDev)))
+	return min(max(v, d.Min), d.Max)
+}

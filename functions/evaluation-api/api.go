@@ -1,0 +1,481 @@
+package evaluationapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/runtime/auth"
+	"github.com/lensfn/lensfn/runtime/cloudevent"
+	"github.com/lensfn/lensfn/runtime/egress"
+	"github.com/lensfn/lensfn/runtime/evalrun"
+	"github.com/lensfn/lensfn/runtime/fn"
+	"github.com/lensfn/lensfn/runtime/inventory"
+	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/runtime/secret"
+	"github.com/lensfn/lensfn/runtime/state"
+)
+
+// Name is the function's Knative Service name.
+const Name = "evaluation-api"
+
+// Prefix is the route prefix of the evaluation API.
+const Prefix = "/api/v1/evaluate"
+
+// Consumes lists the event types the function receives at /events.
+var Consumes = []string{events.TypeRunRequested}
+
+// maxListed bounds GET /runs.
+const maxListed = 500
+
+// maxRunBody admits a run request with the largest workload_yaml (256 KiB) and its other fields.
+const maxRunBody = evalrun.MaxWorkloadYAMLBytes + 64<<10
+
+// Defaults is the BenchmarkDefaultsResponse.
+type Defaults struct {
+	Mode                   string `json:"mode"`
+	Repository             string `json:"repository"`
+	Revision               string `json:"revision"`
+	LocalRuntimeConfigured bool   `json:"localRuntimeConfigured"` // the established wire key
+}
+
+// API serves /api/v1/evaluate.
+type API struct {
+	deps      fn.Deps
+	runs      *evalrun.Repo
+	inventory Inventory
+	defaults  Defaults
+	// cancelWait is how long cancel waits for the runner to confirm before answering cancelling.
+	cancelWait time.Duration
+	created    *prometheus.CounterVec
+}
+
+// Build is the function's fn.Builder.
+func Build(_ context.Context, d fn.Deps) (*fn.Function, error) {
+	static, err := parseStaticExecutions(d.Config.StaticExecutions)
+	if err != nil {
+		return nil, err
+	}
+	sealer, err := secret.FromEnv(d.Config.SecretKey.Reveal())
+	if err != nil {
+		return nil, err
+	}
+	f, _, err := New(d, repoInventory{repo: &inventory.Repo{Store: d.Store, Sealer: sealer}, static: static})
+	return f, err
+}
+
+// New builds the function over an inventory (tests pass their own).
+func New(d fn.Deps, inv Inventory) (*fn.Function, *API, error) {
+	sealer, err := secret.FromEnv(d.Config.SecretKey.Reveal())
+	if err != nil {
+		return nil, nil, err
+	}
+	a := &API{deps: d, inventory: inv, cancelWait: 1500 * time.Millisecond,
+		runs:     &evalrun.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir},
+		defaults: defaultsFrom(d.Config),
+		created: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_evaluation_runs_created_total",
+			Help: "Benchmark runs created, by origin (rest or event)."}, []string{"origin"})}
+	d.Metrics.Registry.MustRegister(a.created)
+	read, write := auth.EvaluateRunRead, auth.EvaluateRunWrite
+	routes := []fn.Route{
+		{Method: "GET", Path: Prefix + "/benchmark-defaults", Scope: read, Handler: fn.Handle(a.benchmarkDefaults)},
+		{Method: "POST", Path: Prefix + "/timing-estimate", Scope: read, Handler: fn.Handle(a.timingEstimate)},
+		{Method: "POST", Path: Prefix + "/runs", Scope: write, Handler: fn.Handle(a.createRun), MaxBodyBytes: maxRunBody},
+		{Method: "GET", Path: Prefix + "/runs", Scope: read, Handler: fn.Handle(a.listRuns)},
+		{Method: "GET", Path: Prefix + "/runs/{id}", Scope: read, Handler: fn.Handle(a.getRun)},
+		{Method: "POST", Path: Prefix + "/runs/{id}/cancel", Scope: write, Handler: fn.Handle(a.cancelRun)},
+		{Method: "DELETE", Path: Prefix + "/runs/{id}", Scope: write, Handler: fn.Handle(a.deleteRun)},
+		{Method: "GET", Path: Prefix + "/runs/{id}/artifacts/{kind}", Scope: read, Handler: fn.Handle(a.downloadArtifact)},
+	}
+	return &fn.Function{
+		Routes: routes,
+		Events: map[string]cloudevent.Handler{events.TypeRunRequested: a.onRunRequested},
+	}, a, nil
+}
+
+// defaultsFrom follows the reference: a local llm-d-benchmark runtime is configured when
+// LLM_D_BENCHMARK_EXECUTABLE or LLM_D_BENCHMARK_ROOT is set or llmdbenchmark is on the PATH.
+func defaultsFrom(c fn.Config) Defaults {
+	d := Defaults{Mode: "managed-source", Repository: evalrun.DefaultRepository, Revision: evalrun.DefaultRevision}
+	_, lookErr := exec.LookPath("llmdbenchmark")
+	executable := c.LLMDBenchmarkExecutable != ""
+	if executable || lookErr == nil {
+		d.Mode = "local-runtime"
+	}
+	d.LocalRuntimeConfigured = executable || lookErr == nil || c.LLMDBenchmarkRoot != ""
+	return d
+}
+
+func (a *API) benchmarkDefaults(w http.ResponseWriter, _ *http.Request) error {
+	fn.WriteJSON(w, http.StatusOK, a.defaults)
+	return nil
+}
+
+func (a *API) timingEstimate(w http.ResponseWriter, r *http.Request) error {
+	var spec events.BenchmarkSpec
+	if err := fn.DecodeJSON(r, &spec, true); err != nil {
+		return err
+	}
+	if err := evalrun.ValidateSpec(spec); err != nil {
+		if problem.CodeOf(err) != problem.CodeValidation {
+			// A preview answers for any well-formed spec; unknown harnesses and workloads are
+			// simply of unknown timing.
+			fn.WriteJSON(w, http.StatusOK, evalrun.Estimate(spec))
+			return nil
+		}
+		return err
+	}
+	fn.WriteJSON(w, http.StatusOK, evalrun.Estimate(spec))
+	return nil
+}
+
+func (a *API) createRun(w http.ResponseWriter, r *http.Request) error {
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	run, err := a.create(r.Context(), body, "", evalrun.NewID())
+	if err != nil {
+		return err
+	}
+	a.created.WithLabelValues("rest").Inc()
+	fn.WriteJSON(w, http.StatusAccepted, run)
+	return nil
+}
+
+// readBody reads a JSON body (the runtime's cap) for the raw-preserving parser.
+func readBody(r *http.Request) ([]byte, error) {
+	var raw json.RawMessage
+	if err := fn.DecodeJSON(r, &raw, false); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+// create validates a POST /runs body, resolves its target, stores the run queued and announces
+// it. REST and run.requested events both come here.
+func (a *API) create(ctx context.Context, body []byte, idempotencyKey, id string) (*evalrun.Run, error) {
+	req, raw, err := evalrun.ParseRequest(body)
+	if err != nil {
+		return nil, err
+	}
+	if err := evalrun.ValidateRequest(req); err != nil {
+		return nil, err
+	}
+	target, apiKey, err := a.resolve(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	run := evalrun.BuildRun(id, req, raw, target)
+	run.Internal.IdempotencyKey = idempotencyKey
+	if target.ModelServiceGroupID != "" {
+		run.Set("model_service_group_id", target.ModelServiceGroupID)
+	}
+	// The execution may not be deleted while the run uses it; the runner releases the use
+	// when the run ends.
+	if err := a.inventory.AcquireUse(ctx, target.ExecutionID, id); err != nil {
+		return nil, err
+	}
+	if err := a.runs.Create(ctx, run, apiKey); err != nil {
+		if !errors.Is(err, state.ErrExists) {
+			_ = a.inventory.ReleaseUse(context.WithoutCancel(ctx), target.ExecutionID, id)
+		}
+		if errors.Is(err, evalrun.ErrNoSealer) {
+			return nil, problem.Wrap(problem.CodeBadRequest, err, "this installation cannot store API keys (LENS_SECRET_KEY is not set)")
+		}
+		return nil, err
+	}
+	a.runs.Logf(ctx, id, "Queued: %s against %s (%s)", describe(run), target.Endpoint, target.Model)
+	a.announce(ctx, id)
+	return run, nil
+}
+
+func describe(run *evalrun.Run) string {
+	spec, err := run.Spec()
+	if err != nil {
+		return "benchmark"
+	}
+	switch {
+	case len(spec.Matrix) > 0:
+		return fmt.Sprintf("matrix of %d points x %d concurrency stages", len(spec.Matrix), len(evalrun.Stages(spec)))
+	case spec.SharedPrefix != nil:
+		return fmt.Sprintf("shared-prefix workload of %d rate stages", len(spec.SharedPrefix.Stages))
+	case spec.WorkloadYAML != nil:
+		return "inline workload_yaml"
+	}
+	return "workload " + *spec.Workload
+}
+
+// announce emits run.queued; a lost event is covered by the runners' queue sweep.
+func (a *API) announce(ctx context.Context, id string) {
+	err := a.deps.Events.Send(ctx, events.TypeRunQueued, id+"/queued", id, events.RunQueued{RunID: id})
+	if err != nil && !errors.Is(err, cloudevent.ErrNoSink) {
+		a.deps.Log.Warnw("run.queued not delivered; the runners' sweep picks the run up", "run", id, "error", err)
+	}
+}
+
+// resolve finds the run's target and the key its requests carry.
+func (a *API) resolve(ctx context.Context, req events.EvaluateRunRequest) (evalrun.Target, string, error) {
+	access := ""
+	if req.APIKey != nil {
+		access = *req.APIKey
+	}
+	var target evalrun.Target
+	var err error
+	if req.ModelServiceGroupID != nil && *req.ModelServiceGroupID != "" {
+		target, err = a.inventory.ModelService(ctx, *req.ModelServiceGroupID, access)
+		target.ModelServiceGroupID = *req.ModelServiceGroupID
+	} else {
+		target, err = a.inventory.Execution(ctx, *req.DeploymentExecutionID)
+	}
+	if err != nil {
+		return target, "", err
+	}
+	if req.ClusterSessionID != nil && *req.ClusterSessionID != "" && *req.ClusterSessionID != target.ClusterSessionID {
+		return target, "", problem.New(problem.CodeBadRequest, "cluster_session_id %s does not match the execution's session", *req.ClusterSessionID)
+	}
+	if err := a.deps.Egress.Check(ctx, target.Endpoint); errors.Is(err, egress.ErrNotAllowed) {
+		return target, "", problem.New(problem.CodeBadRequest, "the endpoint of %s is outside this installation's endpoint policy", target.ExecutionID)
+	}
+	if target.Status != "" && target.Status != "ready" {
+		return target, "", problem.New(problem.CodeConflict, "deployment execution %s is %s, not ready", target.ExecutionID, target.Status)
+	}
+	// Requests carry the execution's own key; a Model Service's access key only authorizes. A
+	// static execution has no key of its own, so the request's is used.
+	key := target.APIKey
+	if key == "" && target.ModelServiceGroupID == "" {
+		key = access
+	}
+	return target, key, nil
+}
+
+// listHeavy are the fields list items leave out.
+var listHeavy = []string{"logs", "matrix_results", "rate_stage_results", "timing"}
+
+func (a *API) listRuns(w http.ResponseWriter, r *http.Request) error {
+	runs, err := a.runs.List(r.Context(), maxListed)
+	if err != nil {
+		return err
+	}
+	items := make([]*evalrun.Run, 0, len(runs))
+	for _, run := range runs {
+		items = append(items, run.Without(listHeavy...))
+	}
+	fn.WriteJSON(w, http.StatusOK, map[string]any{"items": items})
+	return nil
+}
+
+func (a *API) load(ctx context.Context, id string) (*evalrun.Run, error) {
+	run, err := a.runs.Get(ctx, id)
+	if errors.Is(err, state.ErrNotFound) || errors.Is(err, state.ErrInvalid) {
+		return nil, problem.New(problem.CodeNotFound, "benchmark run %s not found", id)
+	}
+	return run, err
+}
+
+func (a *API) getRun(w http.ResponseWriter, r *http.Request) error {
+	run, err := a.load(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	fn.WriteJSON(w, http.StatusOK, withDetail(run))
+	return nil
+}
+
+// withDetail adds the read-only context a detail read shows when the record lacks it: the
+// known configuration (none for an existing endpoint) and the deployment case it ran against.
+func withDetail(run *evalrun.Run) *evalrun.Run {
+	if !run.Has("configuration") {
+		run.Set("configuration", nil)
+	}
+	if !run.Has("deployment_cases") {
+		run.Set("deployment_cases", []map[string]any{{
+			"id": run.String("deployment_execution_id"), "execution_id": run.String("deployment_execution_id"),
+			"guide": nil, "namespace": run.Raw("namespace"), "endpoint": run.String("endpoint"),
+			"status": "ready", "execution_status": "ready", "monitoring_setup": nil, "diagnostics": nil,
+			"resource_snapshot": map[string]any{},
+		}})
+	}
+	return run
+}
+
+// CancelResponse is the EvaluationCancelResponse.
+type CancelResponse struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+}
+
+func (a *API) cancelRun(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	run, err := a.load(ctx, id)
+	if err != nil {
+		return err
+	}
+	switch run.Status() {
+	case evalrun.StatusCancelled:
+		fn.WriteJSON(w, http.StatusOK, CancelResponse{ID: id, Status: evalrun.StatusCancelled})
+		return nil
+	case evalrun.StatusSucceeded, evalrun.StatusFailed:
+		return problem.New(problem.CodeConflict, "benchmark run %s is %s; only an active run can be cancelled", id, run.Status())
+	case evalrun.StatusQueued:
+		// Nobody runs it yet: cancel it at once. A runner that claims it meanwhile makes this
+		// transition fail, and the run is then cancelled as a running one.
+		_, err := a.runs.Transition(ctx, id, []string{evalrun.StatusQueued}, evalrun.StatusCancelled, state.Fence{}, func(run *evalrun.Run) error {
+			run.Internal.CancelRequested = true
+			run.Set("finished_at", evalrun.Now())
+			run.Set("error", nil)
+			return nil
+		})
+		if err == nil {
+			_ = a.inventory.ReleaseUse(ctx, run.String("deployment_execution_id"), id)
+			a.runs.Logf(ctx, id, "Cancelled before it started")
+			a.finished(ctx, id)
+			fn.WriteJSON(w, http.StatusOK, CancelResponse{ID: id, Status: evalrun.StatusCancelled})
+			return nil
+		}
+		if !errors.Is(err, state.ErrInvalidTransition) {
+			return err
+		}
+	}
+	_, err = a.runs.Transition(ctx, id, []string{evalrun.StatusRunning, evalrun.StatusCancelling}, evalrun.StatusCancelling, state.Fence{}, func(run *evalrun.Run) error {
+		run.Internal.CancelRequested = true
+		return nil
+	})
+	if err != nil && !errors.Is(err, state.ErrInvalidTransition) {
+		return err
+	}
+	a.runs.Logf(ctx, id, "Cancel requested")
+	status := a.waitTerminal(ctx, id)
+	if status == evalrun.StatusSucceeded || status == evalrun.StatusFailed {
+		return problem.New(problem.CodeConflict, "benchmark run %s finished %s before the cancel took effect", id, status)
+	}
+	fn.WriteJSON(w, http.StatusOK, CancelResponse{ID: id, Status: status})
+	return nil
+}
+
+// waitTerminal waits up to cancelWait for the lease holder to carry out a cancel.
+func (a *API) waitTerminal(ctx context.Context, id string) string {
+	deadline := time.Now().Add(a.cancelWait)
+	for {
+		run, err := a.runs.Load(ctx, id)
+		if err != nil {
+			return evalrun.StatusCancelling
+		}
+		if evalrun.Terminal(run.Status()) || time.Now().After(deadline) {
+			return run.Status()
+		}
+		select {
+		case <-ctx.Done():
+			return run.Status()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// finished announces a run the API itself ended (cancelled before it started).
+func (a *API) finished(ctx context.Context, id string) {
+	err := a.deps.Events.Send(ctx, events.TypeRunFinished, id+"/finished", id,
+		events.RunFinished{RunID: id, Status: evalrun.StatusCancelled})
+	if err != nil && !errors.Is(err, cloudevent.ErrNoSink) {
+		a.deps.Log.Warnw("run.finished not delivered", "run", id, "error", err)
+	}
+}
+
+func (a *API) deleteRun(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	rec, err := a.deps.Store.Get(ctx, evalrun.Kind, id)
+	if errors.Is(err, state.ErrNotFound) || errors.Is(err, state.ErrInvalid) {
+		return problem.New(problem.CodeNotFound, "benchmark run %s not found", id)
+	}
+	if err != nil {
+		return err
+	}
+	if !evalrun.Terminal(rec.Status) {
+		return problem.New(problem.CodeConflict, "benchmark run %s is %s; cancel it and wait until it ends before deleting it", id, rec.Status)
+	}
+	if err := a.runs.Delete(ctx, id, rec.Version); err != nil {
+		if errors.Is(err, state.ErrVersionConflict) {
+			return problem.New(problem.CodeConflict, "benchmark run %s changed while it was being deleted; try again", id)
+		}
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// downloadArtifact streams a run's per-request records (JSON lines) as an attachment.
+func (a *API) downloadArtifact(w http.ResponseWriter, r *http.Request) error {
+	id, kind := r.PathValue("id"), r.PathValue("kind")
+	if _, err := a.load(r.Context(), id); err != nil {
+		return err
+	}
+	if kind != "per-request-jsonl" {
+		return problem.New(problem.CodeNotFound, "unknown artifact kind %q; the run has per-request-jsonl", kind)
+	}
+	f, err := os.Open(a.runs.RecordsPath(id))
+	if errors.Is(err, os.ErrNotExist) {
+		return problem.New(problem.CodeNotFound, "benchmark run %s has no per-request records yet", id)
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Content-Disposition", `attachment; filename="`+id+`-per-request.jsonl"`)
+	_, err = io.Copy(w, f)
+	if err != nil {
+		a.deps.Log.Warnw("artifact download cut short", "run", id, "error", err)
+	}
+	return nil
+}
+
+// onRunRequested creates a run from a user's event exactly as POST /runs does. The run id is
+// derived from the idempotency key, so every delivery and every event carrying the same key
+// names the same run. Invalid payloads are rejected for good (never retried).
+func (a *API) onRunRequested(ctx context.Context, e cloudevent.Event) error {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(e.Data, &fields); err != nil || fields == nil {
+		return cloudevent.Permanent(fmt.Errorf("run.requested data is not a JSON object"))
+	}
+	var key string
+	if err := json.Unmarshal(fields["idempotency_key"], &key); err != nil || key == "" || len(key) > evalrun.MaxIdempotencyKeyLen {
+		return cloudevent.Permanent(fmt.Errorf("run.requested needs an idempotency_key of 1-%d characters", evalrun.MaxIdempotencyKeyLen))
+	}
+	delete(fields, "idempotency_key")
+	body, _ := json.Marshal(fields)
+	id := idFromKey(key)
+	_, err := a.create(ctx, body, key, id)
+	switch {
+	case err == nil:
+		a.created.WithLabelValues("event").Inc()
+		a.deps.Log.Infow("run created from run.requested", "run", id, "event", e.ID)
+		return nil
+	case errors.Is(err, state.ErrExists):
+		return nil // an earlier event with this key created it
+	case problem.CodeOf(err).Status() < 500 && !problem.CodeOf(err).Retryable():
+		a.deps.Log.Warnw("run.requested rejected", "event", e.ID, "error", err)
+		return cloudevent.Permanent(err)
+	}
+	return err
+}
+
+// idFromKey is a UUID (version 8, name-based) derived from an idempotency key.
+func idFromKey(key string) string {
+	sum := sha256.Sum256([]byte("lensfn/evaluation/run.requested\x00" + key))
+	b := sum[:16]
+	b[6] = b[6]&0x0f | 0x80
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

@@ -1,0 +1,426 @@
+package evaluationapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	evaluationapi "github.com/lensfn/lensfn/functions/evaluation-api"
+	"github.com/lensfn/lensfn/runtime/auth"
+	"github.com/lensfn/lensfn/runtime/evalrun"
+	"github.com/lensfn/lensfn/runtime/fn"
+	"github.com/lensfn/lensfn/runtime/fn/fntest"
+	"github.com/lensfn/lensfn/runtime/inventory"
+	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/runtime/secret"
+	"github.com/lensfn/lensfn/runtime/state"
+)
+
+const sim = `[{"id":"exec-1","cluster_session_id":"session-1","name":"sim","model":"fake-model","endpoint":"http://127.0.0.1:1/v1","namespace":"local"}]`
+
+type harness struct {
+	server *fn.Server
+	url    string
+	deps   fn.Deps
+	runs   *evalrun.Repo
+}
+
+func start(t *testing.T, extra ...string) *harness {
+	t.Helper()
+	vars := map[string]string{"LENS_SECRET_KEY": secret.NewKey(), "LENS_STATIC_EXECUTIONS": sim}
+	for i := 0; i+1 < len(extra); i += 2 {
+		vars[extra[i]] = extra[i+1]
+	}
+	env := fntest.Env(t, vars)
+	h := &harness{}
+	s, err := fn.NewServer(context.Background(), fntest.Config(t, env), evaluationapi.Name, func(ctx context.Context, d fn.Deps) (*fn.Function, error) {
+		h.deps = d
+		return evaluationapi.Build(ctx, d)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler)
+	t.Cleanup(func() { srv.Close(); _ = s.Close(context.Background()) })
+	h.url, h.server = srv.URL+evaluationapi.Prefix, s
+	fntest.AuthorizeDefaultClient(t, s)
+	sealer, _ := secret.FromEnv(env["LENS_SECRET_KEY"])
+	h.runs = &evalrun.Repo{Store: h.deps.Store, Sealer: sealer, DataDir: h.deps.Config.DataDir}
+	return h
+}
+
+func call(t *testing.T, method, url, body string, out any) int {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if out != nil && len(raw) > 0 {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("%s %s: %v: %s", method, url, err, raw)
+		}
+	}
+	return resp.StatusCode
+}
+
+func TestScopes(t *testing.T) {
+	h := start(t)
+	reader := fntest.Token(t, h.server, auth.EvaluateRunRead)
+	do := func(method, url, token, body string) int {
+		req, _ := http.NewRequest(method, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultTransport.RoundTrip(req) // past the default client's token
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := do("GET", h.url+"/runs", "", ""); code != 401 {
+		t.Fatalf("no token: %d", code)
+	}
+	if code := do("GET", h.url+"/runs", reader, ""); code != 200 {
+		t.Fatalf("read scope reading: %d", code)
+	}
+	if code := do("POST", h.url+"/runs", reader, matrixRun); code != 403 {
+		t.Fatalf("read scope creating: %d", code)
+	}
+	if code := do("POST", h.url+"/runs/x/cancel", reader, ""); code != 403 {
+		t.Fatalf("read scope cancelling: %d", code)
+	}
+}
+
+func TestBenchmarkDefaults(t *testing.T) {
+	h := start(t)
+	var d map[string]any
+	if code := call(t, "GET", h.url+"/benchmark-defaults", "", &d); code != 200 ||
+		d["repository"] != "https://github.com/llm-d/llm-d-benchmark.git" || d["revision"] != "main" ||
+		d["mode"] != "managed-source" || d["localRuntimeConfigured"] != false {
+		t.Fatalf("%d %v", code, d)
+	}
+}
+
+func TestTimingEstimateOverHTTP(t *testing.T) {
+	h := start(t)
+	body := `{"wait_timeout_seconds":null,"parallelism":1,"shared_prefix":{"num_groups":4,"num_prompts_per_group":5,
+		"system_prompt_len":512,"question_len":128,"output_len":64,"stages":[{"rate":0.4,"duration":20},{"rate":0.8,"duration":20}]}}`
+	var got map[string]any
+	if code := call(t, "POST", h.url+"/timing-estimate", body, &got); code != 200 {
+		t.Fatalf("%d %v", code, got)
+	}
+	if got["measured_requests"] != 24.0 || got["lower_seconds"] != 160.0 || got["upper_seconds"] != 340.0 || got["timeout_seconds"] != 900.0 ||
+		got["basis"] != "configuration" || got["timeout_mode"] != "auto" || got["timeout_warning"] != nil {
+		t.Fatalf("estimate %v", got)
+	}
+	var prob map[string]any
+	if code := call(t, "POST", h.url+"/timing-estimate", `{"parallelism":0}`, &prob); code != 422 {
+		t.Fatalf("invalid spec: %d %v", code, prob)
+	}
+	if code := call(t, "POST", h.url+"/timing-estimate", `{"bogus":1}`, &prob); code != 422 || !strings.Contains(toJSON(prob), "bogus") {
+		t.Fatalf("unknown field: %d %v", code, prob)
+	}
+	if code := call(t, "POST", h.url+"/timing-estimate", `{"workload":"custom.yaml"}`, &got); code != 200 || got["basis"] != "unknown" || got["timeout_seconds"] != 7200.0 {
+		t.Fatalf("unknown workload: %d %v", code, got)
+	}
+}
+
+func toJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+const matrixRun = `{"deployment_execution_id":"exec-1","cluster_session_id":"session-1","harness":"inference-perf",
+	"matrix":[{"isl":64,"osl":16}],"concurrency_stages":[{"concurrency":2,"num_requests":8}],"warmup_requests":2,
+	"sla_targets":{"ttft_ms":500,"ttft_percentile":"p99"},"storage_class_name":null,"api_key":"sk-never-shown"}`
+
+func TestCreateGetListRun(t *testing.T) {
+	h := start(t)
+	var run map[string]any
+	if code := call(t, "POST", h.url+"/runs", matrixRun, &run); code != 202 {
+		t.Fatalf("create: %d %v", code, run)
+	}
+	id, _ := run["id"].(string)
+	if run["status"] != "queued" || run["kind"] != "benchmark" || run["model"] != "fake-model" || run["endpoint"] != "http://127.0.0.1:1/v1" ||
+		run["deployment_ownership"] != "existing-endpoint" || run["wait_timeout_seconds"] != 900.0 || run["storage_class_name"] != nil {
+		t.Fatalf("run %v", run)
+	}
+	if _, ok := run["storage_class_name"]; !ok {
+		t.Fatal("explicit null storage_class_name dropped")
+	}
+	if _, ok := run["shared_prefix"]; ok {
+		t.Fatal("absent shared_prefix appeared")
+	}
+	if strings.Contains(toJSON(run), "sk-never-shown") {
+		t.Fatal("the API key is in the response")
+	}
+	bench := run["benchmark"].(map[string]any)
+	if bench["wait_timeout_seconds"] != nil || bench["harness_memory_gib"] != 8.0 || bench["parallelism"] != 1.0 {
+		t.Fatalf("benchmark %v", bench)
+	}
+	var got map[string]any
+	if code := call(t, "GET", h.url+"/runs/"+id, "", &got); code != 200 || got["id"] != id || got["deployment_cases"] == nil {
+		t.Fatalf("get: %d %v", code, got)
+	}
+	if _, ok := got["configuration"]; !ok {
+		t.Fatal("detail lacks configuration")
+	}
+	var list struct {
+		Items []map[string]any `json:"items"`
+	}
+	if code := call(t, "GET", h.url+"/runs", "", &list); code != 200 || len(list.Items) != 1 || list.Items[0]["id"] != id {
+		t.Fatalf("list: %d %v", code, list)
+	}
+	// The stored key opens for the runner.
+	stored, err := h.runs.Load(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key, err := h.runs.APIKey(stored); err != nil || key != "sk-never-shown" {
+		t.Fatalf("key %q %v", key, err)
+	}
+	if code := call(t, "GET", h.url+"/runs/nope", "", nil); code != 404 {
+		t.Fatalf("unknown run: %d", code)
+	}
+}
+
+func TestCreateRunRejectsBadInput(t *testing.T) {
+	h := start(t)
+	tests := []struct {
+		name, body string
+		code       int
+	}{
+		{"unknown execution", `{"deployment_execution_id":"exec-404"}`, 404},
+		{"session mismatch", `{"deployment_execution_id":"exec-1","cluster_session_id":"other"}`, 400},
+		{"both targets", `{"deployment_execution_id":"exec-1","model_service_group_id":"g","api_key":"k"}`, 422},
+		{"unknown model service", `{"model_service_group_id":"g","api_key":"k"}`, 404},
+		{"unknown field", `{"deployment_execution_id":"exec-1","extra":true}`, 422},
+		{"harness", `{"deployment_execution_id":"exec-1","harness":"vllm-benchmark"}`, 400},
+		{"not JSON", `{`, 422},
+		{"empty", ``, 422},
+	}
+	for _, tc := range tests {
+		var prob map[string]any
+		if code := call(t, "POST", h.url+"/runs", tc.body, &prob); code != tc.code || prob["code"] == nil {
+			t.Errorf("%s: %d %v, want %d problem", tc.name, code, prob, tc.code)
+		}
+	}
+	var list struct {
+		Items []any `json:"items"`
+	}
+	call(t, "GET", h.url+"/runs", "", &list)
+	if len(list.Items) != 0 {
+		t.Fatalf("bad requests stored runs: %v", list.Items)
+	}
+}
+
+func TestCancelAndDelete(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	var run map[string]any
+	call(t, "POST", h.url+"/runs", matrixRun, &run)
+	id := run["id"].(string)
+	if code := call(t, "DELETE", h.url+"/runs/"+id, "", nil); code != 409 {
+		t.Fatalf("delete queued: %d", code)
+	}
+	var c map[string]any
+	for range 2 { // idempotent
+		if code := call(t, "POST", h.url+"/runs/"+id+"/cancel", "", &c); code != 200 || c["status"] != "cancelled" || c["id"] != id {
+			t.Fatalf("cancel queued: %d %v", code, c)
+		}
+	}
+	if code := call(t, "DELETE", h.url+"/runs/"+id, "", nil); code != 204 {
+		t.Fatalf("delete cancelled: %d", code)
+	}
+	if code := call(t, "GET", h.url+"/runs/"+id, "", nil); code != 404 {
+		t.Fatalf("deleted run: %d", code)
+	}
+
+	// A running run: the cancel is recorded, the lease holder carries it out.
+	call(t, "POST", h.url+"/runs", matrixRun, &run)
+	id = run["id"].(string)
+	if _, err := h.runs.Transition(ctx, id, []string{evalrun.StatusQueued}, evalrun.StatusRunning, state.Fence{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	runner := make(chan error, 1)
+	go func() { // a runner that notices the request and ends the run
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			r, err := h.runs.Load(ctx, id)
+			if err == nil && r.Internal.CancelRequested {
+				_, err = h.runs.Transition(ctx, id, []string{evalrun.StatusCancelling}, evalrun.StatusCancelled, state.Fence{}, nil)
+				runner <- err
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		runner <- context.DeadlineExceeded
+	}()
+	if code := call(t, "POST", h.url+"/runs/"+id+"/cancel", "", &c); code != 200 || c["status"] != "cancelled" {
+		t.Fatalf("cancel running: %d %v", code, c)
+	}
+	if err := <-runner; err != nil {
+		t.Fatal(err)
+	}
+
+	// A finished run cannot be cancelled.
+	call(t, "POST", h.url+"/runs", matrixRun, &run)
+	id = run["id"].(string)
+	for _, to := range []string{evalrun.StatusRunning, evalrun.StatusSucceeded} {
+		if _, err := h.runs.Transition(ctx, id, evalrun.Sources(to), to, state.Fence{}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code := call(t, "POST", h.url+"/runs/"+id+"/cancel", "", nil); code != 409 {
+		t.Fatalf("cancel succeeded: %d", code)
+	}
+	if code := call(t, "POST", h.url+"/runs/nope/cancel", "", nil); code != 404 {
+		t.Fatalf("cancel unknown: %d", code)
+	}
+}
+
+func postEvent(t *testing.T, base, id, data string) int {
+	t.Helper()
+	req, _ := http.NewRequest("POST", strings.TrimSuffix(base, evaluationapi.Prefix)+"/events", strings.NewReader(data))
+	for k, v := range map[string]string{"Ce-Specversion": "1.0", "Ce-Id": id, "Ce-Source": "/lensfn/user",
+		"Ce-Type": "dev.lensfn.evaluation.run.requested.v1", "Content-Type": "application/json"} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func TestRunRequestedEventCreatesOneRunPerKey(t *testing.T) {
+	h := start(t)
+	data := `{"idempotency_key":"nightly-2026-12-01","deployment_execution_id":"exec-1","workload":"sanity_random.yaml","accelerator_profile":null}`
+	for _, eventID := range []string{"e-1", "e-1", "e-2"} { // a redelivery, then another event with the same key
+		if code := postEvent(t, h.url, eventID, data); code/100 != 2 {
+			t.Fatalf("event %s: %d", eventID, code)
+		}
+	}
+	var list struct {
+		Items []map[string]any `json:"items"`
+	}
+	call(t, "GET", h.url+"/runs", "", &list)
+	if len(list.Items) != 1 {
+		t.Fatalf("%d runs from one key", len(list.Items))
+	}
+	run := list.Items[0]
+	if run["workload"] != "sanity_random.yaml" || run["accelerator_profile"] != nil || run["idempotency_key"] != nil || run["status"] != "queued" {
+		t.Fatalf("run %v", run)
+	}
+	if _, ok := run["accelerator_profile"]; !ok {
+		t.Fatal("explicit null dropped on the event path")
+	}
+	for name, bad := range map[string]string{
+		"no key":        `{"deployment_execution_id":"exec-1"}`,
+		"invalid body":  `{"idempotency_key":"k2","parallelism":99,"deployment_execution_id":"exec-1"}`,
+		"unknown exec":  `{"idempotency_key":"k3","deployment_execution_id":"nope"}`,
+		"unknown field": `{"idempotency_key":"k4","deployment_execution_id":"exec-1","x":1}`,
+	} {
+		if code := postEvent(t, h.url, "bad-"+name, bad); code != 400 {
+			t.Errorf("%s: %d, want 400 (never redelivered)", name, code)
+		}
+	}
+	call(t, "GET", h.url+"/runs", "", &list)
+	if len(list.Items) != 1 {
+		t.Fatalf("bad events created runs: %d", len(list.Items))
+	}
+}
+
+func TestEndpointOutsideThePolicyIsRefused(t *testing.T) {
+	h := start(t, "LENS_ENDPOINT_DENY", "127.0.0.0/8")
+	var prob map[string]any
+	if code := call(t, "POST", h.url+"/runs", `{"deployment_execution_id":"exec-1"}`, &prob); code != 400 || !strings.Contains(toJSON(prob), "policy") {
+		t.Fatalf("%d %v", code, prob)
+	}
+}
+
+func TestRunsResolveInventoryExecutionsAndHoldThem(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	inv := &inventory.Repo{Store: h.deps.Store, Sealer: h.runs.Sealer}
+	if err := inv.PutExecution(ctx, inventory.Execution{ID: "exec-inv", ClusterSessionID: "s-1", Name: "vllm", Model: "m-1",
+		Endpoint: "http://127.0.0.1:2/v1", Ownership: inventory.OwnershipExistingEndpoint}, "sk-member"); err != nil {
+		t.Fatal(err)
+	}
+	var run map[string]any
+	if code := call(t, "POST", h.url+"/runs", `{"deployment_execution_id":"exec-inv"}`, &run); code != 202 {
+		t.Fatalf("create: %d %v", code, run)
+	}
+	id := run["id"].(string)
+	if run["model"] != "m-1" || run["cluster_session_id"] != "s-1" || run["endpoint"] != "http://127.0.0.1:2/v1" {
+		t.Fatalf("run %v", run)
+	}
+	stored, _ := h.runs.Load(ctx, id)
+	if key, _ := h.runs.APIKey(stored); key != "sk-member" {
+		t.Fatalf("the run carries key %q, want the execution's own", key)
+	}
+	if err := inv.DeleteExecution(ctx, "exec-inv"); problemStatus(err) != 409 {
+		t.Fatalf("delete of a used execution: %v", err)
+	}
+	if code := call(t, "POST", h.url+"/runs/"+id+"/cancel", "", nil); code != 200 {
+		t.Fatalf("cancel: %d", code)
+	}
+	if err := inv.DeleteExecution(ctx, "exec-inv"); err != nil {
+		t.Fatalf("delete after the run ended: %v", err)
+	}
+	var prob map[string]any
+	if code := call(t, "POST", h.url+"/runs", `{"model_service_group_id":"nope","api_key":"lens-mk-x"}`, &prob); code != 404 {
+		t.Fatalf("unknown model service: %d %v", code, prob)
+	}
+}
+
+func problemStatus(err error) int {
+	if err == nil {
+		return 0
+	}
+	return problem.CodeOf(err).Status()
+}
+
+func TestArtifactDownload(t *testing.T) {
+	h := start(t)
+	var run map[string]any
+	call(t, "POST", h.url+"/runs", matrixRun, &run)
+	id := run["id"].(string)
+	if code := call(t, "GET", h.url+"/runs/"+id+"/artifacts/per-request-jsonl", "", nil); code != 404 {
+		t.Fatalf("before any record: %d", code)
+	}
+	if err := os.MkdirAll(h.runs.RunDir(id), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(h.runs.RecordsPath(id), []byte("{\"request_id\":1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(h.url + "/runs/" + id + "/artifacts/per-request-jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != "{\"request_id\":1}\n" || resp.Header.Get("Content-Type") != "application/x-ndjson" ||
+		!strings.Contains(resp.Header.Get("Content-Disposition"), "attachment") {
+		t.Fatalf("%d %q %v", resp.StatusCode, body, resp.Header)
+	}
+	if code := call(t, "GET", h.url+"/runs/"+id+"/artifacts/summary", "", nil); code != 404 {
+		t.Fatalf("unknown kind: %d", code)
+	}
+}

@@ -1,0 +1,14 @@
+// Package inventoryapi is the inventory-api function: the routes of the records an evaluation
+// refers to, which the evaluation spec names without defining them. /api/cluster registers
+// clusters (kubeconfigs sealed, never returned) and opens their sessions; /api/v1/deployments
+// registers existing OpenAI-compatible endpoints as deployment executions after probing their
+// model list; /api/v1/model-services publishes a model name over member executions behind an
+// access key shown once and stored as a hash, and probes the members on an interval in the
+// background (one instance at a time, under a store lease) to elect the active member;
+// /api/v1/configurations stores deployable configuration artifacts with their checksum.
+//
+// The records themselves, their storage and their rules live in runtime/inventory, which the
+// evaluation functions use too. It may import runtime/fn, runtime/problem, runtime/secret,
+// runtime/state and runtime/inventory, and prometheus/client_golang; nothing imports it but its
+// cmd and tests/.
+package inventoryapi

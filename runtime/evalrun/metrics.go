@@ -1,0 +1,319 @@
+package evalrun
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/runtime/loadgen"
+)
+
+// maxPooledGaps bounds the inter-token gaps kept for the ITL distribution; past it the gaps are
+// a uniform reservoir sample (exact below it).
+const maxPooledGaps = 1 << 20
+
+// Builder turns per-request records into the metrics block of reference/lens-evaluation.md §5.
+// It keeps a few numbers per request (never the records), so a 100,000-request run costs a few
+// MB. Distributions are over successful requests, as inference-perf reports them; percentiles
+// interpolate linearly between order statistics (numpy's default, which inference-perf uses).
+type Builder struct {
+	latency, ttft, tpot, ntpot, inTok, outTok, delay []float64
+	gaps                                             []float64
+	gapsSeen                                         int64
+	rng                                              *rand.Rand
+
+	successes, failures, emptyOutputs int64
+	good                              int64
+	totalIn, totalOut                 float64
+	firstStart, lastEnd               float64
+	scheduled                         int64
+	constraints                       map[string]float64 // ms, by metric
+}
+
+// NewBuilder returns an empty builder; targets' TTFT/TPOT limits define SLO goodput.
+func NewBuilder(targets *events.SLATargets) *Builder {
+	b := &Builder{firstStart: math.Inf(1), lastEnd: math.Inf(-1), rng: rand.New(rand.NewPCG(1, 2)), constraints: map[string]float64{}}
+	if targets != nil {
+		if targets.TTFTMs != nil {
+			b.constraints["ttft"] = *targets.TTFTMs
+		}
+		if targets.TPOTMs != nil {
+			b.constraints["tpot"] = *targets.TPOTMs
+		}
+	}
+	return b
+}
+
+// Add takes one measured request's record and its inter-token gaps (ms; may be nil).
+func (b *Builder) Add(rec loadgen.Record, gaps []float64) {
+	b.scheduled++
+	b.firstStart = min(b.firstStart, rec.StartedAtSeconds)
+	b.lastEnd = max(b.lastEnd, rec.CompletedAtSeconds)
+	b.delay = append(b.delay, 1000*(rec.StartedAtSeconds-rec.ScheduledAtSeconds))
+	if !rec.Successful {
+		b.failures++
+		return
+	}
+	b.successes++
+	b.latency = append(b.latency, rec.LatencyMs)
+	b.inTok = append(b.inTok, rec.InputTokens)
+	b.outTok = append(b.outTok, rec.OutputTokens)
+	b.totalIn += rec.InputTokens
+	b.totalOut += rec.OutputTokens
+	if rec.OutputTokens > 0 {
+		b.ntpot = append(b.ntpot, rec.LatencyMs/rec.OutputTokens)
+	} else {
+		b.emptyOutputs++
+	}
+	if rec.TTFTMs != nil {
+		b.ttft = append(b.ttft, *rec.TTFTMs)
+	}
+	if rec.TPOTMs != nil {
+		b.tpot = append(b.tpot, *rec.TPOTMs)
+	}
+	if b.isGood(rec) {
+		b.good++
+	}
+	for _, g := range gaps {
+		b.gapsSeen++
+		if len(b.gaps) < maxPooledGaps {
+			b.gaps = append(b.gaps, g)
+		} else if j := b.rng.Int64N(b.gapsSeen); j < maxPooledGaps {
+			b.gaps[j] = g
+		}
+	}
+}
+
+func (b *Builder) isGood(rec loadgen.Record) bool {
+	if rec.OutputTokens <= 0 {
+		return false
+	}
+	if limit, ok := b.constraints["ttft"]; ok && (rec.TTFTMs == nil || *rec.TTFTMs > limit) {
+		return false
+	}
+	if limit, ok := b.constraints["tpot"]; ok && rec.TPOTMs != nil && *rec.TPOTMs > limit {
+		return false
+	}
+	return true
+}
+
+// Count is the number of requests added.
+func (b *Builder) Count() int64 { return b.scheduled }
+
+// Metrics is a metrics block: a JSON object whose keys follow §5.
+type Metrics map[string]any
+
+// Float returns a numeric metric (false when absent or null).
+func (m Metrics) Float(key string) (float64, bool) {
+	v, ok := m[key].(float64)
+	return v, ok
+}
+
+// Metrics computes the metrics block. source names where the records are (the artifact).
+func (b *Builder) Metrics(artifactPath string) Metrics {
+	count := b.successes + b.failures
+	elapsed := 0.0
+	if count > 0 {
+		elapsed = max(b.lastEnd-b.firstStart, 0)
+	}
+	rate := func(x float64) any {
+		if elapsed <= 0 {
+			return nil
+		}
+		return round(x/elapsed, 3)
+	}
+	m := Metrics{
+		"throughput_tps":          rate(b.totalOut),
+		"input_throughput_tps":    rate(b.totalIn),
+		"total_throughput_tps":    rate(b.totalIn + b.totalOut),
+		"throughput_rps":          rate(float64(b.successes)),
+		"total_input_tokens":      b.totalIn,
+		"total_output_tokens":     b.totalOut,
+		"success_count":           b.successes,
+		"failure_count":           b.failures,
+		"request_count":           count,
+		"scheduled_request_count": b.scheduled,
+		"benchmark_time_seconds":  round(elapsed, 3),
+		"success_rate":            nil,
+		"error_rate":              nil,
+	}
+	if count > 0 {
+		m["success_rate"] = round(100*float64(b.successes)/float64(count), 3)
+		m["error_rate"] = round(100*float64(b.failures)/float64(count), 3)
+	}
+	dists := map[string]any{}
+	for name, values := range map[string][]float64{"request_latency": b.latency, "ttft": b.ttft, "itl": b.gaps, "tpot": b.tpot, "ntpot": b.ntpot} {
+		d := distribution(values, "_ms")
+		dists[name] = d
+		scalar := name + "_ms"
+		if p50, ok := d["p50_ms"]; ok {
+			m[scalar] = p50
+		} else {
+			m[scalar] = nil
+		}
+	}
+	m["latency_distributions"] = dists
+	m["token_distributions"] = map[string]any{"input": distribution(b.inTok, ""), "output": distribution(b.outTok, "")}
+	m["schedule_delay"] = distribution(b.delay, "_ms")
+	m["request_slo_goodput"] = b.goodput(elapsed, artifactPath)
+	return m
+}
+
+func (b *Builder) goodput(elapsed float64, artifactPath string) map[string]any {
+	count := b.successes + b.failures
+	if count == 0 || elapsed <= 0 {
+		return map[string]any{"schema_version": 1, "status": "unavailable", "reason": "no request completed in the measured window"}
+	}
+	constraints := map[string]float64{}
+	for k, v := range b.constraints {
+		constraints[k] = v / 1000
+	}
+	return map[string]any{
+		"schema_version": 1, "status": "measured", "value": round(float64(b.good)/elapsed, 6),
+		"good_requests": b.good, "request_count": count, "success_count": b.successes,
+		"empty_output_count": b.emptyOutputs, "duration_seconds": round(elapsed, 3),
+		"constraints_seconds": constraints, "window": map[string]float64{"start": b.firstStart, "end": b.lastEnd},
+		"source": "per-request records", "artifact_path": artifactPath,
+		"formula": "successful requests with output whose TTFT and TPOT meet every configured limit / benchmark_time_seconds",
+	}
+}
+
+// distribution summarises values: mean, min, max and p50-p99, each key suffixed (e.g. _ms),
+// rounded to 3 decimals; empty when there are no values.
+func distribution(values []float64, suffix string) map[string]float64 {
+	d := map[string]float64{}
+	if len(values) == 0 {
+		return d
+	}
+	sorted := slices.Clone(values)
+	slices.Sort(sorted)
+	sum := 0.0
+	for _, v := range sorted {
+		sum += v
+	}
+	d["mean"+suffix] = round(sum/float64(len(sorted)), 3)
+	d["min"+suffix] = round(sorted[0], 3)
+	d["max"+suffix] = round(sorted[len(sorted)-1], 3)
+	for _, p := range []int{50, 75, 90, 95, 99} {
+		d["p"+itoa(p)+suffix] = round(Percentile(sorted, float64(p)), 3)
+	}
+	return d
+}
+
+// Percentile is the p-th percentile of sorted values with linear interpolation between the
+// closest ranks (numpy.percentile's default method).
+func Percentile(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	pos := p / 100 * float64(len(sorted)-1)
+	lo := int(math.Floor(pos))
+	hi := min(lo+1, len(sorted)-1)
+	frac := pos - float64(lo)
+	return sorted[lo] + (sorted[hi]-sorted[lo])*frac
+}
+
+func round(x float64, places int) float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0
+	}
+	scale := math.Pow(10, float64(places))
+	return math.Round(x*scale) / scale
+}
+
+func itoa(n int) string {
+	return string(rune('0'+n/10)) + string(rune('0'+n%10))
+}
+
+// EvaluateSLA is the SLA verdict of a metrics block (§5): only the configured targets are
+// checked; ttft/tpot read latency_distributions.<m>.<percentile>_ms (default p99).
+func EvaluateSLA(m Metrics, t *events.SLATargets) *events.SLAVerdict {
+	if t == nil {
+		return nil
+	}
+	v := &events.SLAVerdict{Checks: map[string]events.SLACheck{}}
+	dist := func(metric, percentile string) *float64 {
+		dists, _ := m["latency_distributions"].(map[string]any)
+		switch d := dists[metric].(type) {
+		case map[string]float64:
+			if x, ok := d[percentile+"_ms"]; ok {
+				return &x
+			}
+		case map[string]any: // a block read back from the store
+			if x, ok := d[percentile+"_ms"].(float64); ok {
+				return &x
+			}
+		}
+		return nil
+	}
+	scalar := func(key string) *float64 {
+		if x, ok := m.Float(key); ok {
+			return &x
+		}
+		return nil
+	}
+	check := func(name string, actual *float64, target float64, unit, percentile string, atMost bool) {
+		c := events.SLACheck{Actual: actual, Target: target, Unit: unit, Percentile: percentile}
+		if actual != nil {
+			met := *actual >= target
+			if atMost {
+				met = *actual <= target
+			}
+			c.Met = &met
+		}
+		v.Checks[name] = c
+	}
+	pct := func(p *string) string {
+		if p == nil {
+			return "p99"
+		}
+		return *p
+	}
+	if t.TTFTMs != nil {
+		p := pct(t.TTFTPercentile)
+		check("ttft", dist("ttft", p), *t.TTFTMs, "ms", p, true)
+	}
+	if t.TPOTMs != nil {
+		p := pct(t.TPOTPercentile)
+		check("tpot", dist("tpot", p), *t.TPOTMs, "ms", p, true)
+	}
+	if t.ThroughputMinTPS != nil {
+		check("throughput", scalar("throughput_tps"), *t.ThroughputMinTPS, "tok/s", "", false)
+	}
+	if t.SuccessRateMinPercent != nil {
+		check("success_rate", scalar("success_rate"), *t.SuccessRateMinPercent, "%", "", false)
+	}
+	anyFalse, allTrue := false, len(v.Checks) > 0
+	for _, c := range v.Checks {
+		switch {
+		case c.Met == nil:
+			allTrue = false
+		case !*c.Met:
+			anyFalse, allTrue = true, false
+		}
+	}
+	switch {
+	case anyFalse:
+		v.Met = ptr(false)
+	case allTrue:
+		v.Met = ptr(true)
+	}
+	return v
+}
+
+// Headline picks the figures a finished event announces.
+func Headline(m Metrics) events.HeadlineMetrics {
+	f := func(key string) *float64 {
+		if x, ok := m.Float(key); ok {
+			return &x
+		}
+		return nil
+	}
+	h := events.HeadlineMetrics{SuccessRate: f("success_rate"), ThroughputTPS: f("throughput_tps"), ThroughputRPS: f("throughput_rps"),
+		TTFTMs: f("ttft_ms"), TPOTMs: f("tpot_ms"), RequestLatencyMs: f("request_latency_ms")}
+	if n, ok := m["request_count"].(int64); ok {
+		h.RequestCount = n
+	}
+	return h
+}

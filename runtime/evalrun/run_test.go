@@ -1,0 +1,176 @@
+package evalrun
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/runtime/secret"
+	"github.com/lensfn/lensfn/runtime/state"
+	"github.com/lensfn/lensfn/runtime/state/redisstore"
+)
+
+func newRepo(t *testing.T) *Repo {
+	t.Helper()
+	e, err := redisstore.StartEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	store, err := redisstore.Open(context.Background(), e.URL(), redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	sealer, err := secret.FromEnv(secret.NewKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Repo{Store: store, Sealer: sealer, DataDir: t.TempDir()}
+}
+
+var target = Target{ExecutionID: "exec-1", ClusterSessionID: "session-1", Name: "sim", Model: "fake-model",
+	Endpoint: "http://127.0.0.1:8000/v1", Ownership: "existing-endpoint", Status: "ready"}
+
+func build(t *testing.T, body string) *Run {
+	t.Helper()
+	req, raw, err := ParseRequest([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ValidateRequest(req); err != nil {
+		t.Fatal(err)
+	}
+	return BuildRun(NewID(), req, raw, target)
+}
+
+func TestStoredFieldsSurviveAReadAsWritten(t *testing.T) {
+	repo := newRepo(t)
+	ctx := context.Background()
+	run := build(t, `{"deployment_execution_id":"exec-1","accelerator_profile":null,"matrix":[{"isl":16,"osl":8}],`+
+		`"concurrency_stages":[{"concurrency":2,"num_requests":4}],"api_key":"sk-secret","sla_targets":{"ttft_ms":500}}`)
+	run.Set("from_a_newer_version", map[string]any{"x": 1})
+	if err := repo.Create(ctx, run, "sk-secret"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := repo.Get(ctx, run.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := json.Marshal(got)
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(doc, &m)
+	if string(m["accelerator_profile"]) != "null" {
+		t.Errorf("explicit null became %s", m["accelerator_profile"])
+	}
+	for _, absent := range []string{"shared_prefix", "workload_yaml", "storage_class_name", "api_key", "finished_at"} {
+		if _, ok := m[absent]; ok {
+			t.Errorf("%s is present: %s", absent, m[absent])
+		}
+	}
+	if string(m["from_a_newer_version"]) != `{"x":1}` {
+		t.Errorf("unknown stored field lost: %s", m["from_a_newer_version"])
+	}
+	if strings.Contains(string(doc), "sk-secret") {
+		t.Fatal("the API key is in the document")
+	}
+	var bench map[string]json.RawMessage
+	_ = json.Unmarshal(m["benchmark"], &bench)
+	if string(bench["shared_prefix"]) != "null" || string(bench["wait_timeout_seconds"]) != "null" || string(bench["warmup_requests"]) != "2" {
+		t.Errorf("benchmark block = %s", m["benchmark"])
+	}
+	if string(m["wait_timeout_seconds"]) != "900" || string(m["kind"]) != `"benchmark"` || string(m["status"]) != `"queued"` {
+		t.Errorf("resolved fields: wait=%s kind=%s status=%s", m["wait_timeout_seconds"], m["kind"], m["status"])
+	}
+	var timing Timing
+	if !got.Get("timing", &timing) || timing.Basis != "configuration" {
+		t.Errorf("timing = %s", m["timing"])
+	}
+	key, err := repo.APIKey(got)
+	if err != nil || key != "sk-secret" {
+		t.Fatalf("sealed key opens to %q, %v", key, err)
+	}
+}
+
+func TestTransitionsFollowTheStateMachine(t *testing.T) {
+	repo := newRepo(t)
+	ctx := context.Background()
+	run := build(t, `{"deployment_execution_id":"exec-1"}`)
+	if err := repo.Create(ctx, run, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.Transition(ctx, run.ID(), Sources(StatusSucceeded), StatusSucceeded, state.Fence{}, nil); !errors.Is(err, state.ErrInvalidTransition) {
+		t.Fatalf("queued -> succeeded: %v", err)
+	}
+	for _, to := range []string{StatusRunning, StatusCancelling, StatusCancelled} {
+		if _, err := repo.Transition(ctx, run.ID(), Sources(to), to, state.Fence{}, nil); err != nil {
+			t.Fatalf("-> %s: %v", to, err)
+		}
+	}
+	if Sources(StatusRunning)[0] != StatusQueued || len(Sources(StatusRunning)) != 1 {
+		t.Fatalf("sources of running = %v", Sources(StatusRunning))
+	}
+	if !Terminal(StatusCancelled) || Terminal(StatusCancelling) {
+		t.Fatal("terminal statuses")
+	}
+}
+
+func TestValidateRequest(t *testing.T) {
+	tests := []struct {
+		name, body string
+		status     int
+		mention    string
+	}{
+		{"neither target", `{}`, 422, "exactly one"},
+		{"both targets", `{"deployment_execution_id":"a","model_service_group_id":"b","api_key":"k"}`, 422, "exactly one"},
+		{"group without key", `{"model_service_group_id":"b"}`, 422, "api_key"},
+		{"unknown field", `{"deployment_execution_id":"a","nope":1}`, 422, "nope"},
+		{"parallelism 33", `{"deployment_execution_id":"a","parallelism":33}`, 422, "parallelism"},
+		{"warmup 51", `{"deployment_execution_id":"a","matrix":[{"isl":1,"osl":1}],"warmup_requests":51}`, 422, "warmup_requests"},
+		{"51 matrix points", `{"deployment_execution_id":"a","matrix":[` + strings.Repeat(`{"isl":1,"osl":1},`, 50) + `{"isl":1,"osl":1}]}`, 422, "matrix"},
+		{"21 stages", `{"deployment_execution_id":"a","matrix":[{"isl":1,"osl":1}],"concurrency_stages":[` +
+			strings.Repeat(`{"concurrency":1,"num_requests":1},`, 20) + `{"concurrency":1,"num_requests":1}]}`, 422, "concurrency_stages"},
+		{"concurrency 4097", `{"deployment_execution_id":"a","matrix":[{"isl":1,"osl":1}],"concurrency_stages":[{"concurrency":4097,"num_requests":1}]}`, 422, "concurrency"},
+		{"rate 10001", `{"deployment_execution_id":"a","shared_prefix":{"num_groups":1,"num_prompts_per_group":1,"system_prompt_len":1,"question_len":1,"output_len":1,"stages":[{"rate":10001,"duration":1}]}}`, 422, "rate"},
+		{"matrix and shared_prefix", `{"deployment_execution_id":"a","matrix":[{"isl":1,"osl":1}],"shared_prefix":{"num_groups":1,"num_prompts_per_group":1,"system_prompt_len":1,"question_len":1,"output_len":1,"stages":[{"rate":1,"duration":1}]}}`, 422, "mutually exclusive"},
+		{"yaml without data", `{"deployment_execution_id":"a","workload_yaml":"load: {}\napi: {}\n"}`, 422, "data"},
+		{"yaml too big", `{"deployment_execution_id":"a","workload_yaml":"` + strings.Repeat("a", MaxWorkloadYAMLBytes+1) + `"}`, 422, "workload_yaml"},
+		{"timeout 0", `{"deployment_execution_id":"a","wait_timeout_seconds":0}`, 422, "wait_timeout_seconds"},
+		{"timeout 14401", `{"deployment_execution_id":"a","wait_timeout_seconds":14401}`, 422, "wait_timeout_seconds"},
+		{"bad percentile", `{"deployment_execution_id":"a","sla_targets":{"ttft_ms":1,"ttft_percentile":"p42"}}`, 422, "ttft_percentile"},
+		{"ttft 0", `{"deployment_execution_id":"a","sla_targets":{"ttft_ms":0}}`, 422, "ttft_ms"},
+		{"success 101", `{"deployment_execution_id":"a","sla_targets":{"success_rate_min_percent":101}}`, 422, "success_rate_min_percent"},
+		{"workload with a directory", `{"deployment_execution_id":"a","workload":"../etc/passwd"}`, 422, "workload"},
+		{"unknown harness", `{"deployment_execution_id":"a","harness":"guidellm"}`, 400, "inference-perf"},
+		{"unknown named workload", `{"deployment_execution_id":"a","workload":"nope.yaml"}`, 400, "sanity_random.yaml"},
+		{"wrong type", `{"deployment_execution_id":"a","parallelism":"2"}`, 422, "parallelism"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _, err := ParseRequest([]byte(tc.body))
+			if err == nil {
+				err = ValidateRequest(req)
+			}
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			body := problem.BodyFor(err, "")
+			detail, _ := json.Marshal(body.Detail)
+			if body.Status != tc.status || !strings.Contains(string(detail), tc.mention) {
+				t.Fatalf("status %d detail %s; want %d mentioning %q", body.Status, detail, tc.status, tc.mention)
+			}
+		})
+	}
+	ok := `{"deployment_execution_id":"a","matrix":[{"isl":1024,"osl":128}],"concurrency_stages":[{"concurrency":8,"num_requests":96}],"warmup_requests":2,` +
+		`"sla_targets":{"ttft_ms":500,"ttft_percentile":"p99","tpot_ms":50,"tpot_percentile":"p99","throughput_min_tps":1000,"success_rate_min_percent":99}}`
+	req, _, err := ParseRequest([]byte(ok))
+	if err == nil {
+		err = ValidateRequest(req)
+	}
+	if err != nil {
+		t.Fatalf("the spec's example is refused: %v", err)
+	}
+}
