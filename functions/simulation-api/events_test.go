@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -139,5 +141,61 @@ func TestTaskEventsErrors(t *testing.T) {
 	}
 	if body := readAll(t, resp); resp.StatusCode != 401 {
 		t.Fatalf("no token: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestReportArtifactsOnDemand: a task that finished without report artifacts gets them written
+// when they are first asked for, through the artifacts route.
+func TestReportArtifactsOnDemand(t *testing.T) {
+	h, _, endpoint := taskHarness(t)
+	var c created
+	call(t, "POST", h.url+"/api/simulation/tasks", createBody(endpoint, ""), &c)
+	repo := &simtask.Repo{Store: h.server.Deps.Store, DataDir: h.dataDir}
+	ctx := context.Background()
+	dir := repo.TaskDir(c.TaskID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	records := `{"request_id":1,"status_code":200,"successful":true,"scheduled_at_seconds":0,"started_at_seconds":0.01,"completed_at_seconds":0.5,"latency_ms":490,"ttft_ms":61,"tpot_ms":7,"input_tokens":10,"output_tokens":20}
+{"request_id":2,"status_code":429,"successful":false,"error":"rate limited","scheduled_at_seconds":0.2,"started_at_seconds":0.2,"completed_at_seconds":0.25,"latency_ms":50,"input_tokens":10,"output_tokens":0}
+`
+	path := filepath.Join(dir, "per-request.jsonl")
+	if err := os.WriteFile(path, []byte(records), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	summary := `{"total_requests":2,"successful_requests":1,"failed_requests":1,"success_rate":50,"throughput_rps":4,
+		"latency":{"count":1,"mean_ms":490,"p50_ms":490,"p90_ms":490,"p95_ms":490,"p99_ms":490,"min_ms":490,"max_ms":490},
+		"status_code_breakdown":[{"status_code":200,"count":1,"percentage":50},{"status_code":429,"count":1,"percentage":50}]}`
+	if _, err := repo.Transition(ctx, c.TaskID, []string{simtask.StatusQueued}, simtask.StatusCompleted, state.Fence{}, func(tk *simtask.Task) error {
+		tk.Internal.RecordsPath = path
+		tk.Result = &simtask.Result{Summary: json.RawMessage(summary), Warnings: []string{"a warning for the report"}}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	resp := get(t, h.url+"/api/simulation/tasks/"+c.TaskID+"/artifacts/report-html")
+	html := readAll(t, resp)
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") ||
+		!strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'none'") {
+		t.Fatalf("%d %v", resp.StatusCode, resp.Header)
+	}
+	for _, want := range []string{"<svg", "TTFT CDF", "a warning for the report", "<title>429: 1</title>", "<b>490</b><span>latency p50"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if strings.Contains(html, endpointKey) {
+		t.Fatal("the endpoint key reached the report")
+	}
+	resp = get(t, h.url+"/api/simulation/tasks/"+c.TaskID+"/artifacts/per-request-csv")
+	body := readAll(t, resp)
+	if resp.StatusCode != 200 || !strings.HasPrefix(body, "request_id,") || !strings.Contains(body, "\n2,,0,429,false,rate limited,") {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	// A task still running has no report yet.
+	var q created
+	call(t, "POST", h.url+"/api/simulation/tasks", createBody(endpoint, ""), &q)
+	if code := call(t, "GET", h.url+"/api/simulation/tasks/"+q.TaskID+"/artifacts/report-html", "", nil); code != 404 {
+		t.Fatalf("queued task report: %d", code)
 	}
 }

@@ -199,7 +199,8 @@ func LeaseName(id string) string { return Kind + ":" + id }
 // ArtifactFiles names the file of each artifact kind inside a task's folder. Artifact paths are
 // derived from the task id and the kind, never read from the record, so a tampered record
 // cannot point the API at another file.
-var ArtifactFiles = map[string]string{"summary-json": "summary.json", "per-request-jsonl": "per-request.jsonl"}
+var ArtifactFiles = map[string]string{"summary-json": "summary.json", "per-request-jsonl": "per-request.jsonl",
+	"report-html": "report.html", "per-request-csv": "per-request.csv"}
 
 // ArtifactPath is where an artifact kind of task id lives; false for an unknown kind.
 func (r *Repo) ArtifactPath(id, kind string) (string, bool) {
