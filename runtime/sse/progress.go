@@ -15,8 +15,8 @@ type ProgressSource struct {
 	// Decode turns an entry's fields into the event's type and data.
 	Decode func(fields map[string]string) (typ string, data any)
 	// Finished reports whether the record reached a final state, with the closing event. It is
-	// asked when the stream has nothing new, so entries written before the final state are
-	// always sent before the closing event.
+	// asked when the stream has nothing new, and the stream is read again after it says done,
+	// so every entry written before the final state is sent before the closing event.
 	Finished func(ctx context.Context) (final Event, done bool, err error)
 
 	final Event
@@ -32,11 +32,17 @@ func (p *ProgressSource) Next(ctx context.Context, cursor string, wait time.Dura
 	}
 	if len(entries) == 0 {
 		final, done, err := p.Finished(ctx)
-		if err != nil || done {
-			p.final = final
-			return nil, done, err
+		if err != nil {
+			return nil, false, err
 		}
-		if wait > 0 {
+		if done {
+			// Entries written between the empty read and the check (the final status among
+			// them) are sent before the end.
+			if entries, err = p.Store.ReadProgress(ctx, p.Kind, p.ID, cursor, batch, 0); err != nil || len(entries) == 0 {
+				p.final = final
+				return nil, err == nil, err
+			}
+		} else if wait > 0 {
 			if entries, err = p.Store.ReadProgress(ctx, p.Kind, p.ID, cursor, batch, wait); err != nil {
 				return nil, false, err
 			}

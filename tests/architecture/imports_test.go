@@ -142,6 +142,10 @@ var homes = map[string][]string{
 	"github.com/prometheus/client_model":  {"functions", "runtime", "tests"},
 	"github.com/prometheus/common":        {"functions", "runtime", "tests"},
 	"github.com/google/uuid":              {"runtime", "functions"},
+	// lensctl, the command-line client, is the only place with a CLI, tables and progress bars.
+	"github.com/spf13/cobra":            {"deploy/lensctl"},
+	"github.com/jedib0t/go-pretty/v6":   {"deploy/lensctl"},
+	"github.com/schollz/progressbar/v3": {"deploy/lensctl"},
 }
 
 // knativeAllowed are the only knative.dev/pkg packages a function may use (the rest pull in
