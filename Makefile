@@ -12,7 +12,7 @@ help: ## list the targets
 
 build: ## build every function and the local stack into bin/
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./functions/*/cmd/* ./deploy/local/cmd/lensfn-local
+	$(GO) build -o $(BIN)/ ./functions/*/cmd/* ./deploy/local/cmd/lensfn-local ./deploy/lensctl/cmd/lensctl
 
 wasm: ## build the built-in WASM modules (and, with Debian's wabt, the example user module) into bin/modules
 	wasm-modules/build.sh $(MODULES) $$(command -v wat2wasm >/dev/null || echo --no-examples)
