@@ -12,5 +12,6 @@
 //
 // It may import events, runtime/fn, runtime/auth, runtime/problem, runtime/cloudevent,
 // runtime/state, runtime/simtask, runtime/egress, runtime/analysis, runtime/loadgen,
-// runtime/inventory and runtime/wasmhost; nothing imports it but its cmd and tests/.
+// runtime/inventory, runtime/sse, runtime/report/simreport and
+// runtime/wasmhost; nothing imports it but its cmd and tests/.
 package simulationapi
