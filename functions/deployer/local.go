@@ -153,7 +153,7 @@ func (l *Local) Deploy(ctx context.Context, d *Deployment, cfg deployconfig.Depl
 		}
 	}
 	for _, pl := range plan {
-		if _, err := l.start(d, pl.role, sim, pl.port, append(slices.Clone(replicaArgs), "--port", strconv.Itoa(pl.port))); err != nil {
+		if _, err := l.start(d, pl.role, sim, pl.port, append(slices.Clone(replicaArgs), "--host", "127.0.0.1", "--port", strconv.Itoa(pl.port))); err != nil {
 			return err
 		}
 		if err := save(ctx); err != nil {

@@ -18,7 +18,7 @@ const (
 // (functions/inference-sim, TestFlagTableMatchesDeployconfig) fails when its flag table and this
 // list drift apart, so a configuration is checked against the flags the simulator really has.
 var SimulatorFlags = map[string]FlagKind{
-	"port": FlagInt, "model": FlagString, "served-model-name": FlagList, "lora-modules": FlagList,
+	"port": FlagInt, "host": FlagString, "model": FlagString, "served-model-name": FlagList, "lora-modules": FlagList,
 	"max-loras": FlagInt, "max-cpu-loras": FlagInt, "max-model-len": FlagInt, "max-num-seqs": FlagInt,
 	"max-waiting-queue-length": FlagInt, "mode": FlagString, "latency-calculator": FlagString,
 	"time-to-first-token": FlagDuration, "time-to-first-token-std-dev": FlagDuration,
@@ -40,13 +40,14 @@ var SimulatorFlags = map[string]FlagKind{
 	"dataset-path": FlagString, "dataset-url": FlagString, "dataset-in-memory": FlagBool,
 	"dataset-table-name": FlagString, "ssl-certfile": FlagString, "ssl-keyfile": FlagString,
 	"self-signed-certs": FlagBool, "max-request-body-size-mb": FlagInt, "startup-duration": FlagDuration,
-	"enable-request-id-headers": FlagBool, "default-embedding-dimensions": FlagInt, "shutdown-timeout": FlagDuration,
+	"enable-request-id-headers": FlagBool, "api-key": FlagString, "admin-token": FlagString, "default-embedding-dimensions": FlagInt, "shutdown-timeout": FlagDuration,
 }
 
 // ReservedSimulatorFlags are set by the deployer (ports, the model, KV-event wiring, decode
 // limits) or name files on the host that runs the replica; a configuration may not set them.
 var ReservedSimulatorFlags = map[string]string{
 	"port":                 "the deployer picks each replica's port",
+	"host":                 "the deployer binds each replica where the router reaches it",
 	"model":                "set from model.name",
 	"served-model-name":    "set from model.name",
 	"max-model-len":        "set from decode.max_model_len",
@@ -59,4 +60,6 @@ var ReservedSimulatorFlags = map[string]string{
 	"self-signed-certs":    "the router talks plain HTTP to its replicas",
 	"dataset-path":         "names a file on the deployer's host",
 	"tokenizers-cache-dir": "names a directory on the deployer's host",
+	"api-key":              "a secret: configuration content is stored and shown in plain text",
+	"admin-token":          "a secret: configuration content is stored and shown in plain text",
 }
