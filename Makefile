@@ -12,7 +12,7 @@ help: ## list the targets
 
 build: ## build every function and the local stack into bin/
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./functions/*/cmd/* ./deploy/local/cmd/lensfn-local
+	$(GO) build -o $(BIN)/ ./functions/*/cmd/* ./deploy/local/cmd/lensfn-local ./deploy/lensctl/cmd/lensctl
 
 wasm: ## build the built-in WASM modules (and, with Debian's wabt, the example user module) into bin/modules
 	wasm-modules/build.sh $(MODULES) $$(command -v wat2wasm >/dev/null || echo --no-examples)
@@ -37,6 +37,7 @@ KNATIVE_CRDS := ../shared/reference/knative-crds
 
 test: ## run every test (embedded Redis unless REDIS_URL is set), the Knative manifest checks, then the race pass
 	$(GO) test -count=1 -timeout 20m ./...
+	@test -f "$${LENS_SHARED_DIR:-../shared}/traces/mooncake/conversation_trace.jsonl" || echo "test: $${LENS_SHARED_DIR:-../shared}/traces is absent, so tests/e2e and tests/conformance ran on generated traces only (go test -v names the skipped real-trace cases)"
 	@test -d $(KNATIVE_CRDS) || echo "test: $(KNATIVE_CRDS) is absent, so tests/knative skips the Eventing CRD schema checks (Services are still validated)"
 	cd tests/knative && $(GO) test -count=1 -timeout 10m ./...
 	@if [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v "$$($(GO) env CC)" >/dev/null; then \

@@ -15,6 +15,7 @@
 // Every child gets SIGTERM as its parent-death signal, so nothing outlives the stack, and the
 // stack holds its data dir with a flock so a second stack cannot share it.
 //
-// It may import runtime/state/redisstore (for the embedded server) and the YAML decoder; it
-// starts function binaries built by `make build`, never imports functions.
+// It may import runtime/auth (API tokens), runtime/state/redisstore (for the embedded server), runtime/secret (the
+// stack's sealing key) and the YAML decoder; it starts function binaries built by
+// `make build` and never imports a function.
 package local

@@ -7,6 +7,6 @@
 // POST /runs does, once per idempotency key, so a PingSource or a CI system can schedule
 // benchmarks. The benchmark-runner stage executes the runs.
 //
-// It may import events, runtime/fn, runtime/cloudevent, runtime/problem, runtime/state,
-// runtime/secret and runtime/evalrun.
+// It may import events, runtime/fn, runtime/auth, runtime/cloudevent, runtime/problem,
+// runtime/state, runtime/secret, runtime/egress, runtime/inventory and runtime/evalrun.
 package evaluationapi

@@ -14,7 +14,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/lensfn/lensfn/functions/inference-sim/latency"
+	"github.com/lensfn/lensfn/wasm-modules/latency"
 )
 
 // Environment holds the process environment the simulator depends on. Only
@@ -73,7 +73,7 @@ type Config struct {
 	Mode                  string // "random" or "echo"
 
 	LatencyCalculator string
-	Latency           latency.Params
+	Latency           latency.Config
 
 	Seed int64
 
@@ -154,7 +154,7 @@ func defaultConfig() Config {
 		MaxNumSeqs:            5,
 		MaxWaitingQueueLength: 1000,
 		Mode:                  ModeRandom,
-		Latency:               latency.Params{TimeFactorUnderLoad: 1},
+		Latency:               latency.Config{TimeFactorUnderLoad: 1},
 		Tools: ToolCallConfig{
 			MaxIntegerParam: 100, MaxNumberParam: 100, MaxArrayParamLength: 5, MinArrayParamLength: 1,
 			NotRequiredParamProbability: 50, ObjectNotRequiredFieldProbability: 50, ExtraCallProbability: 45,
@@ -257,7 +257,7 @@ func ParseDuration(s string) (time.Duration, error) {
 	return d, nil
 }
 
-var flagTable = []flagSpec{
+var flagTable = slices.Concat([]flagSpec{
 	strFlag("host", "address to listen on (default: every interface, as vLLM)", func(c *Config) *string { return &c.Host }),
 	intFlag("port", "port to listen on (default 8000, or $PORT)", func(c *Config) *int { return &c.Port }),
 	strFlag("model", "model currently loaded (required, or $SIM_MODEL)", func(c *Config) *string { return &c.Model }),
@@ -290,18 +290,7 @@ var flagTable = []flagSpec{
 	intFlag("max-waiting-queue-length", "maximum waiting requests (default 1000)", func(c *Config) *int { return &c.MaxWaitingQueueLength }),
 	strFlag("mode", "random or echo (default random)", func(c *Config) *string { return &c.Mode }),
 	strFlag("latency-calculator", "constant or per-token (default: constant when a TTFT is set), a WASM module by path (a .wasm whose directory holds its manifest), or wasm:<name> for a loaded module (the built-ins of $LENS_BUILTIN_MODULE_DIR, the user modules of $LENS_MODULE_DIR)", func(c *Config) *string { return &c.LatencyCalculator }),
-	durFlag("time-to-first-token", "time to first token", func(c *Config) *time.Duration { return &c.Latency.TimeToFirstToken }),
-	durFlag("time-to-first-token-std-dev", "std-dev of the time to first token (<= 30%)", func(c *Config) *time.Duration { return &c.Latency.TimeToFirstTokenStdDev }),
-	durFlag("inter-token-latency", "time per additional token", func(c *Config) *time.Duration { return &c.Latency.InterTokenLatency }),
-	durFlag("inter-token-latency-std-dev", "std-dev of the inter-token latency (<= 30%)", func(c *Config) *time.Duration { return &c.Latency.InterTokenLatencyStdDev }),
-	durFlag("kv-cache-transfer-latency", "P/D: KV-cache transfer time replacing TTFT", func(c *Config) *time.Duration { return &c.Latency.KVCacheTransferLatency }),
-	durFlag("kv-cache-transfer-latency-std-dev", "std-dev of the KV transfer latency (<= 30%)", func(c *Config) *time.Duration { return &c.Latency.KVCacheTransferLatencyStdDev }),
-	durFlag("prefill-overhead", "per-token calculator: fixed prefill time", func(c *Config) *time.Duration { return &c.Latency.PrefillOverhead }),
-	durFlag("prefill-time-per-token", "per-token calculator: prefill time per uncached prompt token", func(c *Config) *time.Duration { return &c.Latency.PrefillTimePerToken }),
-	durFlag("prefill-time-std-dev", "std-dev of the total prefill time", func(c *Config) *time.Duration { return &c.Latency.PrefillTimeStdDev }),
-	durFlag("kv-cache-transfer-time-per-token", "P/D per-token KV transfer time", func(c *Config) *time.Duration { return &c.Latency.KVCacheTransferTimePerToken }),
-	durFlag("kv-cache-transfer-time-std-dev", "std-dev of the total KV transfer time", func(c *Config) *time.Duration { return &c.Latency.KVCacheTransferTimeStdDev }),
-	floatFlag("time-factor-under-load", "latency multiplier at max-num-seqs running (>= 1)", func(c *Config) *float64 { return &c.Latency.TimeFactorUnderLoad }),
+}, latencyFlags(), []flagSpec{
 	{name: "seed", help: "random seed (default: current Unix nanoseconds)", set: func(c *Config, v []string) error {
 		n, err := strconv.ParseInt(strings.TrimSpace(v[0]), 10, 64)
 		if err != nil {
@@ -359,6 +348,16 @@ var flagTable = []flagSpec{
 	durFlag("shutdown-timeout", "how long SIGTERM waits for in-flight requests (default 30s)", func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
 	strFlag("api-key", "Bearer key every /v1/* request must carry (default $VLLM_API_KEY; prefer the variable: flags are visible in ps)", func(c *Config) *string { return &c.APIKey }),
 	strFlag("admin-token", "Bearer token /admin/* requires (default $LENS_SIM_ADMIN_TOKEN; prefer the variable)", func(c *Config) *string { return &c.AdminToken }),
+})
+
+// latencyFlags are the latency core's flags (latency.DurationFlags, the one list of their
+// names) as command-line flags setting Config.Latency.
+func latencyFlags() []flagSpec {
+	flags := make([]flagSpec, 0, len(latency.DurationFlags)+1)
+	for _, f := range latency.DurationFlags {
+		flags = append(flags, durFlag(f.Name, f.Help, func(c *Config) *time.Duration { return f.Field(&c.Latency) }))
+	}
+	return append(flags, floatFlag(latency.FactorFlag, latency.FactorHelp, func(c *Config) *float64 { return &c.Latency.TimeFactorUnderLoad }))
 }
 
 // ignoredFlags are vLLM or klog options accepted so existing command lines

@@ -7,10 +7,14 @@
 //
 // Timing is exact by construction: a latency.Calculator produces each
 // sequence's whole schedule once, and every token is sent at its absolute
-// deadline (see pacer.go).
+// deadline (see pacer.go): the first at admission + TTFT, each later one at
+// the first token actually sent + the gaps before it.
 //
-// It owns the function's only use of fasthttp. It may import its own
-// sub-packages (latency, kvcache), the standard library, client_golang,
-// zmq4 (through kvcache), yaml.v3 and the pure-Go SQLite driver; nothing
-// outside functions/inference-sim imports it except tests/.
+// It owns the function's only use of fasthttp. It may import
+// functions/inference-sim/kvcache, the latency core wasm-modules/latency and
+// wasm-modules/splitmix (the pure cores, shared with the WASM guests),
+// runtime/wasmhost (WASM calculators), runtime/jsoncursor (its fast request
+// decoder), the standard library, client_golang, zmq4 (through kvcache),
+// yaml.v3 and the pure-Go SQLite driver; nothing else imports it except
+// its cmd and tests/.
 package inferencesim

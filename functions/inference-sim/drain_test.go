@@ -30,6 +30,7 @@ func TestGracefulDrain(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- sim.ServeListeners(ctx, []net.Listener{ln}) }()
+	changes := watchScheduler(sim)
 
 	result := make(chan int, 1)
 	go func() {
@@ -43,7 +44,7 @@ func TestGracefulDrain(t *testing.T) {
 		resp.Body.Close()
 		result <- resp.StatusCode
 	}()
-	time.Sleep(100 * time.Millisecond)
+	waitScheduler(t, changes, "the request running", func(c schedCounts) bool { return c.running == 1 })
 	cancel()
 	if status := <-result; status != 200 {
 		t.Fatalf("in-flight request got %d during drain", status)

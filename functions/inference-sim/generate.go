@@ -10,7 +10,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/lensfn/lensfn/functions/inference-sim/latency"
+	"github.com/lensfn/lensfn/wasm-modules/latency"
 )
 
 const (
@@ -693,6 +693,9 @@ func (g *genCtx) Read(p []byte) (int, error) {
 		if !g.waitUntil(next) {
 			return 0, errClientGone
 		}
+		if late := g.r.sim.beforeEmit; late != nil {
+			late()
+		}
 		g.emitDue(monoNow())
 	}
 	return g.copyFrames(p), nil
@@ -746,7 +749,12 @@ func (g *genCtx) emitDue(now time.Duration) {
 			}
 			if c.next < len(c.tokens) {
 				if c.next == 0 {
-					c.firstAt = now
+					// The gaps are anchored at the first token actually sent: when it is
+					// late (queueing, CPU contention) the rest keep their spacing instead
+					// of being already due and leaving in one burst. Each later deadline
+					// is still absolute (anchor + sum of gaps), so error never accumulates,
+					// and the lateness stays in the TTFT, where vLLM shows it too.
+					c.firstAt, c.deadline = now, now
 				} else {
 					g.mm.itl.Observe(seconds(now - c.lastAt))
 				}

@@ -27,6 +27,13 @@ func startSim(t testing.TB, args ...string) *testSim {
 
 func startSimEnv(t testing.TB, env Environment, args ...string) *testSim {
 	t.Helper()
+	return startSimWith(t, env, nil, args...)
+}
+
+// startSimWith is startSimEnv with extra options applied after the defaults (a test's
+// hooks go in before the simulator serves, so they need no synchronisation).
+func startSimWith(t testing.TB, env Environment, opts []Option, args ...string) *testSim {
+	t.Helper()
 	joined := " " + strings.Join(args, " ")
 	if !strings.Contains(joined, " --model") {
 		args = append(args, "--model", "fake-model")
@@ -38,7 +45,7 @@ func startSimEnv(t testing.TB, env Environment, args ...string) *testSim {
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	sim, err := New(cfg, WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	sim, err := New(cfg, append([]Option{WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, opts...)...)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -123,3 +130,41 @@ func sseEvents(t testing.TB, body string) []string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// schedCounts is one change of a rank's scheduler: running and waiting requests.
+type schedCounts struct{ running, waiting int }
+
+// watchScheduler reports every change of rank 0's scheduler on the returned channel (the
+// metrics gauges keep being updated). Tests wait on it instead of sleeping "until the
+// request is in flight".
+func watchScheduler(sim *Simulator) <-chan schedCounts {
+	ch := make(chan schedCounts, 64)
+	s := sim.ranks[0].sched
+	s.mu.Lock() // onChange runs under s.mu
+	gauges := s.onChange
+	s.onChange = func(running, waiting int) {
+		gauges(running, waiting)
+		select {
+		case ch <- schedCounts{running, waiting}:
+		default: // a test that stopped listening must not block the scheduler
+		}
+	}
+	s.mu.Unlock()
+	return ch
+}
+
+// waitScheduler waits until the scheduler reports counts for which ok is true.
+func waitScheduler(t testing.TB, ch <-chan schedCounts, what string, ok func(schedCounts) bool) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case c := <-ch:
+			if ok(c) {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("the scheduler never reported %s", what)
+		}
+	}
+}

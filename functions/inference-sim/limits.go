@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lensfn/lensfn/functions/inference-sim/latency"
+	"github.com/lensfn/lensfn/wasm-modules/latency"
 )
 
 // Bounds that keep any single request (or admin update) from exhausting
@@ -67,7 +67,7 @@ const (
 
 // checkLatencyBounds refuses latency settings the flags and /admin/config
 // must both refuse (one validation path: Config.Validate).
-func checkLatencyBounds(p latency.Params) []error {
+func checkLatencyBounds(p latency.Config) []error {
 	var errs []error
 	for _, d := range []struct {
 		name string

@@ -19,14 +19,15 @@ import (
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"github.com/lensfn/lensfn/functions/inference-sim/kvcache"
-	"github.com/lensfn/lensfn/functions/inference-sim/latency"
+	"github.com/lensfn/lensfn/wasm-modules/latency"
 )
 
 // CalculatorResolver builds the latency calculator named by
 // --latency-calculator (or /admin/config). The default resolver knows the
-// built-in "constant" and "per-token"; the lead can pass one that also
-// loads WebAssembly calculators by name or path.
-type CalculatorResolver func(name string, p latency.Params) (latency.Calculator, error)
+// built-in "constant" and "per-token" of the latency core; cmd/inference-sim
+// passes WASMCalculators.Resolve, which also loads WebAssembly calculators by
+// name or path.
+type CalculatorResolver func(name string, p latency.Config) (latency.Calculator, error)
 
 // Option adjusts a Simulator.
 type Option func(*Simulator)
@@ -49,7 +50,7 @@ type settings struct {
 	failureRate   int
 	failureTypes  []string
 	calcName      string
-	latencyParams latency.Params
+	latencyParams latency.Config
 	calc          latency.Calculator
 	fake          *FakeMetrics
 }
@@ -69,6 +70,10 @@ type Simulator struct {
 	draining atomic.Bool
 	tlsConf  *tls.Config
 	dataset  *dataset
+
+	// beforeEmit, when set (by in-package tests only), runs after a stream's wait
+	// and before its due frames are built: a test makes the server late with it.
+	beforeEmit func()
 }
 
 // rank is one data-parallel rank.

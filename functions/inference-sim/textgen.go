@@ -1,6 +1,10 @@
 package inferencesim
 
-import "math"
+import (
+	"math"
+
+	"github.com/lensfn/lensfn/wasm-modules/splitmix"
+)
 
 // presetSentences are the reference simulator's canned responses for
 // random mode; responses are built from their tokens.
@@ -119,31 +123,21 @@ func appendPresetTokens(dst []string, r *rng, n int) []string {
 	return dst
 }
 
-// rng is a small deterministic generator (SplitMix64); each request gets
-// one seeded from --seed and its arrival number, so lengths, failures and
-// ids do not depend on goroutine interleaving.
-type rng struct{ s uint64 }
+// rng is the module's SplitMix64 (wasm-modules/splitmix) with the short method
+// names the generators use; each request gets one seeded from --seed and its
+// arrival number, so lengths, failures and ids do not depend on goroutine
+// interleaving.
+type rng struct{ splitmix.Rand }
 
-func newRNG(seed uint64) rng { return rng{s: seed} }
+func newRNG(seed uint64) rng { return rng{splitmix.New(seed)} }
 
-func (r *rng) next() uint64 {
-	r.s += 0x9e3779b97f4a7c15
-	z := r.s
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
-}
+func (r *rng) next() uint64 { return r.Uint64() }
 
 // float returns a value in [0, 1).
-func (r *rng) float() float64 { return float64(r.next()>>11) / (1 << 53) }
+func (r *rng) float() float64 { return r.Float64() }
 
 // intn returns a value in [0, n).
-func (r *rng) intn(n int) int {
-	if n <= 1 {
-		return 0
-	}
-	return int(r.next() % uint64(n))
-}
+func (r *rng) intn(n int) int { return r.Intn(n) }
 
 // intRange returns a value in [lo, hi].
 func (r *rng) intRange(lo, hi int) int {
@@ -161,6 +155,5 @@ func (r *rng) normal(mean, sd float64) float64 {
 
 // mix derives an independent seed from a seed and a counter.
 func mix(seed, n uint64) uint64 {
-	r := rng{s: seed ^ (n * 0xd1b54a32d192ed03)}
-	return r.next()
+	return splitmix.Mix(seed ^ (n * 0xd1b54a32d192ed03))
 }

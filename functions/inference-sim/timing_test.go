@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -98,19 +99,27 @@ func TestNonStreamDelay(t *testing.T) {
 // first; with a full waiting queue the third gets 429.
 func TestQueueing(t *testing.T) {
 	ts := startSim(t, "--max-num-seqs", "1", "--max-waiting-queue-length", "1", "--time-to-first-token", "150ms")
+	changes := watchScheduler(ts.sim)
 	body := `{"model":"fake-model","messages":[{"role":"user","content":"hi"}],"max_tokens":1}`
 	type res struct {
 		status int
 		took   time.Duration
 	}
 	out := make(chan res, 3)
+	// Each request is sent once the one before it holds its place: running, then waiting.
+	admittedOrQueued := []func(schedCounts) bool{
+		func(c schedCounts) bool { return c.running == 1 },
+		func(c schedCounts) bool { return c.waiting == 1 },
+	}
 	for i := 0; i < 3; i++ {
 		go func() {
 			start := time.Now()
 			s, _, _ := post(t, ts.url()+"/v1/chat/completions", body)
 			out <- res{s, time.Since(start)}
 		}()
-		time.Sleep(30 * time.Millisecond)
+		if i < len(admittedOrQueued) {
+			waitScheduler(t, changes, "request "+itoa(i+1)+" in place", admittedOrQueued[i])
+		}
 	}
 	var statuses []int
 	var slowest time.Duration
@@ -129,5 +138,36 @@ func TestQueueing(t *testing.T) {
 	_, m := get(t, ts.url()+"/metrics")
 	if !strings.Contains(m, "vllm:request_queue_time_seconds_count{model_name=\"fake-model\"} 1") {
 		t.Fatalf("queue time not recorded:\n%s", exposedLines(m, mQueue+"_count"))
+	}
+}
+
+// TestLateFirstTokenKeepsTheGaps: when the first token leaves late (here the server stalls
+// 150 ms once before it, as under CPU contention), the following tokens keep the configured
+// inter-token latency from the first token actually sent instead of being already due and
+// arriving in one burst; the lateness stays in the TTFT. Seen through HTTP streaming.
+func TestLateFirstTokenKeepsTheGaps(t *testing.T) {
+	const stall, itl, tokens = 150 * time.Millisecond, 20 * time.Millisecond, 6
+	var once sync.Once
+	late := func(s *Simulator) { s.beforeEmit = func() { once.Do(func() { time.Sleep(stall) }) } }
+	ts := startSimWith(t, Environment{}, []Option{late}, "--time-to-first-token", "10ms", "--inter-token-latency", itl.String())
+	times := streamTimes(t, ts.url(), `{"model":"fake-model","messages":[{"role":"user","content":"hi"}],"max_tokens":6,"ignore_eos":true,"stream":true}`)
+	if len(times) != tokens {
+		t.Fatalf("%d tokens, want %d", len(times), tokens)
+	}
+	if times[0] < stall {
+		t.Fatalf("TTFT %v: the server's lateness (%v) must stay in the TTFT", times[0], stall)
+	}
+	var gaps []time.Duration
+	for i := 1; i < len(times); i++ {
+		gaps = append(gaps, times[i]-times[i-1])
+	}
+	// The server cannot send a token before its deadline (first token + the gaps so far),
+	// so the span is a lower bound that load cannot break; 5 ms allows for the client
+	// reading the first chunk late.
+	if span := times[tokens-1] - times[0]; span < (tokens-1)*itl-5*time.Millisecond {
+		t.Fatalf("tokens 2-%d arrived %v after the first (gaps %v), want about %v: a burst", tokens, span, gaps, (tokens-1)*itl)
+	}
+	if m := median(gaps); m < itl*3/4 {
+		t.Fatalf("median inter-token gap %v (gaps %v), want about %v", m, gaps, itl)
 	}
 }

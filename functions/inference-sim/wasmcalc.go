@@ -2,15 +2,13 @@ package inferencesim
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
-	"time"
 
-	"github.com/lensfn/lensfn/functions/inference-sim/latency"
 	"github.com/lensfn/lensfn/runtime/wasmhost"
+	"github.com/lensfn/lensfn/wasm-modules/latency"
 )
 
 // IsModuleCalculator reports whether --latency-calculator names a WASM module: a path to a
@@ -36,7 +34,7 @@ type WASMCalculators struct {
 }
 
 // Resolve is a CalculatorResolver (pass it with WithCalculatorResolver).
-func (w *WASMCalculators) Resolve(name string, p latency.Params) (latency.Calculator, error) {
+func (w *WASMCalculators) Resolve(name string, p latency.Config) (latency.Calculator, error) {
 	if !IsModuleCalculator(name) {
 		return latency.New(name, p)
 	}
@@ -50,11 +48,11 @@ func (w *WASMCalculators) Resolve(name string, p latency.Params) (latency.Calcul
 	if w.err != nil {
 		return nil, fmt.Errorf("load WASM modules: %w", w.err)
 	}
-	c, err := w.host.Calculator(strings.TrimPrefix(name, "wasm:"), paramsJSON(p))
+	c, err := w.host.Calculator(strings.TrimPrefix(name, "wasm:"), p.JSON())
 	if err != nil {
 		return nil, err
 	}
-	return wasmCalculator{c}, nil
+	return c, nil
 }
 
 // Close releases the host and every calculator it configured.
@@ -63,27 +61,4 @@ func (w *WASMCalculators) Close(ctx context.Context) error {
 		return nil
 	}
 	return w.host.Close(ctx)
-}
-
-// paramsJSON hands the latency flags to a module under their flag names, durations in
-// milliseconds (fractions keep nanosecond precision).
-func paramsJSON(p latency.Params) []byte {
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	raw, _ := json.Marshal(map[string]float64{
-		"time-to-first-token": ms(p.TimeToFirstToken), "time-to-first-token-std-dev": ms(p.TimeToFirstTokenStdDev),
-		"inter-token-latency": ms(p.InterTokenLatency), "inter-token-latency-std-dev": ms(p.InterTokenLatencyStdDev),
-		"kv-cache-transfer-latency": ms(p.KVCacheTransferLatency), "kv-cache-transfer-latency-std-dev": ms(p.KVCacheTransferLatencyStdDev),
-		"prefill-overhead": ms(p.PrefillOverhead), "prefill-time-per-token": ms(p.PrefillTimePerToken),
-		"prefill-time-std-dev": ms(p.PrefillTimeStdDev), "kv-cache-transfer-time-per-token": ms(p.KVCacheTransferTimePerToken),
-		"kv-cache-transfer-time-std-dev": ms(p.KVCacheTransferTimeStdDev), "time-factor-under-load": max(p.TimeFactorUnderLoad, 1),
-	})
-	return raw
-}
-
-type wasmCalculator struct{ c *wasmhost.Calculator }
-
-func (w wasmCalculator) Schedule(in latency.Input, gaps []time.Duration) (time.Duration, []time.Duration, error) {
-	return w.c.Schedule(wasmhost.LatencyInput{PromptTokens: in.PromptTokens, CachedPromptTokens: in.CachedPromptTokens,
-		OutputTokens: in.OutputTokens, RunningRequests: in.RunningRequests, MaxNumSeqs: in.MaxNumSeqs,
-		RemotePrefill: in.RemotePrefill, Rand: in.Rand}, gaps)
 }

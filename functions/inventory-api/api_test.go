@@ -486,18 +486,18 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestConfigurations(t *testing.T) {
 	h := newHarness(t, quietConfig)
 	body := `{"name":"guide-a","schema_version":"deployable-configuration.v1","type":"guide","format":"lensfn",
-	  "provider_ref":"optimized-baseline","content":{"model": {"name": "Qwen/Qwen3-8B"}, "replicas": 2},"provenance":{"source":"test"}}`
+	  "provider_ref":"optimized-baseline","content":{"model": {"name": "Qwen/Qwen3-8B"}, "decode": {"replicas": 2}},"provenance":{"source":"test"}}`
 	var c inventory.Configuration
 	if code, raw := h.call(t, "POST", "/api/v1/configurations", body, &c); code != 201 || c.ID == "" {
 		t.Fatalf("create: %d %s", code, raw)
 	}
-	sum := sha256.Sum256([]byte(`{"model":{"name":"Qwen/Qwen3-8B"},"replicas":2}`))
+	sum := sha256.Sum256([]byte(`{"model":{"name":"Qwen/Qwen3-8B"},"decode":{"replicas":2}}`))
 	if c.Checksum != "sha256:"+hex.EncodeToString(sum[:]) {
 		t.Fatalf("checksum %s", c.Checksum)
 	}
 	var got inventory.Configuration
 	h.call(t, "GET", "/api/v1/configurations/"+c.ID, "", &got)
-	if string(got.Content) != `{"model":{"name":"Qwen/Qwen3-8B"},"replicas":2}` || string(got.Provenance) != `{"source":"test"}` ||
+	if string(got.Content) != `{"model":{"name":"Qwen/Qwen3-8B"},"decode":{"replicas":2}}` || string(got.Provenance) != `{"source":"test"}` ||
 		got.SchemaVersion != "deployable-configuration.v1" || got.Type != "guide" || got.Format != "lensfn" || got.ProviderRef != "optimized-baseline" {
 		t.Fatalf("get: %+v", got)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/loadgen"
 	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/runtime/report/simreport"
 	"github.com/lensfn/lensfn/runtime/simtask"
 	"github.com/lensfn/lensfn/runtime/state"
 )
@@ -135,6 +136,15 @@ func (a *Analyzer) Analyze(ctx context.Context, id string) error {
 		result.Warnings = append(result.Warnings, fmt.Sprintf("per_request shows the first %d requests; the per-request-jsonl artifact has all of them", MaxInlineRecords))
 	}
 	final := outcome.status
+	// The report is presentation: a task whose report cannot be written still completes, and
+	// the API writes the report on demand later.
+	finished := *t
+	finished.Result, finished.Status = result, final
+	if arts, err := simreport.Write(&finished, time.Now()); err != nil {
+		a.deps.Log.Warnw("could not write the task's report", "task", id, "error", err)
+	} else {
+		result.Artifacts = append(result.Artifacts, arts...)
+	}
 	_, err = a.tasks.Transition(ctx, id, []string{simtask.StatusRunning}, final, lease.Fence(), func(t *simtask.Task) error {
 		t.Result, t.CompletedAt, t.ProgressPercent, t.ProgressMessage = result, simtask.Now(), progressOf(t, final, summary), outcome.message
 		uri := "artifact://simulation/" + id

@@ -115,8 +115,17 @@ func TestAnalyzeCompletesTheTaskWithSummaryAndArtifacts(t *testing.T) {
 		}
 		kinds = append(kinds, art.Kind)
 	}
-	if strings.Join(kinds, ",") != "summary-json,per-request-jsonl" {
+	if strings.Join(kinds, ",") != "summary-json,per-request-jsonl,report-html,per-request-csv" {
 		t.Fatalf("artifacts %v", kinds)
+	}
+	// The report shows the summary just computed; the CSV has a row per record.
+	html, _ := os.ReadFile(task.Result.Artifacts[2].Path)
+	if !strings.Contains(string(html), "<svg") || !strings.Contains(string(html), "<b>75 %</b><span>success rate") {
+		t.Fatalf("report does not show the summary")
+	}
+	csvRows, _ := os.ReadFile(task.Result.Artifacts[3].Path)
+	if n := strings.Count(string(csvRows), "\n"); n != 5 {
+		t.Fatalf("csv has %d lines, want a header and 4 records", n)
 	}
 	// A redelivered event finds the task finished and changes nothing.
 	before, _ := repo.Store.Get(ctx, simtask.Kind, id)

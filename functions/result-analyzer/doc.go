@@ -6,5 +6,5 @@
 // was lost, so every replay is analysed exactly once.
 //
 // It may import events, runtime/fn, runtime/cloudevent, runtime/state, runtime/simtask,
-// runtime/analysis, runtime/loadgen, runtime/problem and runtime/secret.
+// runtime/analysis, runtime/loadgen, runtime/problem, runtime/report/simreport.
 package resultanalyzer

@@ -18,6 +18,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/problem"
 	"github.com/lensfn/lensfn/runtime/simtask"
+	"github.com/lensfn/lensfn/runtime/sse"
 )
 
 // Name is the function's Knative Service name.
@@ -35,6 +36,9 @@ type API struct {
 	timelines  *Timelines
 	tasks      *simtask.Repo
 	inventory  *inventory.Repo // Model Services that tasks may target
+	// watchers holds a slot per open event stream; streamLimits bound each one.
+	watchers     chan struct{}
+	streamLimits sse.Limits
 }
 
 // New builds the function. Parsers reads traces (the WASM parser modules in production).
@@ -52,7 +56,7 @@ func New(d fn.Deps, parsers TraceParsers) (*fn.Function, *API, error) {
 	client := &http.Client{Timeout: 0, Transport: http.DefaultTransport}
 	dl := &Downloader{Root: filepath.Join(d.Config.DataDir, "datasets"), Mirror: d.Config.DatasetMirror,
 		Client: client, Store: d.Store, Owner: d.Config.InstanceID, MaxBytes: 2 << 30}
-	a := &API{deps: d, downloader: dl,
+	a := &API{deps: d, downloader: dl, watchers: make(chan struct{}, maxWatchers),
 		tasks:     &simtask.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir},
 		inventory: &inventory.Repo{Store: d.Store, Sealer: sealer},
 		catalogue: &Catalogue{Parsers: parsers, Downloader: dl, Warn: func(file string, err error) {
@@ -84,6 +88,7 @@ func New(d fn.Deps, parsers TraceParsers) (*fn.Function, *API, error) {
 		{Method: "POST", Path: "/api/simulation/tasks/{id}/stop", Scope: run, Handler: fn.Handle(a.stopTask)},
 		{Method: "POST", Path: "/api/simulation/tasks/{id}/rerun", Scope: run, Handler: fn.Handle(a.rerunTask)},
 		{Method: "GET", Path: "/api/simulation/tasks/{id}/artifacts/{kind}", Scope: read, Handler: fn.Handle(a.downloadArtifact)},
+		{Method: "GET", Path: "/api/simulation/tasks/{id}/events", Scope: read, Handler: fn.Handle(a.taskEvents), Query: []string{"lastEventId"}},
 		{Method: "GET", Path: "/api/simulation/tasks/{id}/response-code-issues", Scope: read, Handler: fn.Handle(a.responseCodeIssues), Query: []string{"status_code", "offset", "limit"}},
 	}
 	return &fn.Function{

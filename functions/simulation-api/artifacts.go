@@ -7,8 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/runtime/report/simreport"
 	"github.com/lensfn/lensfn/runtime/simtask"
 )
 
@@ -24,6 +26,19 @@ func (a *API) downloadArtifact(w http.ResponseWriter, r *http.Request) error {
 		for i := range t.Result.Artifacts {
 			if t.Result.Artifacts[i].Kind == kind {
 				found = &t.Result.Artifacts[i]
+			}
+		}
+	}
+	if found == nil && (kind == simreport.KindHTML || kind == simreport.KindCSV) && simtask.Terminal(t.Status) &&
+		t.Result != nil && len(t.Result.Summary) > 0 {
+		// A task finished before reports existed, or whose report could not be written: write it now.
+		arts, err := simreport.Write(t, time.Now())
+		if err != nil {
+			return problem.Wrap(problem.CodeInternal, err, fmt.Sprintf("the %q artifact of task %s could not be written", kind, t.ID))
+		}
+		for i := range arts {
+			if arts[i].Kind == kind {
+				found = &arts[i]
 			}
 		}
 	}
@@ -51,13 +66,18 @@ func (a *API) downloadArtifact(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("Content-Type", artifactMediaTypes[kind])
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if kind == simreport.KindHTML {
+		// The report is self-contained: a browser opening it may load nothing and run nothing.
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:")
+	}
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s-%s"`, t.ID, filepath.Base(path)))
 	http.ServeContent(w, r, filepath.Base(path), info.ModTime(), f)
 	return nil
 }
 
 // artifactMediaTypes are fixed per kind, like the paths.
-var artifactMediaTypes = map[string]string{"summary-json": "application/json", "per-request-jsonl": "application/x-ndjson"}
+var artifactMediaTypes = map[string]string{"summary-json": "application/json", "per-request-jsonl": "application/x-ndjson",
+	simreport.KindHTML: "text/html; charset=utf-8", simreport.KindCSV: "text/csv; charset=utf-8"}
 
 // openRegular opens a regular file that is not a symlink (O_NOFOLLOW), so nothing planted in a
 // task folder can redirect a download.

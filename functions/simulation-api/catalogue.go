@@ -222,7 +222,8 @@ func localDatasets(root string, bad func(file string, err error)) []Dataset {
 }
 
 // regularFile refuses what a registration must not point the parsers at: a symlink (anywhere
-// it leads), a directory, a device or a pipe.
+// it leads), a device or a pipe. A directory is a multi-file dataset (a folder of WEKA traces,
+// as the built-in one is): it is accepted when everything in it is a regular file.
 func regularFile(path string) error {
 	info, err := os.Lstat(path)
 	switch {
@@ -230,6 +231,20 @@ func regularFile(path string) error {
 		return errors.New("no such file in the datasets dir")
 	case info.Mode()&os.ModeSymlink != 0:
 		return errors.New("is a symlink; put the file itself in the datasets dir")
+	case info.IsDir():
+		entries, err := os.ReadDir(path)
+		if err != nil {
+			return errors.New("is a folder that cannot be read")
+		}
+		if len(entries) == 0 {
+			return errors.New("is an empty folder")
+		}
+		for _, e := range entries {
+			if !e.Type().IsRegular() {
+				return fmt.Errorf("is a folder holding %q, which is not a regular file", e.Name())
+			}
+		}
+		return nil
 	case !info.Mode().IsRegular():
 		return errors.New("is not a regular file")
 	}

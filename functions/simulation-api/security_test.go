@@ -122,8 +122,9 @@ func TestArtifactPathsComeFromTheTaskID(t *testing.T) {
 }
 
 // TestLocalRegistrationsAreConfinedToRegularFiles: a registration naming ".", "..", a path, a
-// symlink, a directory or an already registered name is ignored, so the parsers never read the
-// data dir or files outside the datasets dir.
+// symlink, a folder holding anything but regular files or an already registered name is ignored,
+// so the parsers never read the data dir or files outside the datasets dir. A folder of regular
+// files is a multi-file dataset (WEKA traces) and is accepted.
 func TestLocalRegistrationsAreConfinedToRegularFiles(t *testing.T) {
 	h := newHarness(t, nil)
 	dir := filepath.Join(h.dataDir, "datasets")
@@ -131,6 +132,10 @@ func TestLocalRegistrationsAreConfinedToRegularFiles(t *testing.T) {
 	_ = os.WriteFile(filepath.Join(h.dataDir, "secret.key"), []byte("SECRET"), 0o600)
 	_ = os.WriteFile(filepath.Join(dir, "good.jsonl"), []byte("0\n"), 0o600)
 	_ = os.Symlink(filepath.Join(h.dataDir, "secret.key"), filepath.Join(dir, "link.jsonl"))
+	_ = os.Symlink(filepath.Join(h.dataDir, "secret.key"), filepath.Join(dir, "subdir", "trace.json"))
+	_ = os.MkdirAll(filepath.Join(dir, "empty"), 0o700)
+	_ = os.MkdirAll(filepath.Join(dir, "folder"), 0o700)
+	_ = os.WriteFile(filepath.Join(dir, "folder", "trace_0001.json"), []byte("{}"), 0o600)
 	reg := func(file, name, filename string) {
 		body := `{"name":"` + name + `","filename":"` + filename + `","scenario":"chat","trace_format":"mooncake_trace"}`
 		if err := os.WriteFile(filepath.Join(dir, file+".dataset.json"), []byte(body), 0o600); err != nil {
@@ -144,6 +149,8 @@ func TestLocalRegistrationsAreConfinedToRegularFiles(t *testing.T) {
 	reg("path", "path", "../secret.key")
 	reg("link", "link", "link.jsonl")
 	reg("dir", "dir", "subdir")
+	reg("empty", "empty", "empty")
+	reg("folder", "folder", "folder")
 	reg("missing", "missing", "nothing.jsonl")
 	var out struct {
 		Datasets []struct {
@@ -155,10 +162,10 @@ func TestLocalRegistrationsAreConfinedToRegularFiles(t *testing.T) {
 	for _, d := range out.Datasets {
 		count[d.Name]++
 	}
-	if count["good"] != 1 {
-		t.Fatalf("good registered %d times", count["good"])
+	if count["good"] != 1 || count["folder"] != 1 {
+		t.Fatalf("good registered %d times, folder %d times", count["good"], count["folder"])
 	}
-	for _, name := range []string{"dot", "dotdot", "path", "link", "dir", "missing"} {
+	for _, name := range []string{"dot", "dotdot", "path", "link", "dir", "empty", "missing"} {
 		if count[name] != 0 {
 			t.Errorf("registration %q was accepted", name)
 		}

@@ -11,6 +11,6 @@
 // still runs, and fails tasks whose runner lost its lease (a crashed or killed instance). Each
 // instance runs at most LENS_MAX_CONCURRENT_TASKS tasks at once.
 //
-// It may import events, runtime/fn, runtime/cloudevent, runtime/state, runtime/simtask,
+// It may import events, runtime/fn, runtime/egress, runtime/cloudevent, runtime/state, runtime/simtask,
 // runtime/secret, runtime/wasmhost, runtime/tracespool and runtime/loadgen.
 package tracereplayer

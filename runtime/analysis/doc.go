@@ -11,5 +11,6 @@
 // rank percentiles (index ceil(n*p/100)-1 of the sorted values), latency, TTFT and TPOT over
 // successful requests, drift = started - scheduled, timelines of min(120, ceil(span)) equal bins.
 //
-// It imports only the standard library and runtime/loadgen (for the Record type).
+// It imports only the standard library, runtime/loadgen (for the Record type) and
+// runtime/jsoncursor (its record decoder).
 package analysis

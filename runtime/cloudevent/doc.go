@@ -10,5 +10,6 @@
 // malformed event or a handler error whose code is not retryable answers 400 (never retried), a
 // retryable one its own status (409, 429, 5xx, with Retry-After) so the broker retries.
 //
-// It may import events and problem; the state store reaches it only through the Deduper interface.
+// It may import events and runtime/problem (its retry vocabulary: a handler error is classified
+// by its problem code); the state store reaches it only through the Deduper interface.
 package cloudevent

@@ -105,6 +105,12 @@ type Config struct {
 	// ScrapeInterval is how often the benchmark runner samples an endpoint's /metrics during a
 	// run (LENS_SCRAPE_INTERVAL, default 1s).
 	ScrapeInterval time.Duration
+	// BinDir is where the deployer's local provider finds inference-sim and inference-router
+	// (LENS_BIN_DIR; empty: the directory of the running executable).
+	BinDir string
+	// DeployTimeout bounds one deployment's wait for its health probes (LENS_DEPLOY_TIMEOUT,
+	// default 2m).
+	DeployTimeout time.Duration
 }
 
 // Secret is a configuration value that must never reach a log: it formats as [redacted].
@@ -126,6 +132,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		StaticExecutions:        getenv("LENS_STATIC_EXECUTIONS"),
 		LLMDBenchmarkExecutable: strings.TrimSpace(getenv("LLM_D_BENCHMARK_EXECUTABLE")),
 		LLMDBenchmarkRoot:       strings.TrimSpace(getenv("LLM_D_BENCHMARK_ROOT")),
+		BinDir:                  getenv("LENS_BIN_DIR"),
 	}
 	var err error
 	if c.Port, err = intVar(getenv, "PORT", 8080); err != nil {
@@ -203,7 +210,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		name string
 		dst  *time.Duration
 		def  time.Duration
-	}{{"LENS_LEASE_TTL", &c.LeaseTTL, 15 * time.Second}, {"LENS_SWEEP_INTERVAL", &c.SweepInterval, 2 * time.Second}} {
+	}{{"LENS_LEASE_TTL", &c.LeaseTTL, 15 * time.Second}, {"LENS_SWEEP_INTERVAL", &c.SweepInterval, 2 * time.Second},
+		{"LENS_DEPLOY_TIMEOUT", &c.DeployTimeout, 2 * time.Minute}} {
 		if *v.dst, err = durationVar(getenv, v.name, v.def); err != nil {
 			return c, err
 		}

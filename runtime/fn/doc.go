@@ -17,7 +17,8 @@
 // body limits and JSON depth, 404 and 405 as problem+json. It hands every function the
 // operator's endpoint policy (runtime/egress) and the one loader of the sealing key (Sealer).
 //
-// It may import events, runtime/problem, runtime/cloudevent, runtime/state and its Redis store,
-// runtime/auth, runtime/egress, runtime/secret, and the third-party packages knative.dev/pkg
-// (signals, network, logging only), zap and prometheus/client_golang.
+// It may import runtime/problem, runtime/cloudevent, runtime/state,
+// runtime/state/redisstore, runtime/auth, runtime/egress and runtime/secret, and the
+// third-party packages knative.dev/pkg (signals, network, logging only), zap and
+// prometheus/client_golang.
 package fn

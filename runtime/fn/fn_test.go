@@ -282,10 +282,11 @@ func TestRunDrainsInFlightRequestsOnShutdown(t *testing.T) {
 	l.Close()
 	cfg, _ := fn.LoadConfig(env(storeEnv(t, map[string]string{"HOME": t.TempDir(), "PORT": strconv.Itoa(port),
 		"LENS_DRAIN_QUIET_PERIOD": "200ms"})))
-	release := make(chan struct{})
+	release, entered := make(chan struct{}), make(chan struct{})
 	build := func(context.Context, fn.Deps) (*fn.Function, error) {
 		mux := http.NewServeMux()
 		mux.HandleFunc("GET /slow", func(w http.ResponseWriter, r *http.Request) {
+			close(entered)
 			<-release
 			_, _ = w.Write([]byte("done"))
 		})
@@ -315,9 +316,14 @@ func TestRunDrainsInFlightRequestsOnShutdown(t *testing.T) {
 		resp.Body.Close()
 		got <- string(b)
 	}()
-	time.Sleep(100 * time.Millisecond)
+	<-entered // the request is in flight
 	cancel()
-	time.Sleep(50 * time.Millisecond)
+	// The drain has begun once the kubelet's probe is refused; only then is the request let go.
+	for deadline := time.Now().Add(10 * time.Second); !draining(base); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the server never started draining")
+		}
+	}
 	close(release)
 	if body := <-got; body != "done" {
 		t.Fatalf("in-flight request got %q", body)
@@ -412,4 +418,17 @@ func TestRestartedInstanceTakesOverTheClaimItsCrashLeft(t *testing.T) {
 	if got := deliver(t, srv.URL, "live").StatusCode; got != http.StatusTooManyRequests {
 		t.Fatalf("delivery racing another instance: %d, want 429", got)
 	}
+}
+
+// draining reports whether the server at base refuses the kubelet's readiness probe, which
+// the runtime's drainer does from the moment the drain begins.
+func draining(base string) bool {
+	req, _ := http.NewRequest("GET", base+"/readyz", nil)
+	req.Header.Set("User-Agent", "kube-probe/1.30")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusServiceUnavailable
 }

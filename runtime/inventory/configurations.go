@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 
+	"github.com/lensfn/lensfn/runtime/deployconfig"
 	"github.com/lensfn/lensfn/runtime/problem"
 	"github.com/lensfn/lensfn/runtime/state"
 )
@@ -66,6 +67,13 @@ func (r *Repo) CreateConfiguration(ctx context.Context, spec ConfigurationSpec) 
 	content, err := compactObject("content", spec.Content, MaxConfigurationContentBytes)
 	if err != nil {
 		return Configuration{}, err
+	}
+	// Lensfn's own providers have a schema (runtime/deployconfig): a content they could not
+	// deploy is refused now, not when a workflow tries it. Other provider refs are kept as given.
+	if deployconfig.Known(spec.ProviderRef) {
+		if _, err := deployconfig.Parse(spec.ProviderRef, content); err != nil {
+			return Configuration{}, err
+		}
 	}
 	provenance := json.RawMessage(`{}`)
 	if len(spec.Provenance) > 0 && string(spec.Provenance) != "null" {

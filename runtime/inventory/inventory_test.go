@@ -3,6 +3,7 @@ package inventory_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -336,6 +337,17 @@ func TestConfigurationChecksumAndBounds(t *testing.T) {
 	bad.Content = json.RawMessage(`[1]`)
 	_, err = r.CreateConfiguration(ctx, bad)
 	wantCode(t, err, problem.CodeValidation)
+	bad.Content = json.RawMessage(`{"model":{"name":"m"},"replicas":2}`)
+	_, err = r.CreateConfiguration(ctx, bad)
+	wantCode(t, err, problem.CodeValidation)
+	if !strings.Contains(fmt.Sprint(err.(*problem.Error).Detail), `unknown key "replicas"`) {
+		t.Fatalf("the 422 does not name the unknown key: %v", err.(*problem.Error).Detail)
+	}
+	other := bad
+	other.ProviderRef = "someone-elses-helm-chart"
+	if _, err := r.CreateConfiguration(ctx, other); err != nil {
+		t.Fatalf("a provider that is not ours keeps its content as given: %v", err)
+	}
 	bad.Content = json.RawMessage(`{"x":"` + strings.Repeat("a", inventory.MaxConfigurationContentBytes) + `"}`)
 	_, err = r.CreateConfiguration(ctx, bad)
 	wantCode(t, err, problem.CodeTooLarge)

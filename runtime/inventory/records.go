@@ -97,8 +97,15 @@ type Execution struct {
 	CreatedAt        time.Time `json:"created_at"`
 	UpdatedAt        time.Time `json:"updated_at,omitzero"`
 	// Models is what the endpoint listed when it was registered.
-	Models    []string `json:"models,omitempty"`
-	HasAPIKey bool     `json:"has_api_key"`
+	Models []string `json:"models,omitempty"`
+	// The fields below are set on what the deployer deploys (ownership evaluation): the
+	// configuration it came from, the router's plain balanced URL (the kubernetes-service
+	// baseline's baseline_url) and each replica's base URL, for a benchmark's evidence.
+	ConfigurationID  string   `json:"configuration_id,omitempty"`
+	ProviderRef      string   `json:"provider_ref,omitempty"`
+	BaselineURL      string   `json:"baseline_url,omitempty"`
+	ReplicaEndpoints []string `json:"replica_endpoints,omitempty"`
+	HasAPIKey        bool     `json:"has_api_key"`
 	// ActiveUses counts the non-terminal runs using the execution; delete is refused meanwhile.
 	ActiveUses int `json:"active_uses"`
 }

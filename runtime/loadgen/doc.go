@@ -27,5 +27,6 @@
 // offsets. Synthesised prompts count one word as one token, which BPE tokenizers match only
 // approximately; equal hash ids always give byte-identical text.
 //
-// It may import the standard library, events and runtime/jsoncursor (its SSE chunk decoder).
+// It may import the standard library, runtime/secret, runtime/jsoncursor (its SSE chunk decoder) and
+// wasm-modules/splitmix (the run id).
 package loadgen

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lensfn/lensfn/runtime/secret"
+	"github.com/lensfn/lensfn/wasm-modules/splitmix"
 )
 
 // Stats sums up a finished run.
@@ -126,7 +127,7 @@ func RunSchedule(ctx context.Context, cfg Config, schedule Schedule, sink Sink) 
 		defer e.client.CloseIdleConnections()
 	}
 	if e.runID == "" {
-		e.runID = fmt.Sprintf("%08x", uint32(splitmix(cfg.Seed)))
+		e.runID = fmt.Sprintf("%08x", uint32(splitmix.Mix(cfg.Seed)))
 	}
 	if e.maxResponse == 0 {
 		e.maxResponse = defaultMaxResponseBytes
@@ -709,10 +710,3 @@ func (e *engine) emit(rec Record) {
 
 // requestKey is request i's X-Request-ID: the run id and the 1-based request id.
 func (e *engine) requestKey(i int) string { return fmt.Sprintf("%s-%d", e.runID, i+1) }
-
-func splitmix(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
-}

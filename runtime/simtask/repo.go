@@ -63,8 +63,11 @@ func (r *Repo) Create(ctx context.Context, t *Task, apiKey string) error {
 	if err != nil {
 		return err
 	}
-	_, err = r.Store.Create(ctx, rec)
-	return err
+	if _, err = r.Store.Create(ctx, rec); err != nil {
+		return err
+	}
+	r.appendStatus(ctx, t)
+	return nil
 }
 
 // Load returns the task without its logs (what runners poll).
@@ -160,6 +163,9 @@ func (r *Repo) Transition(ctx context.Context, id string, from []string, to stri
 	if err != nil {
 		return nil, err
 	}
+	if out != nil {
+		r.appendStatus(ctx, out)
+	}
 	return out, nil
 }
 
@@ -176,6 +182,7 @@ func (r *Repo) Patch(ctx context.Context, id string, fence state.Fence, mutate f
 func (r *Repo) Logf(ctx context.Context, id, format string, args ...any) {
 	line := time.Now().UTC().Format("15:04:05.000") + " " + secret.Redact(fmt.Sprintf(format, args...))
 	_ = r.Store.AppendLogs(ctx, Kind, id, line)
+	_, _ = r.Store.AppendProgress(ctx, Kind, id, map[string]string{"type": EntryLog, "line": line})
 }
 
 // Delete removes the record (with its indexes, logs and progress) and its artifact folder.
@@ -192,7 +199,8 @@ func LeaseName(id string) string { return Kind + ":" + id }
 // ArtifactFiles names the file of each artifact kind inside a task's folder. Artifact paths are
 // derived from the task id and the kind, never read from the record, so a tampered record
 // cannot point the API at another file.
-var ArtifactFiles = map[string]string{"summary-json": "summary.json", "per-request-jsonl": "per-request.jsonl"}
+var ArtifactFiles = map[string]string{"summary-json": "summary.json", "per-request-jsonl": "per-request.jsonl",
+	"report-html": "report.html", "per-request-csv": "per-request.csv"}
 
 // ArtifactPath is where an artifact kind of task id lives; false for an unknown kind.
 func (r *Repo) ArtifactPath(id, kind string) (string, bool) {

@@ -11,22 +11,13 @@ import (
 	"time"
 
 	"github.com/lensfn/lensfn/wasm-modules/abi"
+	"github.com/lensfn/lensfn/wasm-modules/latency"
 )
 
-// LatencyInput is what a calculator needs to know about one request.
-type LatencyInput struct {
-	PromptTokens       int
-	CachedPromptTokens int
-	OutputTokens       int
-	RunningRequests    int
-	MaxNumSeqs         int
-	RemotePrefill      bool
-	// Rand seeds this request's jitter; the same value gives the same schedule.
-	Rand uint64
-}
-
 // Calculator is a configured latency calculator with its own instance pool; every
-// instance received the configuration once, when it started. Safe for concurrent use.
+// instance received the configuration once, when it started. It implements
+// latency.Calculator, so the simulator uses a module exactly as it uses a built-in model.
+// Safe for concurrent use.
 type Calculator struct {
 	m *module
 }
@@ -123,7 +114,7 @@ func (c *Calculator) Info() ModuleInfo { return c.m.info }
 // Schedule returns the request's time to first token and its OutputTokens-1 inter-token
 // gaps, appended to gaps[:0] (pass the previous result to reuse its storage). One guest
 // call per request.
-func (c *Calculator) Schedule(in LatencyInput, gaps []time.Duration) (time.Duration, []time.Duration, error) {
+func (c *Calculator) Schedule(in latency.Input, gaps []time.Duration) (time.Duration, []time.Duration, error) {
 	for _, v := range [...]int{in.PromptTokens, in.CachedPromptTokens, in.OutputTokens, in.RunningRequests, in.MaxNumSeqs} {
 		if v < 0 || v > math.MaxInt32 {
 			return 0, gaps[:0], fmt.Errorf("latency input %+v: counts must be in [0, 2^31) (the ABI passes i32)", in)

@@ -9,5 +9,6 @@
 // its memory has grown large); memory limits; and per-call timeouts for user modules only
 // (interrupting guest code costs ~7x on Go guests, so built-ins run without it).
 //
-// Imports: the standard library, wazero, and wasm-modules/abi.
+// Imports: the standard library, wazero, wasm-modules/abi, and wasm-modules/latency (the
+// latency core, for its one Input type and Calculator interface).
 package wasmhost

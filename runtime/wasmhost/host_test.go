@@ -12,6 +12,7 @@ import (
 
 	"github.com/lensfn/lensfn/runtime/wasmhost"
 	"github.com/lensfn/lensfn/runtime/wasmhost/wasmtest"
+	"github.com/lensfn/lensfn/wasm-modules/latency"
 )
 
 func newHost(t *testing.T, cfg wasmhost.Config) *wasmhost.Host {
@@ -75,7 +76,7 @@ func TestPoolHammer(t *testing.T) {
 					errs <- errors.New("bad input not reported: " + errString(err))
 				}
 				for j := 0; j < 50; j++ {
-					ttft, g2, err := calc.Schedule(wasmhost.LatencyInput{OutputTokens: 4, Rand: uint64(j)}, gaps)
+					ttft, g2, err := calc.Schedule(latency.Input{OutputTokens: 4, Rand: uint64(j)}, gaps)
 					if err != nil || ttft < 3*time.Millisecond || ttft > 17*time.Millisecond || len(g2) != 3 {
 						errs <- errors.New("schedule: " + errString(err))
 						return
@@ -172,18 +173,18 @@ func TestUserCalculatorByPath(t *testing.T) {
 	if calc.Info().Builtin {
 		t.Fatal("a calculator loaded by path must run as a user module")
 	}
-	ttft, gaps, err := calc.Schedule(wasmhost.LatencyInput{OutputTokens: 3}, nil)
+	ttft, gaps, err := calc.Schedule(latency.Input{OutputTokens: 3}, nil)
 	if err != nil || ttft != 7*time.Millisecond || len(gaps) != 2 || gaps[1] != time.Millisecond {
 		t.Fatalf("schedule %v %v %v", ttft, gaps, err)
 	}
 	if _, err := h.Calculator(filepath.Join(t.TempDir(), "none.wasm"), nil); err == nil || !strings.Contains(err.Error(), "manifest") {
 		t.Fatalf("path without manifest: %v", err)
 	}
-	if _, _, err := calc.Schedule(wasmhost.LatencyInput{OutputTokens: -1}, nil); err == nil {
+	if _, _, err := calc.Schedule(latency.Input{OutputTokens: -1}, nil); err == nil {
 		t.Fatal("negative output tokens accepted")
 	}
 	calc.Close()
-	if _, _, err := calc.Schedule(wasmhost.LatencyInput{OutputTokens: 1}, nil); !errors.Is(err, wasmhost.ErrClosed) {
+	if _, _, err := calc.Schedule(latency.Input{OutputTokens: 1}, nil); !errors.Is(err, wasmhost.ErrClosed) {
 		t.Fatalf("schedule after Close: %v", err)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/lensfn/lensfn/runtime/wasmhost/wasmtest"
 	"github.com/lensfn/lensfn/wasm-modules/abi"
 	"github.com/lensfn/lensfn/wasm-modules/latency"
-	"github.com/lensfn/lensfn/wasm-modules/latency/pertoken"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt/mooncake"
 )
@@ -110,7 +109,7 @@ func benchmarkSchedule(b *testing.B, config string, outputTokens int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	in := wasmhost.LatencyInput{PromptTokens: 2000, CachedPromptTokens: 512, OutputTokens: outputTokens, RunningRequests: 3, MaxNumSeqs: 8}
+	in := latency.Input{PromptTokens: 2000, CachedPromptTokens: 512, OutputTokens: outputTokens, RunningRequests: 3, MaxNumSeqs: 8}
 	var gaps []time.Duration
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -129,13 +128,13 @@ func BenchmarkScheduleWASM128Tokens(b *testing.B)       { benchmarkSchedule(b, s
 func BenchmarkScheduleWASM128TokensJitter(b *testing.B) { benchmarkSchedule(b, jitterConfig, 128) }
 
 func BenchmarkScheduleNative128TokensJitter(b *testing.B) {
-	m, err := pertoken.New([]byte(jitterConfig))
+	m, err := latency.PerToken.New([]byte(jitterConfig))
 	if err != nil {
 		b.Fatal(err)
 	}
-	var out []int64
+	var gaps []time.Duration
 	for i := 0; i < b.N; i++ {
-		out = m.Schedule(latencyInput(i), out)
+		_, gaps, err = m.Schedule(latencyInput(i), gaps)
 	}
 }
 

@@ -7,4 +7,6 @@
 // Modules are built on demand by runtime/wasmhost/wasmtest (cached by source hash).
 // Test-only misbehaving modules are written in WebAssembly text and need wat2wasm
 // (Debian's wabt); without it those tests are skipped with that reason.
+//
+// Like everything under tests/, it may import anything in the module.
 package conformance

@@ -14,17 +14,21 @@ import (
 
 	"github.com/lensfn/lensfn/runtime/wasmhost"
 	"github.com/lensfn/lensfn/runtime/wasmhost/wasmtest"
+	"github.com/lensfn/lensfn/tests/tracefixture"
 	"github.com/lensfn/lensfn/wasm-modules/abi"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt"
 )
 
-// sharedTraces is ../shared/traces relative to the repository root.
+// shared finds the real traces; the cases that need them skip without, and TestMain
+// prints one line naming them.
+var shared tracefixture.Shared
+
+func TestMain(m *testing.M) { shared.Main(m, "tests/conformance") }
+
+// sharedTraces is the real traces directory, or a recorded skip.
 func sharedTraces(tb testing.TB) string {
-	dir := filepath.Join(wasmtest.RepoRoot(tb), "..", "shared", "traces")
-	if _, err := os.Stat(dir); err != nil {
-		tb.Skipf("real traces not available: %v", err)
-	}
-	return dir
+	tb.Helper()
+	return shared.Traces(tb, wasmtest.RepoRoot(tb))
 }
 
 func newHost(tb testing.TB, cfg wasmhost.Config) *wasmhost.Host {

@@ -2,9 +2,7 @@ package e2e_test
 
 import (
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
-	"os"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -14,26 +12,9 @@ import (
 
 const conversationSHA = "b8cbb061a85206d729d91cdc2981f43c9e0d99209dce588d3af5f7934408b9df"
 
-// mirrorOfSharedTraces serves ../shared/traces as LENS_DATASET_MIRROR would on an air-gapped
-// cluster: <mirror>/conversation_trace.jsonl and <mirror>/weka-kv-cache-tester/<trace>.json.
-func mirrorOfSharedTraces(t *testing.T) string {
-	t.Helper()
-	root := filepath.Join(repoRoot, "..", "shared", "traces")
-	if _, err := os.Stat(filepath.Join(root, "mooncake", "conversation_trace.jsonl")); err != nil {
-		t.Skipf("shared traces not beside the repo: %v", err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/weka-kv-cache-tester/", http.StripPrefix("/weka-kv-cache-tester/",
-		http.FileServer(http.Dir(filepath.Join(root, "weka", "kv-cache-tester")))))
-	mux.Handle("/", http.FileServer(http.Dir(filepath.Join(root, "mooncake"))))
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
-
 func TestCatalogueOverTheLocalStack(t *testing.T) {
-	stack := startStack(t, stackOptions{only: []string{"simulation-api"},
-		env: map[string]string{"LENS_DATASET_MIRROR": mirrorOfSharedTraces(t)}})
+	mirror := mirrorOfSharedTraces(t)
+	stack := startStack(t, stackOptions{only: []string{"simulation-api"}, env: withMirror(map[string]string{}, mirror)})
 	api := stack.APIURL + "/api/simulation"
 	fnURL, _ := stack.FunctionURL("simulation-api")
 
@@ -51,7 +32,21 @@ func TestCatalogueOverTheLocalStack(t *testing.T) {
 		}
 	})
 
+	t.Run("a generated local dataset is listed and has a timeline", func(t *testing.T) {
+		code, body := get(t, api+"/trace-datasets/"+generatedMooncake+"/timeline?bins=60")
+		var tl struct {
+			RequestCount int               `json:"request_count"`
+			Bins         []json.RawMessage `json:"bins"`
+		}
+		if code != 200 || json.Unmarshal([]byte(body), &tl) != nil || tl.RequestCount != len(generatedRows) || len(tl.Bins) != 60 {
+			t.Fatalf("timeline: %d %s, want %d requests in 60 bins", code, body, len(generatedRows))
+		}
+	})
+
 	t.Run("download from the mirror, indexed once by the event", func(t *testing.T) {
+		if mirror == "" {
+			shared.Traces(t, repoRoot)
+		}
 		code, body := post(t, api+"/trace-datasets/download", "application/json", `{"dataset":"mooncake-conversation"}`, nil)
 		if code != 200 || !strings.Contains(body, conversationSHA) {
 			t.Fatalf("download: %d %s", code, body)
@@ -72,6 +67,9 @@ func TestCatalogueOverTheLocalStack(t *testing.T) {
 	})
 
 	t.Run("a duplicated CloudEvent causes one side effect", func(t *testing.T) {
+		if mirror == "" {
+			shared.Traces(t, repoRoot)
+		}
 		builds := `lens_simulation_timeline_index_builds_total{dataset="mooncake-conversation"}`
 		before := metric(t, fnURL, builds)
 		path := filepath.Join(stack.DataDir(), "datasets", "conversation_trace.jsonl")
@@ -99,8 +97,15 @@ func TestCatalogueOverTheLocalStack(t *testing.T) {
 		}
 		eventually(t, 30*time.Second, "a new process", func() bool { p := stack.PID("simulation-api"); return p != 0 && p != pid })
 		eventually(t, 30*time.Second, "the API to answer", func() bool { code, _ := get(t, api+"/scenarios"); return code == 200 })
+		code, body := get(t, api+"/trace-datasets")
+		if code != 200 || !strings.Contains(body, fmt.Sprintf("%q", generatedMooncake)) {
+			t.Fatalf("after restart the catalogue does not list the local dataset: %d %.300s", code, body)
+		}
+		if mirror == "" {
+			return
+		}
 		// The store outlived the process: the download is still known, no re-fetch needed.
-		code, body := post(t, api+"/trace-datasets/download", "application/json", `{"dataset":"mooncake-conversation"}`, nil)
+		code, body = post(t, api+"/trace-datasets/download", "application/json", `{"dataset":"mooncake-conversation"}`, nil)
 		if code != 200 || !strings.Contains(body, conversationSHA) {
 			t.Fatalf("after restart: %d %s", code, body)
 		}

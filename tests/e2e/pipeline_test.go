@@ -50,19 +50,24 @@ func startSimulator(t *testing.T, args ...string) string {
 	return url + "/v1"
 }
 
-func pipelineStack(t *testing.T) (string, func(string) string) {
+// pipelineStack starts the pipeline's three functions with the generated datasets and, when
+// the real traces are present, the mirror with mooncake-conversation downloaded. real says
+// whether it is.
+func pipelineStack(t *testing.T) (api string, pid func(string) string, real bool) {
 	t.Helper()
+	mirror := mirrorOfSharedTraces(t)
 	stack := startStack(t, stackOptions{only: []string{"simulation-api", "trace-replayer", "result-analyzer"},
-		env: map[string]string{"LENS_DATASET_MIRROR": mirrorOfSharedTraces(t), "LENS_LEASE_TTL": "3s",
-			"LENS_SWEEP_INTERVAL": "500ms", "LENS_MAX_CONCURRENT_TASKS": "2"}})
-	api := stack.APIURL + "/api/simulation"
+		env: withMirror(map[string]string{"LENS_LEASE_TTL": "3s", "LENS_SWEEP_INTERVAL": "500ms", "LENS_MAX_CONCURRENT_TASKS": "2"}, mirror)})
+	api = stack.APIURL + "/api/simulation"
 	t.Logf("stack up")
-	if code, body := post(t, api+"/trace-datasets/download", "application/json", `{"dataset":"mooncake-conversation"}`, nil); code != 200 {
-		t.Fatalf("download: %d %s", code, body)
+	if mirror != "" {
+		if code, body := post(t, api+"/trace-datasets/download", "application/json", `{"dataset":"mooncake-conversation"}`, nil); code != 200 {
+			t.Fatalf("download: %d %s", code, body)
+		}
+		t.Logf("dataset downloaded")
 	}
-	t.Logf("dataset downloaded")
-	pid := func(name string) string { return strconv.Itoa(stack.PID(name)) }
-	return api, pid
+	pid = func(name string) string { return strconv.Itoa(stack.PID(name)) }
+	return api, pid, mirror != ""
 }
 
 type taskView struct {
@@ -75,10 +80,12 @@ type taskView struct {
 	Result          json.RawMessage `json:"result"`
 }
 
-func createTask(t *testing.T, api, endpoint, extra string) string {
+// createTask creates a replay of dataset in the chat scenario with the extra fields and
+// returns its id.
+func createTask(t *testing.T, api, endpoint, dataset, extra string) string {
 	t.Helper()
 	return postTask(t, api, `{"name":"e2e replay","scenario":"chat","endpoint_url":"`+endpoint+`","model_name":"`+simModel+
-		`","trace_dataset":"mooncake-conversation"`+extra+`}`)
+		`","trace_dataset":"`+dataset+`"`+extra+`}`)
 }
 
 // postTask creates a task from a whole body and returns its id.
@@ -154,16 +161,22 @@ func resultOf(t *testing.T, v taskView) (summaryView, []struct{ Kind, MediaType 
 // conversation trace 20x faster against a simulator with a known latency model.
 func TestReplayMooncakeWindowAgainstTheSimulator(t *testing.T) {
 	endpoint := startSimulator(t, "--time-to-first-token", "20ms", "--inter-token-latency", "1ms")
-	api, _ := pipelineStack(t)
-	id := createTask(t, api, endpoint, `,"trace_start_seconds":0,"trace_end_seconds":60,"scale_factor":20`)
+	api, _, real := pipelineStack(t)
+	for _, d := range mooncakeDatasets(real) {
+		t.Run(d.name, func(t *testing.T) { replayMooncakeWindow(t, api, endpoint, d) })
+	}
+}
+
+func replayMooncakeWindow(t *testing.T, api, endpoint string, d replayDataset) {
+	id := createTask(t, api, endpoint, d.name, `,"trace_start_seconds":0,"trace_end_seconds":60,"scale_factor":20`)
 	v := waitForStatus(t, api, id, 2*time.Minute, "completed", "failed", "cancelled")
 	if v.Status != "completed" {
 		t.Fatalf("task ended %s: %v %v", v.Status, deref(v.ErrorMessage), v.Logs)
 	}
 	s, arts := resultOf(t, v)
-	// 162 records of the trace fall in [0 s, 60 s).
-	if s.TotalRequests != 162 || s.SuccessRate != 100 || s.SuccessfulRequests != 162 {
-		t.Fatalf("summary: %+v", s)
+	want := d.inWindow(0, 60000) // the records of the trace in [0 s, 60 s)
+	if s.TotalRequests != want || s.SuccessRate != 100 || s.SuccessfulRequests != want {
+		t.Fatalf("summary: %+v, want %d requests", s, want)
 	}
 	// The simulator's model: TTFT exactly 20 ms, 1 ms per further token. No request may beat
 	// the model; loopback, 30 KB prompts and a busy 2-core machine add to TTFT, while TPOT is
@@ -185,11 +198,11 @@ func TestReplayMooncakeWindowAgainstTheSimulator(t *testing.T) {
 		lines++
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 200 || lines != 162 || !strings.Contains(resp.Header.Get("Content-Type"), "ndjson") {
+	if resp.StatusCode != 200 || lines != want || !strings.Contains(resp.Header.Get("Content-Type"), "ndjson") {
 		t.Fatalf("per-request artifact: %d, %d lines, %s", resp.StatusCode, lines, resp.Header.Get("Content-Type"))
 	}
 	code, body := get(t, api+"/tasks/"+id+"/artifacts/summary-json")
-	if code != 200 || !strings.Contains(body, `"total_requests": 162`) {
+	if code != 200 || !strings.Contains(body, fmt.Sprintf(`"total_requests": %d`, want)) {
 		t.Fatalf("summary artifact: %d %.200s", code, body)
 	}
 	if code, _ := get(t, api+"/tasks/"+id+"/artifacts/nope"); code != 404 {
@@ -244,14 +257,20 @@ func deref(s *string) string {
 // failed requests, listed by status code.
 func TestInjectedFailuresShowAsResponseCodeIssues(t *testing.T) {
 	endpoint := startSimulator(t, "--failure-injection-rate", "30")
-	api, _ := pipelineStack(t)
-	id := createTask(t, api, endpoint, `,"trace_end_seconds":30,"scale_factor":30`)
+	api, _, real := pipelineStack(t)
+	for _, d := range mooncakeDatasets(real) {
+		t.Run(d.name, func(t *testing.T) { injectedFailures(t, api, endpoint, d) })
+	}
+}
+
+func injectedFailures(t *testing.T, api, endpoint string, d replayDataset) {
+	id := createTask(t, api, endpoint, d.name, `,"trace_end_seconds":30,"scale_factor":30`)
 	t.Logf("task %s created", id)
 	v := waitForStatus(t, api, id, 2*time.Minute, "completed", "failed", "cancelled")
 	t.Logf("task %s %s", id, v.Status)
 	s, _ := resultOf(t, v)
-	if v.Status != "completed" || s.TotalRequests != 87 || s.SuccessRate >= 100 || s.SuccessRate <= 0 {
-		t.Fatalf("%s %+v", v.Status, s)
+	if v.Status != "completed" || s.TotalRequests != d.inWindow(0, 30000) || s.SuccessRate >= 100 || s.SuccessRate <= 0 {
+		t.Fatalf("%s %+v, want %d requests", v.Status, s, d.inWindow(0, 30000))
 	}
 	failed := 0
 	for _, b := range s.StatusCodeBreakdown {
@@ -281,11 +300,16 @@ func TestInjectedFailuresShowAsResponseCodeIssues(t *testing.T) {
 // lease and the task is failed with a message saying so, its records analysed as a partial result.
 func TestStopAndLostRunner(t *testing.T) {
 	endpoint := startSimulator(t, "--time-to-first-token", "5ms", "--inter-token-latency", "1ms")
-	api, pid := pipelineStack(t)
+	api, pid, _ := pipelineStack(t)
 
-	id := createTask(t, api, endpoint, `,"trace_end_seconds":600`)
+	id := createTask(t, api, endpoint, generatedMooncake, `,"trace_end_seconds":600`)
 	waitForStatus(t, api, id, time.Minute, "running")
-	time.Sleep(1500 * time.Millisecond)
+	// Stop a replay that is under way: once the simulator has answered its first requests.
+	sim := strings.TrimSuffix(endpoint, "/v1")
+	eventually(t, time.Minute, "the replay's first answered requests", func() bool {
+		n, _ := strconv.ParseFloat(metric(t, sim, `vllm:e2e_request_latency_seconds_count{model_name="`+simModel+`"}`), 64)
+		return n > 0
+	})
 	stopAt := time.Now()
 	code, raw := post(t, api+"/tasks/"+id+"/stop", "application/json", "", nil)
 	if code != 200 || !strings.Contains(raw, `"cancelling"`) {
@@ -297,7 +321,7 @@ func TestStopAndLostRunner(t *testing.T) {
 	}
 	t.Logf("stop took %s end to end (analysis included)", time.Since(stopAt))
 
-	id = createTask(t, api, endpoint, `,"trace_end_seconds":600`)
+	id = createTask(t, api, endpoint, generatedMooncake, `,"trace_end_seconds":600`)
 	waitForStatus(t, api, id, time.Minute, "running")
 	eventually(t, time.Minute, "the replay to complete requests", func() bool {
 		_, raw := get(t, api+"/tasks/"+id)
@@ -319,20 +343,28 @@ func TestStopAndLostRunner(t *testing.T) {
 	}
 }
 
-// TestReplayWEKASessions replays the real WEKA agentic-coding traces (one JSON trace per file,
-// turns released after the previous turn's completion) for a few seconds.
+// TestReplayWEKASessions replays WEKA agentic-coding traces (one JSON trace per file, turns
+// released after the previous turn's completion) for a few seconds: the generated traces, and
+// the real ones when they are present.
 func TestReplayWEKASessions(t *testing.T) {
 	endpoint := startSimulator(t, "--time-to-first-token", "2ms", "--inter-token-latency", "100us")
-	api, _ := pipelineStack(t)
-	if code, body := post(t, api+"/trace-datasets/download", "application/json", `{"dataset":"weka-kv-cache-tester"}`, nil); code != 200 {
-		t.Fatalf("download: %d %s", code, body)
+	api, _, real := pipelineStack(t)
+	t.Run(generatedWEKA, func(t *testing.T) { replayWEKA(t, api, endpoint, generatedWEKA, generatedTraces) })
+	if real {
+		if code, body := post(t, api+"/trace-datasets/download", "application/json", `{"dataset":"weka-kv-cache-tester"}`, nil); code != 200 {
+			t.Fatalf("download: %d %s", code, body)
+		}
+		t.Run("weka-kv-cache-tester", func(t *testing.T) { replayWEKA(t, api, endpoint, "weka-kv-cache-tester", 124) })
 	}
+}
+
+func replayWEKA(t *testing.T, api, endpoint, dataset string, traces int) {
 	id := postTask(t, api, `{"name":"weka","scenario":"coding","endpoint_url":"`+endpoint+`","model_name":"`+simModel+
-		`","trace_dataset":"weka-kv-cache-tester","duration_seconds":3}`)
+		`","trace_dataset":"`+dataset+`","duration_seconds":3}`)
 	v := waitForStatus(t, api, id, 2*time.Minute, "completed", "failed", "cancelled")
 	s, _ := resultOf(t, v)
-	// Every one of the 124 traces starts at its own zero, so at least their first turns are sent.
-	if v.Status != "completed" || s.TotalRequests < 124 || s.SuccessRate != 100 {
+	// Every trace starts at its own zero, so at least their first turns are sent.
+	if v.Status != "completed" || s.TotalRequests < traces || s.SuccessRate != 100 {
 		_, issues := get(t, api+"/tasks/"+id+"/response-code-issues?status_code=400")
 		t.Fatalf("%s %v: %d requests, success %.1f%%; 400s: %.600s", v.Status, deref(v.ErrorMessage), s.TotalRequests, s.SuccessRate, issues)
 	}

@@ -23,9 +23,22 @@ type stackOptions struct {
 	log     func(string, ...any) // default: t.Logf
 }
 
+// withMirror sets LENS_DATASET_MIRROR when mirror is not "" (the real traces are present).
+func withMirror(env map[string]string, mirror string) map[string]string {
+	if mirror != "" {
+		env["LENS_DATASET_MIRROR"] = mirror
+	}
+	return env
+}
+
 func startStack(t *testing.T, o stackOptions) *local.Stack {
 	t.Helper()
-	return stacktest.Start(t, stacktest.Options{Only: o.only, Env: o.env, DataDir: o.dataDir, Log: o.log})
+	dataDir := o.dataDir
+	if dataDir == "" {
+		dataDir = t.TempDir()
+	}
+	seedGeneratedDatasets(t, dataDir)
+	return stacktest.Start(t, stacktest.Options{Only: o.only, Env: o.env, DataDir: dataDir, Log: o.log})
 }
 
 func dumpLogs(t *testing.T, dataDir string) { stacktest.DumpLogs(t, dataDir) }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lensfn/lensfn/deploy/local"
 	"github.com/lensfn/lensfn/runtime/wasmhost/wasmtest"
+	"github.com/lensfn/lensfn/tests/tracefixture"
 )
 
 // needRedisServer skips, saying why, a test that needs a real redis-server process to stop or kill.
@@ -269,14 +270,11 @@ func TestTaskFinishingDuringAStoreOutageCompletes(t *testing.T) {
 	endpoint := startSimulator(t, "--time-to-first-token", "5ms", "--inter-token-latency", "1ms")
 	logs := &stackLog{t: t}
 	stack := startStack(t, stackOptions{only: []string{"simulation-api", "trace-replayer", "result-analyzer"}, log: logs.logf,
-		env: map[string]string{"LENS_DATASET_MIRROR": mirrorOfSharedTraces(t), "LENS_LEASE_TTL": "3s",
-			"LENS_SWEEP_INTERVAL": "500ms", "LENS_MAX_CONCURRENT_TASKS": "2"}})
+		env: map[string]string{"LENS_LEASE_TTL": "3s", "LENS_SWEEP_INTERVAL": "500ms", "LENS_MAX_CONCURRENT_TASKS": "2"}})
 	api := stack.APIURL + "/api/simulation"
-	if code, body := post(t, api+"/trace-datasets/download", "application/json", `{"dataset":"mooncake-conversation"}`, nil); code != 200 {
-		t.Fatalf("download: %d %s", code, body)
-	}
-	// 162 requests over 3 s.
-	id := createTask(t, api, endpoint, `,"trace_start_seconds":0,"trace_end_seconds":60,"scale_factor":20`)
+	// The generated trace's first minute (about 60 requests) over 3 s.
+	want := tracefixture.InWindow(generatedRows, 0, 60000)
+	id := createTask(t, api, endpoint, generatedMooncake, `,"trace_start_seconds":0,"trace_end_seconds":60,"scale_factor":20`)
 	eventually(t, time.Minute, "the replay to send requests", func() bool {
 		_, raw := get(t, api+"/tasks/"+id)
 		return strings.Contains(raw, `"sent_requests":`) && !strings.Contains(raw, `"sent_requests":0,`)
@@ -294,7 +292,7 @@ func TestTaskFinishingDuringAStoreOutageCompletes(t *testing.T) {
 		t.Fatalf("the task ended %s: %q %v", v.Status, deref(v.ErrorMessage), v.Logs)
 	}
 	s, _ := resultOf(t, v)
-	if s.TotalRequests != 162 {
-		t.Fatalf("%d of 162 records analysed", s.TotalRequests)
+	if s.TotalRequests != want {
+		t.Fatalf("%d of %d records analysed", s.TotalRequests, want)
 	}
 }

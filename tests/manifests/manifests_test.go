@@ -10,6 +10,7 @@ import (
 	"github.com/lensfn/lensfn/deploy/local"
 	"github.com/lensfn/lensfn/events"
 	benchmarkrunner "github.com/lensfn/lensfn/functions/benchmark-runner"
+	"github.com/lensfn/lensfn/functions/deployer"
 	evaluationapi "github.com/lensfn/lensfn/functions/evaluation-api"
 	inventoryapi "github.com/lensfn/lensfn/functions/inventory-api"
 	resultanalyzer "github.com/lensfn/lensfn/functions/result-analyzer"
@@ -26,6 +27,7 @@ var consumers = map[string][]string{
 	evaluationapi.Name:   evaluationapi.Consumes,
 	benchmarkrunner.Name: benchmarkrunner.Consumes,
 	inventoryapi.Name:    nil, // HTTP only
+	deployer.Name:        deployer.Consumes,
 	"inference-sim":      nil, // a target endpoint: HTTP only
 	"inference-router":   nil, // a data-plane proxy in front of replicas: HTTP only
 }

@@ -3,4 +3,6 @@
 // (Host, Origin, Content-Type), body and number bounds, keys that must not travel or leak,
 // artifact paths a tampered record cannot redirect, the endpoint policy, the ingress's honest
 // answers, Redis's password, private files and loopback-only listeners.
+//
+// Like everything under tests/, it may import anything in the module.
 package security

@@ -2,7 +2,7 @@
 // ../ABI.md): export names, the ABI version, the module descriptor, the packed ptr/len
 // return convention and the binary encoding of normalised trace request records.
 //
-// The host (runtime/wasmhost) and every Go guest (wasm-modules/tracefmt/*/guest,
-// wasm-modules/latency/*/guest) share it, so it imports only the standard library and
-// must stay buildable for GOOS=wasip1.
+// The host (runtime/wasmhost) and every Go guest share it. It is one of the pure cores every
+// layer may import: it imports only the standard library and must stay buildable for
+// GOOS=wasip1.
 package abi

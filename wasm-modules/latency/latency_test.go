@@ -13,8 +13,8 @@ func TestParseConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.TimeToFirstToken != int64(10*time.Millisecond) || c.InterTokenLatency != int64(500*time.Microsecond) ||
-		c.PrefillTimePerToken != int64(100*time.Millisecond) || c.TimeToFirstTokenStdDev != int64(3*time.Millisecond) ||
+	if c.TimeToFirstToken != 10*time.Millisecond || c.InterTokenLatency != 500*time.Microsecond ||
+		c.PrefillTimePerToken != 100*time.Millisecond || c.TimeToFirstTokenStdDev != 3*time.Millisecond ||
 		c.TimeFactorUnderLoad != 2 {
 		t.Fatalf("parsed %+v", c)
 	}
@@ -33,43 +33,49 @@ func TestParseConfig(t *testing.T) {
 	}
 }
 
-func constantTTFT(c *Config, in Input) (int64, int64, bool) {
-	return c.TimeToFirstToken, c.TimeToFirstTokenStdDev, true
+// timeline is m's schedule in the ABI layout, TTFT first.
+func timeline(t *testing.T, m *Model, in Input) []time.Duration {
+	t.Helper()
+	got, err := m.Timeline(in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
 
 func TestScheduleWithoutJitter(t *testing.T) {
-	m := NewModel(Config{TimeToFirstToken: 10e6, InterTokenLatency: 1e6, TimeFactorUnderLoad: 3}, constantTTFT)
+	m := NewModel(Config{TimeToFirstToken: 10e6, InterTokenLatency: 1e6, TimeFactorUnderLoad: 3}, ConstantTTFT)
 	cases := []struct {
 		name              string
 		running, maxSeqs  int
-		wantTTFT, wantGap int64
+		wantTTFT, wantGap time.Duration
 	}{
 		{"idle", 1, 5, 10e6, 1e6},
 		{"half loaded", 3, 5, 20e6, 2e6},
 		{"full", 5, 5, 30e6, 3e6},
 		{"over full clamps", 9, 5, 30e6, 3e6},
 		{"no running counts as one", 0, 5, 10e6, 1e6},
-		{"single seq never loads", 1, 1, 10e6, 1e6},
+		{"single seq at max-num-seqs loads fully", 1, 1, 30e6, 3e6},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := m.Schedule(Input{OutputTokens: 4, RunningRequests: c.running, MaxNumSeqs: c.maxSeqs}, nil)
+			got := timeline(t, m, Input{OutputTokens: 4, RunningRequests: c.running, MaxNumSeqs: c.maxSeqs})
 			if len(got) != 4 || got[0] != c.wantTTFT || got[1] != c.wantGap || got[3] != c.wantGap {
 				t.Fatalf("schedule %v, want ttft %d and 3 gaps of %d", got, c.wantTTFT, c.wantGap)
 			}
 		})
 	}
-	if got := m.Schedule(Input{OutputTokens: 0}, nil); len(got) != 1 {
+	if got := timeline(t, m, Input{OutputTokens: 0}); len(got) != 1 {
 		t.Fatalf("zero output tokens: %v, want TTFT only", got)
 	}
 }
 
 func TestJitterIsDeterministicAndClamped(t *testing.T) {
 	m := NewModel(Config{TimeToFirstToken: 100e6, TimeToFirstTokenStdDev: 30e6, InterTokenLatency: 10e6,
-		InterTokenLatencyStdDev: 3e6, TimeFactorUnderLoad: 1}, constantTTFT)
-	a := m.Schedule(Input{OutputTokens: 20000, Rand: 42}, nil)
-	b := m.Schedule(Input{OutputTokens: 20000, Rand: 42}, nil)
-	c := m.Schedule(Input{OutputTokens: 20000, Rand: 43}, nil)
+		InterTokenLatencyStdDev: 3e6, TimeFactorUnderLoad: 1}, ConstantTTFT)
+	a := timeline(t, m, Input{OutputTokens: 20000, Rand: 42})
+	b := timeline(t, m, Input{OutputTokens: 20000, Rand: 42})
+	c := timeline(t, m, Input{OutputTokens: 20000, Rand: 43})
 	var sum, sq float64
 	distinct := false
 	for i := range a {

@@ -4,6 +4,6 @@
 // wasm-modules/), go.mod, go.sum and the Go version, so
 // repeated test runs start in milliseconds. Built modules are never committed.
 //
-// Imports: the standard library only (it is test support for runtime/wasmhost and
-// tests/conformance).
+// Imports: the standard library only. It is test support for the host's tests and the
+// conformance suite.
 package wasmtest

@@ -7,5 +7,5 @@
 // not seen starts its own session, as in AIPerf. The only state kept per row is its root
 // id (16 bytes per row).
 //
-// Imports: the standard library, wasm-modules/abi, wasm-modules/tracefmt and its jsonscan.
+// Imports: the standard library, wasm-modules/abi, wasm-modules/tracefmt and wasm-modules/tracefmt/jsonscan.
 package bailian

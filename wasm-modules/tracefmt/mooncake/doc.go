@@ -2,6 +2,6 @@
 // line, times in ms; trace-formats.md 2.1). It scans lines with jsonscan, never with
 // reflection, and reuses one record so a million-line trace parses in flat memory.
 //
-// Imports: the standard library, wasm-modules/abi, wasm-modules/tracefmt and its jsonscan.
+// Imports: the standard library, wasm-modules/abi, wasm-modules/tracefmt and wasm-modules/tracefmt/jsonscan.
 // guest/ wraps it as the mooncake_trace wasip1 module.
 package mooncake

@@ -2,4 +2,6 @@
 // functions/inference-sim). It reads the environment (PORT, POD_NAME, K_SERVICE and the hostname,
 // POD_NAMESPACE, POD_IP, SIM_MODEL, PYTHONHASHSEED, LENS_LISTEN_HOST, and the secrets VLLM_API_KEY and
 // LENS_SIM_ADMIN_TOKEN) and nothing else; the command line holds every other setting.
+//
+// It imports functions/inference-sim only.
 package main

@@ -2,6 +2,7 @@ package calcguest
 
 import (
 	"errors"
+	"time"
 	"unsafe"
 
 	"github.com/lensfn/lensfn/wasm-modules/abi"
@@ -10,22 +11,21 @@ import (
 )
 
 var (
-	newModel  func(configJSON []byte) (*latency.Model, error)
+	module    latency.Module
 	model     *latency.Model
-	durations []int64
+	durations []time.Duration
 )
 
-// Serve makes the module a latency calculator: d is its descriptor, factory parses the
-// configuration into a model.
-func Serve(d abi.Descriptor, factory func(configJSON []byte) (*latency.Model, error)) {
-	d.Kind = abi.KindLatencyCalculator
-	guest.SetDescriptor(d)
-	newModel = factory
+// Serve makes the module the latency calculator m: its descriptor, and its rule for the
+// configuration lens_calc_configure receives.
+func Serve(m latency.Module) {
+	guest.SetDescriptor(m.Descriptor())
+	module = m
 }
 
 //go:wasmexport lens_calc_configure
 func configure(ptr, length uint32) uint64 {
-	m, err := newModel(guest.Bytes(ptr, length))
+	m, err := module.New(guest.Bytes(ptr, length))
 	if err != nil {
 		return guest.Fail(err)
 	}
@@ -38,11 +38,15 @@ func schedule(prompt, cached, outputTokens, running, maxNumSeqs, flags uint32, r
 	if model == nil {
 		return guest.Fail(errors.New("lens_calc_schedule called before lens_calc_configure"))
 	}
-	durations = model.Schedule(latency.Input{
+	var err error
+	durations, err = model.Timeline(latency.Input{
 		PromptTokens: int(int32(prompt)), CachedPromptTokens: int(int32(cached)), OutputTokens: int(int32(outputTokens)),
 		RunningRequests: int(int32(running)), MaxNumSeqs: int(int32(maxNumSeqs)),
 		RemotePrefill: flags&abi.ScheduleFlagRemotePrefill != 0, Rand: rand,
 	}, durations)
-	// wasm is little-endian, so the []int64 already has the ABI's byte layout.
+	if err != nil {
+		return guest.Fail(err)
+	}
+	// wasm is little-endian, so the []time.Duration (int64) already has the ABI's byte layout.
 	return guest.Packed(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(durations))), 8*len(durations)))
 }

@@ -2,10 +2,10 @@ package main
 
 import (
 	"github.com/lensfn/lensfn/wasm-modules/internal/guest/calcguest"
-	"github.com/lensfn/lensfn/wasm-modules/latency/pertoken"
+	"github.com/lensfn/lensfn/wasm-modules/latency"
 )
 
 // A reactor runs init but never main.
-func init() { calcguest.Serve(pertoken.Descriptor(), pertoken.New) }
+func init() { calcguest.Serve(latency.PerToken) }
 
 func main() {}

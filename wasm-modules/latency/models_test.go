@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-func mustNew(t *testing.T, name string, p Params) Calculator {
+func mustNew(t *testing.T, name string, p Config) Calculator {
 	t.Helper()
 	c, err := New(name, p)
 	if err != nil {
@@ -16,7 +16,7 @@ func mustNew(t *testing.T, name string, p Params) Calculator {
 }
 
 func TestConstantSchedule(t *testing.T) {
-	c := mustNew(t, NameConstant, Params{TimeToFirstToken: 10 * time.Millisecond, InterTokenLatency: 500 * time.Microsecond,
+	c := mustNew(t, NameConstant, Config{TimeToFirstToken: 10 * time.Millisecond, InterTokenLatency: 500 * time.Microsecond,
 		PrefillTimePerToken: time.Second, KVCacheTransferLatency: 3 * time.Millisecond})
 	ttft, gaps, err := c.Schedule(Input{PromptTokens: 100, OutputTokens: 32, RunningRequests: 1, MaxNumSeqs: 5}, nil)
 	if err != nil {
@@ -37,7 +37,7 @@ func TestConstantSchedule(t *testing.T) {
 }
 
 func TestPerTokenSchedule(t *testing.T) {
-	c := mustNew(t, NamePerToken, Params{PrefillOverhead: 5 * time.Millisecond, PrefillTimePerToken: 100 * time.Microsecond,
+	c := mustNew(t, NamePerToken, Config{PrefillOverhead: 5 * time.Millisecond, PrefillTimePerToken: 100 * time.Microsecond,
 		KVCacheTransferTimePerToken: 10 * time.Microsecond, InterTokenLatency: time.Millisecond})
 	ttft, gaps, _ := c.Schedule(Input{PromptTokens: 300, CachedPromptTokens: 100, OutputTokens: 3, RunningRequests: 1, MaxNumSeqs: 5}, nil)
 	if want := 5*time.Millisecond + 200*100*time.Microsecond; ttft != want || len(gaps) != 2 {
@@ -50,7 +50,7 @@ func TestPerTokenSchedule(t *testing.T) {
 }
 
 func TestAutoPicksConstantWhenTTFTSet(t *testing.T) {
-	p := Params{TimeToFirstToken: 7 * time.Millisecond, PrefillTimePerToken: time.Millisecond}
+	p := Config{TimeToFirstToken: 7 * time.Millisecond, PrefillTimePerToken: time.Millisecond}
 	ttft, _, _ := mustNew(t, NameAuto, p).Schedule(Input{PromptTokens: 50, OutputTokens: 1, RunningRequests: 1, MaxNumSeqs: 1}, nil)
 	if ttft != 7*time.Millisecond {
 		t.Fatalf("auto with ttft: %v", ttft)
@@ -68,14 +68,14 @@ func TestLoadFactor(t *testing.T) {
 		running, maxSeqs int
 		want             float64
 	}{
-		{1, 5, 5, 1}, {3, 1, 5, 1}, {3, 5, 5, 3}, {3, 3, 5, 2}, {3, 9, 5, 3}, {2, 1, 1, 2},
+		{1, 5, 5, 1}, {3, 1, 5, 1}, {3, 5, 5, 3}, {3, 3, 5, 2}, {3, 9, 5, 3}, {2, 1, 1, 2}, {2, 0, 1, 1},
 	}
 	for _, c := range cases {
 		if got := LoadFactor(c.factor, c.running, c.maxSeqs); got != c.want {
 			t.Errorf("LoadFactor(%v,%d,%d)=%v want %v", c.factor, c.running, c.maxSeqs, got, c.want)
 		}
 	}
-	calc := mustNew(t, NameConstant, Params{TimeToFirstToken: 10 * time.Millisecond, InterTokenLatency: time.Millisecond,
+	calc := mustNew(t, NameConstant, Config{TimeToFirstToken: 10 * time.Millisecond, InterTokenLatency: time.Millisecond,
 		KVCacheTransferLatency: 4 * time.Millisecond, TimeFactorUnderLoad: 3})
 	ttft, gaps, _ := calc.Schedule(Input{OutputTokens: 2, RunningRequests: 3, MaxNumSeqs: 5}, nil)
 	if ttft != 20*time.Millisecond || gaps[0] != 2*time.Millisecond {
@@ -88,16 +88,16 @@ func TestLoadFactor(t *testing.T) {
 }
 
 func TestValidateStdDevBound(t *testing.T) {
-	if _, err := New(NameConstant, Params{TimeToFirstToken: 10 * time.Millisecond, TimeToFirstTokenStdDev: 4 * time.Millisecond}); err == nil {
+	if _, err := New(NameConstant, Config{TimeToFirstToken: 10 * time.Millisecond, TimeToFirstTokenStdDev: 4 * time.Millisecond}); err == nil {
 		t.Fatal("std-dev above 30% accepted")
 	}
-	if _, err := New(NameConstant, Params{TimeToFirstToken: 10 * time.Millisecond, TimeToFirstTokenStdDev: 3 * time.Millisecond}); err != nil {
+	if _, err := New(NameConstant, Config{TimeToFirstToken: 10 * time.Millisecond, TimeToFirstTokenStdDev: 3 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(NameConstant, Params{TimeFactorUnderLoad: 0.5}); err == nil {
+	if _, err := New(NameConstant, Config{TimeFactorUnderLoad: 0.5}); err == nil {
 		t.Fatal("factor below 1 accepted")
 	}
-	if _, err := New("nope", Params{}); err == nil {
+	if _, err := New("nope", Config{}); err == nil {
 		t.Fatal("unknown calculator accepted")
 	}
 }
@@ -106,7 +106,7 @@ func TestValidateStdDevBound(t *testing.T) {
 // the mean and spread like the std-dev; the same Rand repeats the schedule.
 func TestJitterDistribution(t *testing.T) {
 	mean, sd := 10*time.Millisecond, 3*time.Millisecond
-	c := mustNew(t, NameConstant, Params{TimeToFirstToken: mean, TimeToFirstTokenStdDev: sd, InterTokenLatency: mean, InterTokenLatencyStdDev: sd})
+	c := mustNew(t, NameConstant, Config{TimeToFirstToken: mean, TimeToFirstTokenStdDev: sd, InterTokenLatency: mean, InterTokenLatencyStdDev: sd})
 	var all []float64
 	for i := uint64(0); i < 200; i++ {
 		ttft, gaps, _ := c.Schedule(Input{OutputTokens: 50, RunningRequests: 1, MaxNumSeqs: 1, Rand: i}, nil)
@@ -135,7 +135,7 @@ func TestJitterDistribution(t *testing.T) {
 }
 
 func TestScheduleReusesGaps(t *testing.T) {
-	c := mustNew(t, NameConstant, Params{InterTokenLatency: time.Millisecond})
+	c := mustNew(t, NameConstant, Config{InterTokenLatency: time.Millisecond})
 	buf := make([]time.Duration, 0, 64)
 	allocs := testing.AllocsPerRun(100, func() {
 		_, buf, _ = c.Schedule(Input{OutputTokens: 32, RunningRequests: 1, MaxNumSeqs: 1}, buf)

@@ -1,0 +1,358 @@
+package lensctl
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jedib0t/go-pretty/v6/table"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/lensfn/lensfn/runtime/simtask"
+	"github.com/lensfn/lensfn/runtime/sse"
+)
+
+// maxBodyFileBytes bounds a task body read from a file or stdin.
+const maxBodyFileBytes = 1 << 20
+
+func (a *app) tasksCmd() *cobra.Command {
+	return group("tasks", "Simulation tasks", a.taskCreate(), a.taskList(), a.taskGet(), a.taskWatch(),
+		a.taskStop(), a.taskRerun(), a.taskDelete(), a.taskReport())
+}
+
+func taskPath(id string) string { return simAPI + "/tasks/" + url.PathEscape(id) }
+
+func taskRow(t *simtask.Task) table.Row {
+	created := ""
+	if t.CreatedAt != nil {
+		created = t.CreatedAt.Time().Format(time.DateTime)
+	}
+	return table.Row{t.ID, t.Name, t.Status, fmt.Sprintf("%.1f%%", t.ProgressPercent), t.ModelName, t.Prompt.Dataset.Name, created}
+}
+
+var taskHeader = table.Row{"ID", "NAME", "STATUS", "PROGRESS", "MODEL", "DATASET", "CREATED"}
+
+func (a *app) printTask(t *simtask.Task) error {
+	return a.printer.print(t, func(tw table.Writer) {
+		tw.AppendHeader(taskHeader)
+		tw.AppendRow(taskRow(t))
+		if t.ErrorMessage != nil {
+			tw.AppendFooter(table.Row{"error", *t.ErrorMessage})
+		}
+	})
+}
+
+func (a *app) taskCreate() *cobra.Command {
+	var file string
+	var watch bool
+	c := &cobra.Command{Use: "create -f FILE", Short: "Create a task from a JSON body (a file, or - for stdin)", Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if file == "" {
+				return usageError{errors.New("create needs -f FILE (the task's JSON body, - for stdin)")}
+			}
+			var r io.Reader = a.in
+			if file != "-" {
+				f, err := os.Open(file)
+				if err != nil {
+					return usageError{err}
+				}
+				defer f.Close()
+				r = f
+			}
+			raw, err := io.ReadAll(io.LimitReader(r, maxBodyFileBytes+1))
+			if err != nil {
+				return err
+			}
+			if len(raw) > maxBodyFileBytes || !json.Valid(raw) {
+				return usageError{fmt.Errorf("%s is not a JSON document of at most %d bytes", file, maxBodyFileBytes)}
+			}
+			var out struct {
+				TaskID string       `json:"task_id"`
+				Task   simtask.Task `json:"task"`
+			}
+			if err := a.client.JSON(cmd.Context(), "POST", simAPI+"/tasks", nil, json.RawMessage(raw), &out); err != nil {
+				return err
+			}
+			if watch {
+				fmt.Fprintf(a.errOut, "created task %s\n", out.TaskID)
+				return a.watch(cmd, out.TaskID)
+			}
+			return a.printTask(&out.Task)
+		}}
+	c.Flags().StringVarP(&file, "file", "f", "", "the task's JSON body (- for stdin)")
+	c.Flags().BoolVarP(&watch, "watch", "w", false, "watch the task until it finishes (exit code by its outcome)")
+	return c
+}
+
+func (a *app) taskList() *cobra.Command {
+	var status, search string
+	var limit, offset int
+	c := &cobra.Command{Use: "list", Short: "List tasks, newest first", Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			q := url.Values{"limit": {strconv.Itoa(limit)}, "offset": {strconv.Itoa(offset)}}
+			if status != "" {
+				q.Set("status", status)
+			}
+			if search != "" {
+				q.Set("search", search)
+			}
+			var out struct {
+				Tasks  []simtask.Task `json:"tasks"`
+				Total  int            `json:"total"`
+				Counts map[string]int `json:"counts"`
+			}
+			if err := a.client.JSON(cmd.Context(), "GET", simAPI+"/tasks", q, nil, &out); err != nil {
+				return err
+			}
+			return a.printer.print(out, func(t table.Writer) {
+				t.AppendHeader(taskHeader)
+				for i := range out.Tasks {
+					t.AppendRow(taskRow(&out.Tasks[i]))
+				}
+				t.AppendFooter(table.Row{"", fmt.Sprintf("%d of %d", len(out.Tasks), out.Total)})
+			})
+		}}
+	c.Flags().StringVar(&status, "status", "", "statuses, comma-separated")
+	c.Flags().StringVar(&search, "search", "", "text to search for")
+	c.Flags().IntVar(&limit, "limit", 20, "tasks per page (1-500)")
+	c.Flags().IntVar(&offset, "offset", 0, "tasks to skip")
+	return c
+}
+
+func (a *app) taskGet() *cobra.Command {
+	return &cobra.Command{Use: "get ID", Short: "Show a task", Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			var t simtask.Task
+			if err := a.client.JSON(cmd.Context(), "GET", taskPath(argv[0]), nil, nil, &t); err != nil {
+				return err
+			}
+			if a.printer.format != "table" {
+				return a.printer.print(&t, nil)
+			}
+			if err := a.printTask(&t); err != nil {
+				return err
+			}
+			if t.Result != nil {
+				return printSummary(a.out, t.Result.Summary)
+			}
+			return nil
+		}}
+}
+
+// printSummary shows the headline numbers of a result summary.
+func printSummary(w io.Writer, raw json.RawMessage) error {
+	var s map[string]any
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil // a summary the client cannot read is shown by --output json
+	}
+	t := table.NewWriter()
+	t.SetOutputMirror(w)
+	t.SetStyle(table.StyleLight)
+	t.AppendHeader(table.Row{"RESULT", "VALUE"})
+	for _, k := range []string{"total_requests", "successful_requests", "failed_requests", "success_rate", "throughput_rps", "throughput_tps"} {
+		if v, ok := s[k]; ok {
+			t.AppendRow(table.Row{k, v})
+		}
+	}
+	for _, k := range []string{"ttft", "tpot", "latency"} {
+		if d, ok := s[k].(map[string]any); ok {
+			t.AppendRow(table.Row{k + " p50/p99 ms", fmt.Sprintf("%v / %v", d["p50_ms"], d["p99_ms"])})
+		}
+	}
+	t.Render()
+	return nil
+}
+
+func (a *app) taskWatch() *cobra.Command {
+	return &cobra.Command{Use: "watch ID", Short: "Follow a task's progress until it finishes (exit 0 completed, 1 failed, 3 cancelled)",
+		Args: args(cobra.ExactArgs(1)), RunE: func(cmd *cobra.Command, argv []string) error { return a.watch(cmd, argv[0]) }}
+}
+
+// watch follows the task's event stream, reconnecting after the last event id when the
+// connection closes, and maps the final status to the exit code.
+func (a *app) watch(cmd *cobra.Command, id string) error {
+	var bar *progressbar.ProgressBar
+	if !a.noProgress {
+		bar = progressbar.NewOptions(1000, progressbar.OptionSetWriter(a.errOut), progressbar.OptionSetDescription(id),
+			progressbar.OptionShowElapsedTimeOnFinish(), progressbar.OptionSetPredictTime(false))
+	}
+	last, final := "", ""
+	for attempt := 0; final == ""; attempt++ {
+		header := http.Header{}
+		if last != "" {
+			header.Set("Last-Event-ID", last)
+		}
+		resp, err := a.client.do(cmd.Context(), "GET", taskPath(id)+"/events", nil, nil, header)
+		if err != nil {
+			var apiErr *APIError
+			if errors.As(err, &apiErr) || attempt >= 5 || cmd.Context().Err() != nil {
+				return err
+			}
+			time.Sleep(time.Second << min(attempt, 4))
+			continue
+		}
+		err = sse.Read(resp.Body, func(m sse.Message) error {
+			if m.ID != "" {
+				last = m.ID
+			}
+			var data struct {
+				Status          string  `json:"status"`
+				ProgressPercent float64 `json:"progress_percent"`
+				ProgressMessage string  `json:"progress_message"`
+				Line            string  `json:"line"`
+				ErrorMessage    *string `json:"error_message"`
+				Detail          string  `json:"detail"`
+			}
+			_ = json.Unmarshal([]byte(m.Data), &data)
+			switch m.Type {
+			case "status":
+				if bar != nil {
+					_ = bar.Set(int(data.ProgressPercent * 10))
+					bar.Describe(fmt.Sprintf("%s %s: %s", id, data.Status, data.ProgressMessage))
+				} else {
+					fmt.Fprintf(a.errOut, "%s %.1f%% %s\n", data.Status, data.ProgressPercent, data.ProgressMessage)
+				}
+			case "log":
+				if bar == nil {
+					fmt.Fprintln(a.errOut, data.Line)
+				}
+			case "end":
+				final = data.Status
+				if data.ErrorMessage != nil {
+					final += ": " + *data.ErrorMessage
+				}
+			case "error":
+				fmt.Fprintln(a.errOut, "stream:", data.Detail)
+			}
+			return nil
+		})
+		resp.Body.Close()
+		if err != nil && cmd.Context().Err() != nil {
+			return cmd.Context().Err()
+		}
+	}
+	if bar != nil {
+		_ = bar.Finish()
+		fmt.Fprintln(a.errOut)
+	}
+	status, _, _ := strings.Cut(final, ": ")
+	var t simtask.Task
+	if err := a.client.JSON(cmd.Context(), "GET", taskPath(id), nil, nil, &t); err == nil {
+		if err := a.printTask(&t); err != nil {
+			return err
+		}
+	}
+	switch status {
+	case simtask.StatusCompleted:
+		return nil
+	case simtask.StatusCancelled, "deleted":
+		return exitError{ExitCancelled, "task " + id + " " + final}
+	}
+	return exitError{ExitFailed, "task " + id + " " + final}
+}
+
+func (a *app) simpleTaskPost(use, short, verb string) *cobra.Command {
+	return &cobra.Command{Use: use + " ID", Short: short, Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			var out map[string]any
+			if err := a.client.JSON(cmd.Context(), "POST", taskPath(argv[0])+"/"+verb, nil, nil, &out); err != nil {
+				return err
+			}
+			return a.printer.print(out, func(t table.Writer) {
+				t.AppendHeader(table.Row{"ID", "STATUS"})
+				t.AppendRow(table.Row{argv[0], out["status"]})
+			})
+		}}
+}
+
+func (a *app) taskStop() *cobra.Command {
+	return a.simpleTaskPost("stop", "Stop a queued or running task", "stop")
+}
+
+func (a *app) taskRerun() *cobra.Command {
+	var endpoint string
+	c := &cobra.Command{Use: "rerun ID", Short: "Run a task again with the same settings", Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			body := map[string]any{}
+			if endpoint != "" {
+				body["endpoint_url"] = endpoint
+			}
+			var out struct {
+				TaskID string       `json:"task_id"`
+				Task   simtask.Task `json:"task"`
+			}
+			if err := a.client.JSON(cmd.Context(), "POST", taskPath(argv[0])+"/rerun", nil, body, &out); err != nil {
+				return err
+			}
+			return a.printTask(&out.Task)
+		}}
+	c.Flags().StringVar(&endpoint, "endpoint-url", "", "run against another endpoint")
+	return c
+}
+
+func (a *app) taskDelete() *cobra.Command {
+	return &cobra.Command{Use: "delete ID", Short: "Delete a finished task and its artifacts", Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			if err := a.client.JSON(cmd.Context(), "DELETE", taskPath(argv[0]), nil, nil, nil); err != nil {
+				return err
+			}
+			return a.printer.print(map[string]string{"id": argv[0], "status": "deleted"}, func(t table.Writer) {
+				t.AppendHeader(table.Row{"ID", "STATUS"})
+				t.AppendRow(table.Row{argv[0], "deleted"})
+			})
+		}}
+}
+
+func (a *app) taskReport() *cobra.Command {
+	var kind, dest string
+	c := &cobra.Command{Use: "report ID", Short: "Download a task's report (or another artifact) to a file", Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			resp, err := a.client.do(cmd.Context(), "GET", taskPath(argv[0])+"/artifacts/"+url.PathEscape(kind), nil, nil, nil)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			if dest == "" {
+				dest = argv[0] + "-" + map[string]string{"report-html": "report.html", "per-request-csv": "per-request.csv",
+					"summary-json": "summary.json", "per-request-jsonl": "per-request.jsonl"}[kind]
+				if strings.HasSuffix(dest, "-") {
+					dest += kind
+				}
+			}
+			f, err := os.CreateTemp(filepath.Dir(dest), ".lensctl-*")
+			if err != nil {
+				return err
+			}
+			defer os.Remove(f.Name())
+			var w io.Writer = f
+			if !a.noProgress {
+				w = io.MultiWriter(f, progressbar.DefaultBytes(resp.ContentLength, "downloading "+kind))
+			}
+			_, err = io.Copy(w, resp.Body)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return err
+			}
+			if err := os.Rename(f.Name(), dest); err != nil {
+				return err
+			}
+			return a.printer.print(map[string]string{"id": argv[0], "kind": kind, "file": dest}, func(t table.Writer) {
+				t.AppendHeader(table.Row{"ID", "ARTIFACT", "FILE"})
+				t.AppendRow(table.Row{argv[0], kind, dest})
+			})
+		}}
+	c.Flags().StringVar(&kind, "kind", "report-html", "artifact kind: report-html, per-request-csv, summary-json, per-request-jsonl")
+	c.Flags().StringVar(&dest, "file", "", "where to write it (default <id>-<file name>)")
+	return c
+}

@@ -1,0 +1,551 @@
+package deployer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/runtime/cloudevent"
+	"github.com/lensfn/lensfn/runtime/deployconfig"
+	"github.com/lensfn/lensfn/runtime/fn"
+	"github.com/lensfn/lensfn/runtime/inventory"
+	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/runtime/secret"
+	"github.com/lensfn/lensfn/runtime/state"
+)
+
+// Name is the function's default service name.
+const Name = "deployer"
+
+// Consumes lists the event types the deployer handles.
+var Consumes = []string{events.TypeDeploymentRequested, events.TypeDeploymentCleanupRequested}
+
+// Provider names.
+const (
+	ProviderLocal   = "local"
+	ProviderKnative = "knative"
+)
+
+// Provider brings a configuration up and down. Deploy fills d (endpoints, what it created) and
+// calls save as soon as it created something, so a worker that dies mid-deployment leaves a
+// record of it; Cleanup removes whatever d records and must succeed on a partial deployment.
+type Provider interface {
+	Deploy(ctx context.Context, d *Deployment, cfg deployconfig.Deployment, save func(context.Context) error) error
+	Cleanup(ctx context.Context, d *Deployment) error
+}
+
+// Settings are the deployer's knobs, from the runtime's config.
+type Settings struct {
+	LeaseTTL      time.Duration // a worker's lease on one deployment
+	SweepInterval time.Duration // how often orphaned deployments are looked for
+	DeployTimeout time.Duration // readiness wait of one deployment
+	BinDir        string        // where the local provider finds inference-sim and inference-router
+	LogDir        string        // the local provider's per-process logs
+}
+
+func settingsFrom(c fn.Config) Settings {
+	bin := c.BinDir
+	if bin == "" {
+		if exe, err := os.Executable(); err == nil {
+			bin = filepath.Dir(exe)
+		}
+	}
+	return Settings{LeaseTTL: c.LeaseTTL, SweepInterval: c.SweepInterval, DeployTimeout: c.DeployTimeout, BinDir: bin,
+		LogDir: filepath.Join(c.DataDir, "logs", "deployments")}
+}
+
+// Build is the function's fn.Builder.
+func Build(_ context.Context, d fn.Deps) (*fn.Function, error) {
+	sealer, err := secret.FromEnv(d.Config.SecretKey.Reveal())
+	if err != nil {
+		return nil, err
+	}
+	s := settingsFrom(d.Config)
+	repo := &inventory.Repo{Store: d.Store, Sealer: sealer}
+	providers := map[string]Provider{
+		ProviderLocal:   &Local{BinDir: s.BinDir, LogDir: s.LogDir, ReadyTimeout: s.DeployTimeout},
+		ProviderKnative: &Knative{Inventory: repo, ReadyTimeout: s.DeployTimeout},
+	}
+	return New(d, s, repo, providers).Function(), nil
+}
+
+// Deployer runs deployments; New builds one (tests pass their own providers).
+type Deployer struct {
+	deps      fn.Deps
+	settings  Settings
+	inventory *inventory.Repo
+	records   records
+	providers map[string]Provider
+	metrics   metrics
+
+	mu   sync.Mutex
+	base context.Context // Start's context: workers outlive the event that started them
+	busy map[string]*worker
+	wg   sync.WaitGroup
+}
+
+// worker is the in-process state of one deployment being worked on.
+type worker struct {
+	again  bool // another event arrived meanwhile: look at the record once more
+	cancel context.CancelFunc
+}
+
+// New builds a deployer.
+func New(d fn.Deps, s Settings, repo *inventory.Repo, providers map[string]Provider) *Deployer {
+	return &Deployer{deps: d, settings: s, inventory: repo, records: records{d.Store}, providers: providers,
+		metrics: newMetrics(d.Metrics.Registry), busy: map[string]*worker{}}
+}
+
+// Function is the deployer as the runtime runs it.
+func (x *Deployer) Function() *fn.Function {
+	return &fn.Function{
+		Events: map[string]cloudevent.Handler{
+			events.TypeDeploymentRequested:        x.onRequested,
+			events.TypeDeploymentCleanupRequested: x.onCleanupRequested,
+		},
+		Start: x.Run,
+		Close: func(context.Context) error { x.wg.Wait(); return nil },
+	}
+}
+
+type metrics struct {
+	deployments     *prometheus.CounterVec
+	cleanups        *prometheus.CounterVec
+	cleanupFailures prometheus.Counter
+	active          *prometheus.GaugeVec
+	reaped          prometheus.Counter
+}
+
+func newMetrics(reg *prometheus.Registry) metrics {
+	m := metrics{
+		deployments: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_deployer_deployments_total",
+			Help: "Deployments this instance finished, by provider and outcome (ready, failed)."}, []string{"provider", "outcome"}),
+		cleanups: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_deployer_cleanups_total",
+			Help: "Deployment cleanups this instance finished, by provider and outcome (cleaned, failed)."}, []string{"provider", "outcome"}),
+		cleanupFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "lens_deployer_cleanup_failures_total",
+			Help: "Cleanups that failed and keep their record for a retry."}),
+		active: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lens_deployer_active_deployments",
+			Help: "Deployment records on the store by status, as of the last sweep."}, []string{"status"}),
+		reaped: prometheus.NewCounter(prometheus.CounterOpts{Name: "lens_deployer_takeovers_total",
+			Help: "Deployments this instance took over from a worker whose lease expired."}),
+	}
+	reg.MustRegister(m.deployments, m.cleanups, m.cleanupFailures, m.active, m.reaped)
+	return m
+}
+
+func badEvent(format string, args ...any) error {
+	return cloudevent.Permanent(problem.New(problem.CodeBadRequest, format, args...))
+}
+
+func (x *Deployer) onRequested(ctx context.Context, e cloudevent.Event) error {
+	var p events.DeploymentRequested
+	if err := e.DecodeData(&p); err != nil {
+		return err
+	}
+	for field, v := range map[string]string{"execution_id": p.ExecutionID, "configuration_id": p.ConfigurationID, "cluster_session_id": p.ClusterSessionID} {
+		if err := state.ValidateID(v); err != nil {
+			return badEvent("%s: %v", field, err)
+		}
+	}
+	if len(p.CaseRef) > 400 || len(p.Name) > 200 {
+		return badEvent("case_ref is at most 400 characters and name at most 200")
+	}
+	d := Deployment{ExecutionID: p.ExecutionID, ConfigurationID: p.ConfigurationID, ClusterSessionID: p.ClusterSessionID,
+		CaseRef: p.CaseRef, Name: p.Name, Status: StatusDeploying, CreatedAt: time.Now().UTC()}
+	err := x.records.create(ctx, d)
+	if errors.Is(err, state.ErrExists) {
+		// A redelivery or a repeated request: answer from the record when it is settled.
+		stored, _, err := x.records.get(ctx, p.ExecutionID)
+		if err != nil {
+			return err
+		}
+		if stored.ConfigurationID != p.ConfigurationID {
+			return badEvent("execution %s is already a deployment of configuration %s", p.ExecutionID, stored.ConfigurationID)
+		}
+		switch stored.Status {
+		case StatusReady:
+			return x.emitReady(ctx, stored)
+		case StatusFailed:
+			return x.emitFailed(ctx, stored, "deploy", stored.Attempts)
+		}
+		return nil // in progress here or elsewhere; the sweep takes it over if its worker died
+	}
+	if err != nil {
+		return err
+	}
+	x.kick(p.ExecutionID)
+	return nil
+}
+
+func (x *Deployer) onCleanupRequested(ctx context.Context, e cloudevent.Event) error {
+	var p events.DeploymentCleanupRequested
+	if err := e.DecodeData(&p); err != nil {
+		return err
+	}
+	if err := state.ValidateID(p.ExecutionID); err != nil {
+		return badEvent("execution_id: %v", err)
+	}
+	_, err := x.records.update(ctx, p.ExecutionID, state.Fence{}, func(d *Deployment) error {
+		if d.Status == StatusCleaning {
+			return errUnchanged
+		}
+		d.Status, d.Error = StatusCleaning, ""
+		return nil
+	})
+	if errors.Is(err, state.ErrNotFound) {
+		// Nothing (left) to clean: cleaned already, or never deployed by us.
+		return x.deps.Events.Send(ctx, events.TypeDeploymentCleaned, p.ExecutionID+"/cleaned", p.ExecutionID,
+			events.DeploymentCleaned{ExecutionID: p.ExecutionID, CaseRef: p.CaseRef})
+	}
+	if err != nil {
+		return err
+	}
+	x.mu.Lock()
+	if w := x.busy[p.ExecutionID]; w != nil && w.cancel != nil {
+		w.cancel() // a deployment still coming up is abandoned; its worker turns to the cleanup
+	}
+	x.mu.Unlock()
+	x.kick(p.ExecutionID)
+	return nil
+}
+
+// kick makes sure a worker looks at the deployment: a new one, or the running one once more.
+func (x *Deployer) kick(id string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.base == nil || x.base.Err() != nil {
+		return // not started or draining: the sweep of this or another instance takes it
+	}
+	if w := x.busy[id]; w != nil {
+		w.again = true
+		return
+	}
+	x.busy[id] = &worker{}
+	x.wg.Add(1)
+	go func() {
+		defer x.wg.Done()
+		x.work(x.base, id)
+	}()
+}
+
+// Run is the Start hook: it sweeps for deployments nobody works on.
+func (x *Deployer) Run(ctx context.Context) {
+	x.mu.Lock()
+	x.base = ctx
+	x.mu.Unlock()
+	tick := time.NewTicker(x.settings.SweepInterval)
+	defer tick.Stop()
+	for {
+		if err := x.sweep(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, state.ErrUnavailable) {
+			x.deps.Log.Warnw("deployment sweep failed", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			x.wg.Wait()
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (x *Deployer) sweep(ctx context.Context) error {
+	counts, err := x.deps.Store.Counts(ctx, Kind)
+	if err != nil {
+		return err
+	}
+	for status, n := range counts {
+		x.metrics.active.WithLabelValues(status).Set(float64(n))
+	}
+	page, err := x.deps.Store.List(ctx, state.Query{Kind: Kind, Status: []string{StatusDeploying, StatusCleaning}, Limit: 200})
+	if err != nil {
+		return err
+	}
+	for _, rec := range page.Records {
+		if holder, err := x.deps.Store.LeaseHolder(ctx, leaseName(rec.ID)); err == nil && holder.Owner != x.deps.Config.InstanceID {
+			continue // a live worker elsewhere
+		}
+		x.kick(rec.ID)
+	}
+	return nil
+}
+
+func leaseName(id string) string { return "deployment:" + id }
+
+// work drives one deployment until its record is settled (ready, failed, cleanup-failed or
+// gone), under the deployment's lease.
+func (x *Deployer) work(ctx context.Context, id string) {
+	defer func() {
+		x.mu.Lock()
+		delete(x.busy, id)
+		x.mu.Unlock()
+	}()
+	lease, err := x.deps.Store.AcquireLease(ctx, leaseName(id), x.deps.Config.InstanceID, x.settings.LeaseTTL)
+	if err != nil {
+		if !errors.Is(err, state.ErrLeaseHeld) && ctx.Err() == nil {
+			x.deps.Log.Warnw("deployment lease", "deployment", id, "error", err)
+		}
+		return
+	}
+	leaseCtx, stopRenew := context.WithCancel(ctx)
+	lost := make(chan struct{})
+	go func() { // renew the lease while working; losing it stops the work
+		t := time.NewTicker(x.settings.LeaseTTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-leaseCtx.Done():
+				return
+			case <-t.C:
+				l, err := x.deps.Store.RenewLease(leaseCtx, lease, x.settings.LeaseTTL)
+				if errors.Is(err, state.ErrLeaseLost) || errors.Is(err, state.ErrLeaseHeld) {
+					close(lost)
+					stopRenew()
+					return
+				}
+				if err == nil {
+					lease = l
+				}
+			}
+		}
+	}()
+	defer func() {
+		stopRenew()
+		select {
+		case <-lost:
+		default:
+			_ = x.deps.Store.ReleaseLease(context.WithoutCancel(ctx), lease)
+		}
+	}()
+	fence := lease.Fence()
+	for leaseCtx.Err() == nil {
+		x.mu.Lock()
+		w := x.busy[id]
+		w.again = false
+		stepCtx, cancel := context.WithCancel(leaseCtx)
+		w.cancel = cancel
+		x.mu.Unlock()
+		d, _, err := x.records.get(stepCtx, id)
+		switch {
+		case errors.Is(err, state.ErrNotFound):
+			cancel()
+			return
+		case err != nil:
+			x.deps.Log.Warnw("deployment read", "deployment", id, "error", err)
+		case d.Status == StatusDeploying:
+			x.deploy(stepCtx, fence, d)
+		case d.Status == StatusCleaning:
+			x.cleanup(stepCtx, fence, d)
+		}
+		cancel()
+		x.mu.Lock()
+		again := w.again
+		x.mu.Unlock()
+		if !again {
+			return
+		}
+	}
+}
+
+// deploy brings d up. What an earlier, dead worker started is removed first (it cannot be
+// trusted half-done), then the provider starts afresh.
+func (x *Deployer) deploy(ctx context.Context, fence state.Fence, d Deployment) {
+	fail := func(err error) {
+		x.metrics.deployments.WithLabelValues(orUnknown(d.Provider), "failed").Inc()
+		if p := x.providers[d.Provider]; p != nil {
+			if cerr := p.Cleanup(context.WithoutCancel(ctx), &d); cerr != nil {
+				err = fmt.Errorf("%w (and stopping what was started failed: %v)", err, cerr)
+			}
+		}
+		saved, uerr := x.records.update(context.WithoutCancel(ctx), d.ExecutionID, fence, func(s *Deployment) error {
+			if s.Status != StatusDeploying {
+				return errUnchanged // cleanup was requested meanwhile: it wins
+			}
+			*s = d
+			s.Status, s.Error = StatusFailed, err.Error()
+			return nil
+		})
+		if uerr == nil && saved.Status == StatusFailed {
+			_ = x.emitFailed(context.WithoutCancel(ctx), saved, "deploy", saved.Attempts)
+		}
+	}
+	if len(d.Processes) > 0 || len(d.Objects) > 0 {
+		x.metrics.reaped.Inc()
+		x.deps.Log.Infow("taking over a deployment whose worker died", "deployment", d.ExecutionID,
+			"processes", len(d.Processes), "objects", len(d.Objects))
+		if p := x.providers[d.Provider]; p != nil {
+			if err := p.Cleanup(ctx, &d); err != nil {
+				x.deps.Log.Warnw("reaping the dead worker's deployment", "deployment", d.ExecutionID, "error", err)
+				return // the next sweep retries
+			}
+		}
+		d.Processes, d.Objects = nil, nil
+	}
+	d.Attempts++
+	if _, err := x.records.update(ctx, d.ExecutionID, fence, func(s *Deployment) error {
+		if s.Status != StatusDeploying {
+			return errors.New("no longer deploying")
+		}
+		s.Attempts, s.Processes, s.Objects = d.Attempts, nil, nil
+		return nil
+	}); err != nil {
+		return
+	}
+	cfgRec, err := x.inventory.Configuration(ctx, d.ConfigurationID)
+	if err != nil {
+		fail(fmt.Errorf("configuration %s: %w", d.ConfigurationID, err))
+		return
+	}
+	cfg, err := deployconfig.Parse(cfgRec.ProviderRef, cfgRec.Content)
+	if err != nil {
+		fail(fmt.Errorf("configuration %s cannot be deployed: %s", d.ConfigurationID, problemText(err)))
+		return
+	}
+	session, err := x.inventory.ActiveSession(ctx, d.ClusterSessionID)
+	if err != nil {
+		fail(fmt.Errorf("cluster session %s: %s", d.ClusterSessionID, problemText(err)))
+		return
+	}
+	d.ProviderRef, d.Model, d.Namespace = cfg.ProviderRef, cfg.Content.Model.Name, session.Namespace
+	if d.Name == "" {
+		d.Name = cfgRec.Name
+	}
+	switch session.ClusterKind {
+	case inventory.ClusterLocal:
+		d.Provider = ProviderLocal
+	case inventory.ClusterKubernetes:
+		d.Provider = ProviderKnative
+	}
+	provider := x.providers[d.Provider]
+	if provider == nil {
+		fail(fmt.Errorf("no provider deploys on a %q cluster", session.ClusterKind))
+		return
+	}
+	save := func(ctx context.Context) error {
+		_, err := x.records.update(context.WithoutCancel(ctx), d.ExecutionID, fence, func(s *Deployment) error {
+			status := s.Status
+			*s = d
+			s.Status = status // a cleanup request keeps its status
+			return nil
+		})
+		return err
+	}
+	if err := save(ctx); err != nil {
+		return
+	}
+	if err := provider.Deploy(ctx, &d, cfg, save); err != nil {
+		if ctx.Err() != nil {
+			// Cancelled: cleanup was requested (its worker step removes what was started), or
+			// this instance is draining (the sweep of the next one reaps it).
+			_ = save(context.WithoutCancel(ctx))
+			return
+		}
+		fail(err)
+		return
+	}
+	exec := inventory.Execution{ID: d.ExecutionID, ClusterSessionID: d.ClusterSessionID, Name: d.Name, Model: d.Model,
+		Endpoint: d.Endpoint, Namespace: d.Namespace, Ownership: inventory.OwnershipEvaluation, Status: inventory.StatusReady,
+		Models: []string{d.Model}, ConfigurationID: d.ConfigurationID, ProviderRef: d.ProviderRef, BaselineURL: d.BaselineURL,
+		ReplicaEndpoints: d.ReplicaEndpoints}
+	if err := x.inventory.PutExecution(ctx, exec, ""); err != nil {
+		fail(fmt.Errorf("record the execution: %w", err))
+		return
+	}
+	saved, err := x.records.update(ctx, d.ExecutionID, fence, func(s *Deployment) error {
+		if s.Status != StatusDeploying {
+			return errUnchanged
+		}
+		*s = d
+		s.Status, s.Error = StatusReady, ""
+		return nil
+	})
+	if err != nil || saved.Status != StatusReady {
+		return // cleanup was requested meanwhile; the worker turns to it
+	}
+	x.metrics.deployments.WithLabelValues(d.Provider, "ready").Inc()
+	if err := x.emitReady(ctx, saved); err != nil {
+		x.deps.Log.Warnw("deployment.ready not sent", "deployment", d.ExecutionID, "error", err)
+	}
+}
+
+// cleanup removes the execution record first (refused while a run uses it, which keeps the
+// deployment up for that run), then what the provider created, then the deployment record.
+func (x *Deployer) cleanup(ctx context.Context, fence state.Fence, d Deployment) {
+	d.CleanupAttempts++
+	err := x.inventory.DeleteExecution(ctx, d.ExecutionID)
+	if problem.CodeOf(err) == problem.CodeNotFound {
+		err = nil
+	}
+	if err == nil {
+		if p := x.providers[d.Provider]; p != nil {
+			err = p.Cleanup(ctx, &d)
+		}
+	}
+	if err == nil {
+		if err = x.records.delete(ctx, d.ExecutionID); err == nil {
+			x.metrics.cleanups.WithLabelValues(orUnknown(d.Provider), "cleaned").Inc()
+			if err := x.deps.Events.Send(ctx, events.TypeDeploymentCleaned, d.ExecutionID+"/cleaned", d.ExecutionID,
+				events.DeploymentCleaned{ExecutionID: d.ExecutionID, CaseRef: d.CaseRef}); err != nil {
+				x.deps.Log.Warnw("deployment.cleaned not sent", "deployment", d.ExecutionID, "error", err)
+			}
+			return
+		}
+	}
+	if ctx.Err() != nil {
+		return // the lease was lost or the instance drains: the next worker retries
+	}
+	x.metrics.cleanups.WithLabelValues(orUnknown(d.Provider), "failed").Inc()
+	x.metrics.cleanupFailures.Inc()
+	saved, uerr := x.records.update(ctx, d.ExecutionID, fence, func(s *Deployment) error {
+		s.Processes, s.Objects = d.Processes, d.Objects // what is still running
+		s.Status, s.Error, s.CleanupAttempts = StatusCleanupFailed, problemText(err), d.CleanupAttempts
+		return nil
+	})
+	if uerr == nil {
+		_ = x.emitFailed(ctx, saved, "cleanup", saved.CleanupAttempts)
+	}
+}
+
+func (x *Deployer) emitReady(ctx context.Context, d Deployment) error {
+	return x.deps.Events.Send(ctx, events.TypeDeploymentReady, d.ExecutionID+"/ready/"+strconv.Itoa(d.Attempts), d.ExecutionID,
+		events.DeploymentReady{ExecutionID: d.ExecutionID, ConfigurationID: d.ConfigurationID, CaseRef: d.CaseRef, Provider: d.Provider,
+			ProviderRef: d.ProviderRef, Endpoint: d.Endpoint, BaselineURL: d.BaselineURL, ReplicaEndpoints: d.ReplicaEndpoints, Model: d.Model})
+}
+
+func (x *Deployer) emitFailed(ctx context.Context, d Deployment, operation string, attempt int) error {
+	return x.deps.Events.Send(ctx, events.TypeDeploymentFailed, d.ExecutionID+"/"+operation+"-failed/"+strconv.Itoa(attempt), d.ExecutionID,
+		events.DeploymentFailed{ExecutionID: d.ExecutionID, ConfigurationID: d.ConfigurationID, CaseRef: d.CaseRef, Operation: operation, Error: d.Error})
+}
+
+// problemText is an error's client-facing text: a problem's detail with its field errors.
+func problemText(err error) string {
+	var pe *problem.Error
+	if errors.As(err, &pe) {
+		if fields, ok := pe.Detail.([]problem.FieldError); ok {
+			s := ""
+			for i, f := range fields {
+				if i > 0 {
+					s += "; "
+				}
+				s += fmt.Sprintf("%v: %s", f.Location, f.Message)
+			}
+			return s
+		}
+		return fmt.Sprint(pe.Detail)
+	}
+	return err.Error()
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}

@@ -1,0 +1,315 @@
+package deployer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/lensfn/lensfn/runtime/deployconfig"
+	"github.com/lensfn/lensfn/runtime/inventory"
+)
+
+// ServiceGVR is the resource of Knative Services.
+var ServiceGVR = schema.GroupVersionResource{Group: "serving.knative.dev", Version: "v1", Resource: "services"}
+
+// Default images of the knative provider: the ko references the manifests use (ko resolves them
+// when the deployer itself is built with ko; an operator may pin built images instead).
+const (
+	DefaultSimulatorImage = "ko://github.com/lensfn/lensfn/functions/inference-sim/cmd/inference-sim"
+	DefaultRouterImage    = "ko://github.com/lensfn/lensfn/functions/inference-router/cmd/inference-router"
+)
+
+// Knative is the knative provider: one Knative Service per replica (min = max scale 1, so the
+// replica count is the configuration's and the router can address each replica) and, where the
+// configuration routes, a router Service in front, created with client-go's dynamic client
+// and the cluster session's kubeconfig.
+type Knative struct {
+	Inventory      *inventory.Repo
+	ReadyTimeout   time.Duration
+	SimulatorImage string // default DefaultSimulatorImage
+	RouterImage    string // default DefaultRouterImage
+	// NewClient builds the client from a kubeconfig (default: client-go's; tests pass the fake).
+	NewClient func(kubeconfig []byte) (dynamic.Interface, error)
+	// Poll is the Ready-condition poll period (default 1s).
+	Poll time.Duration
+}
+
+// ObjectSpec is what Objects renders from: the deployment's identity and where it goes.
+type ObjectSpec struct {
+	ExecutionID    string
+	Namespace      string
+	SimulatorImage string
+	RouterImage    string
+}
+
+func serviceName(executionID, role string, i int) string {
+	short := strings.ReplaceAll(executionID, "-", "")
+	if len(short) > 12 {
+		short = short[:12]
+	}
+	if i < 0 {
+		return "lens-" + short + "-" + role
+	}
+	return "lens-" + short + "-" + role + "-" + strconv.Itoa(i)
+}
+
+func clusterURL(name, ns string) string { return "http://" + name + "." + ns + ".svc.cluster.local" }
+
+// Objects renders every Knative Service the knative provider creates for cfg, replicas first
+// and the router last. It is pure, so tests/knative validates exactly these objects with
+// Knative's own admission code.
+func Objects(spec ObjectSpec, cfg deployconfig.Deployment) []*unstructured.Unstructured {
+	c := cfg.Content
+	simImage := spec.SimulatorImage
+	if simImage == "" {
+		simImage = DefaultSimulatorImage
+	}
+	if c.Runtime != nil && c.Runtime.Image != "" {
+		simImage = c.Runtime.Image
+	}
+	routerImage := spec.RouterImage
+	if routerImage == "" {
+		routerImage = DefaultRouterImage
+	}
+	args := c.ReplicaArgs()
+	profile := cfg.Profile()
+	if cfg.ProviderRef == deployconfig.ProviderBaselineVLLM && c.Decode.Replicas > 1 {
+		profile = deployconfig.ProfileRandom
+	}
+	var objs []*unstructured.Unstructured
+	var decode, prefill []string
+	add := func(role string, i int) {
+		name := serviceName(spec.ExecutionID, role, i)
+		objs = append(objs, service(spec, name, role, simImage, args, 8000))
+		if role == "prefill" {
+			prefill = append(prefill, clusterURL(name, spec.Namespace))
+		} else {
+			decode = append(decode, clusterURL(name, spec.Namespace))
+		}
+	}
+	for i := range c.Decode.Replicas {
+		add("decode", i)
+	}
+	if c.Prefill != nil {
+		for i := range c.Prefill.Replicas {
+			add("prefill", i)
+		}
+	}
+	if profile != "" {
+		rargs := []string{"--port", "8080", "--profile", profile, "--block-size", strconv.Itoa(c.BlockSize())}
+		if profile == deployconfig.ProfilePD {
+			rargs = append(rargs, "--prefill-replicas", strings.Join(prefill, ","), "--decode-replicas", strings.Join(decode, ","))
+		} else {
+			rargs = append(rargs, "--replicas", strings.Join(decode, ","))
+		}
+		if profile == deployconfig.ProfilePrecisePrefix {
+			rargs = append(rargs, "--zmq-endpoint", "tcp://0.0.0.0:5557")
+		}
+		objs = append(objs, service(spec, serviceName(spec.ExecutionID, "router", -1), "router", routerImage, rargs, 8080))
+	}
+	return objs
+}
+
+func service(spec ObjectSpec, name, role, image string, args []string, port int64) *unstructured.Unstructured {
+	argList := make([]any, len(args))
+	for i, a := range args {
+		argList[i] = a
+	}
+	if role != "router" {
+		argList = append(argList, "--port", strconv.FormatInt(port, 10))
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "serving.knative.dev/v1",
+		"kind":       "Service",
+		"metadata": map[string]any{
+			"name":      name,
+			"namespace": spec.Namespace,
+			"labels": map[string]any{
+				"app.kubernetes.io/part-of":         "lensfn",
+				"app.kubernetes.io/managed-by":      "lensfn-deployer",
+				"lensfn.dev/deployment":             spec.ExecutionID,
+				"lensfn.dev/role":                   role,
+				"networking.knative.dev/visibility": "cluster-local",
+			},
+		},
+		"spec": map[string]any{
+			"template": map[string]any{
+				"metadata": map[string]any{
+					"annotations": map[string]any{
+						"autoscaling.knative.dev/min-scale":     "1",
+						"autoscaling.knative.dev/max-scale":     "1",
+						"autoscaling.knative.dev/initial-scale": "1",
+					},
+				},
+				"spec": map[string]any{
+					"containerConcurrency": int64(0),
+					"timeoutSeconds":       int64(600),
+					"containers": []any{map[string]any{
+						"name":  role,
+						"image": image,
+						"args":  argList,
+						"ports": []any{map[string]any{"name": "http1", "containerPort": port}},
+						"securityContext": map[string]any{
+							"runAsNonRoot":             true,
+							"allowPrivilegeEscalation": false,
+							"capabilities":             map[string]any{"drop": []any{"ALL"}},
+							"seccompProfile":           map[string]any{"type": "RuntimeDefault"},
+						},
+						"readinessProbe": map[string]any{"httpGet": map[string]any{"path": "/health", "port": port}, "periodSeconds": int64(2)},
+					}},
+				},
+			},
+		},
+	}}
+}
+
+func (k *Knative) client(ctx context.Context, d *Deployment) (dynamic.Interface, string, error) {
+	session, err := k.Inventory.Session(ctx, d.ClusterSessionID)
+	if err != nil {
+		return nil, "", err
+	}
+	kubeconfig, err := k.Inventory.ClusterKubeconfig(ctx, session.ClusterID)
+	if err != nil {
+		return nil, "", err
+	}
+	ns := session.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	newClient := k.NewClient
+	if newClient == nil {
+		newClient = func(raw []byte) (dynamic.Interface, error) {
+			rc, err := clientcmd.RESTConfigFromKubeConfig(raw)
+			if err != nil {
+				return nil, errors.New("the cluster's kubeconfig cannot be read") // never its content
+			}
+			rc.Timeout = 30 * time.Second
+			return dynamic.NewForConfig(rc)
+		}
+	}
+	c, err := newClient([]byte(kubeconfig))
+	return c, ns, err
+}
+
+// Deploy creates the Services, records each one, and waits for every Ready condition.
+func (k *Knative) Deploy(ctx context.Context, d *Deployment, cfg deployconfig.Deployment, save func(context.Context) error) error {
+	c, ns, err := k.client(ctx, d)
+	if err != nil {
+		return err
+	}
+	d.Namespace = ns
+	objs := Objects(ObjectSpec{ExecutionID: d.ExecutionID, Namespace: ns, SimulatorImage: k.SimulatorImage, RouterImage: k.RouterImage}, cfg)
+	for _, o := range objs {
+		_, err := c.Resource(ServiceGVR).Namespace(ns).Create(ctx, o, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create Service %s/%s: %w", ns, o.GetName(), err)
+		}
+		d.Objects = append(d.Objects, Object{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Namespace: ns, Name: o.GetName(),
+			Role: o.GetLabels()["lensfn.dev/role"]})
+		if err := save(ctx); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, k.ReadyTimeout)
+	defer cancel()
+	poll := k.Poll
+	if poll == 0 {
+		poll = time.Second
+	}
+	urls := map[string]string{}
+	for _, o := range d.Objects {
+		url, err := k.waitReady(ctx, c, o, poll)
+		if err != nil {
+			return err
+		}
+		urls[o.Name] = url
+	}
+	d.ReplicaEndpoints = nil
+	var router string
+	for _, o := range d.Objects {
+		if o.Role == "router" {
+			router = urls[o.Name]
+		} else {
+			d.ReplicaEndpoints = append(d.ReplicaEndpoints, urls[o.Name])
+		}
+	}
+	switch {
+	case router != "" && cfg.ProviderRef == deployconfig.ProviderBaselineVLLM:
+		d.Endpoint = router + "/balanced/v1"
+	case router != "":
+		d.Endpoint, d.BaselineURL = router+"/v1", router+"/balanced/v1"
+	default:
+		d.Endpoint = d.ReplicaEndpoints[0] + "/v1"
+	}
+	return nil
+}
+
+// waitReady polls the Service until its Ready condition is True and returns its status.url.
+func (k *Knative) waitReady(ctx context.Context, c dynamic.Interface, o Object, poll time.Duration) (string, error) {
+	last := "not observed yet"
+	for {
+		u, err := c.Resource(ServiceGVR).Namespace(o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
+		if err == nil {
+			conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+			for _, raw := range conds {
+				cond, _ := raw.(map[string]any)
+				if cond["type"] != "Ready" {
+					continue
+				}
+				switch cond["status"] {
+				case "True":
+					url, _, _ := unstructured.NestedString(u.Object, "status", "url")
+					if url == "" {
+						url = clusterURL(o.Name, o.Namespace)
+					}
+					return url, nil
+				case "False":
+					return "", fmt.Errorf("Service %s/%s is not ready: %v %v", o.Namespace, o.Name, cond["reason"], cond["message"])
+				}
+				last = fmt.Sprintf("Ready %v: %v", cond["status"], cond["message"])
+			}
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return "", fmt.Errorf("Service %s/%s not ready within %s: %s", o.Namespace, o.Name, k.ReadyTimeout, last)
+			}
+			return "", ctx.Err()
+		case <-time.After(poll):
+		}
+	}
+}
+
+// Cleanup deletes every recorded Service (one already gone counts as deleted).
+func (k *Knative) Cleanup(ctx context.Context, d *Deployment) error {
+	if len(d.Objects) == 0 {
+		return nil
+	}
+	c, _, err := k.client(ctx, d)
+	if err != nil {
+		return err
+	}
+	var left []Object
+	var errs []error
+	for _, o := range d.Objects {
+		err := c.Resource(ServiceGVR).Namespace(o.Namespace).Delete(ctx, o.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			left = append(left, o)
+			errs = append(errs, fmt.Errorf("delete Service %s/%s: %w", o.Namespace, o.Name, err))
+		}
+	}
+	d.Objects = left
+	return errors.Join(errs...)
+}

@@ -1,0 +1,130 @@
+package deployer_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/lensfn/lensfn/functions/deployer"
+	"github.com/lensfn/lensfn/runtime/deployconfig"
+	"github.com/lensfn/lensfn/runtime/inventory"
+)
+
+const kubeconfig = "apiVersion: v1\nkind: Config\nclusters: []\n# secret-token-xyz\n"
+
+// The knative provider creates one Service per replica and a router Service through the
+// dynamic client, with the kubeconfig the session's cluster holds, waits for Ready and deletes
+// them all on cleanup.
+func TestKnativeDeployAndCleanup(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	_, session, err := h.repo.CreateCluster(ctx, inventory.ClusterSpec{Name: "k8s", Kind: inventory.ClusterKubernetes, Namespace: "eval", Kubeconfig: kubeconfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schemaGVR]string{deployer.ServiceGVR: "ServiceList"})
+	ready := true
+	client.PrependReactor("create", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		u := a.(k8stesting.CreateAction).GetObject().(*unstructured.Unstructured)
+		status := "False"
+		if ready {
+			status = "True"
+		}
+		u.Object["status"] = map[string]any{"url": "http://" + u.GetName() + ".eval.example.com",
+			"conditions": []any{map[string]any{"type": "Ready", "status": status, "reason": "RevisionFailed", "message": "image pull"}}}
+		return false, nil, nil
+	})
+	var gotKubeconfig string
+	k := &deployer.Knative{Inventory: h.repo, ReadyTimeout: 5 * time.Second, Poll: 10 * time.Millisecond,
+		NewClient: func(raw []byte) (dynamic.Interface, error) { gotKubeconfig = string(raw); return client, nil }}
+	cfg, err := deployconfig.Parse("pd-disaggregation", []byte(`{"model":{"name":"m"},"decode":{"replicas":2},"prefill":{"replicas":1}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &deployer.Deployment{ExecutionID: inventory.NewID(), ClusterSessionID: session.ID}
+	saves := 0
+	if err := k.Deploy(ctx, d, cfg, func(context.Context) error { saves++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if gotKubeconfig != kubeconfig || saves != 4 || len(d.Objects) != 4 || len(d.ReplicaEndpoints) != 3 ||
+		!strings.HasSuffix(d.Endpoint, "-router.eval.example.com/v1") || d.Namespace != "eval" {
+		t.Fatalf("deployment = %+v (saves %d)", d, saves)
+	}
+	list, err := client.Resource(deployer.ServiceGVR).Namespace("eval").List(ctx, listOptions)
+	if err != nil || len(list.Items) != 4 {
+		t.Fatalf("services: %v %v", list, err)
+	}
+	router, _ := client.Resource(deployer.ServiceGVR).Namespace("eval").Get(ctx, d.Objects[3].Name, getOptions)
+	args, _, _ := unstructured.NestedSlice(router.Object, "spec", "template", "spec", "containers")
+	raw, _ := json.Marshal(args)
+	if !strings.Contains(string(raw), `"--profile","pd","--block-size","16","--prefill-replicas"`) || !strings.Contains(string(raw), ".eval.svc.cluster.local") {
+		t.Fatalf("router container: %s", raw)
+	}
+	if err := k.Cleanup(ctx, d); err != nil || len(d.Objects) != 0 {
+		t.Fatalf("cleanup: %v %+v", err, d.Objects)
+	}
+	if list, _ := client.Resource(deployer.ServiceGVR).Namespace("eval").List(ctx, listOptions); len(list.Items) != 0 {
+		t.Fatalf("left after cleanup: %d", len(list.Items))
+	}
+
+	// A Service whose Ready condition is False fails the deployment with Knative's reason; the
+	// Services created so far are recorded for the cleanup.
+	ready = false
+	d = &deployer.Deployment{ExecutionID: inventory.NewID(), ClusterSessionID: session.ID}
+	err = k.Deploy(ctx, d, cfg, func(context.Context) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "RevisionFailed") || len(d.Objects) != 4 || strings.Contains(err.Error(), "secret-token") {
+		t.Fatalf("deploy with a failing revision: %v, objects %d", err, len(d.Objects))
+	}
+}
+
+// Every object Objects renders is a Knative Service with the restricted security context and
+// the configuration's replicas; baseline-vllm with one replica has no router.
+func TestObjects(t *testing.T) {
+	for _, tc := range []struct {
+		provider, content string
+		services          int
+		router            bool
+	}{
+		{"baseline-vllm", `{"model":{"name":"m"}}`, 1, false},
+		{"baseline-vllm", `{"model":{"name":"m"},"decode":{"replicas":3}}`, 4, true},
+		{"optimized-baseline", `{"model":{"name":"m"},"decode":{"replicas":2}}`, 3, true},
+		{"precise-prefix-cache-routing", `{"model":{"name":"m"},"decode":{"replicas":2},"runtime":{"image":"vllm/vllm-openai:v0.9"}}`, 3, true},
+	} {
+		cfg, err := deployconfig.Parse(tc.provider, []byte(tc.content))
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs := deployer.Objects(deployer.ObjectSpec{ExecutionID: "0b7c4f0e-1111-2222-3333-444455556666", Namespace: "eval"}, cfg)
+		if len(objs) != tc.services || (objs[len(objs)-1].GetLabels()["lensfn.dev/role"] == "router") != tc.router {
+			t.Fatalf("%s: %d objects", tc.provider, len(objs))
+		}
+		for _, o := range objs {
+			if o.GetKind() != "Service" || o.GetAPIVersion() != "serving.knative.dev/v1" || len(o.GetName()) > 63 {
+				t.Fatalf("object %s %s %s", o.GetAPIVersion(), o.GetKind(), o.GetName())
+			}
+			image, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			if strings.Contains(tc.content, "vllm/vllm-openai") && o.GetLabels()["lensfn.dev/role"] == "decode" &&
+				image[0].(map[string]any)["image"] != "vllm/vllm-openai:v0.9" {
+				t.Fatalf("runtime.image not used: %v", image)
+			}
+		}
+	}
+}
+
+type schemaGVR = schema.GroupVersionResource
+
+var (
+	listOptions = metav1.ListOptions{}
+	getOptions  = metav1.GetOptions{}
+)

@@ -1,0 +1,337 @@
+package deployer_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/functions/deployer"
+	"github.com/lensfn/lensfn/runtime/cloudevent"
+	"github.com/lensfn/lensfn/runtime/fn"
+	"github.com/lensfn/lensfn/runtime/fn/fntest"
+	"github.com/lensfn/lensfn/runtime/inventory"
+	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/runtime/secret"
+	"github.com/lensfn/lensfn/runtime/state"
+)
+
+var (
+	binOnce sync.Once
+	binDir  string
+	binErr  error
+)
+
+// binaries builds inference-sim and inference-router once for the package's tests.
+func binaries(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		binDir, binErr = os.MkdirTemp("", "deployer-bin-")
+		if binErr != nil {
+			return
+		}
+		for _, name := range []string{deployer.SimulatorBinary, deployer.RouterBinary} {
+			out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, name),
+				"github.com/lensfn/lensfn/functions/"+name+"/cmd/"+name).CombinedOutput()
+			if err != nil {
+				binErr = &buildError{name, string(out)}
+				return
+			}
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binDir
+}
+
+type buildError struct{ name, out string }
+
+func (b *buildError) Error() string { return "build " + b.name + ": " + b.out }
+
+// sink records the events a deployer sends.
+type sink struct {
+	mu     sync.Mutex
+	events []cloudevent.Event
+	added  chan struct{}
+}
+
+func newSink(t *testing.T) (*sink, string) {
+	s := &sink{added: make(chan struct{}, 100)}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		s.mu.Lock()
+		s.events = append(s.events, cloudevent.Event{ID: r.Header.Get("Ce-Id"), Type: r.Header.Get("Ce-Type"), Data: body})
+		s.mu.Unlock()
+		s.added <- struct{}{}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	t.Cleanup(srv.Close)
+	return s, srv.URL
+}
+
+// wait returns the first event of the type, waiting for it.
+func (s *sink) wait(t *testing.T, eventType string, within time.Duration) cloudevent.Event {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		s.mu.Lock()
+		for _, e := range s.events {
+			if e.Type == eventType {
+				s.mu.Unlock()
+				return e
+			}
+		}
+		s.mu.Unlock()
+		select {
+		case <-s.added:
+		case <-deadline:
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			for _, e := range s.events {
+				t.Logf("got %s: %s", e.Type, e.Data)
+			}
+			t.Fatalf("no %s within %s", eventType, within)
+		}
+	}
+}
+
+type harness struct {
+	deps    fn.Deps
+	repo    *inventory.Repo
+	events  *sink
+	session string
+	env     map[string]string
+}
+
+func newHarness(t *testing.T) *harness {
+	sk, sinkURL := newSink(t)
+	env := fntest.Env(t, map[string]string{"K_SINK": sinkURL, "LENS_SECRET_KEY": secret.NewKey(), "LENS_LEASE_TTL": "1s",
+		"LENS_SWEEP_INTERVAL": "200ms", "LENS_DEPLOY_TIMEOUT": "15s", "LENS_BIN_DIR": binaries(t), "POD_NAME": "deployer-a"})
+	deps := fntest.Deps(t, "deployer", env)
+	sealer, err := secret.FromEnv(env["LENS_SECRET_KEY"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := &inventory.Repo{Store: deps.Store, Sealer: sealer}
+	_, session, err := repo.CreateCluster(context.Background(), inventory.ClusterSpec{Name: "local", Kind: inventory.ClusterLocal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &harness{deps: deps, repo: repo, events: sk, session: session.ID, env: env}
+}
+
+// start runs a deployer instance named instance until the returned stop is called.
+func (h *harness) start(t *testing.T, instance string) (*fn.Function, func()) {
+	d := h.deps
+	d.Config.InstanceID = instance
+	s := deployer.Settings{LeaseTTL: time.Second, SweepInterval: 200 * time.Millisecond, DeployTimeout: 15 * time.Second,
+		BinDir: h.env["LENS_BIN_DIR"], LogDir: t.TempDir()}
+	d.Metrics = fntest.Deps(t, "deployer-"+instance, h.env).Metrics
+	local := &deployer.Local{BinDir: s.BinDir, LogDir: s.LogDir, ReadyTimeout: s.DeployTimeout, StopGrace: 3 * time.Second}
+	f := deployer.New(d, s, h.repo, map[string]deployer.Provider{deployer.ProviderLocal: local}).Function()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { f.Start(ctx); close(done) }()
+	time.Sleep(50 * time.Millisecond) // Start records its context before the first event
+	stop := func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return f, stop
+}
+
+func (h *harness) configuration(t *testing.T, provider, content string) string {
+	c, err := h.repo.CreateConfiguration(context.Background(), inventory.ConfigurationSpec{Name: "cfg", SchemaVersion: inventory.ConfigurationSchemaV1,
+		Type: inventory.ConfigurationGuide, Format: inventory.ConfigurationFormat, ProviderRef: provider, Content: json.RawMessage(content)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.ID
+}
+
+func deliver(t *testing.T, f *fn.Function, eventType, id string, data any) error {
+	raw, _ := json.Marshal(data)
+	return f.Events[eventType](context.Background(), cloudevent.Event{ID: id, Type: eventType, Data: raw})
+}
+
+func record(t *testing.T, h *harness, id string) deployer.Deployment {
+	rec, err := h.deps.Store.Get(context.Background(), deployer.Kind, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d deployer.Deployment
+	_ = json.Unmarshal(rec.Doc, &d)
+	d.Status = rec.Status
+	return d
+}
+
+func pidAlive(pid int) bool {
+	raw, err := os.ReadFile("/proc/" + itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(raw)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return f[0] != "Z" && f[0] != "X"
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+const optimized2 = `{"model":{"name":"sim-model"},"decode":{"replicas":2,"max_num_seqs":16},"router":{"profile":"optimized"},
+	"simulator":{"latency-calculator":"per-token","prefill-time-per-token":"0.01ms","inter-token-latency":"0.1ms","block-size":16,"enable-kvcache":true}}`
+
+// A deployment.requested for a 2-replica optimized-baseline brings up two simulators and a
+// router; the execution is ready (ownership evaluation) and answers a chat completion through
+// the router; cleanup leaves no process and no execution.
+func TestLocalDeployAnswersAndCleansUp(t *testing.T) {
+	h := newHarness(t)
+	f, _ := h.start(t, "deployer-a")
+	cfg := h.configuration(t, "optimized-baseline", optimized2)
+	id := inventory.NewID()
+	req := events.DeploymentRequested{ExecutionID: id, ConfigurationID: cfg, ClusterSessionID: h.session, CaseRef: "wf-1/guide-1"}
+	if err := deliver(t, f, events.TypeDeploymentRequested, "e1", req); err != nil {
+		t.Fatal(err)
+	}
+	var ready events.DeploymentReady
+	if err := json.Unmarshal(h.events.wait(t, events.TypeDeploymentReady, 90*time.Second).Data, &ready); err != nil {
+		t.Fatal(err)
+	}
+	if ready.CaseRef != "wf-1/guide-1" || len(ready.ReplicaEndpoints) != 2 || !strings.HasSuffix(ready.Endpoint, "/v1") ||
+		!strings.HasSuffix(ready.BaselineURL, "/balanced/v1") || ready.Provider != "local" {
+		t.Fatalf("ready = %+v", ready)
+	}
+	exec, err := h.repo.Execution(context.Background(), id)
+	if err != nil || exec.Ownership != inventory.OwnershipEvaluation || exec.Status != inventory.StatusReady || exec.Endpoint != ready.Endpoint ||
+		len(exec.ReplicaEndpoints) != 2 {
+		t.Fatalf("execution = %+v %v", exec, err)
+	}
+	d := record(t, h, id)
+	roles := map[string]int{}
+	for _, p := range d.Processes {
+		roles[p.Role]++
+		if !pidAlive(p.PID) {
+			t.Fatalf("process %+v is not running", p)
+		}
+	}
+	if roles["decode"] != 2 || roles["router"] != 1 {
+		t.Fatalf("processes %+v", d.Processes)
+	}
+	res, err := http.Post(ready.Endpoint+"/chat/completions", "application/json",
+		strings.NewReader(`{"model":"sim-model","messages":[{"role":"user","content":"hello there"}],"max_tokens":4}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || !strings.Contains(string(body), `"chat.completion"`) || res.Header.Get("X-Inference-Router-Replica") == "" {
+		t.Fatalf("chat through the router: %d %s", res.StatusCode, body)
+	}
+	// A redelivered request answers from the record without deploying again.
+	if err := deliver(t, f, events.TypeDeploymentRequested, "e1-again", req); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(record(t, h, id).Processes); n != 3 {
+		t.Fatalf("a redelivery changed the processes: %d", n)
+	}
+
+	// While a run uses the execution, cleanup fails and keeps everything for a retry.
+	if err := h.repo.AcquireUse(context.Background(), id, "run-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := deliver(t, f, events.TypeDeploymentCleanupRequested, "c1", events.DeploymentCleanupRequested{ExecutionID: id, CaseRef: "wf-1/guide-1"}); err != nil {
+		t.Fatal(err)
+	}
+	var failed events.DeploymentFailed
+	_ = json.Unmarshal(h.events.wait(t, events.TypeDeploymentFailed, 30*time.Second).Data, &failed)
+	if failed.Operation != "cleanup" || !strings.Contains(failed.Error, "used by") {
+		t.Fatalf("failed = %+v", failed)
+	}
+	if d := record(t, h, id); d.Status != deployer.StatusCleanupFailed || len(d.Processes) != 3 || !pidAlive(d.Processes[0].PID) {
+		t.Fatalf("after a failed cleanup: %+v", d)
+	}
+	_ = h.repo.ReleaseUse(context.Background(), id, "run-1")
+	if err := deliver(t, f, events.TypeDeploymentCleanupRequested, "c2", events.DeploymentCleanupRequested{ExecutionID: id, CaseRef: "wf-1/guide-1"}); err != nil {
+		t.Fatal(err)
+	}
+	h.events.wait(t, events.TypeDeploymentCleaned, 30*time.Second)
+	for _, p := range d.Processes {
+		if pidAlive(p.PID) {
+			t.Errorf("process %+v survived the cleanup", p)
+		}
+	}
+	if _, err := h.repo.Execution(context.Background(), id); problem.CodeOf(err) != problem.CodeNotFound {
+		t.Fatalf("execution after cleanup: %v", err)
+	}
+	if _, err := h.deps.Store.Get(context.Background(), deployer.Kind, id); err != state.ErrNotFound && !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("record after cleanup: %v", err)
+	}
+}
+
+// A deployer that dies mid-deployment (its processes started, its lease left to expire) is
+// taken over by another instance, which stops the dead one's processes and deploys afresh;
+// cleanup then leaves nothing.
+func TestTakeoverReapsWhatADeadWorkerStarted(t *testing.T) {
+	h := newHarness(t)
+	fa, stopA := h.start(t, "deployer-a")
+	cfg := h.configuration(t, "optimized-baseline", strings.Replace(optimized2, `"optimized"`, `"prefix-affinity"`, 1))
+	id := inventory.NewID()
+	req := events.DeploymentRequested{ExecutionID: id, ConfigurationID: cfg, ClusterSessionID: h.session, CaseRef: "wf-2/guide-1"}
+	if err := deliver(t, fa, events.TypeDeploymentRequested, "e1", req); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for A to have started processes, then "kill" it: its loops stop, its children stay.
+	var orphans []deployer.Process
+	for deadline := time.Now().Add(60 * time.Second); len(orphans) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("deployer A started nothing")
+		}
+		orphans = record(t, h, id).Processes
+		time.Sleep(5 * time.Millisecond)
+	}
+	stopA()
+	// A drained: the lease it released or left is free; B sweeps and takes over.
+	if d := record(t, h, id); d.Status != deployer.StatusDeploying && d.Status != deployer.StatusReady {
+		t.Fatalf("status after A stopped: %s", d.Status)
+	}
+	before := record(t, h, id)
+	if before.Status == deployer.StatusReady {
+		t.Skip("A finished before it was stopped; the takeover path was not exercised")
+	}
+	fb, _ := h.start(t, "deployer-b")
+	h.events.wait(t, events.TypeDeploymentReady, 90*time.Second)
+	for _, p := range before.Processes {
+		if pidAlive(p.PID) {
+			t.Errorf("A's process %+v was not reaped", p)
+		}
+	}
+	after := record(t, h, id)
+	if after.Status != deployer.StatusReady || len(after.Processes) != 3 || after.Attempts != 2 {
+		t.Fatalf("after takeover: %+v", after)
+	}
+	if err := deliver(t, fb, events.TypeDeploymentCleanupRequested, "c1", events.DeploymentCleanupRequested{ExecutionID: id}); err != nil {
+		t.Fatal(err)
+	}
+	h.events.wait(t, events.TypeDeploymentCleaned, 30*time.Second)
+	for _, p := range after.Processes {
+		if pidAlive(p.PID) {
+			t.Errorf("process %+v survived the cleanup", p)
+		}
+	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}

@@ -1,0 +1,292 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Chart is anything a section can show.
+type Chart interface {
+	SVG() template.HTML
+}
+
+// palette is colour-blind safe (Okabe-Ito).
+var palette = []string{"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"}
+
+// Series is one line of a line chart; X and Y have the same length.
+type Series struct {
+	Name string
+	X, Y []float64
+}
+
+// LineChart plots series against a shared numeric x axis.
+type LineChart struct {
+	Title, XLabel, YLabel string
+	Series                []Series
+	// Step draws each series as a staircase (CDFs, cumulative counts).
+	Step bool
+}
+
+// BarChart plots one value per labelled bar.
+type BarChart struct {
+	Title, XLabel, YLabel string
+	Labels                []string
+	Values                []float64
+	// Colors per bar (optional; default the first palette colour).
+	Colors []string
+}
+
+// Geometry of every chart: a fixed view box scaled by CSS to the page width.
+const (
+	width, height                      = 640.0, 300.0
+	marginL, marginR, marginT, marginB = 64.0, 16.0, 32.0, 48.0
+	plotW, plotH                       = width - marginL - marginR, height - marginT - marginB
+)
+
+type frame struct {
+	b          strings.Builder
+	x0, x1     float64
+	y0, y1     float64
+	xTicksText func(float64) string
+}
+
+func newFrame(title, xLabel, yLabel string, x0, x1, y0, y1 float64) *frame {
+	if !(x1 > x0) {
+		x1 = x0 + 1
+	}
+	if !(y1 > y0) {
+		y1 = y0 + 1
+	}
+	f := &frame{x0: x0, x1: x1, y0: y0, y1: y1, xTicksText: Num}
+	fmt.Fprintf(&f.b, `<svg class="chart" viewBox="0 0 %g %g" role="img" aria-label="%s">`, width, height, esc(title))
+	fmt.Fprintf(&f.b, `<title>%s</title>`, esc(title))
+	fmt.Fprintf(&f.b, `<text x="%g" y="18" class="title">%s</text>`, marginL, esc(title))
+	fmt.Fprintf(&f.b, `<text x="%g" y="%g" class="axis" text-anchor="middle">%s</text>`, marginL+plotW/2, height-8, esc(xLabel))
+	fmt.Fprintf(&f.b, `<text x="14" y="%g" class="axis" text-anchor="middle" transform="rotate(-90 14 %g)">%s</text>`, marginT+plotH/2, marginT+plotH/2, esc(yLabel))
+	return f
+}
+
+func (f *frame) px(x float64) float64 { return marginL + (x-f.x0)/(f.x1-f.x0)*plotW }
+func (f *frame) py(y float64) float64 { return marginT + plotH - (y-f.y0)/(f.y1-f.y0)*plotH }
+
+func (f *frame) yAxis() {
+	for _, v := range ticks(f.y0, f.y1, 5) {
+		y := f.py(v)
+		fmt.Fprintf(&f.b, `<line x1="%g" x2="%g" y1="%.1f" y2="%.1f" class="grid"/>`, marginL, marginL+plotW, y, y)
+		fmt.Fprintf(&f.b, `<text x="%g" y="%.1f" class="tick" text-anchor="end">%s</text>`, marginL-4, y+4, Num(v))
+	}
+	fmt.Fprintf(&f.b, `<line x1="%g" x2="%g" y1="%g" y2="%g" class="frame"/>`, marginL, marginL+plotW, marginT+plotH, marginT+plotH)
+}
+
+func (f *frame) xAxis() {
+	for _, v := range ticks(f.x0, f.x1, 6) {
+		x := f.px(v)
+		fmt.Fprintf(&f.b, `<text x="%.1f" y="%g" class="tick" text-anchor="middle">%s</text>`, x, marginT+plotH+16, f.xTicksText(v))
+	}
+}
+
+func (f *frame) empty() {
+	fmt.Fprintf(&f.b, `<text x="%g" y="%g" class="axis" text-anchor="middle">no data</text>`, marginL+plotW/2, marginT+plotH/2)
+}
+
+func (f *frame) done() template.HTML {
+	f.b.WriteString(`</svg>`)
+	return template.HTML(f.b.String()) // every text in it went through esc
+}
+
+// SVG renders the chart.
+func (c LineChart) SVG() template.HTML {
+	x0, x1, y0, y1 := math.Inf(1), math.Inf(-1), 0.0, math.Inf(-1)
+	points := 0
+	for _, s := range c.Series {
+		for i := range min(len(s.X), len(s.Y)) {
+			if !finite(s.X[i]) || !finite(s.Y[i]) {
+				continue
+			}
+			x0, x1 = math.Min(x0, s.X[i]), math.Max(x1, s.X[i])
+			y0, y1 = math.Min(y0, s.Y[i]), math.Max(y1, s.Y[i])
+			points++
+		}
+	}
+	if points == 0 {
+		f := newFrame(c.Title, c.XLabel, c.YLabel, 0, 1, 0, 1)
+		f.empty()
+		return f.done()
+	}
+	f := newFrame(c.Title, c.XLabel, c.YLabel, x0, x1, y0, niceCeil(y1))
+	f.yAxis()
+	f.xAxis()
+	for i, s := range c.Series {
+		var d strings.Builder
+		started := false
+		for j := range min(len(s.X), len(s.Y)) {
+			if !finite(s.X[j]) || !finite(s.Y[j]) {
+				continue
+			}
+			x, y := f.px(s.X[j]), f.py(s.Y[j])
+			switch {
+			case !started:
+				fmt.Fprintf(&d, "M%.1f %.1f", x, y)
+				started = true
+			case c.Step:
+				fmt.Fprintf(&d, "H%.1fV%.1f", x, y)
+			default:
+				fmt.Fprintf(&d, "L%.1f %.1f", x, y)
+			}
+		}
+		color := palette[i%len(palette)]
+		fmt.Fprintf(&f.b, `<path d="%s" fill="none" stroke="%s" stroke-width="2"><title>%s</title></path>`, d.String(), color, esc(s.Name))
+		if len(c.Series) > 1 || s.Name != "" {
+			lx := marginL + 8 + float64(i%4)*140
+			ly := marginT + 12 + float64(i/4)*14
+			fmt.Fprintf(&f.b, `<rect x="%g" y="%g" width="10" height="10" fill="%s"/><text x="%g" y="%g" class="legend">%s</text>`,
+				lx, ly-9, color, lx+14, ly, esc(s.Name))
+		}
+	}
+	return f.done()
+}
+
+// SVG renders the chart.
+func (c BarChart) SVG() template.HTML {
+	n := min(len(c.Labels), len(c.Values))
+	top := 0.0
+	for _, v := range c.Values[:n] {
+		if finite(v) {
+			top = math.Max(top, v)
+		}
+	}
+	f := newFrame(c.Title, c.XLabel, c.YLabel, 0, float64(max(n, 1)), 0, niceCeil(top))
+	if n == 0 {
+		f.empty()
+		return f.done()
+	}
+	f.yAxis()
+	slot := plotW / float64(n)
+	labelEvery := max(1, n/12) // keep labels from overlapping
+	for i := range n {
+		v := c.Values[i]
+		if !finite(v) {
+			v = 0
+		}
+		color := palette[0]
+		if i < len(c.Colors) && c.Colors[i] != "" {
+			color = c.Colors[i]
+		}
+		x, y := marginL+float64(i)*slot, f.py(v)
+		fmt.Fprintf(&f.b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s: %s</title></rect>`,
+			x+slot*0.1, y, slot*0.8, marginT+plotH-y, esc(color), esc(c.Labels[i]), Num(c.Values[i]))
+		if i%labelEvery == 0 {
+			fmt.Fprintf(&f.b, `<text x="%.1f" y="%g" class="tick" text-anchor="middle">%s</text>`, x+slot/2, marginT+plotH+16, esc(c.Labels[i]))
+		}
+	}
+	return f.done()
+}
+
+// Histogram counts values into fixed bins over [Min, Max]; memory does not grow with values.
+type Histogram struct {
+	Min, Max float64
+	Counts   []int64
+	Total    int64
+}
+
+// NewHistogram makes bins equal-width bins over [lo, hi].
+func NewHistogram(lo, hi float64, bins int) *Histogram {
+	bins = min(max(bins, 1), 1000)
+	if !(hi > lo) {
+		hi = lo + 1
+	}
+	return &Histogram{Min: lo, Max: hi, Counts: make([]int64, bins)}
+}
+
+// Add counts one value (values outside the range go to the first or last bin).
+func (h *Histogram) Add(v float64) {
+	if !finite(v) {
+		return
+	}
+	i := int((v - h.Min) / (h.Max - h.Min) * float64(len(h.Counts)))
+	h.Counts[min(max(i, 0), len(h.Counts)-1)]++
+	h.Total++
+}
+
+func (h *Histogram) edge(i int) float64 {
+	return h.Min + (h.Max-h.Min)*float64(i)/float64(len(h.Counts))
+}
+
+// Bars is the histogram as a bar chart, each bar labelled by its lower edge.
+func (h *Histogram) Bars(title, unit string) BarChart {
+	c := BarChart{Title: title, XLabel: unit, YLabel: "requests"}
+	for i, n := range h.Counts {
+		c.Labels = append(c.Labels, Num(h.edge(i)))
+		c.Values = append(c.Values, float64(n))
+	}
+	return c
+}
+
+// CDF is the cumulative share of values (0-100 %) at each bin's upper edge, as a step chart.
+func (h *Histogram) CDF(title, unit string) LineChart {
+	s := Series{X: []float64{h.Min}, Y: []float64{0}}
+	var cum int64
+	for i, n := range h.Counts {
+		cum += n
+		s.X = append(s.X, h.edge(i+1))
+		s.Y = append(s.Y, 100*float64(cum)/float64(max(h.Total, 1)))
+	}
+	if h.Total == 0 {
+		s = Series{}
+	}
+	return LineChart{Title: title, XLabel: unit, YLabel: "% of requests at or below", Series: []Series{s}, Step: true}
+}
+
+// Num formats a number for people: at most four significant digits, no exponent for the usual
+// range.
+func Num(v float64) string {
+	switch {
+	case !finite(v):
+		return "–"
+	case v == math.Trunc(v) && math.Abs(v) < 1e9:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case math.Abs(v) >= 100:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(v, 'f', 3, 64)
+	}
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// ticks returns about n round values spanning [lo, hi].
+func ticks(lo, hi float64, n int) []float64 {
+	step := niceStep((hi - lo) / float64(n))
+	var out []float64
+	for v := math.Ceil(lo/step) * step; v <= hi+step*1e-9 && len(out) < 2*n+2; v += step {
+		out = append(out, v)
+	}
+	return out
+}
+
+func niceStep(raw float64) float64 {
+	if !(raw > 0) {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if raw <= m*p {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+// niceCeil rounds a chart's top up to a round value.
+func niceCeil(v float64) float64 {
+	if !(v > 0) {
+		return 1
+	}
+	step := niceStep(v / 5)
+	return math.Ceil(v/step) * step
+}
+
+func esc(s string) string { return template.HTMLEscapeString(s) }

@@ -1,0 +1,9 @@
+// Package sse owns the Server-Sent Events side of progress streams: it writes events from a
+// Source (a cursor-addressed feed such as a record's progress stream in the state store) to an
+// HTTP response, resuming after the client's Last-Event-ID, sending heartbeats while the feed is
+// idle, and closing with a final event when the source says the subject is finished. Every
+// connection is bounded in lifetime and in the events it sends, so one client cannot hold a
+// process. Simulation tasks, benchmark runs and evaluations all stream through it.
+//
+// It may import runtime/state.
+package sse

@@ -1,5 +1,0 @@
-// Package constant is the "constant" latency calculator: TTFT is time-to-first-token
-// (with its std-dev), or kv-cache-transfer-latency for a request whose prefill ran
-// remotely; every inter-token gap is inter-token-latency. Imports: the standard library
-// and wasm-modules/latency, wasm-modules/abi.
-package constant

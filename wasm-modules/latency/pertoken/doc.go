@@ -1,6 +1,0 @@
-// Package pertoken is the "per-token" latency calculator: TTFT is prefill-overhead plus
-// prefill-time-per-token for every uncached prompt token (std-dev prefill-time-std-dev),
-// or kv-cache-transfer-time-per-token for every prompt token when the prefill ran remotely;
-// every inter-token gap is inter-token-latency. Imports: the standard library and
-// wasm-modules/latency, wasm-modules/abi.
-package pertoken
