@@ -16,6 +16,7 @@
 // stack holds its data dir with a flock so a second stack cannot share it.
 //
 // It may import runtime/auth (API tokens), runtime/state/redisstore (for the embedded server), runtime/secret (the
-// stack's sealing key) and the YAML decoder; it starts function binaries built by
+// stack's sealing key), runtime/wasmhost (to compile the modules once before the functions start)
+// and the YAML decoder; it starts function binaries built by
 // `make build` and never imports a function.
 package local

@@ -3,4 +3,6 @@
 // dir, a dataset mirror that refuses connections so nothing can need the internet), so the
 // document cannot drift from what the stack does. It needs bash, curl and jq (.ci/run installs
 // them).
+//
+// Like everything under tests/, it may import anything in the module.
 package tour
