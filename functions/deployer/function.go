@@ -294,9 +294,12 @@ func (x *Deployer) work(ctx context.Context, id string) {
 		}
 		return
 	}
+	fence := lease.Fence()
 	leaseCtx, stopRenew := context.WithCancel(ctx)
 	lost := make(chan struct{})
+	renewerDone := make(chan struct{})
 	go func() { // renew the lease while working; losing it stops the work
+		defer close(renewerDone) // the renewer is lease's only writer until it has stopped
 		t := time.NewTicker(x.settings.LeaseTTL / 3)
 		defer t.Stop()
 		for {
@@ -318,13 +321,13 @@ func (x *Deployer) work(ctx context.Context, id string) {
 	}()
 	defer func() {
 		stopRenew()
+		<-renewerDone
 		select {
 		case <-lost:
 		default:
 			_ = x.deps.Store.ReleaseLease(context.WithoutCancel(ctx), lease)
 		}
 	}()
-	fence := lease.Fence()
 	for leaseCtx.Err() == nil {
 		x.mu.Lock()
 		w := x.busy[id]

@@ -3,6 +3,7 @@ package inferencesim
 import (
 	"bufio"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -183,7 +184,10 @@ func TestSamplingParamsAndRolesAsVLLM(t *testing.T) {
 func TestOversizedBodyIsJSON413(t *testing.T) {
 	ts := startSim(t, "--max-request-body-size-mb", "1")
 	big := `{"model":"fake-model","prompt":"` + strings.Repeat("a", 1<<20+10) + `"}`
-	s, h, body := post(t, ts.url()+"/v1/completions", big)
+	// The server answers as soon as it knows the body is too big and closes the connection, so a
+	// client still writing may see a reset: write on a raw connection, ignore write errors and
+	// read the answer the server sent.
+	s, h, body := oversizedPost(t, ts.url(), "Content-Length: "+strconv.Itoa(len(big)), big, false)
 	if msg := openAIError(t, s, body, 413, ""); !strings.Contains(msg, "1 MiB") {
 		t.Fatalf("413 message: %s", msg)
 	}
@@ -191,15 +195,47 @@ func TestOversizedBodyIsJSON413(t *testing.T) {
 		t.Fatalf("413 content type %q", h.Get("Content-Type"))
 	}
 	// Chunked (no Content-Length): the limit holds while reading.
-	req, _ := http.NewRequest(http.MethodPost, ts.url()+"/v1/completions", struct{ *strings.Reader }{strings.NewReader(big)})
-	resp, err := http.DefaultClient.Do(req)
+	if s, _, body := oversizedPost(t, ts.url(), "Transfer-Encoding: chunked", big, true); s != 413 {
+		t.Fatalf("chunked oversized body: %d %s", s, body)
+	}
+}
+
+// oversizedPost sends a POST /v1/completions with the given framing header on a raw
+// connection, writing the body in 64 KiB pieces until the server stops reading, and returns
+// the answer.
+func oversizedPost(t *testing.T, base, framing, body string, chunked bool) (int, http.Header, string) {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != 413 {
-		t.Fatalf("chunked oversized body: %d", resp.StatusCode)
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	head := "POST /v1/completions HTTP/1.1\r\nHost: sim\r\nContent-Type: application/json\r\n" + framing + "\r\n\r\n"
+	if _, err := conn.Write([]byte(head)); err != nil {
+		t.Fatal(err)
 	}
+	go func() { // stops at the first write error: the server has answered and closed
+		for off := 0; off < len(body); off += 64 << 10 {
+			piece := body[off:min(off+64<<10, len(body))]
+			if chunked {
+				piece = strconv.FormatInt(int64(len(piece)), 16) + "\r\n" + piece + "\r\n"
+			}
+			if _, err := conn.Write([]byte(piece)); err != nil {
+				return
+			}
+		}
+		if chunked {
+			_, _ = conn.Write([]byte("0\r\n\r\n"))
+		}
+	}()
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(raw)
 }
 
 func TestLoRANamesAndCountBounded(t *testing.T) {
