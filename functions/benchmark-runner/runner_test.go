@@ -118,7 +118,9 @@ func startWith(t *testing.T, model *fakeModel, settings benchmarkrunner.Settings
 }
 
 func fast() benchmarkrunner.Settings {
-	return benchmarkrunner.Settings{MaxConcurrent: 2, LeaseTTL: 900 * time.Millisecond, SweepInterval: 50 * time.Millisecond,
+	// The lease outlives any renewal a busy CI host can delay (a 900 ms lease renewed every 300 ms
+	// expired under compile load and the sweep reaped a live run); lost-runner tests hold no lease.
+	return benchmarkrunner.Settings{MaxConcurrent: 2, LeaseTTL: 5 * time.Second, SweepInterval: 50 * time.Millisecond,
 		PollInterval: 50 * time.Millisecond, ReportInterval: 100 * time.Millisecond, ScrapeInterval: 50 * time.Millisecond}
 }
 
