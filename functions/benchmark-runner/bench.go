@@ -78,7 +78,7 @@ type execution struct {
 	total   *evalrun.Builder
 	mu      sync.Mutex // guards the builders and the current phase
 
-	planned   int64
+	planned   atomic.Int64 // written by the workload, read by the progress reporter
 	completed atomic.Int64
 	succeeded atomic.Int64
 	failed    atomic.Int64
@@ -225,16 +225,17 @@ func (x *execution) report(ctx context.Context) {
 	x.mu.Unlock()
 	done := x.completed.Load()
 	pct := 0.0
-	if x.planned > 0 {
-		pct = math.Round(min(99, 100*float64(done)/float64(x.planned))*10) / 10
+	planned := x.planned.Load()
+	if planned > 0 {
+		pct = math.Round(min(99, 100*float64(done)/float64(planned))*10) / 10
 	}
-	live := map[string]any{"phase": phase, "planned_requests": x.planned, "completed_requests": done,
+	live := map[string]any{"phase": phase, "planned_requests": planned, "completed_requests": done,
 		"successful_requests": x.succeeded.Load(), "failed_requests": x.failed.Load(), "in_flight_requests": inFlight(),
 		"elapsed_seconds": math.Round(time.Since(x.started).Seconds()*10) / 10}
 	_, _ = x.r.runs.Patch(ctx, x.run.ID(), x.claim.Fence(), func(run *evalrun.Run) error {
 		run.Set("heartbeat_at", evalrun.Now())
 		run.Set("progress_percent", pct)
-		run.Set("progress_message", fmt.Sprintf("%s: %d of %d requests completed", phase, done, x.planned))
+		run.Set("progress_message", fmt.Sprintf("%s: %d of %d requests completed", phase, done, planned))
 		run.Set("live_metrics", live)
 		return nil
 	})
@@ -458,7 +459,7 @@ func (x *execution) matrix(ctx context.Context, fields map[string]any) error {
 	workers := int64(*spec.Parallelism)
 	for range spec.Matrix {
 		for _, st := range stages {
-			x.planned += int64(st.NumRequests) * workers
+			x.planned.Add(int64(st.NumRequests) * workers)
 		}
 	}
 	if n := *spec.WarmupRequests; n > 0 {
@@ -530,7 +531,7 @@ func (x *execution) sharedPrefixStages(ctx context.Context, sp *events.SharedPre
 		seed = uint64(*sp.Seed)
 	}
 	sched := newSharedPrefixSchedule(sp, seed)
-	x.planned = int64(sched.Len()) * int64(*x.spec.Parallelism)
+	x.planned.Store(int64(sched.Len()) * int64(*x.spec.Parallelism))
 	builders := make([]*evalrun.Builder, len(sp.Stages))
 	for i := range builders {
 		builders[i] = evalrun.NewBuilder(x.targets)
@@ -566,7 +567,7 @@ func (x *execution) named(ctx context.Context, w evalrun.Workload, fields map[st
 	timeout := time.Duration(w.RequestTimeout * float64(time.Second))
 	if len(w.ConcurrencyStages) > 0 {
 		for _, st := range w.ConcurrencyStages {
-			x.planned += int64(st.NumRequests) * workers
+			x.planned.Add(int64(st.NumRequests) * workers)
 		}
 		return x.invocation(ctx, evalrun.PhaseBenchmark, func(ctx context.Context) error {
 			for j, st := range w.ConcurrencyStages {
@@ -579,7 +580,7 @@ func (x *execution) named(ctx context.Context, w evalrun.Workload, fields map[st
 		})
 	}
 	sched := newNamedSchedule(w, x.seed)
-	x.planned = int64(sched.Len()) * workers
+	x.planned.Store(int64(sched.Len()) * workers)
 	return x.invocation(ctx, evalrun.PhaseBenchmark, func(ctx context.Context) error {
 		return x.stage(ctx, evalrun.PhaseBenchmark, sched, 0, timeout, true, func(loadgen.Record, []float64) {})
 	})
