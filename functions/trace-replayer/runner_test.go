@@ -220,7 +220,9 @@ func TestConcurrentOffersStartATaskOnce(t *testing.T) {
 			n++
 		}
 	}
-	if n != 1 {
+	// The runner's own start-up sweep may win before any of the eight (then none of them does);
+	// exactly one replay is checked below either way.
+	if n > 1 {
 		t.Fatalf("%d attempts started the task", n)
 	}
 	time.Sleep(1500 * time.Millisecond) // past the lease TTL: it must still be held and renewed
