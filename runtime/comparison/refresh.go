@@ -1,0 +1,62 @@
+package comparison
+
+import "encoding/json"
+
+// NeedsRefresh says whether a stored report must be rebuilt (§2): it is missing, empty or not
+// an object, its comparison_version is not 2, a comparison lacks parity or
+// mechanism_delta_percent, or a comparison with rate-stage rows lacks either side's
+// configuration facts or has a row without guide or baseline.
+func NeedsRefresh(stored json.RawMessage) bool {
+	var report map[string]any
+	if err := json.Unmarshal(stored, &report); err != nil || len(report) == 0 {
+		return true
+	}
+	if v, ok := report["comparison_version"].(float64); !ok || v != Version {
+		return true
+	}
+	var comparisons []any
+	switch c := report["comparisons"].(type) {
+	case nil:
+	case []any:
+		comparisons = c
+	default:
+		return true
+	}
+	for _, item := range comparisons {
+		c, ok := item.(map[string]any)
+		if !ok {
+			return true
+		}
+		if _, ok := c["parity"]; !ok {
+			return true
+		}
+		if _, ok := c["mechanism_delta_percent"]; !ok {
+			return true
+		}
+		stats, _ := c["rate_stage_statistics"].(map[string]any)
+		rows, _ := stats["rows"].([]any)
+		if len(rows) == 0 {
+			continue
+		}
+		if !nonEmptyObject(c["guide_configuration"]) || !nonEmptyObject(c["baseline_configuration"]) {
+			return true
+		}
+		for _, r := range rows {
+			row, ok := r.(map[string]any)
+			if !ok {
+				return true
+			}
+			_, g := row["guide"]
+			_, b := row["baseline"]
+			if !g || !b {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func nonEmptyObject(v any) bool {
+	m, ok := v.(map[string]any)
+	return ok && len(m) > 0
+}
