@@ -30,13 +30,17 @@ type LineChart struct {
 	Step bool
 }
 
-// BarChart plots one value per labelled bar.
+// BarChart plots one value per labelled bar; negative values hang below a zero line.
 type BarChart struct {
 	Title, XLabel, YLabel string
 	Labels                []string
 	Values                []float64
 	// Colors per bar (optional; default the first palette colour).
 	Colors []string
+	// ReferenceLabel, when set, draws a dashed line at Reference with that label (e.g. a
+	// ratio's parity line at 1).
+	Reference      float64
+	ReferenceLabel string
 }
 
 // Geometry of every chart: a fixed view box scaled by CSS to the page width.
@@ -152,18 +156,27 @@ func (c LineChart) SVG() template.HTML {
 // SVG renders the chart.
 func (c BarChart) SVG() template.HTML {
 	n := min(len(c.Labels), len(c.Values))
-	top := 0.0
+	top, bottom := 0.0, 0.0
 	for _, v := range c.Values[:n] {
 		if finite(v) {
-			top = math.Max(top, v)
+			top, bottom = math.Max(top, v), math.Min(bottom, v)
 		}
 	}
-	f := newFrame(c.Title, c.XLabel, c.YLabel, 0, float64(max(n, 1)), 0, niceCeil(top))
+	if c.ReferenceLabel != "" && finite(c.Reference) {
+		top, bottom = math.Max(top, c.Reference), math.Min(bottom, c.Reference)
+	}
+	if bottom < 0 {
+		bottom = -niceCeil(-bottom) // bars below zero (e.g. a negative change) hang from the zero line
+	}
+	f := newFrame(c.Title, c.XLabel, c.YLabel, 0, float64(max(n, 1)), bottom, niceCeil(top))
 	if n == 0 {
 		f.empty()
 		return f.done()
 	}
 	f.yAxis()
+	if bottom < 0 {
+		fmt.Fprintf(&f.b, `<line x1="%g" x2="%g" y1="%.1f" y2="%.1f" class="frame"/>`, marginL, marginL+plotW, f.py(0), f.py(0))
+	}
 	slot := plotW / float64(n)
 	labelEvery := max(1, n/12) // keep labels from overlapping
 	for i := range n {
@@ -175,12 +188,17 @@ func (c BarChart) SVG() template.HTML {
 		if i < len(c.Colors) && c.Colors[i] != "" {
 			color = c.Colors[i]
 		}
-		x, y := marginL+float64(i)*slot, f.py(v)
+		x, zero, y := marginL+float64(i)*slot, f.py(0), f.py(v)
 		fmt.Fprintf(&f.b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s: %s</title></rect>`,
-			x+slot*0.1, y, slot*0.8, marginT+plotH-y, esc(color), esc(c.Labels[i]), Num(c.Values[i]))
+			x+slot*0.1, math.Min(y, zero), slot*0.8, math.Abs(zero-y), esc(color), esc(c.Labels[i]), Num(c.Values[i]))
 		if i%labelEvery == 0 {
 			fmt.Fprintf(&f.b, `<text x="%.1f" y="%g" class="tick" text-anchor="middle">%s</text>`, x+slot/2, marginT+plotH+16, esc(c.Labels[i]))
 		}
+	}
+	if c.ReferenceLabel != "" && finite(c.Reference) {
+		y := f.py(c.Reference)
+		fmt.Fprintf(&f.b, `<line x1="%g" x2="%g" y1="%.1f" y2="%.1f" stroke="#000" stroke-dasharray="4 3"/>`, marginL, marginL+plotW, y, y)
+		fmt.Fprintf(&f.b, `<text x="%g" y="%.1f" class="legend" text-anchor="end">%s</text>`, marginL+plotW-2, y-3, esc(c.ReferenceLabel))
 	}
 	return f.done()
 }

@@ -1,6 +1,9 @@
 package report_test
 
 import (
+	"math"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -29,5 +32,24 @@ func TestChartsEscapeTextAndDrawEmptyData(t *testing.T) {
 	empty := string(report.BarChart{Title: "none"}.SVG())
 	if !strings.Contains(empty, "no data") || !strings.HasSuffix(empty, "</svg>") {
 		t.Fatal(empty)
+	}
+}
+
+func TestBarChartDrawsNegativeBarsAndAReferenceLine(t *testing.T) {
+	svg := string(report.BarChart{Title: "change", Labels: []string{"up", "down"}, Values: []float64{50, -25},
+		ReferenceLabel: "parity", Reference: 10}.SVG())
+	rects := regexp.MustCompile(`<rect x="[^"]+" y="([^"]+)" width="[^"]+" height="([^"]+)"`).FindAllStringSubmatch(svg, -1)
+	if len(rects) != 2 {
+		t.Fatalf("%d bars: %s", len(rects), svg)
+	}
+	upY, _ := strconv.ParseFloat(rects[0][1], 64)
+	upH, _ := strconv.ParseFloat(rects[0][2], 64)
+	downY, _ := strconv.ParseFloat(rects[1][1], 64)
+	downH, _ := strconv.ParseFloat(rects[1][2], 64)
+	if upH <= 0 || downH <= 0 || math.Abs(upY+upH-downY) > 0.15 || math.Abs(upH-2*downH) > 0.3 {
+		t.Errorf("the bars do not meet at zero with heights 2:1: up y=%v h=%v, down y=%v h=%v", upY, upH, downY, downH)
+	}
+	if !strings.Contains(svg, `stroke-dasharray="4 3"`) || !strings.Contains(svg, ">parity</text>") {
+		t.Errorf("no reference line: %s", svg)
 	}
 }
