@@ -811,3 +811,17 @@ func TestNonFiniteMetricsStillEncode(t *testing.T) {
 	}
 	_ = events.SLAVerdict{}
 }
+
+func TestFactsFrom(t *testing.T) {
+	type myInt int
+	got := FactsFrom(map[string]any{"model": "m", "guide": "pd-disaggregation", "runtime": nil, "image": 7,
+		"replicas": 4, "tensor_parallel_size": int64(1), "decode_replicas": 2.0, "decode_tensor_parallel_size": myInt(2),
+		"prefill_replicas": 1.5, "prefill_tensor_parallel_size": "1", "benchmark": map[string]any{"workload": "sanity_random.yaml"}})
+	want := Facts{Model: s("m"), Guide: s("pd-disaggregation"), Replicas: i(4), TensorParallelSize: i(1), DecodeReplicas: i(2),
+		DecodeTensorParallelSize: i(2), Benchmark: map[string]any{"workload": "sanity_random.yaml"}}
+	if !reflect.DeepEqual(got, want) {
+		a, _ := json.Marshal(got)
+		b, _ := json.Marshal(want)
+		t.Errorf("FactsFrom\n%s\nwant\n%s", a, b)
+	}
+}

@@ -3,6 +3,7 @@ package comparison
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 
 	"github.com/lensfn/lensfn/events"
 )
@@ -314,4 +315,33 @@ func isEmptyObject(data []byte) bool {
 		return false
 	}
 	return len(bytes.TrimSpace(t[1:len(t)-1])) == 0
+}
+
+// FactsFrom reads configuration facts from a map with the §2 keys (as a workflow record holds
+// them): strings stay strings, integral numbers of any Go numeric type become ints, the
+// benchmark stays an object; anything else, and absent keys, are null.
+func FactsFrom(m map[string]any) Facts {
+	s := func(key string) *string {
+		if v, ok := m[key].(string); ok {
+			return &v
+		}
+		return nil
+	}
+	n := func(key string) *int {
+		v, ok := normalize(m[key]).(float64)
+		if !ok || v != math.Trunc(v) || math.Abs(v) > 1<<31 {
+			return nil
+		}
+		i := int(v)
+		return &i
+	}
+	f := Facts{ConfigurationArtifactID: s("configuration_artifact_id"), Model: s("model"), Guide: s("guide"),
+		GuideVariant: s("guide_variant"), Runtime: s("runtime"), Accelerator: s("accelerator"), Image: s("image"),
+		Replicas: n("replicas"), TensorParallelSize: n("tensor_parallel_size"), DecodeReplicas: n("decode_replicas"),
+		DecodeTensorParallelSize: n("decode_tensor_parallel_size"), PrefillReplicas: n("prefill_replicas"),
+		PrefillTensorParallelSize: n("prefill_tensor_parallel_size")}
+	if b, ok := normalize(m["benchmark"]).(map[string]any); ok {
+		f.Benchmark = b
+	}
+	return f
 }
