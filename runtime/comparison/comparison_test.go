@@ -825,3 +825,22 @@ func TestFactsFrom(t *testing.T) {
 		t.Errorf("FactsFrom\n%s\nwant\n%s", a, b)
 	}
 }
+
+// TestGroupedRatioKeepsFirstSeenOrder: inside a group value the metrics follow the order they
+// first got a ratio across the rows (the first stage has only a TTFT ratio here), as do the
+// group values themselves.
+func TestGroupedRatioKeepsFirstSeenOrder(t *testing.T) {
+	st := func(c float64, tps any, ttft float64) map[string]any {
+		return map[string]any{"concurrency": c, "metrics": map[string]any{"throughput_tps": tps, "latency_distributions": lat(map[string]float64{"ttft.mean": ttft})}}
+	}
+	pt := func(stages ...any) []any {
+		return []any{map[string]any{"isl": 128.0, "osl": 64.0, "status": "succeeded", "stage_metrics": stages}}
+	}
+	s := MatrixStatistics(pt(st(8, nil, 10), st(1, 20.0, 10)), pt(st(8, 10.0, 20), st(1, 10.0, 40)))
+	data, _ := json.Marshal(s.GroupedRatio)
+	want := `{"isl":{"128":{"ttft_ms":0.375,"throughput_tps":2}},"osl":{"64":{"ttft_ms":0.375,"throughput_tps":2}},` +
+		`"concurrency":{"8":{"ttft_ms":0.5},"1":{"throughput_tps":2,"ttft_ms":0.25}}}`
+	if string(data) != want {
+		t.Errorf("grouped_ratio %s\nwant %s", data, want)
+	}
+}

@@ -144,10 +144,9 @@ func aggregate(pairs []pair, matrix bool) *Statistics {
 		ratios[st.suffix] = map[string][]float64{}
 	}
 	groupDims := []string{"isl", "osl", "concurrency"}
-	grouped := map[string]*Ordered[map[string][]float64]{}
-	groupOrder := map[string]*Ordered[[]string]{} // metric order inside each group value
+	grouped := map[string]*Ordered[Ordered[[]float64]]{}
 	for _, d := range groupDims {
-		grouped[d], groupOrder[d] = &Ordered[map[string][]float64]{}, &Ordered[[]string]{}
+		grouped[d] = &Ordered[Ordered[[]float64]]{}
 	}
 	var totals [2][2]float64 // [guide, baseline][tokens, duration]
 	s := &Statistics{Rows: make([]Row, 0, len(pairs))}
@@ -222,31 +221,31 @@ func aggregate(pairs []pair, matrix bool) *Statistics {
 	return s
 }
 
-// addGrouped appends a ratio to group value key's metric, keeping first-seen order.
-func addGrouped(g *Ordered[map[string][]float64], key, metric string, r float64) {
+// addGrouped appends a ratio to group value key's metric; values and, inside each, metrics
+// keep their first-seen order across the rows.
+func addGrouped(g *Ordered[Ordered[[]float64]], key, metric string, r float64) {
 	for i := range *g {
 		if (*g)[i].Key == key {
-			(*g)[i].Value[metric] = append((*g)[i].Value[metric], r)
+			metrics := &(*g)[i].Value
+			rs, _ := metrics.Get(metric)
+			metrics.set(metric, append(rs, r))
 			return
 		}
 	}
-	*g = append(*g, Entry[map[string][]float64]{key, map[string][]float64{metric: {r}}})
+	*g = append(*g, Entry[Ordered[[]float64]]{key, Ordered[[]float64]{{metric, []float64{r}}}})
 }
 
-// means are the arithmetic means of a dimension's grouped ratios, rounded to 4, metrics in the
-// compared order.
-func means(g Ordered[map[string][]float64]) Ordered[Values] {
+// means are the arithmetic means of a dimension's grouped ratios, rounded to 4.
+func means(g Ordered[Ordered[[]float64]]) Ordered[Values] {
 	out := Ordered[Values]{}
 	for _, e := range g {
 		v := Values{}
-		for _, cm := range comparedMetrics {
-			if rs, ok := e.Value[cm.name]; ok {
-				sum := 0.0
-				for _, r := range rs {
-					sum += r
-				}
-				v = append(v, Entry[*float64]{cm.name, ptr(round(sum/float64(len(rs)), 4))})
+		for _, m := range e.Value {
+			sum := 0.0
+			for _, r := range m.Value {
+				sum += r
 			}
+			v = append(v, Entry[*float64]{m.Key, ptr(round(sum/float64(len(m.Value)), 4))})
 		}
 		out = append(out, Entry[Values]{e.Key, v})
 	}
