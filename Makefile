@@ -31,15 +31,13 @@ run: build wasm ## start the local stack on 127.0.0.1:8080 (Redis, broker, every
 # note where there is none.
 RACE_PKGS := ./runtime/... ./functions/... ./deploy/...
 
-# tests/knative is its own module (knative.dev/serving needs a newer knative.dev/pkg than ours), so
-# ./... does not reach it. It reads the Knative CRD schemas from ../shared beside the repository.
+# tests/knative reads the Knative Eventing CRD schemas from ../shared beside the repository.
 KNATIVE_CRDS := ../shared/reference/knative-crds
 
-test: ## run every test (embedded Redis unless REDIS_URL is set), the Knative manifest checks, then the race pass
+test: ## run every test (embedded Redis unless REDIS_URL is set; tests/knative checks the Knative manifests), then the race pass
 	$(GO) test -count=1 -timeout 20m ./...
 	@test -f "$${LENS_SHARED_DIR:-../shared}/traces/mooncake/conversation_trace.jsonl" || echo "test: $${LENS_SHARED_DIR:-../shared}/traces is absent, so tests/e2e and tests/conformance ran on generated traces only (go test -v names the skipped real-trace cases)"
 	@test -d $(KNATIVE_CRDS) || echo "test: $(KNATIVE_CRDS) is absent, so tests/knative skips the Eventing CRD schema checks (Services are still validated)"
-	cd tests/knative && $(GO) test -count=1 -timeout 10m ./...
 	@if [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v "$$($(GO) env CC)" >/dev/null; then \
 	  echo "$(GO) test -race -count=1 -timeout 15m $(RACE_PKGS)"; \
 	  $(GO) test -race -count=1 -timeout 15m $(RACE_PKGS); \
@@ -49,7 +47,6 @@ check: ## format, vet, tidy and test; fails on any diff
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
-	cd tests/knative && $(GO) vet ./... && $(GO) mod tidy -diff
 	$(GO) generate ./events && git diff --exit-code -- events/schemas
 	$(MAKE) test
 

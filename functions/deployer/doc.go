@@ -13,8 +13,10 @@
 //
 // Providers: `local` (a cluster session of kind local: inference-sim replicas and an
 // inference-router as child processes on loopback) and `knative` (kind kubernetes: Knative
-// Services through client-go's dynamic client).
+// Services through client-go's dynamic client, each checked first with Knative Serving's own
+// SetDefaults and Validate under the features deploy/knative declares and against the Service
+// CRD schema, by runtime/knativeadmission: an object a cluster would refuse is never sent).
 //
 // It may import events, runtime/fn, runtime/cloudevent, runtime/state, runtime/secret,
-// runtime/problem, runtime/inventory and runtime/deployconfig.
+// runtime/problem, runtime/inventory, runtime/deployconfig and runtime/knativeadmission.
 package deployer

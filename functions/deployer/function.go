@@ -70,9 +70,13 @@ func Build(_ context.Context, d fn.Deps) (*fn.Function, error) {
 	}
 	s := settingsFrom(d.Config)
 	repo := &inventory.Repo{Store: d.Store, Sealer: sealer}
+	admission, err := NewAdmission()
+	if err != nil {
+		return nil, err
+	}
 	providers := map[string]Provider{
 		ProviderLocal:   &Local{BinDir: s.BinDir, LogDir: s.LogDir, ReadyTimeout: s.DeployTimeout},
-		ProviderKnative: &Knative{Inventory: repo, ReadyTimeout: s.DeployTimeout},
+		ProviderKnative: &Knative{Inventory: repo, ReadyTimeout: s.DeployTimeout, Admission: admission},
 	}
 	return New(d, s, repo, providers).Function(), nil
 }

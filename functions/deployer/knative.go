@@ -17,6 +17,7 @@ import (
 
 	"github.com/lensfn/lensfn/runtime/deployconfig"
 	"github.com/lensfn/lensfn/runtime/inventory"
+	"github.com/lensfn/lensfn/runtime/knativeadmission"
 )
 
 // ServiceGVR is the resource of Knative Services.
@@ -28,6 +29,23 @@ const (
 	DefaultSimulatorImage = "ko://github.com/lensfn/lensfn/functions/inference-sim/cmd/inference-sim"
 	DefaultRouterImage    = "ko://github.com/lensfn/lensfn/functions/inference-router/cmd/inference-router"
 )
+
+// ServingConfig is the knative-serving configuration deploy/knative declares (its
+// config-features.yaml; a test keeps the two equal). The knative provider checks what it creates
+// under exactly these features, so an object passes here only where the cluster the deployment
+// targets admits it.
+var ServingConfig = map[string]map[string]string{
+	"config-features": {
+		"kubernetes.podspec-persistent-volume-claim": "enabled",
+		"kubernetes.podspec-persistent-volume-write": "enabled",
+	},
+}
+
+// NewAdmission builds the check the knative provider runs on every object before it sends it:
+// Knative Serving's own SetDefaults and Validate under ServingConfig, and the Service CRD schema.
+func NewAdmission() (*knativeadmission.Validator, error) {
+	return knativeadmission.New(knativeadmission.Options{ServingConfig: ServingConfig})
+}
 
 // Knative is the knative provider: one Knative Service per replica (min = max scale 1, so the
 // replica count is the configuration's and the router can address each replica) and, where the
@@ -42,6 +60,10 @@ type Knative struct {
 	NewClient func(kubeconfig []byte) (dynamic.Interface, error)
 	// Poll is the Ready-condition poll period (default 1s).
 	Poll time.Duration
+	// Admission checks every object before it is created (default NewAdmission's).
+	Admission *knativeadmission.Validator
+	// Render renders the objects of a deployment (default Objects).
+	Render func(ObjectSpec, deployconfig.Deployment) []*unstructured.Unstructured
 }
 
 // ObjectSpec is what Objects renders from: the deployment's identity and where it goes.
@@ -66,8 +88,8 @@ func serviceName(executionID, role string, i int) string {
 func clusterURL(name, ns string) string { return "http://" + name + "." + ns + ".svc.cluster.local" }
 
 // Objects renders every Knative Service the knative provider creates for cfg, replicas first
-// and the router last. It is pure, so tests/knative validates exactly these objects with
-// Knative's own admission code.
+// and the router last. It is pure; Deploy checks each with Knative's own admission code before
+// it sends any.
 func Objects(spec ObjectSpec, cfg deployconfig.Deployment) []*unstructured.Unstructured {
 	c := cfg.Content
 	simImage := spec.SimulatorImage
@@ -208,7 +230,14 @@ func (k *Knative) Deploy(ctx context.Context, d *Deployment, cfg deployconfig.De
 		return err
 	}
 	d.Namespace = ns
-	objs := Objects(ObjectSpec{ExecutionID: d.ExecutionID, Namespace: ns, SimulatorImage: k.SimulatorImage, RouterImage: k.RouterImage}, cfg)
+	render := k.Render
+	if render == nil {
+		render = Objects
+	}
+	objs := render(ObjectSpec{ExecutionID: d.ExecutionID, Namespace: ns, SimulatorImage: k.SimulatorImage, RouterImage: k.RouterImage}, cfg)
+	if err := k.admit(ctx, objs); err != nil {
+		return err
+	}
 	for _, o := range objs {
 		_, err := c.Resource(ServiceGVR).Namespace(ns).Create(ctx, o, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
@@ -250,6 +279,32 @@ func (k *Knative) Deploy(ctx context.Context, d *Deployment, cfg deployconfig.De
 		d.Endpoint, d.BaselineURL = router+"/v1", router+"/balanced/v1"
 	default:
 		d.Endpoint = d.ReplicaEndpoints[0] + "/v1"
+	}
+	return nil
+}
+
+// admit checks every object the way the cluster's admission would, all of them before the first
+// is sent: a deployment Knative would refuse part-way creates nothing.
+func (k *Knative) admit(ctx context.Context, objs []*unstructured.Unstructured) error {
+	v := k.Admission
+	if v == nil {
+		var err error
+		if v, err = NewAdmission(); err != nil {
+			return err
+		}
+	}
+	for _, o := range objs {
+		raw, err := o.MarshalJSON()
+		if err != nil {
+			return fmt.Errorf("Service %s: %w", o.GetName(), err)
+		}
+		if _, err := v.Validate(ctx, raw); err != nil {
+			var r *knativeadmission.Rejection
+			if errors.As(err, &r) {
+				return fmt.Errorf("Knative would not admit %s, so nothing was created: %s", r.Object, strings.Join(r.Findings, "; "))
+			}
+			return err
+		}
 	}
 	return nil
 }

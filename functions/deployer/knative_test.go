@@ -3,6 +3,7 @@ package deployer_test
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/lensfn/lensfn/functions/deployer"
 	"github.com/lensfn/lensfn/runtime/deployconfig"
 	"github.com/lensfn/lensfn/runtime/inventory"
+	"github.com/lensfn/lensfn/runtime/knativeadmission"
 )
 
 const kubeconfig = "apiVersion: v1\nkind: Config\nclusters: []\n# secret-token-xyz\n"
@@ -91,6 +93,10 @@ func TestKnativeDeployAndCleanup(t *testing.T) {
 // Every object Objects renders is a Knative Service with the restricted security context and
 // the configuration's replicas; baseline-vllm with one replica has no router.
 func TestObjects(t *testing.T) {
+	admission, err := deployer.NewAdmission()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		provider, content string
 		services          int
@@ -110,6 +116,10 @@ func TestObjects(t *testing.T) {
 			t.Fatalf("%s: %d objects", tc.provider, len(objs))
 		}
 		for _, o := range objs {
+			raw, _ := o.MarshalJSON()
+			if _, err := admission.Validate(context.Background(), raw); err != nil {
+				t.Fatalf("%s: %v", tc.provider, err)
+			}
 			if o.GetKind() != "Service" || o.GetAPIVersion() != "serving.knative.dev/v1" || len(o.GetName()) > 63 {
 				t.Fatalf("object %s %s %s", o.GetAPIVersion(), o.GetKind(), o.GetName())
 			}
@@ -128,3 +138,61 @@ var (
 	listOptions = metav1.ListOptions{}
 	getOptions  = metav1.GetOptions{}
 )
+
+// An object Knative's admission would refuse is refused before any API call: a configuration
+// whose runtime.image is not an image reference, and a rendered Service with a fieldRef env
+// (gated by kubernetes.podspec-fieldref, which deploy/knative does not declare). The fake
+// dynamic client sees no action at all, so no Service of the deployment was created.
+func TestKnativeRefusesWhatKnativeWouldNotAdmit(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	_, session, err := h.repo.CreateCluster(ctx, inventory.ClusterSpec{Name: "k8s", Kind: inventory.ClusterKubernetes, Namespace: "eval", Kubeconfig: kubeconfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fieldRef := func(spec deployer.ObjectSpec, cfg deployconfig.Deployment) []*unstructured.Unstructured {
+		objs := deployer.Objects(spec, cfg)
+		containers, _, _ := unstructured.NestedSlice(objs[len(objs)-1].Object, "spec", "template", "spec", "containers")
+		containers[0].(map[string]any)["env"] = []any{map[string]any{"name": "POD_NAME",
+			"valueFrom": map[string]any{"fieldRef": map[string]any{"fieldPath": "metadata.name"}}}}
+		_ = unstructured.SetNestedSlice(objs[len(objs)-1].Object, containers, "spec", "template", "spec", "containers")
+		return objs
+	}
+	for _, tc := range []struct {
+		name, content string
+		render        func(deployer.ObjectSpec, deployconfig.Deployment) []*unstructured.Unstructured
+		want          string
+	}{
+		{"image", `{"model":{"name":"m"},"decode":{"replicas":2},"runtime":{"image":"Not An Image!"}}`, nil, "Failed to parse image reference"},
+		{"fieldRef", `{"model":{"name":"m"},"decode":{"replicas":2}}`, fieldRef, "must not set the field(s): spec.template.spec.containers[0].env[0].valueFrom.fieldRef"},
+	} {
+		client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+			map[schemaGVR]string{deployer.ServiceGVR: "ServiceList"})
+		k := &deployer.Knative{Inventory: h.repo, ReadyTimeout: time.Second, Poll: 10 * time.Millisecond, Render: tc.render,
+			NewClient: func([]byte) (dynamic.Interface, error) { return client, nil }}
+		cfg, err := deployconfig.Parse("optimized-baseline", []byte(tc.content))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := &deployer.Deployment{ExecutionID: inventory.NewID(), ClusterSessionID: session.ID}
+		err = k.Deploy(ctx, d, cfg, func(context.Context) error { return nil })
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "nothing was created") {
+			t.Fatalf("%s: deploy = %v, want Knative's refusal %q", tc.name, err, tc.want)
+		}
+		if actions := client.Actions(); len(actions) != 0 || len(d.Objects) != 0 {
+			t.Fatalf("%s: %d API calls and %d objects recorded, want none", tc.name, len(actions), len(d.Objects))
+		}
+	}
+}
+
+// The knative provider validates under exactly the knative-serving configuration deploy/knative
+// declares.
+func TestServingConfigIsTheDeclaredOne(t *testing.T) {
+	declared, err := knativeadmission.ServingConfigIn("../../deploy/knative")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(declared, deployer.ServingConfig) {
+		t.Fatalf("deploy/knative declares %v, the deployer validates under %v", declared, deployer.ServingConfig)
+	}
+}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lensfn/lensfn/tests/knative/admission"
+	admission "github.com/lensfn/lensfn/runtime/knativeadmission"
 )
 
 const (

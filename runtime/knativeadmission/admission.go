@@ -1,4 +1,4 @@
-package admission
+package knativeadmission
 
 import (
 	"bufio"
@@ -46,16 +46,18 @@ type Options struct {
 	// ServingConfig holds the data of the knative-serving ConfigMaps the cluster has, by name:
 	// config-features, config-defaults, config-autoscaler. A missing one has Knative's defaults.
 	ServingConfig map[string]map[string]string
-	// CRDDir is a folder of CustomResourceDefinition YAML files (../shared/reference/knative-crds).
-	// Empty: Services are still validated by Knative's code; Eventing objects fail with ErrNoSchemas.
+	// CRDDir is a folder of CustomResourceDefinition YAML files (../shared/reference/knative-crds)
+	// for the Eventing objects. Empty: Services are still validated by Knative's code and by the
+	// Service CRD this package embeds; Eventing objects fail with ErrNoSchemas.
 	CRDDir string
 }
 
 // Validator checks objects as a Knative cluster would admit them on create. It is safe for
 // concurrent use.
 type Validator struct {
-	serving *config.Config
-	schemas *crdSchemas // nil without Options.CRDDir
+	serving        *config.Config
+	serviceSchemas *crdSchemas // the embedded Service CRD of knative.dev/serving v0.42.2
+	schemas        *crdSchemas // nil without Options.CRDDir
 }
 
 // Outcome says what was checked for one object that passed.
@@ -82,6 +84,9 @@ func New(opts Options) (*Validator, error) {
 		return nil, err
 	}
 	v := &Validator{serving: cfg}
+	if v.serviceSchemas, err = embeddedServiceSchema(); err != nil {
+		return nil, err
+	}
 	if opts.CRDDir != "" {
 		if v.schemas, err = loadCRDSchemas(opts.CRDDir); err != nil {
 			return nil, err
@@ -274,12 +279,9 @@ func (v *Validator) Validate(ctx context.Context, object []byte) (Outcome, error
 	var how string
 	switch {
 	case gvk == servingService:
-		how = "Knative Serving's SetDefaults and Validate"
+		how = "Knative Serving's SetDefaults and Validate and its CRD schema"
 		r.Findings = append(r.Findings, v.service(ctx, js)...)
-		if v.schemas != nil {
-			how += " and its CRD schema"
-			r.Findings = append(r.Findings, v.schemas.validate(gvk, js)...)
-		}
+		r.Findings = append(r.Findings, v.serviceSchemas.validate(gvk, js)...)
 	case External[gvk.GroupKind()] != "":
 		how = "not checked: " + External[gvk.GroupKind()]
 	case gv.Group == "knative.dev" || strings.HasSuffix(gv.Group, ".knative.dev"):

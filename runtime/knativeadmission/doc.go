@@ -1,9 +1,10 @@
-// Package admission checks Kubernetes objects the way a Knative cluster admits them, before any
+// Package knativeadmission checks Kubernetes objects the way a Knative cluster admits them, before any
 // cluster sees them, so that a manifest or an object a deployer is about to create fails here
 // instead of at `kubectl apply`:
 //
 //   - a serving.knative.dev/v1 Service is decoded strictly (unknown fields fail) into
-//     knative.dev/serving's v1.Service, checked against the Service CRD schema, defaulted and
+//     knative.dev/serving's v1.Service, checked against the Service CRD schema (embedded: the
+//     module's own config/core/300-resources/service.yaml), defaulted and
 //     validated with Knative's own SetDefaults and Validate under a given config-features (and
 //     config-defaults, config-autoscaler), exactly as the serving webhook does on create; its
 //     warnings (the "Kubernetes default value is insecure" securityContext ones) count as failures;
@@ -17,8 +18,10 @@
 //   - metadata is decoded strictly into ObjectMeta for every object; any other kind fails unless
 //     it is listed in External (a CRD from outside Knative core whose schema is not stored here).
 //
-// It lives in the test-only module tests/knative because knative.dev/serving v0.42.2 needs a newer
-// knative.dev/pkg than the main module's. It may import knative.dev/serving, knative.dev/pkg,
-// k8s.io/api and apimachinery, client-go's scheme, sigs.k8s.io/yaml and the JSON Schema validator;
-// nothing of the main module.
-package admission
+// Users: the deployer's knative provider checks every Service it is about to create (so a
+// rendered object a cluster would refuse fails before any API call), and tests/knative checks
+// every manifest of deploy/knative. It may import knative.dev/serving, knative.dev/pkg (apis,
+// webhook/json), k8s.io/api and apimachinery, client-go's scheme, sigs.k8s.io/yaml and the JSON
+// Schema validator (santhosh-tekuri/jsonschema, golang.org/x/text for its messages); nothing of
+// ours.
+package knativeadmission

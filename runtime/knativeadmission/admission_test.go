@@ -1,4 +1,4 @@
-package admission_test
+package knativeadmission_test
 
 import (
 	"context"
@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lensfn/lensfn/tests/knative/admission"
+	admission "github.com/lensfn/lensfn/runtime/knativeadmission"
 )
 
 // crdDir is ../shared/reference/knative-crds beside the repository.
-const crdDir = "../../../../shared/reference/knative-crds"
+const crdDir = "../../../shared/reference/knative-crds"
 
 var pvcFeatures = map[string]string{
 	"kubernetes.podspec-persistent-volume-claim": "enabled",

@@ -1,7 +1,8 @@
-package admission
+package knativeadmission
 
 import (
 	"bytes"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,11 +39,35 @@ type crd struct {
 	} `json:"spec"`
 }
 
+// serviceCRD is knative.dev/serving v0.42.2's config/core/300-resources/service.yaml, unchanged
+// (Apache-2.0, as the module is): the schema the API server enforces on a Service, for the
+// version of Knative whose Go validation this package runs. Embedded so that the deployer checks
+// what it creates without any file beside its binary.
+//
+//go:embed serving-service.yaml
+var serviceCRD []byte
+
+func embeddedServiceSchema() (*crdSchemas, error) {
+	docs, err := Documents(serviceCRD)
+	if err != nil {
+		return nil, err
+	}
+	var objects []Manifest
+	for _, d := range docs {
+		objects = append(objects, Manifest{File: "serving-service.yaml", JSON: d})
+	}
+	return compileCRDs(objects, "the embedded knative.dev/serving v0.42.2 Service CRD")
+}
+
 func loadCRDSchemas(dir string) (*crdSchemas, error) {
 	objects, err := ReadManifests(dir)
 	if err != nil {
 		return nil, err
 	}
+	return compileCRDs(objects, dir)
+}
+
+func compileCRDs(objects []Manifest, dir string) (*crdSchemas, error) {
 	s := &crdSchemas{byGVK: map[schema.GroupVersionKind]*jsonschema.Schema{}, dir: dir}
 	for _, o := range objects {
 		var c crd
