@@ -31,7 +31,7 @@ type harness struct {
 	runs   *evalrun.Repo
 }
 
-func start(t *testing.T, extra ...string) *harness {
+func start(t testing.TB, extra ...string) *harness {
 	t.Helper()
 	vars := map[string]string{"LENS_SECRET_KEY": secret.NewKey(), "LENS_STATIC_EXECUTIONS": sim}
 	for i := 0; i+1 < len(extra); i += 2 {

@@ -84,7 +84,7 @@ func newHarness(t *testing.T, cfg inventoryapi.Config) *harness {
 	return newHarnessEnv(t, cfg, nil)
 }
 
-func newHarnessEnv(t *testing.T, cfg inventoryapi.Config, extra map[string]string) *harness {
+func newHarnessEnv(t testing.TB, cfg inventoryapi.Config, extra map[string]string) *harness {
 	t.Helper()
 	env := fntest.Env(t, map[string]string{"LENS_SECRET_KEY": secret.NewKey()})
 	for k, v := range extra {
