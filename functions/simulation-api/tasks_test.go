@@ -314,3 +314,29 @@ func TestListStopRerunDelete(t *testing.T) {
 		}
 	}
 }
+
+// A duration derived from the trace range and the scale factor is bounded like a given one: a
+// 700 s range at scale factor 0.001 would last 700,000 s, more than the week allowed, so the task
+// is refused at create (a 400 that says what to change), never stored or announced.
+func TestDerivedDurationOverAWeekIsRefused(t *testing.T) {
+	h, sink, endpoint := taskHarness(t)
+	path := filepath.Join(h.dataDir, "datasets", "conversation_trace.jsonl")
+	if err := os.WriteFile(path, []byte("0 a\n350000 b\n700000 c\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var prob map[string]any
+	code := call(t, "POST", h.url+"/api/simulation/tasks", createBody(endpoint, `"trace_start_seconds":0,"trace_end_seconds":700,"scale_factor":0.001`), &prob)
+	detail := anyString(prob["detail"])
+	if code != 400 || !strings.Contains(detail, "lasts 700000 seconds; at most 604800 are allowed") || !strings.Contains(detail, "raise scale_factor or shorten the range") {
+		t.Fatalf("%d %v", code, prob)
+	}
+	// The same range at a scale that fits the week is accepted.
+	var out created
+	if code := call(t, "POST", h.url+"/api/simulation/tasks", createBody(endpoint, `"trace_start_seconds":0,"trace_end_seconds":700,"scale_factor":0.002`), &out); code != 202 ||
+		out.Task.Simulation.DurationSeconds != 350000 {
+		t.Fatalf("%d %+v", code, out.Task.Simulation)
+	}
+	if sink.count() != 1 {
+		t.Fatalf("%d tasks announced, want only the accepted one", sink.count())
+	}
+}
