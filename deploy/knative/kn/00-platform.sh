@@ -15,6 +15,10 @@ kubectl -n "$NS" get secret lensfn-secrets >/dev/null 2>&1 ||
   kubectl -n "$NS" create secret generic lensfn-secrets --from-literal=secret-key="$(openssl rand -base64 32)"
 kubectl -n "$NS" get secret lensfn-redis >/dev/null 2>&1 ||
   kubectl -n "$NS" create secret generic lensfn-redis --from-literal=password="$(openssl rand -hex 24)"
+# The simulator's /admin/* bearer token (LENS_SIM_ADMIN_TOKEN of inference-sim.yaml); read it with
+# kubectl -n lensfn get secret lensfn-sim-admin -o jsonpath='{.data.token}' | base64 -d
+kubectl -n "$NS" get secret lensfn-sim-admin >/dev/null 2>&1 ||
+  kubectl -n "$NS" create secret generic lensfn-sim-admin --from-literal=token="$(openssl rand -hex 32)"
 # The bootstrap admin token (every scope): only its SHA-256 is kept; the token is printed once.
 if ! kubectl -n "$NS" get secret lensfn-bootstrap-token >/dev/null 2>&1; then
   TOKEN="lens_bootstrap_$(openssl rand -hex 32)"
