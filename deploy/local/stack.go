@@ -215,13 +215,19 @@ func (s *Stack) DataDir() string { return s.opts.DataDir }
 func (s *Stack) WaitForDeliveries() { s.broker.Wait() }
 
 func (s *Stack) startRedis(ctx context.Context) error {
+	// Both stores get the data dir's password: a loopback port is open to every local user.
+	password, err := loadOrCreate(filepath.Join(s.opts.DataDir, "redis.password"), newPassword)
+	if err != nil {
+		return err
+	}
 	path, err := exec.LookPath("redis-server")
 	if err != nil {
-		embedded, err := redisstore.StartEmbedded()
+		embedded, err := redisstore.StartEmbeddedWithPassword(password)
 		if err != nil {
 			return err
 		}
-		s.opts.Log("WARNING: redis-server is not on PATH: using the embedded Redis-compatible server at %s; its data lives only as long as this stack", embedded.URL())
+		s.opts.Log("WARNING: redis-server is not on PATH: using the embedded Redis-compatible server at %s (password in %s); its data lives only as long as this stack",
+			embedded.Addr(), filepath.Join(s.opts.DataDir, "redis.password"))
 		s.RedisURL, s.stopRedis = embedded.URL(), func() { embedded.Close() }
 		return nil
 	}
@@ -230,10 +236,6 @@ func (s *Stack) startRedis(ctx context.Context) error {
 		return err
 	}
 	port, err := freePort()
-	if err != nil {
-		return err
-	}
-	password, err := loadOrCreate(filepath.Join(s.opts.DataDir, "redis.password"), newPassword)
 	if err != nil {
 		return err
 	}
