@@ -37,7 +37,6 @@ const (
 	SummaryFile = "summary.json"
 	// MaxInlineRecords bounds result.per_request; the artifact holds every record.
 	MaxInlineRecords = 1000
-	leaseTTL         = 2 * time.Minute
 	sweepInterval    = 5 * time.Second
 )
 
@@ -90,12 +89,30 @@ func (a *Analyzer) Analyze(ctx context.Context, id string) error {
 	if t.Status != simtask.StatusRunning || t.Internal.Phase != "analyzing" {
 		return nil
 	}
-	owner := a.deps.Config.InstanceID
-	lease, err := a.deps.Store.AcquireLease(ctx, simtask.LeaseName(id), owner, leaseTTL)
+	// The lease lives LENS_LEASE_TTL and is renewed while the analysis runs, so the lease of an
+	// analyzer that died mid-event frees within one TTL: the broker's redelivery to the restarted
+	// analyzer then takes it, instead of being answered 429 until it is dead-lettered while the
+	// sweep completes the task later.
+	ttl := a.deps.Config.LeaseTTL
+	if ttl <= 0 {
+		ttl = 15 * time.Second
+	}
+	acquired, err := a.deps.Store.AcquireLease(ctx, simtask.LeaseName(id), a.deps.Config.InstanceID, ttl)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = a.deps.Store.ReleaseLease(context.WithoutCancel(ctx), lease) }()
+	lease := state.NewHeldLease(acquired)
+	keepCtx, stopKeep := context.WithCancel(ctx)
+	kept := make(chan struct{})
+	go func() {
+		defer close(kept)
+		lease.Keep(keepCtx, a.deps.Store, ttl, func() {}) // a lost lease fails the fenced writes below
+	}()
+	defer func() {
+		stopKeep()
+		<-kept // Keep is the lease's only writer until it has stopped
+		_ = a.deps.Store.ReleaseLease(context.WithoutCancel(ctx), lease.Lease())
+	}()
 	summary, inline, err := summarise(t)
 	outcome := outcomeOf(t.Internal)
 	if err != nil {

@@ -13,14 +13,15 @@ import (
 	"slices"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/kubernetes/scheme"
 	"knative.dev/pkg/apis"
 	webhookjson "knative.dev/pkg/webhook/json"
 	"knative.dev/serving/pkg/apis/config"
@@ -294,7 +295,7 @@ func (v *Validator) Validate(ctx context.Context, object []byte) (Outcome, error
 			how += "; its job decoded strictly into batch/v1 Job"
 			r.Findings = append(r.Findings, jobSinkJob(js)...)
 		}
-	case scheme.Scheme.Recognizes(gvk):
+	case builtins.Recognizes(gvk):
 		how = "strict decoding into its k8s.io/api type"
 		obj, findings := strictKubernetes(js)
 		r.Findings = append(r.Findings, findings...)
@@ -305,7 +306,7 @@ func (v *Validator) Validate(ctx context.Context, object []byte) (Outcome, error
 			}
 		}
 	default:
-		r.Findings = append(r.Findings, fmt.Sprintf("error: no check knows %s (not Knative, not a Kubernetes built-in, not listed in External)", gvk))
+		r.Findings = append(r.Findings, fmt.Sprintf("error: no check knows %s (not Knative, not a Kubernetes kind of core/v1, apps/v1 or batch/v1, not listed in External)", gvk))
 	}
 	if len(r.Findings) > 0 {
 		return out, r
@@ -357,7 +358,21 @@ func (v *Validator) service(ctx context.Context, js []byte) []string {
 	return findings
 }
 
-var strictCodecs = serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict)
+// builtins are the Kubernetes API groups a Lensfn manifest uses (core: Namespace, ConfigMap,
+// Secret, PVC, Service; apps: StatefulSet, Deployment; batch: a JobSink's Job), the ones Knative
+// Serving's types already import. client-go's full scheme would compile every API group of
+// Kubernetes into the deployer for kinds no manifest has; another kind fails as unknown.
+var builtins = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(err) // static registration of generated types
+		}
+	}
+	return s
+}()
+
+var strictCodecs = serializer.NewCodecFactory(builtins, serializer.EnableStrict)
 
 // strictKubernetes decodes a built-in object rejecting unknown and duplicate fields and wrong types.
 func strictKubernetes(js []byte) (runtime.Object, []string) {

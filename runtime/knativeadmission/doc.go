@@ -12,8 +12,8 @@
 //     validated against the openAPIV3Schema of its CRD (../shared/reference/knative-crds), made
 //     strict the way the API server's strict field validation is: unknown fields, types and
 //     required fields; a JobSink's job is also decoded strictly into a batch/v1 Job;
-//   - a Kubernetes core object (Namespace, ConfigMap, Secret, PVC, StatefulSet, ...) is decoded
-//     strictly into its k8s.io/api type; Knative's own ConfigMaps in knative-serving are parsed
+//   - a Kubernetes object of core/v1, apps/v1 or batch/v1 (Namespace, ConfigMap, Secret, PVC,
+//     StatefulSet, ...) is decoded strictly into its k8s.io/api type; Knative's own ConfigMaps in knative-serving are parsed
 //     with Knative's constructors, as its config webhook does;
 //   - metadata is decoded strictly into ObjectMeta for every object; any other kind fails unless
 //     it is listed in External (a CRD from outside Knative core whose schema is not stored here).
@@ -21,7 +21,7 @@
 // Users: the deployer's knative provider checks every Service it is about to create (so a
 // rendered object a cluster would refuse fails before any API call), and tests/knative checks
 // every manifest of deploy/knative. It may import knative.dev/serving, knative.dev/pkg (apis,
-// webhook/json), k8s.io/api and apimachinery, client-go's scheme, sigs.k8s.io/yaml and the JSON
+// webhook/json), k8s.io/api (core, apps, batch, authentication) and apimachinery, sigs.k8s.io/yaml and the JSON
 // Schema validator (santhosh-tekuri/jsonschema, golang.org/x/text for its messages); nothing of
 // ours.
 package knativeadmission

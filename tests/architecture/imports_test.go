@@ -147,7 +147,7 @@ var homes = map[string][]string{
 	"github.com/jedib0t/go-pretty/v6":   {"deploy/lensctl"},
 	"github.com/schollz/progressbar/v3": {"deploy/lensctl"},
 	// The deployer's knative provider creates Knative Services with client-go's dynamic client.
-	"k8s.io/client-go":    {"functions/deployer", "runtime/knativeadmission"},
+	"k8s.io/client-go":    {"functions/deployer"},
 	"k8s.io/apimachinery": {"functions/deployer", "runtime/knativeadmission"},
 	// Knative's own admission code (Serving's SetDefaults/Validate, the CRD schemas), which the
 	// deployer runs on what it creates and tests/knative on every manifest.
