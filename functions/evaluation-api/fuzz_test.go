@@ -1,52 +1,21 @@
 package evaluationapi_test
 
 import (
-	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
 
 	evaluationapi "github.com/lensfn/lensfn/functions/evaluation-api"
+	"github.com/lensfn/lensfn/runtime/fn/fntest"
 )
 
 // The fuzz targets send arbitrary bodies, queries and events to every request decoder of the API
 // through the real runtime (auth, limits, decoding, validation) and check the contract: never an
 // internal error, always a JSON answer, errors as problem+json.
 
-// fuzzRequest sends one input to path (as the body, or as the query of a GET) and checks the answer.
+// fuzzRequest sends one input with the token fntest.AuthorizeDefaultClient gave the default client.
 func fuzzRequest(t *testing.T, base, method, path, input string, header map[string]string) {
-	target, body := base+path, input
-	if method == http.MethodGet {
-		if !requestTargetSafe(input) {
-			return // not sendable: net/http itself answers a malformed request line
-		}
-		target, body = base+path+"?"+input, ""
-	}
-	req, err := http.NewRequest(method, target, strings.NewReader(body))
-	if err != nil {
-		return // not a URL a client could send
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req) // fntest.AuthorizeDefaultClient gave it a token
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	// 502-504 blame an upstream honestly; anything else is ours.
-	if resp.StatusCode >= 500 && resp.StatusCode != 502 && resp.StatusCode != 503 && resp.StatusCode != 504 {
-		t.Fatalf("%s %s %q: %d %s", method, path, input, resp.StatusCode, raw)
-	}
-	if resp.StatusCode >= 400 && resp.Header.Get("Content-Type") != "application/problem+json" {
-		t.Fatalf("%s %s %q: %d without problem+json: %s", method, path, input, resp.StatusCode, raw)
-	}
-	if len(raw) > 0 && !json.Valid(raw) {
-		t.Fatalf("%s %s %q: not JSON: %s", method, path, input, raw)
-	}
+	fntest.CheckFuzzedAnswer(t, http.DefaultClient.Transport, fntest.FuzzRequest{Method: method, URL: base + path, Input: input, Header: header})
 }
 
 func fuzzRoute(f *testing.F, method, path string, seeds ...string) {
@@ -94,15 +63,4 @@ func FuzzRunRequestedEvent(f *testing.F) {
 		fuzzRequest(t, base, "POST", "/events", input, map[string]string{"Ce-Specversion": "1.0", "Ce-Id": "fuzz",
 			"Ce-Source": "/lensfn/fuzz", "Ce-Type": "dev.lensfn.evaluation.run.requested.v1"})
 	})
-}
-
-// requestTargetSafe says whether a query can appear in an HTTP request line as it is: visible
-// ASCII, no fragment.
-func requestTargetSafe(q string) bool {
-	for i := 0; i < len(q); i++ {
-		if q[i] <= ' ' || q[i] >= 0x7f || q[i] == '#' {
-			return false
-		}
-	}
-	return true
 }
