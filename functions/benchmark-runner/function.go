@@ -25,7 +25,7 @@ import (
 const Name = "benchmark-runner"
 
 // Consumes lists the event types the function receives at /events.
-var Consumes = []string{events.TypeRunQueued}
+var Consumes = []string{events.TypeRunQueued, events.TypeRunWorkerQueued}
 
 // Settings tune the runner (environment, read once at start).
 type Settings struct {
@@ -38,11 +38,21 @@ type Settings struct {
 	// ScrapeInterval is how often the endpoint's /metrics is sampled during a run
 	// (LENS_SCRAPE_INTERVAL, default 1s).
 	ScrapeInterval time.Duration
+	// MaxWorkers bounds the parallelism workers one instance sends at once
+	// (LENS_MAX_CONCURRENT_WORKERS, default 32: one instance can send a whole run's workers).
+	MaxWorkers int
+	// WorkerHold is how long a worker event's delivery is held open while the worker runs
+	// (540 s, inside Knative's 600 s request timeout), so Knative routes the next one elsewhere.
+	WorkerHold time.Duration
+	// WorkerSweepGrace is how long a queued worker is left to its event before an instance's
+	// sweep takes it (30 s: time for Knative to start a pod for it).
+	WorkerSweepGrace time.Duration
 }
 
 func settingsFrom(c fn.Config) Settings {
 	return Settings{MaxConcurrent: c.MaxConcurrentRuns, LeaseTTL: c.LeaseTTL, SweepInterval: c.SweepInterval,
-		PollInterval: 250 * time.Millisecond, ReportInterval: time.Second, ScrapeInterval: c.ScrapeInterval}
+		PollInterval: 250 * time.Millisecond, ReportInterval: time.Second, ScrapeInterval: c.ScrapeInterval,
+		MaxWorkers: c.MaxConcurrentWorkers, WorkerHold: 540 * time.Second, WorkerSweepGrace: 30 * time.Second}
 }
 
 // Build is the function's fn.Builder.
@@ -54,7 +64,7 @@ func Build(_ context.Context, d fn.Deps) (*fn.Function, error) {
 	}
 	r := NewRunner(d, s, &evalrun.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir})
 	return &fn.Function{
-		Events: map[string]cloudevent.Handler{events.TypeRunQueued: r.onQueued},
+		Events: map[string]cloudevent.Handler{events.TypeRunQueued: r.onQueued, events.TypeRunWorkerQueued: r.onWorkerQueued},
 		Start:  r.Sweep,
 		Close:  r.Close,
 	}, nil
@@ -68,7 +78,8 @@ type Runner struct {
 	runs     *evalrun.Repo
 	uses     *inventory.Repo // the executions' use lists, released when a run ends
 	settings Settings
-	pool     *leasedrun.Pool
+	pool     *leasedrun.Pool // the runs this instance owns
+	workers  *leasedrun.Pool // the parallelism workers it sends
 	metrics  runnerMetrics
 }
 
@@ -78,6 +89,7 @@ type runnerMetrics struct {
 	active   prometheus.Gauge
 	lost     prometheus.Counter
 	requests *prometheus.CounterVec
+	workers  prometheus.Counter
 }
 
 func newRunnerMetrics(reg *prometheus.Registry) runnerMetrics {
@@ -92,8 +104,10 @@ func newRunnerMetrics(reg *prometheus.Registry) runnerMetrics {
 			Help: "Runs this instance failed because their runner's lease expired."}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_benchmark_requests_total",
 			Help: "Benchmark requests this instance completed, by outcome (success, failure)."}, []string{"outcome"}),
+		workers: prometheus.NewCounter(prometheus.CounterOpts{Name: "lens_benchmark_workers_started_total",
+			Help: "Parallelism workers of benchmark runs this instance claimed and started."}),
 	}
-	reg.MustRegister(m.started, m.finished, m.active, m.lost, m.requests)
+	reg.MustRegister(m.started, m.finished, m.active, m.lost, m.requests, m.workers)
 	return m
 }
 
@@ -103,6 +117,9 @@ func NewRunner(d fn.Deps, s Settings, runs *evalrun.Repo) *Runner {
 		client: endpointClient(d.Egress), metrics: newRunnerMetrics(d.Metrics.Registry)}
 	r.pool = leasedrun.New(leasedrun.Config{Leases: d.Store, Owner: r.owner(), LeaseTTL: s.LeaseTTL, MaxConcurrent: s.MaxConcurrent,
 		SweepInterval: s.SweepInterval, LeaseName: evalrun.LeaseName, Claim: r.claim, Queued: r.queued, Reap: r.reapLost,
+		Log: d.Log, QuietErrors: []error{state.ErrUnavailable}})
+	r.workers = leasedrun.New(leasedrun.Config{Leases: d.Store, Owner: r.owner(), LeaseTTL: s.LeaseTTL, MaxConcurrent: max(s.MaxWorkers, 1),
+		SweepInterval: s.SweepInterval, LeaseName: evalrun.WorkerLeaseName, Claim: r.claimWorker, Queued: r.queuedWorkers,
 		Log: d.Log, QuietErrors: []error{state.ErrUnavailable}})
 	return r
 }
@@ -268,7 +285,14 @@ func (r *Runner) reapLost(ctx context.Context) error {
 
 // Sweep starts queued runs this instance has room for and ends runs whose runner was lost,
 // until ctx ends (the function's Start hook: the runtime cancels it when the drain begins).
-func (r *Runner) Sweep(ctx context.Context) { r.pool.Sweep(ctx) }
+func (r *Runner) Sweep(ctx context.Context) {
+	done := make(chan struct{})
+	go func() { defer close(done); r.workers.Sweep(ctx) }()
+	r.pool.Sweep(ctx)
+	<-done
+}
 
 // Close cancels the runs in flight and waits for them to record their end.
-func (r *Runner) Close(ctx context.Context) error { return r.pool.Close(ctx) }
+func (r *Runner) Close(ctx context.Context) error {
+	return errors.Join(r.pool.Close(ctx), r.workers.Close(ctx))
+}

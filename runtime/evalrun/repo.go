@@ -230,5 +230,8 @@ func (r *Repo) Delete(ctx context.Context, id string, version int64) error {
 	if err := r.Store.Delete(ctx, Kind, id, state.DeleteOptions{Version: version}); err != nil {
 		return err
 	}
+	if err := r.deleteWorkers(ctx, id); err != nil {
+		return err
+	}
 	return os.RemoveAll(r.RunDir(id))
 }

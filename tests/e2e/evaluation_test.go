@@ -203,6 +203,52 @@ func TestEvaluationMatrixBenchmarkAgainstTheSimulator(t *testing.T) {
 		}
 	})
 
+	t.Run("parallelism 2 is sent by two workers and merged", func(t *testing.T) {
+		id := createRun(t, api, sim1(`{"deployment_execution_id":"sim-1","parallelism":2,"matrix":[{"isl":32,"osl":8}],
+			"warmup_requests":1,"concurrency_stages":[{"concurrency":2,"num_requests":6},{"concurrency":4,"num_requests":10}]}`))
+		run := waitRun(t, api, id, 2*time.Minute, isTerminal)
+		if run["status"] != "succeeded" {
+			t.Fatalf("run ended %v: %v", run["status"], run["error"])
+		}
+		// Each worker sends the whole workload once: 2 x 16 measured requests, over the union.
+		m := run["metrics"].(map[string]any)
+		if m["request_count"] != 32.0 || m["success_count"] != 32.0 {
+			t.Fatalf("counts %v/%v, want 32/32", m["success_count"], m["request_count"])
+		}
+		stages := run["matrix_results"].([]any)[0].(map[string]any)["stage_metrics"].([]any)
+		if stages[0].(map[string]any)["metrics"].(map[string]any)["request_count"] != 12.0 ||
+			stages[1].(map[string]any)["metrics"].(map[string]any)["request_count"] != 20.0 {
+			t.Fatalf("stage metrics %v", stages)
+		}
+		if ttft := m["ttft_ms"].(float64); ttft < 40 || ttft > 40+200 {
+			t.Fatalf("ttft p50 %.1f ms (model 40)", ttft)
+		}
+		code, body := get(t, api+"/runs/"+id+"/artifacts/per-request-jsonl")
+		if code != 200 {
+			t.Fatalf("artifact: %d %s", code, body)
+		}
+		byWorker := map[float64]int{}
+		for _, line := range strings.Split(strings.TrimSpace(body), "\n") {
+			var rec struct {
+				Metadata map[string]any `json:"metadata"`
+			}
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatalf("record %q: %v", line, err)
+			}
+			w, _ := rec.Metadata["worker"].(float64)
+			byWorker[w]++
+		}
+		if len(byWorker) != 2 || byWorker[0] != 16 || byWorker[1] != 16 {
+			t.Fatalf("records per worker %v, want 16 from each of workers 0 and 1", byWorker)
+		}
+		logs := mustJSON(run["logs"])
+		for _, want := range []string{"Worker 0 of 2 started", "Worker 1 of 2 started", "Fanned out 2 workers"} {
+			if !strings.Contains(logs, want) {
+				t.Fatalf("run logs lack %q: %s", want, logs)
+			}
+		}
+	})
+
 	t.Run("a killed runner leaves the run failed", func(t *testing.T) {
 		id := createRun(t, api, sim1(`{"deployment_execution_id":"sim-1","matrix":[{"isl":16,"osl":200}],"warmup_requests":0,
 			"concurrency_stages":[{"concurrency":2,"num_requests":2000}]}`))
