@@ -3,6 +3,8 @@ package e2e_test
 import (
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -186,6 +188,42 @@ func TestEvaluationMatrixBenchmarkAgainstTheSimulator(t *testing.T) {
 		}
 	})
 
+	t.Run("the nightly PingSource example's firing", func(t *testing.T) {
+		// The data of deploy/examples/nightly-benchmark.yaml, sent as its PingSource would: type
+		// dev.knative.sources.ping with the lensfnevent extension, twice (a redelivery).
+		data := sim1(strings.ReplaceAll(pingData(t), "REPLACE-WITH-EXECUTION-ID", "sim-1"))
+		for range 2 {
+			code, body := post(t, broker, "application/json", data, map[string]string{"Ce-Specversion": "1.0",
+				"Ce-Id": "nightly-firing-1", "Ce-Source": "/apis/v1/namespaces/lensfn/pingsources/nightly-benchmark",
+				"Ce-Type": "dev.knative.sources.ping", "Ce-Time": time.Now().UTC().Format(time.RFC3339),
+				"Ce-Lensfnevent": "dev.lensfn.evaluation.run.requested.v1"})
+			if code/100 != 2 {
+				t.Fatalf("broker: %d %s", code, body)
+			}
+		}
+		var items []map[string]any
+		eventually(t, 2*time.Minute, "the run of the firing", func() bool {
+			_, body := get(t, api+"/runs")
+			var list struct {
+				Items []map[string]any `json:"items"`
+			}
+			_ = json.Unmarshal([]byte(body), &list)
+			items = nil
+			for _, it := range list.Items {
+				if strings.Contains(mustJSON(it["matrix"]), `"isl":1024`) {
+					items = append(items, it)
+				}
+			}
+			return len(items) > 0 && isTerminal(items[0])
+		})
+		if len(items) != 1 || items[0]["status"] != "succeeded" {
+			t.Fatalf("runs from the firing: %v", items)
+		}
+		if sla, _ := items[0]["sla"].(map[string]any); sla == nil || sla["met"] != true {
+			t.Fatalf("the example's SLA against the simulator: %v", items[0]["sla"])
+		}
+	})
+
 	t.Run("a Model Service run with its access key", func(t *testing.T) {
 		body := `{"model_service_group_id":"` + group[0] + `","api_key":"` + group[1] + `","matrix":[{"isl":16,"osl":8}],
 			"warmup_requests":0,"concurrency_stages":[{"concurrency":2,"num_requests":4}]}`
@@ -263,6 +301,33 @@ func TestEvaluationMatrixBenchmarkAgainstTheSimulator(t *testing.T) {
 		}
 		t.Logf("failed %s after the kill (lease 3s)", time.Since(killed).Round(100*time.Millisecond))
 	})
+}
+
+// pingData is the data of the nightly PingSource example: its folded (>-) block scalar, whose
+// lines YAML joins with spaces.
+func pingData(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "examples", "nightly-benchmark.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []string
+	in := false
+	for _, line := range strings.Split(string(raw), "\n") {
+		switch {
+		case strings.TrimSpace(line) == "data: >-":
+			in = true
+		case in && strings.HasPrefix(line, "    "):
+			parts = append(parts, strings.TrimSpace(line))
+		case in:
+			in = false
+		}
+	}
+	data := strings.Join(parts, " ")
+	if !json.Valid([]byte(data)) {
+		t.Fatalf("the example's data is not JSON: %s", data)
+	}
+	return data
 }
 
 func del(t *testing.T, url string) int {
