@@ -11,6 +11,7 @@ import (
 
 	benchmarkrunner "github.com/lensfn/lensfn/functions/benchmark-runner"
 	"github.com/lensfn/lensfn/runtime/evalrun"
+	"github.com/lensfn/lensfn/runtime/state"
 )
 
 func parallel() benchmarkrunner.Settings {
@@ -141,5 +142,40 @@ func TestLostWorkerFailsTheRun(t *testing.T) {
 	w1, _ := h.runs.LoadWorker(ctx, evalrun.WorkerID(id, 1))
 	if w1.Status != evalrun.WorkerFailed || !strings.Contains(w1.Error, "was lost") {
 		t.Fatalf("worker 1: %+v", w1)
+	}
+}
+
+// A cancel reaches every worker: each ends cancelled within about a second, the run ends
+// cancelled with the records they sent merged as its partial result.
+func TestParallelRunCancelStopsEveryWorker(t *testing.T) {
+	h := start(t, &fakeModel{ttft: 10 * time.Millisecond, itl: 10 * time.Millisecond}, parallel())
+	id := h.create(t, `{"deployment_execution_id":"exec-1","parallelism":2,"matrix":[{"isl":8,"osl":20}],"warmup_requests":0,
+		"concurrency_stages":[{"concurrency":2,"num_requests":100000}]}`)
+	h.waitFor(t, id, 20*time.Second, func(r *evalrun.Run) bool {
+		var live map[string]any
+		return r.Get("live_metrics", &live) && live["completed_requests"] != nil && live["completed_requests"].(float64) >= 8
+	})
+	asked := time.Now()
+	if _, err := h.runs.Transition(context.Background(), id, []string{evalrun.StatusRunning}, evalrun.StatusCancelling, state.Fence{}, func(r *evalrun.Run) error {
+		r.Internal.CancelRequested = true
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	run := h.waitFor(t, id, 15*time.Second, terminal)
+	if run.Status() != evalrun.StatusCancelled {
+		t.Fatalf("status %s error %q", run.Status(), run.String("error"))
+	}
+	t.Logf("cancelled after %s", time.Since(asked).Round(10*time.Millisecond))
+	for k := range 2 {
+		w, err := h.runs.LoadWorker(context.Background(), evalrun.WorkerID(id, k))
+		if err != nil || w.Status != evalrun.WorkerCancelled {
+			t.Fatalf("worker %d: %+v %v", k, w, err)
+		}
+	}
+	var m map[string]any
+	run.Get("metrics", &m)
+	if n, _ := m["request_count"].(float64); n < 8 || int(n) != len(records(t, h, id)) {
+		t.Fatalf("partial result of %v requests, artifact %d", m["request_count"], len(records(t, h, id)))
 	}
 }

@@ -70,19 +70,26 @@ func (x *execution) distribute(ctx context.Context, fields map[string]any) error
 	defer m.close()
 	x.merge = m
 	x.seq = 0
+	x.planned.Store(0) // the merge plans the whole run's requests again (the workers' counts stay)
 	mctx := context.WithoutCancel(ctx) // a cancel ended the workers; their records still merge
 	werr := x.workload(mctx, fields)
 	x.merge = nil
 	if started := m.rateStart(); started > 0 {
 		x.rateStart = started - float64(x.started.UnixNano())/1e9
 	}
-	if lost != nil {
+	switch {
+	case lost != nil:
 		return lost
-	}
-	if werr != nil {
+	case werr != nil:
 		return werr
 	}
-	return m.unreached()
+	if err := m.unreached(); err != nil {
+		return err
+	}
+	if ctx.Err() != nil && !errors.Is(context.Cause(ctx), errCancelled) {
+		return errShutdown // the records merged are partial: the owner is stopping
+	}
+	return nil
 }
 
 // await follows the workers until every one ended, reporting their progress as the run's. It

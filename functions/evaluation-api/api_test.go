@@ -295,9 +295,16 @@ func TestCancelAndDelete(t *testing.T) {
 
 func postEvent(t *testing.T, base, id, data string) int {
 	t.Helper()
+	return postCloudEvent(t, base, data, map[string]string{"Ce-Id": id, "Ce-Source": "/lensfn/user", "Ce-Type": "dev.lensfn.evaluation.run.requested.v1"})
+}
+
+// postCloudEvent posts a binary-mode CloudEvent with the header's attributes to the function.
+func postCloudEvent(t *testing.T, base, data string, header map[string]string) int {
+	t.Helper()
 	req, _ := http.NewRequest("POST", strings.TrimSuffix(base, evaluationapi.Prefix)+"/events", strings.NewReader(data))
-	for k, v := range map[string]string{"Ce-Specversion": "1.0", "Ce-Id": id, "Ce-Source": "/lensfn/user",
-		"Ce-Type": "dev.lensfn.evaluation.run.requested.v1", "Content-Type": "application/json"} {
+	req.Header.Set("Ce-Specversion", "1.0")
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range header {
 		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)
@@ -348,20 +355,12 @@ func TestRunRequestedEventCreatesOneRunPerKey(t *testing.T) {
 
 func postPing(t *testing.T, base, id, at string, ext bool, data string) int {
 	t.Helper()
-	req, _ := http.NewRequest("POST", strings.TrimSuffix(base, evaluationapi.Prefix)+"/events", strings.NewReader(data))
-	for k, v := range map[string]string{"Ce-Specversion": "1.0", "Ce-Id": id, "Ce-Source": "/apis/v1/namespaces/lensfn/pingsources/nightly-benchmark",
-		"Ce-Type": "dev.knative.sources.ping", "Ce-Time": at, "Content-Type": "application/json"} {
-		req.Header.Set(k, v)
-	}
+	header := map[string]string{"Ce-Id": id, "Ce-Source": "/apis/v1/namespaces/lensfn/pingsources/nightly-benchmark",
+		"Ce-Type": "dev.knative.sources.ping", "Ce-Time": at}
 	if ext {
-		req.Header.Set("Ce-Lensfnevent", "dev.lensfn.evaluation.run.requested.v1")
+		header["Ce-Lensfnevent"] = "dev.lensfn.evaluation.run.requested.v1"
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
+	return postCloudEvent(t, base, data, header)
 }
 
 // A PingSource sends the same data at every firing: each firing creates one run, and a
@@ -371,7 +370,7 @@ func TestPingSourceFiringsCreateOneRunEach(t *testing.T) {
 	data := `{"idempotency_key":"nightly","deployment_execution_id":"exec-1","workload":"sanity_random.yaml"}`
 	for _, f := range []struct{ id, at string }{
 		{"p-1", "2026-12-01T02:00:00.120Z"}, {"p-1", "2026-12-01T02:00:00.120Z"}, // the broker redelivers
-		{"p-1b", "2026-12-01T02:00:01Z"}, // the adapter re-sent the same firing with a new id
+		{"p-1b", "2026-12-01T02:00:01Z"},    // the adapter re-sent the same firing with a new id
 		{"p-2", "2026-12-02T02:00:00.090Z"}, // the next night
 	} {
 		if code := postPing(t, h.url, f.id, f.at, true, data); code/100 != 2 {

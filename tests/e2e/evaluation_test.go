@@ -161,28 +161,8 @@ func TestEvaluationMatrixBenchmarkAgainstTheSimulator(t *testing.T) {
 	t.Run("run.requested event", func(t *testing.T) {
 		data := sim1(`{"idempotency_key":"e2e-nightly","deployment_execution_id":"sim-1","matrix":[{"isl":16,"osl":4}],
 			"warmup_requests":0,"concurrency_stages":[{"concurrency":1,"num_requests":3}]}`)
-		for range 2 {
-			code, body := post(t, broker, "application/json", data, map[string]string{"Ce-Specversion": "1.0",
-				"Ce-Id": "ping-1", "Ce-Source": "/lensfn/user/e2e", "Ce-Type": "dev.lensfn.evaluation.run.requested.v1"})
-			if code/100 != 2 {
-				t.Fatalf("broker: %d %s", code, body)
-			}
-		}
-		var items []map[string]any
-		eventually(t, time.Minute, "the requested run", func() bool {
-			_, body := get(t, api+"/runs")
-			var list struct {
-				Items []map[string]any `json:"items"`
-			}
-			_ = json.Unmarshal([]byte(body), &list)
-			items = nil
-			for _, it := range list.Items {
-				if it["matrix"] != nil && strings.Contains(mustJSON(it["matrix"]), `"osl":4`) {
-					items = append(items, it)
-				}
-			}
-			return len(items) > 0 && isTerminal(items[0])
-		})
+		items := runsFromEvent(t, api, broker, data, map[string]string{"Ce-Id": "ping-1", "Ce-Source": "/lensfn/user/e2e",
+			"Ce-Type": "dev.lensfn.evaluation.run.requested.v1"}, `"osl":4`)
 		if len(items) != 1 || items[0]["status"] != "succeeded" {
 			t.Fatalf("runs from the event: %v", items)
 		}
@@ -190,32 +170,11 @@ func TestEvaluationMatrixBenchmarkAgainstTheSimulator(t *testing.T) {
 
 	t.Run("the nightly PingSource example's firing", func(t *testing.T) {
 		// The data of deploy/examples/nightly-benchmark.yaml, sent as its PingSource would: type
-		// dev.knative.sources.ping with the lensfnevent extension, twice (a redelivery).
+		// dev.knative.sources.ping with the lensfnevent extension.
 		data := sim1(strings.ReplaceAll(pingData(t), "REPLACE-WITH-EXECUTION-ID", "sim-1"))
-		for range 2 {
-			code, body := post(t, broker, "application/json", data, map[string]string{"Ce-Specversion": "1.0",
-				"Ce-Id": "nightly-firing-1", "Ce-Source": "/apis/v1/namespaces/lensfn/pingsources/nightly-benchmark",
-				"Ce-Type": "dev.knative.sources.ping", "Ce-Time": time.Now().UTC().Format(time.RFC3339),
-				"Ce-Lensfnevent": "dev.lensfn.evaluation.run.requested.v1"})
-			if code/100 != 2 {
-				t.Fatalf("broker: %d %s", code, body)
-			}
-		}
-		var items []map[string]any
-		eventually(t, 2*time.Minute, "the run of the firing", func() bool {
-			_, body := get(t, api+"/runs")
-			var list struct {
-				Items []map[string]any `json:"items"`
-			}
-			_ = json.Unmarshal([]byte(body), &list)
-			items = nil
-			for _, it := range list.Items {
-				if strings.Contains(mustJSON(it["matrix"]), `"isl":1024`) {
-					items = append(items, it)
-				}
-			}
-			return len(items) > 0 && isTerminal(items[0])
-		})
+		items := runsFromEvent(t, api, broker, data, map[string]string{"Ce-Id": "nightly-firing-1",
+			"Ce-Source": "/apis/v1/namespaces/lensfn/pingsources/nightly-benchmark", "Ce-Type": "dev.knative.sources.ping",
+			"Ce-Time": time.Now().UTC().Format(time.RFC3339), "Ce-Lensfnevent": "dev.lensfn.evaluation.run.requested.v1"}, `"isl":1024`)
 		if len(items) != 1 || items[0]["status"] != "succeeded" {
 			t.Fatalf("runs from the firing: %v", items)
 		}
@@ -301,6 +260,34 @@ func TestEvaluationMatrixBenchmarkAgainstTheSimulator(t *testing.T) {
 		}
 		t.Logf("failed %s after the kill (lease 3s)", time.Since(killed).Round(100*time.Millisecond))
 	})
+}
+
+// runsFromEvent sends a CloudEvent to the broker twice (a redelivery), waits until the first run
+// whose matrix contains matrixHas ended, and returns every such run.
+func runsFromEvent(t *testing.T, api, broker, data string, header map[string]string, matrixHas string) []map[string]any {
+	t.Helper()
+	header["Ce-Specversion"] = "1.0"
+	for range 2 {
+		if code, body := post(t, broker, "application/json", data, header); code/100 != 2 {
+			t.Fatalf("broker: %d %s", code, body)
+		}
+	}
+	var items []map[string]any
+	eventually(t, 2*time.Minute, "the run the event asked for", func() bool {
+		_, body := get(t, api+"/runs")
+		var list struct {
+			Items []map[string]any `json:"items"`
+		}
+		_ = json.Unmarshal([]byte(body), &list)
+		items = nil
+		for _, it := range list.Items {
+			if it["matrix"] != nil && strings.Contains(mustJSON(it["matrix"]), matrixHas) {
+				items = append(items, it)
+			}
+		}
+		return len(items) > 0 && isTerminal(items[0])
+	})
+	return items
 }
 
 // pingData is the data of the nightly PingSource example: its folded (>-) block scalar, whose
