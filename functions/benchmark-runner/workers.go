@@ -70,7 +70,7 @@ func (x *execution) distribute(ctx context.Context, fields map[string]any) error
 	defer m.close()
 	x.merge = m
 	x.seq = 0
-	x.planned.Store(0) // the merge plans the whole run's requests again (the workers' counts stay)
+	x.planned.Store(0)                 // the merge plans the whole run's requests again (the workers' counts stay)
 	mctx := context.WithoutCancel(ctx) // a cancel ended the workers; their records still merge
 	werr := x.workload(mctx, fields)
 	x.merge = nil
