@@ -20,7 +20,8 @@ var External = []Definition{
 		Source: "/apis/v1/namespaces/<namespace>/pingsources/<name>",
 		Description: "A Knative PingSource fired; with lensfnevent=" + TypeRunRequested + " its data is a run.requested " +
 			"payload and the evaluation API creates one run per firing (the idempotency key plus the firing's minute).",
-		Payload: reflect.TypeFor[RunRequested](),
+		Payload:    reflect.TypeFor[RunRequested](),
+		Extensions: map[string]string{ExtensionLensfnEvent: TypeRunRequested},
 	},
 }
 

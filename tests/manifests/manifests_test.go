@@ -114,7 +114,7 @@ func TestEveryConsumedEventTypeHasATrigger(t *testing.T) {
 		for _, eventType := range types {
 			routed := false
 			for _, tr := range m.Triggers {
-				if tr.Subscriber == function && tr.Path == "/events" && tr.Matches(map[string]string{"type": eventType, "source": sourceOf(eventType)}) {
+				if tr.Subscriber == function && tr.Path == "/events" && tr.Matches(attributesOf(eventType)) {
 					routed = true
 				}
 			}
@@ -125,9 +125,14 @@ func TestEveryConsumedEventTypeHasATrigger(t *testing.T) {
 	}
 }
 
-func sourceOf(eventType string) string {
-	d, _ := events.Lookup(eventType)
-	return d.Source
+// attributesOf are the attributes an event of the type carries that Triggers filter on.
+func attributesOf(eventType string) map[string]string {
+	d, _ := events.LookupConsumed(eventType)
+	attrs := map[string]string{"type": eventType, "source": d.Source}
+	for k, v := range d.Extensions {
+		attrs[k] = v
+	}
+	return attrs
 }
 
 func TestEveryTriggerNamesAFunctionAndACataloguedType(t *testing.T) {
