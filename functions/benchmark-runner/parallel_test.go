@@ -11,7 +11,6 @@ import (
 
 	benchmarkrunner "github.com/lensfn/lensfn/functions/benchmark-runner"
 	"github.com/lensfn/lensfn/runtime/evalrun"
-	"github.com/lensfn/lensfn/runtime/state"
 )
 
 func parallel() benchmarkrunner.Settings {
@@ -156,12 +155,7 @@ func TestParallelRunCancelStopsEveryWorker(t *testing.T) {
 		return r.Get("live_metrics", &live) && live["completed_requests"] != nil && live["completed_requests"].(float64) >= 8
 	})
 	asked := time.Now()
-	if _, err := h.runs.Transition(context.Background(), id, []string{evalrun.StatusRunning}, evalrun.StatusCancelling, state.Fence{}, func(r *evalrun.Run) error {
-		r.Internal.CancelRequested = true
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	h.cancel(t, id)
 	run := h.waitFor(t, id, 15*time.Second, terminal)
 	if run.Status() != evalrun.StatusCancelled {
 		t.Fatalf("status %s error %q", run.Status(), run.String("error"))

@@ -10,29 +10,14 @@ import (
 
 	"github.com/lensfn/lensfn/runtime/leasedrun"
 	"github.com/lensfn/lensfn/runtime/state"
-	"github.com/lensfn/lensfn/runtime/state/redisstore"
+	"github.com/lensfn/lensfn/runtime/state/redisstore/redistest"
 )
-
-func openStore(t *testing.T) *redisstore.Store {
-	t.Helper()
-	e, err := redisstore.StartEmbedded()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
-	s, err := redisstore.Open(context.Background(), e.URL(), redisstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
-}
 
 func leaseName(id string) string { return "job:" + id }
 
 // A record offered many times at once runs once; a slot-less or held record is left alone.
 func TestAJobOfferedConcurrentlyRunsOnce(t *testing.T) {
-	store := openStore(t)
+	store := redistest.Open(t)
 	var claims, runs atomic.Int32
 	release := make(chan struct{})
 	p := leasedrun.New(leasedrun.Config{Leases: store, Owner: "a", LeaseTTL: 3 * time.Second, MaxConcurrent: 2, SweepInterval: time.Hour,
@@ -80,7 +65,7 @@ func TestAJobOfferedConcurrentlyRunsOnce(t *testing.T) {
 
 // A skipped claim releases the lease and reports not started; a claim error is returned.
 func TestSkippedClaimReleasesTheLease(t *testing.T) {
-	store := openStore(t)
+	store := redistest.Open(t)
 	boom := errors.New("boom")
 	p := leasedrun.New(leasedrun.Config{Leases: store, Owner: "a", LeaseTTL: 3 * time.Second, MaxConcurrent: 1, SweepInterval: time.Hour,
 		LeaseName: leaseName, Claim: func(_ context.Context, id string, _ state.Lease) (leasedrun.Job, error) {
@@ -106,7 +91,7 @@ func TestSkippedClaimReleasesTheLease(t *testing.T) {
 // The lease is renewed past its TTL while the job runs; a lease taken by another owner
 // cancels the job with state.ErrLeaseLost.
 func TestLeaseRenewedAndLossCancelsTheJob(t *testing.T) {
-	store := openStore(t)
+	store := redistest.Open(t)
 	ttl := 600 * time.Millisecond
 	cause := make(chan error, 1)
 	renewed := make(chan struct{})
@@ -150,7 +135,7 @@ func TestLeaseRenewedAndLossCancelsTheJob(t *testing.T) {
 
 // The sweep starts queued ids oldest first until the slots are full, and reaps.
 func TestSweepStartsQueuedAndReaps(t *testing.T) {
-	store := openStore(t)
+	store := redistest.Open(t)
 	var mu sync.Mutex
 	var order []string
 	reaped := make(chan struct{}, 1)

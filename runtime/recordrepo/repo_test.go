@@ -13,7 +13,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/recordrepo"
 	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/state"
-	"github.com/lensfn/lensfn/runtime/state/redisstore"
+	"github.com/lensfn/lensfn/runtime/state/redisstore/redistest"
 )
 
 type note struct {
@@ -24,16 +24,7 @@ var errNoSealer = errors.New("no sealer")
 
 func repo(t *testing.T, sealer *secret.Sealer) *recordrepo.Repo[*note] {
 	t.Helper()
-	e, err := redisstore.StartEmbedded()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
-	s, err := redisstore.Open(context.Background(), e.URL(), redisstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := redistest.Open(t)
 	return &recordrepo.Repo[*note]{Store: s, Sealer: sealer, Kind: "note", NoSealer: errNoSealer,
 		Encode: func(n *note, version int64) (state.Record, error) {
 			doc, err := json.Marshal(n)
