@@ -157,7 +157,7 @@ func TestSignInKeepsTheTokenInASealedCookie(t *testing.T) {
 	}
 	_, page := fetch(t, c, "GET", srv.URL+"/login", nil)
 	resp, body := fetch(t, c, "POST", srv.URL+"/login", url.Values{"csrf": {csrfOf(t, page)}, "token": {"lens_000000000000_" + strings.Repeat("0", 64)}})
-	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "not valid") || strings.Contains(body, strings.Repeat("0", 64)) {
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "not valid") || strings.Contains(body, strings.Repeat("0", 64)) {
 		t.Fatalf("bad token: %d %s", resp.StatusCode, body)
 	}
 	_, page = fetch(t, c, "GET", srv.URL+"/login", nil)
@@ -255,7 +255,7 @@ func TestCreateFormShowsTheAPIsValidation(t *testing.T) {
 	_, page := fetch(t, c, "GET", srv.URL+"/tasks/new", nil)
 	resp, body := fetch(t, c, "POST", srv.URL+"/tasks", url.Values{"csrf": {csrfOf(t, page)}, "scenario": {"chat"},
 		"endpoint_url": {"ftp://nowhere"}, "model_name": {"m"}, "trace_dataset": {"lensfn-sample-chat"}, "scale_factor": {"10"}})
-	if resp.StatusCode != http.StatusUnprocessableEntity {
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "422 Validation failed") {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
 	if !strings.Contains(body, `data-field="endpoint_url">endpoint_url must be an http(s) URL`) || !strings.Contains(body, `value="ftp://nowhere"`) {

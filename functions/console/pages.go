@@ -65,7 +65,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request, q *request) erro
 	next := localPath(r.PostForm.Get("next"))
 	token := strings.TrimSpace(r.PostForm.Get("token"))
 	again := func(status int, msg string) error {
-		c.render(w, status, q, "login", view{Title: "Sign in", Nav: "login", Data: obj{"next": next},
+		c.render(w, http.StatusOK, q, "login", view{Title: "Sign in", Nav: "login", Data: obj{"next": next},
 			Problem: &apiError{Status: status, Title: "Not signed in", Detail: msg}})
 		return nil
 	}
@@ -148,7 +148,7 @@ func (c *Console) downloadDataset(w http.ResponseWriter, r *http.Request, q *req
 	if err := c.api.call(r.Context(), q.token(), http.MethodPost, simAPI+"/trace-datasets/download", obj{"dataset": name}, &res); err != nil {
 		e, _ := asAPIError(err)
 		data := c.list(r.Context(), q, simAPI+"/trace-datasets", "datasets")
-		c.render(w, e.Status, q, "datasets", view{Title: "Trace datasets", Nav: "datasets", Data: data, Problem: e})
+		c.render(w, http.StatusOK, q, "datasets", view{Title: "Trace datasets", Nav: "datasets", Data: data, Problem: e})
 		return nil
 	}
 	http.Redirect(w, r, "/datasets/"+url.PathEscape(name), http.StatusSeeOther)
@@ -166,7 +166,10 @@ func (c *Console) tasks(w http.ResponseWriter, r *http.Request, q *request) erro
 	return nil
 }
 
-// taskForm is the create form's fields, kept to show the form again with the API's errors.
+// A form shown again with the API's errors answers 200: the page is what the browser asked
+// for and the problem is on it (a 4xx document is a failed load in the browser's console).
+
+// taskFields are the create form's fields, kept to show the form again with the API's errors.
 var taskFields = []string{"name", "scenario", "endpoint_url", "model_name", "trace_dataset", "scale_factor", "duration_seconds"}
 
 var numericTaskFields = map[string]bool{"scale_factor": true, "duration_seconds": true}
@@ -209,8 +212,7 @@ func (c *Console) createTask(w http.ResponseWriter, r *http.Request, q *request)
 		for _, f := range e.Fields {
 			errs[f.Field()] = f.Message
 		}
-		status := e.Status
-		c.render(w, status, q, "task_new", view{Title: "New simulation task", Nav: "tasks", Data: data, Problem: e})
+		c.render(w, http.StatusOK, q, "task_new", view{Title: "New simulation task", Nav: "tasks", Data: data, Problem: e})
 		return nil
 	}
 	http.Redirect(w, r, "/tasks/"+url.PathEscape(created.TaskID), http.StatusSeeOther)
@@ -431,7 +433,7 @@ func (c *Console) newEvaluation(w http.ResponseWriter, r *http.Request, q *reque
 func (c *Console) createFromSpec(w http.ResponseWriter, r *http.Request, q *request, apiPath, what, nav, pagePrefix string) error {
 	spec := r.PostForm.Get("spec")
 	again := func(e *apiError) error {
-		c.render(w, e.Status, q, "spec_new", view{Title: "New " + what, Nav: nav, Problem: e,
+		c.render(w, http.StatusOK, q, "spec_new", view{Title: "New " + what, Nav: nav, Problem: e,
 			Data: obj{"action": pagePrefix, "spec": spec, "what": what}})
 		return nil
 	}
