@@ -377,7 +377,8 @@ func (c *Console) compare(w http.ResponseWriter, r *http.Request, q *request) er
 		y, okB := row.B.(float64)
 		if okA && okB && x != 0 {
 			row.Ratio = report.Num(y/x) + "×"
-			if strings.HasSuffix(kv.Key, ".p50") || strings.HasSuffix(kv.Key, ".p99") {
+			if (strings.HasPrefix(kv.Key, "ttft.") || strings.HasPrefix(kv.Key, "tpot.") || strings.HasPrefix(kv.Key, "latency.")) &&
+				(strings.HasSuffix(kv.Key, "p50_ms") || strings.HasSuffix(kv.Key, "p99_ms")) {
 				labels, values = append(labels, kv.Key), append(values, y/x)
 			}
 		}
@@ -478,9 +479,8 @@ func (c *Console) run(w http.ResponseWriter, r *http.Request, q *request) error 
 	if err := c.api.call(r.Context(), q.token(), http.MethodGet, evalAPI+"/runs/"+url.PathEscape(id), nil, &run); err != nil {
 		return err
 	}
-	pretty, _ := json.MarshalIndent(run["results"], "", "  ")
 	c.render(w, http.StatusOK, q, "run", view{Title: "Benchmark run " + id, Nav: "runs",
-		Data: obj{"run": run, "id": id, "live": !terminal(str(run["status"])), "results": string(pretty), "metrics": flatten(run["metrics"])}})
+		Data: obj{"run": run, "id": id, "live": !terminal(str(run["status"])), "metrics": flatten(run["metrics"]), "sla": flatten(run["sla"])}})
 	return nil
 }
 

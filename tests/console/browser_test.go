@@ -2,7 +2,10 @@ package console_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +35,27 @@ func findChromium() string {
 	return ""
 }
 
+// postJSON creates a record through the API with the token and returns its id.
+func postJSON(t *testing.T, url, token, body string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var created struct {
+		ID string `json:"id"`
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusCreated || json.Unmarshal(raw, &created) != nil || created.ID == "" {
+		t.Fatalf("POST %s: %d %s", url, resp.StatusCode, raw)
+	}
+	return created.ID
+}
+
 // pageErrors collects what the browser reports as going wrong on a page.
 type pageErrors struct {
 	mu   sync.Mutex
@@ -59,7 +83,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Skip("browser tests skipped: no chromium on PATH (apt-get install chromium, or set LENS_CHROMIUM)")
 	}
 	stack := stacktest.Start(t, stacktest.Options{Auth: "required",
-		Only: []string{"console", "simulation-api", "trace-replayer", "result-analyzer", "inference-sim", "evaluation-api", "inventory-api"}})
+		Only: []string{"console", "simulation-api", "trace-replayer", "result-analyzer", "inference-sim", "evaluation-api", "inventory-api", "benchmark-runner"}})
 	tokens, closeTokens, err := local.OpenTokens(context.Background(), stack.RedisURL, "")
 	if err != nil {
 		t.Fatal(err)
@@ -73,6 +97,12 @@ func TestConsoleInABrowser(t *testing.T) {
 	if !ok {
 		t.Fatal("the stack runs no simulator")
 	}
+	// The stack's simulator as a deployment execution behind a Model Service, for the benchmark
+	// run and the inventory page.
+	execID := postJSON(t, stack.APIURL+"/api/v1/deployments/executions", token, `{"cluster_session_id":"`+stack.LocalSessionID+
+		`","name":"browser-sim","model":"`+model+`","endpoint":"`+simURL+`"}`)
+	postJSON(t, stack.APIURL+"/api/v1/model-services", token, `{"name":"browser","published_name":"`+model+
+		`","cluster_session_id":"`+stack.LocalSessionID+`","member_execution_ids":["`+execID+`"]}`)
 	artifacts := os.Getenv("LENS_TEST_ARTIFACTS")
 	if artifacts == "" {
 		artifacts = filepath.Join(os.TempDir(), "lensfn-console-screenshots")
@@ -221,6 +251,18 @@ func TestConsoleInABrowser(t *testing.T) {
 	shot("runs", false)
 	do("benchmark run form", chromedp.Navigate(base+"/runs/new"), visible("#spec"), chromedp.Submit(chromedp.CSS("#spec")), visible("div.problem"))
 	shot("run-form-errors", false)
+	spec := `{"deployment_execution_id":"` + execID + `","cluster_session_id":"` + stack.LocalSessionID + `",
+  "matrix":[{"isl":64,"osl":16}],"concurrency_stages":[{"concurrency":2,"num_requests":8}],"warmup_requests":1,
+  "sla_targets":{"ttft_ms":2000,"tpot_ms":200,"success_rate_min_percent":99}}`
+	do("create a benchmark run", chromedp.Navigate(base+"/runs/new"), visible("#spec"), chromedp.SetValue(chromedp.CSS("#spec"), spec),
+		chromedp.Submit(chromedp.CSS("#spec")))
+	leftPage("create a benchmark run", base+"/runs/new")
+	// The run page refreshes itself until the run is final; its metrics appear then.
+	do("watch the benchmark run", visible("#metrics"))
+	if st := text("run status", "#run-status"); st != "succeeded" {
+		t.Fatalf("the benchmark run ended %q", st)
+	}
+	shot("benchmark-run", true)
 	do("evaluations", chromedp.Navigate(base+"/evaluations"), visible("main h1"))
 	shot("evaluations", true)
 	do("inventory", chromedp.Navigate(base+"/inventory"), visible("main table"))
