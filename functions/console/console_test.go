@@ -54,6 +54,12 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 	mux.HandleFunc("GET /api/v1/evaluate/workflow-runs", func(w http.ResponseWriter, _ *http.Request) {
 		problem(w, 404, `{"title":"Not found","status":404,"code":"not_found","detail":"no route GET /api/v1/evaluate/workflow-runs"}`)
 	})
+	mux.HandleFunc("GET /api/v1/evaluate/workflow-runs/w1/details", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `{"workflow":{"id":"w1","name":"Qwen comparison","status":"succeeded"},
+			"cases":[{"case":{"id":"guide-1","kind":"guide","status":"succeeded","evaluation_run_id":"run-1"},"deployment":{"id":"d1","status":"succeeded"}}],
+			"report":{"comparison_version":2,"comparisons":[{"guide_case_id":"guide-1","baseline_case_id":"baseline-1","baseline_type":"direct-vllm",
+			"sla":{"met":true,"checks":{}},"matrix_statistics":{"case_count":1,"rows":[],"geometric_mean_ratio":{"ttft_ms":0.5,"throughput_tps":1.25}}}]}}`)
+	})
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		raw, _ := io.ReadAll(r.Body)
 		f.mu.Lock()
@@ -298,5 +304,22 @@ func TestConsoleNeedsItsAPIURL(t *testing.T) {
 	_, err := fn.NewServer(context.Background(), fntest.Config(t, fntest.Env(t, nil)), console.Name, console.Build)
 	if err == nil || !strings.Contains(err.Error(), "LENS_API_URL") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestEvaluationShowsCasesAndTheComparison: the details page lists the cases and draws the
+// comparison report's geometric-mean ratios with the SLA verdict.
+func TestEvaluationShowsCasesAndTheComparison(t *testing.T) {
+	api := newFakeAPI(t)
+	_, srv := startConsole(t, api.URL, map[string]string{"LENS_AUTH": "off"})
+	resp, body := fetch(t, browser(t), "GET", srv.URL+"/evaluations/w1", nil)
+	for _, want := range []string{"Qwen comparison", `href="/runs/run-1"`, "guide-1 vs baseline-1 (direct-vllm)", "SLA met",
+		"matrix: throughput_tps", "<svg", "1.25"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if resp.StatusCode != 200 || t.Failed() {
+		t.Fatalf("%d\n%s", resp.StatusCode, body)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html/template"
 	"io"
 	"net/http"
 	"net/url"
@@ -520,24 +521,55 @@ func (c *Console) evaluation(w http.ResponseWriter, r *http.Request, q *request)
 	}
 	data := obj{"id": id, "details": details, "live": !terminal(str(get(details, "workflow.status")))}
 	if rep, ok := get(details, "report").(map[string]any); ok {
-		data["comparisons"] = comparisonRows(rep)
+		data["comparisons"] = comparisonViews(rep)
 	}
 	c.render(w, http.StatusOK, q, "evaluation", view{Title: "Evaluation " + id, Nav: "evaluations", Data: data})
 	return nil
 }
 
-// comparisonRows reads the comparison report's rows: each comparison's ratios as label/value.
-func comparisonRows(rep map[string]any) []kv {
-	var out []kv
+// comparisonView is one comparison of the v2 report: a guide case against a baseline.
+type comparisonView struct {
+	Label string
+	SLA   string // met, missed, or "" without targets
+	Rows  []kv   // geometric means of the ratios (guide / baseline), matrix then rate stages
+	Chart template.HTML
+}
+
+// comparisonViews reads the comparison report's comparisons (comparison_version 2).
+func comparisonViews(rep map[string]any) []comparisonView {
+	var out []comparisonView
 	comps, _ := rep["comparisons"].([]any)
 	for i, cmp := range comps {
-		label := str(get(cmp, "guide_case_id")) + " vs " + str(get(cmp, "baseline_case_id"))
-		if label == " vs " {
-			label = "comparison " + strconv.Itoa(i+1)
+		v := comparisonView{Label: str(get(cmp, "guide_case_id"))}
+		if b := str(get(cmp, "baseline_case_id")); b != "" {
+			v.Label += " vs " + b
+			if bt := str(get(cmp, "baseline_type")); bt != "" {
+				v.Label += " (" + bt + ")"
+			}
 		}
-		for _, f := range flatten(get(cmp, "geometric_means")) {
-			out = append(out, kv{Key: label + ": " + f.Key, Value: f.Value})
+		if v.Label == "" {
+			v.Label = "comparison " + strconv.Itoa(i+1)
 		}
+		switch get(cmp, "sla.met") {
+		case true:
+			v.SLA = "met"
+		case false:
+			v.SLA = "missed"
+		}
+		var labels []string
+		var values []float64
+		for _, part := range []struct{ key, name string }{{"matrix_statistics", "matrix"}, {"rate_stage_statistics", "rate stages"}} {
+			for _, f := range flatten(get(cmp, part.key+".geometric_mean_ratio")) {
+				v.Rows = append(v.Rows, kv{Key: part.name + ": " + f.Key, Value: f.Value})
+				if x, ok := f.Value.(float64); ok {
+					labels, values = append(labels, f.Key), append(values, x)
+				}
+			}
+		}
+		if len(labels) > 0 {
+			v.Chart = report.BarChart{Title: "Geometric mean ratio, guide / baseline (1 = equal)", YLabel: "ratio", Labels: labels, Values: values}.SVG()
+		}
+		out = append(out, v)
 	}
 	return out
 }

@@ -231,7 +231,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	// The page has no refresh of its own: the report appears when the event stream's "end"
 	// reloads it.
-	do("watch it finish", visible("#report"))
+	do("watch it finish", visible("#report[data-loaded]"))
 	if st := text("status", "#status"); st != "completed" {
 		t.Fatalf("the task ended %q", st)
 	}

@@ -52,6 +52,13 @@ function downloadProgress(form) {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
+  // The report frame is loaded from here so that it can say when it has (the browser tests
+  // wait for it).
+  const report = document.getElementById("report");
+  if (report) {
+    report.addEventListener("load", () => { report.dataset.loaded = "true"; });
+    report.src = report.dataset.src;
+  }
   const box = document.getElementById("task");
   if (box) watchTask(box);
   document.querySelectorAll("form[data-progress]").forEach(downloadProgress);
