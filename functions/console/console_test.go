@@ -323,3 +323,21 @@ func TestEvaluationShowsCasesAndTheComparison(t *testing.T) {
 		t.Fatalf("%d\n%s", resp.StatusCode, body)
 	}
 }
+
+// TestMetricsCountTheAPICalls: /metrics carries the console's calls to the APIs by family and
+// code, and the sign-ins by outcome.
+func TestMetricsCountTheAPICalls(t *testing.T) {
+	api := newFakeAPI(t)
+	s, srv := startConsole(t, api.URL, nil)
+	c := browser(t)
+	signIn(t, c, srv.URL, fntest.Token(t, s))
+	fetch(t, c, "GET", srv.URL+"/evaluations", nil)
+	_, body := fetch(t, c, "GET", srv.URL+"/metrics", nil)
+	for _, want := range []string{`lens_console_api_calls_total{api="/api/simulation",code="200"} 1`,
+		`lens_console_api_calls_total{api="/api/v1/evaluate",code="404"} 1`, `lens_console_logins_total{outcome="ok"} 1`,
+		`lens_console_api_call_duration_seconds_count{api="/api/simulation"} 1`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}

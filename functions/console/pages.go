@@ -102,10 +102,12 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request, _ *request) err
 
 // --- datasets ---
 
-func (c *Console) datasets(w http.ResponseWriter, r *http.Request, q *request) error {
-	c.render(w, http.StatusOK, q, "datasets", view{Title: "Trace datasets", Nav: "datasets",
-		Data: c.list(r.Context(), q, simAPI+"/trace-datasets", "datasets")})
-	return nil
+// listPage renders one API list (its items under key) on a page of its own.
+func (c *Console) listPage(page, title, apiPath, key string) handler {
+	return func(w http.ResponseWriter, r *http.Request, q *request) error {
+		c.render(w, http.StatusOK, q, page, view{Title: title, Nav: page, Data: c.list(r.Context(), q, apiPath, key)})
+		return nil
+	}
 }
 
 func (c *Console) dataset(w http.ResponseWriter, r *http.Request, q *request) error {
@@ -395,11 +397,6 @@ func (c *Console) compare(w http.ResponseWriter, r *http.Request, q *request) er
 
 // --- benchmark runs ---
 
-func (c *Console) runs(w http.ResponseWriter, r *http.Request, q *request) error {
-	c.render(w, http.StatusOK, q, "runs", view{Title: "Benchmark runs", Nav: "runs", Data: c.list(r.Context(), q, evalAPI+"/runs", "items")})
-	return nil
-}
-
 // exampleRun is the form's starting point: the spec's example, to be pointed at a deployment.
 const exampleRun = `{
   "deployment_execution_id": "",
@@ -501,12 +498,6 @@ func (c *Console) runAction(action string) handler {
 }
 
 // --- evaluations (workflow runs) ---
-
-func (c *Console) evaluations(w http.ResponseWriter, r *http.Request, q *request) error {
-	c.render(w, http.StatusOK, q, "evaluations", view{Title: "Evaluations", Nav: "evaluations",
-		Data: c.list(r.Context(), q, evalAPI+"/workflow-runs", "items")})
-	return nil
-}
 
 func (c *Console) evaluation(w http.ResponseWriter, r *http.Request, q *request) error {
 	id := r.PathValue("id")

@@ -133,7 +133,7 @@ func TestConsoleInABrowser(t *testing.T) {
 			}
 		}
 	}()
-	ctx, cancel := context.WithTimeout(browserCtx, 5*time.Minute)
+	ctx, cancel := context.WithTimeout(browserCtx, 8*time.Minute)
 	defer cancel()
 
 	base := stack.APIURL
@@ -193,10 +193,48 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("%s: the browser stayed on %s", step, from)
 		return ""
 	}
+	// frameShows waits for the report's charts inside its frame: a sandboxed frame is a target
+	// of its own, so it is attached to, and its console is watched like the page's.
+	frameShows := func(frameURL string) {
+		t.Helper()
+		targets, err := chromedp.Targets(ctx)
+		check("list the frames", err)
+		for _, tg := range targets {
+			if tg.Type != "iframe" || tg.URL != frameURL {
+				continue
+			}
+			// Cancelling an attached frame's context leaves the page's own target unusable
+			// (seen with chromedp v0.23.0), so the frame stays attached until the browser goes.
+			frame, _ := chromedp.NewContext(ctx, chromedp.WithTargetID(tg.TargetID))
+
+			var frameErrs []string
+			var mu sync.Mutex
+			go func() {
+				for m, err := range chromedp.Console(frame) {
+					if err != nil {
+						return
+					}
+					if m.Type == chromedp.ConsoleError || m.IsException() {
+						mu.Lock()
+						frameErrs = append(frameErrs, m.String())
+						mu.Unlock()
+					}
+				}
+			}()
+			check("the report's charts in its frame", chromedp.Do(frame, chromedp.WaitVisible(chromedp.CSS("svg"))))
+			mu.Lock()
+			defer mu.Unlock()
+			if len(frameErrs) > 0 {
+				t.Fatalf("the report frame reported errors:\n%s", strings.Join(frameErrs, "\n"))
+			}
+			return
+		}
+		t.Fatalf("no frame shows %s", frameURL)
+	}
 	visible := func(sel string) chromedp.Action[chromedp.Void] { return chromedp.WaitVisible(chromedp.CSS(sel)) }
 
 	do("sign in", chromedp.Navigate(base+"/tasks"), visible("#token"))
-	shot("login", true)
+	shot("login", false)
 	do("sign in", chromedp.SendKeys(chromedp.CSS("#token"), token), chromedp.Submit(chromedp.CSS("#token")), visible(`a[href="/tasks/new"]`))
 	if h := text("title", "h1"); h != "Simulation tasks" || !strings.HasSuffix(location(), "/tasks") {
 		t.Fatalf("after sign-in: %q at %s", h, location())
@@ -207,7 +245,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	shot("overview", true)
 	do("datasets", chromedp.Navigate(base+"/datasets"), visible(`a[href="/datasets/lensfn-sample-chat"]`))
-	shot("datasets", true)
+	shot("datasets", false)
 	do("timeline", chromedp.Navigate(base+"/datasets/lensfn-sample-chat"), visible("#timeline svg"))
 	shot("dataset-timeline", true)
 
@@ -232,6 +270,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	// The page has no refresh of its own: the report appears when the event stream's "end"
 	// reloads it.
 	do("watch it finish", visible("#report[data-loaded]"))
+	frameShows(taskURL + "/report")
 	if st := text("status", "#status"); st != "completed" {
 		t.Fatalf("the task ended %q", st)
 	}
@@ -266,7 +305,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	do("evaluations", chromedp.Navigate(base+"/evaluations"), visible("main h1"))
 	shot("evaluations", true)
 	do("inventory", chromedp.Navigate(base+"/inventory"), visible("main table"))
-	shot("inventory", true)
+	shot("inventory", false)
 
 	do("delete the rerun", chromedp.Navigate(rerunURL), visible("#delete"))
 	_, err = chromedp.Run(ctx, chromedp.Evaluate[bool](`window.confirm = () => true; true`))
