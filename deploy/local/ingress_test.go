@@ -54,6 +54,7 @@ func TestIngressRoutesTheRootToTheConsole(t *testing.T) {
 	s.startIngress(l)
 	t.Cleanup(func() { _ = s.servers[0].Close() })
 	base := "http://" + l.Addr().String()
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for path, want := range map[string]string{
 		"/":                     "console /",
 		"/tasks/abc":            "console /tasks/abc",
@@ -63,13 +64,13 @@ func TestIngressRoutesTheRootToTheConsole(t *testing.T) {
 		"/api/v1/evaluate/runs": `"not_found"`,
 		"/healthz":              `"status":"ok"`,
 	} {
-		resp, err := http.Get(base + path)
+		resp, err := noRedirect.Get(base + path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if !strings.Contains(string(body), want) {
+		if !strings.Contains(string(body), want) || (want == `"not_found"`) != (resp.StatusCode == http.StatusNotFound) {
 			t.Errorf("GET %s: %d %s, want %s", path, resp.StatusCode, body, want)
 		}
 	}

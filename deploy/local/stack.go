@@ -334,6 +334,7 @@ func (s *Stack) startIngress(l net.Listener) {
 			fmt.Sprintf("no route %s %s; the APIs are under %s", r.Method, r.URL.Path, strings.Join(prefixes, ", ")))
 	}
 	mux.HandleFunc("/api/", notFound)
+	mux.HandleFunc("/api", notFound) // else ServeMux would redirect it to /api/
 	if root != nil {
 		mux.Handle("/", root)
 	} else {
