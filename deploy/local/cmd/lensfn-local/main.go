@@ -59,6 +59,9 @@ func main() {
 	if endpoint, model, ok := stack.Simulator(); ok {
 		fmt.Printf("  Simulator: endpoint_url %s  model_name %s\n", endpoint, model)
 	}
+	if _, ok := stack.FunctionURL("console"); ok {
+		fmt.Printf("  Console:   %s/  (the web console)\n", stack.APIURL)
+	}
 	fmt.Printf("  Broker:    %s\n  Redis:     %s\n  Data:      %s\n", stack.BrokerURL, stack.RedisAddr()+" (password in "+filepath.Join(opts.DataDir, "redis.password")+")", opts.DataDir)
 	if stack.LocalSessionID != "" {
 		fmt.Printf("  Cluster: %s, session %s  (cluster_session_id for executions and runs)\n", local.LocalClusterName, stack.LocalSessionID)
