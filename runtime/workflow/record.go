@@ -1,0 +1,285 @@
+package workflow
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+)
+
+// Kind is the state-store kind of workflows.
+const Kind = "evaluation-workflow"
+
+// Kinds of workflow (the WorkflowFinished event's `kind`).
+const (
+	KindEvaluation = "evaluation" // POST /evaluations: cases, a comparison report
+	KindSimple     = "simple"     // POST /workflow-runs: one deployment, one benchmark
+)
+
+// Ownership values of deployment_ownership.
+const (
+	OwnershipEvaluation = "evaluation"
+	OwnershipExisting   = "existing-endpoint"
+)
+
+// Doc is a JSON object kept as raw fields, so a read-modify-write never loses a field this
+// version of Lensfn does not know; absent stays absent and an explicit null stays null.
+type Doc struct{ fields map[string]json.RawMessage }
+
+func newDoc() Doc { return Doc{fields: map[string]json.RawMessage{}} }
+
+// String returns a string field ("" when absent, null or not a string).
+func (d *Doc) String(key string) string {
+	var s string
+	_ = json.Unmarshal(d.fields[key], &s)
+	return s
+}
+
+// Bool returns a boolean field (false when absent or not a boolean).
+func (d *Doc) Bool(key string) bool {
+	var b bool
+	_ = json.Unmarshal(d.fields[key], &b)
+	return b
+}
+
+// Has reports whether the document holds key (an explicit null counts).
+func (d *Doc) Has(key string) bool { _, ok := d.fields[key]; return ok }
+
+// Raw returns the raw JSON of a field (nil when absent).
+func (d *Doc) Raw(key string) json.RawMessage { return d.fields[key] }
+
+// Get decodes a field into v; false when it is absent, null or of another shape.
+func (d *Doc) Get(key string, v any) bool {
+	raw, ok := d.fields[key]
+	if !ok || bytes.Equal(raw, []byte("null")) {
+		return false
+	}
+	return json.Unmarshal(raw, v) == nil
+}
+
+// Set stores v under key; nil stores an explicit null, a json.RawMessage is kept as is.
+func (d *Doc) Set(key string, v any) {
+	if raw, ok := v.(json.RawMessage); ok {
+		d.fields[key] = append(json.RawMessage(nil), raw...)
+		return
+	}
+	raw, err := marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("workflow: field %s cannot be encoded: %v", key, err)) // our own values only
+	}
+	d.fields[key] = raw
+}
+
+// Remove deletes a field.
+func (d *Doc) Remove(key string) { delete(d.fields, key) }
+
+// Keys lists the fields, sorted.
+func (d *Doc) Keys() []string {
+	keys := make([]string, 0, len(d.fields))
+	for k := range d.fields {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func (d *Doc) clone() Doc {
+	c := Doc{fields: make(map[string]json.RawMessage, len(d.fields))}
+	for k, v := range d.fields {
+		c.fields[k] = append(json.RawMessage(nil), v...)
+	}
+	return c
+}
+
+// MarshalJSON encodes the document.
+func (d Doc) MarshalJSON() ([]byte, error) { return marshal(d.fields) }
+
+// UnmarshalJSON decodes a JSON object.
+func (d *Doc) UnmarshalJSON(b []byte) error {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil || fields == nil {
+		return fmt.Errorf("workflow: not a JSON object")
+	}
+	d.fields = fields
+	return nil
+}
+
+// Case is one case of an evaluation: a guide (the configuration) or a baseline.
+type Case struct{ Doc }
+
+// ID is the case id (guide-1, baseline-2...).
+func (c *Case) ID() string { return c.String("id") }
+
+// Status is the case's status.
+func (c *Case) Status() string { return c.String("status") }
+
+// IsGuide reports whether the case benchmarks a plan's configuration.
+func (c *Case) IsGuide() bool { return c.String("kind") == "guide" }
+
+// BaselineType is the baseline's type ("" for a guide).
+func (c *Case) BaselineType() string { return c.String("baseline_type") }
+
+// SharesGuidePods reports whether the case is a kubernetes-service baseline, which deploys
+// nothing and benchmarks its guide's plain balanced endpoint.
+func (c *Case) SharesGuidePods() bool { return c.BaselineType() == BaselineKubernetesService }
+
+// CancelRequested reports whether a cancel names the case.
+func (c *Case) CancelRequested() bool { return c.Bool("cancel_requested") }
+
+// Workflow is one workflow record: its public document as raw fields plus what is stored but
+// never shown.
+type Workflow struct {
+	Doc
+	Internal Internal
+	// cases is the decoded `cases` field (evaluations) or Internal.Case (simple workflows).
+	cases []*Case
+}
+
+// Internal is the stored part of a workflow no response shows.
+type Internal struct {
+	// Kind is KindEvaluation or KindSimple.
+	Kind string `json:"kind"`
+	// Case is a simple workflow's single case (a simple workflow shows no cases).
+	Case *Case `json:"case,omitempty"`
+	// IdempotencyKey is the evaluation.requested key that created the workflow, if any.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// FinishedAnnounced is set once workflow.finished was emitted for the current attempt.
+	FinishedAnnounced bool `json:"finished_announced,omitempty"`
+}
+
+const internalKey = "_internal"
+
+// New returns a workflow document of the given kind with id and status.
+func New(kind, id, status string) *Workflow {
+	w := &Workflow{Doc: newDoc(), Internal: Internal{Kind: kind}}
+	w.Set("kind", "workflow")
+	w.Set("id", id)
+	w.Set("status", status)
+	return w
+}
+
+// ID is the workflow id.
+func (w *Workflow) ID() string { return w.String("id") }
+
+// Status is the workflow status.
+func (w *Workflow) Status() string { return w.String("status") }
+
+// Simple reports whether this is a simple deploy-then-benchmark workflow.
+func (w *Workflow) Simple() bool { return w.Internal.Kind == KindSimple }
+
+// Cases returns the cases in execution order (a simple workflow's single hidden case).
+func (w *Workflow) Cases() []*Case { return w.cases }
+
+// Case returns the case with id (nil when there is none).
+func (w *Workflow) Case(id string) *Case {
+	for _, c := range w.cases {
+		if c.ID() == id {
+			return c
+		}
+	}
+	return nil
+}
+
+// SetCases replaces the cases.
+func (w *Workflow) SetCases(cases []*Case) { w.cases = cases }
+
+// Clone returns a deep copy.
+func (w *Workflow) Clone() *Workflow {
+	c := &Workflow{Doc: w.clone(), Internal: w.Internal}
+	for _, k := range w.cases {
+		c.cases = append(c.cases, &Case{Doc: k.clone()})
+	}
+	if w.Internal.Case != nil {
+		c.Internal.Case = c.cases[0]
+	}
+	return c
+}
+
+// sync writes the decoded cases back into the document.
+func (w *Workflow) sync() {
+	if w.Simple() {
+		if len(w.cases) > 0 {
+			w.Internal.Case = w.cases[0]
+		}
+		return
+	}
+	if w.cases != nil || w.Has("cases") {
+		cases := w.cases
+		if cases == nil {
+			cases = []*Case{}
+		}
+		w.Set("cases", cases)
+	}
+}
+
+// MarshalJSON encodes the public document (what the API answers).
+func (w *Workflow) MarshalJSON() ([]byte, error) {
+	w.sync()
+	return marshal(w.fields)
+}
+
+// Without returns the public document without the named fields.
+func (w *Workflow) Without(keys ...string) *Workflow {
+	c := w.Clone()
+	c.sync()
+	for _, k := range keys {
+		delete(c.fields, k)
+	}
+	c.cases = nil
+	return c
+}
+
+// Marshal encodes the workflow for the store, internal fields included.
+func Marshal(w *Workflow) ([]byte, error) {
+	w.sync()
+	doc := make(map[string]json.RawMessage, len(w.fields)+1)
+	for k, v := range w.fields {
+		doc[k] = v
+	}
+	internal, err := marshal(w.Internal)
+	if err != nil {
+		return nil, err
+	}
+	doc[internalKey] = internal
+	return marshal(doc)
+}
+
+// Unmarshal decodes a stored workflow.
+func Unmarshal(b []byte) (*Workflow, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil || fields == nil {
+		return nil, fmt.Errorf("workflow: stored workflow is not a JSON object: %v", err)
+	}
+	w := &Workflow{Doc: Doc{fields: fields}}
+	if raw, ok := fields[internalKey]; ok {
+		if err := json.Unmarshal(raw, &w.Internal); err != nil {
+			return nil, fmt.Errorf("workflow: stored workflow's internal part is not valid: %w", err)
+		}
+		delete(fields, internalKey)
+	}
+	if w.Internal.Kind == "" {
+		w.Internal.Kind = KindEvaluation
+	}
+	if w.Simple() {
+		if w.Internal.Case != nil {
+			w.cases = []*Case{w.Internal.Case}
+		}
+		return w, nil
+	}
+	if raw, ok := fields["cases"]; ok && !bytes.Equal(raw, []byte("null")) {
+		if err := json.Unmarshal(raw, &w.cases); err != nil {
+			return nil, fmt.Errorf("workflow: stored cases are not valid: %w", err)
+		}
+	}
+	return w, nil
+}
+
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
