@@ -269,4 +269,6 @@ func planParameters(p events.BenchmarkPlan, baselineType string) events.Comparis
 	return events.ComparisonCoreParameters{}
 }
 
-func emptyParameters(p events.ComparisonCoreParameters) bool { return p == events.ComparisonCoreParameters{} }
+func emptyParameters(p events.ComparisonCoreParameters) bool {
+	return p == events.ComparisonCoreParameters{}
+}

@@ -145,6 +145,10 @@ type Internal struct {
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// FinishedAnnounced is set once workflow.finished was emitted for the current attempt.
 	FinishedAnnounced bool `json:"finished_announced,omitempty"`
+	// FinishedClaimedAt is when an orchestrator instance took on emitting workflow.finished.
+	FinishedClaimedAt string `json:"finished_claimed_at,omitempty"`
+	// RunIDs are the benchmark runs the workflow created, over all attempts.
+	RunIDs []string `json:"run_ids,omitempty"`
 }
 
 const internalKey = "_internal"
@@ -282,4 +286,14 @@ func marshal(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+// RunIDs lists every benchmark run the workflow created, over all attempts (what delete removes).
+func (w *Workflow) RunIDs() []string { return w.Internal.RunIDs }
+
+// AddRunID records a benchmark run the workflow created.
+func (w *Workflow) AddRunID(id string) {
+	if !slices.Contains(w.Internal.RunIDs, id) {
+		w.Internal.RunIDs = append(w.Internal.RunIDs, id)
+	}
 }

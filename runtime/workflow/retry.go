@@ -84,7 +84,7 @@ func (w *Workflow) Retry(ready func(*Case) bool, reproducible func(*Case) error)
 	w.Remove("finished_at")
 	w.Remove("failed_stage")
 	w.Remove("cancellation_error")
-	w.Internal.FinishedAnnounced = false
+	w.Internal.FinishedAnnounced, w.Internal.FinishedClaimedAt = false, ""
 	return nil
 }
 
