@@ -540,7 +540,9 @@ func (a *API) onEvaluationRequested(ctx context.Context, e cloudevent.Event) err
 		return nil
 	case errors.Is(err, state.ErrExists):
 		return nil // an earlier event with this key created it
-	case problem.CodeOf(err).Status() < 500 && !problem.CodeOf(err).Retryable():
+	case problem.CodeOf(err).Status() < 500 && problem.CodeOf(err) != problem.CodeTooManyRequest:
+		// Every 409 on this path is the request's own (the P/D budget rule, an unsupported
+		// kubernetes-service baseline, a closed session): no redelivery changes it.
 		a.deps.Log.Warnw("evaluation.requested rejected", "event", e.ID, "error", err)
 		return cloudevent.Permanent(err)
 	}

@@ -133,6 +133,8 @@ type Workflow struct {
 	Internal Internal
 	// cases is the decoded `cases` field (evaluations) or Internal.Case (simple workflows).
 	cases []*Case
+	// view marks a copy made for a response (Without): its fields are final.
+	view bool
 }
 
 // Internal is the stored part of a workflow no response shows.
@@ -201,6 +203,9 @@ func (w *Workflow) Clone() *Workflow {
 
 // sync writes the decoded cases back into the document.
 func (w *Workflow) sync() {
+	if w.view {
+		return
+	}
 	if w.Simple() {
 		if len(w.cases) > 0 {
 			w.Internal.Case = w.cases[0]
@@ -229,7 +234,7 @@ func (w *Workflow) Without(keys ...string) *Workflow {
 	for _, k := range keys {
 		delete(c.fields, k)
 	}
-	c.cases = nil
+	c.cases, c.view = nil, true
 	return c
 }
 
