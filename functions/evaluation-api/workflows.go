@@ -544,7 +544,7 @@ func (a *API) onEvaluationRequested(ctx context.Context, e cloudevent.Event) err
 		// Every 409 on this path is the request's own (the P/D budget rule, an unsupported
 		// kubernetes-service baseline, a closed session): no redelivery changes it.
 		a.deps.Log.Warnw("evaluation.requested rejected", "event", e.ID, "error", err)
-		return cloudevent.Permanent(err)
+		return cloudevent.Permanent(problem.Wrap(problem.CodeBadRequest, err, err.Error()))
 	}
 	return err
 }
