@@ -12,5 +12,5 @@
 // deployment.cleanup.requested, run.queued and dev.lensfn.evaluation.workflow.finished.v1.
 //
 // It may import events, runtime/fn, runtime/cloudevent, runtime/state, runtime/problem,
-// runtime/secret, runtime/evalrun, runtime/inventory, runtime/workflow and runtime/comparison.
+// runtime/secret, runtime/evalrun, runtime/inventory and runtime/workflow.
 package workfloworchestrator
