@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lensfn/lensfn/events"
@@ -250,6 +251,9 @@ func (s *step) startSharedBaseline(c *workflow.Case) error {
 	s.setCase(c, "execution_id", g.String("execution_id"))
 	s.setCase(c, "endpoint", g.String("baseline_url"))
 	s.setCase(c, "model", g.String("model"))
+	if g.Has("replica_endpoints") {
+		s.setCase(c, "replica_endpoints", g.Raw("replica_endpoints"))
+	}
 	s.setCase(c, "started_at", evalrun.Now())
 	return s.benchmark(c)
 }
@@ -273,6 +277,12 @@ func (s *step) benchmark(c *workflow.Case) error {
 	if err != nil {
 		s.failCase(c, c.Status(), "the benchmark cannot be created: "+err.Error())
 		return nil
+	}
+	// The evidence (prefix cache hits, queues) is the replicas': a router's /metrics has none.
+	var replicas []string
+	c.Get("replica_endpoints", &replicas)
+	for _, r := range replicas {
+		run.Internal.MetricsURLs = append(run.Internal.MetricsURLs, strings.TrimRight(r, "/")+"/metrics")
 	}
 	s.setCase(c, "evaluation_run_id", run.ID())
 	s.setCase(c, "status", workflow.CaseBenchmarking)
