@@ -6,9 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/lensfn/lensfn/deploy/local"
 	"github.com/lensfn/lensfn/tests/stacktest"
 )
 
@@ -17,12 +19,17 @@ import (
 // child processes) and the workflow-orchestrator. It returns the stack's base URL, the local
 // cluster's session and the directory the deployer starts inference-sim and inference-router from.
 func workflowStack(t *testing.T) (base, session, binDir string) {
+	stack, binDir := workflowStackOf(t)
+	return stack.APIURL, stack.LocalSessionID, binDir
+}
+
+func workflowStackOf(t *testing.T) (*local.Stack, string) {
 	t.Helper()
 	t.Setenv("POD_IP", "127.0.0.1")
-	binDir = stacktest.Build(t, "inference-sim", "inference-router")
+	binDir := stacktest.Build(t, "inference-sim", "inference-router")
 	stack := startStack(t, stackOptions{only: []string{"inventory-api", "evaluation-api", "benchmark-runner", "deployer", "workflow-orchestrator"},
 		env: map[string]string{"LENS_LEASE_TTL": "3s", "LENS_SWEEP_INTERVAL": "500ms", "LENS_DEPLOY_TIMEOUT": "60s"}})
-	return stack.APIURL, stack.LocalSessionID, binDir
+	return stack, binDir
 }
 
 func configuration(t *testing.T, base, provider, content string) string {
@@ -247,4 +254,75 @@ func TestWorkflowCancelCaseRetryDelete(t *testing.T) {
 		}
 	}
 	eventually(t, 30*time.Second, "no simulator left", func() bool { return simulatorsRunning(binDir) == 0 })
+}
+
+// One evaluation of two plans: an optimized-baseline guide with a kubernetes-service baseline
+// (benchmarked on the guide's own replicas through the router's plain balanced endpoint, right
+// after the guide, deploying nothing), and a 1P1D pd-disaggregation guide with its
+// budget-matched direct-vllm baseline ((1x1 + 1x1) / 1 = 2 replicas). The orchestrator is
+// killed (SIGKILL) while the first guide deploys; the stack restarts it and the new process
+// continues from Redis: the evaluation succeeds and nothing is left running.
+func TestEvaluationKubernetesServiceAndPDWithAKilledOrchestrator(t *testing.T) {
+	stack, binDir := workflowStackOf(t)
+	base, api := stack.APIURL, stack.APIURL+"/api/v1/evaluate"
+	opt := configuration(t, base, "optimized-baseline", `{"model":{"name":"sim-model"},"decode":{"replicas":2},`+prefixSim+`}`)
+	pd := configuration(t, base, "pd-disaggregation", `{"model":{"name":"sim-model"},"prefill":{"replicas":1},"decode":{"replicas":1},`+prefixSim+`}`)
+	bench := `"benchmark":{"shared_prefix":{"num_groups":2,"num_prompts_per_group":4,"system_prompt_len":64,"question_len":8,"output_len":4,"stages":[{"rate":4,"duration":2}]}}`
+	body := `{"cluster_session_id":"` + stack.LocalSessionID + `","benchmark_plans":[` +
+		`{"id":"same-pods","configuration_artifact_id":"` + opt + `","baseline_types":["kubernetes-service"],` + bench + `},` +
+		`{"id":"pd","configuration_artifact_id":"` + pd + `","baseline_types":["direct-vllm"],` + bench + `}]}`
+	code, resp := post(t, api+"/evaluations", "application/json", body, nil)
+	if code != http.StatusAccepted {
+		t.Fatalf("POST /evaluations: %d %s", code, resp)
+	}
+	var created map[string]any
+	_ = json.Unmarshal([]byte(resp), &created)
+	id := created["id"].(string)
+	order := []string{}
+	for _, c := range created["cases"].([]any) {
+		order = append(order, c.(map[string]any)["id"].(string))
+	}
+	if strings.Join(order, ",") != "guide-1,baseline-1,guide-2,baseline-2" {
+		t.Fatalf("case order %v", order)
+	}
+	pdBaseline := caseOf(created, "baseline-2")["deployment_configuration"].(map[string]any)["content"].(map[string]any)
+	if pdBaseline["decode"].(map[string]any)["replicas"] != 2.0 {
+		t.Fatalf("P/D budget-matched baseline %v", pdBaseline)
+	}
+	waitWorkflow(t, api, id, time.Minute, "deploying", func(wf map[string]any) bool { return caseOf(wf, "guide-1")["status"] == "deploying" })
+	pid := stack.PID("workflow-orchestrator")
+	if pid <= 0 {
+		t.Fatal("no orchestrator pid")
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the orchestrator restarted", func() bool { p := stack.PID("workflow-orchestrator"); return p > 0 && p != pid })
+	wf := waitWorkflow(t, api, id, 4*time.Minute, "finished", func(wf map[string]any) bool {
+		s := wf["status"]
+		return s == "succeeded" || s == "failed" || s == "cancelled"
+	})
+	if wf["status"] != "succeeded" {
+		t.Fatalf("evaluation ended %v: %v", wf["status"], wf["error"])
+	}
+	g, ks := caseOf(wf, "guide-1"), caseOf(wf, "baseline-1")
+	if ks["execution_id"] != g["execution_id"] || ks["endpoint"] != g["baseline_url"] || !strings.HasSuffix(ks["endpoint"].(string), "/balanced/v1") {
+		t.Fatalf("kubernetes-service baseline ran on %v (guide %v, balanced %v)", ks["endpoint"], g["endpoint"], g["baseline_url"])
+	}
+	if run := getRun(t, api, ks["evaluation_run_id"].(string)); run["endpoint_kind"] != "kubernetes-service" {
+		t.Fatalf("kubernetes-service run %v", run["endpoint_kind"])
+	}
+	report := wf["report"].(map[string]any)
+	if n := len(report["comparisons"].([]any)); n != 2 {
+		t.Fatalf("%d comparisons", n)
+	}
+	for _, c := range report["comparisons"].([]any) {
+		m := c.(map[string]any)
+		parity := m["parity"].(map[string]any)
+		if m["guide_case_id"] == "guide-2" && (parity["guide_accelerators"] != 2.0 || parity["baseline_accelerators"] != 2.0) {
+			t.Fatalf("P/D parity %v", parity)
+		}
+	}
+	waitWorkflow(t, api, id, time.Minute, "cleaned up", allCleaned)
+	eventually(t, 30*time.Second, "no simulator or router left", func() bool { return simulatorsRunning(binDir) == 0 })
 }
