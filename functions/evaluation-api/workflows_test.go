@@ -350,17 +350,7 @@ func TestEvaluationRequestedEventCreatesOneWorkflowPerKey(t *testing.T) {
 
 func postTypedEvent(t *testing.T, base, eventType, id, data string) int {
 	t.Helper()
-	req, _ := http.NewRequest("POST", strings.TrimSuffix(base, evaluationapi.Prefix)+"/events", strings.NewReader(data))
-	for k, v := range map[string]string{"Ce-Specversion": "1.0", "Ce-Id": id, "Ce-Source": "/lensfn/user",
-		"Ce-Type": eventType, "Content-Type": "application/json"} {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
+	return postCloudEvent(t, base, data, map[string]string{"Ce-Id": id, "Ce-Source": "/lensfn/user", "Ce-Type": eventType})
 }
 
 func mustJSON(v any) string {

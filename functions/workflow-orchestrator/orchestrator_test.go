@@ -292,6 +292,15 @@ func (w *world) evaluation(body string) string {
 	return wf.ID()
 }
 
+// startGuideAndBaseline creates an evaluation of one optimized-baseline plan (a guide and its
+// direct-vllm baseline) and wakes the orchestrator.
+func (w *world) startGuideAndBaseline() string {
+	cfg := w.configuration("optimized-baseline", optimized)
+	id := w.evaluation(`{"cluster_session_id":"` + w.session + `","benchmark_plans":[{"configuration_artifact_id":"` + cfg + `"}]}`)
+	w.deliver(events.TypeWorkflowQueued, events.WorkflowQueued{WorkflowID: id})
+	return id
+}
+
 const optimized = `{"model":{"name":"m"},"decode":{"replicas":2}}`
 
 func statuses(wf *workflow.Workflow) []string {
@@ -397,9 +406,7 @@ func TestCancelCaseThenRetry(t *testing.T) {
 	w, _ := newWorld(t)
 	w.orchestrator("a", time.Hour)
 	w.holdRuns = true
-	cfg := w.configuration("optimized-baseline", optimized)
-	id := w.evaluation(`{"cluster_session_id":"` + w.session + `","benchmark_plans":[{"configuration_artifact_id":"` + cfg + `"}]}`)
-	w.deliver(events.TypeWorkflowQueued, events.WorkflowQueued{WorkflowID: id})
+	id := w.startGuideAndBaseline()
 	wf := w.waitFor(id, "guide benchmarking", func(wf *workflow.Workflow) bool { return wf.Case("guide-1").Status() == "benchmarking" })
 	runID := wf.Case("guide-1").String("evaluation_run_id")
 	w.waitRun(runID, "running")
@@ -457,9 +464,7 @@ func TestCancelWithFailedCleanupIsRetried(t *testing.T) {
 	w, _ := newWorld(t)
 	w.orchestrator("a", time.Hour)
 	w.holdRuns = true
-	cfg := w.configuration("optimized-baseline", optimized)
-	id := w.evaluation(`{"cluster_session_id":"` + w.session + `","benchmark_plans":[{"configuration_artifact_id":"` + cfg + `"}]}`)
-	w.deliver(events.TypeWorkflowQueued, events.WorkflowQueued{WorkflowID: id})
+	id := w.startGuideAndBaseline()
 	w.waitFor(id, "guide benchmarking", func(wf *workflow.Workflow) bool { return wf.Case("guide-1").Status() == "benchmarking" })
 	w.mu.Lock()
 	w.failCleanup = true
@@ -507,9 +512,7 @@ func TestAFreshInstanceFinishesFromTheStore(t *testing.T) {
 	w, _ := newWorld(t)
 	w.orchestrator("a", time.Hour)
 	w.dropReady = true
-	cfg := w.configuration("optimized-baseline", optimized)
-	id := w.evaluation(`{"cluster_session_id":"` + w.session + `","benchmark_plans":[{"configuration_artifact_id":"` + cfg + `"}]}`)
-	w.deliver(events.TypeWorkflowQueued, events.WorkflowQueued{WorkflowID: id})
+	id := w.startGuideAndBaseline()
 	w.waitFor(id, "guide deploying", func(wf *workflow.Workflow) bool { return wf.Case("guide-1").Status() == "deploying" })
 	// Instance a "dies"; b starts with a sweep. The lost ready events are re-asked for
 	// (ResendAfter); the world answers repeats from its record, as the deployer does.

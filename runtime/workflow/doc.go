@@ -6,7 +6,7 @@
 // the retry reset rules. evaluation-api creates, cancels, retries and deletes workflows through
 // it; workflow-orchestrator advances them.
 //
-// It may import events, runtime/evalrun (timestamps, benchmark validation), runtime/comparison
-// (the report), runtime/deployconfig,
+// It may import events, runtime/rawjson (the raw documents), runtime/evalrun (timestamps,
+// benchmark validation), runtime/comparison (the report), runtime/deployconfig,
 // runtime/inventory, runtime/problem and runtime/state.
 package workflow

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+
+	"github.com/lensfn/lensfn/runtime/rawjson"
 )
 
 // Kind is the state-store kind of workflows.
@@ -22,87 +24,11 @@ const (
 	OwnershipExisting   = "existing-endpoint"
 )
 
-// Doc is a JSON object kept as raw fields, so a read-modify-write never loses a field this
-// version of Lensfn does not know; absent stays absent and an explicit null stays null.
-type Doc struct{ fields map[string]json.RawMessage }
+// Doc is a record's public document as raw fields (rawjson.Object), so a read-modify-write
+// never loses a field this version of Lensfn does not know.
+type Doc = rawjson.Object
 
-func newDoc() Doc { return Doc{fields: map[string]json.RawMessage{}} }
-
-// String returns a string field ("" when absent, null or not a string).
-func (d *Doc) String(key string) string {
-	var s string
-	_ = json.Unmarshal(d.fields[key], &s)
-	return s
-}
-
-// Bool returns a boolean field (false when absent or not a boolean).
-func (d *Doc) Bool(key string) bool {
-	var b bool
-	_ = json.Unmarshal(d.fields[key], &b)
-	return b
-}
-
-// Has reports whether the document holds key (an explicit null counts).
-func (d *Doc) Has(key string) bool { _, ok := d.fields[key]; return ok }
-
-// Raw returns the raw JSON of a field (nil when absent).
-func (d *Doc) Raw(key string) json.RawMessage { return d.fields[key] }
-
-// Get decodes a field into v; false when it is absent, null or of another shape.
-func (d *Doc) Get(key string, v any) bool {
-	raw, ok := d.fields[key]
-	if !ok || bytes.Equal(raw, []byte("null")) {
-		return false
-	}
-	return json.Unmarshal(raw, v) == nil
-}
-
-// Set stores v under key; nil stores an explicit null, a json.RawMessage is kept as is.
-func (d *Doc) Set(key string, v any) {
-	if raw, ok := v.(json.RawMessage); ok {
-		d.fields[key] = append(json.RawMessage(nil), raw...)
-		return
-	}
-	raw, err := marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("workflow: field %s cannot be encoded: %v", key, err)) // our own values only
-	}
-	d.fields[key] = raw
-}
-
-// Remove deletes a field.
-func (d *Doc) Remove(key string) { delete(d.fields, key) }
-
-// Keys lists the fields, sorted.
-func (d *Doc) Keys() []string {
-	keys := make([]string, 0, len(d.fields))
-	for k := range d.fields {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-func (d *Doc) clone() Doc {
-	c := Doc{fields: make(map[string]json.RawMessage, len(d.fields))}
-	for k, v := range d.fields {
-		c.fields[k] = append(json.RawMessage(nil), v...)
-	}
-	return c
-}
-
-// MarshalJSON encodes the document.
-func (d Doc) MarshalJSON() ([]byte, error) { return marshal(d.fields) }
-
-// UnmarshalJSON decodes a JSON object.
-func (d *Doc) UnmarshalJSON(b []byte) error {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(b, &fields); err != nil || fields == nil {
-		return fmt.Errorf("workflow: not a JSON object")
-	}
-	d.fields = fields
-	return nil
-}
+func newDoc() Doc { return rawjson.New() }
 
 // Case is one case of an evaluation: a guide (the configuration) or a baseline.
 type Case struct{ Doc }
@@ -191,9 +117,9 @@ func (w *Workflow) SetCases(cases []*Case) { w.cases = cases }
 
 // Clone returns a deep copy.
 func (w *Workflow) Clone() *Workflow {
-	c := &Workflow{Doc: w.clone(), Internal: w.Internal}
+	c := &Workflow{Doc: w.Doc.Clone(), Internal: w.Internal}
 	for _, k := range w.cases {
-		c.cases = append(c.cases, &Case{Doc: k.clone()})
+		c.cases = append(c.cases, &Case{Doc: k.Clone()})
 	}
 	if w.Internal.Case != nil {
 		c.Internal.Case = c.cases[0]
@@ -224,7 +150,7 @@ func (w *Workflow) sync() {
 // MarshalJSON encodes the public document (what the API answers).
 func (w *Workflow) MarshalJSON() ([]byte, error) {
 	w.sync()
-	return marshal(w.fields)
+	return w.Doc.MarshalJSON()
 }
 
 // Without returns the public document without the named fields.
@@ -232,7 +158,7 @@ func (w *Workflow) Without(keys ...string) *Workflow {
 	c := w.Clone()
 	c.sync()
 	for _, k := range keys {
-		delete(c.fields, k)
+		c.Remove(k)
 	}
 	c.cases, c.view = nil, true
 	return c
@@ -241,10 +167,7 @@ func (w *Workflow) Without(keys ...string) *Workflow {
 // Marshal encodes the workflow for the store, internal fields included.
 func Marshal(w *Workflow) ([]byte, error) {
 	w.sync()
-	doc := make(map[string]json.RawMessage, len(w.fields)+1)
-	for k, v := range w.fields {
-		doc[k] = v
-	}
+	doc := w.Map()
 	internal, err := marshal(w.Internal)
 	if err != nil {
 		return nil, err
@@ -259,13 +182,14 @@ func Unmarshal(b []byte) (*Workflow, error) {
 	if err := json.Unmarshal(b, &fields); err != nil || fields == nil {
 		return nil, fmt.Errorf("workflow: stored workflow is not a JSON object: %v", err)
 	}
-	w := &Workflow{Doc: Doc{fields: fields}}
+	w := &Workflow{}
 	if raw, ok := fields[internalKey]; ok {
 		if err := json.Unmarshal(raw, &w.Internal); err != nil {
 			return nil, fmt.Errorf("workflow: stored workflow's internal part is not valid: %w", err)
 		}
 		delete(fields, internalKey)
 	}
+	w.Doc = rawjson.FromMap(fields)
 	if w.Internal.Kind == "" {
 		w.Internal.Kind = KindEvaluation
 	}
@@ -283,15 +207,7 @@ func Unmarshal(b []byte) (*Workflow, error) {
 	return w, nil
 }
 
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(b.Bytes(), "\n"), nil
-}
+func marshal(v any) ([]byte, error) { return rawjson.Encode(v) }
 
 // RunIDs lists every benchmark run the workflow created, over all attempts (what delete removes).
 func (w *Workflow) RunIDs() []string { return w.Internal.RunIDs }
