@@ -267,6 +267,80 @@ func TestCancelRetryDeleteOverHTTP(t *testing.T) {
 	}
 }
 
+// A cancel whose cleanup failed answers 409 with the cleanup error (cancellation_error), and the
+// workflow stays cancelling; cancelling again asks for the cleanup once more.
+func TestCancelWithAFailedCleanupIs409(t *testing.T) {
+	w := startWorkflows(t)
+	var wf map[string]any
+	call(t, "POST", w.url+"/evaluations", w.body(`{"configuration_artifact_id":"`+w.cfg+`","include_baseline":false}`), &wf)
+	id := wf["id"].(string)
+	_, err := w.workflows.Update(context.Background(), id, func(wf *workflow.Workflow) error {
+		wf.Set("status", "running")
+		c := wf.Case("guide-1")
+		c.Set("status", "deploying")
+		c.Set("execution_id", "exec-9")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The orchestrator's part: the deployer refused the cleanup.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			_, _ = w.workflows.Update(ctx, id, func(wf *workflow.Workflow) error {
+				c := wf.Case("guide-1")
+				if wf.Status() != "cancelling" || c.String("cleanup_status") == "failed" {
+					return workflow.ErrUnchanged
+				}
+				c.Set("cleanup_status", "failed")
+				c.Set("cleanup_error", "the cluster refused")
+				wf.Set("cancellation_error", "the cluster refused")
+				return nil
+			})
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	var p map[string]any
+	if code := call(t, "POST", w.url+"/workflow-runs/"+id+"/cancel", "", &p); code != 409 || !strings.Contains(mustJSON(p), "the cluster refused") {
+		t.Fatalf("cancel with a failed cleanup: %d %v", code, p)
+	}
+	stored, _, _ := w.workflows.Get(context.Background(), id)
+	if stored.Status() != "cancelling" || stored.Case("guide-1").Status() != "cancelling" {
+		t.Fatalf("after the failed cleanup: %s %s", stored.Status(), stored.Case("guide-1").Status())
+	}
+	cancel()
+	// A retried cancel clears the error and asks for the cleanup again (cleanup_status retry);
+	// this time the orchestrator's part succeeds.
+	retried := make(chan bool, 1)
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	go func() {
+		for ctx2.Err() == nil {
+			_, _ = w.workflows.Update(ctx2, id, func(wf *workflow.Workflow) error {
+				c := wf.Case("guide-1")
+				if wf.Status() != "cancelling" || c.String("cleanup_status") != "retry" {
+					return workflow.ErrUnchanged
+				}
+				retried <- !wf.Has("cancellation_error")
+				c.Set("cleanup_status", "cleaned")
+				c.Set("status", "cancelled")
+				wf.Set("status", "cancelled")
+				return nil
+			})
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	var res evaluationapi.CancelResponse
+	if code := call(t, "POST", w.url+"/workflow-runs/"+id+"/cancel", "", &res); code != 200 || res.Status != "cancelled" {
+		t.Fatalf("retried cancel %d %+v", code, res)
+	}
+	if cleared := <-retried; !cleared {
+		t.Fatal("the retried cancel kept the old cancellation_error")
+	}
+}
+
 func errString(err error) string {
 	if err == nil {
 		return ""

@@ -1,7 +1,6 @@
 package workflow
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/lensfn/lensfn/runtime/comparison"
@@ -28,8 +27,7 @@ func (w *Workflow) ReportCases() []comparison.Case {
 		if c.Get("workload_ids", &workloads) && len(workloads) > 0 {
 			rc.WorkloadID = workloads[0]
 		}
-		facts, _ := json.Marshal(w.Facts(c))
-		_ = json.Unmarshal(facts, &rc.Facts)
+		rc.Facts = comparison.FactsFrom(w.Facts(c))
 		if rc.Facts.Guide != nil {
 			rc.ProviderRef = *rc.Facts.Guide
 		}
