@@ -270,9 +270,10 @@ func TestWorkflowCancelCaseRetryDelete(t *testing.T) {
 // (benchmarked on the guide's own replicas through the router's plain balanced endpoint, right
 // after the guide, deploying nothing), and a 1P1D pd-disaggregation guide with its
 // budget-matched direct-vllm baseline ((1x1 + 1x1) / 1 = 2 replicas). The orchestrator is
-// killed (SIGKILL) while the first guide deploys; the stack restarts it and the new process
-// continues from Redis: the evaluation succeeds and nothing is left running.
-func TestEvaluationKubernetesServiceAndPDWithAKilledOrchestrator(t *testing.T) {
+// killed (SIGKILL) while the first guide deploys, and the deployer while the P/D guide deploys;
+// the stack restarts both and the new processes continue from Redis: the evaluation succeeds
+// and nothing is left running (the simulators the dead deployer started included).
+func TestEvaluationKubernetesServiceAndPDWithKilledOrchestratorAndDeployer(t *testing.T) {
 	stack, binDir := workflowStackOf(t)
 	base, api := stack.APIURL, stack.APIURL+"/api/v1/evaluate"
 	opt := configuration(t, base, "optimized-baseline", `{"model":{"name":"sim-model"},"decode":{"replicas":2},`+prefixSim+`}`)
@@ -303,6 +304,14 @@ func TestEvaluationKubernetesServiceAndPDWithAKilledOrchestrator(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "the orchestrator restarted", func() bool { p := stack.PID("workflow-orchestrator"); return p > 0 && p != pid })
+	// Then the deployer, while it brings up the P/D guide: a new deployer reaps what the dead
+	// one started (its lease expired) and deploys afresh.
+	waitWorkflow(t, api, id, 2*time.Minute, "P/D guide deploying", func(wf map[string]any) bool { return caseOf(wf, "guide-2")["status"] == "deploying" })
+	dpid := stack.PID("deployer")
+	if err := syscall.Kill(dpid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the deployer restarted", func() bool { p := stack.PID("deployer"); return p > 0 && p != dpid })
 	wf := waitWorkflow(t, api, id, 4*time.Minute, "finished", workflowFinished)
 	if wf["status"] != "succeeded" {
 		t.Fatalf("evaluation ended %v: %v", wf["status"], wf["error"])
