@@ -338,6 +338,15 @@ func (a *API) cancelRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// A run a workflow case owns is cancelled as that case (its deployment is the case's to clean).
+	if wfID, caseID := a.owningCase(ctx, run); wfID != "" && evalrun.Active(run.Status()) {
+		res, err := a.cancelWorkflowCase(ctx, wfID, caseID)
+		if err != nil {
+			return err
+		}
+		fn.WriteJSON(w, http.StatusOK, CancelResponse{ID: id, Status: res.Status})
+		return nil
+	}
 	switch run.Status() {
 	case evalrun.StatusCancelled:
 		fn.WriteJSON(w, http.StatusOK, CancelResponse{ID: id, Status: evalrun.StatusCancelled})
@@ -420,6 +429,11 @@ func (a *API) deleteRun(w http.ResponseWriter, r *http.Request) error {
 	}
 	if !evalrun.Terminal(rec.Status) {
 		return problem.New(problem.CodeConflict, "benchmark run %s is %s; cancel it and wait until it ends before deleting it", id, rec.Status)
+	}
+	if run, err := evalrun.Unmarshal(rec.Doc); err == nil {
+		if wfID, _ := a.owningCase(ctx, run); wfID != "" {
+			return problem.New(problem.CodeConflict, "benchmark run %s belongs to workflow %s; delete the workflow instead", id, wfID)
+		}
 	}
 	if err := a.runs.Delete(ctx, id, rec.Version); err != nil {
 		if errors.Is(err, state.ErrVersionConflict) {

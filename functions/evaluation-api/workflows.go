@@ -389,14 +389,23 @@ func CancelTargets(wf *workflow.Workflow, caseID string) map[string]bool {
 }
 
 func (a *API) cancelCase(w http.ResponseWriter, r *http.Request) error {
-	ctx := r.Context()
-	id, caseID := r.PathValue("id"), r.PathValue("case")
-	wf, _, err := a.loadWorkflow(ctx, id)
+	res, err := a.cancelWorkflowCase(r.Context(), r.PathValue("id"), r.PathValue("case"))
 	if err != nil {
 		return err
 	}
+	fn.WriteJSON(w, http.StatusOK, res)
+	return nil
+}
+
+// cancelWorkflowCase cancels a case and the cases linked to it (the route, and a standalone
+// cancel of a run a case owns).
+func (a *API) cancelWorkflowCase(ctx context.Context, id, caseID string) (CancelResponse, error) {
+	wf, _, err := a.loadWorkflow(ctx, id)
+	if err != nil {
+		return CancelResponse{}, err
+	}
 	if wf.Simple() || wf.Case(caseID) == nil {
-		return problem.New(problem.CodeNotFound, "workflow %s has no case %s", id, caseID)
+		return CancelResponse{}, problem.New(problem.CodeNotFound, "workflow %s has no case %s", id, caseID)
 	}
 	wf, err = a.workflows.Update(ctx, id, func(cur *workflow.Workflow) error {
 		c := cur.Case(caseID)
@@ -419,7 +428,7 @@ func (a *API) cancelCase(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return CancelResponse{}, err
 	}
 	a.wake(ctx, id)
 	wf = a.waitWorkflow(ctx, id, func(wf *workflow.Workflow) bool {
@@ -428,14 +437,26 @@ func (a *API) cancelCase(w http.ResponseWriter, r *http.Request) error {
 	})
 	c := wf.Case(caseID)
 	if c != nil && c.String("cleanup_status") == "failed" && c.Status() != workflow.CaseCancelled {
-		return problem.New(problem.CodeConflict, "case %s: deployment cleanup failed and must be retried (cancel again): %s", caseID, c.String("cleanup_error"))
+		return CancelResponse{}, problem.New(problem.CodeConflict, "case %s: deployment cleanup failed and must be retried (cancel again): %s", caseID, c.String("cleanup_error"))
 	}
 	status := workflow.CaseCancelling
 	if c != nil {
 		status = c.Status()
 	}
-	fn.WriteJSON(w, http.StatusOK, CancelResponse{ID: caseID, Status: status})
-	return nil
+	return CancelResponse{ID: caseID, Status: status}, nil
+}
+
+// owningCase returns the workflow and case that own a run ("" when it is standalone or its
+// workflow is gone).
+func (a *API) owningCase(ctx context.Context, run *evalrun.Run) (string, string) {
+	id, caseID := run.String("evaluation_workflow_id"), run.String("evaluation_case_id")
+	if id == "" {
+		return "", ""
+	}
+	if _, _, err := a.workflows.Get(ctx, id); err != nil {
+		return "", ""
+	}
+	return id, caseID
 }
 
 // waitWorkflow polls the record until done says so or workflowWait passed.

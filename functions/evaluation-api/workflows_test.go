@@ -256,6 +256,19 @@ func TestCancelRetryDeleteOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A run a workflow owns is not deleted on its own.
+	run.Set("evaluation_workflow_id", id)
+	run.Set("evaluation_case_id", "guide-1")
+	if _, err := w.runs.Patch(context.Background(), runID, state.Fence{}, func(r *evalrun.Run) error {
+		r.Set("evaluation_workflow_id", id)
+		r.Set("evaluation_case_id", "guide-1")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if code := call(t, "DELETE", w.url+"/runs/"+runID, "", nil); code != 409 {
+		t.Fatalf("standalone delete of a workflow's run %d", code)
+	}
 	if code := call(t, "DELETE", w.url+"/workflow-runs/"+id, "", nil); code != 204 {
 		t.Fatalf("delete %d", code)
 	}
@@ -430,4 +443,39 @@ func postTypedEvent(t *testing.T, base, eventType, id, data string) int {
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// A standalone cancel of a run a workflow case owns is carried out as that case's cancel.
+func TestCancelOfACaseRunIsTheCaseCancel(t *testing.T) {
+	w := startWorkflows(t)
+	var wf map[string]any
+	call(t, "POST", w.url+"/evaluations", w.body(`{"configuration_artifact_id":"`+w.cfg+`"}`), &wf)
+	id := wf["id"].(string)
+	runID := workflow.RunID(id, "guide-1", 0)
+	run := evalrun.New(runID)
+	run.Set("created_at", evalrun.Now())
+	run.Set("evaluation_workflow_id", id)
+	run.Set("evaluation_case_id", "guide-1")
+	if err := w.runs.Create(context.Background(), run, ""); err != nil {
+		t.Fatal(err)
+	}
+	_, err := w.workflows.Update(context.Background(), id, func(wf *workflow.Workflow) error {
+		wf.Set("status", "running")
+		c := wf.Case("guide-1")
+		c.Set("status", "benchmarking")
+		c.Set("evaluation_run_id", runID)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.orchestrate(t, id)
+	var res evaluationapi.CancelResponse
+	if code := call(t, "POST", w.url+"/runs/"+runID+"/cancel", "", &res); code != 200 || res.ID != runID || res.Status != "cancelled" {
+		t.Fatalf("cancel %d %+v", code, res)
+	}
+	stored, _, _ := w.workflows.Get(context.Background(), id)
+	if c := stored.Case("guide-1"); !c.CancelRequested() || c.Status() != "cancelled" || stored.Case("baseline-1").Status() != "queued" {
+		t.Fatalf("the case was not cancelled: %s", mustJSON(stored))
+	}
 }
