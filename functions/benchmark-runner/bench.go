@@ -316,7 +316,7 @@ func (x *execution) prepare(ctx context.Context, fields map[string]any) error {
 		case <-time.After(time.Second):
 		}
 	}
-	x.monitor = &monitor{url: metricsURL(x.run.Internal.Endpoint), client: x.r.client, start: x.started}
+	x.monitor = newMonitor(x.run.Internal.Endpoint, x.run.Internal.MetricsURLs, x.r.client, x.started)
 	preflight, err := x.monitor.ready(ctx)
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errCancelled) {

@@ -40,7 +40,10 @@ type sample struct {
 // monitor scrapes an endpoint's /metrics during a run (without a Prometheus, the runner is its
 // own scraper) and turns the samples into evidence. Missing series stay unavailable, never 0.
 type monitor struct {
-	url    string
+	url string // what the evidence names: the scraped URLs, comma-separated
+	// urls are scraped together and each series summed over them: the endpoint's own /metrics,
+	// or a routed deployment's replicas (a router's /metrics has no vllm series).
+	urls   []string
 	client *http.Client
 	start  time.Time
 
@@ -57,11 +60,36 @@ func metricsURL(endpoint string) string {
 	return base + "/metrics"
 }
 
-// scrape reads /metrics once.
+// newMonitor scrapes the run's replica metrics when it names them, else the endpoint's.
+func newMonitor(endpoint string, replicaMetrics []string, client *http.Client, start time.Time) *monitor {
+	urls := replicaMetrics
+	if len(urls) == 0 {
+		urls = []string{metricsURL(endpoint)}
+	}
+	return &monitor{url: strings.Join(urls, ","), urls: urls, client: client, start: start}
+}
+
+// scrape reads every /metrics once and sums each series over them; a URL that fails fails the
+// sample (a partial sum would read as a drop).
 func (m *monitor) scrape(ctx context.Context) (map[string]float64, error) {
+	out := map[string]float64{}
+	for _, u := range m.urls {
+		values, err := m.scrapeOne(ctx, u)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range values {
+			out[k] += v
+		}
+	}
+	return out, nil
+}
+
+// scrapeOne reads one /metrics.
+func (m *monitor) scrapeOne(ctx context.Context, url string) (map[string]float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.url, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/problem"
 	"github.com/lensfn/lensfn/runtime/state"
+	"github.com/lensfn/lensfn/runtime/workflow"
 )
 
 // Name is the function's Knative Service name.
@@ -32,7 +33,7 @@ const Name = "evaluation-api"
 const Prefix = "/api/v1/evaluate"
 
 // Consumes lists the event types the function receives at /events.
-var Consumes = []string{events.TypeRunRequested, events.TypeKnativePing}
+var Consumes = []string{events.TypeRunRequested, events.TypeKnativePing, events.TypeEvaluationRequested}
 
 // maxListed bounds GET /runs.
 const maxListed = 500
@@ -57,6 +58,12 @@ type API struct {
 	// cancelWait is how long cancel waits for the runner to confirm before answering cancelling.
 	cancelWait time.Duration
 	created    *prometheus.CounterVec
+	// workflows and inv serve the workflow routes; workflowWait is how long a workflow cancel
+	// or delete waits for the orchestrator before answering.
+	workflows        *workflow.Repo
+	inv              *inventory.Repo
+	workflowWait     time.Duration
+	workflowsCreated *prometheus.CounterVec
 }
 
 // Build is the function's fn.Builder.
@@ -83,9 +90,13 @@ func New(d fn.Deps, inv Inventory) (*fn.Function, *API, error) {
 		runs:     &evalrun.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir},
 		defaults: defaultsFrom(d.Config),
 		created: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_evaluation_runs_created_total",
-			Help: "Benchmark runs created, by origin (rest or event)."}, []string{"origin"})}
-	d.Metrics.Registry.MustRegister(a.created)
-	read, write := auth.EvaluateRunRead, auth.EvaluateRunWrite
+			Help: "Benchmark runs created, by origin (rest or event)."}, []string{"origin"}),
+		workflows: &workflow.Repo{Store: d.Store}, inv: &inventory.Repo{Store: d.Store, Sealer: sealer},
+		workflowWait: 10 * time.Second,
+		workflowsCreated: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_evaluation_workflows_created_total",
+			Help: "Workflows created, by kind (simple or evaluation) and origin (rest or event)."}, []string{"kind", "origin"})}
+	d.Metrics.Registry.MustRegister(a.created, a.workflowsCreated)
+	read, write := a.scopes()
 	routes := []fn.Route{
 		{Method: "GET", Path: Prefix + "/benchmark-defaults", Scope: read, Handler: fn.Handle(a.benchmarkDefaults)},
 		{Method: "POST", Path: Prefix + "/timing-estimate", Scope: read, Handler: fn.Handle(a.timingEstimate)},
@@ -96,11 +107,16 @@ func New(d fn.Deps, inv Inventory) (*fn.Function, *API, error) {
 		{Method: "DELETE", Path: Prefix + "/runs/{id}", Scope: write, Handler: fn.Handle(a.deleteRun)},
 		{Method: "GET", Path: Prefix + "/runs/{id}/artifacts/{kind}", Scope: read, Handler: fn.Handle(a.downloadArtifact)},
 	}
+	routes = append(routes, a.workflowRoutes()...)
 	return &fn.Function{
 		Routes: routes,
-		Events: map[string]cloudevent.Handler{events.TypeRunRequested: a.onRunRequested, events.TypeKnativePing: a.onPing},
+		Events: map[string]cloudevent.Handler{events.TypeRunRequested: a.onRunRequested, events.TypeKnativePing: a.onPing,
+			events.TypeEvaluationRequested: a.onEvaluationRequested},
 	}, a, nil
 }
+
+// scopes are the read and write scopes of the evaluation routes.
+func (a *API) scopes() (read, write auth.Scope) { return auth.EvaluateRunRead, auth.EvaluateRunWrite }
 
 // defaultsFrom follows the reference: a local llm-d-benchmark runtime is configured when
 // LLM_D_BENCHMARK_EXECUTABLE or LLM_D_BENCHMARK_ROOT is set or llmdbenchmark is on the PATH.
@@ -321,6 +337,15 @@ func (a *API) cancelRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// A run a workflow case owns is cancelled as that case (its deployment is the case's to clean).
+	if wfID, caseID := a.owningCase(ctx, run); wfID != "" && evalrun.Active(run.Status()) {
+		res, err := a.cancelWorkflowCase(ctx, wfID, caseID)
+		if err != nil {
+			return err
+		}
+		fn.WriteJSON(w, http.StatusOK, CancelResponse{ID: id, Status: res.Status})
+		return nil
+	}
 	switch run.Status() {
 	case evalrun.StatusCancelled:
 		fn.WriteJSON(w, http.StatusOK, CancelResponse{ID: id, Status: evalrun.StatusCancelled})
@@ -403,6 +428,11 @@ func (a *API) deleteRun(w http.ResponseWriter, r *http.Request) error {
 	}
 	if !evalrun.Terminal(rec.Status) {
 		return problem.New(problem.CodeConflict, "benchmark run %s is %s; cancel it and wait until it ends before deleting it", id, rec.Status)
+	}
+	if run, err := evalrun.Unmarshal(rec.Doc); err == nil {
+		if wfID, _ := a.owningCase(ctx, run); wfID != "" {
+			return problem.New(problem.CodeConflict, "benchmark run %s belongs to workflow %s; delete the workflow instead", id, wfID)
+		}
 	}
 	if err := a.runs.Delete(ctx, id, rec.Version); err != nil {
 		if errors.Is(err, state.ErrVersionConflict) {
@@ -496,7 +526,11 @@ func (a *API) createFromEvent(ctx context.Context, e cloudevent.Event, suffix st
 // idFromKey is a UUID (version 8, name-based) derived from an idempotency key.
 func idFromKey(key string) string {
 	sum := sha256.Sum256([]byte("lensfn/evaluation/run.requested\x00" + key))
-	b := sum[:16]
+	return uuidFrom(sum[:16])
+}
+
+// uuidFrom makes a version 8 UUID of 16 hashed bytes.
+func uuidFrom(b []byte) string {
 	b[6] = b[6]&0x0f | 0x80
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])

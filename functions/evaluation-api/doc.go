@@ -7,6 +7,13 @@
 // POST /runs does, once per idempotency key, so a PingSource or a CI system can schedule
 // benchmarks. The benchmark-runner stage executes the runs.
 //
+// It serves the workflow routes too (POST /workflow-runs and /evaluations, list, get, details,
+// retry, cancel, case cancel, delete) over runtime/workflow's records, and consumes
+// dev.lensfn.evaluation.requested.v1 to create an evaluation as POST /evaluations does; it
+// announces workflows with dev.lensfn.evaluation.workflow.queued.v1 and the
+// workflow-orchestrator stage carries them out.
+//
 // It may import events, runtime/fn, runtime/auth, runtime/cloudevent, runtime/problem,
-// runtime/state, runtime/egress, runtime/inventory and runtime/evalrun.
+// runtime/state, runtime/egress, runtime/inventory, runtime/evalrun, runtime/deployconfig,
+// runtime/workflow and runtime/comparison.
 package evaluationapi

@@ -17,21 +17,23 @@ import (
 	resultanalyzer "github.com/lensfn/lensfn/functions/result-analyzer"
 	simulationapi "github.com/lensfn/lensfn/functions/simulation-api"
 	tracereplayer "github.com/lensfn/lensfn/functions/trace-replayer"
+	workfloworchestrator "github.com/lensfn/lensfn/functions/workflow-orchestrator"
 )
 
 // consumers lists what each function consumes. A function missing here fails the test, so a new
 // function cannot skip the check.
 var consumers = map[string][]string{
-	simulationapi.Name:   simulationapi.Consumes,
-	tracereplayer.Name:   tracereplayer.Consumes,
-	resultanalyzer.Name:  resultanalyzer.Consumes,
-	evaluationapi.Name:   evaluationapi.Consumes,
-	benchmarkrunner.Name: benchmarkrunner.Consumes,
-	inventoryapi.Name:    nil, // HTTP only
-	deployer.Name:        deployer.Consumes,
-	"inference-sim":      nil, // a target endpoint: HTTP only
-	"inference-router":   nil, // a data-plane proxy in front of replicas: HTTP only
-	console.Name:         nil, // web pages over the APIs: HTTP only
+	simulationapi.Name:        simulationapi.Consumes,
+	tracereplayer.Name:        tracereplayer.Consumes,
+	resultanalyzer.Name:       resultanalyzer.Consumes,
+	evaluationapi.Name:        evaluationapi.Consumes,
+	benchmarkrunner.Name:      benchmarkrunner.Consumes,
+	inventoryapi.Name:         nil, // HTTP only
+	deployer.Name:             deployer.Consumes,
+	workfloworchestrator.Name: workfloworchestrator.Consumes,
+	"inference-sim":           nil, // a target endpoint: HTTP only
+	"inference-router":        nil, // a data-plane proxy in front of replicas: HTTP only
+	console.Name:              nil, // web pages over the APIs: HTTP only
 }
 
 const root = "../.."
