@@ -17,5 +17,6 @@
 // one lease period.
 //
 // It may import events, runtime/fn, runtime/cloudevent, runtime/state,
-// runtime/egress, runtime/inventory, runtime/evalrun, runtime/leasedrun and runtime/loadgen.
+// runtime/egress, runtime/inventory, runtime/evalrun, runtime/leasedrun, runtime/loadgen and
+// runtime/promtargets.
 package benchmarkrunner

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -18,6 +16,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/lensfn/lensfn/runtime/egress"
+	"github.com/lensfn/lensfn/runtime/promtargets"
 )
 
 // Series the runner reads from a vLLM-compatible /metrics (gauges and counters), by either
@@ -55,19 +54,11 @@ type servingEndpoint struct {
 
 func newServingEndpoint(raw string) (servingEndpoint, error) {
 	base := strings.TrimSuffix(strings.TrimRight(raw, "/"), "/v1")
-	u, err := url.Parse(base)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+	instance, err := promtargets.Instance(base)
+	if err != nil {
 		return servingEndpoint{}, fmt.Errorf("%q is not an http(s) endpoint", raw)
 	}
-	host := u.Host
-	if u.Port() == "" {
-		port := "80"
-		if u.Scheme == "https" {
-			port = "443"
-		}
-		host = net.JoinHostPort(u.Hostname(), port)
-	}
-	return servingEndpoint{base: base, metrics: metricsURL(base), instance: host}, nil
+	return servingEndpoint{base: base, metrics: metricsURL(base), instance: instance}, nil
 }
 
 // monitor collects serving evidence for one run from every serving endpoint: without a
