@@ -80,7 +80,8 @@ func (s *Stack) prometheusEnv(service string) map[string]string {
 	}
 	switch service {
 	case "benchmark-runner":
-		return map[string]string{"LENS_PROMETHEUS_URL": s.PrometheusURL}
+		// It lists a benchmarked endpoint Prometheus does not scrape yet for the run's duration.
+		return map[string]string{"LENS_PROMETHEUS_URL": s.PrometheusURL, "LENS_PROMETHEUS_TARGETS_DIR": s.prometheusTargets}
 	case "deployer":
 		return map[string]string{"LENS_PROMETHEUS_TARGETS_DIR": s.prometheusTargets}
 	}

@@ -315,7 +315,7 @@ func (x *execution) prepare(ctx context.Context, fields map[string]any) error {
 	if x.monitor, err = x.newMonitor(ctx); err != nil {
 		return err
 	}
-	preflight, err := x.monitor.ready(ctx)
+	preflight, err := x.monitor.ready(ctx, x.run.ID())
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errCancelled) {
 			return errCancelled

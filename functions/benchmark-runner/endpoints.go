@@ -55,21 +55,26 @@ func (x *execution) newMonitor(ctx context.Context) (*monitor, error) {
 	}
 	var prom *promSource
 	if u := x.r.deps.Config.PrometheusURL; u != "" {
-		if prom, err = newPromSource(u, x.r.settings.ScrapeInterval); err != nil {
+		if prom, err = newPromSource(u, x.r.settings.ScrapeInterval, x.r.deps.Config.PrometheusTargetsDir); err != nil {
 			return nil, err
 		}
 	}
 	return newMonitor(endpoints, x.r.client, x.started, prom), nil
 }
 
-// resourceSnapshot is the run's resource_snapshot, taken at completion (before any cleanup);
-// unavailable when monitoring never got ready.
+// resourceSnapshot is the run's resource_snapshot, taken at completion (before any cleanup),
+// after which the run's monitoring setup is released; unavailable when monitoring was never
+// prepared.
 func (x *execution) resourceSnapshot(ctx context.Context) map[string]any {
 	if x.monitor == nil {
 		return map[string]any{"status": "unavailable", "reason": "serving monitoring was not prepared",
 			"captured_at": time.Now().UTC().Format(time.RFC3339Nano), "endpoints": []any{}}
 	}
-	return x.monitor.snapshot(context.WithoutCancel(ctx))
+	snap := x.monitor.snapshot(context.WithoutCancel(ctx))
+	if err := x.monitor.release(); err != nil {
+		x.r.log.Warnw("the run's Prometheus discovery file was not removed", "run", x.run.ID(), "error", err)
+	}
+	return snap
 }
 
 // monitoringField is the run's monitoring block once preparation succeeded.

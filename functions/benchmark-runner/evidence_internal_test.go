@@ -198,7 +198,7 @@ func collectThrough(t *testing.T, p *fakePrometheus) (*monitor, time.Time, float
 	t.Helper()
 	srv := httptest.NewServer(p)
 	t.Cleanup(srv.Close)
-	src, err := newPromSource(srv.URL, 500*time.Millisecond)
+	src, err := newPromSource(srv.URL, 500*time.Millisecond, "")
 	if err != nil {
 		t.Fatal(err)
 	}

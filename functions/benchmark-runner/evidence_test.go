@@ -179,8 +179,9 @@ func TestRoutedRunScrapesEveryReplica(t *testing.T) {
 }
 
 // startPrometheus runs a real prometheus scraping targets every 250 ms through file-based
-// discovery, or skips the test when it is not installed.
-func startPrometheus(t *testing.T, targets []string) string {
+// discovery in the directory it returns with its URL, or skips the test when it is not
+// installed.
+func startPrometheus(t *testing.T, targets []string) (string, string) {
 	t.Helper()
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {
@@ -225,7 +226,7 @@ func startPrometheus(t *testing.T, targets []string) string {
 		if resp, err := http.Get(base + "/-/ready"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return base
+				return base, filepath.Join(dir, "targets")
 			}
 		}
 		if time.Now().After(deadline) {
@@ -247,7 +248,7 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 
 func TestRoutedRunReadsEvidenceFromARealPrometheus(t *testing.T) {
 	rs := startReplicas(t)
-	promURL := startPrometheus(t, rs.urls[:])
+	promURL, _ := startPrometheus(t, rs.urls[:])
 	h := startWith(t, &fakeModel{}, fast(), map[string]string{"LENS_PROMETHEUS_URL": promURL})
 	rs.register(t, h)
 	id := h.createAgainst(t, rs.router, routedMatrix)
@@ -268,7 +269,7 @@ func TestRoutedRunReadsEvidenceFromARealPrometheus(t *testing.T) {
 }
 
 func TestPrometheusWithoutTheTargetFailsBeforeTraffic(t *testing.T) {
-	promURL := startPrometheus(t, nil)
+	promURL, _ := startPrometheus(t, nil)
 	model := &fakeModel{}
 	h := startWith(t, model, fast(), map[string]string{"LENS_PROMETHEUS_URL": promURL})
 	id := h.create(t, `{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":4}],"wait_timeout_seconds":2}`)
@@ -276,5 +277,33 @@ func TestPrometheusWithoutTheTargetFailsBeforeTraffic(t *testing.T) {
 	if run.Status() != evalrun.StatusFailed || !strings.Contains(run.String("error"), "monitoring was not ready") ||
 		!strings.Contains(run.String("error"), "Prometheus has no scrape target for 127.0.0.1:") || len(model.prompts) != 0 {
 		t.Fatalf("status %s error %q, %d requests", run.Status(), run.String("error"), len(model.prompts))
+	}
+}
+
+func TestRunListsAnUnscrapedEndpointForPrometheusWhileItRuns(t *testing.T) {
+	promURL, targets := startPrometheus(t, nil)
+	model := &meteredModel{fakeModel: &fakeModel{ttft: 5 * time.Millisecond, itl: 2 * time.Millisecond}}
+	h := startWith(t, model.fakeModel, fast(), map[string]string{"LENS_PROMETHEUS_URL": promURL, "LENS_PROMETHEUS_TARGETS_DIR": targets})
+	srv := httptest.NewServer(model)
+	t.Cleanup(srv.Close)
+	id := h.createAgainst(t, srv.URL+"/v1", `{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":8}],"warmup_requests":0,
+		"concurrency_stages":[{"concurrency":2,"num_requests":10}]}`)
+	m := doc(t, h.waitFor(t, id, 60*time.Second, terminal))
+	if m["status"] != "succeeded" {
+		t.Fatalf("status %v error %v", m["status"], m["error"])
+	}
+	prep := m["monitoring"].(map[string]any)["preparation"].(map[string]any)
+	setup := prep["monitor_setup"].(map[string]any)
+	instance, _ := promtargets.Instance(srv.URL)
+	if setup["status"] != "created" || setup["discovery_file"] != "run-"+id+".json" || setup["targets"].([]any)[0] != instance {
+		t.Fatalf("monitor_setup %v", setup)
+	}
+	metrics := m["metrics"].(map[string]any)
+	if obs := metrics["observability"].(map[string]any); obs["source"] != "prometheus" || obs["flow_status"] != "available" ||
+		metrics["prefix_cache_hit_rate"] != 0.25 {
+		t.Fatalf("evidence %v", metrics)
+	}
+	if _, err := os.Stat(filepath.Join(targets, "run-"+id+".json")); !os.IsNotExist(err) {
+		t.Fatalf("the run's discovery file outlived the run: %v", err)
 	}
 }

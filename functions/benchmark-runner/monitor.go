@@ -178,9 +178,9 @@ func valueOf(t dto.MetricType, m *dto.Metric) float64 {
 
 // ready waits until every serving endpoint is up and shows two samples of the inference gauge,
 // or ctx ends; it returns the preflight evidence or why monitoring is not ready.
-func (m *monitor) ready(ctx context.Context) (map[string]any, error) {
+func (m *monitor) ready(ctx context.Context, runID string) (map[string]any, error) {
 	if m.prom != nil {
-		return m.prom.ready(ctx, m.endpoints)
+		return m.prom.ready(ctx, runID, m.endpoints)
 	}
 	seen := make([]int, len(m.endpoints))
 	var last string
@@ -346,6 +346,15 @@ func (m *monitor) snapshot(ctx context.Context) map[string]any {
 		wg.Wait()
 	}
 	return snapshotOf(rows, m.source(), time.Now())
+}
+
+// release undoes the monitoring setup of the run (a discovery file it wrote), once its
+// evidence and snapshot are taken.
+func (m *monitor) release() error {
+	if m.prom == nil {
+		return nil
+	}
+	return m.prom.release()
 }
 
 // scrapeSnapshot reads one endpoint's resources from its /metrics.

@@ -16,6 +16,8 @@ import (
 	"github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
+
+	"github.com/lensfn/lensfn/runtime/promtargets"
 )
 
 const (
@@ -39,16 +41,22 @@ type promSource struct {
 	step  time.Duration // the range queries' resolution (the scrape interval)
 	// now is the Lens clock (tests move it).
 	now func() time.Time
+	// targetsDir is a directory the Prometheus discovers targets from (file_sd_configs;
+	// LENS_PROMETHEUS_TARGETS_DIR): when Prometheus does not scrape an endpoint yet, the run
+	// lists it there for its duration (the local form of setting up monitor resources).
+	targetsDir string
+	// setup is the discovery file this run wrote ("" when none).
+	setup string
 }
 
-func newPromSource(rawURL string, step time.Duration) (*promSource, error) {
+func newPromSource(rawURL string, step time.Duration, targetsDir string) (*promSource, error) {
 	c, err := api.NewClient(api.Config{Address: rawURL, Client: &http.Client{Timeout: 30 * time.Second,
 		// The API never redirects; following one could carry the URL's credentials elsewhere.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}})
 	if err != nil {
 		return nil, fmt.Errorf("LENS_PROMETHEUS_URL: %w", err)
 	}
-	return &promSource{api: promv1.NewAPI(c), shown: redactURL(rawURL), step: step, now: time.Now}, nil
+	return &promSource{api: promv1.NewAPI(c), shown: redactURL(rawURL), step: step, now: time.Now, targetsDir: targetsDir}, nil
 }
 
 // redactURL drops a URL's user info (a Prometheus behind basic auth) so it can be shown.
@@ -71,14 +79,28 @@ func instanceMatcher(endpoints []servingEndpoint) string {
 }
 
 // ready waits until Prometheus shows every endpoint up (up == 1) and at least two samples of
-// the inference gauge scraped since preparation began, or ctx ends.
-func (p *promSource) ready(ctx context.Context, endpoints []servingEndpoint) (map[string]any, error) {
+// the inference gauge scraped since preparation began, or ctx ends. A healthy target is
+// reused; an endpoint Prometheus has no target for is listed in targetsDir (when set) under
+// the run's name, until release.
+func (p *promSource) ready(ctx context.Context, runID string, endpoints []servingEndpoint) (map[string]any, error) {
 	began := p.now()
 	sel := instanceMatcher(endpoints)
 	var last string
+	setup := map[string]any{"status": "reused"}
 	for {
 		since := max(p.now().Sub(began), time.Second)
 		up, err := p.byInstance(ctx, "max by (instance) (up"+sel+")")
+		if err == nil && p.setup == "" && p.targetsDir != "" {
+			if missing := unknownTo(endpoints, up); len(missing) > 0 {
+				name := "run-" + runID
+				if werr := promtargets.Write(p.targetsDir, name, missing, map[string]string{"lens_run_id": runID}); werr != nil {
+					setup = map[string]any{"status": "failed", "error": werr.Error()}
+				} else {
+					p.setup = name
+					setup = map[string]any{"status": "created", "targets": missing, "discovery_file": name + ".json"}
+				}
+			}
+		}
 		var counts map[string]float64
 		if err == nil {
 			counts, err = p.byInstance(ctx, fmt.Sprintf("max by (instance) (count_over_time(%s%s[%dms]))", seriesRunning, sel, since.Milliseconds()))
@@ -91,7 +113,7 @@ func (p *promSource) ready(ctx context.Context, endpoints []servingEndpoint) (ma
 				targets[i] = map[string]any{"instance": e.instance, "up": up[e.instance], "samples": counts[e.instance]}
 			}
 			return map[string]any{"up": 1, "gauge": seriesRunning, "samples": 2, "prometheus_url": p.shown, "targets": targets,
-				"checked_at": p.now().UTC().Format(time.RFC3339Nano)}, nil
+				"monitor_setup": setup, "checked_at": p.now().UTC().Format(time.RFC3339Nano)}, nil
 		}
 		select {
 		case <-ctx.Done():
@@ -99,6 +121,27 @@ func (p *promSource) ready(ctx context.Context, endpoints []servingEndpoint) (ma
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// unknownTo lists the endpoints Prometheus has no up series for.
+func unknownTo(endpoints []servingEndpoint, up map[string]float64) []string {
+	var out []string
+	for _, e := range endpoints {
+		if _, ok := up[e.instance]; !ok {
+			out = append(out, e.instance)
+		}
+	}
+	return out
+}
+
+// release removes the discovery file the run wrote, if any.
+func (p *promSource) release() error {
+	if p.setup == "" {
+		return nil
+	}
+	err := promtargets.Remove(p.targetsDir, p.setup)
+	p.setup = ""
+	return err
 }
 
 // notReady says which endpoint is not ready yet ("" when all are).

@@ -124,8 +124,10 @@ type Config struct {
 	// evidence from (LENS_PROMETHEUS_URL, an http(s) URL; empty: the runner scrapes /metrics
 	// itself).
 	PrometheusURL string
-	// PrometheusTargetsDir is where the deployer's local provider writes a file-based service
-	// discovery file per deployment (LENS_PROMETHEUS_TARGETS_DIR; empty: none written).
+	// PrometheusTargetsDir is a directory that Prometheus discovers scrape targets from
+	// (file_sd_configs; LENS_PROMETHEUS_TARGETS_DIR; empty: none written): the deployer's local
+	// provider lists each deployment's replicas there, the benchmark runner a benchmarked
+	// endpoint Prometheus does not scrape yet, for the run's duration.
 	PrometheusTargetsDir string
 }
 
