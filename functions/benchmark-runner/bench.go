@@ -164,7 +164,7 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 		end := time.Since(x.started).Seconds()
 		stopScrape()
 		<-scraped
-		x.monitor.finish(context.WithoutCancel(ctx), x.benchStart, end)
+		x.monitor.finish(ctx, x.benchStart, end)
 		evidence = x.monitor.evidence(x.benchStart, end)
 		x.stageEvidence(fields)
 	}

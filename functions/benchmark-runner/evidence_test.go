@@ -23,6 +23,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/promtargets"
+	"github.com/lensfn/lensfn/runtime/state"
 )
 
 // meteredModel is a fakeModel with a vLLM-like /metrics: every series the runner reads,
@@ -182,6 +183,10 @@ func TestRoutedRunScrapesEveryReplica(t *testing.T) {
 // discovery in the directory it returns with its URL, or skips the test when it is not
 // installed.
 func startPrometheus(t *testing.T, targets []string) (string, string) {
+	return startPrometheusEvery(t, targets, "250ms")
+}
+
+func startPrometheusEvery(t *testing.T, targets []string, interval string) (string, string) {
 	t.Helper()
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {
@@ -196,7 +201,7 @@ func startPrometheus(t *testing.T, targets []string) (string, string) {
 		t.Fatal(err)
 	}
 	conf := filepath.Join(dir, "prometheus.yml")
-	_ = os.WriteFile(conf, []byte("global: {scrape_interval: 250ms, scrape_timeout: 250ms}\nscrape_configs:\n  - job_name: serving\n"+
+	_ = os.WriteFile(conf, []byte("global: {scrape_interval: "+interval+", scrape_timeout: 250ms}\nscrape_configs:\n  - job_name: serving\n"+
 		"    file_sd_configs: [{files: ['"+filepath.Join(dir, "targets", "*.json")+"'], refresh_interval: 1s}]\n"), 0o600)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -305,5 +310,34 @@ func TestRunListsAnUnscrapedEndpointForPrometheusWhileItRuns(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(targets, "run-"+id+".json")); !os.IsNotExist(err) {
 		t.Fatalf("the run's discovery file outlived the run: %v", err)
+	}
+}
+
+func TestCancelIsHonouredWithinASecondThroughPrometheus(t *testing.T) {
+	// Prometheus scrapes every 3 s: a cancelled run must not wait for its next scrape.
+	model := &meteredModel{fakeModel: &fakeModel{ttft: 20 * time.Millisecond, itl: 20 * time.Millisecond}}
+	srv := httptest.NewServer(model)
+	t.Cleanup(srv.Close)
+	promURL, _ := startPrometheusEvery(t, []string{srv.URL}, "3s")
+	h := startWith(t, model.fakeModel, fast(), map[string]string{"LENS_PROMETHEUS_URL": promURL})
+	id := h.createAgainst(t, srv.URL+"/v1", `{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":50}],"warmup_requests":0,
+		"concurrency_stages":[{"concurrency":2,"num_requests":1000}]}`)
+	h.waitFor(t, id, 30*time.Second, func(r *evalrun.Run) bool {
+		return r.Status() == evalrun.StatusRunning && r.String("phase") == "matrix-0"
+	})
+	asked := time.Now()
+	if _, err := h.runs.Transition(context.Background(), id, []string{evalrun.StatusRunning}, evalrun.StatusCancelling, state.Fence{}, func(r *evalrun.Run) error {
+		r.Internal.CancelRequested = true
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	run := h.waitFor(t, id, 10*time.Second, terminal)
+	if took := time.Since(asked); run.Status() != evalrun.StatusCancelled || took > time.Second {
+		t.Fatalf("status %s after %s", run.Status(), took)
+	}
+	var metrics map[string]any
+	if !run.Get("metrics", &metrics) || metrics["observability"].(map[string]any)["source"] != "prometheus" {
+		t.Fatalf("a cancelled run keeps its evidence: %v", metrics["observability"])
 	}
 }

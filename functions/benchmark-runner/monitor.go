@@ -272,17 +272,21 @@ func (m *monitor) scrapeAll(ctx context.Context, at float64) {
 	wg.Wait()
 }
 
-// finish completes collection once the traffic of [from, to] (the monitor's clock) is over:
-// the scrape path takes one last sample, so the counters cover the whole window; the
-// Prometheus path runs its range queries over the window (120 s deadline).
+// finish completes collection once the traffic of [from, to] (the monitor's clock) is over,
+// even when ctx has ended (a cancelled run keeps its evidence): the scrape path takes one last
+// sample, so the counters cover the whole window; the Prometheus path runs its range queries
+// over the window (120 s deadline), first waiting for Prometheus to scrape past the window's
+// end unless ctx has ended (a cancel is honoured within a second).
 func (m *monitor) finish(ctx context.Context, from, to float64) {
+	wait := ctx.Err() == nil
+	ctx = context.WithoutCancel(ctx)
 	if m.prom == nil {
 		m.scrapeAll(ctx, to)
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, collectDeadline)
 	defer cancel()
-	samples, alignment, errs := m.prom.collect(ctx, m.endpoints, m.start, from, to)
+	samples, alignment, errs := m.prom.collect(ctx, m.endpoints, m.start, from, to, wait)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.samples, m.alignment, m.queryErrs = samples, alignment, errs

@@ -231,10 +231,10 @@ func unavailableAlignment(window map[string]any) map[string]any {
 
 // collect reads the scraped series of the endpoints over the Lens window [from, to] (seconds
 // after start): it measures the clock offset, waits (within ctx) until Prometheus has scraped
-// past the window's end, runs one range query per series on the aligned window, and maps the
+// past the window's end (when wait), runs one range query per series on the aligned window, and maps the
 // points back onto the Lens timeline. Query failures are returned; their series stay
 // unavailable.
-func (p *promSource) collect(ctx context.Context, endpoints []servingEndpoint, start time.Time, from, to float64) ([][]sample, map[string]any, []string) {
+func (p *promSource) collect(ctx context.Context, endpoints []servingEndpoint, start time.Time, from, to float64, wait bool) ([][]sample, map[string]any, []string) {
 	lensStart := start.Add(time.Duration(from * float64(time.Second)))
 	lensEnd := start.Add(time.Duration(to * float64(time.Second)))
 	offset, err := p.measureOffset(ctx)
@@ -247,7 +247,9 @@ func (p *promSource) collect(ctx context.Context, endpoints []servingEndpoint, s
 		errs = append(errs, "clock alignment: "+err.Error())
 	}
 	qs, qe := alignedWindow(lensStart, lensEnd, offset)
-	p.awaitScrapesPast(ctx, endpoints, qe)
+	if wait {
+		p.awaitScrapesPast(ctx, endpoints, qe)
+	}
 	step := p.step
 	if span := qe.Sub(qs); span/step > maxPoints {
 		step = span / maxPoints
