@@ -158,6 +158,10 @@ func (p *fakePrometheus) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		data = fmt.Sprintf(`{"resultType":"scalar","result":[%.3f,"%.3f"]}`, now, now)
+	case r.URL.Path == "/api/v1/query" && strings.HasPrefix(query, "{__name__"):
+		// The latest scrape, after the window's end: 5 more tokens than at its last point.
+		data = fmt.Sprintf(`{"resultType":"vector","result":[{"metric":{"__name__":%q,"instance":%q},"value":[%.3f,"105"]}]}`,
+			seriesGenTokens, p.instance, now)
 	case r.URL.Path == "/api/v1/query":
 		// timestamp() of the latest gauge sample: already past any window's end.
 		data = fmt.Sprintf(`{"resultType":"vector","result":[{"metric":{"instance":%q},"value":[%.3f,"%.3f"]}]}`, p.instance, now, now+60)
@@ -234,6 +238,10 @@ func TestPrometheusCollectionAlignsTheClock(t *testing.T) {
 	// The points land back on the Lens timeline: every sample inside [from, to].
 	if len(m.samples[0]) < 10 || !near(m.samples[0][0].at, from, 0.002) || !near(m.samples[0][len(m.samples[0])-1].at, to, 0.5) {
 		t.Fatalf("%d samples, first at %v, last at %v", len(m.samples[0]), m.samples[0][0].at, m.samples[0][len(m.samples[0])-1].at)
+	}
+	// The counter's delta runs from the window's first point (0) to the scrape closing it (105).
+	if got := ev["per_endpoint"].([]map[string]any)[0]["generation_tokens"]; got != 105.0 {
+		t.Fatalf("generation tokens %v, want 105", got)
 	}
 	if obs["source"] != "prometheus" || obs["flow_status"] != "available" || ev["running_requests"] != 2.0 || ev["queue_depth"] != nil ||
 		obs["series"].(map[string]string)[seriesWaiting] != "unavailable" {

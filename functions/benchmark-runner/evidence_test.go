@@ -96,7 +96,9 @@ func (rs *replicas) register(t *testing.T, h *harness) {
 	}
 }
 
-func (h *harness) createAgainst(t *testing.T, endpoint, body string) string {
+// createAgainst stores a queued run of body against endpoint (requests carrying key), as
+// evaluation-api creates it for execution exec-1.
+func (h *harness) createAgainst(t *testing.T, endpoint, key, body string) string {
 	t.Helper()
 	req, raw, err := evalrun.ParseRequest([]byte(body))
 	if err == nil {
@@ -106,7 +108,7 @@ func (h *harness) createAgainst(t *testing.T, endpoint, body string) string {
 		t.Fatal(err)
 	}
 	run := evalrun.BuildRun(evalrun.NewID(), req, raw, evalrun.Target{ExecutionID: "exec-1", Model: "fake-model", Endpoint: endpoint, Status: "ready"})
-	if err := h.runs.Create(context.Background(), run, ""); err != nil {
+	if err := h.runs.Create(context.Background(), run, key); err != nil {
 		t.Fatal(err)
 	}
 	return run.ID()
@@ -171,7 +173,7 @@ func TestRoutedRunScrapesEveryReplica(t *testing.T) {
 	h := start(t, &fakeModel{}, fast())
 	rs := startReplicas(t)
 	rs.register(t, h)
-	id := h.createAgainst(t, rs.router, routedMatrix)
+	id := h.createAgainst(t, rs.router, "", routedMatrix)
 	m := doc(t, h.waitFor(t, id, 30*time.Second, terminal))
 	checkFleetEvidence(t, m, rs, "scrape")
 	if a := m["metrics"].(map[string]any)["observability"].(map[string]any)["clock_alignment"].(map[string]any); a["status"] != "unavailable" || a["query_window"] != nil {
@@ -256,7 +258,7 @@ func TestRoutedRunReadsEvidenceFromARealPrometheus(t *testing.T) {
 	promURL, _ := startPrometheus(t, rs.urls[:])
 	h := startWith(t, &fakeModel{}, fast(), map[string]string{"LENS_PROMETHEUS_URL": promURL})
 	rs.register(t, h)
-	id := h.createAgainst(t, rs.router, routedMatrix)
+	id := h.createAgainst(t, rs.router, "", routedMatrix)
 	m := doc(t, h.waitFor(t, id, 60*time.Second, terminal))
 	checkFleetEvidence(t, m, rs, "prometheus")
 	obs := m["metrics"].(map[string]any)["observability"].(map[string]any)
@@ -275,13 +277,19 @@ func TestRoutedRunReadsEvidenceFromARealPrometheus(t *testing.T) {
 
 func TestPrometheusWithoutTheTargetFailsBeforeTraffic(t *testing.T) {
 	promURL, _ := startPrometheus(t, nil)
-	model := &fakeModel{}
-	h := startWith(t, model, fast(), map[string]string{"LENS_PROMETHEUS_URL": promURL})
-	id := h.create(t, `{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":4}],"wait_timeout_seconds":2}`)
-	run := h.waitFor(t, id, 20*time.Second, terminal)
+	h := startWith(t, &fakeModel{}, fast(), map[string]string{"LENS_PROMETHEUS_URL": promURL})
+	h.expectNotReady(t, 2, "Prometheus has no scrape target for 127.0.0.1:")
+}
+
+// expectNotReady runs a matrix with a budget of seconds against the harness's model and
+// expects it failed before any traffic, monitoring not ready because of cause.
+func (h *harness) expectNotReady(t *testing.T, budget int, cause string) {
+	t.Helper()
+	id := h.create(t, `{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":4}],"wait_timeout_seconds":`+strconv.Itoa(budget)+`}`)
+	run := h.waitFor(t, id, time.Duration(budget+18)*time.Second, terminal)
 	if run.Status() != evalrun.StatusFailed || !strings.Contains(run.String("error"), "monitoring was not ready") ||
-		!strings.Contains(run.String("error"), "Prometheus has no scrape target for 127.0.0.1:") || len(model.prompts) != 0 {
-		t.Fatalf("status %s error %q, %d requests", run.Status(), run.String("error"), len(model.prompts))
+		!strings.Contains(run.String("error"), cause) || len(h.model.prompts) != 0 {
+		t.Fatalf("status %s error %q, %d requests", run.Status(), run.String("error"), len(h.model.prompts))
 	}
 }
 
@@ -291,7 +299,7 @@ func TestRunListsAnUnscrapedEndpointForPrometheusWhileItRuns(t *testing.T) {
 	h := startWith(t, model.fakeModel, fast(), map[string]string{"LENS_PROMETHEUS_URL": promURL, "LENS_PROMETHEUS_TARGETS_DIR": targets})
 	srv := httptest.NewServer(model)
 	t.Cleanup(srv.Close)
-	id := h.createAgainst(t, srv.URL+"/v1", `{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":8}],"warmup_requests":0,
+	id := h.createAgainst(t, srv.URL+"/v1", "", `{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":8}],"warmup_requests":0,
 		"concurrency_stages":[{"concurrency":2,"num_requests":10}]}`)
 	m := doc(t, h.waitFor(t, id, 60*time.Second, terminal))
 	if m["status"] != "succeeded" {
@@ -313,16 +321,11 @@ func TestRunListsAnUnscrapedEndpointForPrometheusWhileItRuns(t *testing.T) {
 	}
 }
 
-func TestCancelIsHonouredWithinASecondThroughPrometheus(t *testing.T) {
-	// Prometheus scrapes every 3 s: a cancelled run must not wait for its next scrape.
-	model := &meteredModel{fakeModel: &fakeModel{ttft: 20 * time.Millisecond, itl: 20 * time.Millisecond}}
-	srv := httptest.NewServer(model)
-	t.Cleanup(srv.Close)
-	promURL, _ := startPrometheusEvery(t, []string{srv.URL}, "3s")
-	h := startWith(t, model.fakeModel, fast(), map[string]string{"LENS_PROMETHEUS_URL": promURL})
-	id := h.createAgainst(t, srv.URL+"/v1", `{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":50}],"warmup_requests":0,
-		"concurrency_stages":[{"concurrency":2,"num_requests":1000}]}`)
-	h.waitFor(t, id, 30*time.Second, func(r *evalrun.Run) bool {
+// cancelInMatrix cancels the run once its first matrix point runs (within reach), as the API
+// does, and returns it ended, failing unless it ended cancelled within a second.
+func (h *harness) cancelInMatrix(t *testing.T, id string, reach time.Duration) *evalrun.Run {
+	t.Helper()
+	h.waitFor(t, id, reach, func(r *evalrun.Run) bool {
 		return r.Status() == evalrun.StatusRunning && r.String("phase") == "matrix-0"
 	})
 	asked := time.Now()
@@ -336,6 +339,19 @@ func TestCancelIsHonouredWithinASecondThroughPrometheus(t *testing.T) {
 	if took := time.Since(asked); run.Status() != evalrun.StatusCancelled || took > time.Second {
 		t.Fatalf("status %s after %s", run.Status(), took)
 	}
+	return run
+}
+
+func TestCancelIsHonouredWithinASecondThroughPrometheus(t *testing.T) {
+	// Prometheus scrapes every 3 s: a cancelled run must not wait for its next scrape.
+	model := &meteredModel{fakeModel: &fakeModel{ttft: 20 * time.Millisecond, itl: 20 * time.Millisecond}}
+	srv := httptest.NewServer(model)
+	t.Cleanup(srv.Close)
+	promURL, _ := startPrometheusEvery(t, []string{srv.URL}, "3s")
+	h := startWith(t, model.fakeModel, fast(), map[string]string{"LENS_PROMETHEUS_URL": promURL})
+	id := h.createAgainst(t, srv.URL+"/v1", "", `{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":50}],"warmup_requests":0,
+		"concurrency_stages":[{"concurrency":2,"num_requests":1000}]}`)
+	run := h.cancelInMatrix(t, id, 30*time.Second)
 	var metrics map[string]any
 	if !run.Get("metrics", &metrics) || metrics["observability"].(map[string]any)["source"] != "prometheus" {
 		t.Fatalf("a cancelled run keeps its evidence: %v", metrics["observability"])

@@ -232,7 +232,7 @@ func unavailableAlignment(window map[string]any) map[string]any {
 // collect reads the scraped series of the endpoints over the Lens window [from, to] (seconds
 // after start): it measures the clock offset, waits (within ctx) until Prometheus has scraped
 // past the window's end (when wait), runs one range query per series on the aligned window, and maps the
-// points back onto the Lens timeline. Query failures are returned; their series stay
+// points back onto the Lens timeline, closing the window with the latest scrapes. Query failures are returned; their series stay
 // unavailable.
 func (p *promSource) collect(ctx context.Context, endpoints []servingEndpoint, start time.Time, from, to float64, wait bool) ([][]sample, map[string]any, []string) {
 	lensStart := start.Add(time.Duration(from * float64(time.Second)))
@@ -290,6 +290,10 @@ func (p *promSource) collect(ctx context.Context, endpoints []servingEndpoint, s
 			}
 		}
 	}
+	final, err := p.latest(ctx, endpoints)
+	if err != nil {
+		errs = append(errs, "the final sample: "+err.Error())
+	}
 	out := make([][]sample, len(endpoints))
 	for i, byTime := range points {
 		stamps := make([]int64, 0, len(byTime))
@@ -298,10 +302,49 @@ func (p *promSource) collect(ctx context.Context, endpoints []servingEndpoint, s
 		}
 		sort.Slice(stamps, func(a, b int) bool { return stamps[a] < stamps[b] })
 		for _, ms := range stamps {
-			out[i] = append(out[i], sample{at: lensSeconds(ms, start, offset), values: byTime[ms]})
+			// The points are the window's by construction: millisecond timestamps must not
+			// push the first or last just outside it.
+			at := min(max(lensSeconds(ms, start, offset), from), to)
+			out[i] = append(out[i], sample{at: at, values: byTime[ms]})
+		}
+		// The range's last point holds the last scrape before the window's end, which can
+		// predate the last requests; the first scrape after it closes the window, as the scrape
+		// path's final scrape does.
+		if len(final[i]) > 0 {
+			out[i] = append(out[i], sample{at: to, values: final[i]})
 		}
 	}
 	return out, alignment(measured, offset, qs, qe), errs
+}
+
+// latest is each endpoint's latest value of every scraped series (summed over label sets), in
+// one instant query.
+func (p *promSource) latest(ctx context.Context, endpoints []servingEndpoint) ([]map[string]float64, error) {
+	out := make([]map[string]float64, len(endpoints))
+	index := map[string]int{}
+	for i, e := range endpoints {
+		index[e.instance] = i
+		out[i] = map[string]float64{}
+	}
+	v, _, _, err := p.api.Query(ctx, seriesSelector(scraped, endpoints), time.Time{})
+	if err != nil {
+		return out, err
+	}
+	vec, ok := v.(model.Vector)
+	if !ok {
+		return out, fmt.Errorf("a %s, not a vector", v.Type())
+	}
+	for _, s := range vec {
+		if i, ok := index[string(s.Metric["instance"])]; ok {
+			out[i][string(s.Metric[model.MetricNameLabel])] += float64(s.Value)
+		}
+	}
+	return out, nil
+}
+
+// seriesSelector selects the named series of the endpoints: {__name__=~"a|b",instance=~"..."}.
+func seriesSelector(names []string, endpoints []servingEndpoint) string {
+	return `{__name__=~` + strconv.Quote(strings.Join(quoteAll(names), "|")) + `,` + strings.TrimPrefix(instanceMatcher(endpoints), "{")
 }
 
 // lensSeconds puts a Prometheus timestamp (ms on its clock) on the Lens timeline: seconds after
@@ -339,7 +382,6 @@ func allPast(endpoints []servingEndpoint, latest map[string]float64, until time.
 
 // snapshot reads each endpoint's resources at completion from Prometheus's latest samples.
 func (p *promSource) snapshot(ctx context.Context, endpoints []servingEndpoint) []map[string]any {
-	sel := instanceMatcher(endpoints)
 	rows := make([]map[string]any, len(endpoints))
 	index := map[string]int{}
 	for i, e := range endpoints {
@@ -348,7 +390,7 @@ func (p *promSource) snapshot(ctx context.Context, endpoints []servingEndpoint) 
 			"reason": "Prometheus holds no sample of this endpoint"}
 	}
 	names := append([]string{seriesCacheConfig}, snapshotGauges...)
-	v, _, _, err := p.api.Query(ctx, `{__name__=~`+strconv.Quote(strings.Join(quoteAll(names), "|"))+`,`+strings.TrimPrefix(sel, "{"), time.Time{})
+	v, _, _, err := p.api.Query(ctx, seriesSelector(names, endpoints), time.Time{})
 	if err != nil {
 		for _, r := range rows {
 			r["reason"] = fmt.Sprintf("Prometheus %s could not be queried: %v", p.shown, err)
