@@ -23,7 +23,6 @@ import (
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/promtargets"
-	"github.com/lensfn/lensfn/runtime/state"
 )
 
 // meteredModel is a fakeModel with a vLLM-like /metrics: every series the runner reads,
@@ -329,12 +328,7 @@ func (h *harness) cancelInMatrix(t *testing.T, id string, reach time.Duration) *
 		return r.Status() == evalrun.StatusRunning && r.String("phase") == "matrix-0"
 	})
 	asked := time.Now()
-	if _, err := h.runs.Transition(context.Background(), id, []string{evalrun.StatusRunning}, evalrun.StatusCancelling, state.Fence{}, func(r *evalrun.Run) error {
-		r.Internal.CancelRequested = true
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	h.cancel(t, id)
 	run := h.waitFor(t, id, 10*time.Second, terminal)
 	if took := time.Since(asked); run.Status() != evalrun.StatusCancelled || took > time.Second {
 		t.Fatalf("status %s after %s", run.Status(), took)
