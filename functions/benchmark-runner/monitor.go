@@ -183,24 +183,24 @@ func (m *monitor) ready(ctx context.Context, runID string) (map[string]any, erro
 		return m.prom.ready(ctx, runID, m.endpoints)
 	}
 	seen := make([]int, len(m.endpoints))
-	var last string
+	why := make([]string, len(m.endpoints)) // what keeps each endpoint from being ready
 	for {
-		last = ""
 		for i, e := range m.endpoints {
 			if seen[i] >= 2 {
 				continue
 			}
 			values, err := m.scrape(ctx, e)
+			if ctx.Err() != nil && why[i] != "" {
+				break // the budget ended mid-scrape: the cause is what the earlier scrapes saw
+			}
 			switch {
 			case err != nil:
-				last = err.Error()
+				why[i] = err.Error()
 			case !has(values, seriesRunning):
-				last = e.metrics + " has no " + seriesRunning + " gauge"
+				why[i] = e.metrics + " has no " + seriesRunning + " gauge"
 			default:
 				seen[i]++
-				if seen[i] < 2 && last == "" {
-					last = "only one sample of " + seriesRunning + " arrived from " + e.metrics
-				}
+				why[i] = "only one sample of " + seriesRunning + " arrived from " + e.metrics
 			}
 		}
 		if allAtLeast(seen, 2) {
@@ -213,7 +213,11 @@ func (m *monitor) ready(ctx context.Context, runID string) (map[string]any, erro
 		}
 		select {
 		case <-ctx.Done():
-			return nil, errors.New(last)
+			for i := range m.endpoints {
+				if seen[i] < 2 {
+					return nil, errors.New(why[i])
+				}
+			}
 		case <-time.After(500 * time.Millisecond):
 		}
 	}

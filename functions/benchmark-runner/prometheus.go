@@ -105,9 +105,15 @@ func (p *promSource) ready(ctx context.Context, runID string, endpoints []servin
 		if err == nil {
 			counts, err = p.byInstance(ctx, fmt.Sprintf("max by (instance) (count_over_time(%s%s[%dms]))", seriesRunning, sel, since.Milliseconds()))
 		}
-		if err != nil {
+		switch {
+		case err != nil && ctx.Err() != nil && last != "":
+			// the budget ended mid-query: the cause is what the earlier queries saw
+		case err != nil:
 			last = fmt.Sprintf("Prometheus %s could not be queried: %v", p.shown, err)
-		} else if last = notReady(endpoints, up, counts); last == "" {
+		default:
+			last = notReady(endpoints, up, counts)
+		}
+		if err == nil && last == "" {
 			targets := make([]map[string]any, len(endpoints))
 			for i, e := range endpoints {
 				targets[i] = map[string]any{"instance": e.instance, "up": up[e.instance], "samples": counts[e.instance]}
