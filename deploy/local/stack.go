@@ -45,6 +45,9 @@ type Options struct {
 	// 127.0.0.1:8000), so tasks that target it still reach it after a restart; empty picks a
 	// free port (tests).
 	SimulatorAddr string
+	// StartPrometheus starts Debian's prometheus when it is on PATH (make run does), with
+	// file-based discovery of the serving endpoints, and hands its URL to the benchmark runner.
+	StartPrometheus bool
 	// ReadyTimeout bounds the wait for every function's readiness probe; default 90s.
 	ReadyTimeout time.Duration
 	Log          func(format string, args ...any)
@@ -65,9 +68,13 @@ type Stack struct {
 	servers        []*http.Server
 	stopRedis      func()
 	redis          *process // redis-server when it is on PATH
-	dataLock       *os.File // the flock that keeps a second stack off the data dir
-	secretKey      string
-	mu             sync.Mutex
+	// PrometheusURL is the stack's Prometheus ("" when none runs).
+	PrometheusURL     string
+	prometheus        *process
+	prometheusTargets string   // its file-SD directory
+	dataLock          *os.File // the flock that keeps a second stack off the data dir
+	secretKey         string
+	mu                sync.Mutex
 }
 
 // Start brings everything up and returns once every function answers its readiness probe.
@@ -125,6 +132,9 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		return nil, err
 	}
 	if err := s.startBroker(); err != nil {
+		return nil, err
+	}
+	if err := s.startPrometheus(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.compileModules(ctx); err != nil {
@@ -428,6 +438,12 @@ func (s *Stack) startFunction(svc Service) error {
 	if _, ok := svc.Env["LENS_API_URL"]; ok {
 		env["LENS_API_URL"], env["LENS_COOKIE_SECURE"] = s.APIURL, "false"
 	}
+	for k, v := range s.prometheusEnv(svc.Name) {
+		env[k] = v
+	}
+	if err := s.listForPrometheus(svc.Name, port); err != nil {
+		return err
+	}
 	// Only the functions whose manifest takes the Secret seal or open endpoint keys.
 	if contains(svc.ClusterEnv, "LENS_SECRET_KEY") {
 		env["LENS_SECRET_KEY"] = s.secretKey
@@ -535,7 +551,7 @@ func (s *Stack) Simulator() (endpointURL, model string, ok bool) {
 	return u + "/v1", model, true
 }
 
-// Stop drains every function (SIGTERM, then waits), then the broker and Redis.
+// Stop drains every function (SIGTERM, then waits), then the broker, Prometheus and Redis.
 func (s *Stack) Stop() {
 	var wg sync.WaitGroup
 	s.mu.Lock()
@@ -550,6 +566,7 @@ func (s *Stack) Stop() {
 	for _, srv := range s.servers {
 		_ = srv.Shutdown(ctx)
 	}
+	s.stopPrometheus()
 	if s.stopRedis != nil {
 		s.stopRedis()
 	}

@@ -164,12 +164,7 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 		end := time.Since(x.started).Seconds()
 		stopScrape()
 		<-scraped
-		// One more scrape after the last request, so the counters cover the whole window.
-		if values, err := x.monitor.scrape(context.WithoutCancel(ctx)); err == nil {
-			x.monitor.mu.Lock()
-			x.monitor.samples = append(x.monitor.samples, sample{at: end, values: values})
-			x.monitor.mu.Unlock()
-		}
+		x.monitor.finish(ctx, x.benchStart, end)
 		evidence = x.monitor.evidence(x.benchStart, end)
 		x.stageEvidence(fields)
 	}
@@ -201,7 +196,7 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 	}
 	fields["artifacts"] = []map[string]string{{"kind": "per-request-jsonl", "path": x.path, "media_type": "application/x-ndjson",
 		"uri": "/api/v1/evaluate/runs/" + run.ID() + "/artifacts/per-request-jsonl"}}
-	fields["resource_snapshot"] = map[string]any{}
+	fields["resource_snapshot"] = x.resourceSnapshot(ctx)
 	res := &result{status: evalrun.StatusSucceeded, fields: fields}
 	cause := context.Cause(ctx)
 	switch {
@@ -316,8 +311,11 @@ func (x *execution) prepare(ctx context.Context, fields map[string]any) error {
 		case <-time.After(time.Second):
 		}
 	}
-	x.monitor = newMonitor(x.run.Internal.Endpoint, x.run.Internal.MetricsURLs, x.r.client, x.started)
-	preflight, err := x.monitor.ready(ctx)
+	var err error
+	if x.monitor, err = x.newMonitor(ctx); err != nil {
+		return err
+	}
+	preflight, err := x.monitor.ready(ctx, x.run.ID())
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errCancelled) {
 			return errCancelled
@@ -325,10 +323,8 @@ func (x *execution) prepare(ctx context.Context, fields map[string]any) error {
 		return fmt.Errorf("serving monitoring was not ready within the %d s budget: %v", x.timeout, err)
 	}
 	preflight["endpoint_models"] = "ready"
-	fields["monitoring"] = map[string]any{"status": "ready", "source": "scrape",
-		"message":     "The endpoint is up and " + seriesRunning + " was sampled twice; the runner scrapes " + x.monitor.url + " during the benchmark.",
-		"preparation": preflight}
-	x.r.runs.Logf(ctx, x.run.ID(), "Monitoring ready: %s", x.monitor.url)
+	fields["monitoring"] = x.monitoringField(preflight)
+	x.r.runs.Logf(ctx, x.run.ID(), "Monitoring ready: %s", x.monitor.monitoredWhere())
 	return nil
 }
 

@@ -126,18 +126,7 @@ func fast() benchmarkrunner.Settings {
 
 func (h *harness) create(t *testing.T, body string) string {
 	t.Helper()
-	req, raw, err := evalrun.ParseRequest([]byte(body))
-	if err == nil {
-		err = evalrun.ValidateRequest(req)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := evalrun.BuildRun(evalrun.NewID(), req, raw, evalrun.Target{ExecutionID: "exec-1", Model: "fake-model", Endpoint: h.url, Status: "ready"})
-	if err := h.runs.Create(context.Background(), run, "sk-test"); err != nil {
-		t.Fatal(err)
-	}
-	return run.ID()
+	return h.createAgainst(t, h.url, "sk-test", body)
 }
 
 func (h *harness) waitFor(t *testing.T, id string, timeout time.Duration, cond func(*evalrun.Run) bool) *evalrun.Run {
@@ -381,14 +370,8 @@ func TestEndpointPolicyIsEnforcedBeforeTraffic(t *testing.T) {
 }
 
 func TestMonitoringMustBeReadyBeforeTraffic(t *testing.T) {
-	model := &fakeModel{noMetrics: true}
-	h := start(t, model, fast())
-	id := h.create(t, `{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":4}],"wait_timeout_seconds":1}`)
-	run := h.waitFor(t, id, 10*time.Second, terminal)
-	if run.Status() != evalrun.StatusFailed || !strings.Contains(run.String("error"), "monitoring was not ready") ||
-		!strings.Contains(run.String("error"), "HTTP 404") || len(model.prompts) != 0 {
-		t.Fatalf("status %s error %q, %d requests", run.Status(), run.String("error"), len(model.prompts))
-	}
+	h := start(t, &fakeModel{noMetrics: true}, fast())
+	h.expectNotReady(t, 1, "HTTP 404")
 }
 
 func TestInlineWorkloadYAMLRuns(t *testing.T) {

@@ -193,6 +193,13 @@ func (a *API) create(ctx context.Context, body []byte, idempotencyKey, id string
 	}
 	run := evalrun.BuildRun(id, req, raw, target)
 	run.Internal.IdempotencyKey = idempotencyKey
+	// The owner is the identity of the token that created the run; null when nobody
+	// authenticated (LENS_AUTH=off, or a run.requested event).
+	var owner any
+	if tok, ok := fn.Caller(ctx); ok {
+		owner = tok.ID
+	}
+	run.Set("owner_user_id", owner)
 	if target.ModelServiceGroupID != "" {
 		run.Set("model_service_group_id", target.ModelServiceGroupID)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/lensfn/lensfn/events"
@@ -278,12 +277,8 @@ func (s *step) benchmark(c *workflow.Case) error {
 		s.failCase(c, c.Status(), "the benchmark cannot be created: "+err.Error())
 		return nil
 	}
-	// The evidence (prefix cache hits, queues) is the replicas': a router's /metrics has none.
-	var replicas []string
-	c.Get("replica_endpoints", &replicas)
-	for _, r := range replicas {
-		run.Internal.MetricsURLs = append(run.Internal.MetricsURLs, strings.TrimRight(r, "/")+"/metrics")
-	}
+	// The evidence (prefix cache hits, queues) is the replicas': the runner reads them from the
+	// execution's replica_endpoints (a router's /metrics has no vllm series).
 	s.setCase(c, "evaluation_run_id", run.ID())
 	s.setCase(c, "status", workflow.CaseBenchmarking)
 	s.wf.AddRunID(run.ID())

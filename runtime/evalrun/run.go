@@ -97,10 +97,6 @@ type Internal struct {
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// RecordsPath is the per-request JSONL the runner writes.
 	RecordsPath string `json:"records_path,omitempty"`
-	// MetricsURLs, when set, are the /metrics the runner scrapes for evidence instead of the
-	// endpoint's: a routed deployment's replicas (a workflow case sets them from the deployer's
-	// replica_endpoints).
-	MetricsURLs []string `json:"metrics_urls,omitempty"`
 }
 
 // internalKey holds Internal inside the stored document.

@@ -120,6 +120,15 @@ type Config struct {
 	// CookieSecure marks the console's session cookie Secure (LENS_COOKIE_SECURE, default
 	// true; the local stack, plain HTTP on loopback, sets false).
 	CookieSecure bool
+	// PrometheusURL is the Prometheus whose HTTP API the benchmark runner reads serving
+	// evidence from (LENS_PROMETHEUS_URL, an http(s) URL; empty: the runner scrapes /metrics
+	// itself).
+	PrometheusURL string
+	// PrometheusTargetsDir is a directory that Prometheus discovers scrape targets from
+	// (file_sd_configs; LENS_PROMETHEUS_TARGETS_DIR; empty: none written): the deployer's local
+	// provider lists each deployment's replicas there, the benchmark runner a benchmarked
+	// endpoint Prometheus does not scrape yet, for the run's duration.
+	PrometheusTargetsDir string
 }
 
 // Secret is a configuration value that must never reach a log: it formats as [redacted].
@@ -142,6 +151,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		LLMDBenchmarkExecutable: strings.TrimSpace(getenv("LLM_D_BENCHMARK_EXECUTABLE")),
 		LLMDBenchmarkRoot:       strings.TrimSpace(getenv("LLM_D_BENCHMARK_ROOT")),
 		BinDir:                  getenv("LENS_BIN_DIR"),
+		PrometheusURL:           strings.TrimRight(strings.TrimSpace(getenv("LENS_PROMETHEUS_URL")), "/"),
+		PrometheusTargetsDir:    getenv("LENS_PROMETHEUS_TARGETS_DIR"),
 	}
 	var err error
 	if c.Port, err = intVar(getenv, "PORT", 8080); err != nil {
@@ -191,6 +202,11 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		if _, has := u.User.Password(); !has {
 			u.User = url.UserPassword(u.User.Username(), pw)
 			c.RedisURL = u.String()
+		}
+	}
+	if c.PrometheusURL != "" {
+		if u, perr := url.Parse(c.PrometheusURL); perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return c, errors.New("LENS_PROMETHEUS_URL is not an http(s) URL such as http://127.0.0.1:9090")
 		}
 	}
 	c.ListenHost = getenv("LENS_LISTEN_HOST")

@@ -62,6 +62,8 @@ type Options struct {
 	// stack on the same dir passes it again.
 	DataDir string
 	Log     func(string, ...any) // default: t.Logf
+	// Prometheus starts the stack's Prometheus (when prometheus is on PATH), as make run does.
+	Prometheus bool
 }
 
 // Start runs a stack for the test and stops it (dumping the function logs on failure) when the
@@ -82,6 +84,8 @@ func Start(t *testing.T, o Options) *local.Stack {
 		Only:        o.Only,
 		Auth:        o.Auth,
 		Log:         o.Log,
+
+		StartPrometheus: o.Prometheus,
 	}
 	if opts.DataDir == "" {
 		opts.DataDir = t.TempDir()
