@@ -22,6 +22,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/runtime/sse"
 	"github.com/lensfn/lensfn/runtime/state"
 )
 
@@ -57,6 +58,9 @@ type API struct {
 	// cancelWait is how long cancel waits for the runner to confirm before answering cancelling.
 	cancelWait time.Duration
 	created    *prometheus.CounterVec
+	// watchers holds a slot per open event stream; streamLimits bound each one.
+	watchers     chan struct{}
+	streamLimits sse.Limits
 }
 
 // Build is the function's fn.Builder.
@@ -81,7 +85,7 @@ func New(d fn.Deps, inv Inventory) (*fn.Function, *API, error) {
 	}
 	a := &API{deps: d, inventory: inv, cancelWait: 1500 * time.Millisecond,
 		runs:     &evalrun.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir},
-		defaults: defaultsFrom(d.Config),
+		defaults: defaultsFrom(d.Config), watchers: make(chan struct{}, maxWatchers),
 		created: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_evaluation_runs_created_total",
 			Help: "Benchmark runs created, by origin (rest or event)."}, []string{"origin"})}
 	d.Metrics.Registry.MustRegister(a.created)
@@ -94,6 +98,7 @@ func New(d fn.Deps, inv Inventory) (*fn.Function, *API, error) {
 		{Method: "GET", Path: Prefix + "/runs/{id}", Scope: read, Handler: fn.Handle(a.getRun)},
 		{Method: "POST", Path: Prefix + "/runs/{id}/cancel", Scope: write, Handler: fn.Handle(a.cancelRun)},
 		{Method: "DELETE", Path: Prefix + "/runs/{id}", Scope: write, Handler: fn.Handle(a.deleteRun)},
+		{Method: "GET", Path: Prefix + "/runs/{id}/events", Scope: read, Handler: fn.Handle(a.runEvents), Query: []string{"lastEventId"}},
 		{Method: "GET", Path: Prefix + "/runs/{id}/artifacts/{kind}", Scope: read, Handler: fn.Handle(a.downloadArtifact)},
 	}
 	return &fn.Function{
