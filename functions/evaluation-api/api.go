@@ -1,6 +1,7 @@
 package evaluationapi
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -22,6 +23,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/runtime/report/runreport"
 	"github.com/lensfn/lensfn/runtime/sse"
 	"github.com/lensfn/lensfn/runtime/state"
 )
@@ -419,16 +421,37 @@ func (a *API) deleteRun(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// downloadArtifact streams a run's per-request records (JSON lines) as an attachment.
+// Artifact kinds a run offers.
+const (
+	kindJSONL = "per-request-jsonl"
+	kindCSV   = runreport.KindCSV
+	kindHTML  = runreport.KindHTML
+)
+
+// downloadArtifact answers a run's artifact as an attachment: the per-request records as JSON
+// lines (what the runner wrote) or CSV, or the HTML report, both rendered from the stored run
+// at the time of the request.
 func (a *API) downloadArtifact(w http.ResponseWriter, r *http.Request) error {
 	id, kind := r.PathValue("id"), r.PathValue("kind")
-	if _, err := a.load(r.Context(), id); err != nil {
+	run, err := a.load(r.Context(), id)
+	if err != nil {
 		return err
 	}
-	if kind != "per-request-jsonl" {
-		return problem.New(problem.CodeNotFound, "unknown artifact kind %q; the run has per-request-jsonl", kind)
+	path := a.runs.RecordsPath(id)
+	switch kind {
+	case kindHTML:
+		var page bytes.Buffer // rendered whole first, so a failure is still a problem answer
+		if err := runreport.WriteHTML(&page, run, path, time.Now()); err != nil {
+			return err
+		}
+		attachment(w, "text/html; charset=utf-8", id+"-report.html")
+		_, _ = w.Write(page.Bytes())
+		return nil
+	case kindJSONL, kindCSV:
+	default:
+		return problem.New(problem.CodeNotFound, "unknown artifact kind %q; a run has %s, %s and %s", kind, kindJSONL, kindCSV, kindHTML)
 	}
-	f, err := os.Open(a.runs.RecordsPath(id))
+	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return problem.New(problem.CodeNotFound, "benchmark run %s has no per-request records yet", id)
 	}
@@ -436,13 +459,22 @@ func (a *API) downloadArtifact(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer f.Close()
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.Header().Set("Content-Disposition", `attachment; filename="`+id+`-per-request.jsonl"`)
-	_, err = io.Copy(w, f)
+	if kind == kindCSV {
+		attachment(w, "text/csv; charset=utf-8", id+"-per-request.csv")
+		err = runreport.WriteCSV(w, path)
+	} else {
+		attachment(w, "application/x-ndjson", id+"-per-request.jsonl")
+		_, err = io.Copy(w, f)
+	}
 	if err != nil {
-		a.deps.Log.Warnw("artifact download cut short", "run", id, "error", err)
+		a.deps.Log.Warnw("artifact download cut short", "run", id, "kind", kind, "error", err)
 	}
 	return nil
+}
+
+func attachment(w http.ResponseWriter, mediaType, filename string) {
+	w.Header().Set("Content-Type", mediaType)
+	w.Header().Set("Content-Disposition", `attachment; filename="`+filename+`"`)
 }
 
 // onRunRequested creates a run from a user's event exactly as POST /runs does. The run id is
