@@ -106,10 +106,10 @@ type distributions struct {
 	// Each phase (and each concurrency stage) counts from its own schedule start: offset
 	// carries the segments before the current one onto one clock. A segment restarts the clock
 	// when its first request is scheduled no later than the previous segment's first one.
-	segment                      string
+	segment                     string
 	offset, segmentEnd, firstAt float64
-	done, failed   []int64
-	tokens         []float64
+	done, failed                []int64
+	tokens                      []float64
 }
 
 func newDistributions(m evalrun.Metrics) *distributions {
