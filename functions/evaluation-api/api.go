@@ -22,6 +22,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/inventory"
+	"github.com/lensfn/lensfn/runtime/openapi"
 	"github.com/lensfn/lensfn/runtime/problem"
 	"github.com/lensfn/lensfn/runtime/report/runreport"
 	"github.com/lensfn/lensfn/runtime/sse"
@@ -103,6 +104,11 @@ func New(d fn.Deps, inv Inventory) (*fn.Function, *API, error) {
 		{Method: "GET", Path: Prefix + "/runs/{id}/events", Scope: read, Handler: fn.Handle(a.runEvents), Query: []string{"lastEventId"}},
 		{Method: "GET", Path: Prefix + "/runs/{id}/artifacts/{kind}", Scope: read, Handler: fn.Handle(a.downloadArtifact)},
 	}
+	doc, err := Document().JSON()
+	if err != nil {
+		return nil, nil, err
+	}
+	routes = append(routes, fn.Route{Method: "GET", Path: OpenAPIPath, Scope: auth.Public, Handler: openapi.Handler(doc)})
 	return &fn.Function{
 		Routes: routes,
 		Events: map[string]cloudevent.Handler{events.TypeRunRequested: a.onRunRequested, events.TypeKnativePing: a.onPing},

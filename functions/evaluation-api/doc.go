@@ -10,5 +10,5 @@
 // benchmarks. The benchmark-runner stage executes the runs.
 //
 // It may import events, runtime/fn, runtime/auth, runtime/cloudevent, runtime/problem,
-// runtime/state, runtime/sse, runtime/report/runreport, runtime/egress, runtime/inventory and runtime/evalrun.
+// runtime/state, runtime/sse, runtime/openapi, runtime/report/runreport, runtime/egress, runtime/inventory and runtime/evalrun.
 package evaluationapi

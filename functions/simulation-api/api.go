@@ -16,6 +16,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/cloudevent"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/inventory"
+	"github.com/lensfn/lensfn/runtime/openapi"
 	"github.com/lensfn/lensfn/runtime/problem"
 	"github.com/lensfn/lensfn/runtime/simtask"
 	"github.com/lensfn/lensfn/runtime/sse"
@@ -91,6 +92,11 @@ func New(d fn.Deps, parsers TraceParsers) (*fn.Function, *API, error) {
 		{Method: "GET", Path: "/api/simulation/tasks/{id}/events", Scope: read, Handler: fn.Handle(a.taskEvents), Query: []string{"lastEventId"}},
 		{Method: "GET", Path: "/api/simulation/tasks/{id}/response-code-issues", Scope: read, Handler: fn.Handle(a.responseCodeIssues), Query: []string{"status_code", "offset", "limit"}},
 	}
+	doc, err := Document().JSON()
+	if err != nil {
+		return nil, nil, err
+	}
+	routes = append(routes, fn.Route{Method: "GET", Path: OpenAPIPath, Scope: auth.Public, Handler: openapi.Handler(doc)})
 	return &fn.Function{
 		Routes: routes,
 		Events: map[string]cloudevent.Handler{Consumes[0]: a.onDatasetDownloaded},

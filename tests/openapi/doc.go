@@ -1,0 +1,8 @@
+// Package openapi_test checks the OpenAPI 3.1 documents the API functions serve
+// (/api/simulation/openapi.json, /api/v1/evaluate/openapi.json, /api/cluster/openapi.json for
+// inventory-api): each is served without a token; every route of a function's route table is in
+// its document and every documented operation is routed (the evaluate document's workflow
+// routes excepted, through evaluationapi.PendingRoutes, until the orchestrator lands them);
+// every schema compiles as JSON Schema 2020-12; and every JSON example of ../shared/spec
+// validates against the schema of the request or response it shows.
+package openapi_test
