@@ -451,6 +451,8 @@ func (a *API) downloadArtifact(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		attachment(w, "text/html; charset=utf-8", id+"-report.html")
+		// Opened in a browser from the API's origin, the page may load and run nothing.
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:")
 		_, _ = w.Write(page.Bytes())
 		return nil
 	case kindJSONL, kindCSV:

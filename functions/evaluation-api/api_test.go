@@ -493,7 +493,8 @@ func TestArtifactDownload(t *testing.T) {
 	resp, html := get("report-html")
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/html; charset=utf-8" ||
 		!strings.Contains(resp.Header.Get("Content-Disposition"), id+"-report.html") ||
-		!strings.Contains(html, "Benchmark run report: "+id) || !strings.Contains(html, "<svg") {
+		!strings.Contains(html, "Benchmark run report: "+id) || !strings.Contains(html, "<svg") ||
+		!strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'none'") {
 		t.Fatalf("html: %d %v", resp.StatusCode, resp.Header)
 	}
 	if strings.Contains(html, "sk-never-shown") {

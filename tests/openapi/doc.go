@@ -5,4 +5,6 @@
 // routes excepted, through evaluationapi.PendingRoutes, until the orchestrator lands them);
 // every schema compiles as JSON Schema 2020-12; and every JSON example of ../shared/spec
 // validates against the schema of the request or response it shows.
+//
+// Like everything under tests/, it may import anything in the module.
 package openapi_test
