@@ -56,7 +56,7 @@ func (a *app) evalCmd() *cobra.Command {
 	return group("eval", "Evaluations: benchmark runs, workflows and multi-configuration evaluations",
 		group("runs", "Benchmark runs", a.runCreate(), a.runList(), a.runGet(), a.runWatch(), a.runCancel(), a.runDelete(), a.runReport()),
 		group("workflows", "Evaluation workflows", a.workflowList(), a.workflowGet(), a.workflowDetails(),
-			a.workflowPost("cancel", "Cancel a workflow"), a.workflowPost("retry", "Retry a failed or cancelled workflow"), a.workflowDelete()),
+			a.postCmd("cancel", "Cancel a workflow", workflowPath), a.postCmd("retry", "Retry a failed or cancelled workflow", workflowPath), a.workflowDelete()),
 		group("evaluations", "Multi-configuration evaluations", a.evaluationCreate(), a.evaluationList(), a.evaluationGet()))
 }
 
@@ -255,11 +255,19 @@ func runOutcome(what, status, final string, slaMissed bool) error {
 }
 
 func (a *app) runCancel() *cobra.Command {
-	return &cobra.Command{Use: "cancel ID", Short: "Cancel a queued or running benchmark run", Args: args(cobra.ExactArgs(1)),
+	return a.postCmd("cancel", "Cancel a queued or running benchmark run", runPath)
+}
+
+// postCmd is "VERB ID": POST <path(ID)>/VERB without a body, printing the answer's status.
+func (a *app) postCmd(verb, short string, path func(string) string) *cobra.Command {
+	return &cobra.Command{Use: verb + " ID", Short: short, Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			var out record
-			if err := a.client.JSON(cmd.Context(), "POST", runPath(argv[0])+"/cancel", nil, nil, &out); err != nil {
+			if err := a.client.JSON(cmd.Context(), "POST", path(argv[0])+"/"+verb, nil, nil, &out); err != nil {
 				return err
+			}
+			if out.str("id") == "" {
+				out["id"] = argv[0]
 			}
 			return a.printStatus(out)
 		}}
@@ -401,17 +409,6 @@ func (a *app) printDetails(d details) error {
 		return a.printComparison(d.Report)
 	}
 	return nil
-}
-
-func (a *app) workflowPost(verb, short string) *cobra.Command {
-	return &cobra.Command{Use: verb + " ID", Short: short, Args: args(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			var out record
-			if err := a.client.JSON(cmd.Context(), "POST", workflowPath(argv[0])+"/"+verb, nil, nil, &out); err != nil {
-				return err
-			}
-			return a.printStatus(out)
-		}}
 }
 
 func (a *app) workflowDelete() *cobra.Command {

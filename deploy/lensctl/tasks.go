@@ -194,22 +194,8 @@ func (a *app) watch(cmd *cobra.Command, id string) error {
 	return exitError{ExitFailed, "task " + id + " " + final}
 }
 
-func (a *app) simpleTaskPost(use, short, verb string) *cobra.Command {
-	return &cobra.Command{Use: use + " ID", Short: short, Args: args(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			var out map[string]any
-			if err := a.client.JSON(cmd.Context(), "POST", taskPath(argv[0])+"/"+verb, nil, nil, &out); err != nil {
-				return err
-			}
-			return a.printer.print(out, func(t table.Writer) {
-				t.AppendHeader(table.Row{"ID", "STATUS"})
-				t.AppendRow(table.Row{argv[0], out["status"]})
-			})
-		}}
-}
-
 func (a *app) taskStop() *cobra.Command {
-	return a.simpleTaskPost("stop", "Stop a queued or running task", "stop")
+	return a.postCmd("stop", "Stop a queued or running task", taskPath)
 }
 
 func (a *app) taskRerun() *cobra.Command {
@@ -234,16 +220,7 @@ func (a *app) taskRerun() *cobra.Command {
 }
 
 func (a *app) taskDelete() *cobra.Command {
-	return &cobra.Command{Use: "delete ID", Short: "Delete a finished task and its artifacts", Args: args(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			if err := a.client.JSON(cmd.Context(), "DELETE", taskPath(argv[0]), nil, nil, nil); err != nil {
-				return err
-			}
-			return a.printer.print(map[string]string{"id": argv[0], "status": "deleted"}, func(t table.Writer) {
-				t.AppendHeader(table.Row{"ID", "STATUS"})
-				t.AppendRow(table.Row{argv[0], "deleted"})
-			})
-		}}
+	return a.deleteCmd("Delete a finished task and its artifacts", taskPath)
 }
 
 func (a *app) taskReport() *cobra.Command {
