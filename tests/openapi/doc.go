@@ -3,8 +3,9 @@
 // inventory-api): each is served without a token; every route of a function's route table is in
 // its document and every documented operation is routed (the evaluate document's workflow
 // routes excepted, through evaluationapi.PendingRoutes, until the orchestrator lands them);
-// every schema compiles as JSON Schema 2020-12; and every JSON example of ../shared/spec
-// validates against the schema of the request or response it shows.
+// every schema compiles as JSON Schema 2020-12; every JSON example of ../shared/spec validates
+// against the schema of the request or response it shows; and the functions' real answers
+// (lists, creates, reads, cancels, problems) validate against the schemas their documents give.
 //
 // Like everything under tests/, it may import anything in the module.
 package openapi_test

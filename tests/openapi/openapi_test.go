@@ -62,11 +62,15 @@ func (noParsers) Arrivals(context.Context, string, string, func(float64)) error 
 type started struct {
 	url    string
 	routes []fn.Route
+	server *fn.Server
 }
+
+// staticExecution gives evaluation-api a target, so runs can be created.
+const staticExecution = `[{"id":"exec-1","cluster_session_id":"session-1","name":"sim","model":"fake-model","endpoint":"http://127.0.0.1:1/v1","namespace":"local"}]`
 
 func start(t *testing.T, a api) started {
 	t.Helper()
-	env := fntest.Env(t, map[string]string{"LENS_SECRET_KEY": secret.NewKey()})
+	env := fntest.Env(t, map[string]string{"LENS_SECRET_KEY": secret.NewKey(), "LENS_STATIC_EXECUTIONS": staticExecution})
 	var f *fn.Function
 	s, err := fn.NewServer(context.Background(), fntest.Config(t, env), a.name, func(ctx context.Context, d fn.Deps) (*fn.Function, error) {
 		var err error
@@ -78,7 +82,7 @@ func start(t *testing.T, a api) started {
 	}
 	srv := httptest.NewServer(s.Handler)
 	t.Cleanup(func() { srv.Close(); _ = s.Close(context.Background()) })
-	return started{url: srv.URL, routes: f.Routes}
+	return started{url: srv.URL, routes: f.Routes, server: s}
 }
 
 // normal names every path parameter alike, so /runs/{id} and /runs/{run_id} are one route.
@@ -122,6 +126,12 @@ func TestEveryRouteIsDocumentedAndEveryOperationRouted(t *testing.T) {
 // served fetches a function's document without a token and compiles it.
 func served(t *testing.T, a api) (map[string]any, *jsonschema.Compiler) {
 	t.Helper()
+	doc, c, _ := servedBy(t, a)
+	return doc, c
+}
+
+func servedBy(t *testing.T, a api) (map[string]any, *jsonschema.Compiler, started) {
+	t.Helper()
 	s := start(t, a)
 	resp, err := http.Get(s.url + a.docPath)
 	if err != nil {
@@ -148,7 +158,7 @@ func served(t *testing.T, a api) (map[string]any, *jsonschema.Compiler) {
 	if err := c.AddResource(docURL, res); err != nil {
 		t.Fatal(err)
 	}
-	return doc, c
+	return doc, c, s
 }
 
 const docURL = "mem:///openapi.json"
