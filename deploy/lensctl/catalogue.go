@@ -68,11 +68,10 @@ func (a *app) discoverCmd() *cobra.Command {
 				return err
 			}
 			return a.printer.print(out, func(t table.Writer) {
-				t.AppendHeader(table.Row{"MODEL"})
+				t.AppendHeader(table.Row{"ENDPOINT", "MODEL"})
 				for _, m := range out.Models {
-					t.AppendRow(table.Row{m})
+					t.AppendRow(table.Row{out.Endpoint, m})
 				}
-				t.AppendFooter(table.Row{"endpoint", out.Endpoint})
 			})
 		}}
 	c.Flags().StringVar(&keyEnv, "api-key-env", "", "the environment variable holding the endpoint's API key")

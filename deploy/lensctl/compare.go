@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/jedib0t/go-pretty/v6/table"
+	"github.com/jedib0t/go-pretty/v6/text"
 	"github.com/spf13/cobra"
 
 	"github.com/lensfn/lensfn/runtime/simtask"
@@ -59,7 +60,8 @@ func (a *app) compareCmd() *cobra.Command {
 				return err
 			}
 			return a.printer.print(cmp, func(t table.Writer) {
-				t.AppendHeader(table.Row{"METRIC", argv[0], argv[1], "B/A"})
+				t.Style().Format.Header = text.FormatDefault // the ids stay as they are
+				t.AppendHeader(table.Row{"METRIC", "A " + argv[0], "B " + argv[1], "B/A"})
 				for _, m := range cmp.Metrics {
 					t.AppendRow(table.Row{m.Metric, num(m.Left), num(m.Right), num(m.Ratio)})
 				}

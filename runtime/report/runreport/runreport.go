@@ -30,8 +30,12 @@ const (
 const (
 	bins         = 40
 	timelineBins = 120
-	// maxSeconds bounds the run-wide clock the timelines count in (one day, in 1 s buckets).
-	maxSeconds = 86400
+	// clockBuckets is how many buckets the run-wide clock keeps, clockStart the first
+	// bucket width: the width doubles (neighbours merged) whenever a completion falls past the
+	// last bucket, so a half-second run and a day-long one both get about timelineBins points
+	// with memory that never grows.
+	clockBuckets = 4 * timelineBins
+	clockStart   = 0.01 // seconds
 )
 
 // extraColumns are the run-specific CSV columns, from each record's metadata.
@@ -108,8 +112,7 @@ type distributions struct {
 	// when its first request is scheduled no later than the previous segment's first one.
 	segment                     string
 	offset, segmentEnd, firstAt float64
-	done, failed                []int64
-	tokens                      []float64
+	clock                       timeClock
 }
 
 func newDistributions(m evalrun.Metrics) *distributions {
@@ -135,11 +138,8 @@ func (d *distributions) add(r loadgen.Record) {
 		d.segment, d.firstAt = seg, r.ScheduledAtSeconds
 	}
 	d.segmentEnd = max(d.segmentEnd, r.CompletedAtSeconds)
-	sec := int(min(max(d.offset+r.CompletedAtSeconds, 0), maxSeconds-1))
-	for len(d.done) <= sec {
-		d.done, d.failed, d.tokens = append(d.done, 0), append(d.failed, 0), append(d.tokens, 0)
-	}
-	d.done[sec]++
+	b := d.clock.bucket(max(d.offset+r.CompletedAtSeconds, 0))
+	b.done++
 	d.delay.Add(max(0, (r.StartedAtSeconds-r.ScheduledAtSeconds)*1000))
 	code := "no response"
 	if r.StatusCode != nil {
@@ -147,10 +147,10 @@ func (d *distributions) add(r loadgen.Record) {
 	}
 	d.codes[code]++
 	if !r.Successful {
-		d.failed[sec]++
+		b.failed++
 		return
 	}
-	d.tokens[sec] += r.OutputTokens
+	b.tokens += r.OutputTokens
 	d.latency.Add(r.LatencyMs)
 	if r.TTFTMs != nil {
 		d.ttft.Add(*r.TTFTMs)
@@ -160,31 +160,67 @@ func (d *distributions) add(r loadgen.Record) {
 	}
 }
 
-// timelines are the completion, throughput and error charts over the run-wide clock, the
-// one-second counts merged into at most timelineBins points.
+// clockBucket counts what completed in one slice of the run-wide clock.
+type clockBucket struct {
+	done, failed int64
+	tokens       float64
+}
+
+// timeClock is a fixed number of equal buckets over [0, width*len), widened by doubling.
+type timeClock struct {
+	width   float64
+	buckets []clockBucket
+	used    int // buckets up to the latest completion
+}
+
+func (c *timeClock) bucket(t float64) *clockBucket {
+	if c.buckets == nil {
+		c.width, c.buckets = clockStart, make([]clockBucket, clockBuckets)
+	}
+	if math.IsNaN(t) || math.IsInf(t, 0) {
+		t = 0
+	}
+	for t >= c.width*float64(len(c.buckets)) {
+		for i := range len(c.buckets) / 2 {
+			a, b := c.buckets[2*i], c.buckets[2*i+1]
+			c.buckets[i] = clockBucket{done: a.done + b.done, failed: a.failed + b.failed, tokens: a.tokens + b.tokens}
+		}
+		clear(c.buckets[len(c.buckets)/2:])
+		c.width *= 2
+		c.used = (c.used + 1) / 2
+	}
+	i := int(t / c.width)
+	c.used = max(c.used, i+1)
+	return &c.buckets[i]
+}
+
+// timelines are the completion, throughput and error charts over the run-wide clock, its
+// buckets merged into at most timelineBins points.
 func (d *distributions) timelines() []report.Chart {
-	width := max(1, int(math.Ceil(float64(len(d.done))/timelineBins)))
+	buckets := d.clock.buckets[:d.clock.used]
+	width := max(1, int(math.Ceil(float64(len(buckets))/timelineBins)))
 	completed, failed := report.Series{Name: "completed (cumulative)"}, report.Series{Name: "failed (cumulative)"}
 	rps, tps, errRate := report.Series{Name: "completions/s"}, report.Series{Name: "output tokens/s"}, report.Series{Name: "error rate %"}
 	var cumDone, cumFailed int64
-	for start := 0; start < len(d.done); start += width {
-		end := min(start+width, len(d.done))
+	for start := 0; start < len(buckets); start += width {
+		end := min(start+width, len(buckets))
 		var n, f int64
 		var tok float64
-		for i := start; i < end; i++ {
-			n, f, tok = n+d.done[i], f+d.failed[i], tok+d.tokens[i]
+		for _, b := range buckets[start:end] {
+			n, f, tok = n+b.done, f+b.failed, tok+b.tokens
 		}
 		cumDone, cumFailed = cumDone+n, cumFailed+f
-		x, span := float64(end), float64(end-start)
-		completed.X, completed.Y = append(completed.X, x), append(completed.Y, float64(cumDone))
-		failed.X, failed.Y = append(failed.X, x), append(failed.Y, float64(cumFailed))
-		rps.X, rps.Y = append(rps.X, float64(start)), append(rps.Y, float64(n)/span)
-		tps.X, tps.Y = append(tps.X, float64(start)), append(tps.Y, tok/span)
+		from, to := float64(start)*d.clock.width, float64(end)*d.clock.width
+		span := to - from
+		completed.X, completed.Y = append(completed.X, to), append(completed.Y, float64(cumDone))
+		failed.X, failed.Y = append(failed.X, to), append(failed.Y, float64(cumFailed))
+		rps.X, rps.Y = append(rps.X, from), append(rps.Y, float64(n)/span)
+		tps.X, tps.Y = append(tps.X, from), append(tps.Y, tok/span)
 		rate := 0.0
 		if n > 0 {
 			rate = 100 * float64(f) / float64(n)
 		}
-		errRate.X, errRate.Y = append(errRate.X, float64(start)), append(errRate.Y, rate)
+		errRate.X, errRate.Y = append(errRate.X, from), append(errRate.Y, rate)
 	}
 	axis := "seconds of traffic (phases back to back)"
 	return []report.Chart{

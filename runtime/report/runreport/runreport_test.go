@@ -160,3 +160,39 @@ func TestCSVHasEveryRecordWithPhaseAndStage(t *testing.T) {
 		t.Fatalf("missing records: %v", err)
 	}
 }
+
+// timelinePath is the completed-requests line of the completion timeline.
+func timelinePath(t *testing.T, html string) string {
+	t.Helper()
+	m := regexp.MustCompile(`<path d="([^"]*)"[^>]*><title>completed \(cumulative\)</title>`).FindStringSubmatch(html)
+	if m == nil {
+		t.Fatal("no completion line")
+	}
+	return m[1]
+}
+
+// TestTimelinesResolveShortAndLongRuns: a half-second run still gets a drawn timeline, and a
+// run a day long gets one of the same bounded size.
+func TestTimelinesResolveShortAndLongRuns(t *testing.T) {
+	for name, span := range map[string]float64{"half a second": 0.5, "a day": 86400} {
+		path := filepath.Join(t.TempDir(), evalrun.RecordsFile)
+		f, _ := os.Create(path)
+		enc := json.NewEncoder(f)
+		for i := range 1000 {
+			at := span * float64(i) / 1000
+			_ = enc.Encode(loadgen.Record{RequestID: int64(i + 1), StatusCode: ptr(200), Successful: true, ScheduledAtSeconds: at,
+				StartedAtSeconds: at, CompletedAtSeconds: at + span/1000, LatencyMs: 10, Metadata: map[string]any{"phase": "benchmark"}})
+		}
+		f.Close()
+		run := evalrun.New("r")
+		run.Set("status", evalrun.StatusSucceeded)
+		var buf bytes.Buffer
+		if err := runreport.WriteHTML(&buf, run, path, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		points := strings.Count(timelinePath(t, buf.String()), "V")
+		if points < 50 || points > 120 {
+			t.Errorf("%s: %d timeline points, want 50-120", name, points)
+		}
+	}
+}
