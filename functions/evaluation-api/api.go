@@ -91,7 +91,10 @@ func New(d fn.Deps, inv Inventory) (*fn.Function, *API, error) {
 		defaults: defaultsFrom(d.Config), watchers: make(chan struct{}, maxWatchers),
 		created: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_evaluation_runs_created_total",
 			Help: "Benchmark runs created, by origin (rest or event)."}, []string{"origin"})}
-	d.Metrics.Registry.MustRegister(a.created)
+	streams := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "lens_evaluation_run_event_streams_open",
+		Help: "Benchmark-run event streams (GET /runs/{id}/events) open on this instance."},
+		func() float64 { return float64(len(a.watchers)) })
+	d.Metrics.Registry.MustRegister(a.created, streams)
 	read, write := auth.EvaluateRunRead, auth.EvaluateRunWrite
 	routes := []fn.Route{
 		{Method: "GET", Path: Prefix + "/benchmark-defaults", Scope: read, Handler: fn.Handle(a.benchmarkDefaults)},

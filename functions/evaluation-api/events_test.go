@@ -46,6 +46,9 @@ func TestRunEventsStreamStatusProgressLogsAndEnd(t *testing.T) {
 		t.Fatalf("second %+v", m)
 	}
 
+	if got := openStreams(t, h); got != 1 {
+		t.Fatalf("lens_evaluation_run_event_streams_open %v while one stream is open", got)
+	}
 	ctx := context.Background()
 	if _, err := h.runs.Transition(ctx, id, []string{evalrun.StatusQueued}, evalrun.StatusRunning, state.Fence{}, func(r *evalrun.Run) error {
 		r.Set("phase", evalrun.PhaseMatrix(0))
@@ -93,6 +96,9 @@ func TestRunEventsStreamStatusProgressLogsAndEnd(t *testing.T) {
 	if _, open := <-ch; open {
 		t.Fatal("the stream stayed open after end")
 	}
+	if got := openStreams(t, h); got != 0 {
+		t.Fatalf("%v streams open after the stream ended", got)
+	}
 
 	// Resuming after the running event replays exactly what came after it.
 	var types []string
@@ -124,4 +130,20 @@ func TestRunEventsErrors(t *testing.T) {
 	if code := call(t, "GET", h.url+"/runs/"+run["id"].(string)+"/events?cursor=1", "", nil); code != 422 {
 		t.Fatalf("undeclared query parameter: %d", code)
 	}
+}
+
+// openStreams reads lens_evaluation_run_event_streams_open from the function's registry.
+func openStreams(t *testing.T, h *harness) float64 {
+	t.Helper()
+	families, err := h.deps.Metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "lens_evaluation_run_event_streams_open" {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatal("no lens_evaluation_run_event_streams_open")
+	return 0
 }
