@@ -295,14 +295,7 @@ func (a *app) runDelete() *cobra.Command {
 }
 
 func (a *app) runReport() *cobra.Command {
-	var kind, dest string
-	c := &cobra.Command{Use: "report ID", Short: "Download a run's report (or another artifact) to a file", Args: args(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			return a.download(cmd, runPath(argv[0]), argv[0], kind, dest)
-		}}
-	c.Flags().StringVar(&kind, "kind", "report-html", "artifact kind: report-html, per-request-csv, per-request-jsonl")
-	c.Flags().StringVar(&dest, "file", "", "where to write it (default <id>-<file name>)")
-	return c
+	return a.reportCmd("run", runPath)
 }
 
 var workflowHeader = table.Row{"ID", "NAME", "STATUS", "CASES", "CREATED"}

@@ -104,6 +104,21 @@ func (a *app) follow(cmd *cobra.Command, eventsPath, label string) (progressEven
 var artifactFiles = map[string]string{"report-html": "report.html", "per-request-csv": "per-request.csv",
 	"summary-json": "summary.json", "per-request-jsonl": "per-request.jsonl"}
 
+// reportCmd is "report ID [--kind K] [--file F]" for a task or run (what names it), whose
+// artifacts are report-html, per-request-csv, per-request-jsonl and the extra kinds.
+func (a *app) reportCmd(what string, path func(string) string, extra ...string) *cobra.Command {
+	var kind, dest string
+	kinds := append([]string{"report-html", "per-request-csv"}, extra...)
+	kinds = append(kinds, "per-request-jsonl")
+	c := &cobra.Command{Use: "report ID", Short: "Download a " + what + "'s report (or another artifact) to a file", Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			return a.download(cmd, path(argv[0]), argv[0], kind, dest)
+		}}
+	c.Flags().StringVar(&kind, "kind", "report-html", "artifact kind: "+strings.Join(kinds, ", "))
+	c.Flags().StringVar(&dest, "file", "", "where to write it (default <id>-<file name>)")
+	return c
+}
+
 // download saves the artifact at path to dest (default <id>-<file name>) through a temporary
 // file, with a byte progress bar, and prints where it went.
 func (a *app) download(cmd *cobra.Command, path, id, kind, dest string) error {

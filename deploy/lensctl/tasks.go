@@ -224,12 +224,5 @@ func (a *app) taskDelete() *cobra.Command {
 }
 
 func (a *app) taskReport() *cobra.Command {
-	var kind, dest string
-	c := &cobra.Command{Use: "report ID", Short: "Download a task's report (or another artifact) to a file", Args: args(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			return a.download(cmd, taskPath(argv[0]), argv[0], kind, dest)
-		}}
-	c.Flags().StringVar(&kind, "kind", "report-html", "artifact kind: report-html, per-request-csv, summary-json, per-request-jsonl")
-	c.Flags().StringVar(&dest, "file", "", "where to write it (default <id>-<file name>)")
-	return c
+	return a.reportCmd("task", taskPath, "summary-json")
 }
