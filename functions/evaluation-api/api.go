@@ -62,7 +62,7 @@ type API struct {
 	cancelWait time.Duration
 	created    *prometheus.CounterVec
 	// watchers holds a slot per open event stream; streamLimits bound each one.
-	watchers     chan struct{}
+	watchers     sse.Slots
 	streamLimits sse.Limits
 }
 
@@ -88,12 +88,12 @@ func New(d fn.Deps, inv Inventory) (*fn.Function, *API, error) {
 	}
 	a := &API{deps: d, inventory: inv, cancelWait: 1500 * time.Millisecond,
 		runs:     &evalrun.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir},
-		defaults: defaultsFrom(d.Config), watchers: make(chan struct{}, maxWatchers),
+		defaults: defaultsFrom(d.Config), watchers: sse.NewSlots(maxWatchers),
 		created: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_evaluation_runs_created_total",
 			Help: "Benchmark runs created, by origin (rest or event)."}, []string{"origin"})}
 	streams := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "lens_evaluation_run_event_streams_open",
 		Help: "Benchmark-run event streams (GET /runs/{id}/events) open on this instance."},
-		func() float64 { return float64(len(a.watchers)) })
+		func() float64 { return float64(a.watchers.Open()) })
 	d.Metrics.Registry.MustRegister(a.created, streams)
 	read, write := auth.EvaluateRunRead, auth.EvaluateRunWrite
 	routes := []fn.Route{

@@ -6,7 +6,6 @@ import (
 	"net/http"
 
 	"github.com/lensfn/lensfn/runtime/evalrun"
-	"github.com/lensfn/lensfn/runtime/problem"
 	"github.com/lensfn/lensfn/runtime/sse"
 	"github.com/lensfn/lensfn/runtime/state"
 )
@@ -17,21 +16,11 @@ const maxWatchers = 128
 // runEvents streams a run's status, phase, progress, live metrics and log lines as Server-Sent
 // Events, resuming after Last-Event-ID and ending with an "end" event once the run is final.
 func (a *API) runEvents(w http.ResponseWriter, r *http.Request) error {
-	cursor, err := sse.Cursor(r)
-	if err != nil {
-		return problem.New(problem.CodeBadRequest, "%v", err)
-	}
 	run, err := a.load(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
 	id := run.ID()
-	select {
-	case a.watchers <- struct{}{}:
-		defer func() { <-a.watchers }()
-	default:
-		return problem.New(problem.CodeTooManyRequest, "too many event streams are open on this instance; poll the run or retry later")
-	}
 	src := &sse.ProgressSource{Store: a.deps.Store, Kind: evalrun.Kind, ID: id, Decode: evalrun.DecodeEntry,
 		Finished: func(ctx context.Context) (sse.Event, bool, error) {
 			cur, err := a.runs.Load(ctx, id)
@@ -43,11 +32,7 @@ func (a *API) runEvents(w http.ResponseWriter, r *http.Request) error {
 			}
 			return sse.Event{Type: "end", Data: endData(cur)}, true, nil
 		}}
-	err = sse.Serve(w, r, src, cursor, a.streamLimits)
-	if errors.Is(err, state.ErrInvalid) {
-		return problem.New(problem.CodeBadRequest, "Last-Event-ID %q is not an event id of this stream", cursor)
-	}
-	return err
+	return sse.ServeProgress(w, r, a.watchers, a.streamLimits, src, "the run")
 }
 
 // endData is the closing event: the final status, its error and the SLA verdict, so a watcher

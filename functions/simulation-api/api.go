@@ -38,7 +38,7 @@ type API struct {
 	tasks      *simtask.Repo
 	inventory  *inventory.Repo // Model Services that tasks may target
 	// watchers holds a slot per open event stream; streamLimits bound each one.
-	watchers     chan struct{}
+	watchers     sse.Slots
 	streamLimits sse.Limits
 }
 
@@ -57,7 +57,7 @@ func New(d fn.Deps, parsers TraceParsers) (*fn.Function, *API, error) {
 	client := &http.Client{Timeout: 0, Transport: http.DefaultTransport}
 	dl := &Downloader{Root: filepath.Join(d.Config.DataDir, "datasets"), Mirror: d.Config.DatasetMirror,
 		Client: client, Store: d.Store, Owner: d.Config.InstanceID, MaxBytes: 2 << 30}
-	a := &API{deps: d, downloader: dl, watchers: make(chan struct{}, maxWatchers),
+	a := &API{deps: d, downloader: dl, watchers: sse.NewSlots(maxWatchers),
 		tasks:     &simtask.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir},
 		inventory: &inventory.Repo{Store: d.Store, Sealer: sealer},
 		catalogue: &Catalogue{Parsers: parsers, Downloader: dl, Warn: func(file string, err error) {
