@@ -136,14 +136,12 @@ var homes = map[string][]string{
 	"github.com/parquet-go/parquet-go":    {"wasm-modules/tracefmt/baseten"},
 	"github.com/prometheus/client_golang": {"runtime/fn", "functions"},
 	"github.com/openai/openai-go/v3":      {}, // tests only
-	// tests/openapi validates the OpenAPI documents' schemas and the spec's examples (JSON Schema 2020-12).
-	"github.com/santhosh-tekuri/jsonschema/v6": {}, // tests only
-	"gopkg.in/yaml.v3":                         {"deploy", "functions/inference-sim", "runtime/evalrun"},
-	"golang.org/x/sync":                        {"functions", "runtime"},
-	"go.uber.org/zap":                          {"runtime/fn"},
-	"github.com/prometheus/client_model":       {"functions", "runtime", "tests"},
-	"github.com/prometheus/common":             {"functions", "runtime", "tests"},
-	"github.com/google/uuid":                   {"runtime", "functions"},
+	"gopkg.in/yaml.v3":                    {"deploy", "functions/inference-sim", "runtime/evalrun"},
+	"golang.org/x/sync":                   {"functions", "runtime"},
+	"go.uber.org/zap":                     {"runtime/fn"},
+	"github.com/prometheus/client_model":  {"functions", "runtime", "tests"},
+	"github.com/prometheus/common":        {"functions", "runtime", "tests"},
+	"github.com/google/uuid":              {"runtime", "functions"},
 	// lensctl, the command-line client, is the only place with a CLI, tables and progress bars.
 	"github.com/spf13/cobra":            {"deploy/lensctl"},
 	"github.com/jedib0t/go-pretty/v6":   {"deploy/lensctl"},
