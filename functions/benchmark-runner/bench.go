@@ -194,8 +194,14 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 	if sla := evalrun.EvaluateSLA(metrics, x.targets); sla != nil {
 		fields["sla"] = sla
 	}
-	fields["artifacts"] = []map[string]string{{"kind": "per-request-jsonl", "path": x.path, "media_type": "application/x-ndjson",
-		"uri": "/api/v1/evaluate/runs/" + run.ID() + "/artifacts/per-request-jsonl"}}
+	// The CSV and the HTML report are rendered from the records and the stored run when they
+	// are downloaded.
+	uri := "/api/v1/evaluate/runs/" + run.ID() + "/artifacts/"
+	fields["artifacts"] = []map[string]string{
+		{"kind": "per-request-jsonl", "path": x.path, "media_type": "application/x-ndjson", "uri": uri + "per-request-jsonl"},
+		{"kind": "per-request-csv", "media_type": "text/csv; charset=utf-8", "uri": uri + "per-request-csv"},
+		{"kind": "report-html", "media_type": "text/html; charset=utf-8", "uri": uri + "report-html"},
+	}
 	fields["resource_snapshot"] = x.resourceSnapshot(ctx)
 	res := &result{status: evalrun.StatusSucceeded, fields: fields}
 	cause := context.Cause(ctx)

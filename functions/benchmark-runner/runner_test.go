@@ -390,3 +390,44 @@ func TestInlineWorkloadYAMLRuns(t *testing.T) {
 		t.Fatalf("peak %d", h.model.peak)
 	}
 }
+
+// TestProgressStreamCarriesStatusPhasesLiveMetricsAndLogs reads the run's progress stream (what
+// GET /runs/{id}/events serves) after a real run: every status, the phases, live metrics while
+// the workload ran and the log lines, in order, ending with the final status.
+func TestProgressStreamCarriesStatusPhasesLiveMetricsAndLogs(t *testing.T) {
+	h := start(t, &fakeModel{ttft: 30 * time.Millisecond, itl: 4 * time.Millisecond}, fast())
+	id := h.create(t, `{"deployment_execution_id":"exec-1","matrix":[{"isl":32,"osl":8}],
+		"concurrency_stages":[{"concurrency":2,"num_requests":16}],"warmup_requests":1}`)
+	h.waitFor(t, id, 30*time.Second, terminal)
+	entries, err := h.deps.Store.ReadProgress(context.Background(), evalrun.Kind, id, "", 1000, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var statuses, logs []string
+	sawPhase, sawLive := false, false
+	for _, e := range entries {
+		typ, data := evalrun.DecodeEntry(e.Fields)
+		d := data.(map[string]any)
+		switch typ {
+		case "status":
+			if s := d["status"].(string); len(statuses) == 0 || statuses[len(statuses)-1] != s {
+				statuses = append(statuses, s)
+			}
+			sawPhase = sawPhase || d["phase"] == "matrix-0"
+			if live, ok := d["live_metrics"].(json.RawMessage); ok && strings.Contains(string(live), `"completed_requests"`) {
+				sawLive = true
+			}
+		case "log":
+			logs = append(logs, d["line"].(string))
+		}
+	}
+	if got := strings.Join(statuses, ","); got != "queued,running,succeeded" {
+		t.Errorf("statuses %s", got)
+	}
+	if !sawPhase || !sawLive {
+		t.Errorf("phase matrix-0 seen %v, live metrics seen %v", sawPhase, sawLive)
+	}
+	if all := strings.Join(logs, "\n"); !strings.Contains(all, "Phase matrix-0") || !strings.Contains(all, "Finished succeeded") {
+		t.Errorf("logs %s", all)
+	}
+}

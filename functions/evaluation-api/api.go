@@ -1,6 +1,7 @@
 package evaluationapi
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -21,7 +22,10 @@ import (
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/inventory"
+	"github.com/lensfn/lensfn/runtime/openapi"
 	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/runtime/report/runreport"
+	"github.com/lensfn/lensfn/runtime/sse"
 	"github.com/lensfn/lensfn/runtime/state"
 	"github.com/lensfn/lensfn/runtime/workflow"
 )
@@ -64,6 +68,9 @@ type API struct {
 	inv              *inventory.Repo
 	workflowWait     time.Duration
 	workflowsCreated *prometheus.CounterVec
+	// watchers holds a slot per open event stream; streamLimits bound each one.
+	watchers     sse.Slots
+	streamLimits sse.Limits
 }
 
 // Build is the function's fn.Builder.
@@ -88,14 +95,17 @@ func New(d fn.Deps, inv Inventory) (*fn.Function, *API, error) {
 	}
 	a := &API{deps: d, inventory: inv, cancelWait: 1500 * time.Millisecond,
 		runs:     &evalrun.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir},
-		defaults: defaultsFrom(d.Config),
+		defaults: defaultsFrom(d.Config), watchers: sse.NewSlots(maxWatchers),
 		created: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_evaluation_runs_created_total",
 			Help: "Benchmark runs created, by origin (rest or event)."}, []string{"origin"}),
 		workflows: &workflow.Repo{Store: d.Store}, inv: &inventory.Repo{Store: d.Store, Sealer: sealer},
 		workflowWait: 10 * time.Second,
 		workflowsCreated: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_evaluation_workflows_created_total",
 			Help: "Workflows created, by kind (simple or evaluation) and origin (rest or event)."}, []string{"kind", "origin"})}
-	d.Metrics.Registry.MustRegister(a.created, a.workflowsCreated)
+	streams := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "lens_evaluation_run_event_streams_open",
+		Help: "Benchmark-run event streams (GET /runs/{id}/events) open on this instance."},
+		func() float64 { return float64(a.watchers.Open()) })
+	d.Metrics.Registry.MustRegister(a.created, a.workflowsCreated, streams)
 	read, write := a.scopes()
 	routes := []fn.Route{
 		{Method: "GET", Path: Prefix + "/benchmark-defaults", Scope: read, Handler: fn.Handle(a.benchmarkDefaults)},
@@ -105,9 +115,15 @@ func New(d fn.Deps, inv Inventory) (*fn.Function, *API, error) {
 		{Method: "GET", Path: Prefix + "/runs/{id}", Scope: read, Handler: fn.Handle(a.getRun)},
 		{Method: "POST", Path: Prefix + "/runs/{id}/cancel", Scope: write, Handler: fn.Handle(a.cancelRun)},
 		{Method: "DELETE", Path: Prefix + "/runs/{id}", Scope: write, Handler: fn.Handle(a.deleteRun)},
+		{Method: "GET", Path: Prefix + "/runs/{id}/events", Scope: read, Handler: fn.Handle(a.runEvents), Query: []string{"lastEventId"}},
 		{Method: "GET", Path: Prefix + "/runs/{id}/artifacts/{kind}", Scope: read, Handler: fn.Handle(a.downloadArtifact)},
 	}
 	routes = append(routes, a.workflowRoutes()...)
+	doc, err := Document().JSON()
+	if err != nil {
+		return nil, nil, err
+	}
+	routes = append(routes, fn.Route{Method: "GET", Path: OpenAPIPath, Scope: auth.Public, Handler: openapi.Handler(doc)})
 	return &fn.Function{
 		Routes: routes,
 		Events: map[string]cloudevent.Handler{events.TypeRunRequested: a.onRunRequested, events.TypeKnativePing: a.onPing,
@@ -451,16 +467,39 @@ func (a *API) deleteRun(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// downloadArtifact streams a run's per-request records (JSON lines) as an attachment.
+// Artifact kinds a run offers.
+const (
+	kindJSONL = "per-request-jsonl"
+	kindCSV   = runreport.KindCSV
+	kindHTML  = runreport.KindHTML
+)
+
+// downloadArtifact answers a run's artifact as an attachment: the per-request records as JSON
+// lines (what the runner wrote) or CSV, or the HTML report, both rendered from the stored run
+// at the time of the request.
 func (a *API) downloadArtifact(w http.ResponseWriter, r *http.Request) error {
 	id, kind := r.PathValue("id"), r.PathValue("kind")
-	if _, err := a.load(r.Context(), id); err != nil {
+	run, err := a.load(r.Context(), id)
+	if err != nil {
 		return err
 	}
-	if kind != "per-request-jsonl" {
-		return problem.New(problem.CodeNotFound, "unknown artifact kind %q; the run has per-request-jsonl", kind)
+	path := a.runs.RecordsPath(id)
+	switch kind {
+	case kindHTML:
+		var page bytes.Buffer // rendered whole first, so a failure is still a problem answer
+		if err := runreport.WriteHTML(&page, run, path, time.Now()); err != nil {
+			return err
+		}
+		attachment(w, "text/html; charset=utf-8", id+"-report.html")
+		// Opened in a browser from the API's origin, the page may load and run nothing.
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:")
+		_, _ = w.Write(page.Bytes())
+		return nil
+	case kindJSONL, kindCSV:
+	default:
+		return problem.New(problem.CodeNotFound, "unknown artifact kind %q; a run has %s, %s and %s", kind, kindJSONL, kindCSV, kindHTML)
 	}
-	f, err := os.Open(a.runs.RecordsPath(id))
+	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return problem.New(problem.CodeNotFound, "benchmark run %s has no per-request records yet", id)
 	}
@@ -468,13 +507,22 @@ func (a *API) downloadArtifact(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer f.Close()
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.Header().Set("Content-Disposition", `attachment; filename="`+id+`-per-request.jsonl"`)
-	_, err = io.Copy(w, f)
+	if kind == kindCSV {
+		attachment(w, "text/csv; charset=utf-8", id+"-per-request.csv")
+		err = runreport.WriteCSV(w, path)
+	} else {
+		attachment(w, "application/x-ndjson", id+"-per-request.jsonl")
+		_, err = io.Copy(w, f)
+	}
 	if err != nil {
-		a.deps.Log.Warnw("artifact download cut short", "run", id, "error", err)
+		a.deps.Log.Warnw("artifact download cut short", "run", id, "kind", kind, "error", err)
 	}
 	return nil
+}
+
+func attachment(w http.ResponseWriter, mediaType, filename string) {
+	w.Header().Set("Content-Type", mediaType)
+	w.Header().Set("Content-Disposition", `attachment; filename="`+filename+`"`)
 }
 
 // onRunRequested creates a run from a user's event exactly as POST /runs does. The run id is

@@ -503,4 +503,29 @@ func TestArtifactDownload(t *testing.T) {
 	if code := call(t, "GET", h.url+"/runs/"+id+"/artifacts/summary", "", nil); code != 404 {
 		t.Fatalf("unknown kind: %d", code)
 	}
+	get := func(kind string) (*http.Response, string) {
+		resp, err := http.Get(h.url + "/runs/" + id + "/artifacts/" + kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(body)
+	}
+	resp, csvBody := get("per-request-csv")
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/csv; charset=utf-8" ||
+		!strings.Contains(resp.Header.Get("Content-Disposition"), id+"-per-request.csv") ||
+		!strings.HasPrefix(csvBody, "request_id,") || !strings.Contains(csvBody, "\n1,") {
+		t.Fatalf("csv: %d %q %v", resp.StatusCode, csvBody, resp.Header)
+	}
+	resp, html := get("report-html")
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/html; charset=utf-8" ||
+		!strings.Contains(resp.Header.Get("Content-Disposition"), id+"-report.html") ||
+		!strings.Contains(html, "Benchmark run report: "+id) || !strings.Contains(html, "<svg") ||
+		!strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'none'") {
+		t.Fatalf("html: %d %v", resp.StatusCode, resp.Header)
+	}
+	if strings.Contains(html, "sk-never-shown") {
+		t.Fatal("the report shows the run's API key")
+	}
 }
