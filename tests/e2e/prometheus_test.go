@@ -19,7 +19,9 @@ func TestBenchmarkEvidenceThroughTheStacksPrometheus(t *testing.T) {
 		t.Skip("prometheus is not on PATH (apt-get install prometheus): the stack's Prometheus is not tested")
 	}
 	t.Setenv("POD_IP", "127.0.0.1")
-	sim := startSimulator(t, "--time-to-first-token", "20ms", "--inter-token-latency", "2ms", "--enable-kvcache", "--kv-cache-size", "4096")
+	// A 200 ms first token keeps ~3 requests in flight at these rates, so the 1 s scrapes of
+	// vllm:num_requests_running cannot all land between requests (at 20 ms they often did).
+	sim := startSimulator(t, "--time-to-first-token", "200ms", "--inter-token-latency", "2ms", "--enable-kvcache", "--kv-cache-size", "4096")
 	dataDir := t.TempDir()
 	stack := startStack(t, stackOptions{only: []string{"inventory-api", "evaluation-api", "benchmark-runner", "inference-sim"},
 		dataDir: dataDir, prometheus: true, env: map[string]string{"LENS_LEASE_TTL": "3s", "LENS_SWEEP_INTERVAL": "500ms"}})
