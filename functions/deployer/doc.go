@@ -15,6 +15,6 @@
 // inference-router as child processes on loopback) and `knative` (kind kubernetes: Knative
 // Services through client-go's dynamic client).
 //
-// It may import events, runtime/fn, runtime/cloudevent, runtime/state, runtime/secret,
+// It may import events, runtime/fn, runtime/cloudevent, runtime/state,
 // runtime/problem, runtime/inventory and runtime/deployconfig.
 package deployer

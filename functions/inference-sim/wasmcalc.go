@@ -2,7 +2,6 @@ package inferencesim
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -18,11 +17,7 @@ func IsModuleCalculator(name string) bool {
 }
 
 // ModuleDirs say where WASM calculators come from (read from the environment by the command).
-type ModuleDirs struct {
-	Builtin string // LENS_BUILTIN_MODULE_DIR: the modules `make wasm` builds
-	User    string // LENS_MODULE_DIR: user modules with their manifest
-	Cache   string // LENS_CACHE_DIR: the compilation cache
-}
+type ModuleDirs = wasmhost.Dirs
 
 // WASMCalculators resolves built-in names natively and module calculators through a WASM host
 // started on first use; the schedule comes from one guest call per request.
@@ -38,15 +33,9 @@ func (w *WASMCalculators) Resolve(name string, p latency.Config) (latency.Calcul
 	if !IsModuleCalculator(name) {
 		return latency.New(name, p)
 	}
-	w.once.Do(func() {
-		cfg := wasmhost.Config{CacheDir: w.Dirs.Cache, BuiltinDir: w.Dirs.Builtin}
-		if w.Dirs.User != "" {
-			cfg.ModuleDirs = []string{w.Dirs.User}
-		}
-		w.host, w.err = wasmhost.New(context.Background(), cfg)
-	})
+	w.once.Do(func() { w.host, w.err = wasmhost.Open(context.Background(), w.Dirs, nil) })
 	if w.err != nil {
-		return nil, fmt.Errorf("load WASM modules: %w", w.err)
+		return nil, w.err
 	}
 	c, err := w.host.Calculator(strings.TrimPrefix(name, "wasm:"), p.JSON())
 	if err != nil {
