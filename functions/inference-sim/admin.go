@@ -8,8 +8,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/lensfn/lensfn/wasm-modules/latency"
 	"github.com/valyala/fasthttp"
+
+	"github.com/lensfn/lensfn/wasm-modules/latency"
 )
 
 // The settings /admin/config may change at run time, in the order its document lists them:

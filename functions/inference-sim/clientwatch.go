@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/pacer"
+
 	"crypto/tls"
 	"errors"
 	"net"
@@ -71,12 +73,12 @@ func (w *clientWatch) stop() {
 	*w = clientWatch{}
 }
 
-// waitUntil waits for the monotonic deadline t like the pacer, and
+// waitUntil waits for the monotonic deadline t like the pacer.Pacer, and
 // reports false as soon as the client leaves instead.
 func (g *genCtx) waitUntil(t time.Duration) bool {
-	if rem := t - monoNow(); rem > watchAfter {
+	if rem := t - pacer.Now(); rem > watchAfter {
 		if gone := g.watch.goneCh(); gone != nil {
-			// The pacer takes over for the last few milliseconds, so the
+			// The pacer.Pacer takes over for the last few milliseconds, so the
 			// deadline keeps its precision.
 			timer := time.NewTimer(rem - 5*time.Millisecond)
 			select {
@@ -87,6 +89,6 @@ func (g *genCtx) waitUntil(t time.Duration) bool {
 			}
 		}
 	}
-	g.r.sim.pacer.waitUntil(t)
+	g.r.sim.pacer.WaitUntil(t)
 	return true
 }

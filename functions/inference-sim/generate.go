@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/pacer"
+
 	"bytes"
 	"encoding/json"
 	"io"
@@ -178,7 +180,7 @@ func (g *genCtx) release() {
 func (r *rank) handleGenerate(ctx *fasthttp.RequestCtx, kind, api int) {
 	g := r.getGen(kind)
 	g.api = api
-	g.arrival = monoNow()
+	g.arrival = pacer.Now()
 	g.watch.watch(ctx.Conn())
 	if e := g.prepare(ctx); e != nil {
 		writeError(ctx, e)
@@ -200,7 +202,7 @@ func (r *rank) handleGenerate(ctx *fasthttp.RequestCtx, kind, api int) {
 		g.finishEarly()
 		return
 	}
-	now := monoNow()
+	now := pacer.Now()
 	ctx.Response.Header.SetContentType("application/json")
 	bp := getBuf()
 	if g.api == apiResponses {
@@ -312,7 +314,7 @@ func (g *genCtx) prepare(ctx *fasthttp.RequestCtx) *apiError {
 		return e
 	}
 	g.acquired, g.running, g.queued = true, running, queued
-	g.admitted = monoNow()
+	g.admitted = pacer.Now()
 	g.created = time.Now().Unix()
 	prefix := "chatcmpl-"
 	if g.kind == kindText {
@@ -696,7 +698,7 @@ func (g *genCtx) Read(p []byte) (int, error) {
 		if late := g.r.sim.beforeEmit; late != nil {
 			late()
 		}
-		g.emitDue(monoNow())
+		g.emitDue(pacer.Now())
 	}
 	return g.copyFrames(p), nil
 }
@@ -807,7 +809,7 @@ func (g *genCtx) finishStream() {
 // Close is called by fasthttp when the body has been written or the
 // client went away; it records metrics and frees the running slot.
 func (g *genCtx) Close() error {
-	now := monoNow()
+	now := pacer.Now()
 	if g.complete {
 		for i := range g.choices {
 			c := &g.choices[i]

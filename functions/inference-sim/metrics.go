@@ -251,7 +251,7 @@ const maxLoRAInfoSeries = 16
 // requestStats are the measured timings of one finished sequence.
 type requestStats struct {
 	model          *modelMetrics
-	arrival        time.Duration // monotonic offsets, see monoNow
+	arrival        time.Duration // monotonic offsets, see pacer.Now
 	admitted       time.Duration
 	firstToken     time.Duration
 	lastToken      time.Duration

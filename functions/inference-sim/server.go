@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/pacer"
+
 	"bytes"
 	"context"
 	"crypto/subtle"
@@ -62,7 +64,7 @@ type Simulator struct {
 	log      *slog.Logger
 	resolve  CalculatorResolver
 	coarse   bool
-	pacer    *pacer
+	pacer    *pacer.Pacer
 	settings atomic.Pointer[settings]
 	adminMu  sync.Mutex
 	ranks    []*rank
@@ -108,7 +110,7 @@ func New(cfg *Config, opts ...Option) (*Simulator, error) {
 	}
 	s.settings.Store(&settings{failureRate: cfg.FailureInjectionRate, failureTypes: cfg.FailureTypes,
 		calcName: cfg.LatencyCalculator, latencyParams: cfg.Latency, calc: calc, fake: cfg.FakeMetrics})
-	s.pacer = newPacer(s.coarse)
+	s.pacer = pacer.New(s.coarse)
 	if cfg.DatasetPath != "" {
 		ds, err := openDataset(cfg, s.log)
 		if err != nil {
