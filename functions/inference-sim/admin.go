@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -42,7 +44,7 @@ func adminView(st *settings) []byte {
 		} else {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, key)
+		b = openai.AppendJSONString(b, key)
 		b = append(b, ':')
 		raw, _ := json.Marshal(v) // strings, numbers and the fake-metrics document: cannot fail
 		b = append(b, raw...)
@@ -69,11 +71,11 @@ func (r *rank) handleAdminConfig(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if !ctx.IsPost() {
-		writeError(ctx, newError(405, "Method not allowed, use GET or POST"))
+		openai.WriteError(ctx, openai.NewError(405, "Method not allowed, use GET or POST"))
 		return
 	}
 	if e := checkJSONShape(ctx.PostBody()); e != nil {
-		writeError(ctx, e)
+		openai.WriteError(ctx, e)
 		return
 	}
 	var upd map[string]json.RawMessage
@@ -82,14 +84,14 @@ func (r *rank) handleAdminConfig(ctx *fasthttp.RequestCtx) {
 		if err != nil {
 			msg = err.Error()
 		}
-		writeError(ctx, newError(400, "Invalid admin configuration update: "+msg))
+		openai.WriteError(ctx, openai.NewError(400, "Invalid admin configuration update: "+msg))
 		return
 	}
 	s.adminMu.Lock()
 	defer s.adminMu.Unlock()
 	next, e := s.applyAdminUpdate(upd)
 	if e != nil {
-		writeError(ctx, e)
+		openai.WriteError(ctx, e)
 		return
 	}
 	s.settings.Store(next)
@@ -102,7 +104,7 @@ func (r *rank) handleAdminConfig(ctx *fasthttp.RequestCtx) {
 // validated: each value goes through its flag's parser onto a copy of the
 // running configuration, and the copy through Config.Validate. Nothing
 // changes unless all of it is valid.
-func (s *Simulator) applyAdminUpdate(upd map[string]json.RawMessage) (*settings, *apiError) {
+func (s *Simulator) applyAdminUpdate(upd map[string]json.RawMessage) (*settings, *openai.Error) {
 	cur := s.settings.Load()
 	c := *s.cfg
 	c.FailureInjectionRate, c.FailureTypes, c.FakeMetrics = cur.failureRate, cur.failureTypes, cur.fake
@@ -112,7 +114,9 @@ func (s *Simulator) applyAdminUpdate(upd map[string]json.RawMessage) (*settings,
 		keys = append(keys, k)
 	}
 	sort.Strings(keys) // the first error reported does not depend on map order
-	invalid := func(msg string) *apiError { return newError(400, "Invalid admin configuration update: "+msg) }
+	invalid := func(msg string) *openai.Error {
+		return openai.NewError(400, "Invalid admin configuration update: "+msg)
+	}
 	for _, key := range keys {
 		if !containsString(adminSettings, key) {
 			return nil, invalid("unknown or read-only setting " + strconv.Quote(key) + " (settable: " + strings.Join(adminSettings, ", ") + ")")
@@ -124,14 +128,14 @@ func (s *Simulator) applyAdminUpdate(upd map[string]json.RawMessage) (*settings,
 		}
 		vals, err := flagValues(raw)
 		if err != nil {
-			return nil, newParamError(400, "Invalid admin configuration update: --"+key+": "+err.Error(), key)
+			return nil, openai.NewParamError(400, "Invalid admin configuration update: --"+key+": "+err.Error(), key)
 		}
 		spec := lookupFlag(key)
 		if len(vals) == 0 && !spec.multi {
-			return nil, newParamError(400, "Invalid admin configuration update: --"+key+" needs a value", key)
+			return nil, openai.NewParamError(400, "Invalid admin configuration update: --"+key+" needs a value", key)
 		}
 		if err := spec.set(&c, vals); err != nil {
-			return nil, newParamError(400, "Invalid admin configuration update: "+err.Error(), key)
+			return nil, openai.NewParamError(400, "Invalid admin configuration update: "+err.Error(), key)
 		}
 	}
 	if err := c.Validate(); err != nil {
@@ -142,7 +146,7 @@ func (s *Simulator) applyAdminUpdate(upd map[string]json.RawMessage) (*settings,
 	if next.latencyParams != cur.latencyParams || next.calcName != cur.calcName {
 		calc, err := s.resolve(next.calcName, next.latencyParams)
 		if err != nil {
-			return nil, newError(400, "Invalid latency settings: "+err.Error())
+			return nil, openai.NewError(400, "Invalid latency settings: "+err.Error())
 		}
 		next.calc = calc
 	}

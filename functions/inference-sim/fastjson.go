@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+
 	"unicode/utf8"
 
 	"github.com/lensfn/lensfn/runtime/jsoncursor"
@@ -35,7 +37,7 @@ func (s *fastScanner) str() string {
 				s.bad = true
 				return ""
 			}
-			v := unsafeString(s.B[start:s.I])
+			v := openai.UnsafeString(s.B[start:s.I])
 			s.I++
 			return v
 		}

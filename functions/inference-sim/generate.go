@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/pacer"
 
 	"bytes"
@@ -183,7 +185,7 @@ func (r *rank) handleGenerate(ctx *fasthttp.RequestCtx, kind, api int) {
 	g.arrival = pacer.Now()
 	g.watch.watch(ctx.Conn())
 	if e := g.prepare(ctx); e != nil {
-		writeError(ctx, e)
+		openai.WriteError(ctx, e)
 		g.finishEarly()
 		return
 	}
@@ -204,7 +206,7 @@ func (r *rank) handleGenerate(ctx *fasthttp.RequestCtx, kind, api int) {
 	}
 	now := pacer.Now()
 	ctx.Response.Header.SetContentType("application/json")
-	bp := getBuf()
+	bp := openai.GetBuf()
 	if g.api == apiResponses {
 		*bp = g.appendResponseObject((*bp)[:0], true)
 	} else {
@@ -214,7 +216,7 @@ func (r *rank) handleGenerate(ctx *fasthttp.RequestCtx, kind, api int) {
 		ctx.Response.SetBodyRaw(*bp)
 	} else {
 		ctx.SetBody(*bp)
-		putBuf(bp)
+		openai.PutBuf(bp)
 	}
 	g.complete = true
 	g.finishNonStream(now, end)
@@ -256,10 +258,10 @@ func (g *genCtx) finishNonStream(now, end time.Duration) {
 
 // prepare parses, validates, admits and schedules the request. On success
 // the request holds a running slot.
-func (g *genCtx) prepare(ctx *fasthttp.RequestCtx) *apiError {
+func (g *genCtx) prepare(ctx *fasthttp.RequestCtx) *openai.Error {
 	r := g.r
 	if !ctx.IsPost() {
-		return newError(405, "Method not allowed, use POST")
+		return openai.NewError(405, "Method not allowed, use POST")
 	}
 	if r.sim.draining.Load() {
 		return errShuttingDown
@@ -285,7 +287,7 @@ func (g *genCtx) prepare(ctx *fasthttp.RequestCtx) *apiError {
 		}
 	}
 	if err != nil {
-		return newError(400, "Failed to read and parse request body, "+err.Error())
+		return openai.NewError(400, "Failed to read and parse request body, "+err.Error())
 	}
 	if e := returnErrorHeader(ctx); e != nil {
 		return e
@@ -336,19 +338,19 @@ func (g *genCtx) prepare(ctx *fasthttp.RequestCtx) *apiError {
 	return g.schedule()
 }
 
-func returnErrorHeader(ctx *fasthttp.RequestCtx) *apiError {
+func returnErrorHeader(ctx *fasthttp.RequestCtx) *openai.Error {
 	h := ctx.Request.Header.Peek("X-Return-Error")
 	if len(h) == 0 {
 		return nil
 	}
 	code, err := strconv.Atoi(string(h))
 	if err != nil || code < 100 || code > 599 {
-		return newError(400, "Invalid X-Return-Error header value "+strconv.Quote(string(h))+": must be an HTTP status code")
+		return openai.NewError(400, "Invalid X-Return-Error header value "+strconv.Quote(string(h))+": must be an HTTP status code")
 	}
-	return newError(code, "Simulated error triggered by X-Return-Error header (code "+strconv.Itoa(code)+")")
+	return openai.NewError(code, "Simulated error triggered by X-Return-Error header (code "+strconv.Itoa(code)+")")
 }
 
-func (g *genCtx) resolveModel(name string) *apiError {
+func (g *genCtx) resolveModel(name string) *openai.Error {
 	r := g.r
 	for _, s := range r.cfg.ServedModelNames {
 		if s == name {
@@ -362,10 +364,10 @@ func (g *genCtx) resolveModel(name string) *apiError {
 		g.mm = r.metrics.forModel(lora)
 		return nil
 	}
-	return newParamError(404, "The model `"+name+"` does not exist.", "model")
+	return openai.NewParamError(404, "The model `"+name+"` does not exist.", "model")
 }
 
-func (g *genCtx) readParams(c *commonRequest) *apiError {
+func (g *genCtx) readParams(c *commonRequest) *openai.Error {
 	g.stream = c.Stream
 	g.includeUsage = c.Stream && c.StreamOptions != nil && c.StreamOptions.IncludeUsage
 	max := c.MaxTokens
@@ -374,17 +376,17 @@ func (g *genCtx) readParams(c *commonRequest) *apiError {
 	}
 	if max != nil {
 		if *max <= 0 {
-			return newParamError(400, "max_tokens must be at least 1, got "+strconv.FormatInt(*max, 10)+".", "max_tokens")
+			return openai.NewParamError(400, "max_tokens must be at least 1, got "+strconv.FormatInt(*max, 10)+".", "max_tokens")
 		}
 		g.maxTokens, g.maxTokensSet = int(min(*max, 1<<31-1)), true
 	}
 	g.n = 1
 	if c.N != nil {
 		if *c.N <= 0 {
-			return newParamError(400, "n must be at least 1, got "+strconv.FormatInt(*c.N, 10)+".", "n")
+			return openai.NewParamError(400, "n must be at least 1, got "+strconv.FormatInt(*c.N, 10)+".", "n")
 		}
 		if *c.N > maxSequences {
-			return newParamError(400, "n must be at most "+strconv.Itoa(maxSequences)+".", "n")
+			return openai.NewParamError(400, "n must be at most "+strconv.Itoa(maxSequences)+".", "n")
 		}
 		g.n = int(*c.N)
 	}
@@ -393,20 +395,20 @@ func (g *genCtx) readParams(c *commonRequest) *apiError {
 	}
 	g.ignoreEOS = c.IgnoreEOS
 	if g.ignoreEOS && !g.maxTokensSet && g.r.cfg.Mode == ModeRandom {
-		return newParamError(400, "ignore_eos requires max_tokens (or max_completion_tokens) to be set.", "ignore_eos")
+		return openai.NewParamError(400, "ignore_eos requires max_tokens (or max_completion_tokens) to be set.", "ignore_eos")
 	}
 	kv := c.KVTransferParams
 	g.remoteDecode = c.DoRemoteDecode || (kv != nil && kv.DoRemoteDecode)
 	g.remotePrefill = c.DoRemotePrefill || (kv != nil && kv.DoRemotePrefill)
 	if g.remoteDecode && g.stream {
-		return newParamError(400, "Prefill does not support streaming", "stream")
+		return openai.NewParamError(400, "Prefill does not support streaming", "stream")
 	}
 	if c.CacheHitThreshold != nil && (*c.CacheHitThreshold < 0 || *c.CacheHitThreshold > 1) {
-		return newParamError(400, "cache_hit_threshold must be within [0, 1].", "cache_hit_threshold")
+		return openai.NewParamError(400, "cache_hit_threshold must be within [0, 1].", "cache_hit_threshold")
 	}
 	if g.kind == kindChat {
 		if len(g.chat.Messages) == 0 {
-			return newParamError(400, "messages must not be empty.", "messages")
+			return openai.NewParamError(400, "messages must not be empty.", "messages")
 		}
 		if e := checkRoles(g.chat.Messages); e != nil {
 			return e
@@ -414,10 +416,10 @@ func (g *genCtx) readParams(c *commonRequest) *apiError {
 		g.logprobs = g.chat.Logprobs
 		if g.chat.TopLogprobs != nil {
 			if *g.chat.TopLogprobs < 0 || *g.chat.TopLogprobs > 20 {
-				return newParamError(400, "top_logprobs must be within 0-20.", "top_logprobs")
+				return openai.NewParamError(400, "top_logprobs must be within 0-20.", "top_logprobs")
 			}
 			if !g.logprobs && *g.chat.TopLogprobs > 0 {
-				return newParamError(400, "top_logprobs requires logprobs to be true.", "top_logprobs")
+				return openai.NewParamError(400, "top_logprobs requires logprobs to be true.", "top_logprobs")
 			}
 			g.topLogprobs = int(*g.chat.TopLogprobs)
 		}
@@ -432,19 +434,19 @@ func (g *genCtx) readParams(c *commonRequest) *apiError {
 		}
 		tc, err := parseToolChoice(g.chat.ToolChoice, len(g.chat.Tools) > 0)
 		if err != nil {
-			return newParamError(400, err.Error(), "tool_choice")
+			return openai.NewParamError(400, err.Error(), "tool_choice")
 		}
 		if tc.mode == "function" && findTool(g.chat.Tools, tc.name) == nil {
-			return newParamError(400, "tool_choice names the function "+strconv.Quote(tc.name)+" that is not in tools.", "tool_choice")
+			return openai.NewParamError(400, "tool_choice names the function "+strconv.Quote(tc.name)+" that is not in tools.", "tool_choice")
 		}
 		if tc.mode == "required" && len(g.chat.Tools) == 0 {
-			return newParamError(400, "tool_choice \"required\" needs at least one tool.", "tool_choice")
+			return openai.NewParamError(400, "tool_choice \"required\" needs at least one tool.", "tool_choice")
 		}
 		g.tools, g.toolChoice = g.chat.Tools, tc
 	} else {
 		if g.text.Logprobs != nil {
 			if *g.text.Logprobs < 0 || *g.text.Logprobs > 20 {
-				return newParamError(400, "logprobs must be within 0-20.", "logprobs")
+				return openai.NewParamError(400, "logprobs must be within 0-20.", "logprobs")
 			}
 			g.logprobs, g.topLogprobs = true, int(*g.text.Logprobs)
 		}
@@ -456,12 +458,12 @@ func (g *genCtx) readParams(c *commonRequest) *apiError {
 		} else {
 			ps, err := parsePrompts(g.text.Prompt, maxSequences)
 			if err != nil {
-				return newParamError(400, err.Error(), "prompt")
+				return openai.NewParamError(400, err.Error(), "prompt")
 			}
 			g.prompts = ps
 		}
 		if len(g.prompts)*g.n > maxSequences {
-			return newParamError(400, "prompts x n must be at most "+strconv.Itoa(maxSequences)+", got "+
+			return openai.NewParamError(400, "prompts x n must be at most "+strconv.Itoa(maxSequences)+", got "+
 				strconv.Itoa(len(g.prompts))+" x "+strconv.Itoa(g.n)+".", "n")
 		}
 	}
@@ -470,14 +472,14 @@ func (g *genCtx) readParams(c *commonRequest) *apiError {
 
 // tokenizePrompt counts prompt tokens (and ids when the KV cache needs
 // them) and checks the context window.
-func (g *genCtx) tokenizePrompt() *apiError {
+func (g *genCtx) tokenizePrompt() *openai.Error {
 	r := g.r
 	needIDs := r.kv != nil
 	what := "messages"
 	longest := 0
 	if g.kind == kindChat {
 		g.promptBuf = appendChatPrompt(g.promptBuf[:0], g.chat.Messages)
-		s := unsafeString(g.promptBuf)
+		s := openai.UnsafeString(g.promptBuf)
 		if needIDs {
 			g.idScratch = appendTokenIDs(g.idScratch[:0], s)
 			g.promptTokens = len(g.idScratch)
@@ -510,13 +512,13 @@ func (g *genCtx) tokenizePrompt() *apiError {
 	}
 	maxLen := r.cfg.MaxModelLen
 	if g.maxTokensSet && longest+g.maxTokens > maxLen {
-		return newError(400, "This model's maximum context length is "+strconv.Itoa(maxLen)+
+		return openai.NewError(400, "This model's maximum context length is "+strconv.Itoa(maxLen)+
 			" tokens. However, you requested "+strconv.Itoa(longest+g.maxTokens)+" tokens ("+
 			strconv.Itoa(longest)+" in the "+what+", "+strconv.Itoa(g.maxTokens)+
 			" in the completion). Please reduce the length of the "+what+" or completion.")
 	}
 	if longest >= maxLen {
-		return newError(400, "This model's maximum context length is "+strconv.Itoa(maxLen)+
+		return openai.NewError(400, "This model's maximum context length is "+strconv.Itoa(maxLen)+
 			" tokens. However, your "+what+" resulted in "+strconv.Itoa(longest)+
 			" tokens. Please reduce the length of the "+what+".")
 	}
@@ -524,7 +526,7 @@ func (g *genCtx) tokenizePrompt() *apiError {
 }
 
 // generate produces the tokens of every choice.
-func (g *genCtx) generate() *apiError {
+func (g *genCtx) generate() *openai.Error {
 	r := g.r
 	nPrompts := 1
 	if g.kind == kindText {
@@ -643,7 +645,7 @@ func lastUserText(msgs []chatMessage) string {
 
 // schedule asks the latency calculator for each choice's timeline, once
 // per choice.
-func (g *genCtx) schedule() *apiError {
+func (g *genCtx) schedule() *openai.Error {
 	calc := g.r.sim.settings.Load().calc
 	for i := range g.choices {
 		c := &g.choices[i]
@@ -658,10 +660,10 @@ func (g *genCtx) schedule() *apiError {
 		}
 		ttft, gaps, err := calc.Schedule(in, c.gaps[:0])
 		if err != nil {
-			return newError(500, "latency calculator failed")
+			return openai.NewError(500, "latency calculator failed")
 		}
 		if len(gaps) < max(len(c.tokens)-1, 0) {
-			return newError(500, "latency calculator returned too few gaps")
+			return openai.NewError(500, "latency calculator returned too few gaps")
 		}
 		gaps = gaps[:max(len(c.tokens)-1, 0)]
 		c.ttft, c.gaps = ttft, gaps

@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+
 	"errors"
 	"fmt"
 
@@ -44,7 +46,7 @@ func offsetPort(endpoint string, n int) (string, error) {
 }
 
 // kvStart pins the prompt's blocks and sets cached_tokens.
-func (r *rank) kvStart(g *genCtx) *apiError {
+func (r *rank) kvStart(g *genCtx) *openai.Error {
 	model := r.cfg.Model
 	loraID := 0
 	if g.lora != "" {
@@ -54,7 +56,7 @@ func (r *rank) kvStart(g *genCtx) *apiError {
 	cached, err := r.kv.Start(g.kvBlocks, g.idScratch, loraID, g.lora)
 	if err != nil {
 		g.kvBlocks = g.kvBlocks[:0]
-		return newError(500, err.Error())
+		return openai.NewError(500, err.Error())
 	}
 	g.cachedTokens = cached * r.kv.BlockSize()
 	r.metrics.kvUsage.WithLabelValues(r.metrics.baseModel).Set(r.kv.Usage())

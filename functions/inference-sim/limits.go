@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+
 	"errors"
 	"fmt"
 	"strconv"
@@ -158,7 +160,7 @@ func validHostname(h string) bool {
 // checkJSONShape bounds a body's nesting depth and the containers held by
 // any one array before it is decoded into structs. Malformed JSON is left
 // to the decoder, which reports it precisely.
-func checkJSONShape(b []byte) *apiError {
+func checkJSONShape(b []byte) *openai.Error {
 	var stack [maxJSONDepth + 1]struct {
 		array      bool
 		containers int
@@ -175,11 +177,11 @@ func checkJSONShape(b []byte) *apiError {
 		case '{', '[':
 			if depth > 0 && stack[depth-1].array {
 				if stack[depth-1].containers++; stack[depth-1].containers > maxJSONContainers {
-					return newError(400, "Request body has an array of more than "+strconv.Itoa(maxJSONContainers)+" objects or arrays.")
+					return openai.NewError(400, "Request body has an array of more than "+strconv.Itoa(maxJSONContainers)+" objects or arrays.")
 				}
 			}
 			if depth == maxJSONDepth {
-				return newError(400, "Request body is nested more than "+strconv.Itoa(maxJSONDepth)+" levels deep.")
+				return openai.NewError(400, "Request body is nested more than "+strconv.Itoa(maxJSONDepth)+" levels deep.")
 			}
 			stack[depth].array, stack[depth].containers = b[i] == '[', 0
 			depth++
@@ -236,7 +238,7 @@ func countArrayItems(raw []byte, limit int) int {
 // checkOutputBudget refuses a request whose sequences could generate more
 // than maxGeneratedUnits between them (see the constant). It runs after
 // tokenizePrompt, when every prompt's length is known.
-func (g *genCtx) checkOutputBudget() *apiError {
+func (g *genCtx) checkOutputBudget() *openai.Error {
 	maxLen := g.r.cfg.MaxModelLen
 	weight := 1 + 2*g.topLogprobs // an alternative's JSON is several times a token's text
 	total := 0
@@ -259,7 +261,7 @@ func (g *genCtx) checkOutputBudget() *apiError {
 		if g.topLogprobs > 0 {
 			what += " x (1 + top_logprobs)"
 		}
-		return newParamError(400, "This request could generate "+strconv.Itoa(total)+" tokens ("+what+
+		return openai.NewParamError(400, "This request could generate "+strconv.Itoa(total)+" tokens ("+what+
 			"), more than the simulator's limit of "+strconv.Itoa(maxGeneratedUnits)+
 			" per request; lower max_tokens, n or the number of prompts.", "max_tokens")
 	}

@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -18,7 +20,7 @@ type loraRegistry struct {
 	next  int
 }
 
-var errTooManyLoRAs = newParamError(400, "Cannot load more than "+strconv.Itoa(maxLoRAAdapters)+
+var errTooManyLoRAs = openai.NewParamError(400, "Cannot load more than "+strconv.Itoa(maxLoRAAdapters)+
 	" LoRA adapters; unload one first.", "lora_name")
 
 func newLoRARegistry(initial []LoRAModule) *loraRegistry {
@@ -30,7 +32,7 @@ func newLoRARegistry(initial []LoRAModule) *loraRegistry {
 }
 
 // add registers (or replaces) an adapter; a new one beyond the bound is refused.
-func (r *loraRegistry) add(m LoRAModule) *apiError {
+func (r *loraRegistry) add(m LoRAModule) *openai.Error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if i := slices.IndexFunc(r.items, func(x LoRAModule) bool { return x.Name == m.Name }); i >= 0 {
@@ -88,7 +90,7 @@ func (r *loraRegistry) list() []LoRAModule {
 
 func (r *rank) handleLoadLoRA(ctx *fasthttp.RequestCtx) {
 	if !ctx.IsPost() {
-		writeError(ctx, newError(405, "Method not allowed, use POST"))
+		openai.WriteError(ctx, openai.NewError(405, "Method not allowed, use POST"))
 		return
 	}
 	var req struct {
@@ -96,28 +98,28 @@ func (r *rank) handleLoadLoRA(ctx *fasthttp.RequestCtx) {
 		Path string `json:"lora_path"`
 	}
 	if err := json.Unmarshal(ctx.PostBody(), &req); err != nil {
-		writeError(ctx, newError(400, "Failed to read and parse request body, "+err.Error()))
+		openai.WriteError(ctx, openai.NewError(400, "Failed to read and parse request body, "+err.Error()))
 		return
 	}
 	if err := checkLoRA(req.Name, req.Path); err != nil {
-		writeError(ctx, newParamError(400, err.Error(), "lora_name"))
+		openai.WriteError(ctx, openai.NewParamError(400, err.Error(), "lora_name"))
 		return
 	}
 	if e := r.loras.add(LoRAModule{Name: req.Name, Path: req.Path, BaseModelName: r.cfg.Model}); e != nil {
-		writeError(ctx, e)
+		openai.WriteError(ctx, e)
 	}
 }
 
 func (r *rank) handleUnloadLoRA(ctx *fasthttp.RequestCtx) {
 	if !ctx.IsPost() {
-		writeError(ctx, newError(405, "Method not allowed, use POST"))
+		openai.WriteError(ctx, openai.NewError(405, "Method not allowed, use POST"))
 		return
 	}
 	var req struct {
 		Name string `json:"lora_name"`
 	}
 	if err := json.Unmarshal(ctx.PostBody(), &req); err != nil {
-		writeError(ctx, newError(400, "Failed to read and parse request body, "+err.Error()))
+		openai.WriteError(ctx, openai.NewError(400, "Failed to read and parse request body, "+err.Error()))
 		return
 	}
 	// Like vLLM's simulator, unloading an unknown adapter is not an error.

@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -14,7 +16,7 @@ import (
 // /tokenize: {"prompt"} or {"messages"} → {"max_model_len","count","tokens","token_strs":null}.
 func (r *rank) handleTokenize(ctx *fasthttp.RequestCtx) {
 	if !ctx.IsPost() {
-		writeError(ctx, newError(405, "Method not allowed, use POST"))
+		openai.WriteError(ctx, openai.NewError(405, "Method not allowed, use POST"))
 		return
 	}
 	var req struct {
@@ -23,11 +25,11 @@ func (r *rank) handleTokenize(ctx *fasthttp.RequestCtx) {
 		Messages []chatMessage `json:"messages"`
 	}
 	if e := checkJSONShape(ctx.PostBody()); e != nil {
-		writeError(ctx, e)
+		openai.WriteError(ctx, e)
 		return
 	}
 	if err := json.Unmarshal(ctx.PostBody(), &req); err != nil {
-		writeError(ctx, newError(400, "Failed to read and parse request body, "+err.Error()))
+		openai.WriteError(ctx, openai.NewError(400, "Failed to read and parse request body, "+err.Error()))
 		return
 	}
 	var text string
@@ -37,7 +39,7 @@ func (r *rank) handleTokenize(ctx *fasthttp.RequestCtx) {
 	case req.Messages != nil:
 		text = string(appendChatPrompt(nil, req.Messages))
 	default:
-		writeError(ctx, newParamError(400, "either prompt or messages is required", "prompt"))
+		openai.WriteError(ctx, openai.NewParamError(400, "either prompt or messages is required", "prompt"))
 		return
 	}
 	ids := appendTokenIDs(nil, text)
@@ -61,7 +63,7 @@ func (r *rank) handleTokenize(ctx *fasthttp.RequestCtx) {
 // token ids, float or base64 encoded.
 func (r *rank) handleEmbeddings(ctx *fasthttp.RequestCtx) {
 	if !ctx.IsPost() {
-		writeError(ctx, newError(405, "Method not allowed, use POST"))
+		openai.WriteError(ctx, openai.NewError(405, "Method not allowed, use POST"))
 		return
 	}
 	var req struct {
@@ -71,38 +73,38 @@ func (r *rank) handleEmbeddings(ctx *fasthttp.RequestCtx) {
 		Dimensions     *int            `json:"dimensions"`
 	}
 	if e := checkJSONShape(ctx.PostBody()); e != nil {
-		writeError(ctx, e)
+		openai.WriteError(ctx, e)
 		return
 	}
 	if err := json.Unmarshal(ctx.PostBody(), &req); err != nil {
-		writeError(ctx, newError(400, "Failed to read and parse request body, "+err.Error()))
+		openai.WriteError(ctx, openai.NewError(400, "Failed to read and parse request body, "+err.Error()))
 		return
 	}
 	g := &genCtx{r: r}
 	if e := g.resolveModel(req.Model); e != nil {
-		writeError(ctx, e)
+		openai.WriteError(ctx, e)
 		return
 	}
 	inputs, err := parsePrompts(req.Input, maxEmbeddingInputs)
 	if err != nil {
-		writeError(ctx, newParamError(400, strings.Replace(err.Error(), "prompt", "input", 1), "input"))
+		openai.WriteError(ctx, openai.NewParamError(400, strings.Replace(err.Error(), "prompt", "input", 1), "input"))
 		return
 	}
 	dims := r.cfg.DefaultEmbeddingDimensions
 	if req.Dimensions != nil {
 		if *req.Dimensions < 1 || *req.Dimensions > maxEmbeddingDimensions {
-			writeError(ctx, newParamError(400, "dimensions must be within 1-"+strconv.Itoa(maxEmbeddingDimensions), "dimensions"))
+			openai.WriteError(ctx, openai.NewParamError(400, "dimensions must be within 1-"+strconv.Itoa(maxEmbeddingDimensions), "dimensions"))
 			return
 		}
 		dims = *req.Dimensions
 	}
 	if len(inputs)*dims > maxEmbeddingValues {
-		writeError(ctx, newParamError(400, "inputs x dimensions must be at most "+strconv.Itoa(maxEmbeddingValues)+", got "+
+		openai.WriteError(ctx, openai.NewParamError(400, "inputs x dimensions must be at most "+strconv.Itoa(maxEmbeddingValues)+", got "+
 			strconv.Itoa(len(inputs))+" x "+strconv.Itoa(dims)+"; send fewer inputs per request", "input"))
 		return
 	}
 	if req.EncodingFormat != "" && req.EncodingFormat != "float" && req.EncodingFormat != "base64" {
-		writeError(ctx, newParamError(400, "encoding_format must be float or base64", "encoding_format"))
+		openai.WriteError(ctx, openai.NewParamError(400, "encoding_format must be float or base64", "encoding_format"))
 		return
 	}
 	// Sized once for the whole answer (a float and its comma take at most 16 bytes,
@@ -152,7 +154,7 @@ func (r *rank) handleEmbeddings(ctx *fasthttp.RequestCtx) {
 		b = append(b, '}')
 	}
 	b = append(b, `],"model":`...)
-	b = appendJSONString(b, req.Model)
+	b = openai.AppendJSONString(b, req.Model)
 	b = append(b, `,"usage":{"prompt_tokens":`...)
 	b = strconv.AppendInt(b, int64(total), 10)
 	b = append(b, `,"total_tokens":`...)

@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -202,7 +204,7 @@ func plainJSONString(raw json.RawMessage) (string, bool) {
 	if !utf8.Valid(body) {
 		return "", false
 	}
-	return unsafeString(body), true
+	return openai.UnsafeString(body), true
 }
 
 // idsText renders token ids as "1,2,3" (echo of token-id prompts).
@@ -261,21 +263,21 @@ func parseToolChoice(raw json.RawMessage, haveTools bool) (toolChoice, error) {
 var chatRoles = []string{"system", "developer", "user", "assistant", "tool", "function"}
 
 // checkSampling refuses what vLLM's SamplingParams refuses (400).
-func checkSampling(c *commonRequest) *apiError {
+func checkSampling(c *commonRequest) *openai.Error {
 	if t := c.Temperature; t != nil && !(*t >= 0) {
-		return newParamError(400, "temperature must be non-negative, got "+strconv.FormatFloat(*t, 'g', -1, 64)+".", "temperature")
+		return openai.NewParamError(400, "temperature must be non-negative, got "+strconv.FormatFloat(*t, 'g', -1, 64)+".", "temperature")
 	}
 	if p := c.TopP; p != nil && !(*p > 0 && *p <= 1) {
-		return newParamError(400, "top_p must be in (0, 1], got "+strconv.FormatFloat(*p, 'g', -1, 64)+".", "top_p")
+		return openai.NewParamError(400, "top_p must be in (0, 1], got "+strconv.FormatFloat(*p, 'g', -1, 64)+".", "top_p")
 	}
 	return nil
 }
 
 // checkRoles refuses a message whose role no chat template knows.
-func checkRoles(msgs []chatMessage) *apiError {
+func checkRoles(msgs []chatMessage) *openai.Error {
 	for i := range msgs {
 		if !containsString(chatRoles, msgs[i].Role) {
-			return newParamError(400, "messages["+strconv.Itoa(i)+"].role "+strconv.Quote(msgs[i].Role)+
+			return openai.NewParamError(400, "messages["+strconv.Itoa(i)+"].role "+strconv.Quote(msgs[i].Role)+
 				" is not one of "+strings.Join(chatRoles, ", ")+".", "messages")
 		}
 	}

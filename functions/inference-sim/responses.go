@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -79,12 +81,12 @@ func (g *genCtx) appendResponseObject(dst []byte, done bool) []byte {
 	dst = strconv.AppendInt(dst, g.created, 10)
 	if !done {
 		dst = append(dst, `,"status":"in_progress","model":`...)
-		dst = appendJSONString(dst, g.model)
+		dst = openai.AppendJSONString(dst, g.model)
 		return append(dst, `,"output":[],"usage":null}`...)
 	}
 	c := &g.choices[0]
 	dst = append(dst, `,"status":"completed","model":`...)
-	dst = appendJSONString(dst, g.model)
+	dst = openai.AppendJSONString(dst, g.model)
 	dst = append(dst, `,"output":[`...)
 	dst = g.appendOutputItem(dst, c, true)
 	dst = append(dst, `],"usage":{"input_tokens":`...)
@@ -107,7 +109,7 @@ func (g *genCtx) appendMessageID(dst []byte) []byte {
 func (g *genCtx) appendOutputText(dst []byte, c *choice) []byte {
 	dst = append(dst, '"')
 	for _, t := range c.tokens {
-		dst = appendJSONStringBody(dst, t)
+		dst = openai.AppendJSONStringBody(dst, t)
 	}
 	return append(dst, '"')
 }
@@ -163,7 +165,7 @@ func (g *genCtx) appendResponsesDelta(dst []byte, tok string) []byte {
 	dst = g.appendEvent(dst, "response.output_text.delta")
 	dst = g.appendPartRef(dst)
 	dst = append(dst, `,"delta":`...)
-	dst = appendJSONString(dst, tok)
+	dst = openai.AppendJSONString(dst, tok)
 	return append(dst, `,"logprobs":[]}`+"\n\n"...)
 }
 

@@ -1,6 +1,7 @@
 package inferencesim
 
 import (
+
 	"context"
 	"strings"
 	"testing"

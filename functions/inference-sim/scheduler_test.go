@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -57,7 +59,7 @@ func TestSchedulerHammer(t *testing.T) {
 func TestSchedulerShutdownRejectsWaiting(t *testing.T) {
 	s := newScheduler(1, 5, 1)
 	s.acquire("")
-	done := make(chan *apiError, 1)
+	done := make(chan *openai.Error, 1)
 	go func() {
 		_, _, err := s.acquire("")
 		done <- err

@@ -1,6 +1,7 @@
 package inferencesim
 
 import (
+
 	"context"
 	"errors"
 	"net/http"

@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/pacer"
 
 	"bytes"
@@ -311,17 +313,17 @@ func (r *rank) handle(ctx *fasthttp.RequestCtx) {
 	case "/admin/config":
 		r.handleAdminConfig(ctx)
 	default:
-		writeError(ctx, newError(404, "Not Found: "+string(ctx.Path())))
+		openai.WriteError(ctx, openai.NewError(404, "Not Found: "+string(ctx.Path())))
 	}
 }
 
 func (r *rank) handleModels(ctx *fasthttp.RequestCtx) {
 	if !ctx.IsGet() {
-		writeError(ctx, newError(405, "Method not allowed, use GET"))
+		openai.WriteError(ctx, openai.NewError(405, "Method not allowed, use GET"))
 		return
 	}
 	created := strconv.FormatInt(time.Now().Unix(), 10)
-	bp := getBuf()
+	bp := openai.GetBuf()
 	b := append((*bp)[:0], `{"object":"list","data":[`...)
 	first := true
 	entry := func(id, root, parent string) {
@@ -330,16 +332,16 @@ func (r *rank) handleModels(ctx *fasthttp.RequestCtx) {
 		}
 		first = false
 		b = append(b, `{"id":`...)
-		b = appendJSONString(b, id)
+		b = openai.AppendJSONString(b, id)
 		b = append(b, `,"object":"model","created":`...)
 		b = append(b, created...)
 		b = append(b, `,"owned_by":"vllm","root":`...)
-		b = appendJSONString(b, root)
+		b = openai.AppendJSONString(b, root)
 		b = append(b, `,"parent":`...)
 		if parent == "" {
 			b = append(b, "null"...)
 		} else {
-			b = appendJSONString(b, parent)
+			b = openai.AppendJSONString(b, parent)
 		}
 		b = append(b, '}')
 	}
@@ -353,7 +355,7 @@ func (r *rank) handleModels(ctx *fasthttp.RequestCtx) {
 	ctx.Response.Header.SetContentType(ctJSON)
 	ctx.SetBody(b)
 	*bp = b
-	putBuf(bp)
+	openai.PutBuf(bp)
 }
 
 var (
@@ -376,7 +378,7 @@ func authorized(ctx *fasthttp.RequestCtx, want []byte) bool {
 
 func writeUnauthorized(ctx *fasthttp.RequestCtx, msg string) {
 	ctx.Response.Header.Set("WWW-Authenticate", "Bearer")
-	writeError(ctx, newError(401, msg))
+	openai.WriteError(ctx, openai.NewError(401, msg))
 }
 
 // handleBadRequest answers a request fasthttp could not read with an
@@ -388,13 +390,13 @@ func (r *rank) handleBadRequest(ctx *fasthttp.RequestCtx, err error) {
 	var netErr net.Error
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		writeError(ctx, newError(413, "Request body too large: the limit is "+strconv.Itoa(r.cfg.MaxRequestBodySizeMB)+
+		openai.WriteError(ctx, openai.NewError(413, "Request body too large: the limit is "+strconv.Itoa(r.cfg.MaxRequestBodySizeMB)+
 			" MiB (--max-request-body-size-mb)."))
 	case errors.As(err, &small):
-		writeError(ctx, newError(431, "Request headers too large."))
+		openai.WriteError(ctx, openai.NewError(431, "Request headers too large."))
 	case errors.As(err, &netErr) && netErr.Timeout():
-		writeError(ctx, newError(408, "Request timeout."))
+		openai.WriteError(ctx, openai.NewError(408, "Request timeout."))
 	default:
-		writeError(ctx, newError(400, "Failed to read the HTTP request."))
+		openai.WriteError(ctx, openai.NewError(400, "Failed to read the HTTP request."))
 	}
 }

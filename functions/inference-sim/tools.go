@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -34,15 +36,15 @@ func findTool(tools []toolDef, name string) *toolDef {
 // malformed schema is a 400, never a crash (the reference panics on an
 // array without items). It returns the decoded schemas (nil for a tool
 // without parameters), so generation does not decode them again.
-func validateTools(tools []toolDef) ([]any, *apiError) {
+func validateTools(tools []toolDef) ([]any, *openai.Error) {
 	schemas := make([]any, len(tools))
 	for i := range tools {
 		t := &tools[i]
 		if t.Type != "" && t.Type != "function" {
-			return nil, newParamError(400, fmt.Sprintf("Tool validation failed: tools[%d].type must be \"function\"", i), "tools")
+			return nil, openai.NewParamError(400, fmt.Sprintf("Tool validation failed: tools[%d].type must be \"function\"", i), "tools")
 		}
 		if t.Function.Name == "" {
-			return nil, newParamError(400, fmt.Sprintf("Tool validation failed: tools[%d].function.name is required", i), "tools")
+			return nil, openai.NewParamError(400, fmt.Sprintf("Tool validation failed: tools[%d].function.name is required", i), "tools")
 		}
 		raw := bytes.TrimSpace(t.Function.Parameters)
 		if len(raw) == 0 || string(raw) == "null" {
@@ -50,10 +52,10 @@ func validateTools(tools []toolDef) ([]any, *apiError) {
 		}
 		var schema any
 		if err := json.Unmarshal(raw, &schema); err != nil {
-			return nil, newParamError(400, fmt.Sprintf("Tool validation failed: tools[%d].function.parameters: %v", i, err), "tools")
+			return nil, openai.NewParamError(400, fmt.Sprintf("Tool validation failed: tools[%d].function.parameters: %v", i, err), "tools")
 		}
 		if err := checkSchema(schema, "parameters", 0); err != nil {
-			return nil, newParamError(400, fmt.Sprintf("Tool validation failed: %s: %v", t.Function.Name, err), "tools")
+			return nil, openai.NewParamError(400, fmt.Sprintf("Tool validation failed: %s: %v", t.Function.Name, err), "tools")
 		}
 		schemas[i] = schema
 	}
@@ -142,7 +144,7 @@ func schemaType(m map[string]any) (string, error) {
 // The arguments count against maxTokens like any output: generation stops
 // growing them past a byte budget, and the calls are cut at maxTokens
 // tokens with finish_reason "length", as a model's would be.
-func (g *genCtx) generateToolCalls(c *choice, maxTokens int) (bool, *apiError) {
+func (g *genCtx) generateToolCalls(c *choice, maxTokens int) (bool, *openai.Error) {
 	tc := g.r.cfg.Tools
 	var picks []int
 	switch g.toolChoice.mode {
@@ -228,7 +230,7 @@ func (g *genCtx) appendArgValue(dst []byte, s any, depth, limit int) []byte {
 	typ, _ := schemaType(m)
 	switch typ {
 	case "string":
-		return appendJSONString(dst, toolWords[g.rng.intn(len(toolWords))])
+		return openai.AppendJSONString(dst, toolWords[g.rng.intn(len(toolWords))])
 	case "integer":
 		const intLimit = 1 << 52 // exact in a float64, and hi-lo+1 cannot overflow
 		lo := int(math.Ceil(schemaBound(m, "minimum", float64(tc.MinIntegerParam), intLimit)))
@@ -288,7 +290,7 @@ func (g *genCtx) appendArgValue(dst []byte, s any, depth, limit int) []byte {
 				dst = append(dst, ',')
 			}
 			first = false
-			dst = appendJSONString(dst, k)
+			dst = openai.AppendJSONString(dst, k)
 			dst = append(dst, ':')
 			dst = g.appendArgValue(dst, props[k], depth+1, limit)
 		}
@@ -305,11 +307,11 @@ func appendToolCalls(dst []byte, calls []toolCall) []byte {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"function":{"name":`...)
-		dst = appendJSONString(dst, c.name)
+		dst = openai.AppendJSONString(dst, c.name)
 		dst = append(dst, `,"arguments":`...)
-		dst = appendJSONString(dst, c.args)
+		dst = openai.AppendJSONString(dst, c.args)
 		dst = append(dst, `},"id":`...)
-		dst = appendJSONString(dst, c.id)
+		dst = openai.AppendJSONString(dst, c.id)
 		dst = append(dst, `,"type":"function","index":`...)
 		dst = strconv.AppendInt(dst, int64(i), 10)
 		dst = append(dst, '}')
@@ -328,14 +330,14 @@ func (g *genCtx) appendToolCallChunk(dst []byte, c *choice, j int) []byte {
 	dst = strconv.AppendInt(dst, int64(k), 10)
 	if first {
 		dst = append(dst, `,"id":`...)
-		dst = appendJSONString(dst, c.toolCalls[k].id)
+		dst = openai.AppendJSONString(dst, c.toolCalls[k].id)
 		dst = append(dst, `,"type":"function","function":{"name":`...)
-		dst = appendJSONString(dst, c.toolCalls[k].name)
+		dst = openai.AppendJSONString(dst, c.toolCalls[k].name)
 		dst = append(dst, `,"arguments":`...)
 	} else {
 		dst = append(dst, `,"function":{"arguments":`...)
 	}
-	dst = appendJSONString(dst, c.tokens[j])
+	dst = openai.AppendJSONString(dst, c.tokens[j])
 	dst = append(dst, "}}]}}]}"...)
 	return appendSSEEnd(dst)
 }
