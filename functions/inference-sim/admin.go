@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"slices"
+
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 
 	"bytes"
@@ -74,7 +76,7 @@ func (r *rank) handleAdminConfig(ctx *fasthttp.RequestCtx) {
 		openai.WriteError(ctx, openai.NewError(405, "Method not allowed, use GET or POST"))
 		return
 	}
-	if e := checkJSONShape(ctx.PostBody()); e != nil {
+	if e := openai.CheckJSONShape(ctx.PostBody()); e != nil {
 		openai.WriteError(ctx, e)
 		return
 	}
@@ -118,7 +120,7 @@ func (s *Simulator) applyAdminUpdate(upd map[string]json.RawMessage) (*settings,
 		return openai.NewError(400, "Invalid admin configuration update: "+msg)
 	}
 	for _, key := range keys {
-		if !containsString(adminSettings, key) {
+		if !slices.Contains(adminSettings, key) {
 			return nil, invalid("unknown or read-only setting " + strconv.Quote(key) + " (settable: " + strings.Join(adminSettings, ", ") + ")")
 		}
 		raw := bytes.TrimSpace(upd[key])
@@ -185,13 +187,4 @@ func flagValues(raw json.RawMessage) ([]string, error) {
 		return nil, nil
 	}
 	return []string{string(raw)}, nil // a number or a boolean, as typed on the command line
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

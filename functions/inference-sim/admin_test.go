@@ -1,6 +1,7 @@
 package inferencesim
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/lensfn/lensfn/wasm-modules/latency"
@@ -32,11 +33,11 @@ func TestAdminViewIsByteStable(t *testing.T) {
 // latency.DurationFlags, so a new flag there needs no second list here.
 func TestAdminSettingsCoverEveryLatencyFlag(t *testing.T) {
 	for _, f := range latency.DurationFlags {
-		if !containsString(adminSettings, f.Name) {
+		if !slices.Contains(adminSettings, f.Name) {
 			t.Errorf("%s is not an admin setting", f.Name)
 		}
 	}
-	if !containsString(adminSettings, latency.FactorFlag) {
+	if !slices.Contains(adminSettings, latency.FactorFlag) {
 		t.Errorf("%s is not an admin setting", latency.FactorFlag)
 	}
 }

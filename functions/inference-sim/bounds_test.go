@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+
 	"bufio"
 	"encoding/json"
 	"io"
@@ -138,7 +140,7 @@ func TestToolArgumentsBounded(t *testing.T) {
 // refused before encoding/json expands them.
 func TestJSONShapeBounded(t *testing.T) {
 	ts := startSim(t)
-	s, _, body := post(t, ts.url()+"/v1/chat/completions", `{"model":"fake-model","messages":`+repeatJSON(`{}`, maxJSONContainers+1)+`}`)
+	s, _, body := post(t, ts.url()+"/v1/chat/completions", `{"model":"fake-model","messages":`+repeatJSON(`{}`, openai.MaxJSONContainers+1)+`}`)
 	openAIError(t, s, body, 400, "")
 	deep := strings.Repeat(`[`, 100) + strings.Repeat(`]`, 100)
 	for _, path := range []string{"/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings", "/tokenize", "/admin/config"} {
@@ -174,7 +176,7 @@ func TestSamplingParamsAndRolesAsVLLM(t *testing.T) {
 	}
 	s, _, body := post(t, ts.url()+"/v1/responses", `{"model":"fake-model","input":[{"role":"robot","content":"hi"}]}`)
 	openAIError(t, s, body, 400, "messages")
-	for _, role := range chatRoles {
+	for _, role := range openai.ChatRoles {
 		if s, _, body := post(t, ts.url()+"/v1/chat/completions", `{"model":"fake-model","max_tokens":1,"messages":[{"role":"`+role+`","content":"a"}]}`); s != 200 {
 			t.Fatalf("role %s: %d %s", role, s, body)
 		}

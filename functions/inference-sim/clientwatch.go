@@ -73,12 +73,12 @@ func (w *clientWatch) stop() {
 	*w = clientWatch{}
 }
 
-// waitUntil waits for the monotonic deadline t like the pacer.Pacer, and
+// waitUntil waits for the monotonic deadline t like the pacer, and
 // reports false as soon as the client leaves instead.
 func (g *genCtx) waitUntil(t time.Duration) bool {
 	if rem := t - pacer.Now(); rem > watchAfter {
 		if gone := g.watch.goneCh(); gone != nil {
-			// The pacer.Pacer takes over for the last few milliseconds, so the
+			// The pacer takes over for the last few milliseconds, so the
 			// deadline keeps its precision.
 			timer := time.NewTimer(rem - 5*time.Millisecond)
 			select {

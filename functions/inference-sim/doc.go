@@ -7,7 +7,7 @@
 //
 // Timing is exact by construction: a latency.Calculator produces each
 // sequence's whole schedule once, and every token is sent at its absolute
-// deadline (see pacer.Pacer.go): the first at admission + TTFT, each later one at
+// deadline (see internal/pacer): the first at admission + TTFT, each later one at
 // the first token actually sent + the gaps before it.
 //
 // It owns the function's only use of fasthttp. It may import

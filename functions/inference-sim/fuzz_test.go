@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+
 	"encoding/json"
 	"strings"
 	"testing"
@@ -229,16 +231,16 @@ func FuzzCountArrayItems(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		checkJSONShape([]byte(s))
+		openai.CheckJSONShape([]byte(s))
 		var items []json.RawMessage
 		if json.Unmarshal([]byte(s), &items) != nil {
 			return
 		}
 		raw := []byte(strings.TrimSpace(s))
-		if n := countArrayItems(raw, 1<<30); n != len(items) {
+		if n := openai.CountArrayItems(raw, 1<<30); n != len(items) {
 			t.Fatalf("%q: counted %d, encoding/json %d", s, n, len(items))
 		}
-		if n := countArrayItems(raw, 1); len(items) > 1 && n <= 1 {
+		if n := openai.CountArrayItems(raw, 1); len(items) > 1 && n <= 1 {
 			t.Fatalf("%q: limit 1 counted %d of %d", s, n, len(items))
 		}
 	})
@@ -249,7 +251,7 @@ func FuzzParsePrompts(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		ps, err := parsePrompts(json.RawMessage(s), maxSequences)
+		ps, err := openai.ParsePrompts(json.RawMessage(s), maxSequences)
 		if err == nil && len(ps) == 0 {
 			t.Fatalf("%q: no prompts and no error", s)
 		}
@@ -390,8 +392,8 @@ func FuzzFastDecode(f *testing.F) {
 				x.chat.Messages = nil
 			}
 		}
-		got, _ := json.Marshal([]any{g.chat, g.text.commonRequest, string(g.text.Prompt)})
-		exp, _ := json.Marshal([]any{want.chat, want.text.commonRequest, string(want.text.Prompt)})
+		got, _ := json.Marshal([]any{g.chat, g.text.CommonRequest, string(g.text.Prompt)})
+		exp, _ := json.Marshal([]any{want.chat, want.text.CommonRequest, string(want.text.Prompt)})
 		if string(got) != string(exp) {
 			t.Fatalf("%q:\nfast %s\njson %s", body, got, exp)
 		}

@@ -62,8 +62,8 @@ type genCtx struct {
 	kind  int
 	api   int
 	seqNo int // Responses API event sequence number
-	chat  chatRequest
-	text  completionRequest
+	chat  openai.ChatRequest
+	text  openai.CompletionRequest
 
 	model         string // model name echoed in responses
 	lora          string
@@ -79,15 +79,15 @@ type genCtx struct {
 	logprobs      bool
 	topLogprobs   int
 	echoPrompt    bool
-	tools         []toolDef
+	tools         []openai.ToolDef
 	toolSchemas   []any // decoded parameters of each tool
-	toolChoice    toolChoice
+	toolChoice    openai.ToolChoice
 
 	promptTokens int
 	cachedTokens int
 	cacheMiss    bool // prefix-cache hit rate below the threshold
-	prompts      []prompt
-	promptStore  [1]prompt
+	prompts      []openai.Prompt
+	promptStore  [1]openai.Prompt
 	promptBuf    []byte
 	tokScratch   []string
 	idScratch    []uint32
@@ -113,7 +113,7 @@ type genCtx struct {
 	fastN             int64
 	fastTemperature   float64
 	fastTopP          float64
-	fastStreamOptions streamOptions
+	fastStreamOptions openai.StreamOptions
 
 	watch clientWatch // notices a client that left (clientwatch.go)
 
@@ -137,9 +137,9 @@ func (r *rank) getGen(kind int) *genCtx {
 func (g *genCtx) resetRequest() {
 	msgs := g.chat.Messages[:cap(g.chat.Messages)]
 	clear(msgs)
-	g.chat = chatRequest{Messages: msgs[:0]}
-	g.text = completionRequest{}
-	g.fastStreamOptions = streamOptions{}
+	g.chat = openai.ChatRequest{Messages: msgs[:0]}
+	g.text = openai.CompletionRequest{}
+	g.fastStreamOptions = openai.StreamOptions{}
 }
 
 func (g *genCtx) reset() {
@@ -271,12 +271,12 @@ func (g *genCtx) prepare(ctx *fasthttp.RequestCtx) *openai.Error {
 	body := ctx.PostBody()
 	var err error
 	if g.api == apiResponses {
-		if e := checkJSONShape(body); e != nil {
+		if e := openai.CheckJSONShape(body); e != nil {
 			return e
 		}
 		err = g.decodeResponses(body)
 	} else if !g.fastDecode(body) {
-		if e := checkJSONShape(body); e != nil {
+		if e := openai.CheckJSONShape(body); e != nil {
 			return e
 		}
 		g.resetRequest()
@@ -292,9 +292,9 @@ func (g *genCtx) prepare(ctx *fasthttp.RequestCtx) *openai.Error {
 	if e := returnErrorHeader(ctx); e != nil {
 		return e
 	}
-	common := &g.chat.commonRequest
+	common := &g.chat.CommonRequest
 	if g.kind == kindText {
-		common = &g.text.commonRequest
+		common = &g.text.CommonRequest
 	}
 	if e := r.injectFailure(&g.rng, common.Model); e != nil {
 		return e
@@ -367,7 +367,7 @@ func (g *genCtx) resolveModel(name string) *openai.Error {
 	return openai.NewParamError(404, "The model `"+name+"` does not exist.", "model")
 }
 
-func (g *genCtx) readParams(c *commonRequest) *openai.Error {
+func (g *genCtx) readParams(c *openai.CommonRequest) *openai.Error {
 	g.stream = c.Stream
 	g.includeUsage = c.Stream && c.StreamOptions != nil && c.StreamOptions.IncludeUsage
 	max := c.MaxTokens
@@ -390,7 +390,7 @@ func (g *genCtx) readParams(c *commonRequest) *openai.Error {
 		}
 		g.n = int(*c.N)
 	}
-	if e := checkSampling(c); e != nil {
+	if e := openai.CheckSampling(c); e != nil {
 		return e
 	}
 	g.ignoreEOS = c.IgnoreEOS
@@ -410,7 +410,7 @@ func (g *genCtx) readParams(c *commonRequest) *openai.Error {
 		if len(g.chat.Messages) == 0 {
 			return openai.NewParamError(400, "messages must not be empty.", "messages")
 		}
-		if e := checkRoles(g.chat.Messages); e != nil {
+		if e := openai.CheckRoles(g.chat.Messages); e != nil {
 			return e
 		}
 		g.logprobs = g.chat.Logprobs
@@ -432,14 +432,14 @@ func (g *genCtx) readParams(c *commonRequest) *openai.Error {
 			}
 			g.toolSchemas = schemas
 		}
-		tc, err := parseToolChoice(g.chat.ToolChoice, len(g.chat.Tools) > 0)
+		tc, err := openai.ParseToolChoice(g.chat.ToolChoice, len(g.chat.Tools) > 0)
 		if err != nil {
 			return openai.NewParamError(400, err.Error(), "tool_choice")
 		}
-		if tc.mode == "function" && findTool(g.chat.Tools, tc.name) == nil {
-			return openai.NewParamError(400, "tool_choice names the function "+strconv.Quote(tc.name)+" that is not in tools.", "tool_choice")
+		if tc.Mode == "function" && findTool(g.chat.Tools, tc.Name) == nil {
+			return openai.NewParamError(400, "tool_choice names the function "+strconv.Quote(tc.Name)+" that is not in tools.", "tool_choice")
 		}
-		if tc.mode == "required" && len(g.chat.Tools) == 0 {
+		if tc.Mode == "required" && len(g.chat.Tools) == 0 {
 			return openai.NewParamError(400, "tool_choice \"required\" needs at least one tool.", "tool_choice")
 		}
 		g.tools, g.toolChoice = g.chat.Tools, tc
@@ -451,12 +451,12 @@ func (g *genCtx) readParams(c *commonRequest) *openai.Error {
 			g.logprobs, g.topLogprobs = true, int(*g.text.Logprobs)
 		}
 		g.echoPrompt = g.text.Echo
-		if text, ok := plainJSONString(g.text.Prompt); ok {
+		if text, ok := openai.PlainJSONString(g.text.Prompt); ok {
 			// the common single string prompt, without allocating
-			g.promptStore[0] = prompt{Text: text}
+			g.promptStore[0] = openai.Prompt{Text: text}
 			g.prompts = g.promptStore[:1]
 		} else {
-			ps, err := parsePrompts(g.text.Prompt, maxSequences)
+			ps, err := openai.ParsePrompts(g.text.Prompt, maxSequences)
 			if err != nil {
 				return openai.NewParamError(400, err.Error(), "prompt")
 			}
@@ -546,7 +546,7 @@ func (g *genCtx) generate() *openai.Error {
 			pr := &g.prompts[p]
 			promptTokens = pr.Tokens
 			if pr.IsIDs {
-				echoSrc = idsText(pr.IDs)
+				echoSrc = openai.IDsText(pr.IDs)
 			} else {
 				echoSrc = pr.Text
 			}
@@ -569,7 +569,7 @@ func (g *genCtx) generate() *openai.Error {
 				c.finish = finishCacheThreshold
 				continue
 			}
-			if g.kind == kindChat && g.toolChoice.mode != "none" && len(g.tools) > 0 {
+			if g.kind == kindChat && g.toolChoice.Mode != "none" && len(g.tools) > 0 {
 				if done, e := g.generateToolCalls(c, maxResp); e != nil {
 					return e
 				} else if done {
@@ -623,7 +623,7 @@ func (g *genCtx) generate() *openai.Error {
 
 // appendChatPrompt flattens messages the way the reference tokenizes chat:
 // "### <role>: <text>\n" per message.
-func appendChatPrompt(b []byte, msgs []chatMessage) []byte {
+func appendChatPrompt(b []byte, msgs []openai.ChatMessage) []byte {
 	for i := range msgs {
 		b = append(b, "### "...)
 		b = append(b, msgs[i].Role...)
@@ -634,7 +634,7 @@ func appendChatPrompt(b []byte, msgs []chatMessage) []byte {
 	return b
 }
 
-func lastUserText(msgs []chatMessage) string {
+func lastUserText(msgs []openai.ChatMessage) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role == "user" {
 			return msgs[i].Content.Text

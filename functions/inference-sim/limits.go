@@ -43,13 +43,6 @@ const (
 	maxLoRAAdapters = 256
 	maxLoRANameLen  = 128
 	maxLoRAPathLen  = 4096
-	// maxJSONDepth and maxJSONContainers bound the shape of a request body
-	// before encoding/json turns it into structs: nesting depth, and
-	// objects or arrays inside one array (a 4 MiB body of "{}," is 1.3 M
-	// messages of 48 bytes each otherwise). Arrays of numbers or strings
-	// (token ids, long prompts) are not limited by this.
-	maxJSONDepth      = 64
-	maxJSONContainers = 16384
 	// Latency settings: a fixed delay (TTFT, KV transfer, prefill overhead
 	// and the std-devs of whole prefill/transfer times) at most 10 minutes,
 	// a per-token one at most 10 s, the load factor within 1-100. With these
@@ -155,84 +148,6 @@ func validHostname(h string) bool {
 		}
 	}
 	return true
-}
-
-// checkJSONShape bounds a body's nesting depth and the containers held by
-// any one array before it is decoded into structs. Malformed JSON is left
-// to the decoder, which reports it precisely.
-func checkJSONShape(b []byte) *openai.Error {
-	var stack [maxJSONDepth + 1]struct {
-		array      bool
-		containers int
-	}
-	depth := 0
-	for i := 0; i < len(b); i++ {
-		switch b[i] {
-		case '"':
-			for i++; i < len(b) && b[i] != '"'; i++ {
-				if b[i] == '\\' {
-					i++
-				}
-			}
-		case '{', '[':
-			if depth > 0 && stack[depth-1].array {
-				if stack[depth-1].containers++; stack[depth-1].containers > maxJSONContainers {
-					return openai.NewError(400, "Request body has an array of more than "+strconv.Itoa(maxJSONContainers)+" objects or arrays.")
-				}
-			}
-			if depth == maxJSONDepth {
-				return openai.NewError(400, "Request body is nested more than "+strconv.Itoa(maxJSONDepth)+" levels deep.")
-			}
-			stack[depth].array, stack[depth].containers = b[i] == '[', 0
-			depth++
-		case '}', ']':
-			if depth > 0 {
-				depth--
-			}
-		}
-	}
-	return nil
-}
-
-// countArrayItems counts the elements of the JSON array raw (already known
-// to be valid JSON), stopping once it passes limit.
-func countArrayItems(raw []byte, limit int) int {
-	n, depth, empty := 0, 0, true
-	for i := 0; i < len(raw); i++ {
-		switch c := raw[i]; c {
-		case '"':
-			if depth == 1 && empty {
-				empty = false
-			}
-			for i++; i < len(raw) && raw[i] != '"'; i++ {
-				if raw[i] == '\\' {
-					i++
-				}
-			}
-		case '[', '{':
-			if depth == 1 {
-				empty = false
-			}
-			depth++
-		case ']', '}':
-			depth--
-		case ',':
-			if depth == 1 {
-				if n++; n > limit {
-					return n
-				}
-			}
-		case ' ', '\t', '\r', '\n':
-		default:
-			if depth == 1 {
-				empty = false
-			}
-		}
-	}
-	if empty {
-		return 0
-	}
-	return n + 1
 }
 
 // checkOutputBudget refuses a request whose sequences could generate more

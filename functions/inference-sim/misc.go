@@ -20,11 +20,11 @@ func (r *rank) handleTokenize(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	var req struct {
-		Model    string        `json:"model"`
-		Prompt   *string       `json:"prompt"`
-		Messages []chatMessage `json:"messages"`
+		Model    string               `json:"model"`
+		Prompt   *string              `json:"prompt"`
+		Messages []openai.ChatMessage `json:"messages"`
 	}
-	if e := checkJSONShape(ctx.PostBody()); e != nil {
+	if e := openai.CheckJSONShape(ctx.PostBody()); e != nil {
 		openai.WriteError(ctx, e)
 		return
 	}
@@ -72,7 +72,7 @@ func (r *rank) handleEmbeddings(ctx *fasthttp.RequestCtx) {
 		EncodingFormat string          `json:"encoding_format"`
 		Dimensions     *int            `json:"dimensions"`
 	}
-	if e := checkJSONShape(ctx.PostBody()); e != nil {
+	if e := openai.CheckJSONShape(ctx.PostBody()); e != nil {
 		openai.WriteError(ctx, e)
 		return
 	}
@@ -85,7 +85,7 @@ func (r *rank) handleEmbeddings(ctx *fasthttp.RequestCtx) {
 		openai.WriteError(ctx, e)
 		return
 	}
-	inputs, err := parsePrompts(req.Input, maxEmbeddingInputs)
+	inputs, err := openai.ParsePrompts(req.Input, maxEmbeddingInputs)
 	if err != nil {
 		openai.WriteError(ctx, openai.NewParamError(400, strings.Replace(err.Error(), "prompt", "input", 1), "input"))
 		return

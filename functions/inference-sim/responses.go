@@ -26,9 +26,9 @@ type responsesRequest struct {
 }
 
 type responsesInputItem struct {
-	Type    string         `json:"type"`
-	Role    string         `json:"role"`
-	Content messageContent `json:"content"`
+	Type    string                `json:"type"`
+	Role    string                `json:"role"`
+	Content openai.MessageContent `json:"content"`
 }
 
 // decodeResponses fills g.chat from a Responses request.
@@ -44,7 +44,7 @@ func (g *genCtx) decodeResponses(body []byte) error {
 	c.Model, c.Stream, c.MaxTokens = req.Model, req.Stream, req.MaxOutputTokens
 	c.Temperature, c.TopP = req.Temperature, req.TopP
 	if req.Instructions != "" {
-		c.Messages = append(c.Messages, chatMessage{Role: "system", Content: messageContent{Text: req.Instructions}})
+		c.Messages = append(c.Messages, openai.ChatMessage{Role: "system", Content: openai.MessageContent{Text: req.Instructions}})
 	}
 	in := bytes.TrimSpace(req.Input)
 	switch {
@@ -53,7 +53,7 @@ func (g *genCtx) decodeResponses(body []byte) error {
 		if err := json.Unmarshal(in, &s); err != nil {
 			return err
 		}
-		c.Messages = append(c.Messages, chatMessage{Role: "user", Content: messageContent{Text: s}})
+		c.Messages = append(c.Messages, openai.ChatMessage{Role: "user", Content: openai.MessageContent{Text: s}})
 	case len(in) > 0 && in[0] == '[':
 		var items []responsesInputItem
 		if err := json.Unmarshal(in, &items); err != nil {
@@ -64,7 +64,7 @@ func (g *genCtx) decodeResponses(body []byte) error {
 			if role == "" {
 				role = "user"
 			}
-			c.Messages = append(c.Messages, chatMessage{Role: role, Content: it.Content})
+			c.Messages = append(c.Messages, openai.ChatMessage{Role: role, Content: it.Content})
 		}
 	default:
 		return errors.New("input must be a string or an array of input items")

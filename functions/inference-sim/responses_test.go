@@ -1,7 +1,6 @@
 package inferencesim
 
 import (
-
 	"context"
 	"strings"
 	"testing"

@@ -22,7 +22,7 @@ type toolCall struct {
 var toolWords = []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
 	"india", "juliet", "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo"}
 
-func findTool(tools []toolDef, name string) *toolDef {
+func findTool(tools []openai.ToolDef, name string) *openai.ToolDef {
 	for i := range tools {
 		if tools[i].Function.Name == name {
 			return &tools[i]
@@ -36,7 +36,7 @@ func findTool(tools []toolDef, name string) *toolDef {
 // malformed schema is a 400, never a crash (the reference panics on an
 // array without items). It returns the decoded schemas (nil for a tool
 // without parameters), so generation does not decode them again.
-func validateTools(tools []toolDef) ([]any, *openai.Error) {
+func validateTools(tools []openai.ToolDef) ([]any, *openai.Error) {
 	schemas := make([]any, len(tools))
 	for i := range tools {
 		t := &tools[i]
@@ -147,10 +147,10 @@ func schemaType(m map[string]any) (string, error) {
 func (g *genCtx) generateToolCalls(c *choice, maxTokens int) (bool, *openai.Error) {
 	tc := g.r.cfg.Tools
 	var picks []int
-	switch g.toolChoice.mode {
+	switch g.toolChoice.Mode {
 	case "function":
 		for i := range g.tools {
-			if g.tools[i].Function.Name == g.toolChoice.name {
+			if g.tools[i].Function.Name == g.toolChoice.Name {
 				picks = append(picks, i)
 				break
 			}
