@@ -72,10 +72,6 @@ func (r *rank) handleAdminConfig(ctx *fasthttp.RequestCtx) {
 		ctx.SetBody(b)
 		return
 	}
-	if !ctx.IsPost() {
-		openai.WriteError(ctx, openai.NewError(405, "Method not allowed, use GET or POST"))
-		return
-	}
 	if e := openai.CheckJSONShape(ctx.PostBody()); e != nil {
 		openai.WriteError(ctx, e)
 		return

@@ -260,9 +260,6 @@ func (g *genCtx) finishNonStream(now, end time.Duration) {
 // the request holds a running slot.
 func (g *genCtx) prepare(ctx *fasthttp.RequestCtx) *openai.Error {
 	r := g.r
-	if !ctx.IsPost() {
-		return openai.NewError(405, "Method not allowed, use POST")
-	}
 	if r.sim.draining.Load() {
 		return errShuttingDown
 	}

@@ -89,10 +89,6 @@ func (r *loraRegistry) list() []LoRAModule {
 }
 
 func (r *rank) handleLoadLoRA(ctx *fasthttp.RequestCtx) {
-	if !ctx.IsPost() {
-		openai.WriteError(ctx, openai.NewError(405, "Method not allowed, use POST"))
-		return
-	}
 	var req struct {
 		Name string `json:"lora_name"`
 		Path string `json:"lora_path"`
@@ -111,10 +107,6 @@ func (r *rank) handleLoadLoRA(ctx *fasthttp.RequestCtx) {
 }
 
 func (r *rank) handleUnloadLoRA(ctx *fasthttp.RequestCtx) {
-	if !ctx.IsPost() {
-		openai.WriteError(ctx, openai.NewError(405, "Method not allowed, use POST"))
-		return
-	}
 	var req struct {
 		Name string `json:"lora_name"`
 	}

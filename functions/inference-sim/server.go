@@ -284,44 +284,19 @@ func (r *rank) handle(ctx *fasthttp.RequestCtx) {
 		writeUnauthorized(ctx, "Unauthorized: /admin requires the admin token (Authorization: Bearer <token>).")
 		return
 	}
-	switch string(path) {
-	case "/v1/chat/completions":
-		r.handleGenerate(ctx, kindChat, apiCompletions)
-	case "/v1/completions":
-		r.handleGenerate(ctx, kindText, apiCompletions)
-	case "/v1/responses":
-		r.handleGenerate(ctx, kindChat, apiResponses)
-	case "/v1/models":
-		r.handleModels(ctx)
-	case "/metrics":
-		r.metricsHandler(ctx)
-	case "/health":
-		ctx.Response.Header.SetContentType(ctJSON)
-	case "/ready", "/health/ready":
-		ctx.Response.Header.SetContentType(ctJSON)
-		if time.Since(r.sim.started) < r.cfg.StartupDuration || r.sim.draining.Load() {
-			ctx.SetStatusCode(503)
-		}
-	case "/v1/load_lora_adapter":
-		r.handleLoadLoRA(ctx)
-	case "/v1/unload_lora_adapter":
-		r.handleUnloadLoRA(ctx)
-	case "/tokenize":
-		r.handleTokenize(ctx)
-	case "/v1/embeddings":
-		r.handleEmbeddings(ctx)
-	case "/admin/config":
-		r.handleAdminConfig(ctx)
-	default:
+	rt, ok := routes[string(path)]
+	if !ok {
 		openai.WriteError(ctx, openai.NewError(404, "Not Found: "+string(ctx.Path())))
+		return
 	}
+	if !rt.allows(ctx.Method()) {
+		openai.WriteError(ctx, openai.NewError(405, rt.notAllowed))
+		return
+	}
+	rt.handle(r, ctx)
 }
 
 func (r *rank) handleModels(ctx *fasthttp.RequestCtx) {
-	if !ctx.IsGet() {
-		openai.WriteError(ctx, openai.NewError(405, "Method not allowed, use GET"))
-		return
-	}
 	created := strconv.FormatInt(time.Now().Unix(), 10)
 	bp := openai.GetBuf()
 	b := append((*bp)[:0], `{"object":"list","data":[`...)
