@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
+
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 
 	"bufio"
@@ -277,17 +279,17 @@ func TestLoRANamesAndCountBounded(t *testing.T) {
 		t.Fatalf("after an unload: %d %s", s, body)
 	}
 	// Each adapter set in use is a lora_requests_info series: only the latest few are kept.
-	for i := range 3 * maxLoRAInfoSeries {
+	for i := range 3 * metrics.MaxLoRAInfoSeries {
 		chat := `{"model":"org/adapter-` + strconv.Itoa(100+i) + `","messages":[{"role":"user","content":"hi"}],"max_tokens":1}`
 		if s, _, body := post(t, ts.url()+"/v1/chat/completions", chat); s != 200 {
 			t.Fatalf("adapter request: %d %s", s, body)
 		}
 	}
 	_, m := get(t, ts.url()+"/metrics")
-	if n := strings.Count(m, "\nvllm:lora_requests_info{"); n < 2 || n > maxLoRAInfoSeries {
-		t.Fatalf("%d lora_requests_info series, want at most %d:\n%s", n, maxLoRAInfoSeries, exposedLines(m, mLoRAInfo))
+	if n := strings.Count(m, "\nvllm:lora_requests_info{"); n < 2 || n > metrics.MaxLoRAInfoSeries {
+		t.Fatalf("%d lora_requests_info series, want at most %d:\n%s", n, metrics.MaxLoRAInfoSeries, exposedLines(m, metrics.NameLoRAInfo))
 	}
-	if !strings.Contains(m, `running_lora_adapters="org/adapter-`+strconv.Itoa(100+3*maxLoRAInfoSeries-1)+`"`) {
+	if !strings.Contains(m, `running_lora_adapters="org/adapter-`+strconv.Itoa(100+3*metrics.MaxLoRAInfoSeries-1)+`"`) {
 		t.Fatal("the latest adapter set is missing from lora_requests_info")
 	}
 	// --lora-modules follows the same rules.

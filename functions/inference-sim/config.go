@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -93,7 +95,7 @@ type Config struct {
 	FailureInjectionRate int
 	FailureTypes         []string
 
-	FakeMetrics *FakeMetrics
+	FakeMetrics *metrics.FakeMetrics
 
 	DataParallelSize int
 	DataParallelRank int
@@ -325,7 +327,7 @@ var flagTable = slices.Concat([]flagSpec{
 		return nil
 	}},
 	{name: "fake-metrics", multi: true, help: "JSON object of fixed metric values reported instead of real ones", set: func(c *Config, v []string) error {
-		fm, err := ParseFakeMetrics([]byte(strings.Join(v, " ")))
+		fm, err := metrics.ParseFakeMetrics([]byte(strings.Join(v, " ")))
 		if err != nil {
 			return fmt.Errorf("--fake-metrics: %w", err)
 		}

@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
+
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
@@ -31,7 +33,7 @@ func TestLoRALoadUnloadAndServe(t *testing.T) {
 	_, m := get(t, ts.url()+"/metrics")
 	if !strings.Contains(m, `vllm:request_success_total{finish_reason=`) || !strings.Contains(m, `model_name="dyn-lora"`) ||
 		!strings.Contains(m, `vllm:lora_requests_info{max_lora="1",running_lora_adapters="dyn-lora",waiting_lora_adapters=""}`) {
-		t.Fatalf("LoRA metrics:\n%s", exposedLines(m, mLoRAInfo, mSuccess))
+		t.Fatalf("LoRA metrics:\n%s", exposedLines(m, metrics.NameLoRAInfo, metrics.NameSuccess))
 	}
 	if s, _, _ := post(t, ts.url()+"/v1/unload_lora_adapter", `{"lora_name":"dyn-lora"}`); s != 200 {
 		t.Fatalf("unload: %d", s)

@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
+
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/pacer"
@@ -67,7 +69,7 @@ type genCtx struct {
 
 	model         string // model name echoed in responses
 	lora          string
-	mm            *modelMetrics
+	mm            *metrics.Model
 	stream        bool
 	includeUsage  bool
 	maxTokens     int
@@ -241,14 +243,14 @@ func (g *genCtx) finishNonStream(now, end time.Duration) {
 		first, last := g.admitted+c.ttft, c.end
 		if n := len(c.gaps); n > 0 {
 			for _, gap := range c.gaps[:n-1] {
-				g.mm.itl.Observe(seconds(gap))
+				g.mm.ITL.Observe(gap.Seconds())
 			}
-			g.mm.itl.Observe(seconds(c.gaps[n-1] + late))
+			g.mm.ITL.Observe((c.gaps[n-1] + late).Seconds())
 		}
-		st := requestStats{arrival: g.arrival, admitted: g.admitted, firstToken: first, lastToken: last + late,
-			finished: now, promptTokens: c.promptTokens, cachedTokens: g.cachedTokens, genTokens: len(c.tokens),
-			maxTokens: c.maxTokens, finishReason: c.finish, queued: g.queued, kvCacheQueried: r.kv != nil}
-		g.mm.observe(&st)
+		st := metrics.Request{Arrival: g.arrival, Admitted: g.admitted, FirstToken: first, LastToken: last + late,
+			Finished: now, PromptTokens: c.promptTokens, CachedTokens: g.cachedTokens, GenTokens: len(c.tokens),
+			MaxTokens: c.maxTokens, FinishReason: c.finish, Queued: g.queued, KvCacheQueried: r.kv != nil}
+		g.mm.Observe(&st)
 	}
 	r.kvFinish(g)
 	r.sched.release(g.lora)
@@ -352,13 +354,13 @@ func (g *genCtx) resolveModel(name string) *openai.Error {
 	for _, s := range r.cfg.ServedModelNames {
 		if s == name {
 			g.model = name
-			g.mm = r.metrics.forModel(r.metrics.baseModel)
+			g.mm = r.metrics.ForModel(r.metrics.BaseModel)
 			return nil
 		}
 	}
 	if lora, ok := r.loras.lookup(name); ok {
 		g.model, g.lora = lora, lora
-		g.mm = r.metrics.forModel(lora)
+		g.mm = r.metrics.ForModel(lora)
 		return nil
 	}
 	return openai.NewParamError(404, "The model `"+name+"` does not exist.", "model")
@@ -757,7 +759,7 @@ func (g *genCtx) emitDue(now time.Duration) {
 					// and the lateness stays in the TTFT, where vLLM shows it too.
 					c.firstAt, c.deadline = now, now
 				} else {
-					g.mm.itl.Observe(seconds(now - c.lastAt))
+					g.mm.ITL.Observe((now - c.lastAt).Seconds())
 				}
 				c.lastAt = now
 				if g.api == apiResponses {
@@ -812,10 +814,10 @@ func (g *genCtx) Close() error {
 	if g.complete {
 		for i := range g.choices {
 			c := &g.choices[i]
-			st := requestStats{arrival: g.arrival, admitted: g.admitted, firstToken: c.firstAt, lastToken: c.lastAt,
-				finished: now, promptTokens: c.promptTokens, cachedTokens: g.cachedTokens, genTokens: len(c.tokens),
-				maxTokens: c.maxTokens, finishReason: c.finish, queued: g.queued, kvCacheQueried: g.r.kv != nil}
-			g.mm.observe(&st)
+			st := metrics.Request{Arrival: g.arrival, Admitted: g.admitted, FirstToken: c.firstAt, LastToken: c.lastAt,
+				Finished: now, PromptTokens: c.promptTokens, CachedTokens: g.cachedTokens, GenTokens: len(c.tokens),
+				MaxTokens: c.maxTokens, FinishReason: c.finish, Queued: g.queued, KvCacheQueried: g.r.kv != nil}
+			g.mm.Observe(&st)
 		}
 	}
 	g.r.kvFinish(g)

@@ -59,7 +59,7 @@ func (r *rank) kvStart(g *genCtx) *openai.Error {
 		return openai.NewError(500, err.Error())
 	}
 	g.cachedTokens = cached * r.kv.BlockSize()
-	r.metrics.kvUsage.WithLabelValues(r.metrics.baseModel).Set(r.kv.Usage())
+	r.metrics.KVUsage.WithLabelValues(r.metrics.BaseModel).Set(r.kv.Usage())
 	threshold := r.cfg.GlobalCacheHitThreshold
 	if t := g.cacheHitThreshold(); t != nil {
 		threshold = *t
@@ -84,5 +84,5 @@ func (r *rank) kvFinish(g *genCtx) {
 	}
 	r.kv.Finish(g.kvBlocks)
 	g.kvBlocks = g.kvBlocks[:0]
-	r.metrics.kvUsage.WithLabelValues(r.metrics.baseModel).Set(r.kv.Usage())
+	r.metrics.KVUsage.WithLabelValues(r.metrics.BaseModel).Set(r.kv.Usage())
 }

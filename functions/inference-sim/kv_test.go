@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
+
 	"strings"
 	"testing"
 )
@@ -22,7 +24,7 @@ func TestKVCacheCachedTokens(t *testing.T) {
 	_, m := get(t, ts.url()+"/metrics")
 	if !strings.Contains(m, `vllm:prefix_cache_hits_total{model_name="fake-model"} 40`) ||
 		!strings.Contains(m, `vllm:prefix_cache_queries_total{model_name="fake-model"} 90`) {
-		t.Fatalf("prefix cache metrics:\n%s", exposedLines(m, mPrefixHits, mPrefixQueries))
+		t.Fatalf("prefix cache metrics:\n%s", exposedLines(m, metrics.NamePrefixHits, metrics.NamePrefixQueries))
 	}
 	// cache_hit_threshold above the hit rate: answered at once, no tokens
 	_, _, miss := post(t, ts.url()+"/v1/chat/completions",

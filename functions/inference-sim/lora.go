@@ -118,6 +118,6 @@ func (r *rank) handleUnloadLoRA(ctx *fasthttp.RequestCtx) {
 	if r.loras.remove(req.Name) {
 		// Its series go too, so loading and unloading new names cannot grow
 		// the registry without bound.
-		r.metrics.dropModel(req.Name)
+		r.metrics.DropModel(req.Name)
 	}
 }

@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
+
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 
 	"crypto/sha1"
@@ -9,8 +11,8 @@ import (
 
 // Finish reasons.
 const (
-	finishStop           = "stop"
-	finishLength         = "length"
+	finishStop           = metrics.FinishStop
+	finishLength         = metrics.FinishLength
 	finishToolCalls      = "tool_calls"
 	finishRemoteDecode   = "remote_decode"
 	finishCacheThreshold = "cache_threshold"

@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
+
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/pacer"
@@ -56,7 +58,7 @@ type settings struct {
 	calcName      string
 	latencyParams latency.Config
 	calc          latency.Calculator
-	fake          *FakeMetrics
+	fake          *metrics.FakeMetrics
 }
 
 // Simulator is the inference simulator: one rank per data-parallel rank,
@@ -88,7 +90,7 @@ type rank struct {
 	port           int
 	portStr        string
 	sched          *scheduler
-	metrics        *metrics
+	metrics        *metrics.Set
 	loras          *loraRegistry
 	kv             *kvcache.Cache
 	kvPub          *kvcache.Publisher
@@ -140,14 +142,16 @@ func New(cfg *Config, opts ...Option) (*Simulator, error) {
 		r := &rank{sim: s, cfg: cfg, index: idx, port: port, portStr: strconv.Itoa(port), dataset: s.dataset,
 			apiAuth: bearer(cfg.APIKey), adminAuth: bearer(cfg.AdminToken)}
 		r.loras = newLoRARegistry(cfg.LoRAModules)
-		r.metrics = newMetrics(cfg, func() *FakeMetrics { return s.settings.Load().fake })
+		r.metrics = metrics.New(metrics.Settings{Model: cfg.ServedModelNames[0], MaxModelLen: cfg.MaxModelLen, MaxLoRAs: cfg.MaxLoRAs,
+			BlockSize: cfg.BlockSize, KVCacheSize: cfg.KVCacheSize, EnableKVCache: cfg.EnableKVCache},
+			func() *metrics.FakeMetrics { return s.settings.Load().fake })
 		r.sched = newScheduler(cfg.MaxNumSeqs, cfg.MaxWaitingQueueLength, cfg.MaxLoRAs)
 		rm := r.metrics
-		mm := rm.running.WithLabelValues(rm.baseModel)
-		wm := rm.waiting.WithLabelValues(rm.baseModel)
+		mm := rm.Running.WithLabelValues(rm.BaseModel)
+		wm := rm.Waiting.WithLabelValues(rm.BaseModel)
 		r.sched.onChange = func(running, waiting int) { mm.Set(float64(running)); wm.Set(float64(waiting)) }
-		r.sched.onLoRA = func(run, wait string) { rm.setLoRAInfo(cfg.MaxLoRAs, run, wait) }
-		r.metricsHandler = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(rm.registry, promhttp.HandlerOpts{}))
+		r.sched.onLoRA = func(run, wait string) { rm.SetLoRAInfo(cfg.MaxLoRAs, run, wait) }
+		r.metricsHandler = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(rm.Registry, promhttp.HandlerOpts{}))
 		if cfg.EnableKVCache {
 			if err := r.initKVCache(idx); err != nil {
 				return nil, err

@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
+
 	"bufio"
 	"net/http"
 	"sort"
@@ -137,7 +139,7 @@ func TestQueueing(t *testing.T) {
 	}
 	_, m := get(t, ts.url()+"/metrics")
 	if !strings.Contains(m, "vllm:request_queue_time_seconds_count{model_name=\"fake-model\"} 1") {
-		t.Fatalf("queue time not recorded:\n%s", exposedLines(m, mQueue+"_count"))
+		t.Fatalf("queue time not recorded:\n%s", exposedLines(m, metrics.NameQueue+"_count"))
 	}
 }
 
