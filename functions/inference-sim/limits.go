@@ -64,25 +64,16 @@ const (
 // must both refuse (one validation path: Config.Validate).
 func checkLatencyBounds(p latency.Config) []error {
 	var errs []error
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-		max  time.Duration
-	}{
-		{"time-to-first-token", p.TimeToFirstToken, maxFixedLatency},
-		{"time-to-first-token-std-dev", p.TimeToFirstTokenStdDev, maxFixedLatency},
-		{"kv-cache-transfer-latency", p.KVCacheTransferLatency, maxFixedLatency},
-		{"kv-cache-transfer-latency-std-dev", p.KVCacheTransferLatencyStdDev, maxFixedLatency},
-		{"prefill-overhead", p.PrefillOverhead, maxFixedLatency},
-		{"prefill-time-std-dev", p.PrefillTimeStdDev, maxFixedLatency},
-		{"kv-cache-transfer-time-std-dev", p.KVCacheTransferTimeStdDev, maxFixedLatency},
-		{"inter-token-latency", p.InterTokenLatency, maxPerTokenLatency},
-		{"inter-token-latency-std-dev", p.InterTokenLatencyStdDev, maxPerTokenLatency},
-		{"prefill-time-per-token", p.PrefillTimePerToken, maxPerTokenLatency},
-		{"kv-cache-transfer-time-per-token", p.KVCacheTransferTimePerToken, maxPerTokenLatency},
-	} {
-		if d.v > d.max {
-			errs = append(errs, fmt.Errorf("--%s must not exceed %v, got %v", d.name, d.max, d.v))
+	// Fixed delays first, then times per token, each in the core's order.
+	for _, perToken := range []bool{false, true} {
+		bound := maxFixedLatency
+		if perToken {
+			bound = maxPerTokenLatency
+		}
+		for _, f := range latency.DurationFlags {
+			if v := *f.Field(&p); f.PerToken == perToken && v > bound {
+				errs = append(errs, fmt.Errorf("--%s must not exceed %v, got %v", f.Name, bound, v))
+			}
 		}
 	}
 	// NaN fails both comparisons, so it is refused by the negated range.
