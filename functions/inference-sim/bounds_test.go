@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
+
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
@@ -56,7 +58,7 @@ func TestEmbeddingsInputsTimesDimensionsBounded(t *testing.T) {
 	s, _, body = post(t, url, `{"model":"fake-model","dimensions":65536,"input":`+repeatJSON(`"x"`, 100000)+`}`)
 	openAIError(t, s, body, 400, "input")
 	// More inputs than OpenAI allows, at the default dimensions.
-	s, _, body = post(t, url, `{"model":"fake-model","input":`+repeatJSON(`[1,2]`, maxEmbeddingInputs+1)+`}`)
+	s, _, body = post(t, url, `{"model":"fake-model","input":`+repeatJSON(`[1,2]`, limits.MaxEmbeddingInputs+1)+`}`)
 	openAIError(t, s, body, 400, "input")
 	// Within the bounds: answered in full.
 	s, _, body = post(t, url, `{"model":"fake-model","dimensions":65536,"input":["a","b"],"encoding_format":"base64"}`)
@@ -73,7 +75,7 @@ func TestCompletionPromptsTimesNBounded(t *testing.T) {
 	url := ts.url() + "/v1/completions"
 	s, _, body := post(t, url, `{"model":"fake-model","max_tokens":1,"prompt":`+repeatJSON(`"hi"`, 100000)+`}`)
 	openAIError(t, s, body, 400, "prompt")
-	s, _, body = post(t, url, `{"model":"fake-model","max_tokens":1,"prompt":`+repeatJSON(`[1]`, maxSequences+1)+`}`)
+	s, _, body = post(t, url, `{"model":"fake-model","max_tokens":1,"prompt":`+repeatJSON(`[1]`, limits.MaxSequences+1)+`}`)
 	openAIError(t, s, body, 400, "prompt")
 	// Two prompts with n 100 are 200 sequences: the n cap cannot be bypassed.
 	s, _, body = post(t, url, `{"model":"fake-model","max_tokens":1,"n":100,"prompt":["a","b"]}`)
@@ -249,11 +251,11 @@ func TestLoRANamesAndCountBounded(t *testing.T) {
 		s, _, body := post(t, ts.url()+"/v1/load_lora_adapter", string(b))
 		return s, body
 	}
-	for _, bad := range []string{"", strings.Repeat("a", maxLoRANameLen+1), "a b", `x"}`, "naïve", "a\nb"} {
+	for _, bad := range []string{"", strings.Repeat("a", limits.MaxLoRANameLen+1), "a b", `x"}`, "naïve", "a\nb"} {
 		s, body := load(bad)
 		openAIError(t, s, body, 400, "lora_name")
 	}
-	for i := range maxLoRAAdapters {
+	for i := range limits.MaxLoRAAdapters {
 		if s, body := load("org/adapter-" + strconv.Itoa(i)); s != 200 {
 			t.Fatalf("adapter %d: %d %s", i, s, body)
 		}

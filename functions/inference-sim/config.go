@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
+
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
 
 	"encoding/json"
@@ -606,14 +608,14 @@ func (c *Config) Validate() error {
 	if c.Port < 0 || c.Port > 65535 {
 		bad("--port %d out of range", c.Port)
 	}
-	if c.Host != "" && net.ParseIP(c.Host) == nil && !validHostname(c.Host) {
+	if c.Host != "" && net.ParseIP(c.Host) == nil && !limits.ValidHostname(c.Host) {
 		bad("--host %q is neither an IP address nor a host name", c.Host)
 	}
-	if len(c.LoRAModules) > maxLoRAAdapters {
-		bad("--lora-modules: at most %d adapters", maxLoRAAdapters)
+	if len(c.LoRAModules) > limits.MaxLoRAAdapters {
+		bad("--lora-modules: at most %d adapters", limits.MaxLoRAAdapters)
 	}
 	for _, l := range c.LoRAModules {
-		if err := checkLoRA(l.Name, l.Path); err != nil {
+		if err := limits.CheckLoRA(l.Name, l.Path); err != nil {
 			bad("--lora-modules: %v", err)
 		}
 		if l.BaseModelName != "" && l.BaseModelName != c.Model {
@@ -647,7 +649,7 @@ func (c *Config) Validate() error {
 	} else if _, err := latency.New(c.LatencyCalculator, c.Latency); err != nil {
 		bad("latency: %v", err)
 	}
-	errs = append(errs, checkLatencyBounds(c.Latency)...)
+	errs = append(errs, limits.CheckLatency(c.Latency)...)
 	t := c.Tools
 	if t.MinIntegerParam > t.MaxIntegerParam || t.MinNumberParam > t.MaxNumberParam {
 		bad("tool-call parameter minimums must not exceed maximums")
@@ -655,8 +657,8 @@ func (c *Config) Validate() error {
 	if t.MinArrayParamLength < 0 || t.MinArrayParamLength > t.MaxArrayParamLength {
 		bad("tool-call array lengths: need 0 <= min <= max")
 	}
-	if t.MaxArrayParamLength > maxToolArrayItems {
-		bad("--max-tool-call-array-param-length must be <= %d", maxToolArrayItems)
+	if t.MaxArrayParamLength > limits.MaxToolArrayItems {
+		bad("--max-tool-call-array-param-length must be <= %d", limits.MaxToolArrayItems)
 	}
 	if math.IsNaN(t.MinNumberParam) || math.IsNaN(t.MaxNumberParam) || math.IsInf(t.MinNumberParam, 0) || math.IsInf(t.MaxNumberParam, 0) {
 		bad("tool-call number parameters must be finite")
@@ -708,16 +710,16 @@ func (c *Config) Validate() error {
 	if c.MaxRequestBodySizeMB < 1 || c.MaxRequestBodySizeMB > 512 {
 		bad("--max-request-body-size-mb must be within 1-512")
 	}
-	if c.DefaultEmbeddingDimensions < 1 || c.DefaultEmbeddingDimensions > maxEmbeddingDimensions {
-		bad("--default-embedding-dimensions must be within 1-%d", maxEmbeddingDimensions)
+	if c.DefaultEmbeddingDimensions < 1 || c.DefaultEmbeddingDimensions > limits.MaxEmbeddingDimensions {
+		bad("--default-embedding-dimensions must be within 1-%d", limits.MaxEmbeddingDimensions)
 	}
 	if c.StartupDuration > time.Hour || c.ShutdownTimeout > time.Hour {
 		bad("--startup-duration and --shutdown-timeout must not exceed 1h")
 	}
-	if err := checkToken(c.APIKey); err != nil {
+	if err := limits.CheckToken(c.APIKey); err != nil {
 		bad("--api-key %v", err)
 	}
-	if err := checkToken(c.AdminToken); err != nil {
+	if err := limits.CheckToken(c.AdminToken); err != nil {
 		bad("--admin-token %v", err)
 	}
 	return errors.Join(errs...)

@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
+
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 
 	"encoding/base64"
@@ -35,21 +37,21 @@ func (r *rank) handleEmbeddings(ctx *fasthttp.RequestCtx) {
 		openai.WriteError(ctx, e)
 		return
 	}
-	inputs, err := openai.ParsePrompts(req.Input, maxEmbeddingInputs)
+	inputs, err := openai.ParsePrompts(req.Input, limits.MaxEmbeddingInputs)
 	if err != nil {
 		openai.WriteError(ctx, openai.NewParamError(400, strings.Replace(err.Error(), "prompt", "input", 1), "input"))
 		return
 	}
 	dims := r.cfg.DefaultEmbeddingDimensions
 	if req.Dimensions != nil {
-		if *req.Dimensions < 1 || *req.Dimensions > maxEmbeddingDimensions {
-			openai.WriteError(ctx, openai.NewParamError(400, "dimensions must be within 1-"+strconv.Itoa(maxEmbeddingDimensions), "dimensions"))
+		if *req.Dimensions < 1 || *req.Dimensions > limits.MaxEmbeddingDimensions {
+			openai.WriteError(ctx, openai.NewParamError(400, "dimensions must be within 1-"+strconv.Itoa(limits.MaxEmbeddingDimensions), "dimensions"))
 			return
 		}
 		dims = *req.Dimensions
 	}
-	if len(inputs)*dims > maxEmbeddingValues {
-		openai.WriteError(ctx, openai.NewParamError(400, "inputs x dimensions must be at most "+strconv.Itoa(maxEmbeddingValues)+", got "+
+	if len(inputs)*dims > limits.MaxEmbeddingValues {
+		openai.WriteError(ctx, openai.NewParamError(400, "inputs x dimensions must be at most "+strconv.Itoa(limits.MaxEmbeddingValues)+", got "+
 			strconv.Itoa(len(inputs))+" x "+strconv.Itoa(dims)+"; send fewer inputs per request", "input"))
 		return
 	}

@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
+
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 
 	"encoding/json"
@@ -124,10 +126,10 @@ func FuzzEmbeddingsRequest(f *testing.F) {
 				Embedding json.RawMessage `json:"embedding"`
 			} `json:"data"`
 		}
-		if err := json.Unmarshal(ctx.Response.Body(), &resp); err != nil || len(resp.Data) == 0 || len(resp.Data) > maxEmbeddingInputs {
+		if err := json.Unmarshal(ctx.Response.Body(), &resp); err != nil || len(resp.Data) == 0 || len(resp.Data) > limits.MaxEmbeddingInputs {
 			t.Fatalf("%q: %d embeddings (%v)", body, len(resp.Data), err)
 		}
-		if n := len(ctx.Response.Body()); n > maxEmbeddingValues*16+maxEmbeddingInputs*64+1024 {
+		if n := len(ctx.Response.Body()); n > limits.MaxEmbeddingValues*16+limits.MaxEmbeddingInputs*64+1024 {
 			t.Fatalf("%q: %d bytes of answer", body, n)
 		}
 	})
@@ -208,10 +210,10 @@ func FuzzLoRARequest(f *testing.F) {
 			Path string `json:"lora_path"`
 		}
 		decoded := json.Unmarshal([]byte(body), &req) == nil
-		if ctx.Response.StatusCode() == 200 && (!decoded || checkLoRA(req.Name, req.Path) != nil || !r.loras.known(req.Name)) {
+		if ctx.Response.StatusCode() == 200 && (!decoded || limits.CheckLoRA(req.Name, req.Path) != nil || !r.loras.known(req.Name)) {
 			t.Fatalf("%q: accepted a bad adapter", body)
 		}
-		if n := len(r.loras.list()); n > maxLoRAAdapters {
+		if n := len(r.loras.list()); n > limits.MaxLoRAAdapters {
 			t.Fatalf("%d adapters", n)
 		}
 		serve(r, &ctx, "/v1/unload_lora_adapter", body)
@@ -251,7 +253,7 @@ func FuzzParsePrompts(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		ps, err := openai.ParsePrompts(json.RawMessage(s), maxSequences)
+		ps, err := openai.ParsePrompts(json.RawMessage(s), limits.MaxSequences)
 		if err == nil && len(ps) == 0 {
 			t.Fatalf("%q: no prompts and no error", s)
 		}

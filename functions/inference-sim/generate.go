@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
+
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
@@ -384,8 +386,8 @@ func (g *genCtx) readParams(c *openai.CommonRequest) *openai.Error {
 		if *c.N <= 0 {
 			return openai.NewParamError(400, "n must be at least 1, got "+strconv.FormatInt(*c.N, 10)+".", "n")
 		}
-		if *c.N > maxSequences {
-			return openai.NewParamError(400, "n must be at most "+strconv.Itoa(maxSequences)+".", "n")
+		if *c.N > limits.MaxSequences {
+			return openai.NewParamError(400, "n must be at most "+strconv.Itoa(limits.MaxSequences)+".", "n")
 		}
 		g.n = int(*c.N)
 	}
@@ -455,14 +457,14 @@ func (g *genCtx) readParams(c *openai.CommonRequest) *openai.Error {
 			g.promptStore[0] = openai.Prompt{Text: text}
 			g.prompts = g.promptStore[:1]
 		} else {
-			ps, err := openai.ParsePrompts(g.text.Prompt, maxSequences)
+			ps, err := openai.ParsePrompts(g.text.Prompt, limits.MaxSequences)
 			if err != nil {
 				return openai.NewParamError(400, err.Error(), "prompt")
 			}
 			g.prompts = ps
 		}
-		if len(g.prompts)*g.n > maxSequences {
-			return openai.NewParamError(400, "prompts x n must be at most "+strconv.Itoa(maxSequences)+", got "+
+		if len(g.prompts)*g.n > limits.MaxSequences {
+			return openai.NewParamError(400, "prompts x n must be at most "+strconv.Itoa(limits.MaxSequences)+", got "+
 				strconv.Itoa(len(g.prompts))+" x "+strconv.Itoa(g.n)+".", "n")
 		}
 	}
@@ -741,7 +743,7 @@ func (g *genCtx) nextDeadline() (time.Duration, bool) {
 func (g *genCtx) emitDue(now time.Duration) {
 	for i := range g.choices {
 		c := &g.choices[i]
-		for !c.finished && c.deadline <= now && len(g.out) < streamBatchBytes {
+		for !c.finished && c.deadline <= now && len(g.out) < limits.StreamBatchBytes {
 			if g.kind == kindChat && !c.roleSent {
 				if g.api == apiResponses {
 					g.out = g.appendResponsesOpening(g.out, c)

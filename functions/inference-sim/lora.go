@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
+
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 
 	"encoding/json"
@@ -20,7 +22,7 @@ type loraRegistry struct {
 	next  int
 }
 
-var errTooManyLoRAs = openai.NewParamError(400, "Cannot load more than "+strconv.Itoa(maxLoRAAdapters)+
+var errTooManyLoRAs = openai.NewParamError(400, "Cannot load more than "+strconv.Itoa(limits.MaxLoRAAdapters)+
 	" LoRA adapters; unload one first.", "lora_name")
 
 func newLoRARegistry(initial []LoRAModule) *loraRegistry {
@@ -39,7 +41,7 @@ func (r *loraRegistry) add(m LoRAModule) *openai.Error {
 		r.items[i] = m
 		return nil
 	}
-	if len(r.items) >= maxLoRAAdapters {
+	if len(r.items) >= limits.MaxLoRAAdapters {
 		return errTooManyLoRAs
 	}
 	r.items = append(r.items, m)
@@ -97,7 +99,7 @@ func (r *rank) handleLoadLoRA(ctx *fasthttp.RequestCtx) {
 		openai.WriteError(ctx, openai.NewError(400, "Failed to read and parse request body, "+err.Error()))
 		return
 	}
-	if err := checkLoRA(req.Name, req.Path); err != nil {
+	if err := limits.CheckLoRA(req.Name, req.Path); err != nil {
 		openai.WriteError(ctx, openai.NewParamError(400, err.Error(), "lora_name"))
 		return
 	}

@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
+
 	"context"
 	"io"
 	"log/slog"
@@ -127,7 +129,7 @@ func TestAdminTokenAndAPIKey(t *testing.T) {
 	if err != nil || cfg.APIKey != "flag-key" {
 		t.Fatalf("flag over env: %v %v", cfg, err)
 	}
-	for _, bad := range []string{"has space", "tab\there", strings.Repeat("k", maxTokenLen+1)} {
+	for _, bad := range []string{"has space", "tab\there", strings.Repeat("k", limits.MaxTokenLen+1)} {
 		if _, err := ParseConfig([]string{"--model", "m", "--admin-token", bad}, Environment{}, nil); err == nil {
 			t.Fatalf("admin token %q accepted", bad)
 		}

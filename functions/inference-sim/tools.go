@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
+
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 
 	"bytes"
@@ -167,7 +169,7 @@ func (g *genCtx) generateToolCalls(c *choice, maxTokens int) (bool, *openai.Erro
 		}
 	}
 	start := len(g.tokBuf)
-	budget := min(maxToolArgBytes, maxTokens*16) // a token is at least one byte
+	budget := min(limits.MaxToolArgBytes, maxTokens*16) // a token is at least one byte
 	c.finish = finishToolCalls
 	for k, ti := range picks {
 		t, schema := &g.tools[ti], g.toolSchemas[ti]
@@ -246,8 +248,8 @@ func (g *genCtx) appendArgValue(dst []byte, s any, depth, limit int) []byte {
 		return strconv.AppendBool(dst, g.rng.intn(2) == 1)
 	case "array":
 		// minItems: 1000000000 must not mean a billion items.
-		lo := int(schemaBound(m, "minItems", float64(tc.MinArrayParamLength), maxToolArrayItems))
-		hi := int(schemaBound(m, "maxItems", float64(tc.MaxArrayParamLength), maxToolArrayItems))
+		lo := int(schemaBound(m, "minItems", float64(tc.MinArrayParamLength), limits.MaxToolArrayItems))
+		hi := int(schemaBound(m, "maxItems", float64(tc.MaxArrayParamLength), limits.MaxToolArrayItems))
 		lo = max(lo, 0)
 		n := g.rng.intRange(lo, max(lo, hi))
 		dst = append(dst, '[')
