@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+
 	"slices"
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
@@ -128,11 +130,9 @@ func (s *Simulator) applyAdminUpdate(upd map[string]json.RawMessage) (*settings,
 		if err != nil {
 			return nil, openai.NewParamError(400, "Invalid admin configuration update: --"+key+": "+err.Error(), key)
 		}
-		spec := lookupFlag(key)
-		if len(vals) == 0 && !spec.multi {
+		if err := config.SetFlag(&c, key, vals); errors.Is(err, config.ErrNeedsValue) {
 			return nil, openai.NewParamError(400, "Invalid admin configuration update: --"+key+" needs a value", key)
-		}
-		if err := spec.set(&c, vals); err != nil {
+		} else if err != nil {
 			return nil, openai.NewParamError(400, "Invalid admin configuration update: "+err.Error(), key)
 		}
 	}

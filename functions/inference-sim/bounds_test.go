@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
@@ -295,7 +297,7 @@ func TestLoRANamesAndCountBounded(t *testing.T) {
 		t.Fatal("the latest adapter set is missing from lora_requests_info")
 	}
 	// --lora-modules follows the same rules.
-	if _, err := ParseConfig([]string{"--model", "m", "--lora-modules", `{"name":"bad name"}`}, Environment{}, nil); err == nil {
+	if _, err := config.Parse([]string{"--model", "m", "--lora-modules", `{"name":"bad name"}`}, config.Environment{}, nil); err == nil {
 		t.Fatal("--lora-modules accepted a name with a space")
 	}
 }

@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -36,7 +38,7 @@ type dataset struct {
 
 var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-func openDataset(cfg *Config, log *slog.Logger) (*dataset, error) {
+func openDataset(cfg *config.Config, log *slog.Logger) (*dataset, error) {
 	if !tableName.MatchString(cfg.DatasetTableName) {
 		return nil, fmt.Errorf("--dataset-table-name %q is not a valid table name", cfg.DatasetTableName)
 	}

@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+
 	"database/sql"
 	"encoding/json"
 	"path/filepath"
@@ -44,7 +46,7 @@ func TestDatasetResponses(t *testing.T) {
 			t.Fatalf("miss: %s", body)
 		}
 	}
-	if _, err := ParseConfig([]string{"--model", "m", "--dataset-url", "http://x"}, Environment{}, nil); err == nil {
+	if _, err := config.Parse([]string{"--model", "m", "--dataset-url", "http://x"}, config.Environment{}, nil); err == nil {
 		t.Fatal("--dataset-url without --dataset-path accepted")
 	}
 }

@@ -1,6 +1,9 @@
 package inferencesim
 
-import "github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+)
 
 // injectFailure fails the request on purpose with probability
 // --failure-injection-rate %, choosing among --failure-types with the
@@ -16,22 +19,22 @@ func (r *rank) injectFailure(rg *rng, model string) *openai.Error {
 	}
 	types := st.failureTypes
 	if len(types) == 0 {
-		types = AllFailureTypes
+		types = config.AllFailureTypes
 	}
 	return failureError(types[rg.intn(len(types))], model)
 }
 
 func failureError(kind, model string) *openai.Error {
 	switch kind {
-	case FailureRateLimit:
+	case config.FailureRateLimit:
 		return openai.NewError(429, "Rate limit reached for "+model+" in organization org-xxx on requests per min (RPM): Limit 3, Used 3, Requested 1.")
-	case FailureInvalidAPIKey:
+	case config.FailureInvalidAPIKey:
 		return openai.NewError(401, "Incorrect API key provided.")
-	case FailureContextLength:
+	case config.FailureContextLength:
 		return openai.NewParamError(400, "This model's maximum context length is 4096 tokens. However, your messages resulted in 4500 tokens.", "messages")
-	case FailureServerError:
+	case config.FailureServerError:
 		return openai.NewError(503, "The server is overloaded or not ready yet.")
-	case FailureInvalidRequest:
+	case config.FailureInvalidRequest:
 		return openai.NewParamError(400, "Invalid request: missing required parameter 'model'.", "model")
 	default: // FailureModelNotFound
 		return openai.NewParamError(404, "The model '"+model+"-nonexistent' does not exist", "model")

@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
 
 	"crypto/tls"
@@ -183,7 +185,7 @@ func TestAdminConfig(t *testing.T) {
 }
 
 func TestHealthReadyAndPodHeaders(t *testing.T) {
-	ts := startSimEnv(t, Environment{PodName: "sim-0", PodNamespace: "lensfn"}, "--startup-duration", "300ms")
+	ts := startSimEnv(t, config.Environment{PodName: "sim-0", PodNamespace: "lensfn"}, "--startup-duration", "300ms")
 	for _, path := range []string{"/ready", "/health/ready"} {
 		if s, _ := get(t, ts.url()+path); s != 503 {
 			t.Fatalf("%s during startup: %d", path, s)
@@ -222,7 +224,7 @@ func TestDataParallelRanks(t *testing.T) {
 		!strings.Contains(m1, `vllm:e2e_request_latency_seconds_count{model_name="fake-model"} 2`) {
 		t.Fatal("ranks share metrics")
 	}
-	cfg, _ := ParseConfig([]string{"--model", "m", "--data-parallel-size", "4", "--data-parallel-rank", "2", "--port", "9000"}, Environment{}, nil)
+	cfg, _ := config.Parse([]string{"--model", "m", "--data-parallel-size", "4", "--data-parallel-rank", "2", "--port", "9000"}, config.Environment{}, nil)
 	sim, err := New(cfg)
 	if err != nil || len(sim.ranks) != 1 || sim.ranks[0].index != 2 || sim.Ports()[0] != 9000 {
 		t.Fatalf("single rank: %v", err)

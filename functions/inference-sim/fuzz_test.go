@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
@@ -14,7 +16,7 @@ import (
 
 func newTestRank(t testing.TB, args ...string) *rank {
 	t.Helper()
-	cfg, err := ParseConfig(append([]string{"--model", "fake-model", "--seed", "1", "--max-num-seqs", "64"}, args...), Environment{}, nil)
+	cfg, err := config.Parse(append([]string{"--model", "fake-model", "--seed", "1", "--max-num-seqs", "64"}, args...), config.Environment{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
@@ -395,7 +397,7 @@ func (g *genCtx) readParams(c *openai.CommonRequest) *openai.Error {
 		return e
 	}
 	g.ignoreEOS = c.IgnoreEOS
-	if g.ignoreEOS && !g.maxTokensSet && g.r.cfg.Mode == ModeRandom {
+	if g.ignoreEOS && !g.maxTokensSet && g.r.cfg.Mode == config.ModeRandom {
 		return openai.NewParamError(400, "ignore_eos requires max_tokens (or max_completion_tokens) to be set.", "ignore_eos")
 	}
 	kv := c.KVTransferParams
@@ -579,7 +581,7 @@ func (g *genCtx) generate() *openai.Error {
 			}
 			start := len(g.tokBuf)
 			switch {
-			case r.cfg.Mode == ModeEcho:
+			case r.cfg.Mode == config.ModeEcho:
 				g.tokBuf = appendTokens(g.tokBuf, echoSrc)
 				c.finish = finishStop
 				if g.maxTokensSet && len(g.tokBuf)-start >= g.maxTokens {

@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
 
 	"strings"
@@ -8,7 +10,7 @@ import (
 )
 
 func TestKVCacheCachedTokens(t *testing.T) {
-	ts := startSimEnv(t, Environment{PodIP: "127.0.0.1"}, "--enable-kvcache", "--block-size", "8", "--kv-cache-size", "64",
+	ts := startSimEnv(t, config.Environment{PodIP: "127.0.0.1"}, "--enable-kvcache", "--block-size", "8", "--kv-cache-size", "64",
 		"--zmq-endpoint", "tcp://127.0.0.1:1") // nobody listens: events are dropped, serving goes on
 	long := strings.Repeat("word ", 40)
 	body := `{"model":"fake-model","messages":[{"role":"user","content":"` + long + `"}],"max_tokens":2}`
@@ -35,7 +37,7 @@ func TestKVCacheCachedTokens(t *testing.T) {
 }
 
 func TestKVCacheNeedsPodIP(t *testing.T) {
-	cfg, err := ParseConfig([]string{"--model", "m", "--enable-kvcache"}, Environment{}, nil)
+	cfg, err := config.Parse([]string{"--model", "m", "--enable-kvcache"}, config.Environment{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
@@ -17,7 +19,7 @@ import (
 // loaded through /v1/load_lora_adapter, at most maxLoRAAdapters.
 type loraRegistry struct {
 	mu    sync.RWMutex
-	items []LoRAModule
+	items []config.LoRAModule
 	ids   map[string]int // loaded adapter -> 1-based id (KV events); a reload gets a new one, as in vLLM
 	next  int
 }
@@ -25,7 +27,7 @@ type loraRegistry struct {
 var errTooManyLoRAs = openai.NewParamError(400, "Cannot load more than "+strconv.Itoa(limits.MaxLoRAAdapters)+
 	" LoRA adapters; unload one first.", "lora_name")
 
-func newLoRARegistry(initial []LoRAModule) *loraRegistry {
+func newLoRARegistry(initial []config.LoRAModule) *loraRegistry {
 	r := &loraRegistry{ids: map[string]int{}}
 	for _, m := range initial {
 		r.add(m)
@@ -34,10 +36,10 @@ func newLoRARegistry(initial []LoRAModule) *loraRegistry {
 }
 
 // add registers (or replaces) an adapter; a new one beyond the bound is refused.
-func (r *loraRegistry) add(m LoRAModule) *openai.Error {
+func (r *loraRegistry) add(m config.LoRAModule) *openai.Error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if i := slices.IndexFunc(r.items, func(x LoRAModule) bool { return x.Name == m.Name }); i >= 0 {
+	if i := slices.IndexFunc(r.items, func(x config.LoRAModule) bool { return x.Name == m.Name }); i >= 0 {
 		r.items[i] = m
 		return nil
 	}
@@ -54,7 +56,7 @@ func (r *loraRegistry) remove(name string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := len(r.items)
-	r.items = slices.DeleteFunc(r.items, func(x LoRAModule) bool { return x.Name == name })
+	r.items = slices.DeleteFunc(r.items, func(x config.LoRAModule) bool { return x.Name == name })
 	delete(r.ids, name)
 	return len(r.items) != n
 }
@@ -66,7 +68,7 @@ func (r *loraRegistry) remove(name string) bool {
 func (r *loraRegistry) lookup(name string) (string, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	if i := slices.IndexFunc(r.items, func(x LoRAModule) bool { return x.Name == name }); i >= 0 {
+	if i := slices.IndexFunc(r.items, func(x config.LoRAModule) bool { return x.Name == name }); i >= 0 {
 		return r.items[i].Name, true
 	}
 	return "", false
@@ -75,7 +77,7 @@ func (r *loraRegistry) lookup(name string) (string, bool) {
 func (r *loraRegistry) known(name string) bool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return slices.ContainsFunc(r.items, func(x LoRAModule) bool { return x.Name == name })
+	return slices.ContainsFunc(r.items, func(x config.LoRAModule) bool { return x.Name == name })
 }
 
 func (r *loraRegistry) id(name string) int {
@@ -84,7 +86,7 @@ func (r *loraRegistry) id(name string) int {
 	return r.ids[name]
 }
 
-func (r *loraRegistry) list() []LoRAModule {
+func (r *loraRegistry) list() []config.LoRAModule {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return slices.Clone(r.items)
@@ -103,7 +105,7 @@ func (r *rank) handleLoadLoRA(ctx *fasthttp.RequestCtx) {
 		openai.WriteError(ctx, openai.NewParamError(400, err.Error(), "lora_name"))
 		return
 	}
-	if e := r.loras.add(LoRAModule{Name: req.Name, Path: req.Path, BaseModelName: r.cfg.Model}); e != nil {
+	if e := r.loras.add(config.LoRAModule{Name: req.Name, Path: req.Path, BaseModelName: r.cfg.Model}); e != nil {
 		openai.WriteError(ctx, e)
 	}
 }

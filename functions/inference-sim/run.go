@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+
 	"context"
 	"errors"
 	"fmt"
@@ -26,8 +28,8 @@ func Main() {
 
 // LoadEnvironment reads the settings the simulator takes from the environment (every
 // other setting is on the command line); hostname is the pod name under Knative.
-func LoadEnvironment(getenv func(string) string, hostname string) (Environment, ModuleDirs) {
-	env := Environment{Port: getenv("PORT"), PodName: getenv("POD_NAME"), KService: getenv("K_SERVICE"), Hostname: hostname,
+func LoadEnvironment(getenv func(string) string, hostname string) (config.Environment, ModuleDirs) {
+	env := config.Environment{Port: getenv("PORT"), PodName: getenv("POD_NAME"), KService: getenv("K_SERVICE"), Hostname: hostname,
 		PodNamespace: getenv("POD_NAMESPACE"), PodIP: getenv("POD_IP"), SimModel: getenv("SIM_MODEL"),
 		PythonHashSeed: getenv("PYTHONHASHSEED"), ListenHost: getenv("LENS_LISTEN_HOST"),
 		APIKey: getenv("VLLM_API_KEY"), AdminToken: getenv("LENS_SIM_ADMIN_TOKEN")}
@@ -50,16 +52,16 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 
 // Run parses the command line, builds the simulator and serves until
 // SIGTERM or SIGINT, then drains in-flight requests.
-func Run(ctx context.Context, args []string, env Environment, stderr io.Writer, opts ...Option) error {
+func Run(ctx context.Context, args []string, env config.Environment, stderr io.Writer, opts ...Option) error {
 	for _, a := range args {
 		if a == "-h" || a == "--help" || a == "-help" {
-			fmt.Fprint(stderr, Usage())
+			fmt.Fprint(stderr, config.Usage())
 			return nil
 		}
 	}
-	cfg, err := ParseConfig(args, env, nil)
+	cfg, err := config.Parse(args, env, nil)
 	if err != nil {
-		fmt.Fprintf(stderr, "inference-sim: %v\n\n%s", err, Usage())
+		fmt.Fprintf(stderr, "inference-sim: %v\n\n%s", err, config.Usage())
 		return ErrUsage
 	}
 	sim, err := New(cfg, opts...)

@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
@@ -64,7 +66,7 @@ type settings struct {
 // Simulator is the inference simulator: one rank per data-parallel rank,
 // each with its own port, scheduler, metrics and KV cache.
 type Simulator struct {
-	cfg      *Config
+	cfg      *config.Config
 	log      *slog.Logger
 	resolve  CalculatorResolver
 	coarse   bool
@@ -85,7 +87,7 @@ type Simulator struct {
 // rank is one data-parallel rank.
 type rank struct {
 	sim            *Simulator
-	cfg            *Config
+	cfg            *config.Config
 	index          int
 	port           int
 	portStr        string
@@ -103,7 +105,7 @@ type rank struct {
 }
 
 // New builds a simulator from a validated configuration.
-func New(cfg *Config, opts ...Option) (*Simulator, error) {
+func New(cfg *config.Config, opts ...Option) (*Simulator, error) {
 	s := &Simulator{cfg: cfg, log: slog.Default(), resolve: latency.New, started: time.Now()}
 	for _, o := range opts {
 		o(s)

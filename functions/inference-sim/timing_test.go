@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
 
 	"bufio"
@@ -151,7 +153,7 @@ func TestLateFirstTokenKeepsTheGaps(t *testing.T) {
 	const stall, itl, tokens = 150 * time.Millisecond, 20 * time.Millisecond, 6
 	var once sync.Once
 	late := func(s *Simulator) { s.beforeEmit = func() { once.Do(func() { time.Sleep(stall) }) } }
-	ts := startSimWith(t, Environment{}, []Option{late}, "--time-to-first-token", "10ms", "--inter-token-latency", itl.String())
+	ts := startSimWith(t, config.Environment{}, []Option{late}, "--time-to-first-token", "10ms", "--inter-token-latency", itl.String())
 	times := streamTimes(t, ts.url(), `{"model":"fake-model","messages":[{"role":"user","content":"hi"}],"max_tokens":6,"ignore_eos":true,"stream":true}`)
 	if len(times) != tokens {
 		t.Fatalf("%d tokens, want %d", len(times), tokens)

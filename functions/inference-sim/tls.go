@@ -1,6 +1,8 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -14,7 +16,7 @@ import (
 )
 
 // tlsConfig loads the certificate files or generates a self-signed one.
-func tlsConfig(cfg *Config) (*tls.Config, error) {
+func tlsConfig(cfg *config.Config) (*tls.Config, error) {
 	var cert tls.Certificate
 	var err error
 	if cfg.SSLCertFile != "" {

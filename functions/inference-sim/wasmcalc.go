@@ -1,20 +1,15 @@
 package inferencesim
 
 import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+
 	"context"
-	"path/filepath"
 	"strings"
 	"sync"
 
 	"github.com/lensfn/lensfn/runtime/wasmhost"
 	"github.com/lensfn/lensfn/wasm-modules/latency"
 )
-
-// IsModuleCalculator reports whether --latency-calculator names a WASM module: a path to a
-// .wasm file, or wasm:<name> for a module loaded from the module directories.
-func IsModuleCalculator(name string) bool {
-	return strings.HasPrefix(name, "wasm:") || strings.HasSuffix(name, ".wasm") || strings.ContainsRune(name, filepath.Separator)
-}
 
 // ModuleDirs say where WASM calculators come from (read from the environment by the command).
 type ModuleDirs = wasmhost.Dirs
@@ -30,7 +25,7 @@ type WASMCalculators struct {
 
 // Resolve is a CalculatorResolver (pass it with WithCalculatorResolver).
 func (w *WASMCalculators) Resolve(name string, p latency.Config) (latency.Calculator, error) {
-	if !IsModuleCalculator(name) {
+	if !config.IsModuleCalculator(name) {
 		return latency.New(name, p)
 	}
 	w.once.Do(func() { w.host, w.err = wasmhost.Open(context.Background(), w.Dirs, nil) })
