@@ -62,7 +62,10 @@ type choice struct {
 func (c *choice) completionTokens() int { return len(c.tokens) }
 
 // genCtx carries one generation request from parsing to the last byte. It
-// is pooled; a streamed request returns it to the pool in Close.
+// is pooled; a streamed request returns it to the pool in Close. Its state
+// is in parts, each read by one stage: the decoded request (the wire
+// structs and the parameters taken from them), the prompt, the admission,
+// the sequences (choices) and the stream being written.
 type genCtx struct {
 	r     *rank
 	kind  int
@@ -70,10 +73,26 @@ type genCtx struct {
 	seqNo int // Responses API event sequence number
 	chat  openai.ChatRequest
 	text  openai.CompletionRequest
+	mm    *metrics.Model
 
+	requestParams
+	promptState
+	admissionState
+	fastDecoded
+
+	choices []choice
+	tokBuf  []string
+
+	watch clientWatch // notices a client that left (clientwatch.go)
+
+	streamState
+}
+
+// requestParams are the request's parameters once decoded and checked
+// (readParams): what to generate and how to answer.
+type requestParams struct {
 	model         string // model name echoed in responses
 	lora          string
-	mm            *metrics.Model
 	stream        bool
 	includeUsage  bool
 	maxTokens     int
@@ -88,7 +107,12 @@ type genCtx struct {
 	tools         []openai.ToolDef
 	toolSchemas   []any // decoded parameters of each tool
 	toolChoice    openai.ToolChoice
+}
 
+// promptState is the tokenized prompt and what the prefix KV cache made of
+// it (tokenizePrompt, kvStart), with the scratch buffers kept across
+// requests.
+type promptState struct {
 	promptTokens int
 	cachedTokens int
 	cacheMiss    bool // prefix-cache hit rate below the threshold
@@ -98,10 +122,11 @@ type genCtx struct {
 	tokScratch   []string
 	idScratch    []uint32
 	kvBlocks     []uint64
+}
 
-	choices []choice
-	tokBuf  []string
-
+// admissionState is the request's identity and its passage through the
+// scheduler: arrival, admission (monotonic offsets) and the slot it holds.
+type admissionState struct {
 	id       []byte
 	created  int64
 	counter  uint64
@@ -111,8 +136,11 @@ type genCtx struct {
 	queued   bool
 	running  int
 	acquired bool
+}
 
-	// fast-path decoding (fastjson.go)
+// fastDecoded holds what the fast-path decoder (fastjson.go) read, with the
+// private copy of the body its strings point into.
+type fastDecoded struct {
 	bodyCopy          []byte
 	fastMaxTokens     int64
 	fastMaxCompletion int64
@@ -120,10 +148,11 @@ type genCtx struct {
 	fastTemperature   float64
 	fastTopP          float64
 	fastStreamOptions openai.StreamOptions
+}
 
-	watch clientWatch // notices a client that left (clientwatch.go)
-
-	// stream state
+// streamState is the stream being written: the rendered frames not yet
+// read by fasthttp and where the stream stands.
+type streamState struct {
 	out      []byte
 	outOff   int
 	started  bool
@@ -157,9 +186,11 @@ func (g *genCtx) reset() {
 	clear(g.tokBuf)
 	clear(g.tokScratch)
 	*g = genCtx{
-		chat: g.chat, choices: g.choices[:0], tokBuf: g.tokBuf[:0], promptBuf: g.promptBuf[:0],
-		tokScratch: g.tokScratch[:0], idScratch: g.idScratch[:0], kvBlocks: g.kvBlocks[:0],
-		id: g.id[:0], out: g.out[:0], bodyCopy: g.bodyCopy[:0],
+		chat: g.chat, choices: g.choices[:0], tokBuf: g.tokBuf[:0],
+		promptState:    promptState{promptBuf: g.promptBuf[:0], tokScratch: g.tokScratch[:0], idScratch: g.idScratch[:0], kvBlocks: g.kvBlocks[:0]},
+		admissionState: admissionState{id: g.id[:0]},
+		streamState:    streamState{out: g.out[:0]},
+		fastDecoded:    fastDecoded{bodyCopy: g.bodyCopy[:0]},
 	}
 }
 
