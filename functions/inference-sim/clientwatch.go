@@ -1,12 +1,12 @@
 package inferencesim
 
 import (
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/pacer"
-
 	"crypto/tls"
 	"errors"
 	"net"
 	"time"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/pacer"
 )
 
 // Noticing that a client left. fasthttp has no close notification, and a

@@ -1,8 +1,6 @@
 package inferencesim
 
 import (
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
-
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -19,6 +17,8 @@ import (
 	"time"
 
 	_ "github.com/ncruces/go-sqlite3/driver" // pure-Go SQLite (WASM on wazero)
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
 )
 
 // dataset serves responses from a SQLite corpus (llm-d's converted

@@ -1,8 +1,6 @@
 package inferencesim
 
 import (
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
-
 	"context"
 	"io"
 	"log/slog"
@@ -11,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
 )
 
 // TestGracefulDrain: after the serve context ends (SIGTERM in Run) the

@@ -1,10 +1,6 @@
 package inferencesim
 
 import (
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
-
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
-
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -13,6 +9,9 @@ import (
 	"strings"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 )
 
 // /v1/embeddings: deterministic unit vectors derived from the input's

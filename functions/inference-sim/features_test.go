@@ -1,10 +1,6 @@
 package inferencesim
 
 import (
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
-
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
-
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
@@ -13,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
 )
 
 func TestLoRALoadUnloadAndServe(t *testing.T) {

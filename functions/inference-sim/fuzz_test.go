@@ -1,17 +1,15 @@
 package inferencesim
 
 import (
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
-
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
-
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
-
 	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 )
 
 func newTestRank(t testing.TB, args ...string) *rank {

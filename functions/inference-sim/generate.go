@@ -1,16 +1,6 @@
 package inferencesim
 
 import (
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
-
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
-
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
-
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
-
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/pacer"
-
 	"bytes"
 	"encoding/json"
 	"io"
@@ -20,6 +10,11 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/pacer"
 	"github.com/lensfn/lensfn/wasm-modules/latency"
 )
 

@@ -1,8 +1,6 @@
 package inferencesim
 
 import (
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
-
 	"context"
 	"io"
 	"log/slog"
@@ -12,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
 )
 
 // testSim is a simulator serving on real loopback listeners.

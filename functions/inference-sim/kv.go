@@ -1,11 +1,10 @@
 package inferencesim
 
 import (
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
-
 	"errors"
 	"fmt"
 
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 	"github.com/lensfn/lensfn/functions/inference-sim/kvcache"
 )
 

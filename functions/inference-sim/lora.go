@@ -1,18 +1,16 @@
 package inferencesim
 
 import (
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
-
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
-
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
-
 	"encoding/json"
 	"slices"
 	"strconv"
 	"sync"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 )
 
 // loraRegistry holds the adapters a rank knows: --lora-modules plus those

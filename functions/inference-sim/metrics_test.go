@@ -1,11 +1,11 @@
 package inferencesim
 
 import (
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
-
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
 )
 
 const fakeMetricsJSON = `{"running-requests":10,"waiting-requests":30,"kv-cache-usage":0.4,` +

@@ -1,12 +1,12 @@
 package inferencesim
 
 import (
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
-
 	"bytes"
 	"encoding/json"
 	"errors"
 	"strconv"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 )
 
 // The OpenAI Responses API (/v1/responses), text only: the request is

@@ -1,12 +1,11 @@
 package inferencesim
 
 import (
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
-
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
-
 	"crypto/sha1"
 	"strconv"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 )
 
 // Finish reasons.

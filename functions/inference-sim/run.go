@@ -1,8 +1,6 @@
 package inferencesim
 
 import (
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
-
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +8,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
 )
 
 // ErrUsage is returned by Run for a bad command line (exit status 2).

@@ -1,13 +1,13 @@
 package inferencesim
 
 import (
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
-
 	"bytes"
 	"context"
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
 )
 
 func TestRunUsage(t *testing.T) {

@@ -1,12 +1,12 @@
 package inferencesim
 
 import (
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
-
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 )
 
 // scheduler admits requests: at most max-num-seqs run at once, the rest

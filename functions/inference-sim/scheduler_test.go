@@ -1,11 +1,11 @@
 package inferencesim
 
 import (
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
-
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 )
 
 // TestSchedulerHammer: many goroutines acquire and release with and

@@ -1,10 +1,6 @@
 package inferencesim
 
 import (
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
-
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
-
 	"context"
 	"io"
 	"log/slog"
@@ -14,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
 )
 
 // TestAdminConfigValidatesAsTheFlags: every value is accepted by

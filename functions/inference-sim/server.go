@@ -1,14 +1,6 @@
 package inferencesim
 
 import (
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
-
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
-
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
-
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/pacer"
-
 	"bytes"
 	"context"
 	"crypto/subtle"
@@ -26,6 +18,10 @@ import (
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/pacer"
 	"github.com/lensfn/lensfn/functions/inference-sim/kvcache"
 	"github.com/lensfn/lensfn/wasm-modules/latency"
 )

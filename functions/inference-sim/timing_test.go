@@ -1,10 +1,6 @@
 package inferencesim
 
 import (
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
-
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
-
 	"bufio"
 	"net/http"
 	"sort"
@@ -12,6 +8,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
 )
 
 // streamTimes sends a streamed chat request and returns when each content

@@ -1,12 +1,12 @@
 package inferencesim
 
 import (
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
-
 	"encoding/json"
 	"strconv"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 )
 
 // /tokenize: {"prompt"} or {"messages"} → {"max_model_len","count","tokens","token_strs":null}.

@@ -1,10 +1,6 @@
 package inferencesim
 
 import (
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
-
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
-
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -12,6 +8,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 )
 
 // toolCall is one generated function call.

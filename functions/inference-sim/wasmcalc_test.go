@@ -1,8 +1,6 @@
 package inferencesim
 
 import (
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
-
 	"context"
 	"io"
 	"log/slog"
@@ -11,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
 	"github.com/lensfn/lensfn/runtime/wasmhost/wasmtest"
 	"github.com/lensfn/lensfn/wasm-modules/latency"
 )

@@ -1,18 +1,13 @@
 package config
 
 import (
-	"path/filepath"
-
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
-
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
-
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +15,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
 	"github.com/lensfn/lensfn/wasm-modules/latency"
 )
 

@@ -1,12 +1,11 @@
 package openai
 
 import (
-	"slices"
-
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
