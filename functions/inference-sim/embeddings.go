@@ -23,12 +23,8 @@ func (r *rank) handleEmbeddings(ctx *fasthttp.RequestCtx) {
 		EncodingFormat string          `json:"encoding_format"`
 		Dimensions     *int            `json:"dimensions"`
 	}
-	if e := openai.CheckJSONShape(ctx.PostBody()); e != nil {
+	if e := openai.DecodeBody(ctx.PostBody(), &req); e != nil {
 		openai.WriteError(ctx, e)
-		return
-	}
-	if err := json.Unmarshal(ctx.PostBody(), &req); err != nil {
-		openai.WriteError(ctx, openai.NewError(400, "Failed to read and parse request body, "+err.Error()))
 		return
 	}
 	g := &genCtx{r: r}

@@ -1,7 +1,6 @@
 package inferencesim
 
 import (
-	"encoding/json"
 	"strconv"
 
 	"github.com/valyala/fasthttp"
@@ -16,12 +15,8 @@ func (r *rank) handleTokenize(ctx *fasthttp.RequestCtx) {
 		Prompt   *string              `json:"prompt"`
 		Messages []openai.ChatMessage `json:"messages"`
 	}
-	if e := openai.CheckJSONShape(ctx.PostBody()); e != nil {
+	if e := openai.DecodeBody(ctx.PostBody(), &req); e != nil {
 		openai.WriteError(ctx, e)
-		return
-	}
-	if err := json.Unmarshal(ctx.PostBody(), &req); err != nil {
-		openai.WriteError(ctx, openai.NewError(400, "Failed to read and parse request body, "+err.Error()))
 		return
 	}
 	var text string

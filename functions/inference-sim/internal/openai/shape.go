@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"encoding/json"
 	"strconv"
 )
 
@@ -90,4 +91,16 @@ func CountArrayItems(raw []byte, limit int) int {
 		return 0
 	}
 	return n + 1
+}
+
+// DecodeBody bounds body's JSON shape (CheckJSONShape), then decodes it into v, answering
+// a body that does not parse as vLLM does.
+func DecodeBody(body []byte, v any) *Error {
+	if e := CheckJSONShape(body); e != nil {
+		return e
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return NewError(400, "Failed to read and parse request body, "+err.Error())
+	}
+	return nil
 }
