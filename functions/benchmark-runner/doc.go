@@ -16,6 +16,6 @@
 // still runs) and fails runs whose runner stopped renewing its lease ("runner lost"), within
 // one lease period.
 //
-// It may import events, runtime/fn, runtime/cloudevent, runtime/state, runtime/secret,
+// It may import events, runtime/fn, runtime/cloudevent, runtime/state,
 // runtime/egress, runtime/inventory, runtime/evalrun and runtime/loadgen.
 package benchmarkrunner

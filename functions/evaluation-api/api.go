@@ -22,7 +22,6 @@ import (
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/problem"
-	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/state"
 )
 
@@ -66,7 +65,7 @@ func Build(_ context.Context, d fn.Deps) (*fn.Function, error) {
 	if err != nil {
 		return nil, err
 	}
-	sealer, err := secret.FromEnv(d.Config.SecretKey.Reveal())
+	sealer, err := d.Config.Sealer()
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +75,7 @@ func Build(_ context.Context, d fn.Deps) (*fn.Function, error) {
 
 // New builds the function over an inventory (tests pass their own).
 func New(d fn.Deps, inv Inventory) (*fn.Function, *API, error) {
-	sealer, err := secret.FromEnv(d.Config.SecretKey.Reveal())
+	sealer, err := d.Config.Sealer()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -8,5 +8,5 @@
 // benchmarks. The benchmark-runner stage executes the runs.
 //
 // It may import events, runtime/fn, runtime/auth, runtime/cloudevent, runtime/problem,
-// runtime/state, runtime/secret, runtime/egress, runtime/inventory and runtime/evalrun.
+// runtime/state, runtime/egress, runtime/inventory and runtime/evalrun.
 package evaluationapi

@@ -10,6 +10,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 )
 
 // The resource bounds of issue 9, each through HTTP against a running
@@ -52,7 +57,7 @@ func TestEmbeddingsInputsTimesDimensionsBounded(t *testing.T) {
 	s, _, body = post(t, url, `{"model":"fake-model","dimensions":65536,"input":`+repeatJSON(`"x"`, 100000)+`}`)
 	openAIError(t, s, body, 400, "input")
 	// More inputs than OpenAI allows, at the default dimensions.
-	s, _, body = post(t, url, `{"model":"fake-model","input":`+repeatJSON(`[1,2]`, maxEmbeddingInputs+1)+`}`)
+	s, _, body = post(t, url, `{"model":"fake-model","input":`+repeatJSON(`[1,2]`, limits.MaxEmbeddingInputs+1)+`}`)
 	openAIError(t, s, body, 400, "input")
 	// Within the bounds: answered in full.
 	s, _, body = post(t, url, `{"model":"fake-model","dimensions":65536,"input":["a","b"],"encoding_format":"base64"}`)
@@ -69,7 +74,7 @@ func TestCompletionPromptsTimesNBounded(t *testing.T) {
 	url := ts.url() + "/v1/completions"
 	s, _, body := post(t, url, `{"model":"fake-model","max_tokens":1,"prompt":`+repeatJSON(`"hi"`, 100000)+`}`)
 	openAIError(t, s, body, 400, "prompt")
-	s, _, body = post(t, url, `{"model":"fake-model","max_tokens":1,"prompt":`+repeatJSON(`[1]`, maxSequences+1)+`}`)
+	s, _, body = post(t, url, `{"model":"fake-model","max_tokens":1,"prompt":`+repeatJSON(`[1]`, limits.MaxSequences+1)+`}`)
 	openAIError(t, s, body, 400, "prompt")
 	// Two prompts with n 100 are 200 sequences: the n cap cannot be bypassed.
 	s, _, body = post(t, url, `{"model":"fake-model","max_tokens":1,"n":100,"prompt":["a","b"]}`)
@@ -138,7 +143,7 @@ func TestToolArgumentsBounded(t *testing.T) {
 // refused before encoding/json expands them.
 func TestJSONShapeBounded(t *testing.T) {
 	ts := startSim(t)
-	s, _, body := post(t, ts.url()+"/v1/chat/completions", `{"model":"fake-model","messages":`+repeatJSON(`{}`, maxJSONContainers+1)+`}`)
+	s, _, body := post(t, ts.url()+"/v1/chat/completions", `{"model":"fake-model","messages":`+repeatJSON(`{}`, openai.MaxJSONContainers+1)+`}`)
 	openAIError(t, s, body, 400, "")
 	deep := strings.Repeat(`[`, 100) + strings.Repeat(`]`, 100)
 	for _, path := range []string{"/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings", "/tokenize", "/admin/config"} {
@@ -174,7 +179,7 @@ func TestSamplingParamsAndRolesAsVLLM(t *testing.T) {
 	}
 	s, _, body := post(t, ts.url()+"/v1/responses", `{"model":"fake-model","input":[{"role":"robot","content":"hi"}]}`)
 	openAIError(t, s, body, 400, "messages")
-	for _, role := range chatRoles {
+	for _, role := range openai.ChatRoles {
 		if s, _, body := post(t, ts.url()+"/v1/chat/completions", `{"model":"fake-model","max_tokens":1,"messages":[{"role":"`+role+`","content":"a"}]}`); s != 200 {
 			t.Fatalf("role %s: %d %s", role, s, body)
 		}
@@ -245,11 +250,11 @@ func TestLoRANamesAndCountBounded(t *testing.T) {
 		s, _, body := post(t, ts.url()+"/v1/load_lora_adapter", string(b))
 		return s, body
 	}
-	for _, bad := range []string{"", strings.Repeat("a", maxLoRANameLen+1), "a b", `x"}`, "naïve", "a\nb"} {
+	for _, bad := range []string{"", strings.Repeat("a", limits.MaxLoRANameLen+1), "a b", `x"}`, "naïve", "a\nb"} {
 		s, body := load(bad)
 		openAIError(t, s, body, 400, "lora_name")
 	}
-	for i := range maxLoRAAdapters {
+	for i := range limits.MaxLoRAAdapters {
 		if s, body := load("org/adapter-" + strconv.Itoa(i)); s != 200 {
 			t.Fatalf("adapter %d: %d %s", i, s, body)
 		}
@@ -275,21 +280,21 @@ func TestLoRANamesAndCountBounded(t *testing.T) {
 		t.Fatalf("after an unload: %d %s", s, body)
 	}
 	// Each adapter set in use is a lora_requests_info series: only the latest few are kept.
-	for i := range 3 * maxLoRAInfoSeries {
+	for i := range 3 * metrics.MaxLoRAInfoSeries {
 		chat := `{"model":"org/adapter-` + strconv.Itoa(100+i) + `","messages":[{"role":"user","content":"hi"}],"max_tokens":1}`
 		if s, _, body := post(t, ts.url()+"/v1/chat/completions", chat); s != 200 {
 			t.Fatalf("adapter request: %d %s", s, body)
 		}
 	}
 	_, m := get(t, ts.url()+"/metrics")
-	if n := strings.Count(m, "\nvllm:lora_requests_info{"); n < 2 || n > maxLoRAInfoSeries {
-		t.Fatalf("%d lora_requests_info series, want at most %d:\n%s", n, maxLoRAInfoSeries, exposedLines(m, mLoRAInfo))
+	if n := strings.Count(m, "\nvllm:lora_requests_info{"); n < 2 || n > metrics.MaxLoRAInfoSeries {
+		t.Fatalf("%d lora_requests_info series, want at most %d:\n%s", n, metrics.MaxLoRAInfoSeries, exposedLines(m, metrics.NameLoRAInfo))
 	}
-	if !strings.Contains(m, `running_lora_adapters="org/adapter-`+strconv.Itoa(100+3*maxLoRAInfoSeries-1)+`"`) {
+	if !strings.Contains(m, `running_lora_adapters="org/adapter-`+strconv.Itoa(100+3*metrics.MaxLoRAInfoSeries-1)+`"`) {
 		t.Fatal("the latest adapter set is missing from lora_requests_info")
 	}
 	// --lora-modules follows the same rules.
-	if _, err := ParseConfig([]string{"--model", "m", "--lora-modules", `{"name":"bad name"}`}, Environment{}, nil); err == nil {
+	if _, err := config.Parse([]string{"--model", "m", "--lora-modules", `{"name":"bad name"}`}, config.Environment{}, nil); err == nil {
 		t.Fatal("--lora-modules accepted a name with a space")
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net"
 	"time"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/pacer"
 )
 
 // Noticing that a client left. fasthttp has no close notification, and a
@@ -74,7 +76,7 @@ func (w *clientWatch) stop() {
 // waitUntil waits for the monotonic deadline t like the pacer, and
 // reports false as soon as the client leaves instead.
 func (g *genCtx) waitUntil(t time.Duration) bool {
-	if rem := t - monoNow(); rem > watchAfter {
+	if rem := t - pacer.Now(); rem > watchAfter {
 		if gone := g.watch.goneCh(); gone != nil {
 			// The pacer takes over for the last few milliseconds, so the
 			// deadline keeps its precision.
@@ -87,6 +89,6 @@ func (g *genCtx) waitUntil(t time.Duration) bool {
 			}
 		}
 	}
-	g.r.sim.pacer.waitUntil(t)
+	g.r.sim.pacer.WaitUntil(t)
 	return true
 }

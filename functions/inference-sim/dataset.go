@@ -17,6 +17,8 @@ import (
 	"time"
 
 	_ "github.com/ncruces/go-sqlite3/driver" // pure-Go SQLite (WASM on wazero)
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
 )
 
 // dataset serves responses from a SQLite corpus (llm-d's converted
@@ -36,7 +38,7 @@ type dataset struct {
 
 var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-func openDataset(cfg *Config, log *slog.Logger) (*dataset, error) {
+func openDataset(cfg *config.Config, log *slog.Logger) (*dataset, error) {
 	if !tableName.MatchString(cfg.DatasetTableName) {
 		return nil, fmt.Errorf("--dataset-table-name %q is not a valid table name", cfg.DatasetTableName)
 	}

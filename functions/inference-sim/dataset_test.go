@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
 )
 
 func TestDatasetResponses(t *testing.T) {
@@ -44,7 +46,7 @@ func TestDatasetResponses(t *testing.T) {
 			t.Fatalf("miss: %s", body)
 		}
 	}
-	if _, err := ParseConfig([]string{"--model", "m", "--dataset-url", "http://x"}, Environment{}, nil); err == nil {
+	if _, err := config.Parse([]string{"--model", "m", "--dataset-url", "http://x"}, config.Environment{}, nil); err == nil {
 		t.Fatal("--dataset-url without --dataset-path accepted")
 	}
 }

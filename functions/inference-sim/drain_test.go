@@ -9,12 +9,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
 )
 
 // TestGracefulDrain: after the serve context ends (SIGTERM in Run) the
 // in-flight request still completes, readiness turns 503 and Serve returns.
 func TestGracefulDrain(t *testing.T) {
-	cfg, err := ParseConfig([]string{"--model", "fake-model", "--time-to-first-token", "300ms"}, Environment{}, nil)
+	cfg, err := config.Parse([]string{"--model", "fake-model", "--time-to-first-token", "300ms"}, config.Environment{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

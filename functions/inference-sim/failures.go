@@ -1,10 +1,15 @@
 package inferencesim
 
+import (
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+)
+
 // injectFailure fails the request on purpose with probability
 // --failure-injection-rate %, choosing among --failure-types with the
 // request's seeded generator (a fixed order, so a seed reproduces the
 // pattern), with the reference simulator's statuses and messages.
-func (r *rank) injectFailure(rg *rng, model string) *apiError {
+func (r *rank) injectFailure(rg *rng, model string) *openai.Error {
 	st := r.sim.settings.Load()
 	if st.failureRate <= 0 {
 		return nil
@@ -14,24 +19,24 @@ func (r *rank) injectFailure(rg *rng, model string) *apiError {
 	}
 	types := st.failureTypes
 	if len(types) == 0 {
-		types = AllFailureTypes
+		types = config.AllFailureTypes
 	}
 	return failureError(types[rg.intn(len(types))], model)
 }
 
-func failureError(kind, model string) *apiError {
+func failureError(kind, model string) *openai.Error {
 	switch kind {
-	case FailureRateLimit:
-		return newError(429, "Rate limit reached for "+model+" in organization org-xxx on requests per min (RPM): Limit 3, Used 3, Requested 1.")
-	case FailureInvalidAPIKey:
-		return newError(401, "Incorrect API key provided.")
-	case FailureContextLength:
-		return newParamError(400, "This model's maximum context length is 4096 tokens. However, your messages resulted in 4500 tokens.", "messages")
-	case FailureServerError:
-		return newError(503, "The server is overloaded or not ready yet.")
-	case FailureInvalidRequest:
-		return newParamError(400, "Invalid request: missing required parameter 'model'.", "model")
+	case config.FailureRateLimit:
+		return openai.NewError(429, "Rate limit reached for "+model+" in organization org-xxx on requests per min (RPM): Limit 3, Used 3, Requested 1.")
+	case config.FailureInvalidAPIKey:
+		return openai.NewError(401, "Incorrect API key provided.")
+	case config.FailureContextLength:
+		return openai.NewParamError(400, "This model's maximum context length is 4096 tokens. However, your messages resulted in 4500 tokens.", "messages")
+	case config.FailureServerError:
+		return openai.NewError(503, "The server is overloaded or not ready yet.")
+	case config.FailureInvalidRequest:
+		return openai.NewParamError(400, "Invalid request: missing required parameter 'model'.", "model")
 	default: // FailureModelNotFound
-		return newParamError(404, "The model '"+model+"-nonexistent' does not exist", "model")
+		return openai.NewParamError(404, "The model '"+model+"-nonexistent' does not exist", "model")
 	}
 }

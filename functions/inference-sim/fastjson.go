@@ -1,10 +1,6 @@
 package inferencesim
 
-import (
-	"unicode/utf8"
-
-	"github.com/lensfn/lensfn/runtime/jsoncursor"
-)
+import "github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 
 // A fast path for the request shapes that dominate real traffic: a flat
 // object with model, messages (string contents) or a string prompt, and
@@ -13,207 +9,105 @@ import (
 // tools, logprobs, array prompts, unknown keys…) makes it give up, and the
 // request goes through encoding/json, which handles the full API.
 
-type fastScanner struct {
-	jsoncursor.Cursor
-	bad bool
-}
-
-// str reads a string without escapes (an escape or a control character
-// makes the fast path give up).
-func (s *fastScanner) str() string {
-	if !s.Token('"') {
-		s.bad = true
-		return ""
-	}
-	start := s.I
-	ascii := true
-	for s.I < len(s.B) {
-		c := s.B[s.I]
-		if c == '"' {
-			// encoding/json replaces invalid UTF-8: leave that to it
-			if !ascii && !utf8.Valid(s.B[start:s.I]) {
-				s.bad = true
-				return ""
-			}
-			v := unsafeString(s.B[start:s.I])
-			s.I++
-			return v
-		}
-		if c >= utf8.RuneSelf {
-			ascii = false
-		}
-		if c == '\\' || c < 0x20 {
-			s.bad = true
-			return ""
-		}
-		s.I++
-	}
-	s.bad = true
-	return ""
-}
-
-// integer reads an integer; fractions, exponents and overflow are left to the general decoder.
-func (s *fastScanner) integer() int64 {
-	s.Skip()
-	n, ok := s.Int()
-	s.bad = s.bad || !ok
-	return n
-}
-
-// float reads a number or null into *dst and returns the field's value
-// (nil for null), as encoding/json fills a *float64.
-func (s *fastScanner) float(dst *float64) *float64 {
-	s.Skip()
-	if s.Peek() == 'n' && s.Null() {
-		return nil
-	}
-	v, ok := s.Float()
-	s.bad = s.bad || !ok
-	*dst = v
-	return dst
-}
-
-// skipNumber skips a JSON number (sampling parameters we do not use).
-func (s *fastScanner) skipNumber() {
-	s.Skip()
-	if _, ok := s.Number(); !ok {
-		s.bad = true
-	}
-}
-
-func (s *fastScanner) boolean() bool {
-	s.Skip()
-	v, ok := s.Bool()
-	s.bad = s.bad || !ok
-	return v
-}
-
-// object iterates the keys of an object, calling field for each; field
-// must consume the value.
-func (s *fastScanner) object(field func(key string)) {
-	if !s.Token('{') {
-		s.bad = true
-		return
-	}
-	if s.Token('}') {
-		return
-	}
-	for !s.bad {
-		key := s.str()
-		if s.bad || !s.Token(':') {
-			s.bad = true
-			return
-		}
-		field(key)
-		if s.Token(',') {
-			continue
-		}
-		if !s.Token('}') {
-			s.bad = true
-		}
-		return
-	}
-}
-
 // fastDecode tries the fast path; it reports false when the request needs
 // the general decoder. g.bodyCopy holds the strings it returns.
 func (g *genCtx) fastDecode(body []byte) bool {
 	g.bodyCopy = append(g.bodyCopy[:0], body...)
-	var s fastScanner
+	var s openai.Scanner
 	s.Reset(g.bodyCopy)
-	c := &g.chat.commonRequest
+	c := &g.chat.CommonRequest
 	if g.kind == kindText {
-		c = &g.text.commonRequest
+		c = &g.text.CommonRequest
 	}
-	s.object(func(key string) {
+	s.Object(func(key string) {
 		switch key {
 		case "model":
-			c.Model = s.str()
+			c.Model = s.Str()
 		case "stream":
-			c.Stream = s.boolean()
+			c.Stream = s.Boolean()
 		case "ignore_eos":
-			c.IgnoreEOS = s.boolean()
+			c.IgnoreEOS = s.Boolean()
 		case "max_tokens":
-			g.fastMaxTokens = s.integer()
+			g.fastMaxTokens = s.Integer()
 			c.MaxTokens = &g.fastMaxTokens
 		case "max_completion_tokens":
 			if g.kind != kindChat {
-				s.bad = true
+				s.Bad = true
 				return
 			}
-			g.fastMaxCompletion = s.integer()
+			g.fastMaxCompletion = s.Integer()
 			g.chat.MaxCompletionTokens = &g.fastMaxCompletion
 		case "n":
-			g.fastN = s.integer()
+			g.fastN = s.Integer()
 			c.N = &g.fastN
 		case "temperature":
-			c.Temperature = s.float(&g.fastTemperature)
+			c.Temperature = s.FloatField(&g.fastTemperature)
 		case "top_p":
-			c.TopP = s.float(&g.fastTopP)
+			c.TopP = s.FloatField(&g.fastTopP)
 		case "seed", "frequency_penalty", "presence_penalty":
 			if s.Peek() == 'n' && s.Null() {
 				return
 			}
-			s.skipNumber()
+			s.SkipNumber()
 		case "stream_options":
 			c.StreamOptions = &g.fastStreamOptions
-			s.object(func(k string) {
+			s.Object(func(k string) {
 				if k != "include_usage" {
-					s.bad = true
+					s.Bad = true
 					return
 				}
-				g.fastStreamOptions.IncludeUsage = s.boolean()
+				g.fastStreamOptions.IncludeUsage = s.Boolean()
 			})
 		case "messages":
 			if g.kind != kindChat || !s.Token('[') {
-				s.bad = true
+				s.Bad = true
 				return
 			}
 			if s.Token(']') {
 				return
 			}
-			for !s.bad {
-				if len(g.chat.Messages) == maxJSONContainers { // the general decoder refuses it
-					s.bad = true
+			for !s.Bad {
+				if len(g.chat.Messages) == openai.MaxJSONContainers { // the general decoder refuses it
+					s.Bad = true
 					return
 				}
-				g.chat.Messages = append(g.chat.Messages, chatMessage{})
+				g.chat.Messages = append(g.chat.Messages, openai.ChatMessage{})
 				m := &g.chat.Messages[len(g.chat.Messages)-1]
-				s.object(func(k string) {
+				s.Object(func(k string) {
 					switch k {
 					case "role":
-						m.Role = s.str()
+						m.Role = s.Str()
 					case "content":
 						if s.Peek() != '"' {
-							s.bad = true
+							s.Bad = true
 							return
 						}
-						m.Content.Text = s.str()
+						m.Content.Text = s.Str()
 					case "name":
-						m.Name = s.str()
+						m.Name = s.Str()
 					default:
-						s.bad = true
+						s.Bad = true
 					}
 				})
 				if s.Token(',') {
 					continue
 				}
 				if !s.Token(']') {
-					s.bad = true
+					s.Bad = true
 				}
 				return
 			}
 		case "prompt":
 			if g.kind != kindText || s.Peek() != '"' {
-				s.bad = true
+				s.Bad = true
 				return
 			}
 			start := s.I
-			s.str()
+			s.Str()
 			g.text.Prompt = g.bodyCopy[start:s.I]
 		default:
-			s.bad = true
+			s.Bad = true
 		}
 	})
-	return !s.bad && s.AtEnd()
+	return !s.Bad && s.AtEnd()
 }

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
 )
 
 func TestLoRALoadUnloadAndServe(t *testing.T) {
@@ -31,7 +34,7 @@ func TestLoRALoadUnloadAndServe(t *testing.T) {
 	_, m := get(t, ts.url()+"/metrics")
 	if !strings.Contains(m, `vllm:request_success_total{finish_reason=`) || !strings.Contains(m, `model_name="dyn-lora"`) ||
 		!strings.Contains(m, `vllm:lora_requests_info{max_lora="1",running_lora_adapters="dyn-lora",waiting_lora_adapters=""}`) {
-		t.Fatalf("LoRA metrics:\n%s", exposedLines(m, mLoRAInfo, mSuccess))
+		t.Fatalf("LoRA metrics:\n%s", exposedLines(m, metrics.NameLoRAInfo, metrics.NameSuccess))
 	}
 	if s, _, _ := post(t, ts.url()+"/v1/unload_lora_adapter", `{"lora_name":"dyn-lora"}`); s != 200 {
 		t.Fatalf("unload: %d", s)
@@ -181,7 +184,7 @@ func TestAdminConfig(t *testing.T) {
 }
 
 func TestHealthReadyAndPodHeaders(t *testing.T) {
-	ts := startSimEnv(t, Environment{PodName: "sim-0", PodNamespace: "lensfn"}, "--startup-duration", "300ms")
+	ts := startSimEnv(t, config.Environment{PodName: "sim-0", PodNamespace: "lensfn"}, "--startup-duration", "300ms")
 	for _, path := range []string{"/ready", "/health/ready"} {
 		if s, _ := get(t, ts.url()+path); s != 503 {
 			t.Fatalf("%s during startup: %d", path, s)
@@ -220,7 +223,7 @@ func TestDataParallelRanks(t *testing.T) {
 		!strings.Contains(m1, `vllm:e2e_request_latency_seconds_count{model_name="fake-model"} 2`) {
 		t.Fatal("ranks share metrics")
 	}
-	cfg, _ := ParseConfig([]string{"--model", "m", "--data-parallel-size", "4", "--data-parallel-rank", "2", "--port", "9000"}, Environment{}, nil)
+	cfg, _ := config.Parse([]string{"--model", "m", "--data-parallel-size", "4", "--data-parallel-rank", "2", "--port", "9000"}, config.Environment{}, nil)
 	sim, err := New(cfg)
 	if err != nil || len(sim.ranks) != 1 || sim.ranks[0].index != 2 || sim.Ports()[0] != 9000 {
 		t.Fatalf("single rank: %v", err)

@@ -6,11 +6,15 @@ import (
 	"testing"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 )
 
 func newTestRank(t testing.TB, args ...string) *rank {
 	t.Helper()
-	cfg, err := ParseConfig(append([]string{"--model", "fake-model", "--seed", "1", "--max-num-seqs", "64"}, args...), Environment{}, nil)
+	cfg, err := config.Parse(append([]string{"--model", "fake-model", "--seed", "1", "--max-num-seqs", "64"}, args...), config.Environment{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,10 +126,10 @@ func FuzzEmbeddingsRequest(f *testing.F) {
 				Embedding json.RawMessage `json:"embedding"`
 			} `json:"data"`
 		}
-		if err := json.Unmarshal(ctx.Response.Body(), &resp); err != nil || len(resp.Data) == 0 || len(resp.Data) > maxEmbeddingInputs {
+		if err := json.Unmarshal(ctx.Response.Body(), &resp); err != nil || len(resp.Data) == 0 || len(resp.Data) > limits.MaxEmbeddingInputs {
 			t.Fatalf("%q: %d embeddings (%v)", body, len(resp.Data), err)
 		}
-		if n := len(ctx.Response.Body()); n > maxEmbeddingValues*16+maxEmbeddingInputs*64+1024 {
+		if n := len(ctx.Response.Body()); n > limits.MaxEmbeddingValues*16+limits.MaxEmbeddingInputs*64+1024 {
 			t.Fatalf("%q: %d bytes of answer", body, n)
 		}
 	})
@@ -206,10 +210,10 @@ func FuzzLoRARequest(f *testing.F) {
 			Path string `json:"lora_path"`
 		}
 		decoded := json.Unmarshal([]byte(body), &req) == nil
-		if ctx.Response.StatusCode() == 200 && (!decoded || checkLoRA(req.Name, req.Path) != nil || !r.loras.known(req.Name)) {
+		if ctx.Response.StatusCode() == 200 && (!decoded || limits.CheckLoRA(req.Name, req.Path) != nil || !r.loras.known(req.Name)) {
 			t.Fatalf("%q: accepted a bad adapter", body)
 		}
-		if n := len(r.loras.list()); n > maxLoRAAdapters {
+		if n := len(r.loras.list()); n > limits.MaxLoRAAdapters {
 			t.Fatalf("%d adapters", n)
 		}
 		serve(r, &ctx, "/v1/unload_lora_adapter", body)
@@ -229,16 +233,16 @@ func FuzzCountArrayItems(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		checkJSONShape([]byte(s))
+		openai.CheckJSONShape([]byte(s))
 		var items []json.RawMessage
 		if json.Unmarshal([]byte(s), &items) != nil {
 			return
 		}
 		raw := []byte(strings.TrimSpace(s))
-		if n := countArrayItems(raw, 1<<30); n != len(items) {
+		if n := openai.CountArrayItems(raw, 1<<30); n != len(items) {
 			t.Fatalf("%q: counted %d, encoding/json %d", s, n, len(items))
 		}
-		if n := countArrayItems(raw, 1); len(items) > 1 && n <= 1 {
+		if n := openai.CountArrayItems(raw, 1); len(items) > 1 && n <= 1 {
 			t.Fatalf("%q: limit 1 counted %d of %d", s, n, len(items))
 		}
 	})
@@ -249,7 +253,7 @@ func FuzzParsePrompts(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		ps, err := parsePrompts(json.RawMessage(s), maxSequences)
+		ps, err := openai.ParsePrompts(json.RawMessage(s), limits.MaxSequences)
 		if err == nil && len(ps) == 0 {
 			t.Fatalf("%q: no prompts and no error", s)
 		}
@@ -390,8 +394,8 @@ func FuzzFastDecode(f *testing.F) {
 				x.chat.Messages = nil
 			}
 		}
-		got, _ := json.Marshal([]any{g.chat, g.text.commonRequest, string(g.text.Prompt)})
-		exp, _ := json.Marshal([]any{want.chat, want.text.commonRequest, string(want.text.Prompt)})
+		got, _ := json.Marshal([]any{g.chat, g.text.CommonRequest, string(g.text.Prompt)})
+		exp, _ := json.Marshal([]any{want.chat, want.text.CommonRequest, string(want.text.Prompt)})
 		if string(got) != string(exp) {
 			t.Fatalf("%q:\nfast %s\njson %s", body, got, exp)
 		}

@@ -10,6 +10,11 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/pacer"
 	"github.com/lensfn/lensfn/wasm-modules/latency"
 )
 
@@ -52,18 +57,37 @@ type choice struct {
 func (c *choice) completionTokens() int { return len(c.tokens) }
 
 // genCtx carries one generation request from parsing to the last byte. It
-// is pooled; a streamed request returns it to the pool in Close.
+// is pooled; a streamed request returns it to the pool in Close. Its state
+// is in parts, each read by one stage: the decoded request (the wire
+// structs and the parameters taken from them), the prompt, the admission,
+// the sequences (choices) and the stream being written.
 type genCtx struct {
 	r     *rank
 	kind  int
 	api   int
 	seqNo int // Responses API event sequence number
-	chat  chatRequest
-	text  completionRequest
+	chat  openai.ChatRequest
+	text  openai.CompletionRequest
+	mm    *metrics.Model
 
+	requestParams
+	promptState
+	admissionState
+	fastDecoded
+
+	choices []choice
+	tokBuf  []string
+
+	watch clientWatch // notices a client that left (clientwatch.go)
+
+	streamState
+}
+
+// requestParams are the request's parameters once decoded and checked
+// (readParams): what to generate and how to answer.
+type requestParams struct {
 	model         string // model name echoed in responses
 	lora          string
-	mm            *modelMetrics
 	stream        bool
 	includeUsage  bool
 	maxTokens     int
@@ -75,23 +99,29 @@ type genCtx struct {
 	logprobs      bool
 	topLogprobs   int
 	echoPrompt    bool
-	tools         []toolDef
+	tools         []openai.ToolDef
 	toolSchemas   []any // decoded parameters of each tool
-	toolChoice    toolChoice
+	toolChoice    openai.ToolChoice
+}
 
+// promptState is the tokenized prompt and what the prefix KV cache made of
+// it (tokenizePrompt, kvStart), with the scratch buffers kept across
+// requests.
+type promptState struct {
 	promptTokens int
 	cachedTokens int
 	cacheMiss    bool // prefix-cache hit rate below the threshold
-	prompts      []prompt
-	promptStore  [1]prompt
+	prompts      []openai.Prompt
+	promptStore  [1]openai.Prompt
 	promptBuf    []byte
 	tokScratch   []string
 	idScratch    []uint32
 	kvBlocks     []uint64
+}
 
-	choices []choice
-	tokBuf  []string
-
+// admissionState is the request's identity and its passage through the
+// scheduler: arrival, admission (monotonic offsets) and the slot it holds.
+type admissionState struct {
 	id       []byte
 	created  int64
 	counter  uint64
@@ -101,19 +131,23 @@ type genCtx struct {
 	queued   bool
 	running  int
 	acquired bool
+}
 
-	// fast-path decoding (fastjson.go)
+// fastDecoded holds what the fast-path decoder (fastjson.go) read, with the
+// private copy of the body its strings point into.
+type fastDecoded struct {
 	bodyCopy          []byte
 	fastMaxTokens     int64
 	fastMaxCompletion int64
 	fastN             int64
 	fastTemperature   float64
 	fastTopP          float64
-	fastStreamOptions streamOptions
+	fastStreamOptions openai.StreamOptions
+}
 
-	watch clientWatch // notices a client that left (clientwatch.go)
-
-	// stream state
+// streamState is the stream being written: the rendered frames not yet
+// read by fasthttp and where the stream stands.
+type streamState struct {
 	out      []byte
 	outOff   int
 	started  bool
@@ -133,9 +167,9 @@ func (r *rank) getGen(kind int) *genCtx {
 func (g *genCtx) resetRequest() {
 	msgs := g.chat.Messages[:cap(g.chat.Messages)]
 	clear(msgs)
-	g.chat = chatRequest{Messages: msgs[:0]}
-	g.text = completionRequest{}
-	g.fastStreamOptions = streamOptions{}
+	g.chat = openai.ChatRequest{Messages: msgs[:0]}
+	g.text = openai.CompletionRequest{}
+	g.fastStreamOptions = openai.StreamOptions{}
 }
 
 func (g *genCtx) reset() {
@@ -147,9 +181,11 @@ func (g *genCtx) reset() {
 	clear(g.tokBuf)
 	clear(g.tokScratch)
 	*g = genCtx{
-		chat: g.chat, choices: g.choices[:0], tokBuf: g.tokBuf[:0], promptBuf: g.promptBuf[:0],
-		tokScratch: g.tokScratch[:0], idScratch: g.idScratch[:0], kvBlocks: g.kvBlocks[:0],
-		id: g.id[:0], out: g.out[:0], bodyCopy: g.bodyCopy[:0],
+		chat: g.chat, choices: g.choices[:0], tokBuf: g.tokBuf[:0],
+		promptState:    promptState{promptBuf: g.promptBuf[:0], tokScratch: g.tokScratch[:0], idScratch: g.idScratch[:0], kvBlocks: g.kvBlocks[:0]},
+		admissionState: admissionState{id: g.id[:0]},
+		streamState:    streamState{out: g.out[:0]},
+		fastDecoded:    fastDecoded{bodyCopy: g.bodyCopy[:0]},
 	}
 }
 
@@ -178,10 +214,10 @@ func (g *genCtx) release() {
 func (r *rank) handleGenerate(ctx *fasthttp.RequestCtx, kind, api int) {
 	g := r.getGen(kind)
 	g.api = api
-	g.arrival = monoNow()
+	g.arrival = pacer.Now()
 	g.watch.watch(ctx.Conn())
 	if e := g.prepare(ctx); e != nil {
-		writeError(ctx, e)
+		openai.WriteError(ctx, e)
 		g.finishEarly()
 		return
 	}
@@ -200,9 +236,9 @@ func (r *rank) handleGenerate(ctx *fasthttp.RequestCtx, kind, api int) {
 		g.finishEarly()
 		return
 	}
-	now := monoNow()
+	now := pacer.Now()
 	ctx.Response.Header.SetContentType("application/json")
-	bp := getBuf()
+	bp := openai.GetBuf()
 	if g.api == apiResponses {
 		*bp = g.appendResponseObject((*bp)[:0], true)
 	} else {
@@ -212,7 +248,7 @@ func (r *rank) handleGenerate(ctx *fasthttp.RequestCtx, kind, api int) {
 		ctx.Response.SetBodyRaw(*bp)
 	} else {
 		ctx.SetBody(*bp)
-		putBuf(bp)
+		openai.PutBuf(bp)
 	}
 	g.complete = true
 	g.finishNonStream(now, end)
@@ -237,14 +273,14 @@ func (g *genCtx) finishNonStream(now, end time.Duration) {
 		first, last := g.admitted+c.ttft, c.end
 		if n := len(c.gaps); n > 0 {
 			for _, gap := range c.gaps[:n-1] {
-				g.mm.itl.Observe(seconds(gap))
+				g.mm.ITL.Observe(gap.Seconds())
 			}
-			g.mm.itl.Observe(seconds(c.gaps[n-1] + late))
+			g.mm.ITL.Observe((c.gaps[n-1] + late).Seconds())
 		}
-		st := requestStats{arrival: g.arrival, admitted: g.admitted, firstToken: first, lastToken: last + late,
-			finished: now, promptTokens: c.promptTokens, cachedTokens: g.cachedTokens, genTokens: len(c.tokens),
-			maxTokens: c.maxTokens, finishReason: c.finish, queued: g.queued, kvCacheQueried: r.kv != nil}
-		g.mm.observe(&st)
+		st := metrics.Request{Arrival: g.arrival, Admitted: g.admitted, FirstToken: first, LastToken: last + late,
+			Finished: now, PromptTokens: c.promptTokens, CachedTokens: g.cachedTokens, GenTokens: len(c.tokens),
+			MaxTokens: c.maxTokens, FinishReason: c.finish, Queued: g.queued, KvCacheQueried: r.kv != nil}
+		g.mm.Observe(&st)
 	}
 	r.kvFinish(g)
 	r.sched.release(g.lora)
@@ -254,11 +290,8 @@ func (g *genCtx) finishNonStream(now, end time.Duration) {
 
 // prepare parses, validates, admits and schedules the request. On success
 // the request holds a running slot.
-func (g *genCtx) prepare(ctx *fasthttp.RequestCtx) *apiError {
+func (g *genCtx) prepare(ctx *fasthttp.RequestCtx) *openai.Error {
 	r := g.r
-	if !ctx.IsPost() {
-		return newError(405, "Method not allowed, use POST")
-	}
 	if r.sim.draining.Load() {
 		return errShuttingDown
 	}
@@ -267,12 +300,12 @@ func (g *genCtx) prepare(ctx *fasthttp.RequestCtx) *apiError {
 	body := ctx.PostBody()
 	var err error
 	if g.api == apiResponses {
-		if e := checkJSONShape(body); e != nil {
+		if e := openai.CheckJSONShape(body); e != nil {
 			return e
 		}
 		err = g.decodeResponses(body)
 	} else if !g.fastDecode(body) {
-		if e := checkJSONShape(body); e != nil {
+		if e := openai.CheckJSONShape(body); e != nil {
 			return e
 		}
 		g.resetRequest()
@@ -283,14 +316,14 @@ func (g *genCtx) prepare(ctx *fasthttp.RequestCtx) *apiError {
 		}
 	}
 	if err != nil {
-		return newError(400, "Failed to read and parse request body, "+err.Error())
+		return openai.NewError(400, "Failed to read and parse request body, "+err.Error())
 	}
 	if e := returnErrorHeader(ctx); e != nil {
 		return e
 	}
-	common := &g.chat.commonRequest
+	common := &g.chat.CommonRequest
 	if g.kind == kindText {
-		common = &g.text.commonRequest
+		common = &g.text.CommonRequest
 	}
 	if e := r.injectFailure(&g.rng, common.Model); e != nil {
 		return e
@@ -312,7 +345,7 @@ func (g *genCtx) prepare(ctx *fasthttp.RequestCtx) *apiError {
 		return e
 	}
 	g.acquired, g.running, g.queued = true, running, queued
-	g.admitted = monoNow()
+	g.admitted = pacer.Now()
 	g.created = time.Now().Unix()
 	prefix := "chatcmpl-"
 	if g.kind == kindText {
@@ -334,36 +367,36 @@ func (g *genCtx) prepare(ctx *fasthttp.RequestCtx) *apiError {
 	return g.schedule()
 }
 
-func returnErrorHeader(ctx *fasthttp.RequestCtx) *apiError {
+func returnErrorHeader(ctx *fasthttp.RequestCtx) *openai.Error {
 	h := ctx.Request.Header.Peek("X-Return-Error")
 	if len(h) == 0 {
 		return nil
 	}
 	code, err := strconv.Atoi(string(h))
 	if err != nil || code < 100 || code > 599 {
-		return newError(400, "Invalid X-Return-Error header value "+strconv.Quote(string(h))+": must be an HTTP status code")
+		return openai.NewError(400, "Invalid X-Return-Error header value "+strconv.Quote(string(h))+": must be an HTTP status code")
 	}
-	return newError(code, "Simulated error triggered by X-Return-Error header (code "+strconv.Itoa(code)+")")
+	return openai.NewError(code, "Simulated error triggered by X-Return-Error header (code "+strconv.Itoa(code)+")")
 }
 
-func (g *genCtx) resolveModel(name string) *apiError {
+func (g *genCtx) resolveModel(name string) *openai.Error {
 	r := g.r
 	for _, s := range r.cfg.ServedModelNames {
 		if s == name {
 			g.model = name
-			g.mm = r.metrics.forModel(r.metrics.baseModel)
+			g.mm = r.metrics.ForModel(r.metrics.BaseModel)
 			return nil
 		}
 	}
 	if lora, ok := r.loras.lookup(name); ok {
 		g.model, g.lora = lora, lora
-		g.mm = r.metrics.forModel(lora)
+		g.mm = r.metrics.ForModel(lora)
 		return nil
 	}
-	return newParamError(404, "The model `"+name+"` does not exist.", "model")
+	return openai.NewParamError(404, "The model `"+name+"` does not exist.", "model")
 }
 
-func (g *genCtx) readParams(c *commonRequest) *apiError {
+func (g *genCtx) readParams(c *openai.CommonRequest) *openai.Error {
 	g.stream = c.Stream
 	g.includeUsage = c.Stream && c.StreamOptions != nil && c.StreamOptions.IncludeUsage
 	max := c.MaxTokens
@@ -372,50 +405,50 @@ func (g *genCtx) readParams(c *commonRequest) *apiError {
 	}
 	if max != nil {
 		if *max <= 0 {
-			return newParamError(400, "max_tokens must be at least 1, got "+strconv.FormatInt(*max, 10)+".", "max_tokens")
+			return openai.NewParamError(400, "max_tokens must be at least 1, got "+strconv.FormatInt(*max, 10)+".", "max_tokens")
 		}
 		g.maxTokens, g.maxTokensSet = int(min(*max, 1<<31-1)), true
 	}
 	g.n = 1
 	if c.N != nil {
 		if *c.N <= 0 {
-			return newParamError(400, "n must be at least 1, got "+strconv.FormatInt(*c.N, 10)+".", "n")
+			return openai.NewParamError(400, "n must be at least 1, got "+strconv.FormatInt(*c.N, 10)+".", "n")
 		}
-		if *c.N > maxSequences {
-			return newParamError(400, "n must be at most "+strconv.Itoa(maxSequences)+".", "n")
+		if *c.N > limits.MaxSequences {
+			return openai.NewParamError(400, "n must be at most "+strconv.Itoa(limits.MaxSequences)+".", "n")
 		}
 		g.n = int(*c.N)
 	}
-	if e := checkSampling(c); e != nil {
+	if e := openai.CheckSampling(c); e != nil {
 		return e
 	}
 	g.ignoreEOS = c.IgnoreEOS
-	if g.ignoreEOS && !g.maxTokensSet && g.r.cfg.Mode == ModeRandom {
-		return newParamError(400, "ignore_eos requires max_tokens (or max_completion_tokens) to be set.", "ignore_eos")
+	if g.ignoreEOS && !g.maxTokensSet && g.r.cfg.Mode == config.ModeRandom {
+		return openai.NewParamError(400, "ignore_eos requires max_tokens (or max_completion_tokens) to be set.", "ignore_eos")
 	}
 	kv := c.KVTransferParams
 	g.remoteDecode = c.DoRemoteDecode || (kv != nil && kv.DoRemoteDecode)
 	g.remotePrefill = c.DoRemotePrefill || (kv != nil && kv.DoRemotePrefill)
 	if g.remoteDecode && g.stream {
-		return newParamError(400, "Prefill does not support streaming", "stream")
+		return openai.NewParamError(400, "Prefill does not support streaming", "stream")
 	}
 	if c.CacheHitThreshold != nil && (*c.CacheHitThreshold < 0 || *c.CacheHitThreshold > 1) {
-		return newParamError(400, "cache_hit_threshold must be within [0, 1].", "cache_hit_threshold")
+		return openai.NewParamError(400, "cache_hit_threshold must be within [0, 1].", "cache_hit_threshold")
 	}
 	if g.kind == kindChat {
 		if len(g.chat.Messages) == 0 {
-			return newParamError(400, "messages must not be empty.", "messages")
+			return openai.NewParamError(400, "messages must not be empty.", "messages")
 		}
-		if e := checkRoles(g.chat.Messages); e != nil {
+		if e := openai.CheckRoles(g.chat.Messages); e != nil {
 			return e
 		}
 		g.logprobs = g.chat.Logprobs
 		if g.chat.TopLogprobs != nil {
 			if *g.chat.TopLogprobs < 0 || *g.chat.TopLogprobs > 20 {
-				return newParamError(400, "top_logprobs must be within 0-20.", "top_logprobs")
+				return openai.NewParamError(400, "top_logprobs must be within 0-20.", "top_logprobs")
 			}
 			if !g.logprobs && *g.chat.TopLogprobs > 0 {
-				return newParamError(400, "top_logprobs requires logprobs to be true.", "top_logprobs")
+				return openai.NewParamError(400, "top_logprobs requires logprobs to be true.", "top_logprobs")
 			}
 			g.topLogprobs = int(*g.chat.TopLogprobs)
 		}
@@ -428,38 +461,38 @@ func (g *genCtx) readParams(c *commonRequest) *apiError {
 			}
 			g.toolSchemas = schemas
 		}
-		tc, err := parseToolChoice(g.chat.ToolChoice, len(g.chat.Tools) > 0)
+		tc, err := openai.ParseToolChoice(g.chat.ToolChoice, len(g.chat.Tools) > 0)
 		if err != nil {
-			return newParamError(400, err.Error(), "tool_choice")
+			return openai.NewParamError(400, err.Error(), "tool_choice")
 		}
-		if tc.mode == "function" && findTool(g.chat.Tools, tc.name) == nil {
-			return newParamError(400, "tool_choice names the function "+strconv.Quote(tc.name)+" that is not in tools.", "tool_choice")
+		if tc.Mode == "function" && findTool(g.chat.Tools, tc.Name) == nil {
+			return openai.NewParamError(400, "tool_choice names the function "+strconv.Quote(tc.Name)+" that is not in tools.", "tool_choice")
 		}
-		if tc.mode == "required" && len(g.chat.Tools) == 0 {
-			return newParamError(400, "tool_choice \"required\" needs at least one tool.", "tool_choice")
+		if tc.Mode == "required" && len(g.chat.Tools) == 0 {
+			return openai.NewParamError(400, "tool_choice \"required\" needs at least one tool.", "tool_choice")
 		}
 		g.tools, g.toolChoice = g.chat.Tools, tc
 	} else {
 		if g.text.Logprobs != nil {
 			if *g.text.Logprobs < 0 || *g.text.Logprobs > 20 {
-				return newParamError(400, "logprobs must be within 0-20.", "logprobs")
+				return openai.NewParamError(400, "logprobs must be within 0-20.", "logprobs")
 			}
 			g.logprobs, g.topLogprobs = true, int(*g.text.Logprobs)
 		}
 		g.echoPrompt = g.text.Echo
-		if text, ok := plainJSONString(g.text.Prompt); ok {
+		if text, ok := openai.PlainJSONString(g.text.Prompt); ok {
 			// the common single string prompt, without allocating
-			g.promptStore[0] = prompt{Text: text}
+			g.promptStore[0] = openai.Prompt{Text: text}
 			g.prompts = g.promptStore[:1]
 		} else {
-			ps, err := parsePrompts(g.text.Prompt, maxSequences)
+			ps, err := openai.ParsePrompts(g.text.Prompt, limits.MaxSequences)
 			if err != nil {
-				return newParamError(400, err.Error(), "prompt")
+				return openai.NewParamError(400, err.Error(), "prompt")
 			}
 			g.prompts = ps
 		}
-		if len(g.prompts)*g.n > maxSequences {
-			return newParamError(400, "prompts x n must be at most "+strconv.Itoa(maxSequences)+", got "+
+		if len(g.prompts)*g.n > limits.MaxSequences {
+			return openai.NewParamError(400, "prompts x n must be at most "+strconv.Itoa(limits.MaxSequences)+", got "+
 				strconv.Itoa(len(g.prompts))+" x "+strconv.Itoa(g.n)+".", "n")
 		}
 	}
@@ -468,14 +501,14 @@ func (g *genCtx) readParams(c *commonRequest) *apiError {
 
 // tokenizePrompt counts prompt tokens (and ids when the KV cache needs
 // them) and checks the context window.
-func (g *genCtx) tokenizePrompt() *apiError {
+func (g *genCtx) tokenizePrompt() *openai.Error {
 	r := g.r
 	needIDs := r.kv != nil
 	what := "messages"
 	longest := 0
 	if g.kind == kindChat {
 		g.promptBuf = appendChatPrompt(g.promptBuf[:0], g.chat.Messages)
-		s := unsafeString(g.promptBuf)
+		s := openai.UnsafeString(g.promptBuf)
 		if needIDs {
 			g.idScratch = appendTokenIDs(g.idScratch[:0], s)
 			g.promptTokens = len(g.idScratch)
@@ -508,13 +541,13 @@ func (g *genCtx) tokenizePrompt() *apiError {
 	}
 	maxLen := r.cfg.MaxModelLen
 	if g.maxTokensSet && longest+g.maxTokens > maxLen {
-		return newError(400, "This model's maximum context length is "+strconv.Itoa(maxLen)+
+		return openai.NewError(400, "This model's maximum context length is "+strconv.Itoa(maxLen)+
 			" tokens. However, you requested "+strconv.Itoa(longest+g.maxTokens)+" tokens ("+
 			strconv.Itoa(longest)+" in the "+what+", "+strconv.Itoa(g.maxTokens)+
 			" in the completion). Please reduce the length of the "+what+" or completion.")
 	}
 	if longest >= maxLen {
-		return newError(400, "This model's maximum context length is "+strconv.Itoa(maxLen)+
+		return openai.NewError(400, "This model's maximum context length is "+strconv.Itoa(maxLen)+
 			" tokens. However, your "+what+" resulted in "+strconv.Itoa(longest)+
 			" tokens. Please reduce the length of the "+what+".")
 	}
@@ -522,7 +555,7 @@ func (g *genCtx) tokenizePrompt() *apiError {
 }
 
 // generate produces the tokens of every choice.
-func (g *genCtx) generate() *apiError {
+func (g *genCtx) generate() *openai.Error {
 	r := g.r
 	nPrompts := 1
 	if g.kind == kindText {
@@ -542,7 +575,7 @@ func (g *genCtx) generate() *apiError {
 			pr := &g.prompts[p]
 			promptTokens = pr.Tokens
 			if pr.IsIDs {
-				echoSrc = idsText(pr.IDs)
+				echoSrc = openai.IDsText(pr.IDs)
 			} else {
 				echoSrc = pr.Text
 			}
@@ -565,7 +598,7 @@ func (g *genCtx) generate() *apiError {
 				c.finish = finishCacheThreshold
 				continue
 			}
-			if g.kind == kindChat && g.toolChoice.mode != "none" && len(g.tools) > 0 {
+			if g.kind == kindChat && g.toolChoice.Mode != "none" && len(g.tools) > 0 {
 				if done, e := g.generateToolCalls(c, maxResp); e != nil {
 					return e
 				} else if done {
@@ -574,7 +607,7 @@ func (g *genCtx) generate() *apiError {
 			}
 			start := len(g.tokBuf)
 			switch {
-			case r.cfg.Mode == ModeEcho:
+			case r.cfg.Mode == config.ModeEcho:
 				g.tokBuf = appendTokens(g.tokBuf, echoSrc)
 				c.finish = finishStop
 				if g.maxTokensSet && len(g.tokBuf)-start >= g.maxTokens {
@@ -619,7 +652,7 @@ func (g *genCtx) generate() *apiError {
 
 // appendChatPrompt flattens messages the way the reference tokenizes chat:
 // "### <role>: <text>\n" per message.
-func appendChatPrompt(b []byte, msgs []chatMessage) []byte {
+func appendChatPrompt(b []byte, msgs []openai.ChatMessage) []byte {
 	for i := range msgs {
 		b = append(b, "### "...)
 		b = append(b, msgs[i].Role...)
@@ -630,7 +663,7 @@ func appendChatPrompt(b []byte, msgs []chatMessage) []byte {
 	return b
 }
 
-func lastUserText(msgs []chatMessage) string {
+func lastUserText(msgs []openai.ChatMessage) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role == "user" {
 			return msgs[i].Content.Text
@@ -641,7 +674,7 @@ func lastUserText(msgs []chatMessage) string {
 
 // schedule asks the latency calculator for each choice's timeline, once
 // per choice.
-func (g *genCtx) schedule() *apiError {
+func (g *genCtx) schedule() *openai.Error {
 	calc := g.r.sim.settings.Load().calc
 	for i := range g.choices {
 		c := &g.choices[i]
@@ -656,10 +689,10 @@ func (g *genCtx) schedule() *apiError {
 		}
 		ttft, gaps, err := calc.Schedule(in, c.gaps[:0])
 		if err != nil {
-			return newError(500, "latency calculator failed")
+			return openai.NewError(500, "latency calculator failed")
 		}
 		if len(gaps) < max(len(c.tokens)-1, 0) {
-			return newError(500, "latency calculator returned too few gaps")
+			return openai.NewError(500, "latency calculator returned too few gaps")
 		}
 		gaps = gaps[:max(len(c.tokens)-1, 0)]
 		c.ttft, c.gaps = ttft, gaps
@@ -696,7 +729,7 @@ func (g *genCtx) Read(p []byte) (int, error) {
 		if late := g.r.sim.beforeEmit; late != nil {
 			late()
 		}
-		g.emitDue(monoNow())
+		g.emitDue(pacer.Now())
 	}
 	return g.copyFrames(p), nil
 }
@@ -738,7 +771,7 @@ func (g *genCtx) nextDeadline() (time.Duration, bool) {
 func (g *genCtx) emitDue(now time.Duration) {
 	for i := range g.choices {
 		c := &g.choices[i]
-		for !c.finished && c.deadline <= now && len(g.out) < streamBatchBytes {
+		for !c.finished && c.deadline <= now && len(g.out) < limits.StreamBatchBytes {
 			if g.kind == kindChat && !c.roleSent {
 				if g.api == apiResponses {
 					g.out = g.appendResponsesOpening(g.out, c)
@@ -756,7 +789,7 @@ func (g *genCtx) emitDue(now time.Duration) {
 					// and the lateness stays in the TTFT, where vLLM shows it too.
 					c.firstAt, c.deadline = now, now
 				} else {
-					g.mm.itl.Observe(seconds(now - c.lastAt))
+					g.mm.ITL.Observe((now - c.lastAt).Seconds())
 				}
 				c.lastAt = now
 				if g.api == apiResponses {
@@ -807,14 +840,14 @@ func (g *genCtx) finishStream() {
 // Close is called by fasthttp when the body has been written or the
 // client went away; it records metrics and frees the running slot.
 func (g *genCtx) Close() error {
-	now := monoNow()
+	now := pacer.Now()
 	if g.complete {
 		for i := range g.choices {
 			c := &g.choices[i]
-			st := requestStats{arrival: g.arrival, admitted: g.admitted, firstToken: c.firstAt, lastToken: c.lastAt,
-				finished: now, promptTokens: c.promptTokens, cachedTokens: g.cachedTokens, genTokens: len(c.tokens),
-				maxTokens: c.maxTokens, finishReason: c.finish, queued: g.queued, kvCacheQueried: g.r.kv != nil}
-			g.mm.observe(&st)
+			st := metrics.Request{Arrival: g.arrival, Admitted: g.admitted, FirstToken: c.firstAt, LastToken: c.lastAt,
+				Finished: now, PromptTokens: c.promptTokens, CachedTokens: g.cachedTokens, GenTokens: len(c.tokens),
+				MaxTokens: c.maxTokens, FinishReason: c.finish, Queued: g.queued, KvCacheQueried: g.r.kv != nil}
+			g.mm.Observe(&st)
 		}
 	}
 	g.r.kvFinish(g)

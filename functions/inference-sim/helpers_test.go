@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
 )
 
 // testSim is a simulator serving on real loopback listeners.
@@ -22,17 +24,17 @@ type testSim struct {
 // fake-model, --seed to 7) and stops it when the test ends.
 func startSim(t testing.TB, args ...string) *testSim {
 	t.Helper()
-	return startSimEnv(t, Environment{}, args...)
+	return startSimEnv(t, config.Environment{}, args...)
 }
 
-func startSimEnv(t testing.TB, env Environment, args ...string) *testSim {
+func startSimEnv(t testing.TB, env config.Environment, args ...string) *testSim {
 	t.Helper()
 	return startSimWith(t, env, nil, args...)
 }
 
 // startSimWith is startSimEnv with extra options applied after the defaults (a test's
 // hooks go in before the simulator serves, so they need no synchronisation).
-func startSimWith(t testing.TB, env Environment, opts []Option, args ...string) *testSim {
+func startSimWith(t testing.TB, env config.Environment, opts []Option, args ...string) *testSim {
 	t.Helper()
 	joined := " " + strings.Join(args, " ")
 	if !strings.Contains(joined, " --model") {
@@ -41,7 +43,7 @@ func startSimWith(t testing.TB, env Environment, opts []Option, args ...string) 
 	if !strings.Contains(joined, " --seed") {
 		args = append(args, "--seed", "7")
 	}
-	cfg, err := ParseConfig(args, env, nil)
+	cfg, err := config.Parse(args, env, nil)
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}

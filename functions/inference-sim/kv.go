@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 	"github.com/lensfn/lensfn/functions/inference-sim/kvcache"
 )
 
@@ -44,7 +45,7 @@ func offsetPort(endpoint string, n int) (string, error) {
 }
 
 // kvStart pins the prompt's blocks and sets cached_tokens.
-func (r *rank) kvStart(g *genCtx) *apiError {
+func (r *rank) kvStart(g *genCtx) *openai.Error {
 	model := r.cfg.Model
 	loraID := 0
 	if g.lora != "" {
@@ -54,10 +55,10 @@ func (r *rank) kvStart(g *genCtx) *apiError {
 	cached, err := r.kv.Start(g.kvBlocks, g.idScratch, loraID, g.lora)
 	if err != nil {
 		g.kvBlocks = g.kvBlocks[:0]
-		return newError(500, err.Error())
+		return openai.NewError(500, err.Error())
 	}
 	g.cachedTokens = cached * r.kv.BlockSize()
-	r.metrics.kvUsage.WithLabelValues(r.metrics.baseModel).Set(r.kv.Usage())
+	r.metrics.KVUsage.WithLabelValues(r.metrics.BaseModel).Set(r.kv.Usage())
 	threshold := r.cfg.GlobalCacheHitThreshold
 	if t := g.cacheHitThreshold(); t != nil {
 		threshold = *t
@@ -82,5 +83,5 @@ func (r *rank) kvFinish(g *genCtx) {
 	}
 	r.kv.Finish(g.kvBlocks)
 	g.kvBlocks = g.kvBlocks[:0]
-	r.metrics.kvUsage.WithLabelValues(r.metrics.baseModel).Set(r.kv.Usage())
+	r.metrics.KVUsage.WithLabelValues(r.metrics.BaseModel).Set(r.kv.Usage())
 }

@@ -3,10 +3,13 @@ package inferencesim
 import (
 	"strings"
 	"testing"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
 )
 
 func TestKVCacheCachedTokens(t *testing.T) {
-	ts := startSimEnv(t, Environment{PodIP: "127.0.0.1"}, "--enable-kvcache", "--block-size", "8", "--kv-cache-size", "64",
+	ts := startSimEnv(t, config.Environment{PodIP: "127.0.0.1"}, "--enable-kvcache", "--block-size", "8", "--kv-cache-size", "64",
 		"--zmq-endpoint", "tcp://127.0.0.1:1") // nobody listens: events are dropped, serving goes on
 	long := strings.Repeat("word ", 40)
 	body := `{"model":"fake-model","messages":[{"role":"user","content":"` + long + `"}],"max_tokens":2}`
@@ -22,7 +25,7 @@ func TestKVCacheCachedTokens(t *testing.T) {
 	_, m := get(t, ts.url()+"/metrics")
 	if !strings.Contains(m, `vllm:prefix_cache_hits_total{model_name="fake-model"} 40`) ||
 		!strings.Contains(m, `vllm:prefix_cache_queries_total{model_name="fake-model"} 90`) {
-		t.Fatalf("prefix cache metrics:\n%s", exposedLines(m, mPrefixHits, mPrefixQueries))
+		t.Fatalf("prefix cache metrics:\n%s", exposedLines(m, metrics.NamePrefixHits, metrics.NamePrefixQueries))
 	}
 	// cache_hit_threshold above the hit rate: answered at once, no tokens
 	_, _, miss := post(t, ts.url()+"/v1/chat/completions",
@@ -33,7 +36,7 @@ func TestKVCacheCachedTokens(t *testing.T) {
 }
 
 func TestKVCacheNeedsPodIP(t *testing.T) {
-	cfg, err := ParseConfig([]string{"--model", "m", "--enable-kvcache"}, Environment{}, nil)
+	cfg, err := config.Parse([]string{"--model", "m", "--enable-kvcache"}, config.Environment{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

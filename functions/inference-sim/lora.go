@@ -7,21 +7,25 @@ import (
 	"sync"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 )
 
 // loraRegistry holds the adapters a rank knows: --lora-modules plus those
 // loaded through /v1/load_lora_adapter, at most maxLoRAAdapters.
 type loraRegistry struct {
 	mu    sync.RWMutex
-	items []LoRAModule
+	items []config.LoRAModule
 	ids   map[string]int // loaded adapter -> 1-based id (KV events); a reload gets a new one, as in vLLM
 	next  int
 }
 
-var errTooManyLoRAs = newParamError(400, "Cannot load more than "+strconv.Itoa(maxLoRAAdapters)+
+var errTooManyLoRAs = openai.NewParamError(400, "Cannot load more than "+strconv.Itoa(limits.MaxLoRAAdapters)+
 	" LoRA adapters; unload one first.", "lora_name")
 
-func newLoRARegistry(initial []LoRAModule) *loraRegistry {
+func newLoRARegistry(initial []config.LoRAModule) *loraRegistry {
 	r := &loraRegistry{ids: map[string]int{}}
 	for _, m := range initial {
 		r.add(m)
@@ -30,14 +34,14 @@ func newLoRARegistry(initial []LoRAModule) *loraRegistry {
 }
 
 // add registers (or replaces) an adapter; a new one beyond the bound is refused.
-func (r *loraRegistry) add(m LoRAModule) *apiError {
+func (r *loraRegistry) add(m config.LoRAModule) *openai.Error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if i := slices.IndexFunc(r.items, func(x LoRAModule) bool { return x.Name == m.Name }); i >= 0 {
+	if i := slices.IndexFunc(r.items, func(x config.LoRAModule) bool { return x.Name == m.Name }); i >= 0 {
 		r.items[i] = m
 		return nil
 	}
-	if len(r.items) >= maxLoRAAdapters {
+	if len(r.items) >= limits.MaxLoRAAdapters {
 		return errTooManyLoRAs
 	}
 	r.items = append(r.items, m)
@@ -50,7 +54,7 @@ func (r *loraRegistry) remove(name string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := len(r.items)
-	r.items = slices.DeleteFunc(r.items, func(x LoRAModule) bool { return x.Name == name })
+	r.items = slices.DeleteFunc(r.items, func(x config.LoRAModule) bool { return x.Name == name })
 	delete(r.ids, name)
 	return len(r.items) != n
 }
@@ -62,7 +66,7 @@ func (r *loraRegistry) remove(name string) bool {
 func (r *loraRegistry) lookup(name string) (string, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	if i := slices.IndexFunc(r.items, func(x LoRAModule) bool { return x.Name == name }); i >= 0 {
+	if i := slices.IndexFunc(r.items, func(x config.LoRAModule) bool { return x.Name == name }); i >= 0 {
 		return r.items[i].Name, true
 	}
 	return "", false
@@ -71,7 +75,7 @@ func (r *loraRegistry) lookup(name string) (string, bool) {
 func (r *loraRegistry) known(name string) bool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return slices.ContainsFunc(r.items, func(x LoRAModule) bool { return x.Name == name })
+	return slices.ContainsFunc(r.items, func(x config.LoRAModule) bool { return x.Name == name })
 }
 
 func (r *loraRegistry) id(name string) int {
@@ -80,50 +84,42 @@ func (r *loraRegistry) id(name string) int {
 	return r.ids[name]
 }
 
-func (r *loraRegistry) list() []LoRAModule {
+func (r *loraRegistry) list() []config.LoRAModule {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return slices.Clone(r.items)
 }
 
 func (r *rank) handleLoadLoRA(ctx *fasthttp.RequestCtx) {
-	if !ctx.IsPost() {
-		writeError(ctx, newError(405, "Method not allowed, use POST"))
-		return
-	}
 	var req struct {
 		Name string `json:"lora_name"`
 		Path string `json:"lora_path"`
 	}
 	if err := json.Unmarshal(ctx.PostBody(), &req); err != nil {
-		writeError(ctx, newError(400, "Failed to read and parse request body, "+err.Error()))
+		openai.WriteError(ctx, openai.NewError(400, "Failed to read and parse request body, "+err.Error()))
 		return
 	}
-	if err := checkLoRA(req.Name, req.Path); err != nil {
-		writeError(ctx, newParamError(400, err.Error(), "lora_name"))
+	if err := limits.CheckLoRA(req.Name, req.Path); err != nil {
+		openai.WriteError(ctx, openai.NewParamError(400, err.Error(), "lora_name"))
 		return
 	}
-	if e := r.loras.add(LoRAModule{Name: req.Name, Path: req.Path, BaseModelName: r.cfg.Model}); e != nil {
-		writeError(ctx, e)
+	if e := r.loras.add(config.LoRAModule{Name: req.Name, Path: req.Path, BaseModelName: r.cfg.Model}); e != nil {
+		openai.WriteError(ctx, e)
 	}
 }
 
 func (r *rank) handleUnloadLoRA(ctx *fasthttp.RequestCtx) {
-	if !ctx.IsPost() {
-		writeError(ctx, newError(405, "Method not allowed, use POST"))
-		return
-	}
 	var req struct {
 		Name string `json:"lora_name"`
 	}
 	if err := json.Unmarshal(ctx.PostBody(), &req); err != nil {
-		writeError(ctx, newError(400, "Failed to read and parse request body, "+err.Error()))
+		openai.WriteError(ctx, openai.NewError(400, "Failed to read and parse request body, "+err.Error()))
 		return
 	}
 	// Like vLLM's simulator, unloading an unknown adapter is not an error.
 	if r.loras.remove(req.Name) {
 		// Its series go too, so loading and unloading new names cannot grow
 		// the registry without bound.
-		r.metrics.dropModel(req.Name)
+		r.metrics.DropModel(req.Name)
 	}
 }

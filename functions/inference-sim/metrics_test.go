@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
 )
 
 const fakeMetricsJSON = `{"running-requests":10,"waiting-requests":30,"kv-cache-usage":0.4,` +
@@ -39,7 +41,7 @@ func TestMetricsMeasured(t *testing.T) {
 		post(t, ts.url()+"/v1/chat/completions", `{"model":"fake-model","messages":[{"role":"user","content":"Hello"}],"max_tokens":5,"ignore_eos":true}`)
 	}
 	post(t, ts.url()+"/v1/chat/completions", `{"model":"fake-model","messages":[{"role":"user","content":"Hello"}],"max_tokens":5,"ignore_eos":true,"stream":true}`)
-	reg := ts.sim.ranks[0].metrics.registry
+	reg := ts.sim.ranks[0].metrics.Registry
 	expected := `
 # HELP vllm:generation_tokens_total Number of generation tokens processed.
 # TYPE vllm:generation_tokens_total counter
@@ -66,18 +68,18 @@ vllm:request_success_total{finish_reason="stop",model_name="fake-model"} 0
 	}
 	for _, mf := range mfs {
 		switch mf.GetName() {
-		case mTTFT:
+		case metrics.NameTTFT:
 			h := mf.GetMetric()[0].GetHistogram()
 			mean := h.GetSampleSum() / float64(h.GetSampleCount())
 			if h.GetSampleCount() != 4 || mean < 0.029 || mean > 0.060 {
 				t.Errorf("ttft count %d mean %.4f, want 4 near 0.030", h.GetSampleCount(), mean)
 			}
-		case mITL:
+		case metrics.NameITL:
 			h := mf.GetMetric()[0].GetHistogram()
 			if h.GetSampleCount() != 16 {
 				t.Errorf("itl count %d, want 16", h.GetSampleCount())
 			}
-		case mE2E:
+		case metrics.NameE2E:
 			h := mf.GetMetric()[0].GetHistogram()
 			if mean := h.GetSampleSum() / float64(h.GetSampleCount()); mean < 0.037 {
 				t.Errorf("e2e mean %.4f below the modelled 38 ms", mean)
@@ -85,8 +87,8 @@ vllm:request_success_total{finish_reason="stop",model_name="fake-model"} 0
 		}
 	}
 	_, body := get(t, ts.url()+"/metrics")
-	for _, name := range []string{mRunning, mWaiting, mKVUsage, mCacheConfig, mTTFT, mTPOT, mITL, mReqTPOT, mE2E, mQueue,
-		mInference, mPrefill, mDecode, mPromptTokens, mGenTokens, mParamsMaxTokens, mMaxGenTokens, mPromptTotal, mGenTotal, mSuccess} {
+	for _, name := range []string{metrics.NameRunning, metrics.NameWaiting, metrics.NameKVUsage, metrics.NameCacheConfig, metrics.NameTTFT, metrics.NameTPOT, metrics.NameITL, metrics.NameReqTPOT, metrics.NameE2E, metrics.NameQueue,
+		metrics.NameInference, metrics.NamePrefill, metrics.NameDecode, metrics.NamePromptTokens, metrics.NameGenTokens, metrics.NameParamsMaxTokens, metrics.NameMaxGenTokens, metrics.NamePromptTotal, metrics.NameGenTotal, metrics.NameSuccess} {
 		if !strings.Contains(body, "# TYPE "+name+" ") {
 			t.Errorf("/metrics lacks %s", name)
 		}
@@ -112,7 +114,7 @@ func exposedLines(text string, names ...string) string {
 }
 
 func TestBuckets125(t *testing.T) {
-	got := buckets125(1024)
+	got := metrics.Buckets125(1024)
 	want := []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000}
 	if len(got) != len(want) {
 		t.Fatalf("%v", got)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 )
 
 // The OpenAI Responses API (/v1/responses), text only: the request is
@@ -24,9 +26,9 @@ type responsesRequest struct {
 }
 
 type responsesInputItem struct {
-	Type    string         `json:"type"`
-	Role    string         `json:"role"`
-	Content messageContent `json:"content"`
+	Type    string                `json:"type"`
+	Role    string                `json:"role"`
+	Content openai.MessageContent `json:"content"`
 }
 
 // decodeResponses fills g.chat from a Responses request.
@@ -42,7 +44,7 @@ func (g *genCtx) decodeResponses(body []byte) error {
 	c.Model, c.Stream, c.MaxTokens = req.Model, req.Stream, req.MaxOutputTokens
 	c.Temperature, c.TopP = req.Temperature, req.TopP
 	if req.Instructions != "" {
-		c.Messages = append(c.Messages, chatMessage{Role: "system", Content: messageContent{Text: req.Instructions}})
+		c.Messages = append(c.Messages, openai.ChatMessage{Role: "system", Content: openai.MessageContent{Text: req.Instructions}})
 	}
 	in := bytes.TrimSpace(req.Input)
 	switch {
@@ -51,7 +53,7 @@ func (g *genCtx) decodeResponses(body []byte) error {
 		if err := json.Unmarshal(in, &s); err != nil {
 			return err
 		}
-		c.Messages = append(c.Messages, chatMessage{Role: "user", Content: messageContent{Text: s}})
+		c.Messages = append(c.Messages, openai.ChatMessage{Role: "user", Content: openai.MessageContent{Text: s}})
 	case len(in) > 0 && in[0] == '[':
 		var items []responsesInputItem
 		if err := json.Unmarshal(in, &items); err != nil {
@@ -62,7 +64,7 @@ func (g *genCtx) decodeResponses(body []byte) error {
 			if role == "" {
 				role = "user"
 			}
-			c.Messages = append(c.Messages, chatMessage{Role: role, Content: it.Content})
+			c.Messages = append(c.Messages, openai.ChatMessage{Role: role, Content: it.Content})
 		}
 	default:
 		return errors.New("input must be a string or an array of input items")
@@ -79,12 +81,12 @@ func (g *genCtx) appendResponseObject(dst []byte, done bool) []byte {
 	dst = strconv.AppendInt(dst, g.created, 10)
 	if !done {
 		dst = append(dst, `,"status":"in_progress","model":`...)
-		dst = appendJSONString(dst, g.model)
+		dst = openai.AppendJSONString(dst, g.model)
 		return append(dst, `,"output":[],"usage":null}`...)
 	}
 	c := &g.choices[0]
 	dst = append(dst, `,"status":"completed","model":`...)
-	dst = appendJSONString(dst, g.model)
+	dst = openai.AppendJSONString(dst, g.model)
 	dst = append(dst, `,"output":[`...)
 	dst = g.appendOutputItem(dst, c, true)
 	dst = append(dst, `],"usage":{"input_tokens":`...)
@@ -107,7 +109,7 @@ func (g *genCtx) appendMessageID(dst []byte) []byte {
 func (g *genCtx) appendOutputText(dst []byte, c *choice) []byte {
 	dst = append(dst, '"')
 	for _, t := range c.tokens {
-		dst = appendJSONStringBody(dst, t)
+		dst = openai.AppendJSONStringBody(dst, t)
 	}
 	return append(dst, '"')
 }
@@ -163,7 +165,7 @@ func (g *genCtx) appendResponsesDelta(dst []byte, tok string) []byte {
 	dst = g.appendEvent(dst, "response.output_text.delta")
 	dst = g.appendPartRef(dst)
 	dst = append(dst, `,"delta":`...)
-	dst = appendJSONString(dst, tok)
+	dst = openai.AppendJSONString(dst, tok)
 	return append(dst, `,"logprobs":[]}`+"\n\n"...)
 }
 

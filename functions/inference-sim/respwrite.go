@@ -3,12 +3,15 @@ package inferencesim
 import (
 	"crypto/sha1"
 	"strconv"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 )
 
 // Finish reasons.
 const (
-	finishStop           = "stop"
-	finishLength         = "length"
+	finishStop           = metrics.FinishStop
+	finishLength         = metrics.FinishLength
 	finishToolCalls      = "tool_calls"
 	finishRemoteDecode   = "remote_decode"
 	finishCacheThreshold = "cache_threshold"
@@ -36,7 +39,7 @@ func appendUUID(dst []byte, seed int64, port int, counter uint64) []byte {
 		if i == 4 || i == 6 || i == 8 || i == 10 {
 			dst = append(dst, '-')
 		}
-		dst = append(dst, hexDigits[sum[i]>>4], hexDigits[sum[i]&0xf])
+		dst = append(dst, openai.HexDigits[sum[i]>>4], openai.HexDigits[sum[i]&0xf])
 	}
 	return dst
 }
@@ -46,7 +49,7 @@ func (g *genCtx) appendHead(dst []byte, object string, withKV bool) []byte {
 	dst = append(dst, `{"id":"`...)
 	dst = append(dst, g.id...)
 	dst = append(dst, `","model":`...)
-	dst = appendJSONString(dst, g.model)
+	dst = openai.AppendJSONString(dst, g.model)
 	dst = append(dst, `,"object":"`...)
 	dst = append(dst, object...)
 	dst = append(dst, '"')
@@ -100,7 +103,7 @@ func (g *genCtx) appendFullResponse(dst []byte) []byte {
 			} else {
 				dst = append(dst, `,"content":"`...)
 				for _, t := range c.tokens {
-					dst = appendJSONStringBody(dst, t)
+					dst = openai.AppendJSONStringBody(dst, t)
 				}
 				dst = append(dst, '"')
 			}
@@ -111,10 +114,10 @@ func (g *genCtx) appendFullResponse(dst []byte) []byte {
 		} else {
 			dst = append(dst, `,"text":"`...)
 			if g.echoPrompt {
-				dst = appendJSONStringBody(dst, c.promptText)
+				dst = openai.AppendJSONStringBody(dst, c.promptText)
 			}
 			for _, t := range c.tokens {
-				dst = appendJSONStringBody(dst, t)
+				dst = openai.AppendJSONStringBody(dst, t)
 			}
 			dst = append(dst, '"')
 			if g.logprobs {
@@ -146,9 +149,9 @@ func appendTokenBytes(dst []byte, tok string) []byte {
 
 func (g *genCtx) appendChatLogprobEntry(dst []byte, tok string) []byte {
 	dst = append(dst, `{"token":`...)
-	dst = appendJSONString(dst, tok)
+	dst = openai.AppendJSONString(dst, tok)
 	dst = append(dst, `,"logprob":`...)
-	dst = appendFloat(dst, fakeLogprob(tok, 0))
+	dst = openai.AppendFloat(dst, fakeLogprob(tok, 0))
 	dst = append(dst, `,"bytes":`...)
 	dst = appendTokenBytes(dst, tok)
 	if g.topLogprobs > 0 {
@@ -162,9 +165,9 @@ func (g *genCtx) appendChatLogprobEntry(dst []byte, tok string) []byte {
 				alt = presetTokens[(int(tokenID(tok))+k)%len(presetTokens)][0]
 			}
 			dst = append(dst, `{"token":`...)
-			dst = appendJSONString(dst, alt)
+			dst = openai.AppendJSONString(dst, alt)
 			dst = append(dst, `,"logprob":`...)
-			dst = appendFloat(dst, fakeLogprob(tok, k))
+			dst = openai.AppendFloat(dst, fakeLogprob(tok, k))
 			dst = append(dst, `,"bytes":`...)
 			dst = appendTokenBytes(dst, alt)
 			dst = append(dst, '}')
@@ -191,14 +194,14 @@ func (g *genCtx) appendTextLogprobs(dst []byte, toks []string, offset int) []byt
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendJSONString(dst, t)
+		dst = openai.AppendJSONString(dst, t)
 	}
 	dst = append(dst, `],"token_logprobs":[`...)
 	for i, t := range toks {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendFloat(dst, fakeLogprob(t, 0))
+		dst = openai.AppendFloat(dst, fakeLogprob(t, 0))
 	}
 	dst = append(dst, `],"top_logprobs":[`...)
 	for i, t := range toks {
@@ -212,9 +215,9 @@ func (g *genCtx) appendTextLogprobs(dst []byte, toks []string, offset int) []byt
 				alt = presetTokens[(int(tokenID(t))+k)%len(presetTokens)][0]
 				dst = append(dst, ',')
 			}
-			dst = appendJSONString(dst, alt)
+			dst = openai.AppendJSONString(dst, alt)
 			dst = append(dst, ':')
-			dst = appendFloat(dst, fakeLogprob(t, k))
+			dst = openai.AppendFloat(dst, fakeLogprob(t, k))
 		}
 		dst = append(dst, '}')
 	}
@@ -260,7 +263,7 @@ func (g *genCtx) appendTokenChunk(dst []byte, c *choice, tok string) []byte {
 	dst = strconv.AppendInt(dst, int64(c.index), 10)
 	if g.kind == kindChat {
 		dst = append(dst, `,"finish_reason":null,"delta":{"content":`...)
-		dst = appendJSONString(dst, tok)
+		dst = openai.AppendJSONString(dst, tok)
 		dst = append(dst, '}')
 		if g.logprobs {
 			dst = append(dst, `,"logprobs":{"content":[`...)
@@ -269,7 +272,7 @@ func (g *genCtx) appendTokenChunk(dst []byte, c *choice, tok string) []byte {
 		}
 	} else {
 		dst = append(dst, `,"finish_reason":null,"text":`...)
-		dst = appendJSONString(dst, tok)
+		dst = openai.AppendJSONString(dst, tok)
 		if g.logprobs {
 			dst = g.appendTextLogprobs(dst, []string{tok}, c.textOffset)
 		}

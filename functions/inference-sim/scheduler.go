@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 )
 
 // scheduler admits requests: at most max-num-seqs run at once, the rest
@@ -79,14 +81,14 @@ func (s *scheduler) start(lora string) int {
 
 // acquire blocks until the request may run. It returns the number of
 // running requests including this one and whether it had to wait.
-func (s *scheduler) acquire(lora string) (running int, queued bool, err *apiError) {
+func (s *scheduler) acquire(lora string) (running int, queued bool, err *openai.Error) {
 	return s.acquireUnless(lora, nil)
 }
 
 // acquireUnless is acquire that gives up waiting (errClientLeft) when the
 // channel returned by gone is closed; gone is called only when the request
 // has to wait, so a request admitted at once never starts a watcher.
-func (s *scheduler) acquireUnless(lora string, gone func() <-chan struct{}) (running int, queued bool, err *apiError) {
+func (s *scheduler) acquireUnless(lora string, gone func() <-chan struct{}) (running int, queued bool, err *openai.Error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -224,9 +226,9 @@ func (s *scheduler) reportLoRA() {
 }
 
 var (
-	errShuttingDown = newError(503, "The server is shutting down")
-	errQueueFull    = newError(429, "Failed to enqueue request, waiting requests queue is full")
+	errShuttingDown = openai.NewError(503, "The server is shutting down")
+	errQueueFull    = openai.NewError(429, "Failed to enqueue request, waiting requests queue is full")
 	// errClientLeft ends a request whose client closed the connection; the
 	// answer is never read (499 is nginx's "client closed request").
-	errClientLeft = newError(499, "Client closed the connection before the answer was ready")
+	errClientLeft = openai.NewError(499, "Client closed the connection before the answer was ready")
 )

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 )
 
 // TestSchedulerHammer: many goroutines acquire and release with and
@@ -57,7 +59,7 @@ func TestSchedulerHammer(t *testing.T) {
 func TestSchedulerShutdownRejectsWaiting(t *testing.T) {
 	s := newScheduler(1, 5, 1)
 	s.acquire("")
-	done := make(chan *apiError, 1)
+	done := make(chan *openai.Error, 1)
 	go func() {
 		_, _, err := s.acquire("")
 		done <- err

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
 )
 
 // TestAdminConfigValidatesAsTheFlags: every value is accepted by
@@ -43,7 +46,7 @@ func TestAdminConfigValidatesAsTheFlags(t *testing.T) {
 		{"latency-calculator", "bogus", `"bogus"`, false},
 		{"latency-calculator", "per-token", `"per-token"`, true},
 	} {
-		_, flagErr := ParseConfig([]string{"--model", "m", "--" + tc.key, tc.flagValue}, Environment{}, nil)
+		_, flagErr := config.Parse([]string{"--model", "m", "--" + tc.key, tc.flagValue}, config.Environment{}, nil)
 		if (flagErr == nil) != tc.ok {
 			t.Errorf("--%s %s: flag error %v, want ok=%v", tc.key, tc.flagValue, flagErr, tc.ok)
 		}
@@ -76,7 +79,7 @@ func TestAdminConfigValidatesAsTheFlags(t *testing.T) {
 }
 
 func TestAdminTokenAndAPIKey(t *testing.T) {
-	ts := startSimEnv(t, Environment{AdminToken: "admin-secret-1", APIKey: "api-secret-2"})
+	ts := startSimEnv(t, config.Environment{AdminToken: "admin-secret-1", APIKey: "api-secret-2"})
 	do := func(method, path, auth, body string) (int, string) {
 		req, _ := http.NewRequest(method, ts.url()+path, strings.NewReader(body))
 		if auth != "" {
@@ -123,16 +126,16 @@ func TestAdminTokenAndAPIKey(t *testing.T) {
 		}
 	}
 	// The flags win over the environment; bad tokens are refused.
-	cfg, err := ParseConfig([]string{"--model", "m", "--api-key", "flag-key"}, Environment{APIKey: "env-key"}, nil)
+	cfg, err := config.Parse([]string{"--model", "m", "--api-key", "flag-key"}, config.Environment{APIKey: "env-key"}, nil)
 	if err != nil || cfg.APIKey != "flag-key" {
 		t.Fatalf("flag over env: %v %v", cfg, err)
 	}
-	for _, bad := range []string{"has space", "tab\there", strings.Repeat("k", maxTokenLen+1)} {
-		if _, err := ParseConfig([]string{"--model", "m", "--admin-token", bad}, Environment{}, nil); err == nil {
+	for _, bad := range []string{"has space", "tab\there", strings.Repeat("k", limits.MaxTokenLen+1)} {
+		if _, err := config.Parse([]string{"--model", "m", "--admin-token", bad}, config.Environment{}, nil); err == nil {
 			t.Fatalf("admin token %q accepted", bad)
 		}
 	}
-	if strings.Contains(Usage(), "secret") {
+	if strings.Contains(config.Usage(), "secret") {
 		t.Fatal("usage shows a secret")
 	}
 }
@@ -146,7 +149,7 @@ func TestHostFlag(t *testing.T) {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	cfg, err := ParseConfig([]string{"--model", "m", "--host", "127.0.0.2", "--port", strconv.Itoa(port)}, Environment{}, nil)
+	cfg, err := config.Parse([]string{"--model", "m", "--host", "127.0.0.2", "--port", strconv.Itoa(port)}, config.Environment{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,19 +183,19 @@ func TestHostFlag(t *testing.T) {
 		c.Close()
 		t.Fatal("--host 127.0.0.2 also listens on 127.0.0.1")
 	}
-	if c, err := ParseConfig([]string{"--model", "m"}, Environment{ListenHost: "127.0.0.1"}, nil); err != nil || c.Host != "127.0.0.1" {
+	if c, err := config.Parse([]string{"--model", "m"}, config.Environment{ListenHost: "127.0.0.1"}, nil); err != nil || c.Host != "127.0.0.1" {
 		t.Fatalf("LENS_LISTEN_HOST is the default of --host: %v %v", c, err)
 	}
-	if c, _ := ParseConfig([]string{"--model", "m", "--host", "::1"}, Environment{ListenHost: "127.0.0.1"}, nil); c == nil || c.Host != "::1" {
+	if c, _ := config.Parse([]string{"--model", "m", "--host", "::1"}, config.Environment{ListenHost: "127.0.0.1"}, nil); c == nil || c.Host != "::1" {
 		t.Fatal("--host wins over LENS_LISTEN_HOST")
 	}
 	for _, bad := range []string{"not a host", "a..b", "-", "::1:"} {
-		if _, err := ParseConfig([]string{"--model", "m", "--host", bad}, Environment{}, nil); err == nil {
+		if _, err := config.Parse([]string{"--model", "m", "--host", bad}, config.Environment{}, nil); err == nil {
 			t.Fatalf("--host %q accepted", bad)
 		}
 	}
 	for _, good := range []string{"127.0.0.1", "::1", "localhost", "0.0.0.0"} {
-		if _, err := ParseConfig([]string{"--model", "m", "--host", good}, Environment{}, nil); err != nil {
+		if _, err := config.Parse([]string{"--model", "m", "--host", good}, config.Environment{}, nil); err != nil {
 			t.Fatalf("--host %q: %v", good, err)
 		}
 	}

@@ -18,6 +18,10 @@ import (
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/pacer"
 	"github.com/lensfn/lensfn/functions/inference-sim/kvcache"
 	"github.com/lensfn/lensfn/wasm-modules/latency"
 )
@@ -52,17 +56,17 @@ type settings struct {
 	calcName      string
 	latencyParams latency.Config
 	calc          latency.Calculator
-	fake          *FakeMetrics
+	fake          *metrics.FakeMetrics
 }
 
 // Simulator is the inference simulator: one rank per data-parallel rank,
 // each with its own port, scheduler, metrics and KV cache.
 type Simulator struct {
-	cfg      *Config
+	cfg      *config.Config
 	log      *slog.Logger
 	resolve  CalculatorResolver
 	coarse   bool
-	pacer    *pacer
+	pacer    *pacer.Pacer
 	settings atomic.Pointer[settings]
 	adminMu  sync.Mutex
 	ranks    []*rank
@@ -79,12 +83,12 @@ type Simulator struct {
 // rank is one data-parallel rank.
 type rank struct {
 	sim            *Simulator
-	cfg            *Config
+	cfg            *config.Config
 	index          int
 	port           int
 	portStr        string
 	sched          *scheduler
-	metrics        *metrics
+	metrics        *metrics.Set
 	loras          *loraRegistry
 	kv             *kvcache.Cache
 	kvPub          *kvcache.Publisher
@@ -97,7 +101,7 @@ type rank struct {
 }
 
 // New builds a simulator from a validated configuration.
-func New(cfg *Config, opts ...Option) (*Simulator, error) {
+func New(cfg *config.Config, opts ...Option) (*Simulator, error) {
 	s := &Simulator{cfg: cfg, log: slog.Default(), resolve: latency.New, started: time.Now()}
 	for _, o := range opts {
 		o(s)
@@ -108,7 +112,7 @@ func New(cfg *Config, opts ...Option) (*Simulator, error) {
 	}
 	s.settings.Store(&settings{failureRate: cfg.FailureInjectionRate, failureTypes: cfg.FailureTypes,
 		calcName: cfg.LatencyCalculator, latencyParams: cfg.Latency, calc: calc, fake: cfg.FakeMetrics})
-	s.pacer = newPacer(s.coarse)
+	s.pacer = pacer.New(s.coarse)
 	if cfg.DatasetPath != "" {
 		ds, err := openDataset(cfg, s.log)
 		if err != nil {
@@ -136,14 +140,16 @@ func New(cfg *Config, opts ...Option) (*Simulator, error) {
 		r := &rank{sim: s, cfg: cfg, index: idx, port: port, portStr: strconv.Itoa(port), dataset: s.dataset,
 			apiAuth: bearer(cfg.APIKey), adminAuth: bearer(cfg.AdminToken)}
 		r.loras = newLoRARegistry(cfg.LoRAModules)
-		r.metrics = newMetrics(cfg, func() *FakeMetrics { return s.settings.Load().fake })
+		r.metrics = metrics.New(metrics.Settings{Model: cfg.ServedModelNames[0], MaxModelLen: cfg.MaxModelLen, MaxLoRAs: cfg.MaxLoRAs,
+			BlockSize: cfg.BlockSize, KVCacheSize: cfg.KVCacheSize, EnableKVCache: cfg.EnableKVCache},
+			func() *metrics.FakeMetrics { return s.settings.Load().fake })
 		r.sched = newScheduler(cfg.MaxNumSeqs, cfg.MaxWaitingQueueLength, cfg.MaxLoRAs)
 		rm := r.metrics
-		mm := rm.running.WithLabelValues(rm.baseModel)
-		wm := rm.waiting.WithLabelValues(rm.baseModel)
+		mm := rm.Running.WithLabelValues(rm.BaseModel)
+		wm := rm.Waiting.WithLabelValues(rm.BaseModel)
 		r.sched.onChange = func(running, waiting int) { mm.Set(float64(running)); wm.Set(float64(waiting)) }
-		r.sched.onLoRA = func(run, wait string) { rm.setLoRAInfo(cfg.MaxLoRAs, run, wait) }
-		r.metricsHandler = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(rm.registry, promhttp.HandlerOpts{}))
+		r.sched.onLoRA = func(run, wait string) { rm.SetLoRAInfo(cfg.MaxLoRAs, run, wait) }
+		r.metricsHandler = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(rm.Registry, promhttp.HandlerOpts{}))
 		if cfg.EnableKVCache {
 			if err := r.initKVCache(idx); err != nil {
 				return nil, err
@@ -280,46 +286,21 @@ func (r *rank) handle(ctx *fasthttp.RequestCtx) {
 		writeUnauthorized(ctx, "Unauthorized: /admin requires the admin token (Authorization: Bearer <token>).")
 		return
 	}
-	switch string(path) {
-	case "/v1/chat/completions":
-		r.handleGenerate(ctx, kindChat, apiCompletions)
-	case "/v1/completions":
-		r.handleGenerate(ctx, kindText, apiCompletions)
-	case "/v1/responses":
-		r.handleGenerate(ctx, kindChat, apiResponses)
-	case "/v1/models":
-		r.handleModels(ctx)
-	case "/metrics":
-		r.metricsHandler(ctx)
-	case "/health":
-		ctx.Response.Header.SetContentType(ctJSON)
-	case "/ready", "/health/ready":
-		ctx.Response.Header.SetContentType(ctJSON)
-		if time.Since(r.sim.started) < r.cfg.StartupDuration || r.sim.draining.Load() {
-			ctx.SetStatusCode(503)
-		}
-	case "/v1/load_lora_adapter":
-		r.handleLoadLoRA(ctx)
-	case "/v1/unload_lora_adapter":
-		r.handleUnloadLoRA(ctx)
-	case "/tokenize":
-		r.handleTokenize(ctx)
-	case "/v1/embeddings":
-		r.handleEmbeddings(ctx)
-	case "/admin/config":
-		r.handleAdminConfig(ctx)
-	default:
-		writeError(ctx, newError(404, "Not Found: "+string(ctx.Path())))
+	rt, ok := routes[string(path)]
+	if !ok {
+		openai.WriteError(ctx, openai.NewError(404, "Not Found: "+string(ctx.Path())))
+		return
 	}
+	if !rt.allows(ctx.Method()) {
+		openai.WriteError(ctx, openai.NewError(405, rt.notAllowed))
+		return
+	}
+	rt.handle(r, ctx)
 }
 
 func (r *rank) handleModels(ctx *fasthttp.RequestCtx) {
-	if !ctx.IsGet() {
-		writeError(ctx, newError(405, "Method not allowed, use GET"))
-		return
-	}
 	created := strconv.FormatInt(time.Now().Unix(), 10)
-	bp := getBuf()
+	bp := openai.GetBuf()
 	b := append((*bp)[:0], `{"object":"list","data":[`...)
 	first := true
 	entry := func(id, root, parent string) {
@@ -328,16 +309,16 @@ func (r *rank) handleModels(ctx *fasthttp.RequestCtx) {
 		}
 		first = false
 		b = append(b, `{"id":`...)
-		b = appendJSONString(b, id)
+		b = openai.AppendJSONString(b, id)
 		b = append(b, `,"object":"model","created":`...)
 		b = append(b, created...)
 		b = append(b, `,"owned_by":"vllm","root":`...)
-		b = appendJSONString(b, root)
+		b = openai.AppendJSONString(b, root)
 		b = append(b, `,"parent":`...)
 		if parent == "" {
 			b = append(b, "null"...)
 		} else {
-			b = appendJSONString(b, parent)
+			b = openai.AppendJSONString(b, parent)
 		}
 		b = append(b, '}')
 	}
@@ -351,7 +332,7 @@ func (r *rank) handleModels(ctx *fasthttp.RequestCtx) {
 	ctx.Response.Header.SetContentType(ctJSON)
 	ctx.SetBody(b)
 	*bp = b
-	putBuf(bp)
+	openai.PutBuf(bp)
 }
 
 var (
@@ -374,7 +355,7 @@ func authorized(ctx *fasthttp.RequestCtx, want []byte) bool {
 
 func writeUnauthorized(ctx *fasthttp.RequestCtx, msg string) {
 	ctx.Response.Header.Set("WWW-Authenticate", "Bearer")
-	writeError(ctx, newError(401, msg))
+	openai.WriteError(ctx, openai.NewError(401, msg))
 }
 
 // handleBadRequest answers a request fasthttp could not read with an
@@ -386,13 +367,13 @@ func (r *rank) handleBadRequest(ctx *fasthttp.RequestCtx, err error) {
 	var netErr net.Error
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		writeError(ctx, newError(413, "Request body too large: the limit is "+strconv.Itoa(r.cfg.MaxRequestBodySizeMB)+
+		openai.WriteError(ctx, openai.NewError(413, "Request body too large: the limit is "+strconv.Itoa(r.cfg.MaxRequestBodySizeMB)+
 			" MiB (--max-request-body-size-mb)."))
 	case errors.As(err, &small):
-		writeError(ctx, newError(431, "Request headers too large."))
+		openai.WriteError(ctx, openai.NewError(431, "Request headers too large."))
 	case errors.As(err, &netErr) && netErr.Timeout():
-		writeError(ctx, newError(408, "Request timeout."))
+		openai.WriteError(ctx, openai.NewError(408, "Request timeout."))
 	default:
-		writeError(ctx, newError(400, "Failed to read the HTTP request."))
+		openai.WriteError(ctx, openai.NewError(400, "Failed to read the HTTP request."))
 	}
 }

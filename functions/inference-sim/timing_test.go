@@ -8,6 +8,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
 )
 
 // streamTimes sends a streamed chat request and returns when each content
@@ -137,7 +140,7 @@ func TestQueueing(t *testing.T) {
 	}
 	_, m := get(t, ts.url()+"/metrics")
 	if !strings.Contains(m, "vllm:request_queue_time_seconds_count{model_name=\"fake-model\"} 1") {
-		t.Fatalf("queue time not recorded:\n%s", exposedLines(m, mQueue+"_count"))
+		t.Fatalf("queue time not recorded:\n%s", exposedLines(m, metrics.NameQueue+"_count"))
 	}
 }
 
@@ -149,7 +152,7 @@ func TestLateFirstTokenKeepsTheGaps(t *testing.T) {
 	const stall, itl, tokens = 150 * time.Millisecond, 20 * time.Millisecond, 6
 	var once sync.Once
 	late := func(s *Simulator) { s.beforeEmit = func() { once.Do(func() { time.Sleep(stall) }) } }
-	ts := startSimWith(t, Environment{}, []Option{late}, "--time-to-first-token", "10ms", "--inter-token-latency", itl.String())
+	ts := startSimWith(t, config.Environment{}, []Option{late}, "--time-to-first-token", "10ms", "--inter-token-latency", itl.String())
 	times := streamTimes(t, ts.url(), `{"model":"fake-model","messages":[{"role":"user","content":"hi"}],"max_tokens":6,"ignore_eos":true,"stream":true}`)
 	if len(times) != tokens {
 		t.Fatalf("%d tokens, want %d", len(times), tokens)

@@ -11,10 +11,12 @@ import (
 	"math/big"
 	"net"
 	"time"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
 )
 
 // tlsConfig loads the certificate files or generates a self-signed one.
-func tlsConfig(cfg *Config) (*tls.Config, error) {
+func tlsConfig(cfg *config.Config) (*tls.Config, error) {
 	var cert tls.Certificate
 	var err error
 	if cfg.SSLCertFile != "" {

@@ -8,6 +8,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 )
 
 // toolCall is one generated function call.
@@ -20,7 +23,7 @@ type toolCall struct {
 var toolWords = []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
 	"india", "juliet", "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo"}
 
-func findTool(tools []toolDef, name string) *toolDef {
+func findTool(tools []openai.ToolDef, name string) *openai.ToolDef {
 	for i := range tools {
 		if tools[i].Function.Name == name {
 			return &tools[i]
@@ -34,15 +37,15 @@ func findTool(tools []toolDef, name string) *toolDef {
 // malformed schema is a 400, never a crash (the reference panics on an
 // array without items). It returns the decoded schemas (nil for a tool
 // without parameters), so generation does not decode them again.
-func validateTools(tools []toolDef) ([]any, *apiError) {
+func validateTools(tools []openai.ToolDef) ([]any, *openai.Error) {
 	schemas := make([]any, len(tools))
 	for i := range tools {
 		t := &tools[i]
 		if t.Type != "" && t.Type != "function" {
-			return nil, newParamError(400, fmt.Sprintf("Tool validation failed: tools[%d].type must be \"function\"", i), "tools")
+			return nil, openai.NewParamError(400, fmt.Sprintf("Tool validation failed: tools[%d].type must be \"function\"", i), "tools")
 		}
 		if t.Function.Name == "" {
-			return nil, newParamError(400, fmt.Sprintf("Tool validation failed: tools[%d].function.name is required", i), "tools")
+			return nil, openai.NewParamError(400, fmt.Sprintf("Tool validation failed: tools[%d].function.name is required", i), "tools")
 		}
 		raw := bytes.TrimSpace(t.Function.Parameters)
 		if len(raw) == 0 || string(raw) == "null" {
@@ -50,10 +53,10 @@ func validateTools(tools []toolDef) ([]any, *apiError) {
 		}
 		var schema any
 		if err := json.Unmarshal(raw, &schema); err != nil {
-			return nil, newParamError(400, fmt.Sprintf("Tool validation failed: tools[%d].function.parameters: %v", i, err), "tools")
+			return nil, openai.NewParamError(400, fmt.Sprintf("Tool validation failed: tools[%d].function.parameters: %v", i, err), "tools")
 		}
 		if err := checkSchema(schema, "parameters", 0); err != nil {
-			return nil, newParamError(400, fmt.Sprintf("Tool validation failed: %s: %v", t.Function.Name, err), "tools")
+			return nil, openai.NewParamError(400, fmt.Sprintf("Tool validation failed: %s: %v", t.Function.Name, err), "tools")
 		}
 		schemas[i] = schema
 	}
@@ -142,13 +145,13 @@ func schemaType(m map[string]any) (string, error) {
 // The arguments count against maxTokens like any output: generation stops
 // growing them past a byte budget, and the calls are cut at maxTokens
 // tokens with finish_reason "length", as a model's would be.
-func (g *genCtx) generateToolCalls(c *choice, maxTokens int) (bool, *apiError) {
+func (g *genCtx) generateToolCalls(c *choice, maxTokens int) (bool, *openai.Error) {
 	tc := g.r.cfg.Tools
 	var picks []int
-	switch g.toolChoice.mode {
+	switch g.toolChoice.Mode {
 	case "function":
 		for i := range g.tools {
-			if g.tools[i].Function.Name == g.toolChoice.name {
+			if g.tools[i].Function.Name == g.toolChoice.Name {
 				picks = append(picks, i)
 				break
 			}
@@ -165,7 +168,7 @@ func (g *genCtx) generateToolCalls(c *choice, maxTokens int) (bool, *apiError) {
 		}
 	}
 	start := len(g.tokBuf)
-	budget := min(maxToolArgBytes, maxTokens*16) // a token is at least one byte
+	budget := min(limits.MaxToolArgBytes, maxTokens*16) // a token is at least one byte
 	c.finish = finishToolCalls
 	for k, ti := range picks {
 		t, schema := &g.tools[ti], g.toolSchemas[ti]
@@ -228,7 +231,7 @@ func (g *genCtx) appendArgValue(dst []byte, s any, depth, limit int) []byte {
 	typ, _ := schemaType(m)
 	switch typ {
 	case "string":
-		return appendJSONString(dst, toolWords[g.rng.intn(len(toolWords))])
+		return openai.AppendJSONString(dst, toolWords[g.rng.intn(len(toolWords))])
 	case "integer":
 		const intLimit = 1 << 52 // exact in a float64, and hi-lo+1 cannot overflow
 		lo := int(math.Ceil(schemaBound(m, "minimum", float64(tc.MinIntegerParam), intLimit)))
@@ -244,8 +247,8 @@ func (g *genCtx) appendArgValue(dst []byte, s any, depth, limit int) []byte {
 		return strconv.AppendBool(dst, g.rng.intn(2) == 1)
 	case "array":
 		// minItems: 1000000000 must not mean a billion items.
-		lo := int(schemaBound(m, "minItems", float64(tc.MinArrayParamLength), maxToolArrayItems))
-		hi := int(schemaBound(m, "maxItems", float64(tc.MaxArrayParamLength), maxToolArrayItems))
+		lo := int(schemaBound(m, "minItems", float64(tc.MinArrayParamLength), limits.MaxToolArrayItems))
+		hi := int(schemaBound(m, "maxItems", float64(tc.MaxArrayParamLength), limits.MaxToolArrayItems))
 		lo = max(lo, 0)
 		n := g.rng.intRange(lo, max(lo, hi))
 		dst = append(dst, '[')
@@ -288,7 +291,7 @@ func (g *genCtx) appendArgValue(dst []byte, s any, depth, limit int) []byte {
 				dst = append(dst, ',')
 			}
 			first = false
-			dst = appendJSONString(dst, k)
+			dst = openai.AppendJSONString(dst, k)
 			dst = append(dst, ':')
 			dst = g.appendArgValue(dst, props[k], depth+1, limit)
 		}
@@ -305,11 +308,11 @@ func appendToolCalls(dst []byte, calls []toolCall) []byte {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"function":{"name":`...)
-		dst = appendJSONString(dst, c.name)
+		dst = openai.AppendJSONString(dst, c.name)
 		dst = append(dst, `,"arguments":`...)
-		dst = appendJSONString(dst, c.args)
+		dst = openai.AppendJSONString(dst, c.args)
 		dst = append(dst, `},"id":`...)
-		dst = appendJSONString(dst, c.id)
+		dst = openai.AppendJSONString(dst, c.id)
 		dst = append(dst, `,"type":"function","index":`...)
 		dst = strconv.AppendInt(dst, int64(i), 10)
 		dst = append(dst, '}')
@@ -328,14 +331,14 @@ func (g *genCtx) appendToolCallChunk(dst []byte, c *choice, j int) []byte {
 	dst = strconv.AppendInt(dst, int64(k), 10)
 	if first {
 		dst = append(dst, `,"id":`...)
-		dst = appendJSONString(dst, c.toolCalls[k].id)
+		dst = openai.AppendJSONString(dst, c.toolCalls[k].id)
 		dst = append(dst, `,"type":"function","function":{"name":`...)
-		dst = appendJSONString(dst, c.toolCalls[k].name)
+		dst = openai.AppendJSONString(dst, c.toolCalls[k].name)
 		dst = append(dst, `,"arguments":`...)
 	} else {
 		dst = append(dst, `,"function":{"arguments":`...)
 	}
-	dst = appendJSONString(dst, c.tokens[j])
+	dst = openai.AppendJSONString(dst, c.tokens[j])
 	dst = append(dst, "}}]}}]}"...)
 	return appendSSEEnd(dst)
 }

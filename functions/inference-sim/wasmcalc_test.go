@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
 	"github.com/lensfn/lensfn/runtime/wasmhost/wasmtest"
 	"github.com/lensfn/lensfn/wasm-modules/latency"
 )
@@ -16,7 +17,7 @@ import (
 func TestModuleCalculatorNames(t *testing.T) {
 	for name, want := range map[string]bool{"constant": false, "per-token": false, "": false,
 		"wasm:per-token": true, "/opt/calc/mine.wasm": true, "calc.wasm": true} {
-		if got := IsModuleCalculator(name); got != want {
+		if got := config.IsModuleCalculator(name); got != want {
 			t.Errorf("%q: %v", name, got)
 		}
 	}
@@ -27,8 +28,8 @@ func TestModuleCalculatorNames(t *testing.T) {
 func TestSimulatorServesWithAModuleCalculator(t *testing.T) {
 	w := &WASMCalculators{Dirs: ModuleDirs{Builtin: wasmtest.BuiltinDir(t), Cache: wasmtest.CacheDir(t)}}
 	defer w.Close(context.Background())
-	cfg, err := ParseConfig([]string{"--model", "fake-model", "--seed", "1", "--latency-calculator", "wasm:constant",
-		"--time-to-first-token", "30ms", "--inter-token-latency", "2ms"}, Environment{}, nil)
+	cfg, err := config.Parse([]string{"--model", "fake-model", "--seed", "1", "--latency-calculator", "wasm:constant",
+		"--time-to-first-token", "30ms", "--inter-token-latency", "2ms"}, config.Environment{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

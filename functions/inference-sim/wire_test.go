@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
 )
 
 var idPattern = regexp.MustCompile(`^chatcmpl-[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
@@ -146,12 +148,12 @@ func TestInjectedFailureTypes(t *testing.T) {
 		status int
 		msg    string
 	}{
-		FailureRateLimit:      {429, "Rate limit reached for fake-model in organization org-xxx on requests per min (RPM): Limit 3, Used 3, Requested 1."},
-		FailureInvalidAPIKey:  {401, "Incorrect API key provided."},
-		FailureContextLength:  {400, "This model's maximum context length is 4096 tokens. However, your messages resulted in 4500 tokens."},
-		FailureServerError:    {503, "The server is overloaded or not ready yet."},
-		FailureInvalidRequest: {400, "Invalid request: missing required parameter 'model'."},
-		FailureModelNotFound:  {404, "The model 'fake-model-nonexistent' does not exist"},
+		config.FailureRateLimit:      {429, "Rate limit reached for fake-model in organization org-xxx on requests per min (RPM): Limit 3, Used 3, Requested 1."},
+		config.FailureInvalidAPIKey:  {401, "Incorrect API key provided."},
+		config.FailureContextLength:  {400, "This model's maximum context length is 4096 tokens. However, your messages resulted in 4500 tokens."},
+		config.FailureServerError:    {503, "The server is overloaded or not ready yet."},
+		config.FailureInvalidRequest: {400, "Invalid request: missing required parameter 'model'."},
+		config.FailureModelNotFound:  {404, "The model 'fake-model-nonexistent' does not exist"},
 	}
 	for kind, w := range want {
 		ts := startSim(t, "--failure-injection-rate", "100", "--failure-types", kind)

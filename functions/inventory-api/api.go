@@ -16,7 +16,6 @@ import (
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/problem"
-	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/state"
 )
 
@@ -69,7 +68,7 @@ func Build(_ context.Context, d fn.Deps) (*fn.Function, error) {
 
 // New builds the function with its configuration.
 func New(d fn.Deps, cfg Config) (*fn.Function, *API, error) {
-	sealer, err := secret.FromEnv(d.Config.SecretKey.Reveal())
+	sealer, err := d.Config.Sealer()
 	if err != nil {
 		return nil, nil, err
 	}

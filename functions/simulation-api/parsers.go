@@ -2,7 +2,6 @@ package simulationapi
 
 import (
 	"context"
-	"fmt"
 	"sort"
 
 	"github.com/lensfn/lensfn/runtime/fn"
@@ -45,14 +44,9 @@ func (w wasmParsers) Arrivals(ctx context.Context, format, path string, emit fun
 
 // Build is the function's fn.Builder: it loads the WASM modules, then the routes.
 func Build(ctx context.Context, d fn.Deps) (*fn.Function, error) {
-	dirs := []string{}
-	if d.Config.ModuleDir != "" {
-		dirs = append(dirs, d.Config.ModuleDir)
-	}
-	host, err := wasmhost.New(ctx, wasmhost.Config{CacheDir: d.Config.CacheDir, BuiltinDir: d.Config.BuiltinModuleDir, ModuleDirs: dirs,
-		Log: func(format string, args ...any) { d.Log.Infof(format, args...) }})
+	host, err := wasmhost.Open(ctx, wasmhost.Dirs{Builtin: d.Config.BuiltinModuleDir, User: d.Config.ModuleDir, Cache: d.Config.CacheDir}, d.Log.Infof)
 	if err != nil {
-		return nil, fmt.Errorf("load WASM modules: %w", err)
+		return nil, err
 	}
 	f, _, err := New(d, NewWASMParsers(host))
 	if err != nil {

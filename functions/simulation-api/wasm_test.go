@@ -12,18 +12,22 @@ import (
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/fn/fntest"
 	"github.com/lensfn/lensfn/runtime/wasmhost/wasmtest"
+	"github.com/lensfn/lensfn/tests/tracefixture"
 )
 
-// TestTimelineThroughTheWASMParser runs the real function build: the built-in parser modules
-// read the real Mooncake conversation trace.
-func TestTimelineThroughTheWASMParser(t *testing.T) {
-	trace := realTrace(t, "mooncake/conversation_trace.jsonl")
+// timelineThroughWASM runs the real function build over a data directory holding files (name
+// to content, under datasets/): the built-in parser modules read the dataset's trace, and the
+// dataset's timeline comes back with the backends' catalogue.
+func timelineThroughWASM(t *testing.T, files map[string][]byte, dataset string) simulationapi.Timeline {
+	t.Helper()
 	dataDir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dataDir, "datasets"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dataDir, "datasets", "conversation_trace.jsonl"), trace, 0o644); err != nil {
-		t.Fatal(err)
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dataDir, "datasets", name), body, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cfg := fntest.Config(t, fntest.Env(t, map[string]string{"LENS_DATA_DIR": dataDir,
 		"LENS_BUILTIN_MODULE_DIR": wasmtest.BuiltinDir(t), "LENS_CACHE_DIR": wasmtest.CacheDir(t)}))
@@ -37,18 +41,15 @@ func TestTimelineThroughTheWASMParser(t *testing.T) {
 	fntest.AuthorizeDefaultClient(t, s)
 
 	var tl simulationapi.Timeline
-	if code := call(t, "GET", srv.URL+"/api/simulation/trace-datasets/mooncake-conversation/timeline", "", &tl); code != 200 {
+	if code := call(t, "GET", srv.URL+"/api/simulation/trace-datasets/"+dataset+"/timeline", "", &tl); code != 200 {
 		t.Fatal(code)
-	}
-	if tl.RequestCount != 12031 || tl.DurationSeconds != 3536.999 || len(tl.Bins) != 800 || tl.SourceSizeBytes != 3029533 {
-		t.Fatalf("request_count %d duration %v bins %d size %d", tl.RequestCount, tl.DurationSeconds, len(tl.Bins), tl.SourceSizeBytes)
 	}
 	sum := 0
 	for _, b := range tl.Bins {
 		sum += b.RequestCount
 	}
-	if sum != 12031 {
-		t.Fatalf("bins hold %d requests", sum)
+	if sum != tl.RequestCount {
+		t.Fatalf("bins hold %d of %d requests", sum, tl.RequestCount)
 	}
 	var backends struct {
 		Backends []simulationapi.Backend `json:"backends"`
@@ -60,6 +61,29 @@ func TestTimelineThroughTheWASMParser(t *testing.T) {
 				t.Fatalf("mooncake_trace not listed from the modules: %+v", b.Capabilities)
 			}
 		}
+	}
+	return tl
+}
+
+// A generated mooncake trace (tests/tracefixture), registered as a local dataset, is read by
+// the built-in parser module.
+func TestTimelineThroughTheWASMParser(t *testing.T) {
+	rows := tracefixture.Mooncake(2000, 600000, 5)
+	trace := tracefixture.MooncakeJSONL(rows)
+	tl := timelineThroughWASM(t, map[string][]byte{"generated.jsonl": trace,
+		"generated.dataset.json": []byte(`{"name":"generated-mooncake","filename":"generated.jsonl","scenario":"chat","trace_format":"mooncake_trace"}`)},
+		"generated-mooncake")
+	last := float64(rows[len(rows)-1].TimestampMs) / 1000
+	if tl.RequestCount != len(rows) || tl.DurationSeconds != last || len(tl.Bins) == 0 || tl.SourceSizeBytes != int64(len(trace)) {
+		t.Fatalf("request_count %d duration %v bins %d size %d", tl.RequestCount, tl.DurationSeconds, len(tl.Bins), tl.SourceSizeBytes)
+	}
+}
+
+// The real Mooncake conversation trace, in addition, through the catalogue's dataset.
+func TestTimelineThroughTheWASMParserOnTheRealTrace(t *testing.T) {
+	tl := timelineThroughWASM(t, map[string][]byte{"conversation_trace.jsonl": realTrace(t, "mooncake/conversation_trace.jsonl")}, "mooncake-conversation")
+	if tl.RequestCount != 12031 || tl.DurationSeconds != 3536.999 || len(tl.Bins) != 800 || tl.SourceSizeBytes != 3029533 {
+		t.Fatalf("request_count %d duration %v bins %d size %d", tl.RequestCount, tl.DurationSeconds, len(tl.Bins), tl.SourceSizeBytes)
 	}
 }
 

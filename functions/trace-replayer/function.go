@@ -3,7 +3,6 @@ package tracereplayer
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os/exec"
 	"sync"
 
@@ -22,14 +21,9 @@ func Build(ctx context.Context, d fn.Deps) (*fn.Function, error) {
 	if err != nil {
 		return nil, err
 	}
-	dirs := []string{}
-	if d.Config.ModuleDir != "" {
-		dirs = append(dirs, d.Config.ModuleDir)
-	}
-	host, err := wasmhost.New(ctx, wasmhost.Config{CacheDir: d.Config.CacheDir, BuiltinDir: d.Config.BuiltinModuleDir, ModuleDirs: dirs,
-		Log: func(format string, args ...any) { d.Log.Infof(format, args...) }})
+	host, err := wasmhost.Open(ctx, wasmhost.Dirs{Builtin: d.Config.BuiltinModuleDir, User: d.Config.ModuleDir, Cache: d.Config.CacheDir}, d.Log.Infof)
 	if err != nil {
-		return nil, fmt.Errorf("load WASM modules: %w", err)
+		return nil, err
 	}
 	repo := &simtask.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir}
 	p := &replayer{host: host, dial: d.Egress.DialContext}

@@ -18,6 +18,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/simtask"
 	"github.com/lensfn/lensfn/runtime/wasmhost"
 	"github.com/lensfn/lensfn/runtime/wasmhost/wasmtest"
+	"github.com/lensfn/lensfn/tests/tracefixture"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt/weka/wekatest"
 )
 
@@ -25,11 +26,17 @@ import (
 // joined before turn 1, one spawned after turn 6 and joined before turn 7.
 const wekaWithSubagents = "weka/kv-cache-tester/trace_0277.json"
 
+// The real-trace cases run in addition to the generated ones (wekatest.Agents below); without
+// the real traces the run ends with one line naming the cases skipped.
+var shared tracefixture.Shared
+
+func TestMain(m *testing.M) { shared.Main(m, "functions/trace-replayer") }
+
 func sharedTrace(t *testing.T, rel string) string {
 	t.Helper()
-	path := filepath.Join(wasmtest.RepoRoot(t), "..", "shared", "traces", rel)
+	path := filepath.Join(shared.Traces(t, wasmtest.RepoRoot(t)), rel)
 	if _, err := os.Stat(path); err != nil {
-		t.Skipf("real traces not available: %v", err)
+		t.Fatalf("the real traces lack %s: %v", rel, err)
 	}
 	return path
 }
@@ -103,8 +110,11 @@ func TestScheduleCarriesSubagentLinksAndContextModes(t *testing.T) {
 	if fmt.Sprint(links) != fmt.Sprint(want) {
 		t.Errorf("links %v\nwant %v", links, want)
 	}
+}
 
-	// Mooncake: synthesised sessions accumulate their turns; literal histories do not.
+// Mooncake: synthesised sessions accumulate their turns; literal histories do not.
+func TestMooncakeContextModes(t *testing.T) {
+	p := testReplayer(t)
 	moon := filepath.Join(t.TempDir(), "sessions.jsonl")
 	rows := `{"session_id":"a","timestamp":0,"input_length":8,"output_length":2,"hash_ids":[1]}
 {"session_id":"a","delay":5,"input_length":4,"output_length":2}
@@ -113,7 +123,7 @@ func TestScheduleCarriesSubagentLinksAndContextModes(t *testing.T) {
 	if err := os.WriteFile(moon, []byte(rows), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	schedule = scheduleOf(t, p, traceTask("mooncake_trace", moon))
+	schedule := scheduleOf(t, p, traceTask("mooncake_trace", moon))
 	modes := map[string]loadgen.ContextMode{}
 	for _, r := range schedule {
 		modes[fmt.Sprintf("%s/%d", r.SessionID, r.Turn)] = r.ContextMode

@@ -1,5 +1,6 @@
-// Package tracefixture is test support for the suites that replay or parse traces
-// (tests/e2e, tests/conformance): small deterministic generators for the mooncake_trace
+// Package tracefixture is test support for the suites and unit tests that replay or parse
+// traces (tests/e2e, tests/conformance, the trace-format cores, simulation-api,
+// trace-replayer): small deterministic generators for the mooncake_trace
 // and weka_public_dataset formats (as documented in the shared trace-formats reference:
 // mooncake JSONL rows with millisecond timestamps and one hash id per 512 tokens; WEKA
 // trace objects with second offsets, floor(in/block_size) hash ids and subagents with

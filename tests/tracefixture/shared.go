@@ -35,6 +35,10 @@ func (s *Shared) Traces(t testing.TB, repoRoot string) string {
 	return dir
 }
 
+// TracesDir is the real traces directory, or why it is not available: for benchmarks, which
+// fall back to generated traces (and say so) instead of skipping.
+func TracesDir(repoRoot string) (string, error) { return tracesDir(repoRoot) }
+
 func tracesDir(repoRoot string) (string, error) {
 	shared := os.Getenv(SharedDirEnv)
 	if shared == "" {

@@ -33,11 +33,13 @@ type Config struct {
 }
 
 // DurationFlag is one duration-valued latency flag: its name on the command line and in
-// configuration JSON, its help text, and the Config field it sets.
+// configuration JSON, its help text, the Config field it sets, and whether it is a time per
+// token (the simulator bounds those more tightly than fixed delays).
 type DurationFlag struct {
-	Name  string
-	Help  string
-	Field func(*Config) *time.Duration
+	Name     string
+	Help     string
+	Field    func(*Config) *time.Duration
+	PerToken bool
 }
 
 // FactorFlag is the name of the one non-duration latency flag, time-factor-under-load.
@@ -50,17 +52,17 @@ const FactorHelp = "latency multiplier at max-num-seqs running (>= 1)"
 // It is the one list of latency flag names: the simulator's flag table, its /admin/config
 // view and the WASM calculators' configuration are all derived from it.
 var DurationFlags = []DurationFlag{
-	{"time-to-first-token", "time to first token", func(c *Config) *time.Duration { return &c.TimeToFirstToken }},
-	{"time-to-first-token-std-dev", "std-dev of the time to first token (<= 30%)", func(c *Config) *time.Duration { return &c.TimeToFirstTokenStdDev }},
-	{"inter-token-latency", "time per additional token", func(c *Config) *time.Duration { return &c.InterTokenLatency }},
-	{"inter-token-latency-std-dev", "std-dev of the inter-token latency (<= 30%)", func(c *Config) *time.Duration { return &c.InterTokenLatencyStdDev }},
-	{"kv-cache-transfer-latency", "P/D: KV-cache transfer time replacing TTFT", func(c *Config) *time.Duration { return &c.KVCacheTransferLatency }},
-	{"kv-cache-transfer-latency-std-dev", "std-dev of the KV transfer latency (<= 30%)", func(c *Config) *time.Duration { return &c.KVCacheTransferLatencyStdDev }},
-	{"prefill-overhead", "per-token calculator: fixed prefill time", func(c *Config) *time.Duration { return &c.PrefillOverhead }},
-	{"prefill-time-per-token", "per-token calculator: prefill time per uncached prompt token", func(c *Config) *time.Duration { return &c.PrefillTimePerToken }},
-	{"prefill-time-std-dev", "std-dev of the total prefill time", func(c *Config) *time.Duration { return &c.PrefillTimeStdDev }},
-	{"kv-cache-transfer-time-per-token", "P/D per-token KV transfer time", func(c *Config) *time.Duration { return &c.KVCacheTransferTimePerToken }},
-	{"kv-cache-transfer-time-std-dev", "std-dev of the total KV transfer time", func(c *Config) *time.Duration { return &c.KVCacheTransferTimeStdDev }},
+	{"time-to-first-token", "time to first token", func(c *Config) *time.Duration { return &c.TimeToFirstToken }, false},
+	{"time-to-first-token-std-dev", "std-dev of the time to first token (<= 30%)", func(c *Config) *time.Duration { return &c.TimeToFirstTokenStdDev }, false},
+	{"inter-token-latency", "time per additional token", func(c *Config) *time.Duration { return &c.InterTokenLatency }, true},
+	{"inter-token-latency-std-dev", "std-dev of the inter-token latency (<= 30%)", func(c *Config) *time.Duration { return &c.InterTokenLatencyStdDev }, true},
+	{"kv-cache-transfer-latency", "P/D: KV-cache transfer time replacing TTFT", func(c *Config) *time.Duration { return &c.KVCacheTransferLatency }, false},
+	{"kv-cache-transfer-latency-std-dev", "std-dev of the KV transfer latency (<= 30%)", func(c *Config) *time.Duration { return &c.KVCacheTransferLatencyStdDev }, false},
+	{"prefill-overhead", "per-token calculator: fixed prefill time", func(c *Config) *time.Duration { return &c.PrefillOverhead }, false},
+	{"prefill-time-per-token", "per-token calculator: prefill time per uncached prompt token", func(c *Config) *time.Duration { return &c.PrefillTimePerToken }, true},
+	{"prefill-time-std-dev", "std-dev of the total prefill time", func(c *Config) *time.Duration { return &c.PrefillTimeStdDev }, false},
+	{"kv-cache-transfer-time-per-token", "P/D per-token KV transfer time", func(c *Config) *time.Duration { return &c.KVCacheTransferTimePerToken }, true},
+	{"kv-cache-transfer-time-std-dev", "std-dev of the total KV transfer time", func(c *Config) *time.Duration { return &c.KVCacheTransferTimeStdDev }, false},
 }
 
 // ignoredFlags may appear in the configuration (the simulator passes its latency group as

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/lensfn/lensfn/tests/tracefixture"
 	"github.com/lensfn/lensfn/wasm-modules/abi"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt/mooncake"
@@ -66,13 +68,17 @@ func TestBadRecordsNameLineAndField(t *testing.T) {
 	}
 }
 
-// The real Mooncake conversation trace: 12,031 requests over ~1 hour, every line with
-// 512-token blocks and ceil(input/512) hash ids (checked in traces/SOURCES.md).
-func TestRealConversationTrace(t *testing.T) {
-	const path = "../../../../shared/traces/mooncake/conversation_trace.jsonl"
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("real trace not available: %v", err)
-	}
+var shared tracefixture.Shared
+
+func TestMain(m *testing.M) { shared.Main(m, "wasm-modules/tracefmt/mooncake") }
+
+const repoRoot = "../../.."
+
+// checkConversationTrace parses path and checks what every mooncake trace holds: arrivals
+// that never go back, 512-token blocks and ceil(input/512) hash ids. It returns the number
+// of records and the last arrival.
+func checkConversationTrace(t *testing.T, path string) (int, float64) {
+	t.Helper()
 	n, last := 0, 0.0
 	err := tracefmt.ParseFile(mooncake.New(), path, 64<<10, func(r *abi.TraceRequest) error {
 		n++
@@ -88,7 +94,23 @@ func TestRealConversationTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 12031 || last != 3536999 {
+	return n, last
+}
+
+// A generated conversation trace (tests/tracefixture, the documented format) parses whole.
+func TestGeneratedConversationTrace(t *testing.T) {
+	rows := tracefixture.Mooncake(3000, 600000, 3)
+	n, last := checkConversationTrace(t, tracefixture.WriteFile(t, "conversation_trace.jsonl", tracefixture.MooncakeJSONL(rows)))
+	if n != len(rows) || last != float64(rows[len(rows)-1].TimestampMs) {
+		t.Fatalf("got %d records ending at %v ms, want %d ending at %d", n, last, len(rows), rows[len(rows)-1].TimestampMs)
+	}
+}
+
+// The real Mooncake conversation trace: 12,031 requests over ~1 hour, every line with
+// 512-token blocks and ceil(input/512) hash ids (checked in traces/SOURCES.md).
+func TestRealConversationTrace(t *testing.T) {
+	path := filepath.Join(shared.Traces(t, repoRoot), "mooncake", "conversation_trace.jsonl")
+	if n, last := checkConversationTrace(t, path); n != 12031 || last != 3536999 {
 		t.Fatalf("got %d records ending at %v ms, want 12031 ending at 3536999", n, last)
 	}
 }
@@ -108,10 +130,7 @@ func FuzzParse(f *testing.F) {
 // natively and as a wasip1 test binary (GOOS=wasip1 GOARCH=wasm, GOWASIRUNTIME=wazero) to see
 // the core's own native-to-guest ratio without the host's share.
 func BenchmarkRealConversationTrace(b *testing.B) {
-	data, err := os.ReadFile("../../../../shared/traces/mooncake/conversation_trace.jsonl")
-	if err != nil {
-		b.Skipf("real trace not available: %v", err)
-	}
+	data := benchmarkTrace(b)
 	lines := bytes.Count(data, []byte{'\n'})
 	emit := func(*abi.TraceRequest) error { return nil }
 	b.SetBytes(int64(len(data)))
@@ -127,4 +146,18 @@ func BenchmarkRealConversationTrace(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(lines)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
+}
+
+// benchmarkTrace is the real conversation trace, or, without it, a generated one of its size
+// (the benchmark then says so in one line rather than skipping).
+func benchmarkTrace(b *testing.B) []byte {
+	dir, err := tracefixture.TracesDir(repoRoot)
+	if err == nil {
+		var data []byte
+		if data, err = os.ReadFile(filepath.Join(dir, "mooncake", "conversation_trace.jsonl")); err == nil {
+			return data
+		}
+	}
+	b.Logf("real trace not available (%v): benchmarking a generated trace of 12,031 requests", err)
+	return tracefixture.MooncakeJSONL(tracefixture.Mooncake(12031, 3536999, 1))
 }

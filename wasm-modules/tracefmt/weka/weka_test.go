@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lensfn/lensfn/tests/tracefixture"
 	"github.com/lensfn/lensfn/wasm-modules/abi"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt/tracefmttest"
@@ -196,15 +197,16 @@ func TestBadTraces(t *testing.T) {
 	}
 }
 
-// The real WEKA traces: every file parses; hash ids cover whole 64-token blocks; counts
-// match a count made with Python over the same files (1460 parent requests, 9 subagent
-// markers, 110 subagent requests in 124 files).
-func TestRealTraces(t *testing.T) {
-	files, _ := filepath.Glob("../../../../shared/traces/weka/kv-cache-tester/*.json")
-	if len(files) == 0 {
-		t.Skip("real WEKA traces not available")
-	}
-	parents, children, sessions := 0, 0, map[string]bool{}
+var shared tracefixture.Shared
+
+func TestMain(m *testing.M) { shared.Main(m, "wasm-modules/tracefmt/weka") }
+
+// checkTraces parses every file and checks what every WEKA trace holds: hash ids that cover
+// whole 64-token blocks and exactly one of arrival and delay per request. It returns the
+// parent and subagent requests and the sessions.
+func checkTraces(t *testing.T, files []string) (parents, children, sessions int) {
+	t.Helper()
+	seen := map[string]bool{}
 	for _, f := range files {
 		err := tracefmt.ParseFile(weka.New(), f, 32<<10, func(r *abi.TraceRequest) error {
 			if len(r.HashIDs) != r.InputTokens/64 {
@@ -218,15 +220,34 @@ func TestRealTraces(t *testing.T) {
 			} else {
 				parents++
 			}
-			sessions[r.SessionID] = true
+			seen[r.SessionID] = true
 			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	if len(files) == 124 && (parents != 1460 || children != 110 || len(sessions) != 124+9) {
-		t.Fatalf("got %d parent and %d subagent requests in %d sessions", parents, children, len(sessions))
+	return parents, children, len(seen)
+}
+
+// Generated WEKA traces (tests/tracefixture, the documented format): six traces of five
+// requests, every other one with a subagent of two requests in a session of its own.
+func TestGeneratedTraces(t *testing.T) {
+	dir, total := tracefixture.WEKADir(t, 6, 5)
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	parents, children, sessions := checkTraces(t, files)
+	if parents != 30 || children != 6 || parents+children != total || sessions != 6+3 {
+		t.Fatalf("got %d parent and %d subagent requests in %d sessions", parents, children, sessions)
+	}
+}
+
+// The real WEKA traces: every file parses; counts match a count made with Python over the
+// same files (1460 parent requests, 9 subagent markers, 110 subagent requests in 124 files).
+func TestRealTraces(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(shared.Traces(t, "../../.."), "weka", "kv-cache-tester", "*.json"))
+	parents, children, sessions := checkTraces(t, files)
+	if len(files) != 124 || parents != 1460 || children != 110 || sessions != 124+9 {
+		t.Fatalf("got %d parent and %d subagent requests in %d sessions of %d files", parents, children, sessions, len(files))
 	}
 }
 

@@ -1,4 +1,4 @@
-package inferencesim
+package config
 
 import (
 	"maps"
@@ -41,7 +41,7 @@ func TestDeployconfigArgsParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := ParseConfig(append(d.Content.ReplicaArgs(), "--port", "0"), Environment{}, nil)
+	cfg, err := Parse(append(d.Content.ReplicaArgs(), "--port", "0"), Environment{}, nil)
 	if err != nil {
 		t.Fatalf("the simulator refuses %q: %v", d.Content.ReplicaArgs(), err)
 	}

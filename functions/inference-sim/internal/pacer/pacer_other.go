@@ -1,6 +1,6 @@
 //go:build !linux
 
-package inferencesim
+package pacer
 
 import "time"
 

@@ -1,4 +1,4 @@
-package inferencesim
+package pacer
 
 import (
 	"os"
@@ -30,7 +30,7 @@ func newHRTimer() *hrTimer {
 	if errno != 0 {
 		return nil
 	}
-	f := os.NewFile(fd, "pacer-timerfd") // non-blocking: registered with the netpoller
+	f := os.NewFile(fd, "Pacer-timerfd") // non-blocking: registered with the netpoller
 	if f == nil {
 		return nil
 	}

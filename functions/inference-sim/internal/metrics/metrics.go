@@ -1,4 +1,4 @@
-package inferencesim
+package metrics
 
 import (
 	"bytes"
@@ -24,7 +24,7 @@ var (
 )
 
 // buckets125 is vLLM's build_1_2_5_buckets: 1, 2, 5, 10, 20, 50, … up to max.
-func buckets125(maxValue int) []float64 {
+func Buckets125(maxValue int) []float64 {
 	var out []float64
 	for exp := 1; ; exp *= 10 {
 		for _, m := range []int{1, 2, 5} {
@@ -39,64 +39,64 @@ func buckets125(maxValue int) []float64 {
 
 // Metric names (vLLM's).
 const (
-	mRunning          = "vllm:num_requests_running"
-	mWaiting          = "vllm:num_requests_waiting"
-	mKVUsage          = "vllm:kv_cache_usage_perc"
-	mCacheConfig      = "vllm:cache_config_info"
-	mLoRAInfo         = "vllm:lora_requests_info"
-	mTTFT             = "vllm:time_to_first_token_seconds"
-	mTPOT             = "vllm:time_per_output_token_seconds"
-	mITL              = "vllm:inter_token_latency_seconds"
-	mReqTPOT          = "vllm:request_time_per_output_token_seconds"
-	mE2E              = "vllm:e2e_request_latency_seconds"
-	mQueue            = "vllm:request_queue_time_seconds"
-	mInference        = "vllm:request_inference_time_seconds"
-	mPrefill          = "vllm:request_prefill_time_seconds"
-	mDecode           = "vllm:request_decode_time_seconds"
-	mPromptTokens     = "vllm:request_prompt_tokens"
-	mGenTokens        = "vllm:request_generation_tokens"
-	mParamsMaxTokens  = "vllm:request_params_max_tokens"
-	mMaxGenTokens     = "vllm:max_num_generation_tokens"
-	mPromptTotal      = "vllm:prompt_tokens_total"
-	mGenTotal         = "vllm:generation_tokens_total"
-	mSuccess          = "vllm:request_success_total"
-	mPrefixHits       = "vllm:prefix_cache_hits_total"
-	mPrefixQueries    = "vllm:prefix_cache_queries_total"
-	labelModel        = "model_name"
-	labelFinishReason = "finish_reason"
+	NameRunning         = "vllm:num_requests_running"
+	NameWaiting         = "vllm:num_requests_waiting"
+	NameKVUsage         = "vllm:kv_cache_usage_perc"
+	NameCacheConfig     = "vllm:cache_config_info"
+	NameLoRAInfo        = "vllm:lora_requests_info"
+	NameTTFT            = "vllm:time_to_first_token_seconds"
+	NameTPOT            = "vllm:time_per_output_token_seconds"
+	NameITL             = "vllm:inter_token_latency_seconds"
+	NameReqTPOT         = "vllm:request_time_per_output_token_seconds"
+	NameE2E             = "vllm:e2e_request_latency_seconds"
+	NameQueue           = "vllm:request_queue_time_seconds"
+	NameInference       = "vllm:request_inference_time_seconds"
+	NamePrefill         = "vllm:request_prefill_time_seconds"
+	NameDecode          = "vllm:request_decode_time_seconds"
+	NamePromptTokens    = "vllm:request_prompt_tokens"
+	NameGenTokens       = "vllm:request_generation_tokens"
+	NameParamsMaxTokens = "vllm:request_params_max_tokens"
+	NameMaxGenTokens    = "vllm:max_num_generation_tokens"
+	NamePromptTotal     = "vllm:prompt_tokens_total"
+	NameGenTotal        = "vllm:generation_tokens_total"
+	NameSuccess         = "vllm:request_success_total"
+	NamePrefixHits      = "vllm:prefix_cache_hits_total"
+	NamePrefixQueries   = "vllm:prefix_cache_queries_total"
+	labelModel          = "model_name"
+	labelFinishReason   = "finish_reason"
 )
 
 var metricHelp = map[string]string{
-	mRunning:         "Number of requests in model execution batches.",
-	mWaiting:         "Number of requests waiting to be processed.",
-	mKVUsage:         "KV-cache usage. 1 means 100 percent usage.",
-	mCacheConfig:     "Information of the LLMEngine CacheConfig",
-	mLoRAInfo:        "Running stats on lora requests.",
-	mTTFT:            "Histogram of time to first token in seconds.",
-	mTPOT:            "Histogram of time per output token in seconds.",
-	mITL:             "Histogram of inter-token latency in seconds.",
-	mReqTPOT:         "Histogram of time_per_output_token_seconds per request.",
-	mE2E:             "Histogram of e2e request latency in seconds.",
-	mQueue:           "Histogram of time spent in WAITING phase for request.",
-	mInference:       "Histogram of time spent in RUNNING phase for request.",
-	mPrefill:         "Histogram of time spent in PREFILL phase for request.",
-	mDecode:          "Histogram of time spent in DECODE phase for request.",
-	mPromptTokens:    "Number of prefill tokens processed.",
-	mGenTokens:       "Number of generation tokens processed.",
-	mParamsMaxTokens: "Histogram of the max_tokens request parameter.",
-	mMaxGenTokens:    "Histogram of maximum number of requested generation tokens.",
-	mPromptTotal:     "Number of prefill tokens processed.",
-	mGenTotal:        "Number of generation tokens processed.",
-	mSuccess:         "Count of successfully processed requests.",
-	mPrefixHits:      "Prefix cache hits, in terms of number of cached tokens.",
-	mPrefixQueries:   "Prefix cache queries, in terms of number of queried tokens.",
+	NameRunning:         "Number of requests in model execution batches.",
+	NameWaiting:         "Number of requests waiting to be processed.",
+	NameKVUsage:         "KV-cache usage. 1 means 100 percent usage.",
+	NameCacheConfig:     "Information of the LLMEngine CacheConfig",
+	NameLoRAInfo:        "Running stats on lora requests.",
+	NameTTFT:            "Histogram of time to first token in seconds.",
+	NameTPOT:            "Histogram of time per output token in seconds.",
+	NameITL:             "Histogram of inter-token latency in seconds.",
+	NameReqTPOT:         "Histogram of time_per_output_token_seconds per request.",
+	NameE2E:             "Histogram of e2e request latency in seconds.",
+	NameQueue:           "Histogram of time spent in WAITING phase for request.",
+	NameInference:       "Histogram of time spent in RUNNING phase for request.",
+	NamePrefill:         "Histogram of time spent in PREFILL phase for request.",
+	NameDecode:          "Histogram of time spent in DECODE phase for request.",
+	NamePromptTokens:    "Number of prefill tokens processed.",
+	NameGenTokens:       "Number of generation tokens processed.",
+	NameParamsMaxTokens: "Histogram of the max_tokens request parameter.",
+	NameMaxGenTokens:    "Histogram of maximum number of requested generation tokens.",
+	NamePromptTotal:     "Number of prefill tokens processed.",
+	NameGenTotal:        "Number of generation tokens processed.",
+	NameSuccess:         "Count of successfully processed requests.",
+	NamePrefixHits:      "Prefix cache hits, in terms of number of cached tokens.",
+	NamePrefixQueries:   "Prefix cache queries, in terms of number of queried tokens.",
 }
 
 // metrics is one rank's vLLM metric set on a private registry.
-type metrics struct {
-	registry *prometheus.Registry
+type Set struct {
+	Registry *prometheus.Registry
 
-	running, waiting, kvUsage *prometheus.GaugeVec
+	Running, Waiting, KVUsage *prometheus.GaugeVec
 	cacheConfig               *prometheus.GaugeVec
 	loraInfo                  *prometheus.GaugeVec
 	ttft, tpot, itl, reqTPOT  *prometheus.HistogramVec
@@ -108,7 +108,7 @@ type metrics struct {
 	success                   *prometheus.CounterVec
 	prefixHits, prefixQueries *prometheus.CounterVec
 
-	baseModel string
+	BaseModel string
 	perModel  sync.Map // model name -> *modelMetrics
 
 	lastLoRAInfo atomic.Pointer[string]
@@ -118,8 +118,8 @@ type metrics struct {
 
 // modelMetrics holds the label-resolved series of one model name, so the
 // hot path never hashes label values.
-type modelMetrics struct {
-	ttft, tpot, itl, reqTPOT   prometheus.Observer
+type Model struct {
+	ttft, tpot, ITL, reqTPOT   prometheus.Observer
 	e2e, queue, inference      prometheus.Observer
 	prefill, decode            prometheus.Observer
 	promptTokens, genTokens    prometheus.Observer
@@ -131,8 +131,18 @@ type modelMetrics struct {
 	name                       string
 }
 
-func newMetrics(cfg *Config, fake func() *FakeMetrics) *metrics {
-	m := &metrics{registry: prometheus.NewRegistry(), baseModel: cfg.ServedModelNames[0]}
+// metricsSettings are the configuration a rank's metric set depends on.
+type Settings struct {
+	Model         string // the base model: the first served model name
+	MaxModelLen   int    // bounds the token histograms' buckets
+	MaxLoRAs      int
+	BlockSize     int
+	KVCacheSize   int
+	EnableKVCache bool // the prefix-cache counters exist only with the KV cache
+}
+
+func New(cfg Settings, fake func() *FakeMetrics) *Set {
+	m := &Set{Registry: prometheus.NewRegistry(), BaseModel: cfg.Model}
 	gauge := func(name string, labels ...string) *prometheus.GaugeVec {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: metricHelp[name]}, labels)
 	}
@@ -142,51 +152,51 @@ func newMetrics(cfg *Config, fake func() *FakeMetrics) *metrics {
 	counter := func(name string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: metricHelp[name]}, labels)
 	}
-	tokenBuckets := buckets125(cfg.MaxModelLen)
-	m.running = gauge(mRunning, labelModel)
-	m.waiting = gauge(mWaiting, labelModel)
-	m.kvUsage = gauge(mKVUsage, labelModel)
-	m.cacheConfig = gauge(mCacheConfig, "block_size", "num_gpu_blocks")
-	m.loraInfo = gauge(mLoRAInfo, "max_lora", "running_lora_adapters", "waiting_lora_adapters")
-	m.ttft = hist(mTTFT, ttftBuckets)
-	m.tpot = hist(mTPOT, tpotBuckets)
-	m.itl = hist(mITL, tpotBuckets)
-	m.reqTPOT = hist(mReqTPOT, tpotBuckets)
-	m.e2e = hist(mE2E, requestTimeBuckets)
-	m.queue = hist(mQueue, requestTimeBuckets)
-	m.inference = hist(mInference, requestTimeBuckets)
-	m.prefill = hist(mPrefill, requestTimeBuckets)
-	m.decode = hist(mDecode, requestTimeBuckets)
-	m.promptTokens = hist(mPromptTokens, tokenBuckets)
-	m.genTokens = hist(mGenTokens, tokenBuckets)
-	m.paramsMaxTokens = hist(mParamsMaxTokens, tokenBuckets)
-	m.maxGen = hist(mMaxGenTokens, tokenBuckets)
-	m.promptTotal = counter(mPromptTotal, labelModel)
-	m.genTotal = counter(mGenTotal, labelModel)
-	m.success = counter(mSuccess, labelModel, labelFinishReason)
-	m.prefixHits = counter(mPrefixHits, labelModel)
-	m.prefixQueries = counter(mPrefixQueries, labelModel)
+	tokenBuckets := Buckets125(cfg.MaxModelLen)
+	m.Running = gauge(NameRunning, labelModel)
+	m.Waiting = gauge(NameWaiting, labelModel)
+	m.KVUsage = gauge(NameKVUsage, labelModel)
+	m.cacheConfig = gauge(NameCacheConfig, "block_size", "num_gpu_blocks")
+	m.loraInfo = gauge(NameLoRAInfo, "max_lora", "running_lora_adapters", "waiting_lora_adapters")
+	m.ttft = hist(NameTTFT, ttftBuckets)
+	m.tpot = hist(NameTPOT, tpotBuckets)
+	m.itl = hist(NameITL, tpotBuckets)
+	m.reqTPOT = hist(NameReqTPOT, tpotBuckets)
+	m.e2e = hist(NameE2E, requestTimeBuckets)
+	m.queue = hist(NameQueue, requestTimeBuckets)
+	m.inference = hist(NameInference, requestTimeBuckets)
+	m.prefill = hist(NamePrefill, requestTimeBuckets)
+	m.decode = hist(NameDecode, requestTimeBuckets)
+	m.promptTokens = hist(NamePromptTokens, tokenBuckets)
+	m.genTokens = hist(NameGenTokens, tokenBuckets)
+	m.paramsMaxTokens = hist(NameParamsMaxTokens, tokenBuckets)
+	m.maxGen = hist(NameMaxGenTokens, tokenBuckets)
+	m.promptTotal = counter(NamePromptTotal, labelModel)
+	m.genTotal = counter(NameGenTotal, labelModel)
+	m.success = counter(NameSuccess, labelModel, labelFinishReason)
+	m.prefixHits = counter(NamePrefixHits, labelModel)
+	m.prefixQueries = counter(NamePrefixQueries, labelModel)
 
-	real := []prometheus.Collector{m.running, m.waiting, m.kvUsage, m.cacheConfig, m.loraInfo,
+	real := []prometheus.Collector{m.Running, m.Waiting, m.KVUsage, m.cacheConfig, m.loraInfo,
 		m.ttft, m.tpot, m.itl, m.reqTPOT, m.e2e, m.queue, m.inference, m.prefill, m.decode,
 		m.promptTokens, m.genTokens, m.paramsMaxTokens, m.maxGen, m.promptTotal, m.genTotal, m.success}
 	if cfg.EnableKVCache {
 		real = append(real, m.prefixHits, m.prefixQueries)
 	}
-	m.registry.MustRegister(&switchCollector{real: real, fake: fake, cfg: cfg})
+	m.Registry.MustRegister(&switchCollector{real: real, fake: fake, cfg: cfg})
 
-	m.running.WithLabelValues(m.baseModel).Set(0)
-	m.waiting.WithLabelValues(m.baseModel).Set(0)
-	m.kvUsage.WithLabelValues(m.baseModel).Set(0)
+	m.Running.WithLabelValues(m.BaseModel).Set(0)
+	m.Waiting.WithLabelValues(m.BaseModel).Set(0)
+	m.KVUsage.WithLabelValues(m.BaseModel).Set(0)
 	m.cacheConfig.WithLabelValues(strconv.Itoa(cfg.BlockSize), strconv.Itoa(cfg.KVCacheSize)).Set(1)
-	m.forModel(m.baseModel)
+	m.ForModel(m.BaseModel)
 	return m
 }
 
 // dropModel deletes the series of an unloaded adapter (never the base
 // model's).
-func (m *metrics) dropModel(name string) {
-	if name == m.baseModel {
+func (m *Set) DropModel(name string) {
+	if name == m.BaseModel {
 		return
 	}
 	m.perModel.Delete(name)
@@ -198,30 +208,30 @@ func (m *metrics) dropModel(name string) {
 	m.success.DeletePartialMatch(prometheus.Labels{labelModel: name})
 }
 
-func (m *metrics) forModel(name string) *modelMetrics {
+func (m *Set) ForModel(name string) *Model {
 	if v, ok := m.perModel.Load(name); ok {
-		return v.(*modelMetrics)
+		return v.(*Model)
 	}
-	mm := &modelMetrics{
+	mm := &Model{
 		name: name, success: m.success,
 		ttft: m.ttft.WithLabelValues(name), tpot: m.tpot.WithLabelValues(name),
-		itl: m.itl.WithLabelValues(name), reqTPOT: m.reqTPOT.WithLabelValues(name),
+		ITL: m.itl.WithLabelValues(name), reqTPOT: m.reqTPOT.WithLabelValues(name),
 		e2e: m.e2e.WithLabelValues(name), queue: m.queue.WithLabelValues(name),
 		inference: m.inference.WithLabelValues(name), prefill: m.prefill.WithLabelValues(name),
 		decode: m.decode.WithLabelValues(name), promptTokens: m.promptTokens.WithLabelValues(name),
 		genTokens: m.genTokens.WithLabelValues(name), paramsMaxTokens: m.paramsMaxTokens.WithLabelValues(name),
 		maxGen: m.maxGen.WithLabelValues(name), promptTotal: m.promptTotal.WithLabelValues(name),
 		genTotal:    m.genTotal.WithLabelValues(name),
-		successStop: m.success.WithLabelValues(name, finishStop), successLength: m.success.WithLabelValues(name, finishLength),
+		successStop: m.success.WithLabelValues(name, FinishStop), successLength: m.success.WithLabelValues(name, FinishLength),
 		prefixHits: m.prefixHits.WithLabelValues(name), prefixQueries: m.prefixQueries.WithLabelValues(name),
 	}
 	v, _ := m.perModel.LoadOrStore(name, mm)
-	return v.(*modelMetrics)
+	return v.(*Model)
 }
 
 // setLoRAInfo adds a vllm:lora_requests_info series (value: Unix time) when
 // the sets of running or waiting adapters change.
-func (m *metrics) setLoRAInfo(maxLoRAs int, running, waiting string) {
+func (m *Set) SetLoRAInfo(maxLoRAs int, running, waiting string) {
 	key := running + "\x00" + waiting
 	if p := m.lastLoRAInfo.Load(); p != nil && *p == key {
 		return
@@ -238,7 +248,7 @@ func (m *metrics) setLoRAInfo(maxLoRAs int, running, waiting string) {
 		m.loraInfoSets = slices.Delete(m.loraInfoSets, i, i+1)
 	}
 	m.loraInfoSets = append(m.loraInfoSets, labels)
-	if len(m.loraInfoSets) > maxLoRAInfoSeries {
+	if len(m.loraInfoSets) > MaxLoRAInfoSeries {
 		old := m.loraInfoSets[0]
 		m.loraInfo.DeleteLabelValues(old[0], old[1], old[2])
 		m.loraInfoSets = slices.Delete(m.loraInfoSets, 0, 1)
@@ -246,60 +256,60 @@ func (m *metrics) setLoRAInfo(maxLoRAs int, running, waiting string) {
 }
 
 // maxLoRAInfoSeries is how many vllm:lora_requests_info series are kept.
-const maxLoRAInfoSeries = 16
+const MaxLoRAInfoSeries = 16
 
 // requestStats are the measured timings of one finished sequence.
-type requestStats struct {
-	model          *modelMetrics
-	arrival        time.Duration // monotonic offsets, see monoNow
-	admitted       time.Duration
-	firstToken     time.Duration
-	lastToken      time.Duration
-	finished       time.Duration
-	promptTokens   int
-	cachedTokens   int
-	genTokens      int
-	maxTokens      int
-	finishReason   string
-	queued         bool
-	kvCacheQueried bool
+type Request struct {
+	Model          *Model
+	Arrival        time.Duration // monotonic offsets, see pacer.Now
+	Admitted       time.Duration
+	FirstToken     time.Duration
+	LastToken      time.Duration
+	Finished       time.Duration
+	PromptTokens   int
+	CachedTokens   int
+	GenTokens      int
+	MaxTokens      int
+	FinishReason   string
+	Queued         bool
+	KvCacheQueried bool
 }
 
 func seconds(d time.Duration) float64 { return d.Seconds() }
 
 // observe records a finished sequence with its measured timings.
-func (mm *modelMetrics) observe(s *requestStats) {
-	mm.e2e.Observe(seconds(s.finished - s.arrival))
-	if s.queued {
-		mm.queue.Observe(seconds(s.admitted - s.arrival))
+func (mm *Model) Observe(s *Request) {
+	mm.e2e.Observe(seconds(s.Finished - s.Arrival))
+	if s.Queued {
+		mm.queue.Observe(seconds(s.Admitted - s.Arrival))
 	}
-	mm.inference.Observe(seconds(s.finished - s.admitted))
-	mm.prefill.Observe(seconds(s.firstToken - s.admitted))
-	mm.ttft.Observe(seconds(s.firstToken - s.arrival))
-	decode := s.lastToken - s.firstToken
+	mm.inference.Observe(seconds(s.Finished - s.Admitted))
+	mm.prefill.Observe(seconds(s.FirstToken - s.Admitted))
+	mm.ttft.Observe(seconds(s.FirstToken - s.Arrival))
+	decode := s.LastToken - s.FirstToken
 	mm.decode.Observe(seconds(decode))
-	if s.genTokens > 1 {
-		per := seconds(decode) / float64(s.genTokens-1)
+	if s.GenTokens > 1 {
+		per := seconds(decode) / float64(s.GenTokens-1)
 		mm.tpot.Observe(per)
 		mm.reqTPOT.Observe(per)
 	}
-	mm.promptTokens.Observe(float64(s.promptTokens))
-	mm.genTokens.Observe(float64(s.genTokens))
-	mm.maxGen.Observe(float64(s.genTokens))
-	mm.paramsMaxTokens.Observe(float64(s.maxTokens))
-	mm.promptTotal.Add(float64(s.promptTokens))
-	mm.genTotal.Add(float64(s.genTokens))
-	switch s.finishReason {
-	case finishStop:
+	mm.promptTokens.Observe(float64(s.PromptTokens))
+	mm.genTokens.Observe(float64(s.GenTokens))
+	mm.maxGen.Observe(float64(s.GenTokens))
+	mm.paramsMaxTokens.Observe(float64(s.MaxTokens))
+	mm.promptTotal.Add(float64(s.PromptTokens))
+	mm.genTotal.Add(float64(s.GenTokens))
+	switch s.FinishReason {
+	case FinishStop:
 		mm.successStop.Inc()
-	case finishLength:
+	case FinishLength:
 		mm.successLength.Inc()
 	default:
-		mm.success.WithLabelValues(mm.name, s.finishReason).Inc()
+		mm.success.WithLabelValues(mm.name, s.FinishReason).Inc()
 	}
-	if s.kvCacheQueried {
-		mm.prefixQueries.Add(float64(s.promptTokens))
-		mm.prefixHits.Add(float64(s.cachedTokens))
+	if s.KvCacheQueried {
+		mm.prefixQueries.Add(float64(s.PromptTokens))
+		mm.prefixHits.Add(float64(s.CachedTokens))
 	}
 }
 
@@ -309,7 +319,7 @@ func (mm *modelMetrics) observe(s *requestStats) {
 type switchCollector struct {
 	real []prometheus.Collector
 	fake func() *FakeMetrics
-	cfg  *Config
+	cfg  Settings
 }
 
 func (c *switchCollector) Describe(chan<- *prometheus.Desc) {}
@@ -388,15 +398,15 @@ func ParseFakeMetrics(data []byte) (*FakeMetrics, error) {
 	return &fm, nil
 }
 
-func (fm *FakeMetrics) collect(ch chan<- prometheus.Metric, cfg *Config) {
-	model := cfg.ServedModelNames[0]
+func (fm *FakeMetrics) collect(ch chan<- prometheus.Metric, cfg Settings) {
+	model := cfg.Model
 	gauge := func(name string, v float64) {
 		ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(name, metricHelp[name], []string{labelModel}, nil), prometheus.GaugeValue, v, model)
 	}
-	gauge(mRunning, fm.RunningRequests)
-	gauge(mWaiting, fm.WaitingRequests)
-	gauge(mKVUsage, fm.KVCacheUsage)
-	loraDesc := prometheus.NewDesc(mLoRAInfo, metricHelp[mLoRAInfo], []string{"max_lora", "running_lora_adapters", "waiting_lora_adapters"}, nil)
+	gauge(NameRunning, fm.RunningRequests)
+	gauge(NameWaiting, fm.WaitingRequests)
+	gauge(NameKVUsage, fm.KVCacheUsage)
+	loraDesc := prometheus.NewDesc(NameLoRAInfo, metricHelp[NameLoRAInfo], []string{"max_lora", "running_lora_adapters", "waiting_lora_adapters"}, nil)
 	for _, l := range fm.LoRAs {
 		ch <- prometheus.MustNewConstMetric(loraDesc, prometheus.GaugeValue, l.Timestamp, strconv.Itoa(cfg.MaxLoRAs), l.Running, l.Waiting)
 	}
@@ -419,31 +429,38 @@ func (fm *FakeMetrics) collect(ch chan<- prometheus.Metric, cfg *Config) {
 		}
 		ch <- prometheus.MustNewConstHistogram(prometheus.NewDesc(name, metricHelp[name], []string{labelModel}, nil), total, sum, cum, model)
 	}
-	hist(mTTFT, ttftBuckets, fm.TTFTBucketValues)
-	hist(mTPOT, tpotBuckets, fm.TPOTBucketValues)
-	hist(mE2E, requestTimeBuckets, fm.E2ERLBucketValues)
-	hist(mQueue, requestTimeBuckets, fm.QueueTimeBucketValues)
-	hist(mInference, requestTimeBuckets, fm.InfTimeBucketValues)
-	hist(mPrefill, requestTimeBuckets, fm.PrefillTimeBucketValues)
-	hist(mDecode, requestTimeBuckets, fm.DecodeTimeBucketValues)
-	tok := buckets125(cfg.MaxModelLen)
-	hist(mPromptTokens, tok, fm.RequestPromptTokens)
-	hist(mGenTokens, tok, fm.RequestGenerationTokens)
-	hist(mMaxGenTokens, tok, fm.RequestMaxGenerationTokens)
-	hist(mParamsMaxTokens, tok, fm.RequestParamsMaxTokens)
+	hist(NameTTFT, ttftBuckets, fm.TTFTBucketValues)
+	hist(NameTPOT, tpotBuckets, fm.TPOTBucketValues)
+	hist(NameE2E, requestTimeBuckets, fm.E2ERLBucketValues)
+	hist(NameQueue, requestTimeBuckets, fm.QueueTimeBucketValues)
+	hist(NameInference, requestTimeBuckets, fm.InfTimeBucketValues)
+	hist(NamePrefill, requestTimeBuckets, fm.PrefillTimeBucketValues)
+	hist(NameDecode, requestTimeBuckets, fm.DecodeTimeBucketValues)
+	tok := Buckets125(cfg.MaxModelLen)
+	hist(NamePromptTokens, tok, fm.RequestPromptTokens)
+	hist(NameGenTokens, tok, fm.RequestGenerationTokens)
+	hist(NameMaxGenTokens, tok, fm.RequestMaxGenerationTokens)
+	hist(NameParamsMaxTokens, tok, fm.RequestParamsMaxTokens)
 	counter := func(name string, v *float64) {
 		if v != nil {
 			ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(name, metricHelp[name], []string{labelModel}, nil), prometheus.CounterValue, *v, model)
 		}
 	}
-	counter(mPromptTotal, fm.TotalPromptTokens)
-	counter(mGenTotal, fm.TotalGenerationTokens)
-	counter(mPrefixHits, fm.PrefixCacheHits)
-	counter(mPrefixQueries, fm.PrefixCacheQueries)
+	counter(NamePromptTotal, fm.TotalPromptTokens)
+	counter(NameGenTotal, fm.TotalGenerationTokens)
+	counter(NamePrefixHits, fm.PrefixCacheHits)
+	counter(NamePrefixQueries, fm.PrefixCacheQueries)
 	if len(fm.RequestSuccessTotal) > 0 {
-		d := prometheus.NewDesc(mSuccess, metricHelp[mSuccess], []string{labelModel, labelFinishReason}, nil)
+		d := prometheus.NewDesc(NameSuccess, metricHelp[NameSuccess], []string{labelModel, labelFinishReason}, nil)
 		for reason, n := range fm.RequestSuccessTotal {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(n), model, reason)
 		}
 	}
 }
+
+// The finish reasons whose success counters are resolved once per model (the others are
+// looked up by label).
+const (
+	FinishStop   = "stop"
+	FinishLength = "length"
+)

@@ -1,6 +1,7 @@
-package inferencesim
+package pacer
 
 import (
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -10,17 +11,17 @@ import (
 // time (median error well under the 1 ms an idle Go timer would add), and
 // many concurrent waiters are all woken.
 func TestPacerPrecision(t *testing.T) {
-	p := newPacer(false)
-	// A loaded CI host can stall any single series; a pacer that really wakes ~1 ms late (an
+	p := New(false)
+	// A loaded CI host can stall any single series; a Pacer that really wakes ~1 ms late (an
 	// idle Go timer) fails every attempt, so the best of three is the honest measure.
 	var medians []time.Duration
 	for attempt := 0; attempt < 3; attempt++ {
 		var errs []time.Duration
-		start := monoNow()
+		start := Now()
 		for i := 1; i <= 60; i++ {
 			d := start + time.Duration(i)*500*time.Microsecond
-			p.waitUntil(d)
-			errs = append(errs, monoNow()-d)
+			p.WaitUntil(d)
+			errs = append(errs, Now()-d)
 		}
 		m := median(errs)
 		if m < 0 {
@@ -36,17 +37,23 @@ func TestPacerPrecision(t *testing.T) {
 		t.Fatalf("median lateness %v in every attempt", medians)
 	}
 	var wg sync.WaitGroup
-	base := monoNow() + 2*time.Millisecond
+	base := Now() + 2*time.Millisecond
 	for i := 0; i < 200; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			d := base + time.Duration(i%50)*100*time.Microsecond
-			p.waitUntil(d)
-			if monoNow() < d {
+			p.WaitUntil(d)
+			if Now() < d {
 				t.Error("woken early")
 			}
 		}()
 	}
 	wg.Wait()
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
 }

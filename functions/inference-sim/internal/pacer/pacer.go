@@ -1,4 +1,4 @@
-package inferencesim
+package pacer
 
 import (
 	"container/heap"
@@ -16,7 +16,7 @@ import (
 // Go's timers are exact while the process is busy (they are checked on
 // every scheduling round) but an idle process sleeps in epoll, whose
 // timeout has millisecond granularity: a 500 us sleep then lasts ~1.1 ms.
-// The pacer therefore sleeps on an ordinary timer until about a
+// The Pacer therefore sleeps on an ordinary timer until about a
 // millisecond before the deadline and hands the remainder to one shared
 // "fine" goroutine holding a heap of the imminent deadlines. On Linux it
 // parks on a timerfd armed for the earliest deadline: epoll wakes it when
@@ -25,10 +25,10 @@ import (
 // between clock checks. Either way it is one goroutine however many
 // streams are open.
 
-// monoBase anchors monotonic offsets; monoNow is the offset of now.
+// monoBase anchors monotonic offsets; Now is the offset of now.
 var monoBase = time.Now()
 
-func monoNow() time.Duration { return time.Since(monoBase) }
+func Now() time.Duration { return time.Since(monoBase) }
 
 const (
 	// fineWindow is the part of a wait handed to the fine goroutine.
@@ -54,8 +54,8 @@ func (h *waiterHeap) Pop() any {
 	return x
 }
 
-// pacer waits for absolute deadlines with sub-millisecond precision.
-type pacer struct {
+// Pacer waits for absolute deadlines with sub-millisecond precision.
+type Pacer struct {
 	mu      sync.Mutex
 	waiters waiterHeap
 	kick    chan struct{}
@@ -66,8 +66,8 @@ type pacer struct {
 	coarseOnly bool
 }
 
-func newPacer(coarseOnly bool) *pacer {
-	p := &pacer{kick: make(chan struct{}, 1), coarseOnly: coarseOnly}
+func New(coarseOnly bool) *Pacer {
+	p := &Pacer{kick: make(chan struct{}, 1), coarseOnly: coarseOnly}
 	p.pool.New = func() any { return &fineWaiter{done: make(chan struct{}, 1)} }
 	if !coarseOnly {
 		p.hr = newHRTimer()
@@ -77,8 +77,8 @@ func newPacer(coarseOnly bool) *pacer {
 }
 
 // waitUntil returns at (or just after) the monotonic offset deadline.
-func (p *pacer) waitUntil(deadline time.Duration) {
-	rem := deadline - monoNow()
+func (p *Pacer) WaitUntil(deadline time.Duration) {
+	rem := deadline - Now()
 	if rem <= 0 {
 		return
 	}
@@ -88,7 +88,7 @@ func (p *pacer) waitUntil(deadline time.Duration) {
 	}
 	if rem > fineWindow {
 		time.Sleep(rem - fineWindow + 200*time.Microsecond)
-		rem = deadline - monoNow()
+		rem = deadline - Now()
 		if rem <= 0 {
 			return
 		}
@@ -100,7 +100,7 @@ func (p *pacer) waitUntil(deadline time.Duration) {
 	wasIdle := len(p.waiters) == 1 && p.armed == 0
 	if !wasIdle && p.hr != nil && deadline < p.armed {
 		p.armed = deadline
-		p.hr.arm(deadline - monoNow())
+		p.hr.arm(deadline - Now())
 	}
 	p.mu.Unlock()
 	if wasIdle || p.hr == nil {
@@ -114,7 +114,7 @@ func (p *pacer) waitUntil(deadline time.Duration) {
 }
 
 // run is the fine goroutine.
-func (p *pacer) run() {
+func (p *Pacer) run() {
 	for {
 		p.mu.Lock()
 		if len(p.waiters) == 0 {
@@ -122,7 +122,7 @@ func (p *pacer) run() {
 			<-p.kick
 			continue
 		}
-		now := monoNow()
+		now := Now()
 		for len(p.waiters) > 0 && p.waiters[0].deadline <= now {
 			w := heap.Pop(&p.waiters).(*fineWaiter)
 			w.done <- struct{}{}

@@ -1,4 +1,4 @@
-package inferencesim
+package openai
 
 import (
 	"strconv"
@@ -8,7 +8,7 @@ import (
 // Append-style JSON writing for the response hot path: no reflection, no
 // intermediate values.
 
-const hexDigits = "0123456789abcdef"
+const HexDigits = "0123456789abcdef"
 
 var jsonSafe = func() (t [utf8.RuneSelf]bool) {
 	for c := 0x20; c < utf8.RuneSelf; c++ {
@@ -17,15 +17,15 @@ var jsonSafe = func() (t [utf8.RuneSelf]bool) {
 	return t
 }()
 
-// appendJSONString appends s as a JSON string literal (with quotes).
-func appendJSONString(dst []byte, s string) []byte {
+// AppendJSONString appends s as a JSON string literal (with quotes).
+func AppendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
-	dst = appendJSONStringBody(dst, s)
+	dst = AppendJSONStringBody(dst, s)
 	return append(dst, '"')
 }
 
-// appendJSONStringBody appends the escaped contents of s without quotes.
-func appendJSONStringBody(dst []byte, s string) []byte {
+// AppendJSONStringBody appends the escaped contents of s without quotes.
+func AppendJSONStringBody(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -45,7 +45,7 @@ func appendJSONStringBody(dst []byte, s string) []byte {
 			case '\t':
 				dst = append(dst, '\\', 't')
 			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+				dst = append(dst, '\\', 'u', '0', '0', HexDigits[c>>4], HexDigits[c&0xf])
 			}
 			i++
 			start = i
@@ -61,7 +61,7 @@ func appendJSONStringBody(dst []byte, s string) []byte {
 		}
 		if r == '\u2028' || r == '\u2029' {
 			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			dst = append(dst, '\\', 'u', '2', '0', '2', HexDigits[r&0xf])
 			i += size
 			start = i
 			continue
@@ -71,12 +71,12 @@ func appendJSONStringBody(dst []byte, s string) []byte {
 	return append(dst, s[start:]...)
 }
 
-func appendInt(dst []byte, n int64) []byte { return strconv.AppendInt(dst, n, 10) }
+func AppendInt(dst []byte, n int64) []byte { return strconv.AppendInt(dst, n, 10) }
 
-func appendFloat(dst []byte, f float64) []byte { return strconv.AppendFloat(dst, f, 'g', -1, 64) }
+func AppendFloat(dst []byte, f float64) []byte { return strconv.AppendFloat(dst, f, 'g', -1, 64) }
 
-// appendKey appends "key": (key must not need escaping).
-func appendKey(dst []byte, key string) []byte {
+// AppendKey appends "key": (key must not need escaping).
+func AppendKey(dst []byte, key string) []byte {
 	dst = append(dst, '"')
 	dst = append(dst, key...)
 	return append(dst, '"', ':')

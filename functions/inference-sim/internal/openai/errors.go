@@ -1,4 +1,4 @@
-package inferencesim
+package openai
 
 import (
 	"strconv"
@@ -6,20 +6,20 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// apiError is an OpenAI-style error: the body is
+// Error is an OpenAI-style error: the body is
 // {"error":{"message":…,"type":…,"param":…|null,"code":<status>}}.
-type apiError struct {
+type Error struct {
 	Status  int
 	Message string
 	Param   string // empty means null
 }
 
-func (e *apiError) Error() string { return e.Message }
+func (e *Error) Error() string { return e.Message }
 
-func newError(status int, msg string) *apiError { return &apiError{Status: status, Message: msg} }
+func NewError(status int, msg string) *Error { return &Error{Status: status, Message: msg} }
 
-func newParamError(status int, msg, param string) *apiError {
-	return &apiError{Status: status, Message: msg, Param: param}
+func NewParamError(status int, msg, param string) *Error {
+	return &Error{Status: status, Message: msg, Param: param}
 }
 
 // errorType maps a status to the OpenAI SDK error class name, as the
@@ -45,27 +45,27 @@ func errorType(status int) string {
 	return "APIConnectionError"
 }
 
-func appendErrorBody(dst []byte, e *apiError) []byte {
+func AppendErrorBody(dst []byte, e *Error) []byte {
 	dst = append(dst, `{"error":{"message":`...)
-	dst = appendJSONString(dst, e.Message)
+	dst = AppendJSONString(dst, e.Message)
 	dst = append(dst, `,"type":`...)
-	dst = appendJSONString(dst, errorType(e.Status))
+	dst = AppendJSONString(dst, errorType(e.Status))
 	dst = append(dst, `,"param":`...)
 	if e.Param == "" {
 		dst = append(dst, "null"...)
 	} else {
-		dst = appendJSONString(dst, e.Param)
+		dst = AppendJSONString(dst, e.Param)
 	}
 	dst = append(dst, `,"code":`...)
 	dst = strconv.AppendInt(dst, int64(e.Status), 10)
 	return append(dst, "}}"...)
 }
 
-func writeError(ctx *fasthttp.RequestCtx, e *apiError) {
+func WriteError(ctx *fasthttp.RequestCtx, e *Error) {
 	ctx.Response.Header.SetContentType("application/json")
 	ctx.SetStatusCode(e.Status)
-	bp := getBuf()
-	*bp = appendErrorBody((*bp)[:0], e)
+	bp := GetBuf()
+	*bp = AppendErrorBody((*bp)[:0], e)
 	ctx.SetBody(*bp)
-	putBuf(bp)
+	PutBuf(bp)
 }

@@ -1,4 +1,4 @@
-package inferencesim
+package config
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 )
 
 func TestParseConfigFlags(t *testing.T) {
-	cfg, err := ParseConfig([]string{"--model", "m", "--served-model-name", "a", "b", "--port=9000",
+	cfg, err := Parse([]string{"--model", "m", "--served-model-name", "a", "b", "--port=9000",
 		"--time-to-first-token", "1.5ms", "--inter-token-latency", "500us", "--failure-types", "rate_limit", "server_error",
 		"--lora-modules", `{"name":"l1","path":"/p"}`, `{"name":"l2"}`, "--enable-kvcache", "--max-loras", "2", "-v", "4"}, Environment{}, nil)
 	if err != nil {
@@ -36,7 +36,7 @@ fake-metrics:
 time-to-first-token: 20
 `
 	read := func(string) ([]byte, error) { return []byte(yaml), nil }
-	cfg, err := ParseConfig([]string{"--config", "sim.yaml", "--max-num-seqs", "9"}, Environment{Port: "8080"}, read)
+	cfg, err := Parse([]string{"--config", "sim.yaml", "--max-num-seqs", "9"}, Environment{Port: "8080"}, read)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,15 +46,15 @@ time-to-first-token: 20
 		t.Fatalf("%+v", cfg)
 	}
 	// PORT from the environment applies when neither file nor flag sets it.
-	cfg, err = ParseConfig([]string{"--model", "m"}, Environment{Port: "8080", PodName: "p"}, nil)
+	cfg, err = Parse([]string{"--model", "m"}, Environment{Port: "8080", PodName: "p"}, nil)
 	if err != nil || cfg.Port != 8080 || cfg.PodName != "p" {
 		t.Fatalf("%v %+v", err, cfg)
 	}
-	cfg, _ = ParseConfig([]string{"--model", "m", "--port", "7000"}, Environment{Port: "8080"}, nil)
+	cfg, _ = Parse([]string{"--model", "m", "--port", "7000"}, Environment{Port: "8080"}, nil)
 	if cfg.Port != 7000 {
 		t.Fatal("--port must win over PORT")
 	}
-	if cfg, _ := ParseConfig(nil, Environment{SimModel: "env-model"}, nil); cfg == nil || cfg.Model != "env-model" {
+	if cfg, _ := Parse(nil, Environment{SimModel: "env-model"}, nil); cfg == nil || cfg.Model != "env-model" {
 		t.Fatal("SIM_MODEL ignored")
 	}
 }
@@ -77,11 +77,11 @@ func TestParseConfigErrors(t *testing.T) {
 		"dataset with echo": {"--model", "m", "--mode", "echo", "--dataset-path", "/tmp/x.db"},
 	}
 	for name, args := range cases {
-		if _, err := ParseConfig(args, Environment{}, nil); err == nil {
+		if _, err := Parse(args, Environment{}, nil); err == nil {
 			t.Errorf("%s: accepted %v", name, args)
 		}
 	}
-	_, err := ParseConfig([]string{"--config", "missing.yaml"}, Environment{}, func(string) ([]byte, error) { return nil, errors.New("no file") })
+	_, err := Parse([]string{"--config", "missing.yaml"}, Environment{}, func(string) ([]byte, error) { return nil, errors.New("no file") })
 	if err == nil || !strings.Contains(err.Error(), "no file") {
 		t.Fatalf("config file error: %v", err)
 	}
@@ -114,7 +114,7 @@ func TestPodNameFromHostnameUnderKnative(t *testing.T) {
 		{"outside knative", Environment{Hostname: "laptop"}, ""},
 	}
 	for _, tc := range cases {
-		cfg, err := ParseConfig([]string{"--model", "m"}, tc.env, nil)
+		cfg, err := Parse([]string{"--model", "m"}, tc.env, nil)
 		if err != nil || cfg.PodName != tc.want {
 			t.Errorf("%s: PodName = %q (%v), want %q", tc.name, cfg.PodName, err, tc.want)
 		}

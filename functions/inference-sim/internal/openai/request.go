@@ -1,10 +1,11 @@
-package inferencesim
+package openai
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -13,11 +14,11 @@ import (
 // Wire types of the generation requests. Unknown fields are ignored, as
 // vLLM does, so clients that send extra OpenAI parameters keep working.
 
-type streamOptions struct {
+type StreamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
 }
 
-type kvTransferParams struct {
+type KVTransferParams struct {
 	DoRemoteDecode  bool            `json:"do_remote_decode"`
 	DoRemotePrefill bool            `json:"do_remote_prefill"`
 	RemoteBlockIDs  json.RawMessage `json:"remote_block_ids"`
@@ -26,15 +27,15 @@ type kvTransferParams struct {
 	RemotePort      json.RawMessage `json:"remote_port"`
 }
 
-// commonRequest holds the fields shared by chat and text completions.
-type commonRequest struct {
+// CommonRequest holds the fields shared by chat and text completions.
+type CommonRequest struct {
 	Model             string            `json:"model"`
 	Stream            bool              `json:"stream"`
-	StreamOptions     *streamOptions    `json:"stream_options"`
+	StreamOptions     *StreamOptions    `json:"stream_options"`
 	MaxTokens         *int64            `json:"max_tokens"`
 	N                 *int64            `json:"n"`
 	IgnoreEOS         bool              `json:"ignore_eos"`
-	KVTransferParams  *kvTransferParams `json:"kv_transfer_params"`
+	KVTransferParams  *KVTransferParams `json:"kv_transfer_params"`
 	DoRemoteDecode    bool              `json:"do_remote_decode"`
 	DoRemotePrefill   bool              `json:"do_remote_prefill"`
 	CacheHitThreshold *float64          `json:"cache_hit_threshold"`
@@ -42,18 +43,18 @@ type commonRequest struct {
 	TopP              *float64          `json:"top_p"`
 }
 
-type contentPart struct {
+type ContentPart struct {
 	Type string `json:"type"`
 	Text string `json:"text"`
 }
 
-// messageContent is a chat message's content: a string, an array of
+// MessageContent is a chat message's content: a string, an array of
 // parts (text parts are used), or null.
-type messageContent struct {
+type MessageContent struct {
 	Text string
 }
 
-func (c *messageContent) UnmarshalJSON(b []byte) error {
+func (c *MessageContent) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 || b[0] == 'n' {
 		c.Text = ""
@@ -65,7 +66,7 @@ func (c *messageContent) UnmarshalJSON(b []byte) error {
 	if b[0] != '[' {
 		return errors.New("content must be a string or an array of content parts")
 	}
-	var parts []contentPart
+	var parts []ContentPart
 	if err := json.Unmarshal(b, &parts); err != nil {
 		return err
 	}
@@ -82,53 +83,53 @@ func (c *messageContent) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-type chatMessage struct {
+type ChatMessage struct {
 	Role    string         `json:"role"`
-	Content messageContent `json:"content"`
+	Content MessageContent `json:"content"`
 	Name    string         `json:"name"`
 }
 
-type toolFunction struct {
+type ToolFunction struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	Parameters  json.RawMessage `json:"parameters"`
 	Strict      *bool           `json:"strict"`
 }
 
-type toolDef struct {
+type ToolDef struct {
 	Type     string       `json:"type"`
-	Function toolFunction `json:"function"`
+	Function ToolFunction `json:"function"`
 }
 
-type chatRequest struct {
-	commonRequest
-	Messages            []chatMessage   `json:"messages"`
+type ChatRequest struct {
+	CommonRequest
+	Messages            []ChatMessage   `json:"messages"`
 	MaxCompletionTokens *int64          `json:"max_completion_tokens"`
 	Logprobs            bool            `json:"logprobs"`
 	TopLogprobs         *int64          `json:"top_logprobs"`
-	Tools               []toolDef       `json:"tools"`
+	Tools               []ToolDef       `json:"tools"`
 	ToolChoice          json.RawMessage `json:"tool_choice"`
 }
 
-type completionRequest struct {
-	commonRequest
+type CompletionRequest struct {
+	CommonRequest
 	Prompt   json.RawMessage `json:"prompt"`
 	Logprobs *int64          `json:"logprobs"`
 	Echo     bool            `json:"echo"`
 }
 
-// prompt is one entry of a completion request's prompt: text or token ids.
-type prompt struct {
+// Prompt is one entry of a completion request's prompt: text or token ids.
+type Prompt struct {
 	Text   string
 	IDs    []int64
 	IsIDs  bool
 	Tokens int // prompt length in tokens, set by tokenizePrompt
 }
 
-// parsePrompts accepts a string, a list of strings, a list of token ids
+// ParsePrompts accepts a string, a list of strings, a list of token ids
 // or a list of lists of token ids; a list of more than limit prompts is
 // refused before it is decoded.
-func parsePrompts(raw json.RawMessage, limit int) ([]prompt, error) {
+func ParsePrompts(raw json.RawMessage, limit int) ([]Prompt, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, errors.New("prompt is required")
@@ -139,13 +140,13 @@ func parsePrompts(raw json.RawMessage, limit int) ([]prompt, error) {
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, err
 		}
-		return []prompt{{Text: s}}, nil
+		return []Prompt{{Text: s}}, nil
 	case '[':
 	default:
 		return nil, errors.New("prompt must be a string, a list of strings, a list of token ids or a list of lists of token ids")
 	}
 	if inner := bytes.TrimLeft(raw[1:], " \t\r\n"); len(inner) > 0 && (inner[0] == '"' || inner[0] == '[') {
-		if n := countArrayItems(raw, limit); n > limit {
+		if n := CountArrayItems(raw, limit); n > limit {
 			return nil, fmt.Errorf("prompt: at most %d prompts per request", limit)
 		}
 	}
@@ -159,7 +160,7 @@ func parsePrompts(raw json.RawMessage, limit int) ([]prompt, error) {
 	first := bytes.TrimSpace(items[0])
 	switch {
 	case len(first) > 0 && first[0] == '"':
-		out := make([]prompt, len(items))
+		out := make([]Prompt, len(items))
 		for i, it := range items {
 			if err := json.Unmarshal(it, &out[i].Text); err != nil {
 				return nil, fmt.Errorf("prompt[%d]: all prompts of a list must be strings", i)
@@ -167,7 +168,7 @@ func parsePrompts(raw json.RawMessage, limit int) ([]prompt, error) {
 		}
 		return out, nil
 	case len(first) > 0 && first[0] == '[':
-		out := make([]prompt, len(items))
+		out := make([]Prompt, len(items))
 		for i, it := range items {
 			if err := json.Unmarshal(it, &out[i].IDs); err != nil {
 				return nil, fmt.Errorf("prompt[%d]: must be a list of token ids", i)
@@ -183,13 +184,13 @@ func parsePrompts(raw json.RawMessage, limit int) ([]prompt, error) {
 		if err := json.Unmarshal(raw, &ids); err != nil {
 			return nil, errors.New("prompt: a list must hold only strings, only token ids or only lists of token ids")
 		}
-		return []prompt{{IDs: ids, IsIDs: true}}, nil
+		return []Prompt{{IDs: ids, IsIDs: true}}, nil
 	}
 }
 
-// plainJSONString returns the contents of a JSON string literal that
+// PlainJSONString returns the contents of a JSON string literal that
 // needs no unescaping (no backslash, valid UTF-8), viewing raw's bytes.
-func plainJSONString(raw json.RawMessage) (string, bool) {
+func PlainJSONString(raw json.RawMessage) (string, bool) {
 	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
 		return "", false
 	}
@@ -202,11 +203,11 @@ func plainJSONString(raw json.RawMessage) (string, bool) {
 	if !utf8.Valid(body) {
 		return "", false
 	}
-	return unsafeString(body), true
+	return UnsafeString(body), true
 }
 
-// idsText renders token ids as "1,2,3" (echo of token-id prompts).
-func idsText(ids []int64) string {
+// IDsText renders token ids as "1,2,3" (echo of token-id prompts).
+func IDsText(ids []int64) string {
 	b := make([]byte, 0, len(ids)*6)
 	for i, id := range ids {
 		if i > 0 {
@@ -217,30 +218,30 @@ func idsText(ids []int64) string {
 	return string(b)
 }
 
-// toolChoice is the decoded tool_choice.
-type toolChoice struct {
-	mode string // "none", "auto", "required" or "function"
-	name string
+// ToolChoice is the decoded tool_choice.
+type ToolChoice struct {
+	Mode string // "none", "auto", "required" or "function"
+	Name string
 }
 
-func parseToolChoice(raw json.RawMessage, haveTools bool) (toolChoice, error) {
+func ParseToolChoice(raw json.RawMessage, haveTools bool) (ToolChoice, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		if haveTools {
-			return toolChoice{mode: "auto"}, nil
+			return ToolChoice{Mode: "auto"}, nil
 		}
-		return toolChoice{mode: "none"}, nil
+		return ToolChoice{Mode: "none"}, nil
 	}
 	if raw[0] == '"' {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return toolChoice{}, err
+			return ToolChoice{}, err
 		}
 		switch s {
 		case "none", "auto", "required":
-			return toolChoice{mode: s}, nil
+			return ToolChoice{Mode: s}, nil
 		}
-		return toolChoice{}, fmt.Errorf("tool_choice %q is not one of none, auto, required", s)
+		return ToolChoice{}, fmt.Errorf("tool_choice %q is not one of none, auto, required", s)
 	}
 	var named struct {
 		Type     string `json:"type"`
@@ -249,34 +250,34 @@ func parseToolChoice(raw json.RawMessage, haveTools bool) (toolChoice, error) {
 		} `json:"function"`
 	}
 	if err := json.Unmarshal(raw, &named); err != nil {
-		return toolChoice{}, fmt.Errorf("tool_choice: %v", err)
+		return ToolChoice{}, fmt.Errorf("tool_choice: %v", err)
 	}
 	if named.Function.Name == "" {
-		return toolChoice{}, errors.New("tool_choice: a named tool choice needs function.name")
+		return ToolChoice{}, errors.New("tool_choice: a named tool choice needs function.name")
 	}
-	return toolChoice{mode: "function", name: named.Function.Name}, nil
+	return ToolChoice{Mode: "function", Name: named.Function.Name}, nil
 }
 
-// chatRoles are the message roles vLLM's chat templates accept.
-var chatRoles = []string{"system", "developer", "user", "assistant", "tool", "function"}
+// ChatRoles are the message roles vLLM's chat templates accept.
+var ChatRoles = []string{"system", "developer", "user", "assistant", "tool", "function"}
 
-// checkSampling refuses what vLLM's SamplingParams refuses (400).
-func checkSampling(c *commonRequest) *apiError {
+// CheckSampling refuses what vLLM's SamplingParams refuses (400).
+func CheckSampling(c *CommonRequest) *Error {
 	if t := c.Temperature; t != nil && !(*t >= 0) {
-		return newParamError(400, "temperature must be non-negative, got "+strconv.FormatFloat(*t, 'g', -1, 64)+".", "temperature")
+		return NewParamError(400, "temperature must be non-negative, got "+strconv.FormatFloat(*t, 'g', -1, 64)+".", "temperature")
 	}
 	if p := c.TopP; p != nil && !(*p > 0 && *p <= 1) {
-		return newParamError(400, "top_p must be in (0, 1], got "+strconv.FormatFloat(*p, 'g', -1, 64)+".", "top_p")
+		return NewParamError(400, "top_p must be in (0, 1], got "+strconv.FormatFloat(*p, 'g', -1, 64)+".", "top_p")
 	}
 	return nil
 }
 
-// checkRoles refuses a message whose role no chat template knows.
-func checkRoles(msgs []chatMessage) *apiError {
+// CheckRoles refuses a message whose role no chat template knows.
+func CheckRoles(msgs []ChatMessage) *Error {
 	for i := range msgs {
-		if !containsString(chatRoles, msgs[i].Role) {
-			return newParamError(400, "messages["+strconv.Itoa(i)+"].role "+strconv.Quote(msgs[i].Role)+
-				" is not one of "+strings.Join(chatRoles, ", ")+".", "messages")
+		if !slices.Contains(ChatRoles, msgs[i].Role) {
+			return NewParamError(400, "messages["+strconv.Itoa(i)+"].role "+strconv.Quote(msgs[i].Role)+
+				" is not one of "+strings.Join(ChatRoles, ", ")+".", "messages")
 		}
 	}
 	return nil

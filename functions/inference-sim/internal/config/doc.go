@@ -1,0 +1,8 @@
+// Package config is the simulator's configuration: every flag of the specification (the
+// latency ones from latency.DurationFlags), the YAML --config file (the command line wins),
+// the environment defaults, validation, and SetFlag, the one parser of each flag that
+// /admin/config shares with the command line.
+//
+// It may import functions/inference-sim/internal/limits, functions/inference-sim/internal/metrics
+// (the fake-metrics document), wasm-modules/latency, the standard library and yaml.v3.
+package config
