@@ -39,6 +39,7 @@ func timelineThroughWASM(t *testing.T, files map[string][]byte, dataset string) 
 	srv := httptest.NewServer(s.Handler)
 	defer srv.Close()
 	fntest.AuthorizeDefaultClient(t, s)
+	fntest.WaitWarm(t, srv.URL)
 
 	var tl simulationapi.Timeline
 	if code := call(t, "GET", srv.URL+"/api/simulation/trace-datasets/"+dataset+"/timeline", "", &tl); code != 200 {
@@ -114,6 +115,7 @@ func TestUserModulesAppearInTheCatalogue(t *testing.T) {
 	srv := httptest.NewServer(s.Handler)
 	defer srv.Close()
 	fntest.AuthorizeDefaultClient(t, s)
+	fntest.WaitWarm(t, srv.URL)
 	var backends struct {
 		Backends []simulationapi.Backend `json:"backends"`
 	}

@@ -498,3 +498,13 @@ func (h *Host) lookup(name, kind string) (*module, error) {
 	}
 	return m, nil
 }
+
+// Warming names each module still compiling as "compiling WASM module NAME", for a
+// function's readiness (fn.Function.Warming).
+func (h *Host) Warming() []string {
+	var out []string
+	for _, name := range h.Compiling() {
+		out = append(out, "compiling WASM module "+name)
+	}
+	return out
+}
