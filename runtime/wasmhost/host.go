@@ -161,10 +161,16 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	started := time.Now()
 	errs := make([]error, len(jobs))
 	for i, j := range jobs {
+		// A warm cache loads a module in milliseconds (no compilation): it is ready when New
+		// returns, so a warm start has nothing in the background. A module with a load hook
+		// always loads in the background, as on a cold cache.
+		if cfg.Async && cfg.BeforeLoad == nil && h.loadInto(j.dir, j.entry, j.builtin, true) == nil {
+			continue
+		}
 		h.loading.Add(1)
 		go func() {
 			defer h.loading.Done()
-			errs[i] = h.loadInto(j.dir, j.entry, j.builtin)
+			errs[i] = h.loadInto(j.dir, j.entry, j.builtin, false)
 		}()
 	}
 	if cfg.Async {
@@ -226,9 +232,15 @@ type moduleState struct {
 	err  error
 }
 
+// errNotVerified: the module has to be compiled and checked (a cold cache).
+var errNotVerified = errors.New("module not verified before")
+
 // loadInto loads one manifest entry and records the outcome in its state.
-func (h *Host) loadInto(dir string, e ManifestEntry, builtin bool) error {
-	m, err := h.load(h.loadCtx, filepath.Join(dir, e.File), e, builtin)
+func (h *Host) loadInto(dir string, e ManifestEntry, builtin, verifiedOnly bool) error {
+	m, err := h.load(h.loadCtx, filepath.Join(dir, e.File), e, builtin, verifiedOnly)
+	if errors.Is(err, errNotVerified) {
+		return err // still compiling: the background load records it
+	}
 	h.mu.Lock()
 	st := h.states[e.Name]
 	if err == nil && h.closed {
@@ -310,7 +322,10 @@ func (h *Host) Wait(ctx context.Context, name string) error {
 // verified before (same sha256, same ABI version; remembered in CacheDir) is compiled
 // lazily on first use, which keeps a warm start fast; any other module is compiled and
 // checked now, so a bad module fails the load.
-func (h *Host) load(ctx context.Context, path string, e ManifestEntry, builtin bool) (*module, error) {
+//
+// With verifiedOnly it only takes the quick path: a module not verified before is
+// errNotVerified.
+func (h *Host) load(ctx context.Context, path string, e ManifestEntry, builtin, verifiedOnly bool) (*module, error) {
 	if _, ok := kindExports[e.Kind]; !ok {
 		return nil, fmt.Errorf("%s: manifest kind %q is neither %q nor %q", path, e.Kind, abi.KindTraceParser, abi.KindLatencyCalculator)
 	}
@@ -333,6 +348,9 @@ func (h *Host) load(ctx context.Context, path string, e ManifestEntry, builtin b
 	if d, ok := h.verifiedDescriptor(sum, e); ok {
 		m.setDescriptor(d)
 		return m, nil
+	}
+	if verifiedOnly {
+		return nil, errNotVerified
 	}
 	// Functions sharing a cache compile a module once between them: the first holds the
 	// module's lock while it compiles; the others then find it verified.
