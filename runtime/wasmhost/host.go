@@ -385,7 +385,7 @@ func (h *Host) lockModule(sum string) (unlock func()) {
 	if path == "" || os.MkdirAll(filepath.Dir(path), 0o755) != nil {
 		return func() {}
 	}
-	f, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := os.OpenFile(CompileLockPath(h.cfg.CacheDir, sum), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return func() {}
 	}
@@ -403,8 +403,21 @@ func (h *Host) descriptorPath(sum string) string {
 	if h.cfg.CacheDir == "" {
 		return ""
 	}
-	return filepath.Join(h.cfg.CacheDir, "lensfn-descriptors", fmt.Sprintf("%s.abi%d.json", sum, abi.Version))
+	return descriptorFile(h.cfg.CacheDir, sum)
 }
+
+func descriptorFile(cacheDir, sum string) string {
+	return filepath.Join(cacheDir, "lensfn-descriptors", fmt.Sprintf("%s.abi%d.json", sum, abi.Version))
+}
+
+// DescriptorFile is where a host remembers, in cacheDir, that the module with sha256 sum was
+// verified (a warm cache: it is not compiled at load).
+func DescriptorFile(cacheDir, sum string) string { return descriptorFile(cacheDir, sum) }
+
+// CompileLockPath is the file whose flock a host holds while it compiles the module with
+// sha256 sum into cacheDir: hosts sharing a cache (the functions of one machine) compile
+// each module once between them.
+func CompileLockPath(cacheDir, sum string) string { return descriptorFile(cacheDir, sum) + ".lock" }
 
 func (h *Host) verifiedDescriptor(sum string, e ManifestEntry) (abi.Descriptor, bool) {
 	path := h.descriptorPath(sum)
