@@ -108,6 +108,9 @@ type Definition struct {
 	Source      string
 	Description string
 	Payload     reflect.Type
+	// Extensions are the extension attributes every event of the type carries, which Triggers
+	// may filter on (external types only: Lensfn's own are told apart by type and source).
+	Extensions map[string]string
 }
 
 // Catalogue lists every event type Lensfn emits, in a stable order.

@@ -93,22 +93,42 @@ type execution struct {
 	// benchStart is when the measured traffic began, rateStart when the rate stages did, on
 	// the monitor's clock (seconds).
 	benchStart, rateStart float64
+
+	// senders is how many copies of the workload this execution sends itself: the run's
+	// parallelism, or 1 for a worker (the owner of a run with parallelism > 1 sends none: its
+	// workers do, and merge replays their records).
+	senders int
+	// seq numbers the stages in the order every worker sends them, so the owner's merge finds
+	// each stage's records in every worker's file.
+	seq    int
+	worker *evalrun.Worker // set when this execution is one worker of a run
+	merge  *mergeSource    // set while the owner replays its workers' records
+}
+
+// newExecution prepares the execution of a claimed run (or of one worker of it).
+func (r *Runner) newExecution(run *evalrun.Run, c *state.HeldLease) (*execution, error) {
+	x := &execution{r: r, run: run, claim: c, targets: run.SLATargets(), timeout: run.TimeoutSeconds(),
+		seed: loadgen.SeedOf(run.ID()), started: time.Now(), inFlight: func() int64 { return 0 },
+		api: loadgen.APICompletions, stream: true, ignoreEOS: true}
+	var err error
+	if x.spec, err = run.Spec(); err != nil {
+		return nil, err
+	}
+	x.senders = *x.spec.Parallelism
+	if x.key, err = r.runs.APIKey(run); err != nil {
+		return nil, fmt.Errorf("the run's API key cannot be opened: %v", err)
+	}
+	return x, nil
 }
 
 // benchmark runs the claimed run to its end and says how it ended.
 func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldLease) *result {
-	x := &execution{r: r, run: run, claim: c, targets: run.SLATargets(), timeout: run.TimeoutSeconds(),
-		seed: loadgen.SeedOf(run.ID()), started: time.Now(), inFlight: func() int64 { return 0 },
-		api: loadgen.APICompletions, stream: true, ignoreEOS: true}
 	fail := func(format string, args ...any) *result {
 		return &result{status: evalrun.StatusFailed, err: fmt.Sprintf(format, args...), fields: map[string]any{}}
 	}
-	var err error
-	if x.spec, err = run.Spec(); err != nil {
+	x, err := r.newExecution(run, c)
+	if err != nil {
 		return fail("%v", err)
-	}
-	if x.key, err = r.runs.APIKey(run); err != nil {
-		return fail("the run's API key cannot be opened: %v", err)
 	}
 	dir := r.runs.RunDir(run.ID())
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -140,7 +160,7 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 		scraped := make(chan struct{})
 		go func() { defer close(scraped); x.monitor.run(scrapeCtx, r.settings.ScrapeInterval) }()
 		x.benchStart = time.Since(x.started).Seconds()
-		werr = x.workload(ctx, fields)
+		werr = x.runWorkload(ctx, fields)
 		end := time.Since(x.started).Seconds()
 		stopScrape()
 		<-scraped
@@ -208,8 +228,9 @@ func (x *execution) watch(ctx context.Context, cancel context.CancelCauseFunc) {
 			return
 		case <-poll.C:
 		}
-		if run, err := x.r.runs.Load(ctx, x.run.ID()); err == nil && (run.Internal.CancelRequested || run.Status() == evalrun.StatusCancelling) {
-			cancel(errCancelled)
+		if run, err := x.r.runs.Load(ctx, x.run.ID()); err == nil && (run.Internal.CancelRequested || run.Status() == evalrun.StatusCancelling ||
+			x.worker != nil && run.Status() != evalrun.StatusRunning) {
+			cancel(errCancelled) // a worker also stops when its run ended without it (its owner failed it)
 			return
 		}
 		if time.Since(last) >= x.r.settings.ReportInterval {
@@ -220,6 +241,10 @@ func (x *execution) watch(ctx context.Context, cancel context.CancelCauseFunc) {
 }
 
 func (x *execution) report(ctx context.Context) {
+	if x.worker != nil {
+		x.reportWorker(ctx)
+		return
+	}
 	x.mu.Lock()
 	phase, inFlight := x.phase, x.inFlight
 	x.mu.Unlock()
@@ -246,6 +271,9 @@ func (x *execution) setPhase(ctx context.Context, phase string) {
 	x.mu.Lock()
 	x.phase = phase
 	x.mu.Unlock()
+	if x.worker != nil || x.merge != nil {
+		return // a worker reports its phase on its own record; the merge replays finished phases
+	}
 	now := evalrun.Now()
 	_, _ = x.r.runs.Patch(ctx, x.run.ID(), x.claim.Fence(), func(run *evalrun.Run) error {
 		run.Set("phase", phase)
@@ -356,7 +384,15 @@ type sinkFunc func(rec loadgen.Record, gaps []float64)
 // stage sends a schedule with the run's parallelism: each of the N workers sends the whole
 // schedule, as N harness pods would. concurrency > 0 makes it a closed loop.
 func (x *execution) stage(ctx context.Context, phase string, sched loadgen.Schedule, concurrency int, timeout time.Duration, measured bool, sink sinkFunc) error {
-	workers := *x.spec.Parallelism
+	seq := x.seq
+	x.seq++
+	if x.merge != nil {
+		return x.merge.replay(x, seq, measured, sink)
+	}
+	workers, base := x.senders, 0 // senders w of this execution are the run's workers base+w
+	if x.worker != nil {
+		base = x.worker.Index
+	}
 	progresses := make([]*loadgen.Progress, workers)
 	for w := range progresses {
 		progresses[w] = &loadgen.Progress{}
@@ -371,23 +407,27 @@ func (x *execution) stage(ctx context.Context, phase string, sched loadgen.Sched
 	}
 	x.mu.Unlock()
 	errs := make(chan error, workers)
-	for w := range workers {
+	for w := base; w < base+workers; w++ {
+		progress := progresses[w-base]
 		cfg := loadgen.Config{BaseURL: x.run.Internal.Endpoint, APIKey: x.key, Model: x.run.Internal.Model,
 			API: x.api, Stream: x.stream, IgnoreEOS: x.ignoreEOS, InterTokenTimes: x.stream, RequestTimeout: timeout,
-			Concurrency: concurrency, Seed: x.seed + uint64(w)*7919, Progress: progresses[w], Client: x.r.client,
+			Concurrency: concurrency, Seed: x.seed + uint64(w)*7919, Progress: progress, Client: x.r.client,
 			RunID: fmt.Sprintf("%s-%s-w%d", x.run.ID()[:8], phase, w)}
 		go func() {
 			_, err := loadgen.RunSchedule(ctx, cfg, sched, loadgen.SinkFunc(func(rec loadgen.Record) error {
-				gaps := takeGaps(rec.Metadata)
 				rec.Metadata["phase"], rec.Metadata["worker"] = phase, w
-				x.mu.Lock()
-				if measured {
-					sink(rec, gaps)
-					x.total.Add(rec, gaps)
-				}
-				x.mu.Unlock()
 				if !measured {
 					return nil // warm-up requests are not recorded
+				}
+				if x.worker != nil {
+					// A worker's records keep their gaps and stage number for the owner's merge.
+					rec.Metadata["seq"] = seq
+				} else {
+					gaps := takeGaps(rec.Metadata)
+					x.mu.Lock()
+					sink(rec, gaps)
+					x.total.Add(rec, gaps)
+					x.mu.Unlock()
 				}
 				x.completed.Add(1)
 				if rec.Successful {
@@ -456,7 +496,7 @@ func (x *execution) workload(ctx context.Context, fields map[string]any) error {
 func (x *execution) matrix(ctx context.Context, fields map[string]any) error {
 	spec := x.spec
 	stages := evalrun.Stages(spec)
-	workers := int64(*spec.Parallelism)
+	workers := int64(x.senders)
 	for range spec.Matrix {
 		for _, st := range stages {
 			x.planned.Add(int64(st.NumRequests) * workers)
@@ -531,7 +571,7 @@ func (x *execution) sharedPrefixStages(ctx context.Context, sp *events.SharedPre
 		seed = uint64(*sp.Seed)
 	}
 	sched := newSharedPrefixSchedule(sp, seed)
-	x.planned.Store(int64(sched.Len()) * int64(*x.spec.Parallelism))
+	x.planned.Store(int64(sched.Len()) * int64(x.senders))
 	builders := make([]*evalrun.Builder, len(sp.Stages))
 	for i := range builders {
 		builders[i] = evalrun.NewBuilder(x.targets)
@@ -563,7 +603,7 @@ func (x *execution) rateResults(fields map[string]any, builders []*evalrun.Build
 }
 
 func (x *execution) named(ctx context.Context, w evalrun.Workload, fields map[string]any) error {
-	workers := int64(*x.spec.Parallelism)
+	workers := int64(x.senders)
 	timeout := time.Duration(w.RequestTimeout * float64(time.Second))
 	if len(w.ConcurrencyStages) > 0 {
 		for _, st := range w.ConcurrencyStages {

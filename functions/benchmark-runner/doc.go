@@ -17,5 +17,5 @@
 // one lease period.
 //
 // It may import events, runtime/fn, runtime/cloudevent, runtime/state,
-// runtime/egress, runtime/inventory, runtime/evalrun and runtime/loadgen.
+// runtime/egress, runtime/inventory, runtime/evalrun, runtime/leasedrun and runtime/loadgen.
 package benchmarkrunner

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +16,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/inventory"
+	"github.com/lensfn/lensfn/runtime/leasedrun"
 	"github.com/lensfn/lensfn/runtime/state"
 )
 
@@ -24,7 +24,7 @@ import (
 const Name = "benchmark-runner"
 
 // Consumes lists the event types the function receives at /events.
-var Consumes = []string{events.TypeRunQueued}
+var Consumes = []string{events.TypeRunQueued, events.TypeRunWorkerQueued}
 
 // Settings tune the runner (environment, read once at start).
 type Settings struct {
@@ -37,11 +37,21 @@ type Settings struct {
 	// ScrapeInterval is how often the endpoint's /metrics is sampled during a run
 	// (LENS_SCRAPE_INTERVAL, default 1s).
 	ScrapeInterval time.Duration
+	// MaxWorkers bounds the parallelism workers one instance sends at once
+	// (LENS_MAX_CONCURRENT_WORKERS, default 32: one instance can send a whole run's workers).
+	MaxWorkers int
+	// WorkerHold is how long a worker event's delivery is held open while the worker runs
+	// (540 s, inside Knative's 600 s request timeout), so Knative routes the next one elsewhere.
+	WorkerHold time.Duration
+	// WorkerSweepGrace is how long a queued worker is left to its event before an instance's
+	// sweep takes it (30 s: time for Knative to start a pod for it).
+	WorkerSweepGrace time.Duration
 }
 
 func settingsFrom(c fn.Config) Settings {
 	return Settings{MaxConcurrent: c.MaxConcurrentRuns, LeaseTTL: c.LeaseTTL, SweepInterval: c.SweepInterval,
-		PollInterval: 250 * time.Millisecond, ReportInterval: time.Second, ScrapeInterval: c.ScrapeInterval}
+		PollInterval: 250 * time.Millisecond, ReportInterval: time.Second, ScrapeInterval: c.ScrapeInterval,
+		MaxWorkers: c.MaxConcurrentWorkers, WorkerHold: 540 * time.Second, WorkerSweepGrace: 30 * time.Second}
 }
 
 // Build is the function's fn.Builder.
@@ -53,7 +63,7 @@ func Build(_ context.Context, d fn.Deps) (*fn.Function, error) {
 	}
 	r := NewRunner(d, s, &evalrun.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir})
 	return &fn.Function{
-		Events: map[string]cloudevent.Handler{events.TypeRunQueued: r.onQueued},
+		Events: map[string]cloudevent.Handler{events.TypeRunQueued: r.onQueued, events.TypeRunWorkerQueued: r.onWorkerQueued},
 		Start:  r.Sweep,
 		Close:  r.Close,
 	}, nil
@@ -67,10 +77,8 @@ type Runner struct {
 	runs     *evalrun.Repo
 	uses     *inventory.Repo // the executions' use lists, released when a run ends
 	settings Settings
-	slots    chan struct{}
-	wg       sync.WaitGroup
-	mu       sync.Mutex
-	running  map[string]context.CancelFunc
+	pool     *leasedrun.Pool // the runs this instance owns
+	workers  *leasedrun.Pool // the parallelism workers it sends
 	metrics  runnerMetrics
 }
 
@@ -80,6 +88,7 @@ type runnerMetrics struct {
 	active   prometheus.Gauge
 	lost     prometheus.Counter
 	requests *prometheus.CounterVec
+	workers  prometheus.Counter
 }
 
 func newRunnerMetrics(reg *prometheus.Registry) runnerMetrics {
@@ -94,15 +103,23 @@ func newRunnerMetrics(reg *prometheus.Registry) runnerMetrics {
 			Help: "Runs this instance failed because their runner's lease expired."}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_benchmark_requests_total",
 			Help: "Benchmark requests this instance completed, by outcome (success, failure)."}, []string{"outcome"}),
+		workers: prometheus.NewCounter(prometheus.CounterOpts{Name: "lens_benchmark_workers_started_total",
+			Help: "Parallelism workers of benchmark runs this instance claimed and started."}),
 	}
-	reg.MustRegister(m.started, m.finished, m.active, m.lost, m.requests)
+	reg.MustRegister(m.started, m.finished, m.active, m.lost, m.requests, m.workers)
 	return m
 }
 
 // NewRunner returns a runner; Sweep runs its queue sweep and lost-runner checks.
 func NewRunner(d fn.Deps, s Settings, runs *evalrun.Repo) *Runner {
-	r := &Runner{deps: d, log: d.Log, runs: runs, uses: &inventory.Repo{Store: d.Store, Sealer: runs.Sealer}, settings: s, slots: make(chan struct{}, s.MaxConcurrent), client: endpointClient(d.Egress),
-		running: map[string]context.CancelFunc{}, metrics: newRunnerMetrics(d.Metrics.Registry)}
+	r := &Runner{deps: d, log: d.Log, runs: runs, uses: &inventory.Repo{Store: d.Store, Sealer: runs.Sealer}, settings: s,
+		client: endpointClient(d.Egress), metrics: newRunnerMetrics(d.Metrics.Registry)}
+	r.pool = leasedrun.New(leasedrun.Config{Leases: d.Store, Owner: r.owner(), LeaseTTL: s.LeaseTTL, MaxConcurrent: s.MaxConcurrent,
+		SweepInterval: s.SweepInterval, LeaseName: evalrun.LeaseName, Claim: r.claim, Queued: r.queued, Reap: r.reapLost,
+		Log: d.Log, QuietErrors: []error{state.ErrUnavailable}})
+	r.workers = leasedrun.New(leasedrun.Config{Leases: d.Store, Owner: r.owner(), LeaseTTL: s.LeaseTTL, MaxConcurrent: max(s.MaxWorkers, 1),
+		SweepInterval: s.SweepInterval, LeaseName: evalrun.WorkerLeaseName, Claim: r.claimWorker, Queued: r.queuedWorkers,
+		Log: d.Log, QuietErrors: []error{state.ErrUnavailable}})
 	return r
 }
 
@@ -124,50 +141,15 @@ func (r *Runner) onQueued(ctx context.Context, e cloudevent.Event) error {
 	if err := e.DecodeData(&p); err != nil {
 		return err
 	}
-	started, err := r.tryStart(ctx, p.RunID)
+	started, err := r.pool.TryStart(ctx, p.RunID)
 	if err == nil && !started {
 		r.log.Debugw("run left for another runner or the sweep", "run", p.RunID)
 	}
 	return err
 }
 
-// tryStart claims the run and executes it in the background. False, without error, when the
-// run is no longer queued, another runner holds it, or every slot is busy.
-func (r *Runner) tryStart(ctx context.Context, id string) (bool, error) {
-	select {
-	case r.slots <- struct{}{}:
-	default:
-		return false, nil
-	}
-	// The event and the sweep can offer the same run at once; the lease cannot tell them
-	// apart (same owner), so the instance reserves the id first.
-	r.mu.Lock()
-	_, busy := r.running[id]
-	if !busy {
-		r.running[id] = nil
-	}
-	r.mu.Unlock()
-	started := false
-	defer func() {
-		if !started {
-			if !busy {
-				r.mu.Lock()
-				delete(r.running, id)
-				r.mu.Unlock()
-			}
-			<-r.slots
-		}
-	}()
-	if busy {
-		return false, nil
-	}
-	lease, err := r.deps.Store.AcquireLease(ctx, evalrun.LeaseName(id), r.owner(), r.settings.LeaseTTL)
-	if errors.Is(err, state.ErrLeaseHeld) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
+// claim moves the queued run to running under lease and returns its job.
+func (r *Runner) claim(ctx context.Context, id string, lease state.Lease) (leasedrun.Job, error) {
 	owner, pid := r.owner(), os.Getpid()
 	now := evalrun.Now()
 	run, err := r.runs.Transition(ctx, id, []string{evalrun.StatusQueued}, evalrun.StatusRunning, lease.Fence(), func(run *evalrun.Run) error {
@@ -180,57 +162,26 @@ func (r *Runner) tryStart(ctx context.Context, id string) (bool, error) {
 		return nil
 	})
 	if err != nil {
-		_ = r.deps.Store.ReleaseLease(context.WithoutCancel(ctx), lease)
-		if errors.Is(err, state.ErrInvalidTransition) || errors.Is(err, state.ErrNotFound) {
-			return false, nil
-		}
-		return false, err
+		return nil, err
 	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	r.mu.Lock()
-	r.running[id] = cancel
-	r.mu.Unlock()
-	started = true
 	r.metrics.started.Inc()
-	r.metrics.active.Inc()
-	c := state.NewHeldLease(lease)
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		defer func() { <-r.slots }()
-		defer r.metrics.active.Dec()
-		defer cancel()
-		defer func() {
-			r.mu.Lock()
-			delete(r.running, id)
-			r.mu.Unlock()
-		}()
-		r.execute(runCtx, run, c)
-	}()
-	return true, nil
+	return func(ctx context.Context, held *leasedrun.Held) { r.execute(ctx, run, held) }, nil
 }
 
 // execute runs the benchmark with the lease renewed, records the outcome and announces it.
-func (r *Runner) execute(ctx context.Context, run *evalrun.Run, c *state.HeldLease) {
+func (r *Runner) execute(ctx context.Context, run *evalrun.Run, held *leasedrun.Held) {
+	r.metrics.active.Inc()
+	defer r.metrics.active.Dec()
 	id := run.ID()
 	r.runs.Logf(ctx, id, "Started on %s", r.owner())
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	leaseCtx, stopLease := context.WithCancel(ctx)
-	kept := make(chan struct{})
-	go func() {
-		defer close(kept)
-		c.Keep(leaseCtx, r.deps.Store, r.settings.LeaseTTL, func() { cancel(state.ErrLeaseLost) })
-	}()
-	res := r.benchmark(ctx, run, c)
-	stopLease()
-	<-kept
+	res := r.benchmark(ctx, run, held.HeldLease)
+	held.StopRenewing()
 	if errors.Is(context.Cause(ctx), state.ErrLeaseLost) {
 		r.metrics.finished.WithLabelValues("lease_lost").Inc()
 		r.log.Warnw("lease lost: another instance owns the run now", "run", id)
 		return // the new owner or the sweep decides; our writes would be fenced anyway
 	}
-	r.finish(context.WithoutCancel(ctx), run, c, res)
+	r.finish(context.WithoutCancel(ctx), run, held.HeldLease, res)
 }
 
 // finish stores the outcome, releases the lease and emits run.finished.
@@ -278,41 +229,17 @@ func (r *Runner) announce(ctx context.Context, run *evalrun.Run) {
 	}
 }
 
-// Sweep starts queued runs this instance has room for and ends runs whose runner was lost,
-// until ctx ends (the function's Start hook: the runtime cancels it when the drain begins).
-func (r *Runner) Sweep(ctx context.Context) {
-	tick := time.NewTicker(r.settings.SweepInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		if err := r.sweepQueue(ctx); err != nil && ctx.Err() == nil {
-			r.log.Warnw("queue sweep failed", "error", err)
-		}
-		if err := r.reapLost(ctx); err != nil && ctx.Err() == nil {
-			r.log.Warnw("lost-runner check failed", "error", err)
-		}
-	}
-}
-
-func (r *Runner) sweepQueue(ctx context.Context) error {
-	queued, err := r.runs.ListStatus(ctx, 100, evalrun.StatusQueued)
+// queued lists the queued runs, oldest first (the pool's queue sweep).
+func (r *Runner) queued(ctx context.Context) ([]string, error) {
+	runs, err := r.runs.ListStatus(ctx, 100, evalrun.StatusQueued)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for i := len(queued) - 1; i >= 0; i-- { // oldest first
-		started, err := r.tryStart(ctx, queued[i].ID())
-		if err != nil {
-			return err
-		}
-		if !started && len(r.slots) == cap(r.slots) {
-			return nil
-		}
+	ids := make([]string, 0, len(runs))
+	for i := len(runs) - 1; i >= 0; i-- {
+		ids = append(ids, runs[i].ID())
 	}
-	return nil
+	return ids, nil
 }
 
 // reapLost ends active runs nobody holds a lease on: their runner died. A running run becomes
@@ -325,6 +252,9 @@ func (r *Runner) reapLost(ctx context.Context) error {
 	for _, run := range active {
 		if _, err := r.deps.Store.LeaseHolder(ctx, evalrun.LeaseName(run.ID())); !errors.Is(err, state.ErrNotFound) {
 			continue
+		}
+		if r.pool.Running(run.ID()) {
+			continue // this instance runs it and is taking its lease again
 		}
 		owner := run.String("owner_instance_id")
 		if owner == "" {
@@ -352,21 +282,16 @@ func (r *Runner) reapLost(ctx context.Context) error {
 	return nil
 }
 
+// Sweep starts queued runs this instance has room for and ends runs whose runner was lost,
+// until ctx ends (the function's Start hook: the runtime cancels it when the drain begins).
+func (r *Runner) Sweep(ctx context.Context) {
+	done := make(chan struct{})
+	go func() { defer close(done); r.workers.Sweep(ctx) }()
+	r.pool.Sweep(ctx)
+	<-done
+}
+
 // Close cancels the runs in flight and waits for them to record their end.
 func (r *Runner) Close(ctx context.Context) error {
-	r.mu.Lock()
-	for _, cancel := range r.running {
-		if cancel != nil {
-			cancel()
-		}
-	}
-	r.mu.Unlock()
-	done := make(chan struct{})
-	go func() { r.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return errors.Join(r.pool.Close(ctx), r.workers.Close(ctx))
 }

@@ -156,6 +156,17 @@ func (h *harness) waitFor(t *testing.T, id string, timeout time.Duration, cond f
 	}
 }
 
+// cancel asks for a cancel as evaluation-api does: the running run becomes cancelling.
+func (h *harness) cancel(t *testing.T, id string) {
+	t.Helper()
+	if _, err := h.runs.Transition(context.Background(), id, []string{evalrun.StatusRunning}, evalrun.StatusCancelling, state.Fence{}, func(r *evalrun.Run) error {
+		r.Internal.CancelRequested = true
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func terminal(run *evalrun.Run) bool { return evalrun.Terminal(run.Status()) }
 
 func doc(t *testing.T, run *evalrun.Run) map[string]any {
@@ -266,12 +277,7 @@ func TestCancelIsHonouredWithinASecond(t *testing.T) {
 		return r.Status() == evalrun.StatusRunning && r.String("phase") == "matrix-0"
 	})
 	asked := time.Now()
-	if _, err := h.runs.Transition(context.Background(), id, []string{evalrun.StatusRunning}, evalrun.StatusCancelling, state.Fence{}, func(r *evalrun.Run) error {
-		r.Internal.CancelRequested = true
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	h.cancel(t, id)
 	run := h.waitFor(t, id, 5*time.Second, terminal)
 	if took := time.Since(asked); run.Status() != evalrun.StatusCancelled || took > time.Second {
 		t.Fatalf("status %s after %s", run.Status(), took)

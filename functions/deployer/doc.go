@@ -17,6 +17,6 @@
 // SetDefaults and Validate under the features deploy/knative declares and against the Service
 // CRD schema, by runtime/knativeadmission: an object a cluster would refuse is never sent).
 //
-// It may import events, runtime/fn, runtime/cloudevent, runtime/state, runtime/problem,
-// runtime/inventory, runtime/deployconfig and runtime/knativeadmission.
+// It may import events, runtime/fn, runtime/cloudevent, runtime/state,
+// runtime/problem, runtime/inventory, runtime/deployconfig and runtime/knativeadmission.
 package deployer

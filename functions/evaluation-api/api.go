@@ -32,7 +32,7 @@ const Name = "evaluation-api"
 const Prefix = "/api/v1/evaluate"
 
 // Consumes lists the event types the function receives at /events.
-var Consumes = []string{events.TypeRunRequested}
+var Consumes = []string{events.TypeRunRequested, events.TypeKnativePing}
 
 // maxListed bounds GET /runs.
 const maxListed = 500
@@ -98,7 +98,7 @@ func New(d fn.Deps, inv Inventory) (*fn.Function, *API, error) {
 	}
 	return &fn.Function{
 		Routes: routes,
-		Events: map[string]cloudevent.Handler{events.TypeRunRequested: a.onRunRequested},
+		Events: map[string]cloudevent.Handler{events.TypeRunRequested: a.onRunRequested, events.TypeKnativePing: a.onPing},
 	}, a, nil
 }
 
@@ -444,6 +444,28 @@ func (a *API) downloadArtifact(w http.ResponseWriter, r *http.Request) error {
 // derived from the idempotency key, so every delivery and every event carrying the same key
 // names the same run. Invalid payloads are rejected for good (never retried).
 func (a *API) onRunRequested(ctx context.Context, e cloudevent.Event) error {
+	return a.createFromEvent(ctx, e, "")
+}
+
+// onPing creates a run from a PingSource's firing whose data is a run.requested payload
+// (extension lensfnevent=run.requested). A PingSource sends the same data every time, so the
+// run is named by the idempotency key plus the firing: its minute (a PingSource fires at most
+// once a minute, and a redelivery keeps the event's time), or its id when the event has no time.
+func (a *API) onPing(ctx context.Context, e cloudevent.Event) error {
+	if got := e.Extensions[events.ExtensionLensfnEvent]; got != events.TypeRunRequested {
+		return cloudevent.Permanent(fmt.Errorf("a PingSource event needs the extension %s=%s (ceOverrides), got %q",
+			events.ExtensionLensfnEvent, events.TypeRunRequested, got))
+	}
+	firing := e.ID
+	if !e.Time.IsZero() {
+		firing = e.Time.UTC().Truncate(time.Minute).Format("2006-01-02T15:04Z")
+	}
+	return a.createFromEvent(ctx, e, "@"+firing)
+}
+
+// createFromEvent creates the run a run.requested payload asks for; suffix distinguishes the
+// firings of a schedule that sends one key every time.
+func (a *API) createFromEvent(ctx context.Context, e cloudevent.Event, suffix string) error {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(e.Data, &fields); err != nil || fields == nil {
 		return cloudevent.Permanent(fmt.Errorf("run.requested data is not a JSON object"))
@@ -453,6 +475,7 @@ func (a *API) onRunRequested(ctx context.Context, e cloudevent.Event) error {
 		return cloudevent.Permanent(fmt.Errorf("run.requested needs an idempotency_key of 1-%d characters", evalrun.MaxIdempotencyKeyLen))
 	}
 	delete(fields, "idempotency_key")
+	key += suffix
 	body, _ := json.Marshal(fields)
 	id := idFromKey(key)
 	_, err := a.create(ctx, body, key, id)

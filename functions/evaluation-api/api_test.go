@@ -295,9 +295,16 @@ func TestCancelAndDelete(t *testing.T) {
 
 func postEvent(t *testing.T, base, id, data string) int {
 	t.Helper()
+	return postCloudEvent(t, base, data, map[string]string{"Ce-Id": id, "Ce-Source": "/lensfn/user", "Ce-Type": "dev.lensfn.evaluation.run.requested.v1"})
+}
+
+// postCloudEvent posts a binary-mode CloudEvent with the header's attributes to the function.
+func postCloudEvent(t *testing.T, base, data string, header map[string]string) int {
+	t.Helper()
 	req, _ := http.NewRequest("POST", strings.TrimSuffix(base, evaluationapi.Prefix)+"/events", strings.NewReader(data))
-	for k, v := range map[string]string{"Ce-Specversion": "1.0", "Ce-Id": id, "Ce-Source": "/lensfn/user",
-		"Ce-Type": "dev.lensfn.evaluation.run.requested.v1", "Content-Type": "application/json"} {
+	req.Header.Set("Ce-Specversion", "1.0")
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range header {
 		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)
@@ -343,6 +350,51 @@ func TestRunRequestedEventCreatesOneRunPerKey(t *testing.T) {
 	call(t, "GET", h.url+"/runs", "", &list)
 	if len(list.Items) != 1 {
 		t.Fatalf("bad events created runs: %d", len(list.Items))
+	}
+}
+
+func postPing(t *testing.T, base, id, at string, ext bool, data string) int {
+	t.Helper()
+	header := map[string]string{"Ce-Id": id, "Ce-Source": "/apis/v1/namespaces/lensfn/pingsources/nightly-benchmark",
+		"Ce-Type": "dev.knative.sources.ping", "Ce-Time": at}
+	if ext {
+		header["Ce-Lensfnevent"] = "dev.lensfn.evaluation.run.requested.v1"
+	}
+	return postCloudEvent(t, base, data, header)
+}
+
+// A PingSource sends the same data at every firing: each firing creates one run, and a
+// redelivered firing none; a ping without the lensfnevent extension is refused for good.
+func TestPingSourceFiringsCreateOneRunEach(t *testing.T) {
+	h := start(t)
+	data := `{"idempotency_key":"nightly","deployment_execution_id":"exec-1","workload":"sanity_random.yaml"}`
+	for _, f := range []struct{ id, at string }{
+		{"p-1", "2026-12-01T02:00:00.120Z"}, {"p-1", "2026-12-01T02:00:00.120Z"}, // the broker redelivers
+		{"p-1b", "2026-12-01T02:00:01Z"},    // the adapter re-sent the same firing with a new id
+		{"p-2", "2026-12-02T02:00:00.090Z"}, // the next night
+	} {
+		if code := postPing(t, h.url, f.id, f.at, true, data); code/100 != 2 {
+			t.Fatalf("ping %s: %d", f.id, code)
+		}
+	}
+	var list struct {
+		Items []map[string]any `json:"items"`
+	}
+	call(t, "GET", h.url+"/runs", "", &list)
+	if len(list.Items) != 2 {
+		t.Fatalf("%d runs from two firings", len(list.Items))
+	}
+	for _, run := range list.Items {
+		if run["workload"] != "sanity_random.yaml" || run["status"] != "queued" {
+			t.Fatalf("run %v", run)
+		}
+	}
+	if code := postPing(t, h.url, "p-3", "2026-12-03T02:00:00Z", false, data); code != 400 {
+		t.Fatalf("a ping without lensfnevent: %d, want 400", code)
+	}
+	call(t, "GET", h.url+"/runs", "", &list)
+	if len(list.Items) != 2 {
+		t.Fatalf("a ping without lensfnevent created a run: %d runs", len(list.Items))
 	}
 }
 

@@ -12,5 +12,5 @@
 // instance runs at most LENS_MAX_CONCURRENT_TASKS tasks at once.
 //
 // It may import events, runtime/fn, runtime/egress, runtime/cloudevent, runtime/state, runtime/simtask,
-// runtime/secret, runtime/wasmhost, runtime/tracespool and runtime/loadgen.
+// runtime/secret, runtime/wasmhost, runtime/tracespool, runtime/leasedrun and runtime/loadgen.
 package tracereplayer

@@ -9,7 +9,9 @@ import (
 	"github.com/lensfn/lensfn/events"
 	"github.com/lensfn/lensfn/runtime/cloudevent"
 	"github.com/lensfn/lensfn/runtime/fn"
+	"github.com/lensfn/lensfn/runtime/leasedrun"
 	"github.com/lensfn/lensfn/runtime/simtask"
+	"github.com/lensfn/lensfn/runtime/state"
 	"github.com/lensfn/lensfn/runtime/wasmhost"
 )
 
@@ -69,7 +71,10 @@ func NewRunner(d fn.Deps, s Settings, tasks *simtask.Repo, replay func(context.C
 
 func newBackendRunner(backend, version string, d fn.Deps, s Settings, tasks *simtask.Repo,
 	replay func(context.Context, *Run) (events.TaskReplayed, error), metricPrefix string) *Runner {
-	return &Runner{backend: backend, version: version, deps: d, log: d.Log, tasks: tasks, settings: s, replay: replay,
-		slots: make(chan struct{}, s.MaxConcurrent), freed: make(chan struct{}, 1),
-		running: map[string]context.CancelFunc{}, metrics: newRunnerMetrics(d.Metrics.Registry, metricPrefix)}
+	r := &Runner{backend: backend, version: version, deps: d, log: d.Log, tasks: tasks, settings: s, replay: replay,
+		metrics: newRunnerMetrics(d.Metrics.Registry, metricPrefix)}
+	r.pool = leasedrun.New(leasedrun.Config{Leases: d.Store, Owner: r.owner(), LeaseTTL: s.LeaseTTL, MaxConcurrent: s.MaxConcurrent,
+		SweepInterval: s.SweepInterval, LeaseName: simtask.LeaseName, Claim: r.claim, Queued: r.queued, Reap: r.reapLost,
+		Log: d.Log, QuietErrors: []error{state.ErrUnavailable}})
+	return r
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +14,7 @@ import (
 	"github.com/lensfn/lensfn/events"
 	"github.com/lensfn/lensfn/runtime/cloudevent"
 	"github.com/lensfn/lensfn/runtime/fn"
+	"github.com/lensfn/lensfn/runtime/leasedrun"
 	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/simtask"
 	"github.com/lensfn/lensfn/runtime/state"
@@ -53,15 +53,8 @@ type Runner struct {
 	tasks    *simtask.Repo
 	settings Settings
 	replay   func(ctx context.Context, run *Run) (events.TaskReplayed, error)
-	slots    chan struct{}
-	// freed wakes the sweep when a replay gives its slot back, so the next queued task starts
-	// at once instead of on the next tick.
-	freed   chan struct{}
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	running map[string]context.CancelFunc
-	closed  bool // Close began: no new replay starts
-	metrics runnerMetrics
+	pool     *leasedrun.Pool
+	metrics  runnerMetrics
 }
 
 type runnerMetrics struct {
@@ -93,28 +86,17 @@ type Run struct {
 	Repo   *simtask.Repo
 	Poll   time.Duration
 
-	mu    sync.Mutex // the lease is renewed while the replay writes with its fence
-	lease state.Lease
+	held *state.HeldLease // renewed while the replay writes with its fence
 }
 
 // ticker fires every poll interval (stop requests are checked on it).
 func (r *Run) ticker() <-chan time.Time { return time.After(r.Poll) }
 
 // Lease is the run's current lease.
-func (r *Run) Lease() state.Lease {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.lease
-}
-
-func (r *Run) renewed(l state.Lease) {
-	r.mu.Lock()
-	r.lease = l
-	r.mu.Unlock()
-}
+func (r *Run) Lease() state.Lease { return r.held.Lease() }
 
 // Fence is the fencing value the run's writes carry.
-func (r *Run) Fence() state.Fence { return r.Lease().Fence() }
+func (r *Run) Fence() state.Fence { return r.held.Fence() }
 
 func (r *Runner) owner() string { return r.deps.Config.InstanceID }
 
@@ -127,7 +109,7 @@ func (r *Runner) onQueued(ctx context.Context, e cloudevent.Event) error {
 	if p.Backend != r.backend {
 		return nil // another backend's runner takes it
 	}
-	started, err := r.tryStart(ctx, p.TaskID)
+	started, err := r.pool.TryStart(ctx, p.TaskID)
 	if err != nil {
 		return err
 	}
@@ -137,45 +119,8 @@ func (r *Runner) onQueued(ctx context.Context, e cloudevent.Event) error {
 	return nil
 }
 
-// tryStart claims the task and starts its replay in the background. It reports false, without
-// error, when the task is no longer queued, another runner holds it, or every slot is busy (the
-// sweep of some instance takes it later).
-func (r *Runner) tryStart(ctx context.Context, id string) (bool, error) {
-	select {
-	case r.slots <- struct{}{}:
-	default:
-		return false, nil
-	}
-	// The event and the sweep can offer the same task at once. The lease cannot tell them apart
-	// (same owner), so the instance reserves the id first: a second attempt would otherwise
-	// release the lease the first one runs under.
-	r.mu.Lock()
-	_, busy := r.running[id]
-	busy = busy || r.closed
-	if !busy {
-		r.running[id] = nil
-	}
-	r.mu.Unlock()
-	if busy {
-		<-r.slots
-		return false, nil
-	}
-	started := false
-	defer func() {
-		if !started {
-			<-r.slots
-			r.mu.Lock()
-			delete(r.running, id)
-			r.mu.Unlock()
-		}
-	}()
-	lease, err := r.deps.Store.AcquireLease(ctx, simtask.LeaseName(id), r.owner(), r.settings.LeaseTTL)
-	if errors.Is(err, state.ErrLeaseHeld) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
+// claim moves the queued task to running under lease and returns its replay.
+func (r *Runner) claim(ctx context.Context, id string, lease state.Lease) (leasedrun.Job, error) {
 	pid := os.Getpid()
 	owner := r.owner()
 	t, err := r.tasks.Transition(ctx, id, []string{simtask.StatusQueued}, simtask.StatusRunning, lease.Fence(), func(t *simtask.Task) error {
@@ -186,66 +131,36 @@ func (r *Runner) tryStart(ctx context.Context, id string) (bool, error) {
 		return nil
 	})
 	if err != nil {
-		_ = r.deps.Store.ReleaseLease(context.WithoutCancel(ctx), lease)
-		if errors.Is(err, state.ErrInvalidTransition) || errors.Is(err, state.ErrNotFound) {
-			return false, nil
-		}
-		return false, err
+		return nil, err
 	}
-	key, err := r.tasks.APIKey(t)
-	runCtx, cancel := context.WithCancel(context.Background())
-	r.mu.Lock()
-	r.running[id] = cancel
-	r.mu.Unlock()
-	run := &Run{Task: t, lease: lease, APIKey: key, Repo: r.tasks, Poll: r.settings.PollInterval}
-	started = true
 	r.metrics.started.Inc()
-	r.metrics.active.Inc()
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		defer r.freeSlot()
+	key, keyErr := r.tasks.APIKey(t)
+	return func(ctx context.Context, held *leasedrun.Held) {
+		r.metrics.active.Inc()
 		defer r.metrics.active.Dec()
-		defer cancel()
-		defer func() {
-			r.mu.Lock()
-			delete(r.running, id)
-			r.mu.Unlock()
-		}()
-		if err != nil {
-			r.fail(runCtx, run, "the task's API key cannot be opened: "+err.Error())
+		run := &Run{Task: t, held: held.HeldLease, APIKey: key, Repo: r.tasks, Poll: r.settings.PollInterval}
+		if keyErr != nil {
+			held.StopRenewing()
+			r.fail(ctx, run, "the task's API key cannot be opened: "+keyErr.Error())
 			return
 		}
-		r.execute(runCtx, run)
-	}()
-	return true, nil
+		r.execute(ctx, run, held)
+	}, nil
 }
 
 // execute replays with the lease renewed, then hands the records to the analyzer.
-func (r *Runner) execute(ctx context.Context, run *Run) {
+func (r *Runner) execute(ctx context.Context, run *Run, held *leasedrun.Held) {
 	id := run.Task.ID
 	r.tasks.Logf(ctx, id, "Starting %s %s on %s", r.backend, r.version, r.owner())
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	leaseCtx, stopLease := context.WithCancel(ctx)
-	kept := make(chan struct{})
-	go func() {
-		defer close(kept)
-		r.keepLease(leaseCtx, run, cancel)
-	}()
-	stopRenewing := func() {
-		stopLease() // the lease is released or handed on next; no renewal may race that
-		<-kept
-	}
 	replayed, err := r.replay(ctx, run)
 	if cause := context.Cause(ctx); errors.Is(cause, state.ErrLeaseLost) {
-		stopRenewing()
+		held.StopRenewing()
 		r.metrics.finished.WithLabelValues("lease_lost").Inc()
 		r.log.Warnw("lease lost: another instance owns the task now", "task", id)
 		return // the new owner (or the janitor) decides the task's fate; writes would be fenced anyway
 	}
 	if err != nil {
-		stopRenewing()
+		held.StopRenewing()
 		r.metrics.finished.WithLabelValues("failed").Inc()
 		r.fail(context.WithoutCancel(ctx), run, err.Error())
 		return
@@ -257,7 +172,7 @@ func (r *Runner) execute(ctx context.Context, run *Run) {
 		r.log.Warnw("could not write the hand-off note", "task", id, "error", err)
 	}
 	handed := r.handOff(ctx, run, replayed) // the lease is still renewed while the store is down
-	stopRenewing()
+	held.StopRenewing()                     // the lease is released or handed on next; no renewal may race that
 	if !handed {
 		return
 	}
@@ -306,32 +221,6 @@ func (r *Runner) announce(ctx context.Context, replayed events.TaskReplayed) {
 	}
 }
 
-// keepLease renews the run's lease; losing it to another owner cancels the run. A lease that
-// expired only because the store was unreachable for longer than its TTL is taken again when
-// nobody else took it meanwhile.
-func (r *Runner) keepLease(ctx context.Context, run *Run, cancel context.CancelCauseFunc) {
-	tick := time.NewTicker(r.settings.LeaseTTL / 3)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			lease, err := r.deps.Store.RenewLease(ctx, run.Lease(), r.settings.LeaseTTL)
-			if errors.Is(err, state.ErrLeaseLost) {
-				lease, err = r.deps.Store.AcquireLease(ctx, run.Lease().Name, r.owner(), r.settings.LeaseTTL)
-				if errors.Is(err, state.ErrLeaseHeld) {
-					cancel(state.ErrLeaseLost)
-					return
-				}
-			}
-			if err == nil {
-				run.renewed(lease)
-			}
-		}
-	}
-}
-
 // fail marks the run's task failed (fenced: a runner that lost its lease cannot).
 func (r *Runner) fail(ctx context.Context, run *Run, message string) {
 	message = secret.Redact(message, run.APIKey)
@@ -347,58 +236,23 @@ func (r *Runner) fail(ctx context.Context, run *Run, message string) {
 	_ = r.deps.Store.ReleaseLease(ctx, run.Lease())
 }
 
-// freeSlot gives a finished replay's slot back and wakes the sweep to fill it.
-func (r *Runner) freeSlot() {
-	<-r.slots
-	select {
-	case r.freed <- struct{}{}:
-	default: // a wake-up is already pending
-	}
-}
-
 // Sweep runs until ctx ends (the function's Start hook): at once and then every interval it
 // starts queued tasks this instance has room for and fails running tasks whose runner lost its
 // lease; whenever a slot frees it starts the next queued task without waiting for the tick.
-func (r *Runner) Sweep(ctx context.Context) {
-	tick := time.NewTicker(r.settings.SweepInterval)
-	defer tick.Stop()
-	for reap := true; ; {
-		// A store outage is logged once by the runtime, not on every tick.
-		if err := r.sweepQueue(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, state.ErrUnavailable) {
-			r.log.Warnw("queue sweep failed", "error", err)
-		}
-		if reap {
-			if err := r.reapLost(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, state.ErrUnavailable) {
-				r.log.Warnw("lost-runner check failed", "error", err)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			reap = true
-		case <-r.freed:
-			reap = false
-		}
-	}
-}
+func (r *Runner) Sweep(ctx context.Context) { r.pool.Sweep(ctx) }
 
-func (r *Runner) sweepQueue(ctx context.Context) error {
+// queued lists this backend's queued tasks, oldest first (the pool's queue sweep).
+func (r *Runner) queued(ctx context.Context) ([]string, error) {
 	page, err := r.deps.Store.List(ctx, state.Query{Kind: simtask.Kind, Status: []string{simtask.StatusQueued},
 		Attrs: map[string]string{"backend": r.backend}, Limit: 100})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for i := len(page.Records) - 1; i >= 0; i-- { // oldest first
-		started, err := r.tryStart(ctx, page.Records[i].ID)
-		if err != nil {
-			return err
-		}
-		if !started && len(r.slots) == cap(r.slots) {
-			return nil
-		}
+	ids := make([]string, 0, len(page.Records))
+	for i := len(page.Records) - 1; i >= 0; i-- {
+		ids = append(ids, page.Records[i].ID)
 	}
-	return nil
+	return ids, nil
 }
 
 // reapLost takes over running tasks that nobody holds a lease on any more (their runner died or
@@ -420,10 +274,7 @@ func (r *Runner) reapLost(ctx context.Context) error {
 		if _, err := r.deps.Store.LeaseHolder(ctx, simtask.LeaseName(rec.ID)); !errors.Is(err, state.ErrNotFound) {
 			continue
 		}
-		r.mu.Lock()
-		_, ours := r.running[rec.ID]
-		r.mu.Unlock()
-		if ours {
+		if r.pool.Running(rec.ID) {
 			continue // this instance runs it and is taking its lease again
 		}
 		if err := r.takeOver(ctx, t); err != nil {
@@ -537,21 +388,4 @@ func readHandOff(dir string) (events.TaskReplayed, error) {
 var errAnalyzing = errors.New("the task moved on to analysis")
 
 // Close cancels the replays in flight and waits for them to record their end.
-func (r *Runner) Close(ctx context.Context) error {
-	r.mu.Lock()
-	r.closed = true
-	for _, cancel := range r.running {
-		if cancel != nil { // nil: a start in progress, which finds the sweep stopped
-			cancel()
-		}
-	}
-	r.mu.Unlock()
-	done := make(chan struct{})
-	go func() { r.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (r *Runner) Close(ctx context.Context) error { return r.pool.Close(ctx) }

@@ -205,7 +205,7 @@ func TestConcurrentOffersStartATaskOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ok, err := r.tryStart(context.Background(), id)
+			ok, err := r.pool.TryStart(context.Background(), id)
 			if err != nil {
 				t.Error(err)
 			}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lensfn/lensfn/runtime/recordrepo"
 	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/state"
 )
@@ -47,7 +48,11 @@ func (r *Repo) RecordsPath(id string) string { return filepath.Join(r.RunDir(id)
 // LeaseName is the lease a runner holds on a run.
 func LeaseName(id string) string { return Kind + ":" + id }
 
-func sealContext(id string) string { return Kind + ":" + id }
+// docs is the shared record repository under this one.
+func (r *Repo) docs() *recordrepo.Repo[*Run] {
+	return &recordrepo.Repo[*Run]{Store: r.Store, Sealer: r.Sealer, Kind: Kind, NoSealer: ErrNoSealer,
+		Encode: r.record, Decode: fromRecord, SetStatus: func(run *Run, status string) { run.Set("status", status) }}
+}
 
 func attrs(run *Run) map[string]string {
 	return map[string]string{
@@ -77,45 +82,33 @@ func (r *Repo) record(run *Run, version int64) (state.Record, error) {
 
 // Create stores a new run, sealing apiKey when there is one. ErrExists when the id is taken.
 func (r *Repo) Create(ctx context.Context, run *Run, apiKey string) error {
+	docs := r.docs()
 	if apiKey != "" {
-		if r.Sealer == nil {
-			return ErrNoSealer
+		sealed, err := docs.SealKey(run.ID(), apiKey)
+		if err != nil {
+			return err
 		}
-		run.Internal.APIKey = r.Sealer.Seal(apiKey, sealContext(run.ID()))
+		run.Internal.APIKey = sealed
 	}
-	rec, err := r.record(run, 0)
-	if err != nil {
-		return err
-	}
-	_, err = r.Store.Create(ctx, rec)
-	return err
+	return docs.Create(ctx, run)
 }
 
 // Load returns the run without its logs (what runners poll).
-func (r *Repo) Load(ctx context.Context, id string) (*Run, error) {
-	rec, err := r.Store.Get(ctx, Kind, id)
-	if err != nil {
-		return nil, err
-	}
-	return fromRecord(rec)
-}
+func (r *Repo) Load(ctx context.Context, id string) (*Run, error) { return r.docs().Load(ctx, id) }
 
 // Get returns the run with its retained logs and logs_truncated.
 func (r *Repo) Get(ctx context.Context, id string) (*Run, error) {
-	run, err := r.Load(ctx, id)
+	docs := r.docs()
+	run, err := docs.Load(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	logs, err := r.Store.ReadLogs(ctx, Kind, id)
+	lines, truncated, err := docs.Logs(ctx, id)
 	if err != nil {
 		return nil, err
-	}
-	lines := logs.Lines
-	if lines == nil {
-		lines = []string{}
 	}
 	run.Set("logs", lines)
-	run.Set("logs_truncated", logs.Truncated())
+	run.Set("logs_truncated", truncated)
 	return run, nil
 }
 
@@ -162,45 +155,13 @@ func fromRecord(rec state.Record) (*Run, error) {
 
 // APIKey opens the run's sealed key ("" when it has none).
 func (r *Repo) APIKey(run *Run) (string, error) {
-	if run.Internal.APIKey == "" {
-		return "", nil
-	}
-	if r.Sealer == nil {
-		return "", ErrNoSealer
-	}
-	return r.Sealer.Open(run.Internal.APIKey, sealContext(run.ID()))
+	return r.docs().OpenKey(run.ID(), run.Internal.APIKey)
 }
 
 // Transition moves a run from one of from to status to, applying mutate to its document;
 // see state.Transition for the concurrency contract (exactly one of racing callers wins).
 func (r *Repo) Transition(ctx context.Context, id string, from []string, to string, fence state.Fence, mutate func(*Run) error) (*Run, error) {
-	var out *Run
-	_, err := state.Transition(ctx, r.Store, Kind, id, state.TransitionSpec{
-		From: from, To: to, Fence: fence,
-		Mutate: func(rec *state.Record) error {
-			run, err := fromRecord(*rec)
-			if err != nil {
-				return err
-			}
-			run.Set("status", to)
-			if mutate != nil {
-				if err := mutate(run); err != nil {
-					return err
-				}
-			}
-			next, err := r.record(run, rec.Version)
-			if err != nil {
-				return err
-			}
-			rec.Doc, rec.Attrs, rec.Search = next.Doc, next.Attrs, next.Search
-			out = run
-			return nil
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return r.docs().Transition(ctx, id, from, to, fence, mutate)
 }
 
 // Patch edits a run without changing its status (progress, heartbeats, cancel requests).
@@ -221,13 +182,16 @@ func (r *Repo) Patch(ctx context.Context, id string, fence state.Fence, mutate f
 
 // Logf appends one line to the run's log (the store keeps the newest 500).
 func (r *Repo) Logf(ctx context.Context, id, format string, args ...any) {
-	line := time.Now().UTC().Format("15:04:05.000") + " " + fmt.Sprintf(format, args...)
-	_ = r.Store.AppendLogs(ctx, Kind, id, line)
+	r.docs().Log(ctx, id, format, args...)
 }
 
-// Delete removes the record (with its indexes, logs and progress) and its artifact folder.
+// Delete removes the record (with its indexes, logs and progress), its workers and its
+// artifact folder.
 func (r *Repo) Delete(ctx context.Context, id string, version int64) error {
 	if err := r.Store.Delete(ctx, Kind, id, state.DeleteOptions{Version: version}); err != nil {
+		return err
+	}
+	if err := r.deleteWorkers(ctx, id); err != nil {
 		return err
 	}
 	return os.RemoveAll(r.RunDir(id))

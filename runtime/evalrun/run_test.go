@@ -10,21 +10,12 @@ import (
 	"github.com/lensfn/lensfn/runtime/problem"
 	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/state"
-	"github.com/lensfn/lensfn/runtime/state/redisstore"
+	"github.com/lensfn/lensfn/runtime/state/redisstore/redistest"
 )
 
 func newRepo(t *testing.T) *Repo {
 	t.Helper()
-	e, err := redisstore.StartEmbedded()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
-	store, err := redisstore.Open(context.Background(), e.URL(), redisstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
+	store := redistest.Open(t)
 	sealer, err := secret.FromEnv(secret.NewKey())
 	if err != nil {
 		t.Fatal(err)

@@ -102,6 +102,9 @@ type Config struct {
 	// MaxConcurrentRuns bounds the benchmark runs one benchmark-runner instance executes at once
 	// (LENS_MAX_CONCURRENT_RUNS, default 1, at most 64).
 	MaxConcurrentRuns int
+	// MaxConcurrentWorkers bounds the parallelism workers of benchmark runs one benchmark-runner
+	// instance sends at once (LENS_MAX_CONCURRENT_WORKERS, default 32, at most 64).
+	MaxConcurrentWorkers int
 	// ScrapeInterval is how often the benchmark runner samples an endpoint's /metrics during a
 	// run (LENS_SCRAPE_INTERVAL, default 1s).
 	ScrapeInterval time.Duration
@@ -224,6 +227,12 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	if c.MaxConcurrentRuns < 1 || c.MaxConcurrentRuns > 64 {
 		return c, fmt.Errorf("LENS_MAX_CONCURRENT_RUNS=%d is not an integer in 1-64", c.MaxConcurrentRuns)
+	}
+	if c.MaxConcurrentWorkers, err = intVar(getenv, "LENS_MAX_CONCURRENT_WORKERS", 32); err != nil {
+		return c, err
+	}
+	if c.MaxConcurrentWorkers < 1 || c.MaxConcurrentWorkers > 64 {
+		return c, fmt.Errorf("LENS_MAX_CONCURRENT_WORKERS=%d is not an integer in 1-64", c.MaxConcurrentWorkers)
 	}
 	for _, v := range []struct {
 		name     string

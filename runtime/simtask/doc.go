@@ -3,5 +3,5 @@
 // simulation spec shows it, its place in the state store (kind, statuses, indexed attributes),
 // its sealed API key, its artifact folder, and the status transitions each stage makes.
 //
-// It may import runtime/state and runtime/secret.
+// It may import runtime/state, runtime/secret and runtime/recordrepo.
 package simtask

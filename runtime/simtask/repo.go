@@ -6,10 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"time"
 
+	"github.com/lensfn/lensfn/runtime/recordrepo"
 	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/state"
 )
@@ -36,7 +35,21 @@ func (r *Repo) TaskDir(id string) string {
 	return filepath.Join(r.DataDir, "artifacts", "simulations", id)
 }
 
-func sealContext(id string) string { return Kind + ":" + id }
+// docs is the shared record repository under this one.
+func (r *Repo) docs() *recordrepo.Repo[*Task] {
+	return &recordrepo.Repo[*Task]{Store: r.Store, Sealer: r.Sealer, Kind: Kind, NoSealer: ErrNoSealer,
+		Encode: r.record, Decode: r.decode, SetStatus: func(t *Task, status string) { t.Status = status }}
+}
+
+// decode reads a record with the paths derived from its id.
+func (r *Repo) decode(rec state.Record) (*Task, error) {
+	t, err := fromRecord(rec)
+	if err != nil {
+		return nil, err
+	}
+	r.derivePaths(t)
+	return t, nil
+}
 
 func (r *Repo) record(t *Task, version int64) (state.Record, error) {
 	doc, err := Marshal(t)
@@ -53,17 +66,15 @@ func (r *Repo) record(t *Task, version int64) (state.Record, error) {
 
 // Create stores a new queued task, sealing apiKey when there is one.
 func (r *Repo) Create(ctx context.Context, t *Task, apiKey string) error {
+	docs := r.docs()
 	if apiKey != "" {
-		if r.Sealer == nil {
-			return ErrNoSealer
+		sealed, err := docs.SealKey(t.ID, apiKey)
+		if err != nil {
+			return err
 		}
-		t.Internal.APIKey = r.Sealer.Seal(apiKey, sealContext(t.ID))
+		t.Internal.APIKey = sealed
 	}
-	rec, err := r.record(t, 0)
-	if err != nil {
-		return err
-	}
-	if _, err = r.Store.Create(ctx, rec); err != nil {
+	if err := docs.Create(ctx, t); err != nil {
 		return err
 	}
 	r.appendStatus(ctx, t)
@@ -71,18 +82,7 @@ func (r *Repo) Create(ctx context.Context, t *Task, apiKey string) error {
 }
 
 // Load returns the task without its logs (what runners poll).
-func (r *Repo) Load(ctx context.Context, id string) (*Task, error) {
-	rec, err := r.Store.Get(ctx, Kind, id)
-	if err != nil {
-		return nil, err
-	}
-	t, err := fromRecord(rec)
-	if err != nil {
-		return nil, err
-	}
-	r.derivePaths(t)
-	return t, nil
-}
+func (r *Repo) Load(ctx context.Context, id string) (*Task, error) { return r.docs().Load(ctx, id) }
 
 // derivePaths replaces the folder and records path a record stores with the ones derived from
 // its id: whoever can write the store cannot make a function write or read elsewhere.
@@ -98,17 +98,13 @@ func (r *Repo) derivePaths(t *Task) {
 
 // Get returns the task with its retained logs.
 func (r *Repo) Get(ctx context.Context, id string) (*Task, error) {
-	t, err := r.Load(ctx, id)
+	docs := r.docs()
+	t, err := docs.Load(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	logs, err := r.Store.ReadLogs(ctx, Kind, id)
-	if err != nil {
+	if t.Logs, t.LogsTruncated, err = docs.Logs(ctx, id); err != nil {
 		return nil, err
-	}
-	t.Logs, t.LogsTruncated = logs.Lines, logs.Truncated()
-	if t.Logs == nil {
-		t.Logs = []string{}
 	}
 	return t, nil
 }
@@ -123,50 +119,17 @@ func fromRecord(rec state.Record) (*Task, error) {
 }
 
 // APIKey opens the task's sealed key ("" when it has none).
-func (r *Repo) APIKey(t *Task) (string, error) {
-	if t.Internal.APIKey == "" {
-		return "", nil
-	}
-	if r.Sealer == nil {
-		return "", ErrNoSealer
-	}
-	return r.Sealer.Open(t.Internal.APIKey, sealContext(t.ID))
-}
+func (r *Repo) APIKey(t *Task) (string, error) { return r.docs().OpenKey(t.ID, t.Internal.APIKey) }
 
 // Transition moves a task between statuses, applying mutate to its document; see
 // state.Transition for the concurrency contract (exactly one of racing callers wins).
 func (r *Repo) Transition(ctx context.Context, id string, from []string, to string, fence state.Fence, mutate func(*Task) error) (*Task, error) {
-	var out *Task
-	_, err := state.Transition(ctx, r.Store, Kind, id, state.TransitionSpec{
-		From: from, To: to, Fence: fence,
-		Mutate: func(rec *state.Record) error {
-			t, err := fromRecord(*rec)
-			if err != nil {
-				return err
-			}
-			r.derivePaths(t)
-			t.Status = to
-			if mutate != nil {
-				if err := mutate(t); err != nil {
-					return err
-				}
-			}
-			next, err := r.record(t, rec.Version)
-			if err != nil {
-				return err
-			}
-			rec.Doc, rec.Attrs, rec.Search = next.Doc, next.Attrs, next.Search
-			out = t
-			return nil
-		},
-	})
+	t, err := r.docs().Transition(ctx, id, from, to, fence, mutate)
 	if err != nil {
 		return nil, err
 	}
-	if out != nil {
-		r.appendStatus(ctx, out)
-	}
-	return out, nil
+	r.appendStatus(ctx, t)
+	return t, nil
 }
 
 // Patch edits a task without changing its status (progress, live summary, cancel requests).
@@ -178,19 +141,15 @@ func (r *Repo) Patch(ctx context.Context, id string, fence state.Fence, mutate f
 	return r.Transition(ctx, id, []string{rec.Status}, rec.Status, fence, mutate)
 }
 
-// Logf appends one line to the task's log (the store keeps the newest 500).
+// Logf appends one line to the task's log (the store keeps the newest 500) and its progress stream.
 func (r *Repo) Logf(ctx context.Context, id, format string, args ...any) {
-	line := time.Now().UTC().Format("15:04:05.000") + " " + secret.Redact(fmt.Sprintf(format, args...))
-	_ = r.Store.AppendLogs(ctx, Kind, id, line)
+	line := r.docs().Log(ctx, id, "%s", secret.Redact(fmt.Sprintf(format, args...)))
 	_, _ = r.Store.AppendProgress(ctx, Kind, id, map[string]string{"type": EntryLog, "line": line})
 }
 
 // Delete removes the record (with its indexes, logs and progress) and its artifact folder.
 func (r *Repo) Delete(ctx context.Context, id string, version int64) error {
-	if err := r.Store.Delete(ctx, Kind, id, state.DeleteOptions{Version: version}); err != nil {
-		return err
-	}
-	return os.RemoveAll(r.TaskDir(id))
+	return r.docs().Delete(ctx, id, version, r.TaskDir(id))
 }
 
 // LeaseName is the lease a runner holds on a task.

@@ -3,6 +3,8 @@ package e2e_test
 import (
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -159,30 +161,25 @@ func TestEvaluationMatrixBenchmarkAgainstTheSimulator(t *testing.T) {
 	t.Run("run.requested event", func(t *testing.T) {
 		data := sim1(`{"idempotency_key":"e2e-nightly","deployment_execution_id":"sim-1","matrix":[{"isl":16,"osl":4}],
 			"warmup_requests":0,"concurrency_stages":[{"concurrency":1,"num_requests":3}]}`)
-		for range 2 {
-			code, body := post(t, broker, "application/json", data, map[string]string{"Ce-Specversion": "1.0",
-				"Ce-Id": "ping-1", "Ce-Source": "/lensfn/user/e2e", "Ce-Type": "dev.lensfn.evaluation.run.requested.v1"})
-			if code/100 != 2 {
-				t.Fatalf("broker: %d %s", code, body)
-			}
-		}
-		var items []map[string]any
-		eventually(t, time.Minute, "the requested run", func() bool {
-			_, body := get(t, api+"/runs")
-			var list struct {
-				Items []map[string]any `json:"items"`
-			}
-			_ = json.Unmarshal([]byte(body), &list)
-			items = nil
-			for _, it := range list.Items {
-				if it["matrix"] != nil && strings.Contains(mustJSON(it["matrix"]), `"osl":4`) {
-					items = append(items, it)
-				}
-			}
-			return len(items) > 0 && isTerminal(items[0])
-		})
+		items := runsFromEvent(t, api, broker, data, map[string]string{"Ce-Id": "ping-1", "Ce-Source": "/lensfn/user/e2e",
+			"Ce-Type": "dev.lensfn.evaluation.run.requested.v1"}, `"osl":4`)
 		if len(items) != 1 || items[0]["status"] != "succeeded" {
 			t.Fatalf("runs from the event: %v", items)
+		}
+	})
+
+	t.Run("the nightly PingSource example's firing", func(t *testing.T) {
+		// The data of deploy/examples/nightly-benchmark.yaml, sent as its PingSource would: type
+		// dev.knative.sources.ping with the lensfnevent extension.
+		data := sim1(strings.ReplaceAll(pingData(t), "REPLACE-WITH-EXECUTION-ID", "sim-1"))
+		items := runsFromEvent(t, api, broker, data, map[string]string{"Ce-Id": "nightly-firing-1",
+			"Ce-Source": "/apis/v1/namespaces/lensfn/pingsources/nightly-benchmark", "Ce-Type": "dev.knative.sources.ping",
+			"Ce-Time": time.Now().UTC().Format(time.RFC3339), "Ce-Lensfnevent": "dev.lensfn.evaluation.run.requested.v1"}, `"isl":1024`)
+		if len(items) != 1 || items[0]["status"] != "succeeded" {
+			t.Fatalf("runs from the firing: %v", items)
+		}
+		if sla, _ := items[0]["sla"].(map[string]any); sla == nil || sla["met"] != true {
+			t.Fatalf("the example's SLA against the simulator: %v", items[0]["sla"])
 		}
 	})
 
@@ -203,6 +200,52 @@ func TestEvaluationMatrixBenchmarkAgainstTheSimulator(t *testing.T) {
 		}
 	})
 
+	t.Run("parallelism 2 is sent by two workers and merged", func(t *testing.T) {
+		id := createRun(t, api, sim1(`{"deployment_execution_id":"sim-1","parallelism":2,"matrix":[{"isl":32,"osl":8}],
+			"warmup_requests":1,"concurrency_stages":[{"concurrency":2,"num_requests":6},{"concurrency":4,"num_requests":10}]}`))
+		run := waitRun(t, api, id, 2*time.Minute, isTerminal)
+		if run["status"] != "succeeded" {
+			t.Fatalf("run ended %v: %v", run["status"], run["error"])
+		}
+		// Each worker sends the whole workload once: 2 x 16 measured requests, over the union.
+		m := run["metrics"].(map[string]any)
+		if m["request_count"] != 32.0 || m["success_count"] != 32.0 {
+			t.Fatalf("counts %v/%v, want 32/32", m["success_count"], m["request_count"])
+		}
+		stages := run["matrix_results"].([]any)[0].(map[string]any)["stage_metrics"].([]any)
+		if stages[0].(map[string]any)["metrics"].(map[string]any)["request_count"] != 12.0 ||
+			stages[1].(map[string]any)["metrics"].(map[string]any)["request_count"] != 20.0 {
+			t.Fatalf("stage metrics %v", stages)
+		}
+		if ttft := m["ttft_ms"].(float64); ttft < 40 || ttft > 40+200 {
+			t.Fatalf("ttft p50 %.1f ms (model 40)", ttft)
+		}
+		code, body := get(t, api+"/runs/"+id+"/artifacts/per-request-jsonl")
+		if code != 200 {
+			t.Fatalf("artifact: %d %s", code, body)
+		}
+		byWorker := map[float64]int{}
+		for _, line := range strings.Split(strings.TrimSpace(body), "\n") {
+			var rec struct {
+				Metadata map[string]any `json:"metadata"`
+			}
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatalf("record %q: %v", line, err)
+			}
+			w, _ := rec.Metadata["worker"].(float64)
+			byWorker[w]++
+		}
+		if len(byWorker) != 2 || byWorker[0] != 16 || byWorker[1] != 16 {
+			t.Fatalf("records per worker %v, want 16 from each of workers 0 and 1", byWorker)
+		}
+		logs := mustJSON(run["logs"])
+		for _, want := range []string{"Worker 0 of 2 started", "Worker 1 of 2 started", "Fanned out 2 workers"} {
+			if !strings.Contains(logs, want) {
+				t.Fatalf("run logs lack %q: %s", want, logs)
+			}
+		}
+	})
+
 	t.Run("a killed runner leaves the run failed", func(t *testing.T) {
 		id := createRun(t, api, sim1(`{"deployment_execution_id":"sim-1","matrix":[{"isl":16,"osl":200}],"warmup_requests":0,
 			"concurrency_stages":[{"concurrency":2,"num_requests":2000}]}`))
@@ -217,6 +260,61 @@ func TestEvaluationMatrixBenchmarkAgainstTheSimulator(t *testing.T) {
 		}
 		t.Logf("failed %s after the kill (lease 3s)", time.Since(killed).Round(100*time.Millisecond))
 	})
+}
+
+// runsFromEvent sends a CloudEvent to the broker twice (a redelivery), waits until the first run
+// whose matrix contains matrixHas ended, and returns every such run.
+func runsFromEvent(t *testing.T, api, broker, data string, header map[string]string, matrixHas string) []map[string]any {
+	t.Helper()
+	header["Ce-Specversion"] = "1.0"
+	for range 2 {
+		if code, body := post(t, broker, "application/json", data, header); code/100 != 2 {
+			t.Fatalf("broker: %d %s", code, body)
+		}
+	}
+	var items []map[string]any
+	eventually(t, 2*time.Minute, "the run the event asked for", func() bool {
+		_, body := get(t, api+"/runs")
+		var list struct {
+			Items []map[string]any `json:"items"`
+		}
+		_ = json.Unmarshal([]byte(body), &list)
+		items = nil
+		for _, it := range list.Items {
+			if it["matrix"] != nil && strings.Contains(mustJSON(it["matrix"]), matrixHas) {
+				items = append(items, it)
+			}
+		}
+		return len(items) > 0 && isTerminal(items[0])
+	})
+	return items
+}
+
+// pingData is the data of the nightly PingSource example: its folded (>-) block scalar, whose
+// lines YAML joins with spaces.
+func pingData(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "examples", "nightly-benchmark.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []string
+	in := false
+	for _, line := range strings.Split(string(raw), "\n") {
+		switch {
+		case strings.TrimSpace(line) == "data: >-":
+			in = true
+		case in && strings.HasPrefix(line, "    "):
+			parts = append(parts, strings.TrimSpace(line))
+		case in:
+			in = false
+		}
+	}
+	data := strings.Join(parts, " ")
+	if !json.Valid([]byte(data)) {
+		t.Fatalf("the example's data is not JSON: %s", data)
+	}
+	return data
 }
 
 func del(t *testing.T, url string) int {

@@ -17,6 +17,8 @@ import (
 
 const (
 	deployDir = "../../deploy/knative"
+	// examplesDir holds manifests applied by no script (the nightly PingSource).
+	examplesDir = "../../deploy/examples"
 	// crdDir is ../shared/reference/knative-crds beside the repository (CI lays shared/ there).
 	crdDir = "../../../shared/reference/knative-crds"
 )
@@ -128,6 +130,44 @@ func TestEveryManifestIsAdmitted(t *testing.T) {
 	}
 	if crds == "" {
 		t.Skipf("%s is absent: %d Eventing objects were not checked against their CRD schemas (the Services were)", crdDir, r.skippedEventing)
+	}
+}
+
+// The examples in deploy/examples (the nightly PingSource) are admitted as deploy/knative's
+// objects are: against their CRD schemas, under the serving config deploy/knative declares.
+func TestExamplesAreAdmitted(t *testing.T) {
+	crds := crdsIfPresent()
+	if crds == "" {
+		t.Skipf("%s is absent: the examples are Eventing objects, checked only against their CRD schemas", crdDir)
+	}
+	servingConfig, err := admission.ServingConfigIn(deployDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := admission.New(admission.Options{ServingConfig: servingConfig, CRDDir: crds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects, err := readManifests(examplesDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pings := 0
+	for _, o := range objects {
+		out, err := v.Validate(context.Background(), o.JSON)
+		if err != nil {
+			t.Errorf("%s: %v", o.File, err)
+			continue
+		}
+		if strings.HasPrefix(out.How, "not checked") {
+			t.Errorf("%s: %s: %s", o.File, out.Object, out.How)
+		}
+		if metaOf(o).is("sources.knative.dev/v1", "PingSource", "") {
+			pings++
+		}
+	}
+	if pings == 0 {
+		t.Fatal("no PingSource among the examples")
 	}
 }
 

@@ -114,7 +114,7 @@ func TestEveryConsumedEventTypeHasATrigger(t *testing.T) {
 		for _, eventType := range types {
 			routed := false
 			for _, tr := range m.Triggers {
-				if tr.Subscriber == function && tr.Path == "/events" && tr.Matches(map[string]string{"type": eventType, "source": sourceOf(eventType)}) {
+				if tr.Subscriber == function && tr.Path == "/events" && tr.Matches(attributesOf(eventType)) {
 					routed = true
 				}
 			}
@@ -125,9 +125,14 @@ func TestEveryConsumedEventTypeHasATrigger(t *testing.T) {
 	}
 }
 
-func sourceOf(eventType string) string {
-	d, _ := events.Lookup(eventType)
-	return d.Source
+// attributesOf are the attributes an event of the type carries that Triggers filter on.
+func attributesOf(eventType string) map[string]string {
+	d, _ := events.LookupConsumed(eventType)
+	attrs := map[string]string{"type": eventType, "source": d.Source}
+	for k, v := range d.Extensions {
+		attrs[k] = v
+	}
+	return attrs
 }
 
 func TestEveryTriggerNamesAFunctionAndACataloguedType(t *testing.T) {
@@ -141,8 +146,8 @@ func TestEveryTriggerNamesAFunctionAndACataloguedType(t *testing.T) {
 			t.Errorf("Trigger %s delivers to %q, which has no Service", tr.Name, tr.Subscriber)
 		}
 		eventType := tr.Attributes["type"]
-		if _, ok := events.Lookup(eventType); !ok {
-			t.Errorf("Trigger %s filters on type %q, which is not in the events catalogue", tr.Name, eventType)
+		if _, ok := events.LookupConsumed(eventType); !ok {
+			t.Errorf("Trigger %s filters on type %q, which is not in the events catalogue (nor events.External)", tr.Name, eventType)
 		}
 		if !slices.Contains(consumers[tr.Subscriber], eventType) {
 			t.Errorf("Trigger %s sends %s to %s, which does not consume it", tr.Name, eventType, tr.Subscriber)

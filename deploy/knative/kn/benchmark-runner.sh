@@ -14,3 +14,9 @@ kn trigger create run-queued-to-benchmark-runner -n "$NS" --broker lensfn \
   kn trigger update run-queued-to-benchmark-runner -n "$NS" \
     --filter type=dev.lensfn.evaluation.run.queued.v1 --filter source=/lensfn/evaluation-api \
     --sink ksvc:benchmark-runner:/events
+kn trigger create run-worker-queued-to-benchmark-runner -n "$NS" --broker lensfn \
+  --filter type=dev.lensfn.evaluation.run.worker.queued.v1 --filter source=/lensfn/benchmark-runner \
+  --sink ksvc:benchmark-runner:/events 2>/dev/null ||
+  kn trigger update run-worker-queued-to-benchmark-runner -n "$NS" \
+    --filter type=dev.lensfn.evaluation.run.worker.queued.v1 --filter source=/lensfn/benchmark-runner \
+    --sink ksvc:benchmark-runner:/events
