@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -111,11 +110,9 @@ func TestStackServesWhileModulesCompile(t *testing.T) {
 // getResponse is get with the response's headers.
 func getResponse(t *testing.T, url string) (*http.Response, string) {
 	t.Helper()
-	resp, err := http.Get(url)
+	resp, body, err := fetch(url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	return resp, string(raw)
+	return resp, body
 }
