@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -29,7 +28,7 @@ func TestModuleRoutesAnswer503WhileTheModuleCompiles(t *testing.T) {
 		}
 	}()
 	cfg := fntest.Config(t, fntest.Env(t, nil))
-	s, err := fn.NewServer(context.Background(), cfg, simulationapi.Name, func(ctx context.Context, d fn.Deps) (*fn.Function, error) {
+	srv := serveBuilt(t, cfg, func(ctx context.Context, d fn.Deps) (*fn.Function, error) {
 		host, err := wasmhost.OpenBlocked(ctx, wasmhost.Dirs{Builtin: wasmtest.BuiltinDir(t), Cache: wasmtest.CacheDir(t)},
 			func(ctx context.Context, name string) {
 				if name == "mooncake_trace" {
@@ -49,13 +48,6 @@ func TestModuleRoutesAnswer503WhileTheModuleCompiles(t *testing.T) {
 		f.Close, f.Warming = host.Close, host.Warming
 		return f, nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(context.Background())
-	srv := httptest.NewServer(s.Handler)
-	defer srv.Close()
-	fntest.AuthorizeDefaultClient(t, s)
 
 	for _, path := range []string{"/backends", "/scenarios", "/trace-datasets", "/tasks"} {
 		if code := call(t, "GET", srv.URL+"/api/simulation"+path, "", nil); code != http.StatusOK {
