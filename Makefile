@@ -37,6 +37,7 @@ KNATIVE_CRDS := ../shared/reference/knative-crds
 test: ## run every test (embedded Redis unless REDIS_URL is set; tests/knative checks the Knative manifests), then the race pass
 	$(GO) test -count=1 -timeout 20m ./...
 	@test -f "$${LENS_SHARED_DIR:-../shared}/traces/mooncake/conversation_trace.jsonl" || echo "test: $${LENS_SHARED_DIR:-../shared}/traces is absent, so tests/e2e and tests/conformance ran on generated traces only (go test -v names the skipped real-trace cases)"
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || [ -n "$${LENS_CHROMIUM:-}" ] || echo "test: chromium is absent, so tests/console skipped the console's browser tests (apt-get install chromium)"
 	@test -d $(KNATIVE_CRDS) || echo "test: $(KNATIVE_CRDS) is absent, so tests/knative skips the Eventing CRD schema checks (Services are still validated)"
 	@if [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v "$$($(GO) env CC)" >/dev/null; then \
 	  echo "$(GO) test -race -count=1 -timeout 15m $(RACE_PKGS)"; \

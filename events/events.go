@@ -153,6 +153,25 @@ var Catalogue = []Definition{
 		Payload:     reflect.TypeFor[RunFinished](),
 	},
 	{
+		Type:   TypeEvaluationRequested,
+		Source: SourceUser,
+		Description: "A user asks for a multi-configuration evaluation (the POST /api/v1/evaluate/evaluations body plus an " +
+			"idempotency key); the evaluation API creates it exactly as the REST route does, once per key.",
+		Payload: reflect.TypeFor[EvaluationRequested](),
+	},
+	{
+		Type:        TypeWorkflowQueued,
+		Source:      SourceEvaluationAPI,
+		Description: "A workflow has work for the orchestrator: it was created or retried, or a cancel was requested.",
+		Payload:     reflect.TypeFor[WorkflowQueued](),
+	},
+	{
+		Type:        TypeWorkflowFinished,
+		Source:      SourceOrchestrator,
+		Description: "A workflow reached a terminal status (an evaluation's report is then stored; deployment cleanup may still be running).",
+		Payload:     reflect.TypeFor[WorkflowFinished](),
+	},
+	{
 		Type:        TypeDeploymentRequested,
 		Source:      SourceOrchestrator,
 		Description: "A workflow case needs a configuration deployed as a deployment execution owned by the evaluation.",

@@ -1,10 +1,13 @@
 // Package lensctl is the command-line client of the Lensfn APIs: datasets (list, download,
-// timeline) and simulation tasks (create, list, get, watch, stop, rerun, delete, report), with
-// tables by default and --output json|yaml, a progress bar while watching a task (from its
-// Server-Sent Events stream) and while downloading, and exit codes scripts can branch on
-// (ExitOK, ExitFailed, ExitCancelled, ExitUsage). The API URL and token come from flags, then
-// LENS_API / LENS_TOKEN, then ~/.config/lensfn/config.yaml. Command groups are built so that the
-// evaluation side (runs, workflows, evaluations) adds groups of the same shape.
+// timeline), simulation tasks (create, list, get, watch, stop, rerun, delete, report), the
+// catalogue (backends, scenarios, discover), benchmark runs (eval runs create, list, get, watch,
+// cancel, delete, report), evaluation workflows (eval workflows list, get, details, cancel,
+// retry, delete), multi-configuration evaluations (eval evaluations create, list, get) and
+// compare (two tasks or two runs side by side, or an evaluation's comparison report), with
+// tables by default and --output json|yaml, a progress bar while watching (from the task's or
+// run's Server-Sent Events stream) and while downloading, and exit codes scripts can branch on
+// (ExitOK, ExitFailed, ExitUsage, ExitCancelled, ExitSLAMissed). The API URL and token come from
+// flags, then LENS_API / LENS_TOKEN, then ~/.config/lensfn/config.yaml.
 //
 // It may import runtime/sse and runtime/simtask; cobra, go-pretty, progressbar and yaml.v3 live here.
 package lensctl

@@ -13,10 +13,11 @@ import (
 
 // Exit codes.
 const (
-	ExitOK        = 0 // done; a watched task completed
-	ExitFailed    = 1 // an API or transport error, or a watched task failed
+	ExitOK        = 0 // done; a watched task completed, a watched run succeeded (and met its SLA)
+	ExitFailed    = 1 // an API or transport error, or a watched task or run failed
 	ExitUsage     = 2 // bad flags or arguments
-	ExitCancelled = 3 // a watched task was cancelled (or deleted)
+	ExitCancelled = 3 // a watched task or run was cancelled (or deleted)
+	ExitSLAMissed = 4 // a watched run succeeded but missed its SLA; an evaluation's guide missed its SLA
 )
 
 // usageError marks an error in how lensctl was called.
@@ -107,7 +108,7 @@ func (a *app) root() *cobra.Command {
 	f.StringVar(&a.config, "config", "", "config file (default ~/.config/lensfn/config.yaml)")
 	f.StringVarP(&a.output, "output", "o", "table", "output format: table, json or yaml")
 	f.BoolVar(&a.noProgress, "no-progress", false, "no progress bars")
-	root.AddCommand(a.datasetsCmd(), a.tasksCmd())
+	root.AddCommand(a.datasetsCmd(), a.tasksCmd(), a.evalCmd(), a.compareCmd(), a.backendsCmd(), a.scenariosCmd(), a.discoverCmd())
 	return root
 }
 

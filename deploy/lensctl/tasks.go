@@ -5,20 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jedib0t/go-pretty/v6/table"
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/lensfn/lensfn/runtime/simtask"
-	"github.com/lensfn/lensfn/runtime/sse"
 )
 
 // maxBodyFileBytes bounds a task body read from a file or stdin.
@@ -177,81 +172,20 @@ func (a *app) taskWatch() *cobra.Command {
 		Args: args(cobra.ExactArgs(1)), RunE: func(cmd *cobra.Command, argv []string) error { return a.watch(cmd, argv[0]) }}
 }
 
-// watch follows the task's event stream, reconnecting after the last event id when the
-// connection closes, and maps the final status to the exit code.
+// watch follows the task's event stream and maps the final status to the exit code.
 func (a *app) watch(cmd *cobra.Command, id string) error {
-	var bar *progressbar.ProgressBar
-	if !a.noProgress {
-		bar = progressbar.NewOptions(1000, progressbar.OptionSetWriter(a.errOut), progressbar.OptionSetDescription(id),
-			progressbar.OptionShowElapsedTimeOnFinish(), progressbar.OptionSetPredictTime(false))
+	end, err := a.follow(cmd, taskPath(id)+"/events", id)
+	if err != nil {
+		return err
 	}
-	last, final := "", ""
-	for attempt := 0; final == ""; attempt++ {
-		header := http.Header{}
-		if last != "" {
-			header.Set("Last-Event-ID", last)
-		}
-		resp, err := a.client.do(cmd.Context(), "GET", taskPath(id)+"/events", nil, nil, header)
-		if err != nil {
-			var apiErr *APIError
-			if errors.As(err, &apiErr) || attempt >= 5 || cmd.Context().Err() != nil {
-				return err
-			}
-			time.Sleep(time.Second << min(attempt, 4))
-			continue
-		}
-		err = sse.Read(resp.Body, func(m sse.Message) error {
-			if m.ID != "" {
-				last = m.ID
-			}
-			var data struct {
-				Status          string  `json:"status"`
-				ProgressPercent float64 `json:"progress_percent"`
-				ProgressMessage string  `json:"progress_message"`
-				Line            string  `json:"line"`
-				ErrorMessage    *string `json:"error_message"`
-				Detail          string  `json:"detail"`
-			}
-			_ = json.Unmarshal([]byte(m.Data), &data)
-			switch m.Type {
-			case "status":
-				if bar != nil {
-					_ = bar.Set(int(data.ProgressPercent * 10))
-					bar.Describe(fmt.Sprintf("%s %s: %s", id, data.Status, data.ProgressMessage))
-				} else {
-					fmt.Fprintf(a.errOut, "%s %.1f%% %s\n", data.Status, data.ProgressPercent, data.ProgressMessage)
-				}
-			case "log":
-				if bar == nil {
-					fmt.Fprintln(a.errOut, data.Line)
-				}
-			case "end":
-				final = data.Status
-				if data.ErrorMessage != nil {
-					final += ": " + *data.ErrorMessage
-				}
-			case "error":
-				fmt.Fprintln(a.errOut, "stream:", data.Detail)
-			}
-			return nil
-		})
-		resp.Body.Close()
-		if err != nil && cmd.Context().Err() != nil {
-			return cmd.Context().Err()
-		}
-	}
-	if bar != nil {
-		_ = bar.Finish()
-		fmt.Fprintln(a.errOut)
-	}
-	status, _, _ := strings.Cut(final, ": ")
+	final := end.finalMessage()
 	var t simtask.Task
 	if err := a.client.JSON(cmd.Context(), "GET", taskPath(id), nil, nil, &t); err == nil {
 		if err := a.printTask(&t); err != nil {
 			return err
 		}
 	}
-	switch status {
+	switch end.Status {
 	case simtask.StatusCompleted:
 		return nil
 	case simtask.StatusCancelled, "deleted":
@@ -260,22 +194,8 @@ func (a *app) watch(cmd *cobra.Command, id string) error {
 	return exitError{ExitFailed, "task " + id + " " + final}
 }
 
-func (a *app) simpleTaskPost(use, short, verb string) *cobra.Command {
-	return &cobra.Command{Use: use + " ID", Short: short, Args: args(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			var out map[string]any
-			if err := a.client.JSON(cmd.Context(), "POST", taskPath(argv[0])+"/"+verb, nil, nil, &out); err != nil {
-				return err
-			}
-			return a.printer.print(out, func(t table.Writer) {
-				t.AppendHeader(table.Row{"ID", "STATUS"})
-				t.AppendRow(table.Row{argv[0], out["status"]})
-			})
-		}}
-}
-
 func (a *app) taskStop() *cobra.Command {
-	return a.simpleTaskPost("stop", "Stop a queued or running task", "stop")
+	return a.postCmd("stop", "Stop a queued or running task", taskPath)
 }
 
 func (a *app) taskRerun() *cobra.Command {
@@ -300,59 +220,9 @@ func (a *app) taskRerun() *cobra.Command {
 }
 
 func (a *app) taskDelete() *cobra.Command {
-	return &cobra.Command{Use: "delete ID", Short: "Delete a finished task and its artifacts", Args: args(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			if err := a.client.JSON(cmd.Context(), "DELETE", taskPath(argv[0]), nil, nil, nil); err != nil {
-				return err
-			}
-			return a.printer.print(map[string]string{"id": argv[0], "status": "deleted"}, func(t table.Writer) {
-				t.AppendHeader(table.Row{"ID", "STATUS"})
-				t.AppendRow(table.Row{argv[0], "deleted"})
-			})
-		}}
+	return a.deleteCmd("Delete a finished task and its artifacts", taskPath)
 }
 
 func (a *app) taskReport() *cobra.Command {
-	var kind, dest string
-	c := &cobra.Command{Use: "report ID", Short: "Download a task's report (or another artifact) to a file", Args: args(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			resp, err := a.client.do(cmd.Context(), "GET", taskPath(argv[0])+"/artifacts/"+url.PathEscape(kind), nil, nil, nil)
-			if err != nil {
-				return err
-			}
-			defer resp.Body.Close()
-			if dest == "" {
-				dest = argv[0] + "-" + map[string]string{"report-html": "report.html", "per-request-csv": "per-request.csv",
-					"summary-json": "summary.json", "per-request-jsonl": "per-request.jsonl"}[kind]
-				if strings.HasSuffix(dest, "-") {
-					dest += kind
-				}
-			}
-			f, err := os.CreateTemp(filepath.Dir(dest), ".lensctl-*")
-			if err != nil {
-				return err
-			}
-			defer os.Remove(f.Name())
-			var w io.Writer = f
-			if !a.noProgress {
-				w = io.MultiWriter(f, progressbar.DefaultBytes(resp.ContentLength, "downloading "+kind))
-			}
-			_, err = io.Copy(w, resp.Body)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return err
-			}
-			if err := os.Rename(f.Name(), dest); err != nil {
-				return err
-			}
-			return a.printer.print(map[string]string{"id": argv[0], "kind": kind, "file": dest}, func(t table.Writer) {
-				t.AppendHeader(table.Row{"ID", "ARTIFACT", "FILE"})
-				t.AppendRow(table.Row{argv[0], kind, dest})
-			})
-		}}
-	c.Flags().StringVar(&kind, "kind", "report-html", "artifact kind: report-html, per-request-csv, summary-json, per-request-jsonl")
-	c.Flags().StringVar(&dest, "file", "", "where to write it (default <id>-<file name>)")
-	return c
+	return a.reportCmd("task", taskPath, "summary-json")
 }

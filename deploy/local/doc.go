@@ -4,6 +4,11 @@
 //   - Redis: a redis-server found on PATH, with append-only persistence in the data dir so a
 //     restart keeps everything, supervised like the functions; else the embedded Redis-compatible
 //     server, with a warning that its data lives only as long as the stack.
+//   - Prometheus (Options.StartPrometheus; make run sets it): Debian's prometheus when it is on
+//     PATH, on a free loopback port, supervised like redis-server, discovering its targets from
+//     files in <data dir>/prometheus/targets (the simulator's written here, the deployer's local
+//     deployments and the benchmark runner's runs written by them); its URL goes to the benchmark
+//     runner as LENS_PROMETHEUS_URL. Without it nothing changes.
 //   - A broker that routes CloudEvents by the Trigger objects in deploy/knative (filters on type,
 //     source and extension attributes as Knative does), retries with exponential backoff per the
 //     Broker's delivery spec and appends what it gives up on to a dead-letter log.
@@ -18,6 +23,7 @@
 // It may import runtime/auth (API tokens), runtime/state/redisstore (for the embedded server), runtime/secret (the
 // stack's sealing key), runtime/fn (for the readiness lines that name start-up work still in
 // progress: the functions compile their WASM modules in the background and the stack does not
-// wait for them) and the YAML decoder; it starts function binaries built by
+// wait for them), runtime/promtargets (the discovery files) and the YAML decoder; it starts
+// function binaries built by
 // `make build` and never imports a function.
 package local

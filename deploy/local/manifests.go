@@ -146,6 +146,17 @@ func (s Service) PathPrefixes() []string {
 	return out
 }
 
+// ServesRoot says whether the service's prefixes include "/": it gets every path no other
+// prefix claims (the console).
+func (s Service) ServesRoot() bool {
+	for _, p := range strings.Split(s.PathPrefix, ",") {
+		if strings.TrimSpace(p) == "/" {
+			return true
+		}
+	}
+	return false
+}
+
 func serviceOf(obj Object) (Service, error) {
 	var spec struct {
 		Template struct {

@@ -44,6 +44,9 @@ type Options struct {
 	// 127.0.0.1:8000), so tasks that target it still reach it after a restart; empty picks a
 	// free port (tests).
 	SimulatorAddr string
+	// StartPrometheus starts Debian's prometheus when it is on PATH (make run does), with
+	// file-based discovery of the serving endpoints, and hands its URL to the benchmark runner.
+	StartPrometheus bool
 	// ReadyTimeout bounds the wait for every function's readiness probe; default 90s.
 	ReadyTimeout time.Duration
 	Log          func(format string, args ...any)
@@ -64,9 +67,13 @@ type Stack struct {
 	servers        []*http.Server
 	stopRedis      func()
 	redis          *process // redis-server when it is on PATH
-	dataLock       *os.File // the flock that keeps a second stack off the data dir
-	secretKey      string
-	mu             sync.Mutex
+	// PrometheusURL is the stack's Prometheus ("" when none runs).
+	PrometheusURL     string
+	prometheus        *process
+	prometheusTargets string   // its file-SD directory
+	dataLock          *os.File // the flock that keeps a second stack off the data dir
+	secretKey         string
+	mu                sync.Mutex
 }
 
 // Start brings everything up and returns once every function answers its readiness probe.
@@ -126,17 +133,26 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	if err := s.startBroker(); err != nil {
 		return nil, err
 	}
+	if err := s.startPrometheus(ctx); err != nil {
+		return nil, err
+	}
+	// The ingress listens before the functions start: the console is told its address
+	// (LENS_API_URL) to call the APIs through it.
+	ingress, err := net.Listen("tcp", opts.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("ingress on %s: %w", opts.Addr, err)
+	}
+	s.APIURL = "http://" + ingress.Addr().String()
 	for _, svc := range m.Services {
 		if len(opts.Only) > 0 && !contains(opts.Only, svc.Name) {
 			continue
 		}
 		if err := s.startFunction(svc); err != nil {
+			ingress.Close()
 			return nil, err
 		}
 	}
-	if err := s.startIngress(); err != nil {
-		return nil, err
-	}
+	s.startIngress(ingress)
 	deadline := time.Now().Add(opts.ReadyTimeout)
 	for _, name := range s.Functions() {
 		if err := s.procs[name].waitReady(ctx, deadline); err != nil {
@@ -287,8 +303,10 @@ func (s *Stack) startBroker() error {
 }
 
 // startIngress routes each lensfn.dev/path-prefix to its function, like a cluster ingress would,
-// and answers everything else itself: /healthz, and a problem+json 404.
-func (s *Stack) startIngress() error {
+// and answers /healthz itself. A function whose prefix is "/" (the console) gets every path no
+// other prefix claims, except under /api/, where an unknown path stays the ingress's
+// problem+json 404 naming the API prefixes.
+func (s *Stack) startIngress(l net.Listener) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -302,22 +320,14 @@ func (s *Stack) startIngress() error {
 		_ = json.NewEncoder(w).Encode(map[string]any{"status": "ok", "functions": functions})
 	})
 	var prefixes []string
+	var root http.Handler
 	for _, svc := range s.manifests.Services {
 		if svc.PathPrefix == "" || s.procs[svc.Name] == nil {
 			continue
 		}
-		p := s.procs[svc.Name]
-		proxy := &httputil.ReverseProxy{
-			Rewrite: func(r *httputil.ProxyRequest) {
-				target, _ := url.Parse(p.url())
-				r.SetURL(target)
-				r.SetXForwarded()
-				// The function checks the Host the client used, as behind a cluster ingress.
-				r.Out.Host = r.In.Host
-			},
-			FlushInterval: -1, // stream downloads and progress as they come
-			// The function's own answers (a 413 included) pass through untouched.
-			ErrorHandler: upstreamError(p),
+		proxy := s.proxyTo(s.procs[svc.Name])
+		if svc.ServesRoot() {
+			root = proxy
 		}
 		for _, prefix := range svc.PathPrefixes() {
 			prefixes = append(prefixes, prefix)
@@ -325,17 +335,36 @@ func (s *Stack) startIngress() error {
 			mux.Handle(prefix, proxy)
 		}
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	notFound := func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusNotFound, "not_found", "Not found",
 			fmt.Sprintf("no route %s %s; the APIs are under %s", r.Method, r.URL.Path, strings.Join(prefixes, ", ")))
-	})
-	addr := s.opts.Addr
-	url, err := s.serve(addr, mux)
-	if err != nil {
-		return fmt.Errorf("ingress on %s: %w", addr, err)
 	}
-	s.APIURL = url
-	return nil
+	mux.HandleFunc("/api/", notFound)
+	mux.HandleFunc("/api", notFound) // else ServeMux would redirect it to /api/
+	if root != nil {
+		mux.Handle("/", root)
+	} else {
+		mux.HandleFunc("/", notFound)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
+	s.servers = append(s.servers, srv)
+	go func() { _ = srv.Serve(l) }()
+}
+
+// proxyTo forwards to a function's process as a cluster ingress would.
+func (s *Stack) proxyTo(p *process) http.Handler {
+	return &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			target, _ := url.Parse(p.url())
+			r.SetURL(target)
+			r.SetXForwarded()
+			// The function checks the Host the client used, as behind a cluster ingress.
+			r.Out.Host = r.In.Host
+		},
+		FlushInterval: -1, // stream downloads and progress as they come
+		// The function's own answers (a 413 included) pass through untouched.
+		ErrorHandler: upstreamError(p),
+	}
 }
 
 // upstreamError answers a request the function gave no answer to: 503 while its process
@@ -399,6 +428,17 @@ func (s *Stack) startFunction(svc Service) error {
 		"LENS_LISTEN_HOST": "127.0.0.1", "LENS_ALLOWED_HOSTS": loopbackHosts, "LENS_AUTH": s.opts.Auth,
 	} {
 		env[k] = v
+	}
+	// The console calls the APIs through this ingress, over plain HTTP on loopback (so its
+	// cookie cannot be Secure).
+	if _, ok := svc.Env["LENS_API_URL"]; ok {
+		env["LENS_API_URL"], env["LENS_COOKIE_SECURE"] = s.APIURL, "false"
+	}
+	for k, v := range s.prometheusEnv(svc.Name) {
+		env[k] = v
+	}
+	if err := s.listForPrometheus(svc.Name, port); err != nil {
+		return err
 	}
 	// Only the functions whose manifest takes the Secret seal or open endpoint keys.
 	if contains(svc.ClusterEnv, "LENS_SECRET_KEY") {
@@ -526,7 +566,7 @@ func (s *Stack) Simulator() (endpointURL, model string, ok bool) {
 	return u + "/v1", model, true
 }
 
-// Stop drains every function (SIGTERM, then waits), then the broker and Redis.
+// Stop drains every function (SIGTERM, then waits), then the broker, Prometheus and Redis.
 func (s *Stack) Stop() {
 	var wg sync.WaitGroup
 	s.mu.Lock()
@@ -541,6 +581,7 @@ func (s *Stack) Stop() {
 	for _, srv := range s.servers {
 		_ = srv.Shutdown(ctx)
 	}
+	s.stopPrometheus()
 	if s.stopRedis != nil {
 		s.stopRedis()
 	}

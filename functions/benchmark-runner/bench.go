@@ -164,12 +164,7 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 		end := time.Since(x.started).Seconds()
 		stopScrape()
 		<-scraped
-		// One more scrape after the last request, so the counters cover the whole window.
-		if values, err := x.monitor.scrape(context.WithoutCancel(ctx)); err == nil {
-			x.monitor.mu.Lock()
-			x.monitor.samples = append(x.monitor.samples, sample{at: end, values: values})
-			x.monitor.mu.Unlock()
-		}
+		x.monitor.finish(ctx, x.benchStart, end)
 		evidence = x.monitor.evidence(x.benchStart, end)
 		x.stageEvidence(fields)
 	}
@@ -199,9 +194,15 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 	if sla := evalrun.EvaluateSLA(metrics, x.targets); sla != nil {
 		fields["sla"] = sla
 	}
-	fields["artifacts"] = []map[string]string{{"kind": "per-request-jsonl", "path": x.path, "media_type": "application/x-ndjson",
-		"uri": "/api/v1/evaluate/runs/" + run.ID() + "/artifacts/per-request-jsonl"}}
-	fields["resource_snapshot"] = map[string]any{}
+	// The CSV and the HTML report are rendered from the records and the stored run when they
+	// are downloaded.
+	uri := "/api/v1/evaluate/runs/" + run.ID() + "/artifacts/"
+	fields["artifacts"] = []map[string]string{
+		{"kind": "per-request-jsonl", "path": x.path, "media_type": "application/x-ndjson", "uri": uri + "per-request-jsonl"},
+		{"kind": "per-request-csv", "media_type": "text/csv; charset=utf-8", "uri": uri + "per-request-csv"},
+		{"kind": "report-html", "media_type": "text/html; charset=utf-8", "uri": uri + "report-html"},
+	}
+	fields["resource_snapshot"] = x.resourceSnapshot(ctx)
 	res := &result{status: evalrun.StatusSucceeded, fields: fields}
 	cause := context.Cause(ctx)
 	switch {
@@ -316,8 +317,11 @@ func (x *execution) prepare(ctx context.Context, fields map[string]any) error {
 		case <-time.After(time.Second):
 		}
 	}
-	x.monitor = &monitor{url: metricsURL(x.run.Internal.Endpoint), client: x.r.client, start: x.started}
-	preflight, err := x.monitor.ready(ctx)
+	var err error
+	if x.monitor, err = x.newMonitor(ctx); err != nil {
+		return err
+	}
+	preflight, err := x.monitor.ready(ctx, x.run.ID())
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errCancelled) {
 			return errCancelled
@@ -325,10 +329,8 @@ func (x *execution) prepare(ctx context.Context, fields map[string]any) error {
 		return fmt.Errorf("serving monitoring was not ready within the %d s budget: %v", x.timeout, err)
 	}
 	preflight["endpoint_models"] = "ready"
-	fields["monitoring"] = map[string]any{"status": "ready", "source": "scrape",
-		"message":     "The endpoint is up and " + seriesRunning + " was sampled twice; the runner scrapes " + x.monitor.url + " during the benchmark.",
-		"preparation": preflight}
-	x.r.runs.Logf(ctx, x.run.ID(), "Monitoring ready: %s", x.monitor.url)
+	fields["monitoring"] = x.monitoringField(preflight)
+	x.r.runs.Logf(ctx, x.run.ID(), "Monitoring ready: %s", x.monitor.monitoredWhere())
 	return nil
 }
 

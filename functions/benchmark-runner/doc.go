@@ -1,6 +1,8 @@
 // Package benchmarkrunner is the benchmark-runner stage: it executes queued benchmark runs. A
 // run is claimed with a lease (owner, expiry, fencing token) and moved to running; the runner
-// checks the endpoint is serving (phase preparing-monitoring), then drives the workload on the
+// checks the endpoint is serving and every serving endpoint (the execution's replicas, else the
+// endpoint) is monitored: up, with two samples of vllm:num_requests_running (phase
+// preparing-monitoring, monitor.go), then drives the workload on the
 // shared load engine (runtime/loadgen): a matrix's uncounted warm-up and its points x
 // concurrency stages as closed loops (exactly `concurrency` requests in flight until
 // `num_requests` completed), a shared-prefix workload's Poisson rate stages on an absolute clock
@@ -9,7 +11,10 @@
 // progress, live metrics, heartbeats and logs go to the state store every second; a cancel is
 // honoured within a second and the resolved wait_timeout_seconds bounds each invocation. The
 // results take the shapes of reference/lens-evaluation.md §5 (metrics, matrix_results with
-// stage_metrics, rate_stage_results and capacity_analysis, warmup, SLA verdict, SLO goodput);
+// stage_metrics, rate_stage_results and capacity_analysis, warmup, SLA verdict, SLO goodput),
+// with serving evidence derived per window and per endpoint (derive.go) from the runner's own
+// /metrics scrapes or, with LENS_PROMETHEUS_URL, from a Prometheus's range queries over the
+// clock-aligned benchmark window (prometheus.go), and a completion-time resource_snapshot;
 // then it emits dev.lensfn.evaluation.run.finished.v1.
 //
 // Events are the fast path; every instance also sweeps the queue (a run whose event was lost
@@ -17,5 +22,6 @@
 // one lease period.
 //
 // It may import events, runtime/fn, runtime/cloudevent, runtime/state,
-// runtime/egress, runtime/inventory, runtime/evalrun, runtime/leasedrun and runtime/loadgen.
+// runtime/egress, runtime/inventory, runtime/evalrun, runtime/leasedrun, runtime/loadgen and
+// runtime/promtargets.
 package benchmarkrunner

@@ -126,18 +126,7 @@ func fast() benchmarkrunner.Settings {
 
 func (h *harness) create(t *testing.T, body string) string {
 	t.Helper()
-	req, raw, err := evalrun.ParseRequest([]byte(body))
-	if err == nil {
-		err = evalrun.ValidateRequest(req)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := evalrun.BuildRun(evalrun.NewID(), req, raw, evalrun.Target{ExecutionID: "exec-1", Model: "fake-model", Endpoint: h.url, Status: "ready"})
-	if err := h.runs.Create(context.Background(), run, "sk-test"); err != nil {
-		t.Fatal(err)
-	}
-	return run.ID()
+	return h.createAgainst(t, h.url, "sk-test", body)
 }
 
 func (h *harness) waitFor(t *testing.T, id string, timeout time.Duration, cond func(*evalrun.Run) bool) *evalrun.Run {
@@ -381,14 +370,8 @@ func TestEndpointPolicyIsEnforcedBeforeTraffic(t *testing.T) {
 }
 
 func TestMonitoringMustBeReadyBeforeTraffic(t *testing.T) {
-	model := &fakeModel{noMetrics: true}
-	h := start(t, model, fast())
-	id := h.create(t, `{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":4}],"wait_timeout_seconds":1}`)
-	run := h.waitFor(t, id, 10*time.Second, terminal)
-	if run.Status() != evalrun.StatusFailed || !strings.Contains(run.String("error"), "monitoring was not ready") ||
-		!strings.Contains(run.String("error"), "HTTP 404") || len(model.prompts) != 0 {
-		t.Fatalf("status %s error %q, %d requests", run.Status(), run.String("error"), len(model.prompts))
-	}
+	h := start(t, &fakeModel{noMetrics: true}, fast())
+	h.expectNotReady(t, 1, "HTTP 404")
 }
 
 func TestInlineWorkloadYAMLRuns(t *testing.T) {
@@ -405,5 +388,46 @@ func TestInlineWorkloadYAMLRuns(t *testing.T) {
 	}
 	if h.model.peak > 4 {
 		t.Fatalf("peak %d", h.model.peak)
+	}
+}
+
+// TestProgressStreamCarriesStatusPhasesLiveMetricsAndLogs reads the run's progress stream (what
+// GET /runs/{id}/events serves) after a real run: every status, the phases, live metrics while
+// the workload ran and the log lines, in order, ending with the final status.
+func TestProgressStreamCarriesStatusPhasesLiveMetricsAndLogs(t *testing.T) {
+	h := start(t, &fakeModel{ttft: 30 * time.Millisecond, itl: 4 * time.Millisecond}, fast())
+	id := h.create(t, `{"deployment_execution_id":"exec-1","matrix":[{"isl":32,"osl":8}],
+		"concurrency_stages":[{"concurrency":2,"num_requests":16}],"warmup_requests":1}`)
+	h.waitFor(t, id, 30*time.Second, terminal)
+	entries, err := h.deps.Store.ReadProgress(context.Background(), evalrun.Kind, id, "", 1000, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var statuses, logs []string
+	sawPhase, sawLive := false, false
+	for _, e := range entries {
+		typ, data := evalrun.DecodeEntry(e.Fields)
+		d := data.(map[string]any)
+		switch typ {
+		case "status":
+			if s := d["status"].(string); len(statuses) == 0 || statuses[len(statuses)-1] != s {
+				statuses = append(statuses, s)
+			}
+			sawPhase = sawPhase || d["phase"] == "matrix-0"
+			if live, ok := d["live_metrics"].(json.RawMessage); ok && strings.Contains(string(live), `"completed_requests"`) {
+				sawLive = true
+			}
+		case "log":
+			logs = append(logs, d["line"].(string))
+		}
+	}
+	if got := strings.Join(statuses, ","); got != "queued,running,succeeded" {
+		t.Errorf("statuses %s", got)
+	}
+	if !sawPhase || !sawLive {
+		t.Errorf("phase matrix-0 seen %v, live metrics seen %v", sawPhase, sawLive)
+	}
+	if all := strings.Join(logs, "\n"); !strings.Contains(all, "Phase matrix-0") || !strings.Contains(all, "Finished succeeded") {
+		t.Errorf("logs %s", all)
 	}
 }

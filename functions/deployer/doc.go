@@ -18,5 +18,6 @@
 // CRD schema, by runtime/knativeadmission: an object a cluster would refuse is never sent).
 //
 // It may import events, runtime/fn, runtime/cloudevent, runtime/state,
-// runtime/problem, runtime/inventory, runtime/deployconfig and runtime/knativeadmission.
+// runtime/problem, runtime/inventory, runtime/deployconfig, runtime/knativeadmission and
+// runtime/promtargets.
 package deployer

@@ -48,6 +48,9 @@ type Settings struct {
 	DeployTimeout time.Duration // readiness wait of one deployment
 	BinDir        string        // where the local provider finds inference-sim and inference-router
 	LogDir        string        // the local provider's per-process logs
+	// TargetsDir is where the local provider writes each deployment's Prometheus file-SD
+	// targets (LENS_PROMETHEUS_TARGETS_DIR; empty: none).
+	TargetsDir string
 }
 
 func settingsFrom(c fn.Config) Settings {
@@ -58,7 +61,7 @@ func settingsFrom(c fn.Config) Settings {
 		}
 	}
 	return Settings{LeaseTTL: c.LeaseTTL, SweepInterval: c.SweepInterval, DeployTimeout: c.DeployTimeout, BinDir: bin,
-		LogDir: filepath.Join(c.DataDir, "logs", "deployments")}
+		LogDir: filepath.Join(c.DataDir, "logs", "deployments"), TargetsDir: c.PrometheusTargetsDir}
 }
 
 // Build is the function's fn.Builder.
@@ -74,7 +77,7 @@ func Build(_ context.Context, d fn.Deps) (*fn.Function, error) {
 		return nil, err
 	}
 	providers := map[string]Provider{
-		ProviderLocal:   &Local{BinDir: s.BinDir, LogDir: s.LogDir, ReadyTimeout: s.DeployTimeout},
+		ProviderLocal:   &Local{BinDir: s.BinDir, LogDir: s.LogDir, ReadyTimeout: s.DeployTimeout, TargetsDir: s.TargetsDir},
 		ProviderKnative: &Knative{Inventory: repo, ReadyTimeout: s.DeployTimeout, Admission: admission},
 	}
 	return New(d, s, repo, providers).Function(), nil

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/lensfn/lensfn/runtime/deployconfig"
+	"github.com/lensfn/lensfn/runtime/promtargets"
 )
 
 // Binaries the local provider runs, from its BinDir.
@@ -41,6 +42,9 @@ type Local struct {
 	ReadyTimeout time.Duration
 	// StopGrace is how long a stopped process may drain before SIGKILL (default 10s).
 	StopGrace time.Duration
+	// TargetsDir, when set, gets a Prometheus file-SD file per deployment listing its
+	// replicas (the serving endpoints a benchmark's evidence comes from), removed at cleanup.
+	TargetsDir string
 
 	mu       sync.Mutex
 	children map[int]chan struct{} // pid -> closed when this process reaped it
@@ -175,7 +179,23 @@ func (l *Local) Deploy(ctx context.Context, d *Deployment, cfg deployconfig.Depl
 			return err
 		}
 	}
-	return nil
+	return l.writeTargets(d)
+}
+
+// writeTargets lists the deployment's replicas for Prometheus's file-based discovery.
+func (l *Local) writeTargets(d *Deployment) error {
+	if l.TargetsDir == "" {
+		return nil
+	}
+	targets := make([]string, 0, len(d.ReplicaEndpoints))
+	for _, u := range d.ReplicaEndpoints {
+		instance, err := promtargets.Instance(u)
+		if err != nil {
+			return err
+		}
+		targets = append(targets, instance)
+	}
+	return promtargets.Write(l.TargetsDir, d.ExecutionID, targets, map[string]string{"lens_execution_id": d.ExecutionID})
 }
 
 // start runs one child and appends it to the record.
@@ -298,6 +318,11 @@ func (l *Local) Cleanup(ctx context.Context, d *Deployment) error {
 	grace := l.StopGrace
 	if grace == 0 {
 		grace = 10 * time.Second
+	}
+	if l.TargetsDir != "" {
+		if err := promtargets.Remove(l.TargetsDir, d.ExecutionID); err != nil {
+			return err
+		}
 	}
 	var wg sync.WaitGroup
 	stuck := make([]bool, len(d.Processes))

@@ -112,6 +112,7 @@ type harness struct {
 	events  *sink
 	session string
 	env     map[string]string
+	targets string // the local provider's Prometheus discovery directory
 }
 
 func newHarness(t *testing.T) *harness {
@@ -128,7 +129,7 @@ func newHarness(t *testing.T) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &harness{deps: deps, repo: repo, events: sk, session: session.ID, env: env}
+	return &harness{deps: deps, repo: repo, events: sk, session: session.ID, env: env, targets: filepath.Join(t.TempDir(), "targets")}
 }
 
 // start runs a deployer instance named instance until the returned stop is called.
@@ -138,7 +139,7 @@ func (h *harness) start(t *testing.T, instance string) (*fn.Function, func()) {
 	s := deployer.Settings{LeaseTTL: time.Second, SweepInterval: 200 * time.Millisecond, DeployTimeout: 15 * time.Second,
 		BinDir: h.env["LENS_BIN_DIR"], LogDir: t.TempDir()}
 	d.Metrics = fntest.Deps(t, "deployer-"+instance, h.env).Metrics
-	local := &deployer.Local{BinDir: s.BinDir, LogDir: s.LogDir, ReadyTimeout: s.DeployTimeout, StopGrace: 3 * time.Second}
+	local := &deployer.Local{BinDir: s.BinDir, LogDir: s.LogDir, ReadyTimeout: s.DeployTimeout, StopGrace: 3 * time.Second, TargetsDir: h.targets}
 	f := deployer.New(d, s, h.repo, map[string]deployer.Provider{deployer.ProviderLocal: local}).Function()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -214,6 +215,16 @@ func TestLocalDeployAnswersAndCleansUp(t *testing.T) {
 		len(exec.ReplicaEndpoints) != 2 {
 		t.Fatalf("execution = %+v %v", exec, err)
 	}
+	// Prometheus discovers the replicas (the serving endpoints) from the deployment's file.
+	raw, err := os.ReadFile(filepath.Join(h.targets, id+".json"))
+	var groups []struct {
+		Targets []string          `json:"targets"`
+		Labels  map[string]string `json:"labels"`
+	}
+	if err != nil || json.Unmarshal(raw, &groups) != nil || len(groups) != 1 || len(groups[0].Targets) != 2 ||
+		"http://"+groups[0].Targets[0] != ready.ReplicaEndpoints[0] || groups[0].Labels["lens_execution_id"] != id {
+		t.Fatalf("discovery file %s (%v), replicas %v", raw, err, ready.ReplicaEndpoints)
+	}
 	d := record(t, h, id)
 	roles := map[string]int{}
 	for _, p := range d.Processes {
@@ -267,6 +278,9 @@ func TestLocalDeployAnswersAndCleansUp(t *testing.T) {
 		if pidAlive(p.PID) {
 			t.Errorf("process %+v survived the cleanup", p)
 		}
+	}
+	if _, err := os.Stat(filepath.Join(h.targets, id+".json")); !os.IsNotExist(err) {
+		t.Errorf("the discovery file survived the cleanup: %v", err)
 	}
 	if _, err := h.repo.Execution(context.Background(), id); problem.CodeOf(err) != problem.CodeNotFound {
 		t.Fatalf("execution after cleanup: %v", err)

@@ -1,6 +1,7 @@
 package evaluationapi
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -21,8 +22,12 @@ import (
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/inventory"
+	"github.com/lensfn/lensfn/runtime/openapi"
 	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/runtime/report/runreport"
+	"github.com/lensfn/lensfn/runtime/sse"
 	"github.com/lensfn/lensfn/runtime/state"
+	"github.com/lensfn/lensfn/runtime/workflow"
 )
 
 // Name is the function's Knative Service name.
@@ -32,7 +37,7 @@ const Name = "evaluation-api"
 const Prefix = "/api/v1/evaluate"
 
 // Consumes lists the event types the function receives at /events.
-var Consumes = []string{events.TypeRunRequested, events.TypeKnativePing}
+var Consumes = []string{events.TypeRunRequested, events.TypeKnativePing, events.TypeEvaluationRequested}
 
 // maxListed bounds GET /runs.
 const maxListed = 500
@@ -57,6 +62,15 @@ type API struct {
 	// cancelWait is how long cancel waits for the runner to confirm before answering cancelling.
 	cancelWait time.Duration
 	created    *prometheus.CounterVec
+	// workflows and inv serve the workflow routes; workflowWait is how long a workflow cancel
+	// or delete waits for the orchestrator before answering.
+	workflows        *workflow.Repo
+	inv              *inventory.Repo
+	workflowWait     time.Duration
+	workflowsCreated *prometheus.CounterVec
+	// watchers holds a slot per open event stream; streamLimits bound each one.
+	watchers     sse.Slots
+	streamLimits sse.Limits
 }
 
 // Build is the function's fn.Builder.
@@ -81,11 +95,18 @@ func New(d fn.Deps, inv Inventory) (*fn.Function, *API, error) {
 	}
 	a := &API{deps: d, inventory: inv, cancelWait: 1500 * time.Millisecond,
 		runs:     &evalrun.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir},
-		defaults: defaultsFrom(d.Config),
+		defaults: defaultsFrom(d.Config), watchers: sse.NewSlots(maxWatchers),
 		created: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_evaluation_runs_created_total",
-			Help: "Benchmark runs created, by origin (rest or event)."}, []string{"origin"})}
-	d.Metrics.Registry.MustRegister(a.created)
-	read, write := auth.EvaluateRunRead, auth.EvaluateRunWrite
+			Help: "Benchmark runs created, by origin (rest or event)."}, []string{"origin"}),
+		workflows: &workflow.Repo{Store: d.Store}, inv: &inventory.Repo{Store: d.Store, Sealer: sealer},
+		workflowWait: 10 * time.Second,
+		workflowsCreated: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_evaluation_workflows_created_total",
+			Help: "Workflows created, by kind (simple or evaluation) and origin (rest or event)."}, []string{"kind", "origin"})}
+	streams := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "lens_evaluation_run_event_streams_open",
+		Help: "Benchmark-run event streams (GET /runs/{id}/events) open on this instance."},
+		func() float64 { return float64(a.watchers.Open()) })
+	d.Metrics.Registry.MustRegister(a.created, a.workflowsCreated, streams)
+	read, write := a.scopes()
 	routes := []fn.Route{
 		{Method: "GET", Path: Prefix + "/benchmark-defaults", Scope: read, Handler: fn.Handle(a.benchmarkDefaults)},
 		{Method: "POST", Path: Prefix + "/timing-estimate", Scope: read, Handler: fn.Handle(a.timingEstimate)},
@@ -94,13 +115,24 @@ func New(d fn.Deps, inv Inventory) (*fn.Function, *API, error) {
 		{Method: "GET", Path: Prefix + "/runs/{id}", Scope: read, Handler: fn.Handle(a.getRun)},
 		{Method: "POST", Path: Prefix + "/runs/{id}/cancel", Scope: write, Handler: fn.Handle(a.cancelRun)},
 		{Method: "DELETE", Path: Prefix + "/runs/{id}", Scope: write, Handler: fn.Handle(a.deleteRun)},
+		{Method: "GET", Path: Prefix + "/runs/{id}/events", Scope: read, Handler: fn.Handle(a.runEvents), Query: []string{"lastEventId"}},
 		{Method: "GET", Path: Prefix + "/runs/{id}/artifacts/{kind}", Scope: read, Handler: fn.Handle(a.downloadArtifact)},
 	}
+	routes = append(routes, a.workflowRoutes()...)
+	doc, err := Document().JSON()
+	if err != nil {
+		return nil, nil, err
+	}
+	routes = append(routes, fn.Route{Method: "GET", Path: OpenAPIPath, Scope: auth.Public, Handler: openapi.Handler(doc)})
 	return &fn.Function{
 		Routes: routes,
-		Events: map[string]cloudevent.Handler{events.TypeRunRequested: a.onRunRequested, events.TypeKnativePing: a.onPing},
+		Events: map[string]cloudevent.Handler{events.TypeRunRequested: a.onRunRequested, events.TypeKnativePing: a.onPing,
+			events.TypeEvaluationRequested: a.onEvaluationRequested},
 	}, a, nil
 }
+
+// scopes are the read and write scopes of the evaluation routes.
+func (a *API) scopes() (read, write auth.Scope) { return auth.EvaluateRunRead, auth.EvaluateRunWrite }
 
 // defaultsFrom follows the reference: a local llm-d-benchmark runtime is configured when
 // LLM_D_BENCHMARK_EXECUTABLE or LLM_D_BENCHMARK_ROOT is set or llmdbenchmark is on the PATH.
@@ -177,6 +209,13 @@ func (a *API) create(ctx context.Context, body []byte, idempotencyKey, id string
 	}
 	run := evalrun.BuildRun(id, req, raw, target)
 	run.Internal.IdempotencyKey = idempotencyKey
+	// The owner is the identity of the token that created the run; null when nobody
+	// authenticated (LENS_AUTH=off, or a run.requested event).
+	var owner any
+	if tok, ok := fn.Caller(ctx); ok {
+		owner = tok.ID
+	}
+	run.Set("owner_user_id", owner)
 	if target.ModelServiceGroupID != "" {
 		run.Set("model_service_group_id", target.ModelServiceGroupID)
 	}
@@ -321,6 +360,15 @@ func (a *API) cancelRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// A run a workflow case owns is cancelled as that case (its deployment is the case's to clean).
+	if wfID, caseID := a.owningCase(ctx, run); wfID != "" && evalrun.Active(run.Status()) {
+		res, err := a.cancelWorkflowCase(ctx, wfID, caseID)
+		if err != nil {
+			return err
+		}
+		fn.WriteJSON(w, http.StatusOK, CancelResponse{ID: id, Status: res.Status})
+		return nil
+	}
 	switch run.Status() {
 	case evalrun.StatusCancelled:
 		fn.WriteJSON(w, http.StatusOK, CancelResponse{ID: id, Status: evalrun.StatusCancelled})
@@ -404,6 +452,11 @@ func (a *API) deleteRun(w http.ResponseWriter, r *http.Request) error {
 	if !evalrun.Terminal(rec.Status) {
 		return problem.New(problem.CodeConflict, "benchmark run %s is %s; cancel it and wait until it ends before deleting it", id, rec.Status)
 	}
+	if run, err := evalrun.Unmarshal(rec.Doc); err == nil {
+		if wfID, _ := a.owningCase(ctx, run); wfID != "" {
+			return problem.New(problem.CodeConflict, "benchmark run %s belongs to workflow %s; delete the workflow instead", id, wfID)
+		}
+	}
 	if err := a.runs.Delete(ctx, id, rec.Version); err != nil {
 		if errors.Is(err, state.ErrVersionConflict) {
 			return problem.New(problem.CodeConflict, "benchmark run %s changed while it was being deleted; try again", id)
@@ -414,16 +467,39 @@ func (a *API) deleteRun(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// downloadArtifact streams a run's per-request records (JSON lines) as an attachment.
+// Artifact kinds a run offers.
+const (
+	kindJSONL = "per-request-jsonl"
+	kindCSV   = runreport.KindCSV
+	kindHTML  = runreport.KindHTML
+)
+
+// downloadArtifact answers a run's artifact as an attachment: the per-request records as JSON
+// lines (what the runner wrote) or CSV, or the HTML report, both rendered from the stored run
+// at the time of the request.
 func (a *API) downloadArtifact(w http.ResponseWriter, r *http.Request) error {
 	id, kind := r.PathValue("id"), r.PathValue("kind")
-	if _, err := a.load(r.Context(), id); err != nil {
+	run, err := a.load(r.Context(), id)
+	if err != nil {
 		return err
 	}
-	if kind != "per-request-jsonl" {
-		return problem.New(problem.CodeNotFound, "unknown artifact kind %q; the run has per-request-jsonl", kind)
+	path := a.runs.RecordsPath(id)
+	switch kind {
+	case kindHTML:
+		var page bytes.Buffer // rendered whole first, so a failure is still a problem answer
+		if err := runreport.WriteHTML(&page, run, path, time.Now()); err != nil {
+			return err
+		}
+		attachment(w, "text/html; charset=utf-8", id+"-report.html")
+		// Opened in a browser from the API's origin, the page may load and run nothing.
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:")
+		_, _ = w.Write(page.Bytes())
+		return nil
+	case kindJSONL, kindCSV:
+	default:
+		return problem.New(problem.CodeNotFound, "unknown artifact kind %q; a run has %s, %s and %s", kind, kindJSONL, kindCSV, kindHTML)
 	}
-	f, err := os.Open(a.runs.RecordsPath(id))
+	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return problem.New(problem.CodeNotFound, "benchmark run %s has no per-request records yet", id)
 	}
@@ -431,13 +507,22 @@ func (a *API) downloadArtifact(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer f.Close()
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.Header().Set("Content-Disposition", `attachment; filename="`+id+`-per-request.jsonl"`)
-	_, err = io.Copy(w, f)
+	if kind == kindCSV {
+		attachment(w, "text/csv; charset=utf-8", id+"-per-request.csv")
+		err = runreport.WriteCSV(w, path)
+	} else {
+		attachment(w, "application/x-ndjson", id+"-per-request.jsonl")
+		_, err = io.Copy(w, f)
+	}
 	if err != nil {
-		a.deps.Log.Warnw("artifact download cut short", "run", id, "error", err)
+		a.deps.Log.Warnw("artifact download cut short", "run", id, "kind", kind, "error", err)
 	}
 	return nil
+}
+
+func attachment(w http.ResponseWriter, mediaType, filename string) {
+	w.Header().Set("Content-Type", mediaType)
+	w.Header().Set("Content-Disposition", `attachment; filename="`+filename+`"`)
 }
 
 // onRunRequested creates a run from a user's event exactly as POST /runs does. The run id is
@@ -496,7 +581,11 @@ func (a *API) createFromEvent(ctx context.Context, e cloudevent.Event, suffix st
 // idFromKey is a UUID (version 8, name-based) derived from an idempotency key.
 func idFromKey(key string) string {
 	sum := sha256.Sum256([]byte("lensfn/evaluation/run.requested\x00" + key))
-	b := sum[:16]
+	return uuidFrom(sum[:16])
+}
+
+// uuidFrom makes a version 8 UUID of 16 hashed bytes.
+func uuidFrom(b []byte) string {
 	b[6] = b[6]&0x0f | 0x80
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])

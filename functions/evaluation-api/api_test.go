@@ -105,6 +105,34 @@ func TestScopes(t *testing.T) {
 	}
 }
 
+func TestRunOwnerIsTheCreatingToken(t *testing.T) {
+	h := start(t)
+	writer := fntest.Token(t, h.server, auth.EvaluateRunWrite, auth.EvaluateRunRead)
+	tok, err := h.deps.Tokens.Verify(context.Background(), writer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("POST", h.url+"/runs", strings.NewReader(matrixRun))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+writer)
+	resp, err := http.DefaultTransport.RoundTrip(req) // past the default client's token
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var run map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&run); err != nil || resp.StatusCode != 202 {
+		t.Fatalf("create: %d %v", resp.StatusCode, err)
+	}
+	if run["owner_user_id"] != tok.ID || strings.Contains(toJSON(run), writer) {
+		t.Fatalf("owner_user_id %v, want the token's id %s (and never its secret)", run["owner_user_id"], tok.ID)
+	}
+	var got map[string]any
+	if code := call(t, "GET", h.url+"/runs/"+run["id"].(string), "", &got); code != 200 || got["owner_user_id"] != tok.ID {
+		t.Fatalf("get: %d owner %v", code, got["owner_user_id"])
+	}
+}
+
 func TestBenchmarkDefaults(t *testing.T) {
 	h := start(t)
 	var d map[string]any
@@ -474,5 +502,30 @@ func TestArtifactDownload(t *testing.T) {
 	}
 	if code := call(t, "GET", h.url+"/runs/"+id+"/artifacts/summary", "", nil); code != 404 {
 		t.Fatalf("unknown kind: %d", code)
+	}
+	get := func(kind string) (*http.Response, string) {
+		resp, err := http.Get(h.url + "/runs/" + id + "/artifacts/" + kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(body)
+	}
+	resp, csvBody := get("per-request-csv")
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/csv; charset=utf-8" ||
+		!strings.Contains(resp.Header.Get("Content-Disposition"), id+"-per-request.csv") ||
+		!strings.HasPrefix(csvBody, "request_id,") || !strings.Contains(csvBody, "\n1,") {
+		t.Fatalf("csv: %d %q %v", resp.StatusCode, csvBody, resp.Header)
+	}
+	resp, html := get("report-html")
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/html; charset=utf-8" ||
+		!strings.Contains(resp.Header.Get("Content-Disposition"), id+"-report.html") ||
+		!strings.Contains(html, "Benchmark run report: "+id) || !strings.Contains(html, "<svg") ||
+		!strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'none'") {
+		t.Fatalf("html: %d %v", resp.StatusCode, resp.Header)
+	}
+	if strings.Contains(html, "sk-never-shown") {
+		t.Fatal("the report shows the run's API key")
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/auth"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/inventory"
+	"github.com/lensfn/lensfn/runtime/openapi"
 	"github.com/lensfn/lensfn/runtime/problem"
 	"github.com/lensfn/lensfn/runtime/state"
 )
@@ -114,6 +115,11 @@ func New(d fn.Deps, cfg Config) (*fn.Function, *API, error) {
 		{Method: "GET", Path: "/api/v1/configurations/{id}", Scope: read, Handler: fn.Handle(a.getConfiguration)},
 	}
 
+	doc, err := Document().JSON()
+	if err != nil {
+		return nil, nil, err
+	}
+	routes = append(routes, fn.Route{Method: "GET", Path: OpenAPIPath, Scope: auth.Public, Handler: openapi.Handler(doc)})
 	return &fn.Function{
 		Routes: routes,
 		// The runtime runs the health loop once the server listens and stops it at the drain.

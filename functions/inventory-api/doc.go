@@ -8,7 +8,7 @@
 // /api/v1/configurations stores deployable configuration artifacts with their checksum.
 //
 // The records themselves, their storage and their rules live in runtime/inventory, which the
-// evaluation functions use too. It may import runtime/fn, runtime/auth, runtime/problem,
+// evaluation functions use too. It may import runtime/fn, runtime/auth, runtime/openapi, runtime/problem,
 // runtime/state and runtime/inventory, and prometheus/client_golang; nothing imports it but its
 // cmd and tests/.
 package inventoryapi

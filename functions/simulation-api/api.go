@@ -16,6 +16,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/cloudevent"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/inventory"
+	"github.com/lensfn/lensfn/runtime/openapi"
 	"github.com/lensfn/lensfn/runtime/problem"
 	"github.com/lensfn/lensfn/runtime/simtask"
 	"github.com/lensfn/lensfn/runtime/sse"
@@ -37,7 +38,7 @@ type API struct {
 	tasks      *simtask.Repo
 	inventory  *inventory.Repo // Model Services that tasks may target
 	// watchers holds a slot per open event stream; streamLimits bound each one.
-	watchers     chan struct{}
+	watchers     sse.Slots
 	streamLimits sse.Limits
 }
 
@@ -56,7 +57,7 @@ func New(d fn.Deps, parsers TraceParsers) (*fn.Function, *API, error) {
 	client := &http.Client{Timeout: 0, Transport: http.DefaultTransport}
 	dl := &Downloader{Root: filepath.Join(d.Config.DataDir, "datasets"), Mirror: d.Config.DatasetMirror,
 		Client: client, Store: d.Store, Owner: d.Config.InstanceID, MaxBytes: 2 << 30}
-	a := &API{deps: d, downloader: dl, watchers: make(chan struct{}, maxWatchers),
+	a := &API{deps: d, downloader: dl, watchers: sse.NewSlots(maxWatchers),
 		tasks:     &simtask.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir},
 		inventory: &inventory.Repo{Store: d.Store, Sealer: sealer},
 		catalogue: &Catalogue{Parsers: parsers, Downloader: dl, Warn: func(file string, err error) {
@@ -91,6 +92,11 @@ func New(d fn.Deps, parsers TraceParsers) (*fn.Function, *API, error) {
 		{Method: "GET", Path: "/api/simulation/tasks/{id}/events", Scope: read, Handler: fn.Handle(a.taskEvents), Query: []string{"lastEventId"}},
 		{Method: "GET", Path: "/api/simulation/tasks/{id}/response-code-issues", Scope: read, Handler: fn.Handle(a.responseCodeIssues), Query: []string{"status_code", "offset", "limit"}},
 	}
+	doc, err := Document().JSON()
+	if err != nil {
+		return nil, nil, err
+	}
+	routes = append(routes, fn.Route{Method: "GET", Path: OpenAPIPath, Scope: auth.Public, Handler: openapi.Handler(doc)})
 	return &fn.Function{
 		Routes: routes,
 		Events: map[string]cloudevent.Handler{Consumes[0]: a.onDatasetDownloaded},

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/lensfn/lensfn/runtime/problem"
 	"github.com/lensfn/lensfn/runtime/simtask"
 	"github.com/lensfn/lensfn/runtime/sse"
 	"github.com/lensfn/lensfn/runtime/state"
@@ -19,19 +18,9 @@ const maxWatchers = 128
 // taskEvents streams a task's status, progress, live summary and log lines as Server-Sent
 // Events, resuming after Last-Event-ID and ending with an "end" event once the task is final.
 func (a *API) taskEvents(w http.ResponseWriter, r *http.Request) error {
-	cursor, err := sse.Cursor(r)
-	if err != nil {
-		return problem.New(problem.CodeBadRequest, "%v", err)
-	}
 	t, err := a.loadTask(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
-	}
-	select {
-	case a.watchers <- struct{}{}:
-		defer func() { <-a.watchers }()
-	default:
-		return problem.New(problem.CodeTooManyRequest, "too many event streams are open on this instance; poll the task or retry later")
 	}
 	src := &sse.ProgressSource{Store: a.deps.Store, Kind: simtask.Kind, ID: t.ID, Decode: decodeTaskEntry,
 		Finished: func(ctx context.Context) (sse.Event, bool, error) {
@@ -45,11 +34,7 @@ func (a *API) taskEvents(w http.ResponseWriter, r *http.Request) error {
 			return sse.Event{Type: "end", Data: map[string]any{"status": cur.Status, "progress_percent": cur.ProgressPercent,
 				"progress_message": cur.ProgressMessage, "error_message": cur.ErrorMessage}}, true, nil
 		}}
-	err = sse.Serve(w, r, src, cursor, a.streamLimits)
-	if errors.Is(err, state.ErrInvalid) {
-		return problem.New(problem.CodeBadRequest, "Last-Event-ID %q is not an event id of this stream", cursor)
-	}
-	return err
+	return sse.ServeProgress(w, r, a.watchers, a.streamLimits, src, "the task")
 }
 
 // decodeTaskEntry turns a progress entry of simtask's stream into an event.

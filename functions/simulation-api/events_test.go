@@ -8,50 +8,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/lensfn/lensfn/runtime/simtask"
-	"github.com/lensfn/lensfn/runtime/sse"
+	"github.com/lensfn/lensfn/runtime/sse/ssetest"
 	"github.com/lensfn/lensfn/runtime/state"
 )
 
-// watch opens a task's event stream and delivers its events on a channel closed at the end.
-func watch(t *testing.T, url, lastID string) <-chan sse.Message {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, url, nil)
-	if lastID != "" {
-		req.Header.Set("Last-Event-ID", lastID)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
-		t.Fatalf("%d %s", resp.StatusCode, readAll(t, resp))
-	}
-	out := make(chan sse.Message, 64)
-	go func() {
-		defer resp.Body.Close()
-		defer close(out)
-		_ = sse.Read(resp.Body, func(m sse.Message) error { out <- m; return nil })
-	}()
-	t.Cleanup(func() { resp.Body.Close() })
-	return out
-}
-
-func next(t *testing.T, ch <-chan sse.Message) sse.Message {
-	t.Helper()
-	select {
-	case m, ok := <-ch:
-		if !ok {
-			t.Fatal("the stream ended early")
-		}
-		return m
-	case <-time.After(20 * time.Second):
-		t.Fatal("no event within 20s")
-	}
-	return sse.Message{}
-}
+var (
+	watch = ssetest.Watch
+	next  = ssetest.Next
+)
 
 func TestTaskEventsStreamProgressLogsAndEnd(t *testing.T) {
 	h, _, endpoint := taskHarness(t)

@@ -53,9 +53,13 @@ func (a *API) responseCodeIssues(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}
-	fn.WriteJSON(w, http.StatusOK, struct {
-		TaskID string `json:"task_id"`
-		analysis.IssuePage
-	}{t.ID, page})
+	fn.WriteJSON(w, http.StatusOK, IssuesResponse{t.ID, page})
 	return nil
+}
+
+// IssuesResponse is GET /tasks/{id}/response-code-issues: the task and a page of its matching
+// requests.
+type IssuesResponse struct {
+	TaskID string `json:"task_id"`
+	analysis.IssuePage
 }

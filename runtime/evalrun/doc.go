@@ -8,5 +8,6 @@
 // unchanged: fields a request left out stay absent, explicit nulls stay null, and fields written
 // by a newer version of Lensfn are preserved by an older one.
 //
-// It may import runtime/problem, runtime/state, runtime/secret, runtime/recordrepo, runtime/loadgen (the per-request Record) and events.
+// It may import runtime/rawjson (the run document), runtime/problem, runtime/state, runtime/secret,
+// runtime/recordrepo, runtime/loadgen (the per-request Record) and events.
 package evalrun

@@ -90,7 +90,11 @@ func (r *Repo) Create(ctx context.Context, run *Run, apiKey string) error {
 		}
 		run.Internal.APIKey = sealed
 	}
-	return docs.Create(ctx, run)
+	if err := docs.Create(ctx, run); err != nil {
+		return err
+	}
+	r.appendStatus(ctx, run)
+	return nil
 }
 
 // Load returns the run without its logs (what runners poll).
@@ -161,7 +165,12 @@ func (r *Repo) APIKey(run *Run) (string, error) {
 // Transition moves a run from one of from to status to, applying mutate to its document;
 // see state.Transition for the concurrency contract (exactly one of racing callers wins).
 func (r *Repo) Transition(ctx context.Context, id string, from []string, to string, fence state.Fence, mutate func(*Run) error) (*Run, error) {
-	return r.docs().Transition(ctx, id, from, to, fence, mutate)
+	run, err := r.docs().Transition(ctx, id, from, to, fence, mutate)
+	if err != nil {
+		return nil, err
+	}
+	r.appendStatus(ctx, run)
+	return run, nil
 }
 
 // Patch edits a run without changing its status (progress, heartbeats, cancel requests).
@@ -182,7 +191,8 @@ func (r *Repo) Patch(ctx context.Context, id string, fence state.Fence, mutate f
 
 // Logf appends one line to the run's log (the store keeps the newest 500).
 func (r *Repo) Logf(ctx context.Context, id, format string, args ...any) {
-	r.docs().Log(ctx, id, format, args...)
+	line := r.docs().Log(ctx, id, "%s", secret.Redact(fmt.Sprintf(format, args...)))
+	_, _ = r.Store.AppendProgress(ctx, Kind, id, map[string]string{"type": EntryLog, "line": line})
 }
 
 // Delete removes the record (with its indexes, logs and progress), its workers and its

@@ -1,11 +1,12 @@
 package evalrun
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/lensfn/lensfn/runtime/rawjson"
 )
 
 // Kind is the state-store kind of benchmark runs.
@@ -74,10 +75,10 @@ func Timestamp(t time.Time) string {
 // Now is the current time as a Timestamp.
 func Now() string { return Timestamp(time.Now()) }
 
-// Run is one benchmark run: its public document as raw JSON fields, plus what is stored but
-// never shown.
+// Run is one benchmark run: its public document as raw JSON fields (rawjson.Object: String,
+// Has, Raw, Get, Set, Remove, Keys), plus what is stored but never shown.
 type Run struct {
-	fields   map[string]json.RawMessage
+	rawjson.Object
 	Internal Internal
 }
 
@@ -103,7 +104,7 @@ const internalKey = "_internal"
 
 // New returns an empty run with an id, kind "benchmark" and status queued.
 func New(id string) *Run {
-	r := &Run{fields: map[string]json.RawMessage{}}
+	r := &Run{Object: rawjson.New()}
 	r.Set("kind", "benchmark")
 	r.Set("id", id)
 	r.Set("status", StatusQueued)
@@ -116,84 +117,21 @@ func (r *Run) ID() string { return r.String("id") }
 // Status is the run's status.
 func (r *Run) Status() string { return r.String("status") }
 
-// String returns a string field ("" when absent, null or not a string).
-func (r *Run) String(key string) string {
-	var s string
-	_ = json.Unmarshal(r.fields[key], &s)
-	return s
-}
-
-// Has reports whether the document holds key (an explicit null counts).
-func (r *Run) Has(key string) bool {
-	_, ok := r.fields[key]
-	return ok
-}
-
-// Raw returns the raw JSON of a field (nil when absent).
-func (r *Run) Raw(key string) json.RawMessage { return r.fields[key] }
-
-// Get decodes a field into v; false when the field is absent or null.
-func (r *Run) Get(key string, v any) bool {
-	raw, ok := r.fields[key]
-	if !ok || bytes.Equal(raw, []byte("null")) {
-		return false
-	}
-	return json.Unmarshal(raw, v) == nil
-}
-
-// Set stores v (marshalled) under key; a nil v stores an explicit null.
-func (r *Run) Set(key string, v any) {
-	if raw, ok := v.(json.RawMessage); ok {
-		r.fields[key] = append(json.RawMessage(nil), raw...)
-		return
-	}
-	raw, err := marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("evalrun: field %s cannot be encoded: %v", key, err)) // our own values only
-	}
-	r.fields[key] = raw
-}
-
-// Remove deletes a field.
-func (r *Run) Remove(key string) { delete(r.fields, key) }
-
-// Keys lists the document's fields, sorted.
-func (r *Run) Keys() []string {
-	keys := make([]string, 0, len(r.fields))
-	for k := range r.fields {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // Clone returns a deep copy.
-func (r *Run) Clone() *Run {
-	c := &Run{fields: make(map[string]json.RawMessage, len(r.fields)), Internal: r.Internal}
-	for k, v := range r.fields {
-		c.fields[k] = append(json.RawMessage(nil), v...)
-	}
-	return c
-}
-
-// MarshalJSON encodes the public document (what the API answers).
-func (r *Run) MarshalJSON() ([]byte, error) { return marshal(r.fields) }
+func (r *Run) Clone() *Run { return &Run{Object: r.Object.Clone(), Internal: r.Internal} }
 
 // Without returns the public document without the named fields (list items).
 func (r *Run) Without(keys ...string) *Run {
 	c := r.Clone()
 	for _, k := range keys {
-		delete(c.fields, k)
+		c.Remove(k)
 	}
 	return c
 }
 
 // Marshal encodes the run for the store, internal fields included.
 func Marshal(r *Run) ([]byte, error) {
-	doc := make(map[string]json.RawMessage, len(r.fields)+1)
-	for k, v := range r.fields {
-		doc[k] = v
-	}
+	doc := r.Map()
 	internal, err := marshal(r.Internal)
 	if err != nil {
 		return nil, err
@@ -208,22 +146,15 @@ func Unmarshal(doc []byte) (*Run, error) {
 	if err := json.Unmarshal(doc, &fields); err != nil || fields == nil {
 		return nil, fmt.Errorf("evalrun: stored run is not a JSON object: %v", err)
 	}
-	r := &Run{fields: fields}
+	r := &Run{}
 	if raw, ok := fields[internalKey]; ok {
 		if err := json.Unmarshal(raw, &r.Internal); err != nil {
 			return nil, fmt.Errorf("evalrun: stored run's internal part is not valid: %w", err)
 		}
 		delete(fields, internalKey)
 	}
+	r.Object = rawjson.FromMap(fields)
 	return r, nil
 }
 
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(b.Bytes(), "\n"), nil
-}
+func marshal(v any) ([]byte, error) { return rawjson.Encode(v) }

@@ -114,6 +114,21 @@ type Config struct {
 	// DeployTimeout bounds one deployment's wait for its health probes (LENS_DEPLOY_TIMEOUT,
 	// default 2m).
 	DeployTimeout time.Duration
+	// APIURL is the ingress the console calls the APIs through with the user's token
+	// (LENS_API_URL, an http(s) base URL such as http://127.0.0.1:8080; empty: no console).
+	APIURL string
+	// CookieSecure marks the console's session cookie Secure (LENS_COOKIE_SECURE, default
+	// true; the local stack, plain HTTP on loopback, sets false).
+	CookieSecure bool
+	// PrometheusURL is the Prometheus whose HTTP API the benchmark runner reads serving
+	// evidence from (LENS_PROMETHEUS_URL, an http(s) URL; empty: the runner scrapes /metrics
+	// itself).
+	PrometheusURL string
+	// PrometheusTargetsDir is a directory that Prometheus discovers scrape targets from
+	// (file_sd_configs; LENS_PROMETHEUS_TARGETS_DIR; empty: none written): the deployer's local
+	// provider lists each deployment's replicas there, the benchmark runner a benchmarked
+	// endpoint Prometheus does not scrape yet, for the run's duration.
+	PrometheusTargetsDir string
 }
 
 // Secret is a configuration value that must never reach a log: it formats as [redacted].
@@ -136,6 +151,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		LLMDBenchmarkExecutable: strings.TrimSpace(getenv("LLM_D_BENCHMARK_EXECUTABLE")),
 		LLMDBenchmarkRoot:       strings.TrimSpace(getenv("LLM_D_BENCHMARK_ROOT")),
 		BinDir:                  getenv("LENS_BIN_DIR"),
+		PrometheusURL:           strings.TrimRight(strings.TrimSpace(getenv("LENS_PROMETHEUS_URL")), "/"),
+		PrometheusTargetsDir:    getenv("LENS_PROMETHEUS_TARGETS_DIR"),
 	}
 	var err error
 	if c.Port, err = intVar(getenv, "PORT", 8080); err != nil {
@@ -187,7 +204,25 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			c.RedisURL = u.String()
 		}
 	}
+	if c.PrometheusURL != "" {
+		if u, perr := url.Parse(c.PrometheusURL); perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return c, errors.New("LENS_PROMETHEUS_URL is not an http(s) URL such as http://127.0.0.1:9090")
+		}
+	}
 	c.ListenHost = getenv("LENS_LISTEN_HOST")
+	if c.APIURL = strings.TrimRight(strings.TrimSpace(getenv("LENS_API_URL")), "/"); c.APIURL != "" {
+		u, err := url.Parse(c.APIURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" {
+			return c, fmt.Errorf("LENS_API_URL %q is not an http(s) base URL without credentials or query", c.APIURL)
+		}
+	}
+	switch v := strings.ToLower(strings.TrimSpace(getenv("LENS_COOKIE_SECURE"))); v {
+	case "", "true", "1":
+		c.CookieSecure = true
+	case "false", "0":
+	default:
+		return c, fmt.Errorf("LENS_COOKIE_SECURE %q is not true or false", v)
+	}
 	switch mode := AuthMode(strings.ToLower(orDefault(getenv("LENS_AUTH"), string(AuthRequired)))); mode {
 	case AuthRequired, AuthOff:
 		c.Auth = mode

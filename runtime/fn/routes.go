@@ -30,6 +30,11 @@ type Route struct {
 	// 422 naming it, so a misspelt filter (?stauts=running) is an error instead of being
 	// ignored; nil accepts none. Public GET routes (probes, /metrics) are not checked.
 	Query []string
+	// Page marks a route a browser navigates to (the console's pages and forms), which
+	// authenticates its caller itself (a session cookie): its Scope is auth.Public, yet the
+	// runtime checks Host and Origin on every method, a GET included, and accepts an HTML form
+	// body (application/x-www-form-urlencoded) besides JSON, still bounded by MaxBodyBytes.
+	Page bool
 }
 
 // DefaultMaxBodyBytes is a route's body limit unless it sets its own.
@@ -142,7 +147,7 @@ func (g *guard) wrap(route Route) http.Handler {
 	}
 	// Read-only public routes (probes, /metrics) are asked by kubelet and Prometheus under
 	// whatever Host they use; every other route is a browser's target and is checked.
-	checkBrowser := route.Scope != auth.Public || route.Method != http.MethodGet
+	checkBrowser := route.Scope != auth.Public || route.Method != http.MethodGet || route.Page
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if checkBrowser {
 			if err := g.checkHostAndOrigin(r); err != nil {
@@ -168,7 +173,7 @@ func (g *guard) wrap(route Route) http.Handler {
 				return
 			}
 		}
-		if err := checkBody(r, limit); err != nil {
+		if err := checkBody(r, limit, route.Page); err != nil {
 			problem.Write(w, r, err)
 			return
 		}
@@ -208,13 +213,17 @@ func checkQuery(r *http.Request, allowed []string) error {
 }
 
 // checkBody refuses a body over the limit by its declared length, and a body that is not JSON:
-// a form or text/plain POST is what a hostile page can send without CORS.
-func checkBody(r *http.Request, limit int64) error {
+// a form or text/plain POST is what a hostile page can send without CORS. A Page route takes
+// forms too: it checks its own CSRF token, and Origin was checked before.
+func checkBody(r *http.Request, limit int64, forms bool) error {
 	if r.ContentLength > limit {
 		return problem.New(problem.CodeTooLarge, "the request body exceeds %d bytes", limit)
 	}
 	ct := r.Header.Get("Content-Type")
 	if ct == "" && r.ContentLength == 0 {
+		return nil
+	}
+	if forms && isFormMediaType(ct) {
 		return nil
 	}
 	if !IsJSONMediaType(ct) {
@@ -227,6 +236,11 @@ func checkBody(r *http.Request, limit int64) error {
 func IsJSONMediaType(ct string) bool {
 	mt, _, err := mime.ParseMediaType(ct)
 	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
+}
+
+func isFormMediaType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/x-www-form-urlencoded"
 }
 
 // authError is a 401 or 403 with the WWW-Authenticate challenge that goes with it.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/lensfn/lensfn/runtime/auth"
+	"github.com/lensfn/lensfn/runtime/fn"
 )
 
 // TestRouteTableAnswers: the runtime answers what the route table implies, always as
@@ -197,6 +198,64 @@ func TestHostAndOriginChecks(t *testing.T) {
 			resp.Body.Close()
 			if resp.StatusCode != tc.status {
 				t.Fatalf("%d %s", resp.StatusCode, b)
+			}
+		})
+	}
+}
+
+// TestPageRoutes: a Page route (the console's) needs no bearer token, yet its GET is checked for
+// Host and Origin like a scoped route, and it takes an HTML form body where an API route
+// answers 415; text/plain stays refused and the body limit holds.
+func TestPageRoutes(t *testing.T) {
+	e := storeEnv(t, map[string]string{"HOME": t.TempDir(), "LENS_ALLOWED_HOSTS": "127.0.0.1"})
+	cfg, err := fn.LoadConfig(env(e))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		_, _ = io.WriteString(w, "page "+r.PostFormValue("name"))
+	})
+	_, srv := serve(t, cfg, "page", func(context.Context, fn.Deps) (*fn.Function, error) {
+		return &fn.Function{Routes: []fn.Route{
+			{Method: "GET", Path: "/{$}", Scope: auth.Public, Page: true, Handler: page},
+			{Method: "POST", Path: "/form", Scope: auth.Public, Page: true, Handler: page, MaxBodyBytes: 64},
+		}}, nil
+	})
+	port := srv.URL[strings.LastIndex(srv.URL, ":"):]
+	form := map[string]string{"Content-Type": "application/x-www-form-urlencoded"}
+	cases := []struct {
+		name, method, path, host, body string
+		header                         map[string]string
+		status                         int
+	}{
+		{"page on the allowed host", "GET", "/", "127.0.0.1" + port, "", nil, 200},
+		{"page under a rebound host", "GET", "/", "attacker.example" + port, "", nil, 403},
+		{"page from another origin", "GET", "/", "127.0.0.1" + port, "", map[string]string{"Origin": "http://attacker.example"}, 403},
+		{"page with an undeclared query", "GET", "/?x=1", "127.0.0.1" + port, "", nil, 422},
+		{"form body", "POST", "/form", "127.0.0.1" + port, "name=x", form, 200},
+		{"cross-site form", "POST", "/form", "127.0.0.1" + port, "name=x", map[string]string{"Content-Type": form["Content-Type"], "Origin": "http://attacker.example"}, 403},
+		{"text/plain body", "POST", "/form", "127.0.0.1" + port, "name=x", map[string]string{"Content-Type": "text/plain"}, 415},
+		{"form over the limit", "POST", "/form", "127.0.0.1" + port, "name=" + strings.Repeat("x", 100), form, 413},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tc.method, srv.URL+tc.path, strings.NewReader(tc.body))
+			req.Host = tc.host
+			for k, v := range tc.header {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Fatalf("%d %s", resp.StatusCode, b)
+			}
+			if tc.status == 200 && !strings.HasPrefix(string(b), "page") {
+				t.Fatalf("body %q", b)
 			}
 		})
 	}

@@ -5,5 +5,8 @@
 // connection is bounded in lifetime and in the events it sends, so one client cannot hold a
 // process. Simulation tasks, benchmark runs and evaluations all stream through it.
 //
-// It may import runtime/state.
+// ServeProgress is the HTTP side: cursor, a bounded slot per connection, problems for bad
+// requests.
+//
+// It may import runtime/state and runtime/problem.
 package sse

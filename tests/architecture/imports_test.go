@@ -136,12 +136,15 @@ var homes = map[string][]string{
 	"github.com/parquet-go/parquet-go":    {"wasm-modules/tracefmt/baseten"},
 	"github.com/prometheus/client_golang": {"runtime/fn", "functions"},
 	"github.com/openai/openai-go/v3":      {}, // tests only
-	"gopkg.in/yaml.v3":                    {"deploy", "functions/inference-sim", "runtime/evalrun"},
-	"golang.org/x/sync":                   {"functions", "runtime"},
-	"go.uber.org/zap":                     {"runtime/fn"},
-	"github.com/prometheus/client_model":  {"functions", "runtime", "tests"},
-	"github.com/prometheus/common":        {"functions", "runtime", "tests"},
-	"github.com/google/uuid":              {"runtime", "functions"},
+	// The console's browser tests drive headless Chromium (tests/console only).
+	"github.com/chromedp/chromedp":       {},
+	"github.com/chromedp/cdproto":        {},
+	"gopkg.in/yaml.v3":                   {"deploy", "functions/inference-sim", "runtime/evalrun"},
+	"golang.org/x/sync":                  {"functions", "runtime"},
+	"go.uber.org/zap":                    {"runtime/fn"},
+	"github.com/prometheus/client_model": {"functions", "runtime", "tests"},
+	"github.com/prometheus/common":       {"functions", "runtime", "tests"},
+	"github.com/google/uuid":             {"runtime", "functions"},
 	// lensctl, the command-line client, is the only place with a CLI, tables and progress bars.
 	"github.com/spf13/cobra":            {"deploy/lensctl"},
 	"github.com/jedib0t/go-pretty/v6":   {"deploy/lensctl"},

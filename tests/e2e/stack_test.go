@@ -21,6 +21,8 @@ type stackOptions struct {
 	env     map[string]string
 	dataDir string               // default: a new temporary directory
 	log     func(string, ...any) // default: t.Logf
+	// prometheus starts the stack's Prometheus when prometheus is on PATH, as make run does.
+	prometheus bool
 }
 
 // withMirror sets LENS_DATASET_MIRROR when mirror is not "" (the real traces are present).
@@ -38,7 +40,7 @@ func startStack(t *testing.T, o stackOptions) *local.Stack {
 		dataDir = t.TempDir()
 	}
 	seedGeneratedDatasets(t, dataDir)
-	return stacktest.Start(t, stacktest.Options{Only: o.only, Env: o.env, DataDir: dataDir, Log: o.log})
+	return stacktest.Start(t, stacktest.Options{Only: o.only, Env: o.env, DataDir: dataDir, Log: o.log, Prometheus: o.prometheus})
 }
 
 func dumpLogs(t *testing.T, dataDir string) { stacktest.DumpLogs(t, dataDir) }

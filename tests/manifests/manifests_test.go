@@ -10,26 +10,30 @@ import (
 	"github.com/lensfn/lensfn/deploy/local"
 	"github.com/lensfn/lensfn/events"
 	benchmarkrunner "github.com/lensfn/lensfn/functions/benchmark-runner"
+	"github.com/lensfn/lensfn/functions/console"
 	"github.com/lensfn/lensfn/functions/deployer"
 	evaluationapi "github.com/lensfn/lensfn/functions/evaluation-api"
 	inventoryapi "github.com/lensfn/lensfn/functions/inventory-api"
 	resultanalyzer "github.com/lensfn/lensfn/functions/result-analyzer"
 	simulationapi "github.com/lensfn/lensfn/functions/simulation-api"
 	tracereplayer "github.com/lensfn/lensfn/functions/trace-replayer"
+	workfloworchestrator "github.com/lensfn/lensfn/functions/workflow-orchestrator"
 )
 
 // consumers lists what each function consumes. A function missing here fails the test, so a new
 // function cannot skip the check.
 var consumers = map[string][]string{
-	simulationapi.Name:   simulationapi.Consumes,
-	tracereplayer.Name:   tracereplayer.Consumes,
-	resultanalyzer.Name:  resultanalyzer.Consumes,
-	evaluationapi.Name:   evaluationapi.Consumes,
-	benchmarkrunner.Name: benchmarkrunner.Consumes,
-	inventoryapi.Name:    nil, // HTTP only
-	deployer.Name:        deployer.Consumes,
-	"inference-sim":      nil, // a target endpoint: HTTP only
-	"inference-router":   nil, // a data-plane proxy in front of replicas: HTTP only
+	simulationapi.Name:        simulationapi.Consumes,
+	tracereplayer.Name:        tracereplayer.Consumes,
+	resultanalyzer.Name:       resultanalyzer.Consumes,
+	evaluationapi.Name:        evaluationapi.Consumes,
+	benchmarkrunner.Name:      benchmarkrunner.Consumes,
+	inventoryapi.Name:         nil, // HTTP only
+	deployer.Name:             deployer.Consumes,
+	workfloworchestrator.Name: workfloworchestrator.Consumes,
+	"inference-sim":           nil, // a target endpoint: HTTP only
+	"inference-router":        nil, // a data-plane proxy in front of replicas: HTTP only
+	console.Name:              nil, // web pages over the APIs: HTTP only
 }
 
 const root = "../.."
@@ -96,6 +100,18 @@ func TestPathPrefixesRouteEachFamilyToOneFunction(t *testing.T) {
 	}
 	if got := inv.PathPrefixes(); !slices.Equal(got, inventoryapi.PathPrefixes) {
 		t.Errorf("inventory-api path prefixes %v, want %v", got, inventoryapi.PathPrefixes)
+	}
+	roots := 0
+	for _, svc := range m.Services {
+		if svc.ServesRoot() {
+			roots++
+			if svc.Name != console.Name {
+				t.Errorf("%s claims / (only the console serves every path no API claims)", svc.Name)
+			}
+		}
+	}
+	if roots != 1 {
+		t.Errorf("%d Services claim /, want the console alone", roots)
 	}
 	owner := map[string]string{}
 	for _, svc := range m.Services {

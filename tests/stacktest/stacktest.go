@@ -66,6 +66,8 @@ type Options struct {
 	// is still compiling WASM modules (a first start on a cold cache), so routes that need a
 	// module answer at once.
 	Cold bool
+	// Prometheus starts the stack's Prometheus (when prometheus is on PATH), as make run does.
+	Prometheus bool
 }
 
 // Start runs a stack for the test and stops it (dumping the function logs on failure) when the
@@ -86,6 +88,8 @@ func Start(t *testing.T, o Options) *local.Stack {
 		Only:        o.Only,
 		Auth:        o.Auth,
 		Log:         o.Log,
+
+		StartPrometheus: o.Prometheus,
 	}
 	if opts.DataDir == "" {
 		opts.DataDir = t.TempDir()

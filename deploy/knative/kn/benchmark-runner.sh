@@ -20,3 +20,9 @@ kn trigger create run-worker-queued-to-benchmark-runner -n "$NS" --broker lensfn
   kn trigger update run-worker-queued-to-benchmark-runner -n "$NS" \
     --filter type=dev.lensfn.evaluation.run.worker.queued.v1 --filter source=/lensfn/benchmark-runner \
     --sink ksvc:benchmark-runner:/events
+kn trigger create run-queued-from-orchestrator-to-benchmark-runner -n "$NS" --broker lensfn \
+  --filter type=dev.lensfn.evaluation.run.queued.v1 --filter source=/lensfn/workflow-orchestrator \
+  --sink ksvc:benchmark-runner:/events 2>/dev/null ||
+  kn trigger update run-queued-from-orchestrator-to-benchmark-runner -n "$NS" \
+    --filter type=dev.lensfn.evaluation.run.queued.v1 --filter source=/lensfn/workflow-orchestrator \
+    --sink ksvc:benchmark-runner:/events

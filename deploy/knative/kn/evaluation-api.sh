@@ -20,3 +20,9 @@ kn trigger create ping-run-requested-to-evaluation-api -n "$NS" --broker lensfn 
   kn trigger update ping-run-requested-to-evaluation-api -n "$NS" \
     --filter type=dev.knative.sources.ping --filter lensfnevent=dev.lensfn.evaluation.run.requested.v1 \
     --sink ksvc:evaluation-api:/events
+kn trigger create evaluation-requested-to-evaluation-api -n "$NS" --broker lensfn \
+  --filter type=dev.lensfn.evaluation.requested.v1 \
+  --sink ksvc:evaluation-api:/events 2>/dev/null ||
+  kn trigger update evaluation-requested-to-evaluation-api -n "$NS" \
+    --filter type=dev.lensfn.evaluation.requested.v1 \
+    --sink ksvc:evaluation-api:/events

@@ -4,5 +4,5 @@
 // writes them when a task finishes; the simulation API writes them on demand for a task that
 // has none.
 //
-// It may import runtime/report, runtime/analysis, runtime/loadgen and runtime/simtask.
+// It may import runtime/report, runtime/report/recordcsv, runtime/analysis, runtime/loadgen and runtime/simtask.
 package simreport

@@ -2,19 +2,17 @@ package simreport
 
 import (
 	"bufio"
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/lensfn/lensfn/runtime/analysis"
 	"github.com/lensfn/lensfn/runtime/loadgen"
 	"github.com/lensfn/lensfn/runtime/report"
+	"github.com/lensfn/lensfn/runtime/report/recordcsv"
 	"github.com/lensfn/lensfn/runtime/simtask"
 )
 
@@ -48,16 +46,15 @@ func Write(t *simtask.Task, now time.Time) ([]simtask.Artifact, error) {
 	d := newDistributions(s)
 	var readErr error
 	err := writeAtomically(csvPath, func(w io.Writer) error {
-		cw := csv.NewWriter(w)
-		if err := cw.Write(csvHeader); err != nil {
+		cw, err := recordcsv.NewWriter(w)
+		if err != nil {
 			return err
 		}
 		readErr = eachRecord(t.Internal.RecordsPath, func(rec loadgen.Record) error {
 			d.add(rec)
-			return cw.Write(csvRow(rec))
+			return cw.Write(rec)
 		})
-		cw.Flush()
-		return cw.Error()
+		return cw.Flush()
 	})
 	if err != nil {
 		return nil, err
@@ -114,42 +111,6 @@ func writeAtomically(path string, write func(io.Writer) error) error {
 		return err
 	}
 	return os.Rename(tmp, path)
-}
-
-var csvHeader = []string{"request_id", "session_id", "turn", "status_code", "successful", "error",
-	"scheduled_at_seconds", "started_at_seconds", "first_token_at_seconds", "completed_at_seconds",
-	"latency_ms", "ttft_ms", "tpot_ms", "timeline_drift_ms", "input_tokens", "output_tokens"}
-
-func csvRow(r loadgen.Record) []string {
-	code := ""
-	if r.StatusCode != nil {
-		code = strconv.Itoa(*r.StatusCode)
-	}
-	errText := ""
-	if r.Error != nil {
-		errText = cell(*r.Error)
-	}
-	return []string{strconv.FormatInt(r.RequestID, 10), cell(r.SessionID), strconv.Itoa(r.Turn), code,
-		strconv.FormatBool(r.Successful), errText, num(r.ScheduledAtSeconds), num(r.StartedAtSeconds),
-		optNum(r.FirstTokenAtSeconds), num(r.CompletedAtSeconds), num(r.LatencyMs), optNum(r.TTFTMs),
-		optNum(r.TPOTMs), optNum(r.TimelineDriftMs), num(r.InputTokens), num(r.OutputTokens)}
-}
-
-// cell keeps a spreadsheet from reading an error text or session id as a formula.
-func cell(s string) string {
-	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
-		return "'" + s
-	}
-	return s
-}
-
-func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-
-func optNum(v *float64) string {
-	if v == nil {
-		return ""
-	}
-	return num(*v)
 }
 
 // distributions bins each per-request metric over the range the summary reports, so memory

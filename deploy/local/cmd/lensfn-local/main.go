@@ -37,7 +37,7 @@ func main() {
 	if simAddr == "" {
 		simAddr = "127.0.0.1:8000"
 	}
-	opts := local.Options{Env: map[string]string{}, Auth: os.Getenv("LENS_AUTH")}
+	opts := local.Options{Env: map[string]string{}, Auth: os.Getenv("LENS_AUTH"), StartPrometheus: true}
 	flag.StringVar(&opts.Addr, "addr", addr, "ingress address (LENS_ADDR)")
 	flag.StringVar(&opts.SimulatorAddr, "sim-addr", simAddr, "the inference simulator's address (LENS_SIM_ADDR)")
 	flag.StringVar(&opts.DataDir, "data", dataDir, "data directory (LENS_DATA_DIR)")
@@ -63,6 +63,12 @@ func main() {
 	fmt.Printf("Lensfn is up.\n  API:       %s/api/simulation  (try %s/api/simulation/backends)\n", stack.APIURL, stack.APIURL)
 	if endpoint, model, ok := stack.Simulator(); ok {
 		fmt.Printf("  Simulator: endpoint_url %s  model_name %s\n", endpoint, model)
+	}
+	if _, ok := stack.FunctionURL("console"); ok {
+		fmt.Printf("  Console:   %s/  (the web console)\n", stack.APIURL)
+	}
+	if stack.PrometheusURL != "" {
+		fmt.Printf("  Prometheus: %s  (discovers the simulator and local deployments in %s)\n", stack.PrometheusURL, filepath.Join(opts.DataDir, "prometheus", "targets"))
 	}
 	fmt.Printf("  Broker:    %s\n  Redis:     %s\n  Data:      %s\n", stack.BrokerURL, stack.RedisAddr()+" (password in "+filepath.Join(opts.DataDir, "redis.password")+")", opts.DataDir)
 	if stack.LocalSessionID != "" {

@@ -1,0 +1,171 @@
+package lensctl
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jedib0t/go-pretty/v6/table"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/lensfn/lensfn/runtime/sse"
+)
+
+// progressEvent is what a status, log or end event of a task's or run's stream carries.
+type progressEvent struct {
+	Status          string  `json:"status"`
+	Phase           string  `json:"phase"`
+	ProgressPercent float64 `json:"progress_percent"`
+	ProgressMessage string  `json:"progress_message"`
+	Line            string  `json:"line"`
+	ErrorMessage    *string `json:"error_message"` // tasks
+	Error           *string `json:"error"`         // runs
+	Detail          string  `json:"detail"`
+	SLA             *struct {
+		Met *bool `json:"met"`
+	} `json:"sla"`
+}
+
+// follow reads an event stream (eventsPath) until its end event, reconnecting after the last
+// event id when the connection closes, with a progress bar on stderr (or lines with
+// --no-progress), and returns the end event.
+func (a *app) follow(cmd *cobra.Command, eventsPath, label string) (progressEvent, error) {
+	var bar *progressbar.ProgressBar
+	if !a.noProgress {
+		bar = progressbar.NewOptions(1000, progressbar.OptionSetWriter(a.errOut), progressbar.OptionSetDescription(label),
+			progressbar.OptionShowElapsedTimeOnFinish(), progressbar.OptionSetPredictTime(false))
+	}
+	last := ""
+	var end *progressEvent
+	for attempt := 0; end == nil; attempt++ {
+		header := http.Header{}
+		if last != "" {
+			header.Set("Last-Event-ID", last)
+		}
+		resp, err := a.client.do(cmd.Context(), "GET", eventsPath, nil, nil, header)
+		if err != nil {
+			var apiErr *APIError
+			if errors.As(err, &apiErr) || attempt >= 5 || cmd.Context().Err() != nil {
+				return progressEvent{}, err
+			}
+			time.Sleep(time.Second << min(attempt, 4))
+			continue
+		}
+		err = sse.Read(resp.Body, func(m sse.Message) error {
+			if m.ID != "" {
+				last = m.ID
+			}
+			var ev progressEvent
+			_ = json.Unmarshal([]byte(m.Data), &ev)
+			switch m.Type {
+			case "status":
+				what := ev.Status
+				if ev.Phase != "" {
+					what += " " + ev.Phase
+				}
+				if bar != nil {
+					_ = bar.Set(int(ev.ProgressPercent * 10))
+					bar.Describe(fmt.Sprintf("%s %s: %s", label, what, ev.ProgressMessage))
+				} else {
+					fmt.Fprintf(a.errOut, "%s %.1f%% %s\n", what, ev.ProgressPercent, ev.ProgressMessage)
+				}
+			case "log":
+				if bar == nil {
+					fmt.Fprintln(a.errOut, ev.Line)
+				}
+			case "end":
+				end = &ev
+			case "error":
+				fmt.Fprintln(a.errOut, "stream:", ev.Detail)
+			}
+			return nil
+		})
+		resp.Body.Close()
+		if err != nil && cmd.Context().Err() != nil {
+			return progressEvent{}, cmd.Context().Err()
+		}
+	}
+	if bar != nil {
+		_ = bar.Finish()
+		fmt.Fprintln(a.errOut)
+	}
+	return *end, nil
+}
+
+// artifactFiles names the file an artifact kind is saved as (<id>-<name>).
+var artifactFiles = map[string]string{"report-html": "report.html", "per-request-csv": "per-request.csv",
+	"summary-json": "summary.json", "per-request-jsonl": "per-request.jsonl"}
+
+// reportCmd is "report ID [--kind K] [--file F]" for a task or run (what names it), whose
+// artifacts are report-html, per-request-csv, per-request-jsonl and the extra kinds.
+func (a *app) reportCmd(what string, path func(string) string, extra ...string) *cobra.Command {
+	var kind, dest string
+	kinds := append([]string{"report-html", "per-request-csv"}, extra...)
+	kinds = append(kinds, "per-request-jsonl")
+	c := &cobra.Command{Use: "report ID", Short: "Download a " + what + "'s report (or another artifact) to a file", Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			return a.download(cmd, path(argv[0]), argv[0], kind, dest)
+		}}
+	c.Flags().StringVar(&kind, "kind", "report-html", "artifact kind: "+strings.Join(kinds, ", "))
+	c.Flags().StringVar(&dest, "file", "", "where to write it (default <id>-<file name>)")
+	return c
+}
+
+// download saves the artifact at path to dest (default <id>-<file name>) through a temporary
+// file, with a byte progress bar, and prints where it went.
+func (a *app) download(cmd *cobra.Command, path, id, kind, dest string) error {
+	resp, err := a.client.do(cmd.Context(), "GET", path+"/artifacts/"+url.PathEscape(kind), nil, nil, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if dest == "" {
+		name := artifactFiles[kind]
+		if name == "" {
+			name = kind
+		}
+		dest = id + "-" + name
+	}
+	f, err := os.CreateTemp(filepath.Dir(dest), ".lensctl-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	var w io.Writer = f
+	if !a.noProgress {
+		w = io.MultiWriter(f, progressbar.DefaultBytes(resp.ContentLength, "downloading "+kind))
+	}
+	_, err = io.Copy(w, resp.Body)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), dest); err != nil {
+		return err
+	}
+	return a.printer.print(map[string]string{"id": id, "kind": kind, "file": dest}, func(t table.Writer) {
+		t.AppendHeader(table.Row{"ID", "ARTIFACT", "FILE"})
+		t.AppendRow(table.Row{id, kind, dest})
+	})
+}
+
+// finalMessage is an end event's status with its error, for the exit message.
+func (ev progressEvent) finalMessage() string {
+	msg := ev.Status
+	for _, e := range []*string{ev.ErrorMessage, ev.Error} {
+		if e != nil && *e != "" {
+			msg += ": " + *e
+		}
+	}
+	return strings.TrimSpace(msg)
+}

@@ -1,0 +1,343 @@
+package console_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/lensfn/lensfn/functions/console"
+	"github.com/lensfn/lensfn/runtime/auth"
+	"github.com/lensfn/lensfn/runtime/fn"
+	"github.com/lensfn/lensfn/runtime/fn/fntest"
+	"github.com/lensfn/lensfn/runtime/secret"
+)
+
+// fakeAPI stands in for the ingress: it records what the console sent.
+type fakeAPI struct {
+	*httptest.Server
+	mu     sync.Mutex
+	auth   []string
+	bodies map[string]string
+	calls  map[string]int
+}
+
+func newFakeAPI(t *testing.T) *fakeAPI {
+	f := &fakeAPI{bodies: map[string]string{}, calls: map[string]int{}}
+	problem := func(w http.ResponseWriter, status int, body string) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/simulation/tasks", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `{"tasks":[{"id":"t1","name":"first","status":"completed","model_name":"fake-model"}],"total":1}`)
+	})
+	mux.HandleFunc("POST /api/simulation/tasks", func(w http.ResponseWriter, _ *http.Request) {
+		problem(w, 422, `{"type":"x","title":"Validation failed","status":422,"code":"validation_error",
+			"detail":[{"loc":["body","endpoint_url"],"msg":"endpoint_url must be an http(s) URL","type":"url_invalid"}]}`)
+	})
+	mux.HandleFunc("GET /api/simulation/tasks/t1/events", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "id: 1-0\nevent: status\ndata: {\"status\":\"running\",\"progress_percent\":50}\n\n: keep-alive\n\nid: 2-0\nevent: end\ndata: {\"status\":\"completed\"}\n\n")
+	})
+	mux.HandleFunc("POST /api/simulation/tasks/t1/stop", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `{"task_id":"t1","status":"cancelling"}`)
+	})
+	mux.HandleFunc("GET /api/v1/evaluate/workflow-runs", func(w http.ResponseWriter, _ *http.Request) {
+		problem(w, 404, `{"title":"Not found","status":404,"code":"not_found","detail":"no route GET /api/v1/evaluate/workflow-runs"}`)
+	})
+	mux.HandleFunc("GET /api/v1/evaluate/workflow-runs/w1/details", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `{"workflow":{"id":"w1","name":"Qwen comparison","status":"succeeded"},
+			"cases":[{"case":{"id":"guide-1","kind":"guide","status":"succeeded","evaluation_run_id":"run-1"},"deployment":{"id":"d1","status":"succeeded"}}],
+			"report":{"comparison_version":2,"comparisons":[{"guide_case_id":"guide-1","baseline_case_id":"baseline-1","baseline_type":"direct-vllm",
+			"sla":{"met":true,"checks":{}},"matrix_statistics":{"case_count":1,"rows":[],"geometric_mean_ratio":{"ttft_ms":0.5,"throughput_tps":1.25}}}]}}`)
+	})
+	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := io.ReadAll(r.Body)
+		f.mu.Lock()
+		f.auth = append(f.auth, r.Header.Get("Authorization"))
+		f.bodies[r.Method+" "+r.URL.Path] = string(raw)
+		f.calls[r.Method+" "+r.URL.Path]++
+		f.mu.Unlock()
+		mux.ServeHTTP(w, r)
+	}))
+	t.Cleanup(f.Close)
+	return f
+}
+
+func (f *fakeAPI) called(key string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[key]
+}
+
+// startConsole serves the console against api with extra environment.
+func startConsole(t *testing.T, api string, extra map[string]string) (*fn.Server, *httptest.Server) {
+	t.Helper()
+	env := map[string]string{"LENS_API_URL": api, "LENS_AUTH": "required", "LENS_SECRET_KEY": secret.NewKey(),
+		"LENS_COOKIE_SECURE": "false", "LENS_ALLOWED_HOSTS": "127.0.0.1"}
+	for k, v := range extra {
+		env[k] = v
+	}
+	s, err := fn.NewServer(context.Background(), fntest.Config(t, fntest.Env(t, env)), console.Name, console.Build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	srv := httptest.NewServer(s.Handler)
+	t.Cleanup(srv.Close)
+	return s, srv
+}
+
+// browser is a client with cookies that follows no redirect.
+func browser(t *testing.T) *http.Client {
+	jar, _ := cookiejar.New(nil)
+	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+func fetch(t *testing.T, c *http.Client, method, u string, form url.Values) (*http.Response, string) {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, _ := http.NewRequest(method, u, body)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(raw)
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
+
+func csrfOf(t *testing.T, page string) string {
+	t.Helper()
+	m := csrfField.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no CSRF field in the page:\n%s", page)
+	}
+	return m[1]
+}
+
+// signIn walks the sign-in page with token and returns the CSRF token of the new session.
+func signIn(t *testing.T, c *http.Client, base, token string) string {
+	t.Helper()
+	_, page := fetch(t, c, "GET", base+"/login", nil)
+	resp, _ := fetch(t, c, "POST", base+"/login", url.Values{"csrf": {csrfOf(t, page)}, "token": {token}, "next": {"/tasks"}})
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/tasks" {
+		t.Fatalf("sign-in: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	_, page = fetch(t, c, "GET", base+"/tasks", nil)
+	return csrfOf(t, page)
+}
+
+// TestSignInKeepsTheTokenInASealedCookie: with auth on a page sends the browser to sign in;
+// a wrong token is refused; the right one is kept in an HttpOnly, SameSite=Strict cookie that
+// does not hold it in the clear, every API call carries it, no page shows it, and signing out
+// or revoking it ends the session.
+func TestSignInKeepsTheTokenInASealedCookie(t *testing.T) {
+	api := newFakeAPI(t)
+	s, srv := startConsole(t, api.URL, nil)
+	token, tok, err := s.Deps.Tokens.Create(context.Background(), "console-user", []auth.Scope{auth.SimulationRead, auth.SimulationRun})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := browser(t)
+	resp, _ := fetch(t, c, "GET", srv.URL+"/tasks", nil)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/login?next=%2Ftasks" {
+		t.Fatalf("unsigned page: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	_, page := fetch(t, c, "GET", srv.URL+"/login", nil)
+	resp, body := fetch(t, c, "POST", srv.URL+"/login", url.Values{"csrf": {csrfOf(t, page)}, "token": {"lens_000000000000_" + strings.Repeat("0", 64)}})
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "not valid") || strings.Contains(body, strings.Repeat("0", 64)) {
+		t.Fatalf("bad token: %d %s", resp.StatusCode, body)
+	}
+	_, page = fetch(t, c, "GET", srv.URL+"/login", nil)
+	resp, _ = fetch(t, c, "POST", srv.URL+"/login", url.Values{"csrf": {csrfOf(t, page)}, "token": {token}, "next": {"//attacker.example/x"}})
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
+		t.Fatalf("sign-in with a foreign next: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	cookie := resp.Header.Get("Set-Cookie")
+	for _, want := range []string{"lensfn_console=", "HttpOnly", "SameSite=Strict", "Path=/"} {
+		if !strings.Contains(cookie, want) {
+			t.Errorf("Set-Cookie %q lacks %s", cookie, want)
+		}
+	}
+	if strings.Contains(cookie, token) || strings.Contains(cookie, "Secure") {
+		t.Errorf("Set-Cookie %q holds the token or is Secure with LENS_COOKIE_SECURE=false", cookie)
+	}
+	resp, body = fetch(t, c, "GET", srv.URL+"/tasks", nil)
+	if resp.StatusCode != 200 || !strings.Contains(body, `href="/tasks/t1"`) || strings.Contains(body, token) {
+		t.Fatalf("tasks page: %d (token shown: %t)\n%s", resp.StatusCode, strings.Contains(body, token), body)
+	}
+	if !strings.Contains(body, "simulation:read,simulation:run") {
+		t.Errorf("the page does not say which scopes the session has")
+	}
+	api.mu.Lock()
+	last := api.auth[len(api.auth)-1]
+	api.mu.Unlock()
+	if last != "Bearer "+token {
+		t.Fatalf("the API got Authorization %q", last)
+	}
+	if err := s.Deps.Tokens.Revoke(context.Background(), tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	resp, _ = fetch(t, c, "GET", srv.URL+"/tasks", nil)
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/login") {
+		t.Fatalf("a revoked token still opens pages: %d", resp.StatusCode)
+	}
+}
+
+// TestCookieIsSecureByDefault: unless the operator says the console is served over plain
+// HTTP, the session cookie is Secure.
+func TestCookieIsSecureByDefault(t *testing.T) {
+	api := newFakeAPI(t)
+	_, srv := startConsole(t, api.URL, map[string]string{"LENS_COOKIE_SECURE": ""})
+	resp, _ := fetch(t, browser(t), "GET", srv.URL+"/login", nil)
+	if c := resp.Header.Get("Set-Cookie"); !strings.Contains(c, "Secure") || !strings.Contains(c, "HttpOnly") {
+		t.Fatalf("Set-Cookie %q", c)
+	}
+}
+
+// TestFormsNeedTheSessionsCSRFToken: a POST without the session's CSRF token, or with another
+// session's, is refused before any API call; with it the action goes through.
+func TestFormsNeedTheSessionsCSRFToken(t *testing.T) {
+	api := newFakeAPI(t)
+	s, srv := startConsole(t, api.URL, nil)
+	token := fntest.Token(t, s)
+	c := browser(t)
+	csrf := signIn(t, c, srv.URL, token)
+	other := signIn(t, browser(t), srv.URL, token)
+	for _, tc := range []struct {
+		name string
+		form url.Values
+	}{{"no token", url.Values{}}, {"another session's", url.Values{"csrf": {other}}}} {
+		resp, body := fetch(t, c, "POST", srv.URL+"/tasks/t1/stop", tc.form)
+		if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "CSRF") {
+			t.Fatalf("%s: %d %s", tc.name, resp.StatusCode, body)
+		}
+	}
+	if n := api.called("POST /api/simulation/tasks/t1/stop"); n != 0 {
+		t.Fatalf("the API was called %d times for refused forms", n)
+	}
+	resp, _ := fetch(t, c, "POST", srv.URL+"/tasks/t1/stop", url.Values{"csrf": {csrf}})
+	if resp.StatusCode != http.StatusSeeOther || api.called("POST /api/simulation/tasks/t1/stop") != 1 {
+		t.Fatalf("stop with the CSRF token: %d", resp.StatusCode)
+	}
+	// A cross-site form is refused by the runtime's Origin check before the console runs.
+	req, _ := http.NewRequest("POST", srv.URL+"/tasks/t1/stop", strings.NewReader("csrf="+csrf))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "http://attacker.example")
+	r2, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2.Body.Close()
+	if r2.StatusCode != http.StatusForbidden {
+		t.Fatalf("cross-site form: %d", r2.StatusCode)
+	}
+}
+
+// TestCreateFormShowsTheAPIsValidation: the create form sends numbers as numbers and shows the
+// API's problem+json field errors next to the fields, keeping what the user typed.
+func TestCreateFormShowsTheAPIsValidation(t *testing.T) {
+	api := newFakeAPI(t)
+	_, srv := startConsole(t, api.URL, map[string]string{"LENS_AUTH": "off"})
+	c := browser(t)
+	_, page := fetch(t, c, "GET", srv.URL+"/tasks/new", nil)
+	resp, body := fetch(t, c, "POST", srv.URL+"/tasks", url.Values{"csrf": {csrfOf(t, page)}, "scenario": {"chat"},
+		"endpoint_url": {"ftp://nowhere"}, "model_name": {"m"}, "trace_dataset": {"lensfn-sample-chat"}, "scale_factor": {"10"}})
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "422 Validation failed") {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	if !strings.Contains(body, `data-field="endpoint_url">endpoint_url must be an http(s) URL`) || !strings.Contains(body, `value="ftp://nowhere"`) {
+		t.Fatalf("the form does not show the field error or lost the input:\n%s", body)
+	}
+	var sent map[string]any
+	api.mu.Lock()
+	_ = json.Unmarshal([]byte(api.bodies["POST /api/simulation/tasks"]), &sent)
+	api.mu.Unlock()
+	if sent["scale_factor"] != 10.0 || sent["endpoint_url"] != "ftp://nowhere" || sent["duration_seconds"] != nil {
+		t.Fatalf("sent %v", sent)
+	}
+}
+
+// TestEvaluationsSayWhenTheRoutesAreMissing: a 404 from the workflow routes is an honest
+// "not available" state, not an error page.
+func TestEvaluationsSayWhenTheRoutesAreMissing(t *testing.T) {
+	api := newFakeAPI(t)
+	_, srv := startConsole(t, api.URL, map[string]string{"LENS_AUTH": "off"})
+	resp, body := fetch(t, browser(t), "GET", srv.URL+"/evaluations", nil)
+	if resp.StatusCode != 200 || !strings.Contains(body, `id="unavailable"`) {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+}
+
+// TestTaskEventsAreRelayed: the console relays the task's event stream (an EventSource cannot
+// send the token), event by event, comments dropped.
+func TestTaskEventsAreRelayed(t *testing.T) {
+	api := newFakeAPI(t)
+	_, srv := startConsole(t, api.URL, map[string]string{"LENS_AUTH": "off"})
+	resp, body := fetch(t, browser(t), "GET", srv.URL+"/tasks/t1/events", nil)
+	want := "id: 1-0\nevent: status\ndata: {\"status\":\"running\",\"progress_percent\":50}\n\nid: 2-0\nevent: end\ndata: {\"status\":\"completed\"}\n\n"
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" || body != want {
+		t.Fatalf("%d %q", resp.StatusCode, body)
+	}
+}
+
+// TestConsoleNeedsItsAPIURL: without LENS_API_URL the console refuses to start, saying why.
+func TestConsoleNeedsItsAPIURL(t *testing.T) {
+	_, err := fn.NewServer(context.Background(), fntest.Config(t, fntest.Env(t, nil)), console.Name, console.Build)
+	if err == nil || !strings.Contains(err.Error(), "LENS_API_URL") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestEvaluationShowsCasesAndTheComparison: the details page lists the cases and draws the
+// comparison report's geometric-mean ratios with the SLA verdict.
+func TestEvaluationShowsCasesAndTheComparison(t *testing.T) {
+	api := newFakeAPI(t)
+	_, srv := startConsole(t, api.URL, map[string]string{"LENS_AUTH": "off"})
+	resp, body := fetch(t, browser(t), "GET", srv.URL+"/evaluations/w1", nil)
+	for _, want := range []string{"Qwen comparison", `href="/runs/run-1"`, "guide-1 vs baseline-1 (direct-vllm)", "SLA met",
+		"matrix: throughput_tps", "<svg", "1.25"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if resp.StatusCode != 200 || t.Failed() {
+		t.Fatalf("%d\n%s", resp.StatusCode, body)
+	}
+}
+
+// TestMetricsCountTheAPICalls: /metrics carries the console's calls to the APIs by family and
+// code, and the sign-ins by outcome.
+func TestMetricsCountTheAPICalls(t *testing.T) {
+	api := newFakeAPI(t)
+	s, srv := startConsole(t, api.URL, nil)
+	c := browser(t)
+	signIn(t, c, srv.URL, fntest.Token(t, s))
+	fetch(t, c, "GET", srv.URL+"/evaluations", nil)
+	_, body := fetch(t, c, "GET", srv.URL+"/metrics", nil)
+	for _, want := range []string{`lens_console_api_calls_total{api="/api/simulation",code="200"} 1`,
+		`lens_console_api_calls_total{api="/api/v1/evaluate",code="404"} 1`, `lens_console_logins_total{outcome="ok"} 1`,
+		`lens_console_api_call_duration_seconds_count{api="/api/simulation"} 1`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}

@@ -1,0 +1,683 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lensfn/lensfn/runtime/auth"
+	"github.com/lensfn/lensfn/runtime/report"
+	"github.com/lensfn/lensfn/runtime/sse"
+)
+
+// API prefixes the console calls.
+const (
+	simAPI  = "/api/simulation"
+	evalAPI = "/api/v1/evaluate"
+)
+
+type obj = map[string]any
+
+// section is one part of a page whose API call may fail on its own.
+type section struct {
+	Items   []any
+	Total   any
+	Problem *apiError
+}
+
+func (c *Console) list(ctx context.Context, q *request, path, key string) section {
+	var out obj
+	if err := c.api.call(ctx, q.token(), http.MethodGet, path, nil, &out); err != nil {
+		e, _ := asAPIError(err)
+		return section{Problem: e}
+	}
+	items, _ := out[key].([]any)
+	return section{Items: items, Total: out["total"]}
+}
+
+func (c *Console) home(w http.ResponseWriter, r *http.Request, q *request) error {
+	data := map[string]section{
+		"tasks":    c.list(r.Context(), q, simAPI+"/tasks?limit=10", "tasks"),
+		"datasets": c.list(r.Context(), q, simAPI+"/trace-datasets", "datasets"),
+		"backends": c.list(r.Context(), q, simAPI+"/backends", "backends"),
+		"runs":     c.list(r.Context(), q, evalAPI+"/runs", "items"),
+	}
+	c.render(w, http.StatusOK, q, "home", view{Title: "Overview", Nav: "home", Data: data})
+	return nil
+}
+
+// --- sign-in ---
+
+func (c *Console) loginPage(w http.ResponseWriter, r *http.Request, q *request) error {
+	c.render(w, http.StatusOK, q, "login", view{Title: "Sign in", Nav: "login", Data: obj{"next": localPath(r.URL.Query().Get("next"))}})
+	return nil
+}
+
+func (c *Console) login(w http.ResponseWriter, r *http.Request, q *request) error {
+	next := localPath(r.PostForm.Get("next"))
+	token := strings.TrimSpace(r.PostForm.Get("token"))
+	again := func(status int, msg string) error {
+		c.render(w, http.StatusOK, q, "login", view{Title: "Sign in", Nav: "login", Data: obj{"next": next},
+			Problem: &apiError{Status: status, Title: "Not signed in", Detail: msg}})
+		return nil
+	}
+	if !c.authOn {
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return nil
+	}
+	if token == "" {
+		return again(http.StatusUnprocessableEntity, "enter an API token (lensfn-local token create prints one)")
+	}
+	if _, err := c.deps.Tokens.Verify(r.Context(), token); err != nil {
+		if errors.Is(err, auth.ErrInvalid) {
+			c.logins.WithLabelValues("invalid").Inc()
+			return again(http.StatusUnauthorized, "the token is not valid (unknown, revoked or malformed)")
+		}
+		c.logins.WithLabelValues("unavailable").Inc()
+		return again(http.StatusServiceUnavailable, "the token store is unavailable; try again shortly")
+	}
+	c.logins.WithLabelValues("ok").Inc()
+	// A fresh session id and CSRF token at sign-in: a session planted before cannot be reused.
+	sess := newSession(time.Now())
+	sess.Token = token
+	c.sessions.write(w, sess)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+	return nil
+}
+
+func (c *Console) logout(w http.ResponseWriter, r *http.Request, _ *request) error {
+	c.sessions.clear(w)
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+	return nil
+}
+
+// --- datasets ---
+
+// listPage renders one API list (its items under key) on a page of its own.
+func (c *Console) listPage(page, title, apiPath, key string) handler {
+	return func(w http.ResponseWriter, r *http.Request, q *request) error {
+		c.render(w, http.StatusOK, q, page, view{Title: title, Nav: page, Data: c.list(r.Context(), q, apiPath, key)})
+		return nil
+	}
+}
+
+func (c *Console) dataset(w http.ResponseWriter, r *http.Request, q *request) error {
+	name := r.PathValue("name")
+	bins := r.URL.Query().Get("bins")
+	if bins == "" {
+		bins = "100"
+	}
+	var tl struct {
+		Dataset         string  `json:"dataset"`
+		TraceFormat     string  `json:"trace_format"`
+		RequestCount    int64   `json:"request_count"`
+		DurationSeconds float64 `json:"duration_seconds"`
+		BinWidthSeconds float64 `json:"bin_width_seconds"`
+		Bins            []struct {
+			Start float64 `json:"start_seconds"`
+			Count float64 `json:"request_count"`
+		} `json:"bins"`
+	}
+	path := simAPI + "/trace-datasets/" + url.PathEscape(name) + "/timeline?bins=" + url.QueryEscape(bins)
+	data := obj{"name": name}
+	if err := c.api.call(r.Context(), q.token(), http.MethodGet, path, nil, &tl); err != nil {
+		e, _ := asAPIError(err)
+		c.render(w, http.StatusOK, q, "dataset", view{Title: name, Nav: "datasets", Data: data, Problem: e})
+		return nil
+	}
+	s := report.Series{Name: "requests per bin"}
+	for _, b := range tl.Bins {
+		s.X, s.Y = append(s.X, b.Start), append(s.Y, b.Count)
+	}
+	chart := report.LineChart{Title: "Requests over the trace", XLabel: "seconds", YLabel: fmt.Sprintf("requests per %s s", report.Num(tl.BinWidthSeconds)),
+		Series: []report.Series{s}, Step: true}
+	data["timeline"], data["chart"] = tl, chart.SVG()
+	c.render(w, http.StatusOK, q, "dataset", view{Title: name, Nav: "datasets", Data: data})
+	return nil
+}
+
+func (c *Console) downloadDataset(w http.ResponseWriter, r *http.Request, q *request) error {
+	name := r.PathValue("name")
+	var res obj
+	if err := c.api.call(r.Context(), q.token(), http.MethodPost, simAPI+"/trace-datasets/download", obj{"dataset": name}, &res); err != nil {
+		e, _ := asAPIError(err)
+		data := c.list(r.Context(), q, simAPI+"/trace-datasets", "datasets")
+		c.render(w, http.StatusOK, q, "datasets", view{Title: "Trace datasets", Nav: "datasets", Data: data, Problem: e})
+		return nil
+	}
+	http.Redirect(w, r, "/datasets/"+url.PathEscape(name), http.StatusSeeOther)
+	return nil
+}
+
+// --- simulation tasks ---
+
+func (c *Console) tasks(w http.ResponseWriter, r *http.Request, q *request) error {
+	path := simAPI + "/tasks?limit=100"
+	if s := r.URL.Query().Get("status"); s != "" {
+		path += "&status=" + url.QueryEscape(s)
+	}
+	c.render(w, http.StatusOK, q, "tasks", view{Title: "Simulation tasks", Nav: "tasks", Data: c.list(r.Context(), q, path, "tasks")})
+	return nil
+}
+
+// A form shown again with the API's errors answers 200: the page is what the browser asked
+// for and the problem is on it (a 4xx document is a failed load in the browser's console).
+
+// taskFields are the create form's fields, kept to show the form again with the API's errors.
+var taskFields = []string{"name", "scenario", "endpoint_url", "model_name", "trace_dataset", "scale_factor", "duration_seconds"}
+
+var numericTaskFields = map[string]bool{"scale_factor": true, "duration_seconds": true}
+
+func (c *Console) taskFormData(ctx context.Context, q *request, values map[string]string) obj {
+	return obj{"values": values, "scenarios": c.list(ctx, q, simAPI+"/scenarios", "scenarios"),
+		"datasets": c.list(ctx, q, simAPI+"/trace-datasets", "datasets"), "errors": map[string]string{}}
+}
+
+func (c *Console) newTask(w http.ResponseWriter, r *http.Request, q *request) error {
+	values := map[string]string{"scenario": "chat", "trace_dataset": r.URL.Query().Get("dataset"), "scale_factor": "1"}
+	c.render(w, http.StatusOK, q, "task_new", view{Title: "New simulation task", Nav: "tasks", Data: c.taskFormData(r.Context(), q, values)})
+	return nil
+}
+
+func (c *Console) createTask(w http.ResponseWriter, r *http.Request, q *request) error {
+	values := map[string]string{}
+	body := obj{}
+	for _, f := range taskFields {
+		v := strings.TrimSpace(r.PostForm.Get(f))
+		values[f] = v
+		if v == "" {
+			continue
+		}
+		body[f] = v
+		// A number the user typed goes as a number; anything else goes as typed, so the API's
+		// own validation names the field.
+		if n, err := strconv.ParseFloat(v, 64); err == nil && numericTaskFields[f] {
+			body[f] = n
+		}
+	}
+	var created struct {
+		TaskID string `json:"task_id"`
+	}
+	err := c.api.call(r.Context(), q.token(), http.MethodPost, simAPI+"/tasks", body, &created)
+	if err != nil {
+		e, _ := asAPIError(err)
+		data := c.taskFormData(r.Context(), q, values)
+		errs := data["errors"].(map[string]string)
+		for _, f := range e.Fields {
+			errs[f.Field()] = f.Message
+		}
+		c.render(w, http.StatusOK, q, "task_new", view{Title: "New simulation task", Nav: "tasks", Data: data, Problem: e})
+		return nil
+	}
+	http.Redirect(w, r, "/tasks/"+url.PathEscape(created.TaskID), http.StatusSeeOther)
+	return nil
+}
+
+func (c *Console) task(w http.ResponseWriter, r *http.Request, q *request) error {
+	id := r.PathValue("id")
+	var t obj
+	if err := c.api.call(r.Context(), q.token(), http.MethodGet, simAPI+"/tasks/"+url.PathEscape(id), nil, &t); err != nil {
+		return err
+	}
+	data := obj{"task": t, "id": id, "summary": flatten(get(t, "result.summary"))}
+	hasReport := false
+	if arts, ok := get(t, "result.artifacts").([]any); ok {
+		for _, a := range arts {
+			if str(get(a, "kind")) == "report-html" {
+				hasReport = true
+			}
+		}
+	}
+	data["report"] = hasReport
+	c.render(w, http.StatusOK, q, "task", view{Title: "Task " + id, Nav: "tasks", Data: data})
+	return nil
+}
+
+// taskEvents relays the task's event stream: a browser's EventSource cannot send the token.
+func (c *Console) taskEvents(w http.ResponseWriter, r *http.Request, q *request) error {
+	select {
+	case c.watchers <- struct{}{}:
+		defer func() { <-c.watchers }()
+	default:
+		http.Error(w, "too many live views are open on this console instance", http.StatusTooManyRequests)
+		return nil
+	}
+	header := http.Header{}
+	if id := r.Header.Get("Last-Event-ID"); id != "" {
+		header.Set("Last-Event-ID", id)
+	}
+	header.Set("Accept", "text/event-stream")
+	resp, err := c.api.send(r.Context(), c.api.stream, q.token(), http.MethodGet, simAPI+"/tasks/"+url.PathEscape(r.PathValue("id"))+"/events", nil, header)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		e := problemOf(resp.StatusCode, raw)
+		http.Error(w, e.Error(), e.Status)
+		return nil
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	if flusher != nil {
+		flusher.Flush()
+	}
+	// Each event is re-written whole, so only well-formed events reach the page.
+	err = sse.Read(resp.Body, func(m sse.Message) error {
+		var b strings.Builder
+		if m.ID != "" {
+			b.WriteString("id: " + m.ID + "\n")
+		}
+		if m.Type != "" {
+			b.WriteString("event: " + m.Type + "\n")
+		}
+		for _, line := range strings.Split(m.Data, "\n") {
+			b.WriteString("data: " + line + "\n")
+		}
+		b.WriteString("\n")
+		if _, err := io.WriteString(w, b.String()); err != nil {
+			return err
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return nil
+	})
+	if err != nil && r.Context().Err() == nil {
+		c.deps.Log.Infow("task event relay ended", "error", err)
+	}
+	return nil
+}
+
+// taskReport relays the task's self-contained HTML report, sandboxed: it runs no script and
+// loads nothing, so a report cannot act as the console.
+func (c *Console) taskReport(w http.ResponseWriter, r *http.Request, q *request) error {
+	resp, err := c.api.send(r.Context(), c.api.stream, q.token(), http.MethodGet,
+		simAPI+"/tasks/"+url.PathEscape(r.PathValue("id"))+"/artifacts/report-html", nil, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return problemOf(resp.StatusCode, raw)
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'self'")
+	w.Header().Set("X-Frame-Options", "SAMEORIGIN")
+	_, err = io.Copy(w, resp.Body)
+	return err
+}
+
+func (c *Console) taskAction(action string) handler {
+	return func(w http.ResponseWriter, r *http.Request, q *request) error {
+		id := url.PathEscape(r.PathValue("id"))
+		method, path := http.MethodPost, simAPI+"/tasks/"+id+"/"+action
+		if action == "delete" {
+			method, path = http.MethodDelete, simAPI+"/tasks/"+id
+		}
+		var res obj
+		if err := c.api.call(r.Context(), q.token(), method, path, nil, &res); err != nil {
+			return err
+		}
+		switch action {
+		case "delete":
+			http.Redirect(w, r, "/tasks", http.StatusSeeOther)
+		case "rerun":
+			http.Redirect(w, r, "/tasks/"+url.PathEscape(str(res["task_id"])), http.StatusSeeOther)
+		default:
+			http.Redirect(w, r, "/tasks/"+id, http.StatusSeeOther)
+		}
+		return nil
+	}
+}
+
+// compareRow is one summary number of two tasks.
+type compareRow struct {
+	Metric string
+	A, B   any
+	Ratio  string
+}
+
+func (c *Console) compare(w http.ResponseWriter, r *http.Request, q *request) error {
+	a, b := r.URL.Query().Get("a"), r.URL.Query().Get("b")
+	data := obj{"a": a, "b": b, "tasks": c.list(r.Context(), q, simAPI+"/tasks?limit=100", "tasks")}
+	if a == "" || b == "" {
+		c.render(w, http.StatusOK, q, "compare", view{Title: "Compare tasks", Nav: "tasks", Data: data})
+		return nil
+	}
+	var ta, tb obj
+	if err := c.api.call(r.Context(), q.token(), http.MethodGet, simAPI+"/tasks/"+url.PathEscape(a), nil, &ta); err != nil {
+		return err
+	}
+	if err := c.api.call(r.Context(), q.token(), http.MethodGet, simAPI+"/tasks/"+url.PathEscape(b), nil, &tb); err != nil {
+		return err
+	}
+	fa, fb := flatten(get(ta, "result.summary")), flatten(get(tb, "result.summary"))
+	var rows []compareRow
+	var labels []string
+	var values []float64
+	for _, kv := range fa {
+		row := compareRow{Metric: kv.Key, A: kv.Value}
+		for _, kv2 := range fb {
+			if kv2.Key == kv.Key {
+				row.B = kv2.Value
+			}
+		}
+		x, okA := kv.Value.(float64)
+		y, okB := row.B.(float64)
+		if okA && okB && x != 0 {
+			row.Ratio = report.Num(y/x) + "×"
+			if (strings.HasPrefix(kv.Key, "ttft.") || strings.HasPrefix(kv.Key, "tpot.") || strings.HasPrefix(kv.Key, "latency.")) &&
+				(strings.HasSuffix(kv.Key, "p50_ms") || strings.HasSuffix(kv.Key, "p99_ms")) {
+				labels, values = append(labels, kv.Key), append(values, y/x)
+			}
+		}
+		rows = append(rows, row)
+	}
+	data["rows"], data["taskA"], data["taskB"] = rows, ta, tb
+	if len(labels) > 0 {
+		data["chart"] = report.BarChart{Title: "B / A for the percentiles (1 = equal)", YLabel: "ratio", Labels: labels, Values: values}.SVG()
+	}
+	c.render(w, http.StatusOK, q, "compare", view{Title: "Compare tasks", Nav: "tasks", Data: data})
+	return nil
+}
+
+// --- benchmark runs ---
+
+// exampleRun is the form's starting point: the spec's example, to be pointed at a deployment.
+const exampleRun = `{
+  "deployment_execution_id": "",
+  "harness": "inference-perf",
+  "workload": "sanity_random.yaml",
+  "matrix": [{"isl": 128, "osl": 32}],
+  "concurrency_stages": [{"concurrency": 2, "num_requests": 8}],
+  "warmup_requests": 1,
+  "sla_targets": {"ttft_ms": 500, "ttft_percentile": "p99", "success_rate_min_percent": 99}
+}`
+
+const exampleEvaluation = `{
+  "name": "comparison",
+  "cluster_session_id": "",
+  "configuration_artifact_ids": [],
+  "benchmark_plans": []
+}`
+
+func (c *Console) newRun(w http.ResponseWriter, r *http.Request, q *request) error {
+	execs := c.list(r.Context(), q, "/api/v1/deployments/executions", "items")
+	c.render(w, http.StatusOK, q, "spec_new", view{Title: "New benchmark run", Nav: "runs",
+		Data: obj{"action": "/runs", "spec": exampleRun, "what": "benchmark run", "executions": execs}})
+	return nil
+}
+
+func (c *Console) newEvaluation(w http.ResponseWriter, r *http.Request, q *request) error {
+	c.render(w, http.StatusOK, q, "spec_new", view{Title: "New evaluation", Nav: "evaluations",
+		Data: obj{"action": "/evaluations", "spec": exampleEvaluation, "what": "evaluation"}})
+	return nil
+}
+
+// createFromSpec posts the form's JSON spec to an API and redirects to the created record.
+func (c *Console) createFromSpec(w http.ResponseWriter, r *http.Request, q *request, apiPath, what, nav, pagePrefix string) error {
+	spec := r.PostForm.Get("spec")
+	again := func(e *apiError) error {
+		c.render(w, http.StatusOK, q, "spec_new", view{Title: "New " + what, Nav: nav, Problem: e,
+			Data: obj{"action": pagePrefix, "spec": spec, "what": what}})
+		return nil
+	}
+	var body any
+	dec := json.NewDecoder(strings.NewReader(spec))
+	dec.UseNumber()
+	if err := dec.Decode(&body); err != nil {
+		return again(&apiError{Status: http.StatusUnprocessableEntity, Title: "Not JSON", Detail: "the specification is not a JSON object: " + err.Error()})
+	}
+	if _, ok := body.(map[string]any); !ok {
+		return again(&apiError{Status: http.StatusUnprocessableEntity, Title: "Not JSON", Detail: "the specification must be a JSON object"})
+	}
+	var created obj
+	if err := c.api.call(r.Context(), q.token(), http.MethodPost, apiPath, body, &created); err != nil {
+		e, _ := asAPIError(err)
+		return again(e)
+	}
+	http.Redirect(w, r, pagePrefix+"/"+url.PathEscape(str(created["id"])), http.StatusSeeOther)
+	return nil
+}
+
+func (c *Console) createRun(w http.ResponseWriter, r *http.Request, q *request) error {
+	return c.createFromSpec(w, r, q, evalAPI+"/runs", "benchmark run", "runs", "/runs")
+}
+
+func (c *Console) createEvaluation(w http.ResponseWriter, r *http.Request, q *request) error {
+	return c.createFromSpec(w, r, q, evalAPI+"/evaluations", "evaluation", "evaluations", "/evaluations")
+}
+
+// terminal says whether a run, task or workflow status is final (the page stops refreshing).
+func terminal(status string) bool {
+	switch status {
+	case "succeeded", "completed", "failed", "cancelled", "canceled", "stopped", "deleted":
+		return true
+	}
+	return false
+}
+
+func (c *Console) run(w http.ResponseWriter, r *http.Request, q *request) error {
+	id := r.PathValue("id")
+	var run obj
+	if err := c.api.call(r.Context(), q.token(), http.MethodGet, evalAPI+"/runs/"+url.PathEscape(id), nil, &run); err != nil {
+		return err
+	}
+	c.render(w, http.StatusOK, q, "run", view{Title: "Benchmark run " + id, Nav: "runs",
+		Data: obj{"run": run, "id": id, "live": !terminal(str(run["status"])), "metrics": flatten(run["metrics"]), "sla": flatten(run["sla"])}})
+	return nil
+}
+
+func (c *Console) runAction(action string) handler {
+	return func(w http.ResponseWriter, r *http.Request, q *request) error {
+		id := url.PathEscape(r.PathValue("id"))
+		method, path, next := http.MethodPost, evalAPI+"/runs/"+id+"/cancel", "/runs/"+id
+		if action == "delete" {
+			method, path, next = http.MethodDelete, evalAPI+"/runs/"+id, "/runs"
+		}
+		if err := c.api.call(r.Context(), q.token(), method, path, nil, nil); err != nil {
+			return err
+		}
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return nil
+	}
+}
+
+// --- evaluations (workflow runs) ---
+
+func (c *Console) evaluation(w http.ResponseWriter, r *http.Request, q *request) error {
+	id := r.PathValue("id")
+	var details obj
+	if err := c.api.call(r.Context(), q.token(), http.MethodGet, evalAPI+"/workflow-runs/"+url.PathEscape(id)+"/details", nil, &details); err != nil {
+		e, _ := asAPIError(err)
+		if e.NotFound() {
+			c.render(w, http.StatusNotFound, q, "evaluation", view{Title: "Evaluation " + id, Nav: "evaluations", Problem: e, Data: obj{"id": id}})
+			return nil
+		}
+		return err
+	}
+	data := obj{"id": id, "details": details, "live": !terminal(str(get(details, "workflow.status")))}
+	if rep, ok := get(details, "report").(map[string]any); ok {
+		data["comparisons"] = comparisonViews(rep)
+	}
+	c.render(w, http.StatusOK, q, "evaluation", view{Title: "Evaluation " + id, Nav: "evaluations", Data: data})
+	return nil
+}
+
+// comparisonView is one comparison of the v2 report: a guide case against a baseline.
+type comparisonView struct {
+	Label string
+	SLA   string // met, missed, or "" without targets
+	Rows  []kv   // geometric means of the ratios (guide / baseline), matrix then rate stages
+	Chart template.HTML
+}
+
+// comparisonViews reads the comparison report's comparisons (comparison_version 2).
+func comparisonViews(rep map[string]any) []comparisonView {
+	var out []comparisonView
+	comps, _ := rep["comparisons"].([]any)
+	for i, cmp := range comps {
+		v := comparisonView{Label: str(get(cmp, "guide_case_id"))}
+		if b := str(get(cmp, "baseline_case_id")); b != "" {
+			v.Label += " vs " + b
+			if bt := str(get(cmp, "baseline_type")); bt != "" {
+				v.Label += " (" + bt + ")"
+			}
+		}
+		if v.Label == "" {
+			v.Label = "comparison " + strconv.Itoa(i+1)
+		}
+		switch get(cmp, "sla.met") {
+		case true:
+			v.SLA = "met"
+		case false:
+			v.SLA = "missed"
+		}
+		var labels []string
+		var values []float64
+		for _, part := range []struct{ key, name string }{{"matrix_statistics", "matrix"}, {"rate_stage_statistics", "rate stages"}} {
+			for _, f := range flatten(get(cmp, part.key+".geometric_mean_ratio")) {
+				v.Rows = append(v.Rows, kv{Key: part.name + ": " + f.Key, Value: f.Value})
+				if x, ok := f.Value.(float64); ok {
+					labels, values = append(labels, f.Key), append(values, x)
+				}
+			}
+		}
+		if len(labels) > 0 {
+			v.Chart = report.BarChart{Title: "Geometric mean ratio, guide / baseline (1 = equal)", YLabel: "ratio", Labels: labels, Values: values}.SVG()
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// --- inventory ---
+
+func (c *Console) inventory(w http.ResponseWriter, r *http.Request, q *request) error {
+	data := map[string]section{
+		"services":       c.list(r.Context(), q, "/api/v1/model-services", "items"),
+		"executions":     c.list(r.Context(), q, "/api/v1/deployments/executions", "items"),
+		"configurations": c.list(r.Context(), q, "/api/v1/configurations", "items"),
+	}
+	c.render(w, http.StatusOK, q, "inventory", view{Title: "Model services and deployments", Nav: "inventory", Data: data})
+	return nil
+}
+
+// --- template helpers ---
+
+// kv is one flattened leaf of a JSON object.
+type kv struct {
+	Key   string
+	Value any
+}
+
+// maxFlatten bounds how many leaves a summary table shows.
+const maxFlatten = 200
+
+// flatten lists a JSON object's scalar leaves by dotted path, sorted.
+func flatten(v any) []kv {
+	var out []kv
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		if len(out) >= maxFlatten {
+			return
+		}
+		switch t := v.(type) {
+		case map[string]any:
+			keys := make([]string, 0, len(t))
+			for k := range t {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				p := k
+				if prefix != "" {
+					p = prefix + "." + k
+				}
+				walk(p, t[k])
+			}
+		case []any:
+			// Lists (per-stage rows) belong in the report, not the headline table.
+		case nil:
+		default:
+			out = append(out, kv{Key: prefix, Value: t})
+		}
+	}
+	walk("", v)
+	return out
+}
+
+// get reads a dotted path out of decoded JSON (nil when absent).
+func get(v any, path string) any {
+	for _, k := range strings.Split(path, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
+
+func has(v any, path string) bool { return get(v, path) != nil }
+
+// str formats a JSON scalar for a page.
+func str(v any) string {
+	switch t := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return t
+	case float64:
+		return report.Num(t)
+	case json.Number:
+		return t.String()
+	case bool:
+		return strconv.FormatBool(t)
+	}
+	return fmt.Sprint(v)
+}
+
+func num(v any) string {
+	if f, ok := v.(float64); ok {
+		return report.Num(f)
+	}
+	return str(v)
+}
+
+func pct(v any) string {
+	if f, ok := v.(float64); ok {
+		return strconv.FormatFloat(f, 'f', 0, 64)
+	}
+	return "0"
+}
+
+func dur(v any) string {
+	if f, ok := v.(float64); ok {
+		return (time.Duration(f * float64(time.Second))).Round(time.Millisecond).String()
+	}
+	return str(v)
+}
+
+// short cuts a long id or URL for a table cell.
+func short(v any) string {
+	s := str(v)
+	if len(s) > 48 {
+		return s[:45] + "…"
+	}
+	return s
+}

@@ -1,0 +1,104 @@
+package evaluationapi
+
+import (
+	"net/http"
+
+	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/runtime/auth"
+	"github.com/lensfn/lensfn/runtime/evalrun"
+	"github.com/lensfn/lensfn/runtime/openapi"
+)
+
+// OpenAPIPath is where the function serves its OpenAPI document.
+const OpenAPIPath = Prefix + "/openapi.json"
+
+// Document is the evaluation API's OpenAPI 3.1 document. Request bodies are the Go types the
+// handlers decode; a run and a workflow are records kept as raw JSON (stored fields are
+// preserved), so their schemas name the fields every record has and stay open.
+func Document() *openapi.Doc {
+	d := openapi.New("Lensfn evaluation API", "v1",
+		"Benchmark defaults, timing estimates, benchmark runs with live progress and artifacts, evaluation workflows (spec/evaluation-api.txt).")
+	read, write := string(auth.EvaluateRunRead), string(auth.EvaluateRunWrite)
+	run := d.Component("BenchmarkRunResponse", openapi.Object(map[string]any{
+		"kind": openapi.Schema{"const": "benchmark"}, "id": openapi.Schema{"type": "string"},
+		"status":                  openapi.Schema{"enum": evalrun.Statuses},
+		"created_at":              openapi.Schema{"type": "string"},
+		"deployment_execution_id": openapi.Schema{"type": []string{"string", "null"}},
+		"model_service_group_id":  openapi.Schema{"type": []string{"string", "null"}},
+		"phase":                   openapi.Schema{"type": []string{"string", "null"}},
+		"progress_percent":        openapi.Schema{"type": "number"},
+		"progress_message":        openapi.Schema{"type": "string"},
+		"live_metrics":            openapi.Schema{"type": "object"},
+		"metrics":                 openapi.Schema{"type": []string{"object", "null"}},
+		"matrix_results":          openapi.Schema{"type": []string{"array", "null"}},
+		"rate_stage_results":      openapi.Schema{"type": []string{"array", "null"}},
+		"sla":                     openapi.Nullable(d.Of(events.SLAVerdict{})),
+		"logs":                    openapi.Schema{"type": "array", "items": openapi.Schema{"type": "string"}},
+		"artifacts":               openapi.Schema{"type": "array"},
+	}, "kind", "id", "status", "created_at"))
+	workflow := d.Component("EvaluationWorkflowResponse", openapi.Object(map[string]any{
+		"kind": openapi.Schema{"type": "string"}, "id": openapi.Schema{"type": "string"},
+		"status": openapi.Schema{"type": "string"}, "created_at": openapi.Schema{"type": "string"},
+	}, "id", "status"))
+	cancel := d.Of(CancelResponse{})
+	items := func(s openapi.Schema) openapi.Schema {
+		return openapi.Object(map[string]any{"items": openapi.ArrayOf(s)}, "items")
+	}
+	ok := func(desc string, s openapi.Schema) map[int]openapi.Response {
+		return map[int]openapi.Response{http.StatusOK: {Description: desc, Schema: s}}
+	}
+	d.Add(openapi.Op{Method: "GET", Path: OpenAPIPath, Summary: "This document",
+		Responses: ok("the OpenAPI 3.1 document", openapi.Schema{"type": "object"})})
+	d.Add(openapi.Op{Method: "GET", Path: Prefix + "/benchmark-defaults", Summary: "llm-d-benchmark defaults", Scope: read,
+		Responses: ok("BenchmarkDefaultsResponse", d.Of(Defaults{}))})
+	d.Add(openapi.Op{Method: "POST", Path: Prefix + "/timing-estimate", Summary: "Estimate a benchmark's timing and timeout", Scope: read,
+		Request: d.Request(events.BenchmarkSpec{}), OptionalBody: true, Responses: ok("BenchmarkTimingResponse", d.Of(evalrun.Timing{}))})
+	d.Add(openapi.Op{Method: "POST", Path: Prefix + "/runs", Summary: "Start a benchmark run", Scope: write,
+		Request:   d.Request(events.EvaluateRunRequest{}),
+		Responses: map[int]openapi.Response{http.StatusAccepted: {Description: "the queued run", Schema: run}},
+		Errors:    []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict}})
+	d.Add(openapi.Op{Method: "GET", Path: Prefix + "/runs", Summary: "List benchmark runs", Scope: read,
+		Responses: ok("BenchmarkRunListResponse (newest first)", items(run))})
+	d.Add(openapi.Op{Method: "GET", Path: Prefix + "/runs/{id}", Summary: "Get a benchmark run", Scope: read,
+		Responses: ok("BenchmarkRunResponse", run), Errors: []int{http.StatusNotFound}})
+	d.Add(openapi.Op{Method: "POST", Path: Prefix + "/runs/{id}/cancel", Summary: "Cancel a benchmark run (idempotent)", Scope: write,
+		Responses: ok("EvaluationCancelResponse", cancel), Errors: []int{http.StatusNotFound, http.StatusConflict}})
+	d.Add(openapi.Op{Method: "DELETE", Path: Prefix + "/runs/{id}", Summary: "Delete a finished benchmark run", Scope: write,
+		Responses: map[int]openapi.Response{http.StatusNoContent: {Description: "deleted"}}, Errors: []int{http.StatusNotFound, http.StatusConflict}})
+	d.Add(openapi.Op{Method: "GET", Path: Prefix + "/runs/{id}/events", Summary: "Follow a benchmark run live (Server-Sent Events)", Scope: read,
+		Description: "Events: `status` {status, phase, progress_percent, progress_message, live_metrics}, `log` {line}, and a closing `end` " +
+			"{status, progress_percent, progress_message, error, sla}. Each event's id resumes the stream (Last-Event-ID header or lastEventId).",
+		Query:     []openapi.Param{{Name: "lastEventId", Description: "resume after this event id (for clients that cannot set Last-Event-ID)"}},
+		Responses: map[int]openapi.Response{http.StatusOK: {Description: "the event stream", Media: "text/event-stream", Schema: openapi.Schema{"type": "string"}}},
+		Errors:    []int{http.StatusBadRequest, http.StatusNotFound, http.StatusTooManyRequests}})
+	d.Add(openapi.Op{Method: "GET", Path: Prefix + "/runs/{id}/artifacts/{kind}", Summary: "Download a run's artifact", Scope: read,
+		Description: "kind: per-request-jsonl (the records as written), per-request-csv, report-html (self-contained, charts as inline SVG).",
+		Responses: map[int]openapi.Response{http.StatusOK: {Description: "the artifact as an attachment", Media: "application/octet-stream",
+			Headers: map[string]string{"Content-Disposition": "attachment; filename=<run>-<artifact>"}}},
+		Errors: []int{http.StatusNotFound}})
+
+	// The workflow routes.
+	d.Add(openapi.Op{Method: "POST", Path: Prefix + "/workflow-runs", Summary: "Start an evaluation workflow", Scope: write,
+		Request: openapi.Schema{"type": "object"}, Errors: []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict},
+		Responses: map[int]openapi.Response{http.StatusAccepted: {Description: "EvaluationWorkflowResponse", Schema: workflow}}})
+	d.Add(openapi.Op{Method: "POST", Path: Prefix + "/evaluations", Summary: "Start a multi-configuration evaluation", Scope: write,
+		Request: openapi.Schema{"type": "object"}, Errors: []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict},
+		Responses: map[int]openapi.Response{http.StatusAccepted: {Description: "EvaluationWorkflowResponse with generated cases", Schema: workflow}}})
+	d.Add(openapi.Op{Method: "GET", Path: Prefix + "/workflow-runs", Summary: "List evaluation workflows", Scope: read,
+		Responses: ok("EvaluationWorkflowListResponse", items(workflow))})
+	d.Add(openapi.Op{Method: "GET", Path: Prefix + "/workflow-runs/{id}", Summary: "Get an evaluation workflow", Scope: read,
+		Responses: ok("EvaluationWorkflowResponse", workflow), Errors: []int{http.StatusNotFound}})
+	d.Add(openapi.Op{Method: "GET", Path: Prefix + "/workflow-runs/{id}/details", Summary: "A workflow with its cases and comparison report", Scope: read,
+		Responses: ok("EvaluationDetailsResponse", openapi.Object(map[string]any{"workflow": workflow, "cases": openapi.Schema{"type": "array"},
+			"report": openapi.Schema{"type": []string{"object", "null"}}}, "workflow", "cases")), Errors: []int{http.StatusNotFound}})
+	d.Add(openapi.Op{Method: "POST", Path: Prefix + "/workflow-runs/{id}/retry", Summary: "Retry a failed workflow", Scope: write,
+		Responses: map[int]openapi.Response{http.StatusAccepted: {Description: "EvaluationWorkflowResponse", Schema: workflow}},
+		Errors:    []int{http.StatusNotFound, http.StatusConflict}})
+	d.Add(openapi.Op{Method: "POST", Path: Prefix + "/workflow-runs/{id}/cancel", Summary: "Cancel a workflow", Scope: write,
+		Responses: ok("EvaluationCancelResponse", cancel), Errors: []int{http.StatusNotFound, http.StatusConflict}})
+	d.Add(openapi.Op{Method: "POST", Path: Prefix + "/workflow-runs/{id}/cases/{case_id}/cancel", Summary: "Cancel one case of a workflow", Scope: write,
+		Responses: ok("EvaluationCancelResponse", cancel), Errors: []int{http.StatusNotFound, http.StatusConflict}})
+	d.Add(openapi.Op{Method: "DELETE", Path: Prefix + "/workflow-runs/{id}", Summary: "Delete a finished workflow", Scope: write,
+		Responses: map[int]openapi.Response{http.StatusNoContent: {Description: "deleted"}}, Errors: []int{http.StatusNotFound, http.StatusConflict}})
+	return d
+}

@@ -1,0 +1,571 @@
+package evaluationapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/runtime/cloudevent"
+	"github.com/lensfn/lensfn/runtime/comparison"
+	"github.com/lensfn/lensfn/runtime/deployconfig"
+	"github.com/lensfn/lensfn/runtime/evalrun"
+	"github.com/lensfn/lensfn/runtime/fn"
+	"github.com/lensfn/lensfn/runtime/inventory"
+	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/runtime/state"
+	"github.com/lensfn/lensfn/runtime/workflow"
+)
+
+// maxEvaluationBody admits 20 plans with their benchmarks (workload_yaml included) and scenarios.
+const maxEvaluationBody = 4 << 20
+
+// workflowRoutes are the workflow-run and evaluation routes.
+func (a *API) workflowRoutes() []fn.Route {
+	read, write := a.scopes()
+	return []fn.Route{
+		{Method: "POST", Path: Prefix + "/workflow-runs", Scope: write, Handler: fn.Handle(a.createSimple)},
+		{Method: "POST", Path: Prefix + "/evaluations", Scope: write, Handler: fn.Handle(a.createEvaluation), MaxBodyBytes: maxEvaluationBody},
+		{Method: "GET", Path: Prefix + "/workflow-runs", Scope: read, Handler: fn.Handle(a.listWorkflows)},
+		{Method: "GET", Path: Prefix + "/workflow-runs/{id}", Scope: read, Handler: fn.Handle(a.getWorkflow)},
+		{Method: "GET", Path: Prefix + "/workflow-runs/{id}/details", Scope: read, Handler: fn.Handle(a.workflowDetails)},
+		{Method: "POST", Path: Prefix + "/workflow-runs/{id}/retry", Scope: write, Handler: fn.Handle(a.retryWorkflow)},
+		{Method: "POST", Path: Prefix + "/workflow-runs/{id}/cancel", Scope: write, Handler: fn.Handle(a.cancelWorkflow)},
+		{Method: "POST", Path: Prefix + "/workflow-runs/{id}/cases/{case}/cancel", Scope: write, Handler: fn.Handle(a.cancelCase)},
+		{Method: "DELETE", Path: Prefix + "/workflow-runs/{id}", Scope: write, Handler: fn.Handle(a.deleteWorkflow)},
+	}
+}
+
+func (a *API) createSimple(w http.ResponseWriter, r *http.Request) error {
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	req, err := workflow.ParseSimple(body)
+	if err != nil {
+		return err
+	}
+	session, err := a.inv.ActiveSession(ctx, req.ClusterSessionID)
+	if err != nil {
+		return err
+	}
+	id := evalrun.NewID()
+	cfg, err := a.inv.CreateConfiguration(ctx, inventory.ConfigurationSpec{Name: "workflow " + id, SchemaVersion: inventory.ConfigurationSchemaV1,
+		Type: inventory.ConfigurationBaseline, Format: inventory.ConfigurationFormat, ProviderRef: deployconfig.ProviderOptimizedBaseline,
+		Content: req.Content(), Provenance: json.RawMessage(`{"system_generated":true,"workflow_id":"` + id + `"}`)})
+	if err != nil {
+		return err
+	}
+	wf := workflow.NewSimple(id, req, session.ClusterID, cfg.ID, inventory.NewID())
+	if err := a.workflows.Create(ctx, wf); err != nil {
+		return err
+	}
+	a.workflowsCreated.WithLabelValues("simple", "rest").Inc()
+	a.wake(ctx, id)
+	fn.WriteJSON(w, http.StatusAccepted, wf)
+	return nil
+}
+
+func (a *API) createEvaluation(w http.ResponseWriter, r *http.Request) error {
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	wf, err := a.evaluation(r.Context(), body, "", evalrun.NewID())
+	if err != nil {
+		return err
+	}
+	a.workflowsCreated.WithLabelValues("evaluation", "rest").Inc()
+	fn.WriteJSON(w, http.StatusAccepted, wf)
+	return nil
+}
+
+// evaluation validates an evaluation request, generates its cases, stores it queued and wakes
+// the orchestrator. REST and evaluation.requested events both come here; nothing is saved
+// when the request is refused.
+func (a *API) evaluation(ctx context.Context, body []byte, idempotencyKey, id string) (*workflow.Workflow, error) {
+	req, raw, err := workflow.ParseEvaluation(body)
+	if err != nil {
+		return nil, err
+	}
+	if err := workflow.ValidateEvaluation(req); err != nil {
+		return nil, err
+	}
+	session, err := a.inv.ActiveSession(ctx, req.ClusterSessionID)
+	if err != nil {
+		return nil, err
+	}
+	wf, err := workflow.NewEvaluation(ctx, id, req, raw, a.inv.Configuration)
+	if err != nil {
+		return nil, err
+	}
+	wf.Set("cluster_id", session.ClusterID)
+	wf.Internal.IdempotencyKey = idempotencyKey
+	if err := a.workflows.Create(ctx, wf); err != nil {
+		return nil, err
+	}
+	a.wake(ctx, id)
+	return wf, nil
+}
+
+// wake tells the orchestrator a workflow has work; a lost event is covered by its sweep.
+func (a *API) wake(ctx context.Context, id string) {
+	err := a.deps.Events.Send(ctx, events.TypeWorkflowQueued, id+"/"+evalrun.Now(), id, events.WorkflowQueued{WorkflowID: id})
+	if err != nil && !errors.Is(err, cloudevent.ErrNoSink) {
+		a.deps.Log.Warnw("workflow.queued not delivered; the orchestrator's sweep picks the workflow up", "workflow", id, "error", err)
+	}
+}
+
+// caseHeavy are the case fields list items leave out.
+var caseHeavy = []string{"metrics", workflow.FieldMatrixResults, workflow.FieldRateStageResults, "deployment_configuration"}
+
+func (a *API) listWorkflows(w http.ResponseWriter, r *http.Request) error {
+	all, err := a.workflows.List(r.Context(), maxListed)
+	if err != nil {
+		return err
+	}
+	items := make([]json.RawMessage, 0, len(all))
+	for _, wf := range all {
+		var cases []map[string]any
+		for _, c := range wf.Cases() {
+			if wf.Simple() {
+				break
+			}
+			item := map[string]any{}
+			for _, k := range c.Keys() {
+				if !contains(caseHeavy, k) {
+					item[k] = c.Raw(k)
+				}
+			}
+			item["configuration"] = wf.Facts(c)
+			cases = append(cases, item)
+		}
+		out := wf.Without("report", "cases", "benchmark_plans")
+		if !wf.Simple() {
+			if cases == nil {
+				cases = []map[string]any{}
+			}
+			out.Set("cases", cases)
+		}
+		raw, _ := json.Marshal(out)
+		items = append(items, raw)
+	}
+	fn.WriteJSON(w, http.StatusOK, map[string]any{"items": items})
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *API) loadWorkflow(ctx context.Context, id string) (*workflow.Workflow, int64, error) {
+	wf, version, err := a.workflows.Get(ctx, id)
+	if errors.Is(err, state.ErrNotFound) || errors.Is(err, state.ErrInvalid) {
+		return nil, 0, problem.New(problem.CodeNotFound, "workflow %s not found", id)
+	}
+	return wf, version, err
+}
+
+func (a *API) getWorkflow(w http.ResponseWriter, r *http.Request) error {
+	wf, _, err := a.loadWorkflow(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	fn.WriteJSON(w, http.StatusOK, wf)
+	return nil
+}
+
+// workflowDetails expands each case with its deployment and benchmark run, and rebuilds a
+// stored report that is stale (comparison.NeedsRefresh), saving the fresh one.
+func (a *API) workflowDetails(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	wf, _, err := a.loadWorkflow(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !wf.Simple() && wf.Has("report") && string(wf.Raw("report")) != "null" && comparison.NeedsRefresh(wf.Raw("report")) {
+		updated, err := a.workflows.Update(ctx, id, func(cur *workflow.Workflow) error {
+			if !comparison.NeedsRefresh(cur.Raw("report")) {
+				return workflow.ErrUnchanged
+			}
+			cur.Set("report", cur.BuildReport(time.Now()))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		wf = updated
+	}
+	cases := make([]map[string]any, 0, len(wf.Cases()))
+	for _, c := range wf.Cases() {
+		entry := map[string]any{"case": c, "deployment": nil, "deployment_cases": []any{}, "deployment_warning": nil, "evaluation": nil}
+		if exec := c.String("execution_id"); exec != "" {
+			dep := map[string]any{"id": exec, "status": deploymentStatus(c)}
+			dc := map[string]any{"id": c.ID(), "status": deploymentStatus(c), "guide": c.Raw("provider_ref"), "attempt": c.Attempt() + 1,
+				"failure": c.Raw("deployment_error"), "execution_id": exec, "namespace": c.Raw("namespace"), "endpoint": c.Raw("endpoint"),
+				"execution_status": deploymentStatus(c), "monitoring_setup": nil, "diagnostics": nil, "resource_snapshot": map[string]any{}}
+			if e, err := a.inv.Execution(ctx, exec); err == nil {
+				dep["status"], dc["execution_status"] = e.Status, e.Status
+			} else if c.String("deployment_status") == "ready" {
+				entry["deployment_warning"] = "the deployment execution is no longer recorded"
+			}
+			entry["deployment"], entry["deployment_cases"] = dep, []any{dc}
+		}
+		if runID := c.String("evaluation_run_id"); runID != "" {
+			if run, err := a.runs.Load(ctx, runID); err == nil {
+				entry["evaluation"] = withDetail(run.Without("matrix_results", "rate_stage_results"))
+			}
+		}
+		cases = append(cases, entry)
+	}
+	var report json.RawMessage = []byte("null")
+	if wf.Has("report") {
+		report = wf.Raw("report")
+	}
+	fn.WriteJSON(w, http.StatusOK, map[string]any{"workflow": wf.Without("report"), "cases": cases, "report": report})
+	return nil
+}
+
+func deploymentStatus(c *workflow.Case) string {
+	if s := c.String("deployment_status"); s != "" {
+		return s
+	}
+	return "deploying"
+}
+
+func (a *API) retryWorkflow(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	if _, _, err := a.loadWorkflow(ctx, id); err != nil {
+		return err
+	}
+	wf, err := a.workflows.Update(ctx, id, func(cur *workflow.Workflow) error {
+		if workflow.Terminal(cur.Status()) && !cur.Simple() && cur.Cases() != nil {
+			// Rebind to the cluster's active session (409 when it has none).
+			session, err := a.activeSessionOf(ctx, cur)
+			if err != nil {
+				return err
+			}
+			cur.Set("cluster_session_id", session.ID)
+		}
+		return cur.Retry(func(c *workflow.Case) bool { return a.readyExecution(ctx, c) }, func(c *workflow.Case) error { return a.reproducible(ctx, c) })
+	})
+	if err != nil {
+		return err
+	}
+	a.wake(ctx, id)
+	fn.WriteJSON(w, http.StatusAccepted, wf)
+	return nil
+}
+
+func (a *API) activeSessionOf(ctx context.Context, wf *workflow.Workflow) (inventory.Session, error) {
+	if s, err := a.inv.ActiveSession(ctx, wf.String("cluster_session_id")); err == nil {
+		return s, nil
+	}
+	c, err := a.inv.Cluster(ctx, wf.String("cluster_id"))
+	if err != nil || c.SessionID == "" {
+		return inventory.Session{}, problem.New(problem.CodeConflict, "the workflow's cluster has no active session to retry on")
+	}
+	return a.inv.ActiveSession(ctx, c.SessionID)
+}
+
+// readyExecution reports whether the case's deployment is still up and ready.
+func (a *API) readyExecution(ctx context.Context, c *workflow.Case) bool {
+	exec := c.String("execution_id")
+	if exec == "" || c.SharesGuidePods() {
+		return false
+	}
+	e, err := a.inv.Execution(ctx, exec)
+	return err == nil && e.Status == "ready"
+}
+
+// reproducible checks that a case's configuration snapshot can still be deployed: a guide's
+// artifact exists with the same checksum; a baseline's generated content still parses.
+func (a *API) reproducible(ctx context.Context, c *workflow.Case) error {
+	var snap struct {
+		ProviderRef string          `json:"provider_ref"`
+		Checksum    string          `json:"checksum"`
+		Content     json.RawMessage `json:"content"`
+	}
+	if c.SharesGuidePods() || !c.Get("deployment_configuration", &snap) {
+		return nil
+	}
+	if id := c.String("configuration_artifact_id"); id != "" {
+		cfg, err := a.inv.Configuration(ctx, id)
+		if err != nil || cfg.Checksum != snap.Checksum {
+			return problem.New(problem.CodeConflict, "case %s: configuration %s can no longer be reproduced", c.ID(), id)
+		}
+		return nil
+	}
+	if _, err := deployconfig.Parse(snap.ProviderRef, snap.Content); err != nil {
+		return problem.New(problem.CodeConflict, "case %s: its baseline configuration can no longer be deployed: %v", c.ID(), err)
+	}
+	return nil
+}
+
+func (a *API) cancelWorkflow(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	if _, _, err := a.loadWorkflow(ctx, id); err != nil {
+		return err
+	}
+	wf, err := a.workflows.Update(ctx, id, func(cur *workflow.Workflow) error {
+		switch s := cur.Status(); {
+		case s == workflow.StatusCancelled:
+			return workflow.ErrUnchanged
+		case workflow.Terminal(s):
+			return problem.New(problem.CodeConflict, "workflow %s is %s; only an active workflow can be cancelled", id, s)
+		}
+		cur.Set("status", workflow.StatusCancelling)
+		cur.Remove("cancellation_error")
+		for _, c := range cur.Cases() {
+			c.Set("cancel_requested", true)
+			if !workflow.CaseTerminal(c.Status()) {
+				c.Set("status", workflow.CaseCancelling)
+			}
+			if c.Has("cleanup_error") && c.String("cleanup_status") == "failed" {
+				c.Set("cleanup_status", "retry") // a retried cancel retries the cleanup
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if wf.Status() == workflow.StatusCancelled {
+		fn.WriteJSON(w, http.StatusOK, CancelResponse{ID: id, Status: workflow.StatusCancelled})
+		return nil
+	}
+	a.wake(ctx, id)
+	wf = a.waitWorkflow(ctx, id, func(wf *workflow.Workflow) bool {
+		return workflow.Terminal(wf.Status()) || wf.String("cancellation_error") != ""
+	})
+	if msg := wf.String("cancellation_error"); msg != "" {
+		return problem.New(problem.CodeConflict, "workflow %s: deployment cleanup failed and must be retried (cancel again): %s", id, msg)
+	}
+	fn.WriteJSON(w, http.StatusOK, CancelResponse{ID: id, Status: wf.Status()})
+	return nil
+}
+
+// CancelTargets are the case and, transitively, the cases linked to it: those depending on a
+// target guide, the guide a target depends on, and the cases sharing an owned deployment.
+func CancelTargets(wf *workflow.Workflow, caseID string) map[string]bool {
+	targets := map[string]bool{caseID: true}
+	for changed := true; changed; {
+		changed = false
+		for _, c := range wf.Cases() {
+			if targets[c.ID()] {
+				continue
+			}
+			linked := targets[c.String("dependent_guide_case_id")]
+			for id := range targets {
+				t := wf.Case(id)
+				if t == nil {
+					continue
+				}
+				if t.String("dependent_guide_case_id") == c.ID() ||
+					(!c.SharesGuidePods() && !t.SharesGuidePods() && c.String("deployment_run_id") != "" && c.String("deployment_run_id") == t.String("deployment_run_id")) {
+					linked = true
+				}
+			}
+			if linked {
+				targets[c.ID()] = true
+				changed = true
+			}
+		}
+	}
+	return targets
+}
+
+func (a *API) cancelCase(w http.ResponseWriter, r *http.Request) error {
+	res, err := a.cancelWorkflowCase(r.Context(), r.PathValue("id"), r.PathValue("case"))
+	if err != nil {
+		return err
+	}
+	fn.WriteJSON(w, http.StatusOK, res)
+	return nil
+}
+
+// cancelWorkflowCase cancels a case and the cases linked to it (the route, and a standalone
+// cancel of a run a case owns).
+func (a *API) cancelWorkflowCase(ctx context.Context, id, caseID string) (CancelResponse, error) {
+	wf, _, err := a.loadWorkflow(ctx, id)
+	if err != nil {
+		return CancelResponse{}, err
+	}
+	if wf.Simple() || wf.Case(caseID) == nil {
+		return CancelResponse{}, problem.New(problem.CodeNotFound, "workflow %s has no case %s", id, caseID)
+	}
+	wf, err = a.workflows.Update(ctx, id, func(cur *workflow.Workflow) error {
+		c := cur.Case(caseID)
+		if c.Status() == workflow.CaseCancelled {
+			return workflow.ErrUnchanged
+		}
+		if workflow.Terminal(cur.Status()) {
+			return problem.New(problem.CodeConflict, "workflow %s is %s; its cases can no longer be cancelled", id, cur.Status())
+		}
+		if workflow.CaseTerminal(c.Status()) {
+			return problem.New(problem.CodeConflict, "case %s is %s; only an active case can be cancelled", caseID, c.Status())
+		}
+		for target := range CancelTargets(cur, caseID) {
+			t := cur.Case(target)
+			t.Set("cancel_requested", true)
+			if !workflow.CaseTerminal(t.Status()) {
+				t.Set("status", workflow.CaseCancelling)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return CancelResponse{}, err
+	}
+	a.wake(ctx, id)
+	wf = a.waitWorkflow(ctx, id, func(wf *workflow.Workflow) bool {
+		c := wf.Case(caseID)
+		return c == nil || workflow.CaseTerminal(c.Status()) || c.String("cleanup_status") == "failed"
+	})
+	c := wf.Case(caseID)
+	if c != nil && c.String("cleanup_status") == "failed" && c.Status() != workflow.CaseCancelled {
+		return CancelResponse{}, problem.New(problem.CodeConflict, "case %s: deployment cleanup failed and must be retried (cancel again): %s", caseID, c.String("cleanup_error"))
+	}
+	status := workflow.CaseCancelling
+	if c != nil {
+		status = c.Status()
+	}
+	return CancelResponse{ID: caseID, Status: status}, nil
+}
+
+// owningCase returns the workflow and case that own a run ("" when it is standalone or its
+// workflow is gone).
+func (a *API) owningCase(ctx context.Context, run *evalrun.Run) (string, string) {
+	id, caseID := run.String("evaluation_workflow_id"), run.String("evaluation_case_id")
+	if id == "" {
+		return "", ""
+	}
+	if _, _, err := a.workflows.Get(ctx, id); err != nil {
+		return "", ""
+	}
+	return id, caseID
+}
+
+// waitWorkflow polls the record until done says so or workflowWait passed.
+func (a *API) waitWorkflow(ctx context.Context, id string, done func(*workflow.Workflow) bool) *workflow.Workflow {
+	deadline := time.Now().Add(a.workflowWait)
+	var last *workflow.Workflow
+	for {
+		wf, _, err := a.workflows.Get(ctx, id)
+		if err == nil {
+			last = wf
+			if done(wf) {
+				return wf
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			if last == nil {
+				last = workflow.New(workflow.KindEvaluation, id, workflow.StatusCancelling)
+			}
+			return last
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// cleanupInFlight reports whether a case's deployment cleanup was requested and not answered.
+func cleanupInFlight(wf *workflow.Workflow) bool {
+	for _, c := range wf.Cases() {
+		if s := c.String("cleanup_status"); s == "requested" || s == "retry" {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *API) deleteWorkflow(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	wf, _, err := a.loadWorkflow(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !workflow.Terminal(wf.Status()) {
+		return problem.New(problem.CodeConflict, "workflow %s is %s; cancel it and wait until it ends before deleting it", id, wf.Status())
+	}
+	// Deleting waits for the in-flight cleanup of a finished workflow before removing history.
+	wf = a.waitWorkflow(ctx, id, func(wf *workflow.Workflow) bool { return !cleanupInFlight(wf) })
+	if cleanupInFlight(wf) {
+		return problem.New(problem.CodeConflict, "workflow %s is still cleaning up its deployments; try again shortly", id)
+	}
+	_, version, err := a.loadWorkflow(ctx, id)
+	if err != nil {
+		return err
+	}
+	for _, runID := range wf.RunIDs() {
+		rec, err := a.deps.Store.Get(ctx, evalrun.Kind, runID)
+		if errors.Is(err, state.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if !evalrun.Terminal(rec.Status) {
+			return problem.New(problem.CodeConflict, "workflow %s still has benchmark run %s %s; try again shortly", id, runID, rec.Status)
+		}
+		if err := a.runs.Delete(ctx, runID, 0); err != nil && !errors.Is(err, state.ErrNotFound) {
+			return err
+		}
+	}
+	if err := a.workflows.Delete(ctx, id, version); err != nil {
+		if errors.Is(err, state.ErrVersionConflict) {
+			return problem.New(problem.CodeConflict, "workflow %s changed while it was being deleted; try again", id)
+		}
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// onEvaluationRequested creates an evaluation from a user's event exactly as POST /evaluations
+// does, its id derived from the idempotency key, so every delivery of a key makes one workflow.
+func (a *API) onEvaluationRequested(ctx context.Context, e cloudevent.Event) error {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(e.Data, &fields); err != nil || fields == nil {
+		return cloudevent.Permanent(fmt.Errorf("evaluation.requested data is not a JSON object"))
+	}
+	var key string
+	if err := json.Unmarshal(fields["idempotency_key"], &key); err != nil || key == "" || len(key) > evalrun.MaxIdempotencyKeyLen {
+		return cloudevent.Permanent(fmt.Errorf("evaluation.requested needs an idempotency_key of 1-%d characters", evalrun.MaxIdempotencyKeyLen))
+	}
+	delete(fields, "idempotency_key")
+	body, _ := json.Marshal(fields)
+	sum := sha256.Sum256([]byte("lensfn/evaluation/evaluation.requested\x00" + key))
+	id := uuidFrom(sum[:16])
+	_, err := a.evaluation(ctx, body, key, id)
+	switch {
+	case err == nil:
+		a.workflowsCreated.WithLabelValues("evaluation", "event").Inc()
+		a.deps.Log.Infow("evaluation created from evaluation.requested", "workflow", id, "event", e.ID)
+		return nil
+	case errors.Is(err, state.ErrExists):
+		return nil // an earlier event with this key created it
+	case problem.CodeOf(err).Status() < 500 && problem.CodeOf(err) != problem.CodeTooManyRequest:
+		// Every 409 on this path is the request's own (the P/D budget rule, an unsupported
+		// kubernetes-service baseline, a closed session): no redelivery changes it.
+		a.deps.Log.Warnw("evaluation.requested rejected", "event", e.ID, "error", err)
+		return cloudevent.Permanent(problem.Wrap(problem.CodeBadRequest, err, err.Error()))
+	}
+	return err
+}

@@ -1,0 +1,481 @@
+package evaluationapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	evaluationapi "github.com/lensfn/lensfn/functions/evaluation-api"
+	"github.com/lensfn/lensfn/runtime/evalrun"
+	"github.com/lensfn/lensfn/runtime/inventory"
+	"github.com/lensfn/lensfn/runtime/state"
+	"github.com/lensfn/lensfn/runtime/workflow"
+)
+
+type wfHarness struct {
+	*harness
+	inv       *inventory.Repo
+	workflows *workflow.Repo
+	session   string
+	cfg, pd   string
+}
+
+func startWorkflows(t *testing.T) *wfHarness {
+	h := start(t)
+	inv := &inventory.Repo{Store: h.deps.Store, Sealer: h.runs.Sealer}
+	_, s, err := inv.CreateCluster(context.Background(), inventory.ClusterSpec{Name: "local", Kind: inventory.ClusterLocal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &wfHarness{harness: h, inv: inv, workflows: &workflow.Repo{Store: h.deps.Store}, session: s.ID}
+	w.cfg = w.configuration(t, "optimized-baseline", `{"model":{"name":"m"},"decode":{"replicas":2}}`)
+	w.pd = w.configuration(t, "pd-disaggregation", `{"model":{"name":"m"},"prefill":{"replicas":1},"decode":{"replicas":2}}`)
+	return w
+}
+
+func (w *wfHarness) configuration(t *testing.T, provider, content string) string {
+	c, err := w.inv.CreateConfiguration(context.Background(), inventory.ConfigurationSpec{Name: "cfg", SchemaVersion: inventory.ConfigurationSchemaV1,
+		Type: inventory.ConfigurationGuide, Format: inventory.ConfigurationFormat, ProviderRef: provider, Content: json.RawMessage(content)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.ID
+}
+
+func (w *wfHarness) body(plans string) string {
+	return `{"cluster_session_id":"` + w.session + `","benchmark_plans":[` + plans + `]}`
+}
+
+func (w *wfHarness) count(t *testing.T) int {
+	var list struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	if code := call(t, "GET", w.url+"/workflow-runs", "", &list); code != 200 {
+		t.Fatalf("list: %d", code)
+	}
+	return len(list.Items)
+}
+
+// orchestrate plays the orchestrator's part of a cancel: cancelling cases become cancelled,
+// then the workflow (as the lease holder would, within a second).
+func (w *wfHarness) orchestrate(t *testing.T, id string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() {
+		for ctx.Err() == nil {
+			_, _ = w.workflows.Update(ctx, id, func(wf *workflow.Workflow) error {
+				changed := false
+				for _, c := range wf.Cases() {
+					if c.Status() == workflow.CaseCancelling {
+						c.Set("status", workflow.CaseCancelled)
+						changed = true
+					}
+				}
+				if wf.Status() == workflow.StatusCancelling {
+					wf.Set("status", workflow.StatusCancelled)
+					changed = true
+				}
+				if !changed {
+					return workflow.ErrUnchanged
+				}
+				return nil
+			})
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+}
+
+func TestCreateEvaluationOverHTTP(t *testing.T) {
+	w := startWorkflows(t)
+	var wf map[string]any
+	code := call(t, "POST", w.url+"/evaluations", w.body(`{"id":"candidate","configuration_artifact_id":"`+w.cfg+`","baseline_types":["direct-vllm","kubernetes-service"]}`), &wf)
+	if code != 202 || wf["status"] != "queued" || wf["kind"] != "workflow" || wf["deployment_ownership"] != "evaluation" || wf["report"] != nil {
+		t.Fatalf("%d %v", code, wf)
+	}
+	cases := wf["cases"].([]any)
+	if len(cases) != 3 || cases[0].(map[string]any)["id"] != "guide-1" || cases[1].(map[string]any)["baseline_type"] != "kubernetes-service" {
+		t.Fatalf("cases %v", cases)
+	}
+	if strings.Contains(mustJSON(wf), "_internal") {
+		t.Fatal("internals shown")
+	}
+	id := wf["id"].(string)
+	var got map[string]any
+	if code := call(t, "GET", w.url+"/workflow-runs/"+id, "", &got); code != 200 || got["id"] != id {
+		t.Fatalf("get %d", code)
+	}
+	var list struct {
+		Items []map[string]any `json:"items"`
+	}
+	call(t, "GET", w.url+"/workflow-runs", "", &list)
+	item := list.Items[0]["cases"].([]any)[0].(map[string]any)
+	conf := item["configuration"].(map[string]any)
+	if conf["guide"] != "optimized-baseline" || conf["replicas"] != 2.0 || item["deployment_configuration"] != nil {
+		t.Fatalf("list case %v", item)
+	}
+	if code := call(t, "GET", w.url+"/workflow-runs/nope", "", nil); code != 404 {
+		t.Fatalf("unknown workflow %d", code)
+	}
+}
+
+// Refusals answer problem+json and save nothing: the P/D budget rule's 409 included.
+func TestCreateEvaluationRefusalsSaveNothing(t *testing.T) {
+	w := startWorkflows(t)
+	for name, c := range map[string]struct {
+		body string
+		code int
+	}{
+		"pd budget":          {w.body(`{"configuration_artifact_id":"` + w.pd + `","baseline_parameters":{"direct-vllm":{"tensor_parallel_size":2}}}`), 409},
+		"unknown artifact":   {w.body(`{"configuration_artifact_id":"00000000-0000-4000-8000-000000000009"}`), 404},
+		"unknown field":      {w.body(`{"configuration_artifact_id":"` + w.cfg + `","x":1}`), 422},
+		"replicas range":     {w.body(`{"configuration_artifact_id":"` + w.cfg + `","baseline_parameters":{"direct-vllm":{"replicas":40}}}`), 422},
+		"ks of pd":           {w.body(`{"configuration_artifact_id":"` + w.pd + `","baseline_types":["kubernetes-service"]}`), 409},
+		"unknown session":    {`{"cluster_session_id":"00000000-0000-4000-8000-000000000009","benchmark_plans":[{"configuration_artifact_id":"` + w.cfg + `"}]}`, 404},
+		"not json object":    {`[1]`, 422},
+		"simple no model":    {`{"cluster_session_id":"` + w.session + `"}`, 422},
+		"simple bad replica": {`{"model":"m","cluster_session_id":"` + w.session + `","replicas":0}`, 422},
+	} {
+		path := "/evaluations"
+		if strings.HasPrefix(name, "simple") {
+			path = "/workflow-runs"
+		}
+		req, _ := http.NewRequest("POST", w.url+path, strings.NewReader(c.body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.code || resp.Header.Get("Content-Type") != "application/problem+json" {
+			t.Errorf("%s: %d %s, want %d problem+json", name, resp.StatusCode, resp.Header.Get("Content-Type"), c.code)
+		}
+	}
+	if n := w.count(t); n != 0 {
+		t.Fatalf("refused requests saved %d workflows", n)
+	}
+	// P/D with an exact budget is accepted: 1P2D at TP 1 gives three replicas.
+	var wf map[string]any
+	if code := call(t, "POST", w.url+"/evaluations", w.body(`{"configuration_artifact_id":"`+w.pd+`"}`), &wf); code != 202 {
+		t.Fatalf("pd evaluation %d", code)
+	}
+	b := wf["cases"].([]any)[1].(map[string]any)
+	decode := b["deployment_configuration"].(map[string]any)["content"].(map[string]any)["decode"].(map[string]any)
+	if decode["replicas"] != 3.0 {
+		t.Fatalf("budget-matched baseline %v", decode)
+	}
+}
+
+func TestSimpleWorkflowOverHTTP(t *testing.T) {
+	w := startWorkflows(t)
+	var wf map[string]any
+	code := call(t, "POST", w.url+"/workflow-runs", `{"model":"m","cluster_session_id":"`+w.session+`","replicas":2,"workload":"sanity_random.yaml"}`, &wf)
+	if code != 202 || wf["status"] != "deploying" || wf["deployment_run_id"] == nil || wf["cases"] != nil || wf["workload"] != "sanity_random.yaml" {
+		t.Fatalf("%d %v", code, wf)
+	}
+	stored, _, err := w.workflows.Get(context.Background(), wf["id"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := w.inv.Configuration(context.Background(), stored.Cases()[0].String("configuration_artifact_id"))
+	if err != nil || cfg.ProviderRef != "optimized-baseline" || !strings.Contains(string(cfg.Content), `"replicas":2`) {
+		t.Fatalf("simple configuration %+v %v", cfg, err)
+	}
+	// A simple workflow has no cases to retry.
+	if code := call(t, "POST", w.url+"/workflow-runs/"+stored.ID()+"/retry", "", nil); code != 409 {
+		t.Fatalf("retry of a deploying simple workflow %d", code)
+	}
+}
+
+func TestCancelRetryDeleteOverHTTP(t *testing.T) {
+	w := startWorkflows(t)
+	var wf map[string]any
+	call(t, "POST", w.url+"/evaluations", w.body(`{"configuration_artifact_id":"`+w.cfg+`","baseline_types":["kubernetes-service","direct-vllm"]}`), &wf)
+	id := wf["id"].(string)
+	if code := call(t, "DELETE", w.url+"/workflow-runs/"+id, "", nil); code != 409 {
+		t.Fatalf("delete of an active workflow %d", code)
+	}
+	if code := call(t, "POST", w.url+"/workflow-runs/"+id+"/retry", "", nil); code != 409 {
+		t.Fatalf("retry of a queued workflow %d", code)
+	}
+	if code := call(t, "POST", w.url+"/workflow-runs/"+id+"/cases/nope/cancel", "", nil); code != 404 {
+		t.Fatalf("cancel of an unknown case %d", code)
+	}
+	w.orchestrate(t, id)
+	// Cancelling the guide takes its kubernetes-service baseline with it; the independent
+	// baseline stays queued.
+	var res evaluationapi.CancelResponse
+	if code := call(t, "POST", w.url+"/workflow-runs/"+id+"/cases/guide-1/cancel", "", &res); code != 200 || res.ID != "guide-1" || res.Status != "cancelled" {
+		t.Fatalf("case cancel %d %+v", code, res)
+	}
+	stored, _, _ := w.workflows.Get(context.Background(), id)
+	got := []string{}
+	for _, c := range stored.Cases() {
+		got = append(got, c.ID()+"="+c.Status())
+	}
+	if strings.Join(got, ",") != "guide-1=cancelled,baseline-1=cancelled,baseline-2=queued" || stored.Status() != "queued" {
+		t.Fatalf("after case cancel: %v, workflow %s", got, stored.Status())
+	}
+	if code := call(t, "POST", w.url+"/workflow-runs/"+id+"/cancel", "", &res); code != 200 || res.Status != "cancelled" {
+		t.Fatalf("workflow cancel %d %+v", code, res)
+	}
+	if code := call(t, "POST", w.url+"/workflow-runs/"+id+"/cancel", "", &res); code != 200 || res.Status != "cancelled" {
+		t.Fatalf("repeated cancel %d %+v", code, res)
+	}
+	var retried map[string]any
+	if code := call(t, "POST", w.url+"/workflow-runs/"+id+"/retry", "", &retried); code != 202 || retried["status"] != "queued" {
+		t.Fatalf("retry %d %v", code, retried)
+	}
+	for _, c := range retried["cases"].([]any) {
+		if m := c.(map[string]any); m["status"] != "queued" || m["cancel_requested"] != nil {
+			t.Fatalf("retried case %v", m)
+		}
+	}
+	// Finished again, with a child run: delete removes the workflow and the run.
+	runID := workflow.RunID(id, "guide-1", 1)
+	run := evalrun.New(runID)
+	run.Set("status", evalrun.StatusSucceeded)
+	run.Set("created_at", evalrun.Now())
+	if err := w.runs.Create(context.Background(), run, ""); err != nil {
+		t.Fatal(err)
+	}
+	_, err := w.workflows.Update(context.Background(), id, func(wf *workflow.Workflow) error {
+		wf.Set("status", "running")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = w.workflows.Update(context.Background(), id, func(wf *workflow.Workflow) error {
+		wf.Set("status", "succeeded")
+		wf.AddRunID(runID)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A run a workflow owns is not deleted on its own.
+	run.Set("evaluation_workflow_id", id)
+	run.Set("evaluation_case_id", "guide-1")
+	if _, err := w.runs.Patch(context.Background(), runID, state.Fence{}, func(r *evalrun.Run) error {
+		r.Set("evaluation_workflow_id", id)
+		r.Set("evaluation_case_id", "guide-1")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if code := call(t, "DELETE", w.url+"/runs/"+runID, "", nil); code != 409 {
+		t.Fatalf("standalone delete of a workflow's run %d", code)
+	}
+	if code := call(t, "DELETE", w.url+"/workflow-runs/"+id, "", nil); code != 204 {
+		t.Fatalf("delete %d", code)
+	}
+	if _, err := w.runs.Load(context.Background(), runID); err != state.ErrNotFound && !strings.Contains(errString(err), "not found") {
+		t.Fatalf("child run kept: %v", err)
+	}
+	if code := call(t, "GET", w.url+"/workflow-runs/"+id, "", nil); code != 404 {
+		t.Fatalf("deleted workflow answers %d", code)
+	}
+}
+
+// A cancel whose cleanup failed answers 409 with the cleanup error (cancellation_error), and the
+// workflow stays cancelling; cancelling again asks for the cleanup once more.
+func TestCancelWithAFailedCleanupIs409(t *testing.T) {
+	w := startWorkflows(t)
+	var wf map[string]any
+	call(t, "POST", w.url+"/evaluations", w.body(`{"configuration_artifact_id":"`+w.cfg+`","include_baseline":false}`), &wf)
+	id := wf["id"].(string)
+	_, err := w.workflows.Update(context.Background(), id, func(wf *workflow.Workflow) error {
+		wf.Set("status", "running")
+		c := wf.Case("guide-1")
+		c.Set("status", "deploying")
+		c.Set("execution_id", "exec-9")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The orchestrator's part: the deployer refused the cleanup.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			_, _ = w.workflows.Update(ctx, id, func(wf *workflow.Workflow) error {
+				c := wf.Case("guide-1")
+				if wf.Status() != "cancelling" || c.String("cleanup_status") == "failed" {
+					return workflow.ErrUnchanged
+				}
+				c.Set("cleanup_status", "failed")
+				c.Set("cleanup_error", "the cluster refused")
+				wf.Set("cancellation_error", "the cluster refused")
+				return nil
+			})
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	var p map[string]any
+	if code := call(t, "POST", w.url+"/workflow-runs/"+id+"/cancel", "", &p); code != 409 || !strings.Contains(mustJSON(p), "the cluster refused") {
+		t.Fatalf("cancel with a failed cleanup: %d %v", code, p)
+	}
+	stored, _, _ := w.workflows.Get(context.Background(), id)
+	if stored.Status() != "cancelling" || stored.Case("guide-1").Status() != "cancelling" {
+		t.Fatalf("after the failed cleanup: %s %s", stored.Status(), stored.Case("guide-1").Status())
+	}
+	cancel()
+	// A retried cancel clears the error and asks for the cleanup again (cleanup_status retry);
+	// this time the orchestrator's part succeeds.
+	retried := make(chan bool, 1)
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	go func() {
+		for ctx2.Err() == nil {
+			_, _ = w.workflows.Update(ctx2, id, func(wf *workflow.Workflow) error {
+				c := wf.Case("guide-1")
+				if wf.Status() != "cancelling" || c.String("cleanup_status") != "retry" {
+					return workflow.ErrUnchanged
+				}
+				retried <- !wf.Has("cancellation_error")
+				c.Set("cleanup_status", "cleaned")
+				c.Set("status", "cancelled")
+				wf.Set("status", "cancelled")
+				return nil
+			})
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	var res evaluationapi.CancelResponse
+	if code := call(t, "POST", w.url+"/workflow-runs/"+id+"/cancel", "", &res); code != 200 || res.Status != "cancelled" {
+		t.Fatalf("retried cancel %d %+v", code, res)
+	}
+	if cleared := <-retried; !cleared {
+		t.Fatal("the retried cancel kept the old cancellation_error")
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// Details expand each case and rebuild a stale stored report (comparison_version 1 here),
+// saving the fresh one.
+func TestDetailsRegenerateAStaleReport(t *testing.T) {
+	w := startWorkflows(t)
+	var wf map[string]any
+	call(t, "POST", w.url+"/evaluations", w.body(`{"configuration_artifact_id":"`+w.cfg+`"}`), &wf)
+	id := wf["id"].(string)
+	_, err := w.workflows.Update(context.Background(), id, func(wf *workflow.Workflow) error {
+		wf.Set("status", "running")
+		for i, c := range wf.Cases() {
+			c.Set("status", "succeeded")
+			c.Set("metrics", map[string]any{"ttft_ms": float64(10 * (i + 1)), "throughput_tps": 100.0})
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = w.workflows.Update(context.Background(), id, func(wf *workflow.Workflow) error {
+		wf.Set("status", "succeeded")
+		wf.Set("report", map[string]any{"comparison_version": 1, "comparisons": []any{}})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var details struct {
+		Workflow map[string]any   `json:"workflow"`
+		Cases    []map[string]any `json:"cases"`
+		Report   struct {
+			Version     int `json:"comparison_version"`
+			Comparisons []struct {
+				Delta map[string]float64 `json:"delta_percent"`
+			} `json:"comparisons"`
+		} `json:"report"`
+	}
+	if code := call(t, "GET", w.url+"/workflow-runs/"+id+"/details", "", &details); code != 200 {
+		t.Fatalf("details %d", code)
+	}
+	if details.Report.Version != 2 || len(details.Report.Comparisons) != 1 || details.Report.Comparisons[0].Delta["ttft_ms"] != -50 {
+		t.Fatalf("report %+v", details.Report)
+	}
+	if len(details.Cases) != 2 || details.Cases[0]["case"].(map[string]any)["id"] != "guide-1" {
+		t.Fatalf("cases %v", details.Cases)
+	}
+	stored, _, _ := w.workflows.Get(context.Background(), id)
+	var report struct {
+		Version int `json:"comparison_version"`
+	}
+	if stored.Get("report", &report); report.Version != 2 {
+		t.Fatal("the fresh report was not saved")
+	}
+}
+
+func TestEvaluationRequestedEventCreatesOneWorkflowPerKey(t *testing.T) {
+	w := startWorkflows(t)
+	data := `{"idempotency_key":"nightly","cluster_session_id":"` + w.session + `","benchmark_plans":[{"configuration_artifact_id":"` + w.cfg + `"}]}`
+	for _, eventID := range []string{"e-1", "e-1", "e-2"} {
+		if code := postTypedEvent(t, w.url, "dev.lensfn.evaluation.requested.v1", eventID, data); code/100 != 2 {
+			t.Fatalf("event %s: %d", eventID, code)
+		}
+	}
+	if n := w.count(t); n != 1 {
+		t.Fatalf("%d workflows from one key", n)
+	}
+	bad := `{"idempotency_key":"k2","cluster_session_id":"` + w.session + `","benchmark_plans":[{"configuration_artifact_id":"` + w.pd + `","baseline_parameters":{"direct-vllm":{"tensor_parallel_size":2}}}]}`
+	if code := postTypedEvent(t, w.url, "dev.lensfn.evaluation.requested.v1", "e-3", bad); code != 400 {
+		t.Fatalf("refused evaluation event %d, want 400 (never redelivered)", code)
+	}
+	if n := w.count(t); n != 1 {
+		t.Fatalf("a refused event saved a workflow: %d", n)
+	}
+}
+
+func postTypedEvent(t *testing.T, base, eventType, id, data string) int {
+	t.Helper()
+	return postCloudEvent(t, base, data, map[string]string{"Ce-Id": id, "Ce-Source": "/lensfn/user", "Ce-Type": eventType})
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// A standalone cancel of a run a workflow case owns is carried out as that case's cancel.
+func TestCancelOfACaseRunIsTheCaseCancel(t *testing.T) {
+	w := startWorkflows(t)
+	var wf map[string]any
+	call(t, "POST", w.url+"/evaluations", w.body(`{"configuration_artifact_id":"`+w.cfg+`"}`), &wf)
+	id := wf["id"].(string)
+	runID := workflow.RunID(id, "guide-1", 0)
+	run := evalrun.New(runID)
+	run.Set("created_at", evalrun.Now())
+	run.Set("evaluation_workflow_id", id)
+	run.Set("evaluation_case_id", "guide-1")
+	if err := w.runs.Create(context.Background(), run, ""); err != nil {
+		t.Fatal(err)
+	}
+	_, err := w.workflows.Update(context.Background(), id, func(wf *workflow.Workflow) error {
+		wf.Set("status", "running")
+		c := wf.Case("guide-1")
+		c.Set("status", "benchmarking")
+		c.Set("evaluation_run_id", runID)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.orchestrate(t, id)
+	var res evaluationapi.CancelResponse
+	if code := call(t, "POST", w.url+"/runs/"+runID+"/cancel", "", &res); code != 200 || res.ID != runID || res.Status != "cancelled" {
+		t.Fatalf("cancel %d %+v", code, res)
+	}
+	stored, _, _ := w.workflows.Get(context.Background(), id)
+	if c := stored.Case("guide-1"); !c.CancelRequested() || c.Status() != "cancelled" || stored.Case("baseline-1").Status() != "queued" {
+		t.Fatalf("the case was not cancelled: %s", mustJSON(stored))
+	}
+}

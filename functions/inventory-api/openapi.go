@@ -1,0 +1,71 @@
+package inventoryapi
+
+import (
+	"net/http"
+
+	"github.com/lensfn/lensfn/runtime/auth"
+	"github.com/lensfn/lensfn/runtime/inventory"
+	"github.com/lensfn/lensfn/runtime/openapi"
+)
+
+// OpenAPIPath is where the function serves its OpenAPI document (under /api/cluster, the first
+// of its route prefixes; the document covers all four).
+const OpenAPIPath = "/api/cluster/openapi.json"
+
+// Document is the inventory API's OpenAPI 3.1 document, its schemas generated from the request
+// types the handlers decode and the inventory records they answer.
+func Document() *openapi.Doc {
+	d := openapi.New("Lensfn inventory API", "v1",
+		"Clusters and their sessions, deployment executions, Model Services and deployable configurations: the records an evaluation refers to.")
+	read, admin := string(auth.EvaluateRunRead), string(auth.InventoryAdmin)
+	list := func(item openapi.Schema) openapi.Schema {
+		return openapi.Object(map[string]any{"items": openapi.ArrayOf(item), "total": openapi.Schema{"type": "integer"}}, "items", "total")
+	}
+	page := []openapi.Param{{Name: "offset", Description: "items to skip", Schema: openapi.Schema{"type": "integer", "minimum": 0}},
+		{Name: "limit", Description: "items to return", Schema: openapi.Schema{"type": "integer", "minimum": 1}}}
+	filters := func(names ...string) []openapi.Param {
+		out := append([]openapi.Param{}, page...)
+		for _, n := range names {
+			out = append(out, openapi.Param{Name: n, Description: "only items whose " + n + " is this"})
+		}
+		return out
+	}
+	ok := func(desc string, s openapi.Schema) map[int]openapi.Response {
+		return map[int]openapi.Response{http.StatusOK: {Description: desc, Schema: s}}
+	}
+	created := func(desc string, s openapi.Schema) map[int]openapi.Response {
+		return map[int]openapi.Response{http.StatusCreated: {Description: desc, Schema: s}}
+	}
+	deleted := map[int]openapi.Response{http.StatusNoContent: {Description: "deleted"}}
+	cluster, session := d.Of(inventory.Cluster{}), d.Of(inventory.Session{})
+	execution, service, configuration := d.Of(inventory.Execution{}), d.Of(inventory.ModelService{}), d.Of(inventory.Configuration{})
+	notFound, conflict, bad := http.StatusNotFound, http.StatusConflict, http.StatusBadRequest
+
+	d.Add(openapi.Op{Method: "GET", Path: OpenAPIPath, Summary: "This document", Responses: ok("the OpenAPI 3.1 document", openapi.Schema{"type": "object"})})
+	d.Add(openapi.Op{Method: "POST", Path: "/api/cluster/clusters", Summary: "Register a cluster (its kubeconfig is sealed, never returned)", Scope: admin,
+		Request: d.Request(ClusterRequest{}, "name", "kind"), Responses: created("the cluster with its first session", cluster), Errors: []int{bad, conflict}})
+	d.Add(openapi.Op{Method: "GET", Path: "/api/cluster/clusters", Summary: "List clusters", Scope: read, Query: filters("name"), Responses: ok("clusters", list(cluster))})
+	d.Add(openapi.Op{Method: "GET", Path: "/api/cluster/clusters/{id}", Summary: "Get a cluster", Scope: read, Responses: ok("the cluster", cluster), Errors: []int{notFound}})
+	d.Add(openapi.Op{Method: "POST", Path: "/api/cluster/clusters/{id}/sessions", Summary: "Open a new active session", Scope: admin,
+		Request: openapi.Schema{"type": "object", "additionalProperties": false}, OptionalBody: true, Responses: created("the session", session), Errors: []int{notFound}})
+	d.Add(openapi.Op{Method: "GET", Path: "/api/cluster/sessions/{id}", Summary: "Get a cluster session", Scope: read, Responses: ok("the session", session), Errors: []int{notFound}})
+	d.Add(openapi.Op{Method: "POST", Path: "/api/v1/deployments/executions", Summary: "Register an existing OpenAI-compatible endpoint (probed via /v1/models)", Scope: admin,
+		Request: d.Request(ExecutionRequest{}, "cluster_session_id", "name", "model", "endpoint"), Responses: created("the ready execution", execution), Errors: []int{bad, notFound, conflict}})
+	d.Add(openapi.Op{Method: "GET", Path: "/api/v1/deployments/executions", Summary: "List deployment executions", Scope: read,
+		Query: filters("cluster_session_id", "deployment_ownership", "status", "model"), Responses: ok("executions", list(execution))})
+	d.Add(openapi.Op{Method: "GET", Path: "/api/v1/deployments/executions/{id}", Summary: "Get a deployment execution", Scope: read, Responses: ok("the execution", execution), Errors: []int{notFound}})
+	d.Add(openapi.Op{Method: "DELETE", Path: "/api/v1/deployments/executions/{id}", Summary: "Delete a deployment execution (409 while a run uses it)", Scope: admin,
+		Responses: deleted, Errors: []int{notFound, conflict}})
+	d.Add(openapi.Op{Method: "POST", Path: "/api/v1/model-services", Summary: "Publish a Model Service (its access key is shown once)", Scope: admin,
+		Request: d.Request(ModelServiceRequest{}, "name", "published_name", "cluster_session_id", "member_execution_ids"), Responses: created("the Model Service with its access key", d.Of(CreatedModelService{})), Errors: []int{bad, notFound, conflict}})
+	d.Add(openapi.Op{Method: "GET", Path: "/api/v1/model-services", Summary: "List Model Services", Scope: read,
+		Query: filters("cluster_session_id", "published_name", "status"), Responses: ok("Model Services", list(service))})
+	d.Add(openapi.Op{Method: "GET", Path: "/api/v1/model-services/{id}", Summary: "Get a Model Service with its members' health", Scope: read, Responses: ok("the Model Service", service), Errors: []int{notFound}})
+	d.Add(openapi.Op{Method: "DELETE", Path: "/api/v1/model-services/{id}", Summary: "Delete a Model Service", Scope: admin, Responses: deleted, Errors: []int{notFound, conflict}})
+	d.Add(openapi.Op{Method: "POST", Path: "/api/v1/configurations", Summary: "Store a deployable configuration artifact", Scope: admin,
+		Request: d.Request(ConfigurationRequest{}, "name", "schema_version", "type", "format", "provider_ref", "content"), Responses: created("the configuration with its checksum", configuration), Errors: []int{bad, conflict}})
+	d.Add(openapi.Op{Method: "GET", Path: "/api/v1/configurations", Summary: "List configurations", Scope: read,
+		Query: filters("type", "provider_ref", "checksum"), Responses: ok("configurations", list(configuration))})
+	d.Add(openapi.Op{Method: "GET", Path: "/api/v1/configurations/{id}", Summary: "Get a configuration", Scope: read, Responses: ok("the configuration", configuration), Errors: []int{notFound}})
+	return d
+}

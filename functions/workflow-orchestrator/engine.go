@@ -1,0 +1,674 @@
+package workfloworchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/runtime/cloudevent"
+	"github.com/lensfn/lensfn/runtime/evalrun"
+	"github.com/lensfn/lensfn/runtime/inventory"
+	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/runtime/state"
+	"github.com/lensfn/lensfn/runtime/workflow"
+)
+
+// maxCleanupAttempts bounds the automatic retries of a failed cleanup.
+const maxCleanupAttempts = 5
+
+// effect is an act decided by a step, carried out only after the step's write succeeded.
+type effect func(ctx context.Context) error
+
+// step is one advance of one workflow: the record being changed and the acts it implies.
+type step struct {
+	o       *Orchestrator
+	ctx     context.Context
+	wf      *workflow.Workflow
+	effects []effect
+	changed bool
+}
+
+func (s *step) do(e effect) { s.effects = append(s.effects, e) }
+
+func (s *step) setCase(c *workflow.Case, key string, v any) {
+	c.Set(key, v)
+	s.changed = true
+}
+
+// Advance moves a workflow as far as its record and the world allow: one write of the record,
+// then the acts that write decided. It repeats while a step changed something (a finished
+// case lets the next one start) and stops when nothing moves.
+func (o *Orchestrator) Advance(ctx context.Context, id string) error {
+	for range 32 {
+		var s *step
+		_, err := o.workflows.Update(ctx, id, func(wf *workflow.Workflow) error {
+			s = &step{o: o, ctx: ctx, wf: wf}
+			if err := s.advance(); err != nil {
+				return err
+			}
+			if !s.changed {
+				return workflow.ErrUnchanged
+			}
+			return nil
+		})
+		if err != nil {
+			o.m.advances.WithLabelValues("failed").Inc()
+			return err
+		}
+		failed := false
+		for _, e := range s.effects {
+			if err := e(ctx); err != nil {
+				failed = true
+				o.deps.Log.Warnw("workflow act failed; the sweep repeats it", "workflow", id, "error", err)
+			}
+		}
+		if failed {
+			return nil // the next event or sweep looks again
+		}
+		if !s.changed {
+			o.m.advances.WithLabelValues("unchanged").Inc()
+			return nil
+		}
+		o.m.advances.WithLabelValues("changed").Inc()
+	}
+	return nil
+}
+
+// ownsDeployment reports whether the case deployed something of its own that is not cleaned.
+func ownsDeployment(c *workflow.Case) bool {
+	return !c.SharesGuidePods() && c.String("execution_id") != "" && c.String("deployment_status") != "cleaned" &&
+		c.String("cleanup_status") != "cleaned"
+}
+
+func (s *step) advance() error {
+	wf := s.wf
+	switch {
+	case wf.Status() == workflow.StatusCancelling:
+		return s.cancelling()
+	case workflow.Terminal(wf.Status()):
+		s.cleanupAll()
+		s.announce()
+		return nil
+	}
+	if wf.Status() == workflow.StatusQueued && !wf.Simple() {
+		wf.Set("status", workflow.StatusRunning)
+		if !wf.Has("started_at") {
+			wf.Set("started_at", evalrun.Now())
+		}
+		s.changed = true
+	}
+	// Cases a case cancel named: stop, clean, then cancelled.
+	for _, c := range wf.Cases() {
+		if c.CancelRequested() && !workflow.CaseTerminal(c.Status()) {
+			if err := s.cancelCase(c); err != nil {
+				return err
+			}
+		}
+	}
+	for _, c := range wf.Cases() {
+		if workflow.CaseTerminal(c.Status()) || c.CancelRequested() {
+			continue
+		}
+		// Cases run one at a time, in order: this is the active one.
+		if err := s.stepCase(c); err != nil {
+			return err
+		}
+		if !workflow.CaseTerminal(c.Status()) {
+			break
+		}
+		if c.Status() == workflow.CaseFailed {
+			s.fail(c)
+			break
+		}
+	}
+	if wf.Simple() {
+		s.mirrorSimple()
+	}
+	s.releaseFinished()
+	if !workflow.Terminal(wf.Status()) {
+		s.maybeFinish()
+	}
+	return nil
+}
+
+// stepCase moves one active case by its status.
+func (s *step) stepCase(c *workflow.Case) error {
+	switch c.Status() {
+	case workflow.CaseQueued:
+		if c.SharesGuidePods() {
+			return s.startSharedBaseline(c)
+		}
+		return s.deploy(c)
+	case workflow.CaseDeploying:
+		switch c.String("deployment_status") {
+		case "ready":
+			return s.benchmark(c)
+		case "failed":
+			s.failCase(c, workflow.CaseDeploying, "deployment failed: "+c.String("deployment_error"))
+		default:
+			if !c.Has("deployment_requested_at") || s.stale(c.String("deployment_requested_at")) {
+				s.requestDeployment(c)
+			}
+		}
+	case workflow.CaseBenchmarking:
+		return s.watchRun(c)
+	}
+	return nil
+}
+
+func (s *step) stale(at string) bool {
+	t, err := time.Parse(time.RFC3339Nano, at)
+	return err != nil || s.o.now().Sub(t) > s.o.settings.ResendAfter
+}
+
+// deploy picks the case's execution id and configuration and requests the deployment.
+func (s *step) deploy(c *workflow.Case) error {
+	configID := c.String("configuration_artifact_id")
+	if configID == "" {
+		id, err := s.baselineArtifact(c)
+		if err != nil {
+			var p *problem.Error
+			if errors.As(err, &p) && p.Code.Status() < 500 {
+				s.failCase(c, workflow.CaseQueued, "the baseline configuration cannot be stored: "+err.Error())
+				return nil
+			}
+			return err
+		}
+		configID = id
+	}
+	exec := inventory.NewID()
+	s.setCase(c, "deployment_configuration_id", configID)
+	s.setCase(c, "execution_id", exec)
+	s.setCase(c, "deployment_run_id", exec)
+	s.setCase(c, "deployment_status", "deploying")
+	s.setCase(c, "status", workflow.CaseDeploying)
+	if !c.Has("started_at") {
+		s.setCase(c, "started_at", evalrun.Now())
+	}
+	s.requestDeployment(c)
+	return nil
+}
+
+// baselineArtifact finds (by checksum) or stores the configuration a baseline case deploys, so
+// a repeated step never stores it twice.
+func (s *step) baselineArtifact(c *workflow.Case) (string, error) {
+	if id := c.String("deployment_configuration_id"); id != "" {
+		return id, nil
+	}
+	var snap struct {
+		ProviderRef string          `json:"provider_ref"`
+		Checksum    string          `json:"checksum"`
+		Content     json.RawMessage `json:"content"`
+		Provenance  json.RawMessage `json:"provenance"`
+	}
+	if !c.Get("deployment_configuration", &snap) {
+		return "", problem.New(problem.CodeBadRequest, "case %s has no deployment configuration", c.ID())
+	}
+	found, _, err := s.o.inv.ListConfigurations(s.ctx, inventory.ConfigurationQuery{Type: inventory.ConfigurationBaseline,
+		ProviderRef: snap.ProviderRef, Checksum: snap.Checksum, Page: inventory.Page{Limit: 1}})
+	if err != nil {
+		return "", err
+	}
+	if len(found) > 0 {
+		return found[0].ID, nil
+	}
+	cfg, err := s.o.inv.CreateConfiguration(s.ctx, inventory.ConfigurationSpec{Name: s.wf.ID() + " " + c.ID(),
+		SchemaVersion: inventory.ConfigurationSchemaV1, Type: inventory.ConfigurationBaseline, Format: inventory.ConfigurationFormat,
+		ProviderRef: snap.ProviderRef, Content: snap.Content, Provenance: snap.Provenance})
+	return cfg.ID, err
+}
+
+func (s *step) requestDeployment(c *workflow.Case) {
+	s.setCase(c, "deployment_requested_at", evalrun.Now())
+	configID := c.String("deployment_configuration_id")
+	if configID == "" {
+		configID = c.String("configuration_artifact_id")
+	}
+	data := events.DeploymentRequested{ExecutionID: c.String("execution_id"), ConfigurationID: configID,
+		ClusterSessionID: s.wf.String("cluster_session_id"), CaseRef: s.wf.ID() + "/" + c.ID(), Name: c.String("deployment_name")}
+	s.do(func(ctx context.Context) error {
+		s.o.m.deployments.Inc()
+		return s.o.send(ctx, events.TypeDeploymentRequested, data.ExecutionID+"/requested/"+evalrun.Now(), data.ExecutionID, data)
+	})
+}
+
+// startSharedBaseline benchmarks a kubernetes-service baseline on its guide's plain balanced
+// endpoint (the same pods without the router).
+func (s *step) startSharedBaseline(c *workflow.Case) error {
+	g := s.wf.Case(c.String("dependent_guide_case_id"))
+	if g == nil || g.Status() != workflow.CaseSucceeded || g.String("deployment_status") != "ready" {
+		s.failCase(c, workflow.CaseQueued, "no ready Guide deployment is available to reuse for this baseline")
+		return nil
+	}
+	if g.String("baseline_url") == "" {
+		s.failCase(c, workflow.CaseQueued, "this Guide does not expose a kubernetes-service baseline endpoint for comparison")
+		return nil
+	}
+	s.setCase(c, "execution_id", g.String("execution_id"))
+	s.setCase(c, "endpoint", g.String("baseline_url"))
+	s.setCase(c, "model", g.String("model"))
+	if g.Has("replica_endpoints") {
+		s.setCase(c, "replica_endpoints", g.Raw("replica_endpoints"))
+	}
+	s.setCase(c, "started_at", evalrun.Now())
+	return s.benchmark(c)
+}
+
+// benchmark creates the case's benchmark run (a name-based id: a repeat finds the same run) and
+// moves the case to benchmarking.
+func (s *step) benchmark(c *workflow.Case) error {
+	exec := c.String("execution_id")
+	target := evalrun.Target{ExecutionID: exec, ClusterSessionID: s.wf.String("cluster_session_id"), ClusterID: s.wf.String("cluster_id"),
+		Name: s.wf.ID() + "/" + c.ID(), Model: c.String("model"), Endpoint: c.String("endpoint"), Ownership: workflow.OwnershipEvaluation,
+		Status: "ready"}
+	if key, err := s.o.inv.ExecutionAPIKey(s.ctx, exec); err == nil {
+		target.APIKey = key
+	} else if problem.CodeOf(err) == problem.CodeNotFound {
+		s.failCase(c, c.Status(), "the deployment execution "+exec+" is no longer recorded")
+		return nil
+	} else {
+		return err
+	}
+	run, err := s.wf.NewRun(c, target)
+	if err != nil {
+		s.failCase(c, c.Status(), "the benchmark cannot be created: "+err.Error())
+		return nil
+	}
+	// The evidence (prefix cache hits, queues) is the replicas': the runner reads them from the
+	// execution's replica_endpoints (a router's /metrics has no vllm series).
+	s.setCase(c, "evaluation_run_id", run.ID())
+	s.setCase(c, "status", workflow.CaseBenchmarking)
+	s.wf.AddRunID(run.ID())
+	s.do(func(ctx context.Context) error { return s.o.createRun(ctx, run, target) })
+	return nil
+}
+
+// createRun stores a case's run, holds its execution for it and announces it.
+func (o *Orchestrator) createRun(ctx context.Context, run *evalrun.Run, target evalrun.Target) error {
+	if err := o.inv.AcquireUse(ctx, target.ExecutionID, run.ID()); err != nil {
+		return err
+	}
+	err := o.runs.Create(ctx, run, target.APIKey)
+	if errors.Is(err, state.ErrExists) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	o.m.runs.Inc()
+	o.runs.Logf(ctx, run.ID(), "Queued by workflow %s case %s against %s", run.String("evaluation_workflow_id"),
+		run.String("evaluation_case_id"), target.Endpoint)
+	return o.send(ctx, events.TypeRunQueued, run.ID()+"/queued", run.ID(), events.RunQueued{RunID: run.ID()})
+}
+
+// watchRun follows a benchmarking case's run and takes its result when it ends.
+func (s *step) watchRun(c *workflow.Case) error {
+	runID := c.String("evaluation_run_id")
+	if runID == "" { // a retry on a still-ready deployment: a new run
+		return s.benchmark(c)
+	}
+	run, err := s.o.runs.Load(s.ctx, runID)
+	if errors.Is(err, state.ErrNotFound) {
+		// The write that chose the run was saved but its creation was lost: create it again.
+		s.wf.Case(c.ID()).Set("evaluation_run_id", nil)
+		return s.benchmark(c)
+	}
+	if err != nil {
+		return err
+	}
+	if !evalrun.Terminal(run.Status()) {
+		return nil
+	}
+	s.setCase(c, "finished_at", evalrun.Now())
+	for _, k := range []string{"metrics", "sla", workflow.FieldMatrixResults, workflow.FieldRateStageResults} {
+		if run.Has(k) {
+			s.setCase(c, k, run.Raw(k))
+		}
+	}
+	switch run.Status() {
+	case evalrun.StatusSucceeded:
+		s.setCase(c, "status", workflow.CaseSucceeded)
+		s.setCase(c, "error", nil)
+	case evalrun.StatusCancelled:
+		if c.CancelRequested() {
+			s.setCase(c, "status", workflow.CaseCancelled)
+			return nil
+		}
+		s.failCase(c, workflow.CaseBenchmarking, "the benchmark run was cancelled outside the workflow")
+	default:
+		msg := run.String("error")
+		if msg == "" {
+			msg = "the benchmark run failed"
+		}
+		s.failCase(c, workflow.CaseBenchmarking, msg)
+	}
+	return nil
+}
+
+func (s *step) failCase(c *workflow.Case, stage, msg string) {
+	s.setCase(c, "status", workflow.CaseFailed)
+	s.setCase(c, "failed_stage", stage)
+	s.setCase(c, "error", msg)
+	if !c.Has("finished_at") {
+		s.setCase(c, "finished_at", evalrun.Now())
+	}
+}
+
+// fail ends the workflow with a failed case: failed_stage is benchmarking when the case had a
+// run, else the case's.
+func (s *step) fail(c *workflow.Case) {
+	stage := c.String("failed_stage")
+	if c.String("evaluation_run_id") != "" {
+		stage = workflow.StatusBenchmarking
+	}
+	s.wf.Set("status", workflow.StatusFailed)
+	s.wf.Set("failed_stage", stage)
+	s.wf.Set("error", fmt.Sprintf("case %s failed: %s", c.ID(), c.String("error")))
+	s.wf.Set("finished_at", evalrun.Now())
+	s.changed = true
+}
+
+// maybeFinish ends an evaluation whose every case finished: succeeded with its report as soon as
+// every case succeeded (cleanup continues after), cancelled when a case was cancelled.
+func (s *step) maybeFinish() {
+	cancelled := false
+	for _, c := range s.wf.Cases() {
+		if !workflow.CaseTerminal(c.Status()) {
+			return
+		}
+		if c.Status() != workflow.CaseSucceeded {
+			if !c.CancelRequested() {
+				return
+			}
+			cancelled = true
+		}
+	}
+	status := workflow.StatusSucceeded
+	if cancelled {
+		status = workflow.StatusCancelled
+	}
+	if !s.wf.Simple() {
+		s.wf.Set("report", s.wf.BuildReport(s.o.now()))
+	}
+	s.wf.Set("status", status)
+	s.wf.Set("finished_at", evalrun.Now())
+	s.changed = true
+}
+
+// mirrorSimple shows a simple workflow's single case on the workflow: deploying, then
+// benchmarking with the child run, then the child's terminal status and metrics.
+func (s *step) mirrorSimple() {
+	c := s.wf.Cases()[0]
+	if id := c.String("evaluation_run_id"); id != "" && s.wf.String("evaluation_run_id") != id {
+		s.wf.Set("evaluation_run_id", id)
+		s.changed = true
+	}
+	if c.Status() == workflow.CaseBenchmarking && s.wf.Status() == workflow.StatusDeploying {
+		s.wf.Set("status", workflow.StatusBenchmarking)
+		s.changed = true
+	}
+	if c.Has("metrics") && string(s.wf.Raw("metrics")) != string(c.Raw("metrics")) {
+		s.wf.Set("metrics", c.Raw("metrics"))
+		s.changed = true
+	}
+	if ep := c.String("endpoint"); ep != "" && s.wf.String("endpoint") != ep {
+		s.wf.Set("endpoint", ep)
+		s.changed = true
+	}
+}
+
+// inUse reports whether a non-terminal case still needs the execution (its run, or a
+// kubernetes-service baseline that will run on it).
+func (s *step) inUse(exec string, except *workflow.Case) bool {
+	for _, c := range s.wf.Cases() {
+		if c == except || c.String("execution_id") != exec && !(c.SharesGuidePods() && s.guideExec(c) == exec) {
+			continue
+		}
+		// While the workflow runs, a case still to come needs the deployment too (a guide waits
+		// for its kubernetes-service baselines); once it ended, only a live run does.
+		if !workflow.Terminal(s.wf.Status()) && !workflow.CaseTerminal(c.Status()) && !(c.CancelRequested() && c.String("evaluation_run_id") == "") {
+			return true
+		}
+		if id := c.String("evaluation_run_id"); id != "" {
+			if run, err := s.o.runs.Load(s.ctx, id); err == nil && !evalrun.Terminal(run.Status()) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (s *step) guideExec(c *workflow.Case) string {
+	if g := s.wf.Case(c.String("dependent_guide_case_id")); g != nil {
+		return g.String("execution_id")
+	}
+	return ""
+}
+
+// releaseFinished cleans the owned deployments no remaining case needs (a guide waits for its
+// kubernetes-service baselines; a preserved one stays).
+func (s *step) releaseFinished() {
+	for _, c := range s.wf.Cases() {
+		if workflow.CaseTerminal(c.Status()) && !c.Bool("preserve_deployment") {
+			s.cleanup(c, false)
+		}
+	}
+}
+
+// cleanupAll cleans every owned deployment of a finished workflow (preserved ones stay).
+func (s *step) cleanupAll() {
+	for _, c := range s.wf.Cases() {
+		if !c.Bool("preserve_deployment") || s.wf.Status() != workflow.StatusSucceeded {
+			s.cleanup(c, false)
+		}
+	}
+}
+
+// cleanup requests the cleanup of the case's deployment once nothing uses it; force repeats a
+// request that failed (a retried cancel).
+func (s *step) cleanup(c *workflow.Case, force bool) {
+	if !ownsDeployment(c) {
+		return
+	}
+	status := c.String("cleanup_status")
+	var attempts int
+	c.Get("cleanup_attempts", &attempts)
+	switch {
+	// Outside a cancel, a failed cleanup is retried a few times by itself (a run's use of the
+	// execution may be released just after the run ended); a cancel reports it instead and
+	// waits for the cancel to be retried.
+	case status == "failed" && !force && (s.wf.Status() == workflow.StatusCancelling || attempts >= maxCleanupAttempts ||
+		!s.stale(c.String("cleanup_requested_at"))):
+		return
+	case status == "requested" && !s.stale(c.String("cleanup_requested_at")):
+		return
+	}
+	exec := c.String("execution_id")
+	if s.inUse(exec, c) {
+		return
+	}
+	if e, err := s.o.inv.Execution(s.ctx, exec); err == nil && e.ActiveUses > 0 {
+		return // a run still holds it (its runner releases it as the run ends): the sweep looks again
+	}
+	if status != "requested" {
+		s.setCase(c, "cleanup_status", "requested")
+		s.setCase(c, "cleanup_attempts", attempts+1)
+	}
+	s.setCase(c, "cleanup_requested_at", evalrun.Now())
+	data := events.DeploymentCleanupRequested{ExecutionID: exec, CaseRef: s.wf.ID() + "/" + c.ID()}
+	s.do(func(ctx context.Context) error {
+		s.o.m.cleanups.Inc()
+		return s.o.send(ctx, events.TypeDeploymentCleanupRequested, exec+"/cleanup/"+evalrun.Now(), exec, data)
+	})
+}
+
+// cancelCase carries out a cancel on one case: its run is stopped, then its owned deployment
+// cleaned, then the case is cancelled. A failed cleanup leaves it cancelling.
+func (s *step) cancelCase(c *workflow.Case) error {
+	if c.Status() != workflow.CaseCancelling {
+		s.setCase(c, "status", workflow.CaseCancelling)
+	}
+	if id := c.String("evaluation_run_id"); id != "" {
+		run, err := s.o.runs.Load(s.ctx, id)
+		if err != nil && !errors.Is(err, state.ErrNotFound) {
+			return err
+		}
+		if err == nil && !evalrun.Terminal(run.Status()) {
+			s.do(func(ctx context.Context) error { return s.o.cancelRun(ctx, id) })
+			return nil
+		}
+		if err == nil {
+			for _, k := range []string{"metrics", workflow.FieldMatrixResults, workflow.FieldRateStageResults} {
+				if run.Has(k) && !c.Has(k) {
+					s.setCase(c, k, run.Raw(k))
+				}
+			}
+		}
+	}
+	retry := c.String("cleanup_status") == "retry"
+	if retry {
+		s.setCase(c, "cleanup_status", "failed")
+	}
+	s.cleanup(c, retry)
+	if ownsDeployment(c) {
+		if c.String("cleanup_status") == "failed" && s.wf.Status() == workflow.StatusCancelling &&
+			s.wf.String("cancellation_error") != c.String("cleanup_error") {
+			s.wf.Set("cancellation_error", c.String("cleanup_error"))
+			s.changed = true
+		}
+		if c.String("cleanup_status") == "" && s.inUse(c.String("execution_id"), c) {
+			return nil // another case's run still uses it: wait
+		}
+		return nil
+	}
+	s.setCase(c, "status", workflow.CaseCancelled)
+	if !c.Has("finished_at") {
+		s.setCase(c, "finished_at", evalrun.Now())
+	}
+	return nil
+}
+
+// cancelRun stops a case's run: a queued one at once, a running one by its runner.
+func (o *Orchestrator) cancelRun(ctx context.Context, id string) error {
+	_, err := o.runs.Transition(ctx, id, []string{evalrun.StatusQueued}, evalrun.StatusCancelled, state.Fence{}, func(run *evalrun.Run) error {
+		run.Internal.CancelRequested = true
+		run.Set("finished_at", evalrun.Now())
+		run.Set("error", nil)
+		return nil
+	})
+	if err == nil {
+		run, _ := o.runs.Load(ctx, id)
+		if run != nil {
+			_ = o.inv.ReleaseUse(ctx, run.String("deployment_execution_id"), id)
+		}
+		return o.send(ctx, events.TypeRunFinished, id+"/finished", id, events.RunFinished{RunID: id, Status: evalrun.StatusCancelled})
+	}
+	if !errors.Is(err, state.ErrInvalidTransition) {
+		return err
+	}
+	_, err = o.runs.Transition(ctx, id, []string{evalrun.StatusRunning, evalrun.StatusCancelling}, evalrun.StatusCancelling, state.Fence{},
+		func(run *evalrun.Run) error { run.Internal.CancelRequested = true; return nil })
+	if errors.Is(err, state.ErrInvalidTransition) {
+		return nil // it ended meanwhile
+	}
+	return err
+}
+
+// cancelling carries out a whole-workflow cancel: every case stopped and cleaned, then the
+// workflow cancelled (cleanup before cancelled). A failed cleanup sets cancellation_error and
+// the workflow stays cancelling until a cancel is retried.
+func (s *step) cancelling() error {
+	done := true
+	for _, c := range s.wf.Cases() {
+		if !c.CancelRequested() {
+			s.setCase(c, "cancel_requested", true)
+		}
+		if workflow.CaseTerminal(c.Status()) {
+			if ownsDeployment(c) && !c.Bool("preserve_deployment") {
+				retry := c.String("cleanup_status") == "retry"
+				if retry {
+					s.setCase(c, "cleanup_status", "failed")
+				}
+				s.cleanup(c, retry)
+				if c.String("cleanup_status") == "failed" && s.wf.String("cancellation_error") != c.String("cleanup_error") {
+					s.wf.Set("cancellation_error", c.String("cleanup_error"))
+					s.changed = true
+				}
+				done = false
+			}
+			continue
+		}
+		if err := s.cancelCase(c); err != nil {
+			return err
+		}
+		if !workflow.CaseTerminal(c.Status()) {
+			done = false
+		}
+	}
+	if !done {
+		return nil
+	}
+	s.wf.Set("status", workflow.StatusCancelled)
+	s.wf.Remove("cancellation_error")
+	s.wf.Set("finished_at", evalrun.Now())
+	s.changed = true
+	return nil
+}
+
+// announce emits workflow.finished once per attempt, after the end was saved.
+func (s *step) announce() {
+	if s.wf.Internal.FinishedAnnounced {
+		return
+	}
+	// One instance claims the announcement in the record (the version check lets one of racing
+	// instances win); a claim left by an instance that died before sending is taken over.
+	if claim := s.wf.Internal.FinishedClaimedAt; claim != "" && !s.stale(claim) {
+		return
+	}
+	s.wf.Internal.FinishedClaimedAt = evalrun.Now()
+	s.changed = true
+	wf := s.wf
+	data := events.WorkflowFinished{WorkflowID: wf.ID(), Kind: wf.Internal.Kind, Status: wf.Status(), FinishedAt: wf.String("finished_at")}
+	if msg := wf.String("error"); msg != "" {
+		data.Error = &msg
+	}
+	if st := wf.String("failed_stage"); st != "" {
+		data.FailedStage = &st
+	}
+	if !wf.Simple() {
+		data.CaseCount = len(wf.Cases())
+		var report struct {
+			Comparisons []json.RawMessage `json:"comparisons"`
+		}
+		wf.Get("report", &report)
+		data.Comparisons = len(report.Comparisons)
+	}
+	o := s.o
+	s.do(func(ctx context.Context) error {
+		// Sent first, recorded after: a crash between the two sends it again (at least once;
+		// the event id, the workflow and its finished_at, lets subscribers drop a repeat).
+		if err := o.send(ctx, events.TypeWorkflowFinished, wf.ID()+"/finished/"+data.FinishedAt, wf.ID(), data); err != nil {
+			return err
+		}
+		o.m.finished.WithLabelValues(wf.Internal.Kind, data.Status).Inc()
+		_, err := o.workflows.Update(ctx, wf.ID(), func(cur *workflow.Workflow) error {
+			if cur.Internal.FinishedAnnounced || cur.String("finished_at") != data.FinishedAt {
+				return workflow.ErrUnchanged
+			}
+			cur.Internal.FinishedAnnounced = true
+			return nil
+		})
+		return err
+	})
+}
+
+func (o *Orchestrator) send(ctx context.Context, eventType, id, subject string, data any) error {
+	err := o.deps.Events.Send(ctx, eventType, id, subject, data)
+	if errors.Is(err, cloudevent.ErrNoSink) {
+		return nil
+	}
+	return err
+}

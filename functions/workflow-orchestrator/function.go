@@ -1,0 +1,278 @@
+package workfloworchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/runtime/cloudevent"
+	"github.com/lensfn/lensfn/runtime/evalrun"
+	"github.com/lensfn/lensfn/runtime/fn"
+	"github.com/lensfn/lensfn/runtime/inventory"
+	"github.com/lensfn/lensfn/runtime/secret"
+	"github.com/lensfn/lensfn/runtime/state"
+	"github.com/lensfn/lensfn/runtime/workflow"
+)
+
+// Name is the function's Knative Service name.
+const Name = "workflow-orchestrator"
+
+// Consumes lists the event types the orchestrator handles.
+var Consumes = []string{events.TypeWorkflowQueued, events.TypeDeploymentReady, events.TypeDeploymentFailed,
+	events.TypeDeploymentCleaned, events.TypeRunFinished}
+
+// Settings are the orchestrator's knobs.
+type Settings struct {
+	// SweepInterval is how often every workflow with work ahead is advanced from the store.
+	SweepInterval time.Duration
+	// ResendAfter is how long a deployment or cleanup request waits for its answer before the
+	// sweep sends it again (the deployer answers a repeat from its record).
+	ResendAfter time.Duration
+}
+
+// Orchestrator advances workflows.
+type Orchestrator struct {
+	deps      fn.Deps
+	settings  Settings
+	workflows *workflow.Repo
+	runs      *evalrun.Repo
+	inv       *inventory.Repo
+	m         metrics
+	now       func() time.Time
+}
+
+type metrics struct {
+	advances    *prometheus.CounterVec
+	finished    *prometheus.CounterVec
+	deployments prometheus.Counter
+	cleanups    prometheus.Counter
+	runs        prometheus.Counter
+	sweeps      prometheus.Counter
+}
+
+// Build is the function's fn.Builder.
+func Build(_ context.Context, d fn.Deps) (*fn.Function, error) {
+	sealer, err := secret.FromEnv(d.Config.SecretKey.Reveal())
+	if err != nil {
+		return nil, err
+	}
+	o := New(d, Settings{SweepInterval: d.Config.SweepInterval, ResendAfter: 5 * d.Config.SweepInterval}, sealer)
+	return o.Function(), nil
+}
+
+// New builds an orchestrator.
+func New(d fn.Deps, s Settings, sealer *secret.Sealer) *Orchestrator {
+	if s.ResendAfter <= 0 {
+		s.ResendAfter = 10 * time.Second
+	}
+	o := &Orchestrator{deps: d, settings: s, now: time.Now,
+		workflows: &workflow.Repo{Store: d.Store},
+		runs:      &evalrun.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir},
+		inv:       &inventory.Repo{Store: d.Store, Sealer: sealer},
+		m: metrics{
+			advances: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_workflow_advances_total",
+				Help: "Workflow advances, by outcome (changed, unchanged, failed)."}, []string{"outcome"}),
+			finished: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_workflows_finished_total",
+				Help: "Workflows that reached a terminal status, by kind and status."}, []string{"kind", "status"}),
+			deployments: prometheus.NewCounter(prometheus.CounterOpts{Name: "lens_workflow_deployments_requested_total",
+				Help: "deployment.requested events sent (repeats included)."}),
+			cleanups: prometheus.NewCounter(prometheus.CounterOpts{Name: "lens_workflow_cleanups_requested_total",
+				Help: "deployment.cleanup.requested events sent (repeats included)."}),
+			runs: prometheus.NewCounter(prometheus.CounterOpts{Name: "lens_workflow_benchmark_runs_created_total",
+				Help: "Benchmark runs the orchestrator created for cases."}),
+			sweeps: prometheus.NewCounter(prometheus.CounterOpts{Name: "lens_workflow_sweeps_total",
+				Help: "Sweeps over the workflows with work ahead."}),
+		}}
+	d.Metrics.Registry.MustRegister(o.m.advances, o.m.finished, o.m.deployments, o.m.cleanups, o.m.runs, o.m.sweeps)
+	return o
+}
+
+// Function is the orchestrator as a runtime function.
+func (o *Orchestrator) Function() *fn.Function {
+	return &fn.Function{
+		Events: map[string]cloudevent.Handler{
+			events.TypeWorkflowQueued:    o.onWorkflowQueued,
+			events.TypeDeploymentReady:   o.onDeploymentReady,
+			events.TypeDeploymentFailed:  o.onDeploymentFailed,
+			events.TypeDeploymentCleaned: o.onDeploymentCleaned,
+			events.TypeRunFinished:       o.onRunFinished,
+		},
+		Start: o.Run,
+	}
+}
+
+// Run is the Start hook: a sweep at start (work a killed instance left) and every interval.
+func (o *Orchestrator) Run(ctx context.Context) {
+	tick := time.NewTicker(o.settings.SweepInterval)
+	defer tick.Stop()
+	for {
+		if err := o.Sweep(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, state.ErrUnavailable) {
+			o.deps.Log.Warnw("workflow sweep failed", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// maxSwept bounds one sweep.
+const maxSwept = 500
+
+// Sweep advances every workflow with work ahead: active ones, and finished ones whose cleanup
+// or finished event is still pending.
+func (o *Orchestrator) Sweep(ctx context.Context) error {
+	o.m.sweeps.Inc()
+	all, err := o.workflows.List(ctx, maxSwept)
+	if err != nil {
+		return err
+	}
+	for _, wf := range all {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if workflow.Terminal(wf.Status()) && !o.pending(wf) {
+			continue
+		}
+		if err := o.Advance(ctx, wf.ID()); err != nil && !errors.Is(err, state.ErrNotFound) {
+			o.deps.Log.Warnw("advancing workflow failed", "workflow", wf.ID(), "error", err)
+		}
+	}
+	return nil
+}
+
+// pending reports whether a finished workflow still has work: an unannounced end, or an owned
+// deployment not yet cleaned.
+func (o *Orchestrator) pending(wf *workflow.Workflow) bool {
+	if !wf.Internal.FinishedAnnounced {
+		return true
+	}
+	for _, c := range wf.Cases() {
+		var attempts int
+		c.Get("cleanup_attempts", &attempts)
+		if ownsDeployment(c) && !c.Bool("preserve_deployment") && (c.String("cleanup_status") != "failed" || attempts < maxCleanupAttempts) {
+			return true
+		}
+	}
+	return false
+}
+
+func (o *Orchestrator) onWorkflowQueued(ctx context.Context, e cloudevent.Event) error {
+	var data events.WorkflowQueued
+	if err := e.DecodeData(&data); err != nil {
+		return err
+	}
+	return o.advanceEvent(ctx, data.WorkflowID)
+}
+
+// advanceEvent advances a workflow an event names; an unknown workflow (deleted) is ignored.
+func (o *Orchestrator) advanceEvent(ctx context.Context, id string) error {
+	err := o.Advance(ctx, id)
+	if errors.Is(err, state.ErrNotFound) || errors.Is(err, state.ErrInvalid) {
+		return nil
+	}
+	return err
+}
+
+// splitRef splits a case_ref "<workflow id>/<case id>".
+func splitRef(ref string) (string, string, bool) {
+	wf, c, ok := strings.Cut(ref, "/")
+	return wf, c, ok && wf != "" && c != ""
+}
+
+// recordCase applies an answer to the case it names (when the case still waits on that
+// execution), then advances the workflow.
+func (o *Orchestrator) recordCase(ctx context.Context, ref, executionID string, apply func(c *workflow.Case)) error {
+	wfID, caseID, ok := splitRef(ref)
+	if !ok {
+		return cloudevent.Permanent(fmt.Errorf("case_ref %q is not <workflow>/<case>", ref))
+	}
+	_, err := o.workflows.Update(ctx, wfID, func(wf *workflow.Workflow) error {
+		c := wf.Case(caseID)
+		if c == nil || c.String("execution_id") != executionID {
+			return workflow.ErrUnchanged // an answer about a deployment the case no longer uses
+		}
+		apply(c)
+		return nil
+	})
+	if errors.Is(err, state.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return o.advanceEvent(ctx, wfID)
+}
+
+func (o *Orchestrator) onDeploymentReady(ctx context.Context, e cloudevent.Event) error {
+	var data events.DeploymentReady
+	if err := e.DecodeData(&data); err != nil {
+		return err
+	}
+	return o.recordCase(ctx, data.CaseRef, data.ExecutionID, func(c *workflow.Case) {
+		if c.String("deployment_status") == "cleaned" || c.String("cleanup_status") != "" {
+			return // cleanup was already requested; the deployer abandons and cleans it
+		}
+		c.Set("deployment_status", "ready")
+		c.Set("endpoint", data.Endpoint)
+		c.Set("baseline_url", data.BaselineURL)
+		c.Set("provider", data.Provider)
+		c.Set("provider_ref", data.ProviderRef)
+		c.Set("model", data.Model)
+		c.Set("replica_endpoints", data.ReplicaEndpoints)
+		c.Set("namespace", nil)
+	})
+}
+
+func (o *Orchestrator) onDeploymentFailed(ctx context.Context, e cloudevent.Event) error {
+	var data events.DeploymentFailed
+	if err := e.DecodeData(&data); err != nil {
+		return err
+	}
+	return o.recordCase(ctx, data.CaseRef, data.ExecutionID, func(c *workflow.Case) {
+		if data.Operation == "cleanup" {
+			c.Set("cleanup_status", "failed")
+			c.Set("cleanup_error", data.Error)
+			return
+		}
+		c.Set("deployment_status", "failed")
+		c.Set("deployment_error", data.Error)
+	})
+}
+
+func (o *Orchestrator) onDeploymentCleaned(ctx context.Context, e cloudevent.Event) error {
+	var data events.DeploymentCleaned
+	if err := e.DecodeData(&data); err != nil {
+		return err
+	}
+	return o.recordCase(ctx, data.CaseRef, data.ExecutionID, func(c *workflow.Case) {
+		c.Set("cleanup_status", "cleaned")
+		c.Set("deployment_status", "cleaned")
+		c.Remove("cleanup_error")
+	})
+}
+
+func (o *Orchestrator) onRunFinished(ctx context.Context, e cloudevent.Event) error {
+	var data events.RunFinished
+	if err := e.DecodeData(&data); err != nil {
+		return err
+	}
+	run, err := o.runs.Load(ctx, data.RunID)
+	if errors.Is(err, state.ErrNotFound) || errors.Is(err, state.ErrInvalid) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	wfID := run.String("evaluation_workflow_id")
+	if wfID == "" {
+		return nil // a standalone run
+	}
+	return o.advanceEvent(ctx, wfID)
+}

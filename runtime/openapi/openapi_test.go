@@ -1,0 +1,111 @@
+package openapi_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lensfn/lensfn/runtime/openapi"
+)
+
+type stamp time.Time
+
+func (s stamp) MarshalJSON() ([]byte, error) { return []byte(`"x"`), nil }
+
+type Inner struct {
+	N int `json:"n"`
+}
+
+type Base struct {
+	ID string `json:"id" doc:"the record's id"`
+}
+
+type Thing struct {
+	Base
+	Name  *string         `json:"name,omitempty"`
+	Inner Inner           `json:"inner" doc:"nested"`
+	List  []Inner         `json:"list"`
+	Raw   json.RawMessage `json:"raw"`
+	When  stamp           `json:"when"`
+	skip  int
+}
+
+func render(t *testing.T, d *openapi.Doc) map[string]any {
+	t.Helper()
+	raw, err := d.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	_ = json.Unmarshal(raw, &doc)
+	return doc
+}
+
+func TestSchemasFollowEncodingJSON(t *testing.T) {
+	d := openapi.New("t", "v1", "")
+	resp := d.Of(Thing{})
+	req := d.Request(Thing{}, "name")
+	d.Add(openapi.Op{Method: "POST", Path: "/things/{id}", Scope: "things:write", Request: req,
+		Responses: map[int]openapi.Response{201: {Description: "made", Schema: resp}}})
+	doc := render(t, d)
+	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
+	thing := schemas["Thing"].(map[string]any)
+	props := thing["properties"].(map[string]any)
+	if got := strings.Join(toStrings(thing["required"]), ","); got != "id,inner,list,raw,when" {
+		t.Errorf("required %s (embedded promoted, omitempty optional)", got)
+	}
+	if thing["additionalProperties"] != false || props["skip"] != nil {
+		t.Errorf("thing %v", thing)
+	}
+	if props["id"].(map[string]any)["description"] != "the record's id" {
+		t.Errorf("doc tag: %v", props["id"])
+	}
+	if props["name"].(map[string]any)["anyOf"] == nil {
+		t.Errorf("a pointer is nullable: %v", props["name"])
+	}
+	if inner := props["inner"].(map[string]any); inner["description"] != "nested" || inner["allOf"] == nil {
+		t.Errorf("a described reference: %v", inner)
+	}
+	if len(props["raw"].(map[string]any)) != 0 || props["when"].(map[string]any)["type"] != nil {
+		t.Errorf("raw and custom-encoded values accept anything: %v %v", props["raw"], props["when"])
+	}
+	op := doc["paths"].(map[string]any)["/things/{id}"].(map[string]any)["post"].(map[string]any)
+	body := op["requestBody"].(map[string]any)["content"].(map[string]any)["application/json"].(map[string]any)["schema"].(map[string]any)
+	if got := strings.Join(toStrings(body["required"]), ","); got != "name" {
+		t.Errorf("request required %s, want only what the handler insists on", got)
+	}
+	if schemas["InnerInput"] == nil {
+		t.Error("a type in both a request and a response gets an input component")
+	}
+	responses := op["responses"].(map[string]any)
+	for _, status := range []string{"201", "401", "403", "415", "413", "422"} {
+		if responses[status] == nil {
+			t.Errorf("no %s answer", status)
+		}
+	}
+	params := op["parameters"].([]any)
+	if len(params) != 1 || params[0].(map[string]any)["name"] != "id" || op["x-lens-scope"] != "things:write" {
+		t.Errorf("params %v scope %v", params, op["x-lens-scope"])
+	}
+	if doc["openapi"] != "3.1.0" || len(d.Operations()) != 1 || d.Operations()[0] != "POST /things/{id}" {
+		t.Errorf("%v %v", doc["openapi"], d.Operations())
+	}
+}
+
+func TestDuplicateOperationsAreAnError(t *testing.T) {
+	d := openapi.New("t", "v1", "")
+	d.Add(openapi.Op{Method: "GET", Path: "/a"})
+	d.Add(openapi.Op{Method: "GET", Path: "/a"})
+	if _, err := d.JSON(); err == nil {
+		t.Fatal("a duplicate operation rendered")
+	}
+}
+
+func toStrings(v any) []string {
+	var out []string
+	for _, x := range v.([]any) {
+		out = append(out, x.(string))
+	}
+	return out
+}

@@ -1,0 +1,12 @@
+// Package workflow owns the evaluation workflow record (reference/lens-evaluation.md §3-§4): the
+// simple deploy-then-benchmark workflow-runs and the multi-configuration evaluations with their
+// cases, kept as raw JSON fields so every stored field survives a read-modify-write; the
+// workflow and case statuses and their transition tables; case generation from an evaluation
+// request (ids, de-duplication, baseline types, baseline_parameters, the P/D budget rule); and
+// the retry reset rules. evaluation-api creates, cancels, retries and deletes workflows through
+// it; workflow-orchestrator advances them.
+//
+// It may import events, runtime/rawjson (the raw documents), runtime/evalrun (timestamps,
+// benchmark validation), runtime/comparison (the report), runtime/deployconfig,
+// runtime/inventory, runtime/problem and runtime/state.
+package workflow
