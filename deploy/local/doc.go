@@ -21,7 +21,9 @@
 // stack holds its data dir with a flock so a second stack cannot share it.
 //
 // It may import runtime/auth (API tokens), runtime/state/redisstore (for the embedded server), runtime/secret (the
-// stack's sealing key), runtime/wasmhost (to compile the modules once before the functions start)
-// runtime/promtargets (the discovery files) and the YAML decoder; it starts function binaries built by
+// stack's sealing key), runtime/fn (for the readiness lines that name start-up work still in
+// progress: the functions compile their WASM modules in the background and the stack does not
+// wait for them), runtime/promtargets (the discovery files) and the YAML decoder; it starts
+// function binaries built by
 // `make build` and never imports a function.
 package local

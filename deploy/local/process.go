@@ -3,14 +3,18 @@ package local
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/lensfn/lensfn/runtime/fn"
 )
 
 // process supervises one function: it starts the binary, restarts it with backoff when it
@@ -142,6 +146,30 @@ func (p *process) waitReady(ctx context.Context, deadline time.Time) error {
 		}
 	}
 }
+
+// warming is the start-up work the function's /readyz lists (its fn.WarmingPrefix lines);
+// nil when it lists none or does not answer.
+func (p *process) warming(ctx context.Context) []string {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url()+p.readiness, nil)
+	if err != nil {
+		return nil
+	}
+	resp, err := readinessClient.Do(req)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var out []string
+	for _, line := range strings.Split(string(body), "\n") {
+		if item, ok := strings.CutPrefix(line, fn.WarmingPrefix); ok {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+var readinessClient = &http.Client{Timeout: 2 * time.Second}
 
 func (p *process) stop(grace time.Duration) {
 	p.mu.Lock()

@@ -24,7 +24,6 @@ import (
 
 	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/state/redisstore"
-	"github.com/lensfn/lensfn/runtime/wasmhost"
 )
 
 // Options configure a Stack.
@@ -135,9 +134,6 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		return nil, err
 	}
 	if err := s.startPrometheus(ctx); err != nil {
-		return nil, err
-	}
-	if err := s.compileModules(ctx); err != nil {
 		return nil, err
 	}
 	// The ingress listens before the functions start: the console is told its address
@@ -473,30 +469,49 @@ func localArgs(svc Service) []string {
 	return append(slices.Clone(svc.Args), loopbackFlags[svc.Binary]...)
 }
 
-// compileModules compiles the WASM modules into the functions' shared compilation cache once,
-// before any function starts: otherwise every function that loads them compiles the same
-// modules at the same time on a cold cache (tens of seconds each, silently). A warm cache
-// makes this a check of the manifests.
-func (s *Stack) compileModules(ctx context.Context) error {
-	if s.opts.ModuleDir == "" {
-		return nil
+// The functions compile their WASM modules in the background (a cold cache: tens of seconds)
+// and serve meanwhile, so the stack starts them without waiting; their /readyz lists what
+// they are still preparing (fn.WarmingPrefix lines), which Warming and WaitWarm read.
+
+// Warming is what the functions are still preparing (e.g. "compiling WASM module
+// mooncake_trace"), each item once, sorted; empty when every function is warm.
+func (s *Stack) Warming(ctx context.Context) []string {
+	seen := map[string]bool{}
+	for _, name := range s.Functions() {
+		s.mu.Lock()
+		p := s.procs[name]
+		s.mu.Unlock()
+		for _, item := range p.warming(ctx) {
+			seen[item] = true
+		}
 	}
-	if _, err := os.Stat(filepath.Join(s.opts.ModuleDir, "manifest.json")); err != nil {
-		return nil // no modules built: the functions say so themselves
+	out := make([]string, 0, len(seen))
+	for item := range seen {
+		out = append(out, item)
 	}
-	cfg := wasmhost.Config{CacheDir: s.cacheDir(), BuiltinDir: s.opts.ModuleDir, Log: s.opts.Log}
-	if dir := s.opts.Env["LENS_MODULE_DIR"]; dir != "" {
-		cfg.ModuleDirs = []string{dir}
+	sort.Strings(out)
+	return out
+}
+
+// WaitWarm waits until no function has start-up work left, calling done (optional) with each
+// item as it finishes; it returns ctx's error if ctx ends first.
+func (s *Stack) WaitWarm(ctx context.Context, done func(item string)) error {
+	pending := s.Warming(ctx)
+	for len(pending) > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond): // polling the functions' readiness
+		}
+		now := s.Warming(ctx)
+		for _, item := range pending {
+			if done != nil && !slices.Contains(now, item) {
+				done(item)
+			}
+		}
+		pending = now
 	}
-	started := time.Now()
-	host, err := wasmhost.New(ctx, cfg)
-	if err != nil {
-		return fmt.Errorf("WASM modules in %s: %w", s.opts.ModuleDir, err)
-	}
-	if d := time.Since(started); d > time.Second {
-		s.opts.Log("WASM modules compiled in %.1fs into %s", d.Seconds(), cfg.CacheDir)
-	}
-	return host.Close(ctx)
+	return nil
 }
 
 // cacheDir is LENS_CACHE_DIR of every function.

@@ -31,6 +31,10 @@ func (w *WASMCalculators) Resolve(name string, p latency.Config) (latency.Calcul
 	if w.err != nil {
 		return nil, w.err
 	}
+	// Open compiles in the background; resolving a calculator waits for its module.
+	if err := w.host.Wait(context.Background(), strings.TrimPrefix(name, "wasm:")); err != nil {
+		return nil, err
+	}
 	c, err := w.host.Calculator(strings.TrimPrefix(name, "wasm:"), p.JSON())
 	if err != nil {
 		return nil, err

@@ -203,6 +203,9 @@ func (a *API) timeline(w http.ResponseWriter, r *http.Request) error {
 		return problem.New(problem.CodeConflict, "trace dataset %q is not downloaded; POST /api/simulation/trace-datasets/download first", d.Name)
 	}
 	ix, err := a.timelines.Get(r.Context(), d, a.downloader.Path(d))
+	if problem.CodeOf(err) == problem.CodeStarting {
+		return err
+	}
 	if err != nil {
 		return problem.Wrap(problem.CodeConflict, err, a.scrubPaths(fmt.Sprintf("trace dataset %q could not be parsed: %v", d.Name, err)))
 	}
@@ -224,6 +227,10 @@ func (a *API) onDatasetDownloaded(ctx context.Context, e cloudevent.Event) error
 	}
 	if p.Path != a.downloader.Path(d) {
 		return cloudevent.Permanent(fmt.Errorf("dataset %q is not at %q in this data dir", p.Dataset, p.Path))
+	}
+	// On a first start the format's module may still be compiling: wait, keeping the event.
+	if err := waitFor(ctx, a.catalogue.Parsers, d.TraceFormat); err != nil {
+		return err
 	}
 	if _, err := a.timelines.Build(ctx, d, p.Path); err != nil {
 		return cloudevent.Permanent(fmt.Errorf("index %s: %w", d.Name, err))

@@ -3,7 +3,6 @@ package simulationapi_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -106,21 +105,12 @@ func newHarness(t testing.TB, extraEnv map[string]string) *harness {
 
 func call(t *testing.T, method, url, body string, out any) int {
 	t.Helper()
-	req, _ := http.NewRequest(method, url, strings.NewReader(body))
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
+	resp, raw := send(t, method, url, body)
 	if resp.StatusCode >= 400 && resp.Header.Get("Content-Type") != "application/problem+json" {
 		t.Fatalf("%s %s: error %d without problem+json: %s", method, url, resp.StatusCode, raw)
 	}
 	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
+		if err := json.Unmarshal([]byte(raw), out); err != nil {
 			t.Fatalf("%s %s: %v: %s", method, url, err, raw)
 		}
 	}

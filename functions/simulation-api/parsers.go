@@ -2,9 +2,11 @@ package simulationapi
 
 import (
 	"context"
+	"errors"
 	"sort"
 
 	"github.com/lensfn/lensfn/runtime/fn"
+	"github.com/lensfn/lensfn/runtime/problem"
 	"github.com/lensfn/lensfn/runtime/wasmhost"
 )
 
@@ -33,12 +35,34 @@ func (w wasmParsers) Formats() []TraceFormat {
 func (w wasmParsers) Arrivals(ctx context.Context, format, path string, emit func(float64)) error {
 	p, err := w.host.Parser(format)
 	if err != nil {
-		return err
+		return compilingProblem(err)
 	}
 	_, err = p.Parse(ctx, wasmhost.Source{Path: path}, wasmhost.ParseOptions{}, func(r *wasmhost.TraceRequest) error {
 		emit(r.RecordedMs / 1000)
 		return nil
 	})
+	return err
+}
+
+// Pending is the 503 for a format whose parser module is still compiling, nil otherwise
+// (a format the host does not configure, or one that is loaded or failed).
+func (w wasmParsers) Pending(format string) error {
+	if _, err := w.host.Parser(format); errors.Is(err, wasmhost.ErrCompiling) {
+		return compilingProblem(err)
+	}
+	return nil
+}
+
+// Wait blocks while format's parser module is still compiling (an event stage waits
+// instead of failing).
+func (w wasmParsers) Wait(ctx context.Context, format string) error { return w.host.Wait(ctx, format) }
+
+// compilingProblem turns "the module is still compiling" into a 503 naming it, with
+// Retry-After; other errors pass unchanged.
+func compilingProblem(err error) error {
+	if errors.Is(err, wasmhost.ErrCompiling) {
+		return problem.Wrap(problem.CodeStarting, err, err.Error())
+	}
 	return err
 }
 
@@ -54,5 +78,6 @@ func Build(ctx context.Context, d fn.Deps) (*fn.Function, error) {
 		return nil, err
 	}
 	f.Close = host.Close
+	f.Warming = host.Warming
 	return f, nil
 }

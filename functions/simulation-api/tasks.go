@@ -202,6 +202,9 @@ func (a *API) buildTask(ctx context.Context, req *CreateTaskRequest) (*simtask.T
 		return nil, problem.New(problem.CodeBadRequest, "dataset %q belongs to scenario %q, not %q", d.Name, d.Scenario, *req.Scenario)
 	}
 	caps, ok := backend.Capabilities.TraceFormatCapabilities[d.TraceFormat]
+	if err := pending(a.catalogue.Parsers, d.TraceFormat); !ok && err != nil {
+		return nil, err
+	}
 	if !ok {
 		return nil, problem.New(problem.CodeBadRequest, "backend %q cannot replay the %s format", backendName, d.TraceFormat)
 	}

@@ -35,6 +35,29 @@ type TraceParsers interface {
 	Arrivals(ctx context.Context, format, path string, emit func(seconds float64)) error
 }
 
+// loadingParsers is what TraceParsers whose modules load in the background add (the WASM
+// host's): Pending is a 503 naming a format's module while it compiles, Wait waits for it.
+type loadingParsers interface {
+	Pending(format string) error
+	Wait(ctx context.Context, format string) error
+}
+
+// pending is the 503 for a format whose parser is still compiling, nil otherwise.
+func pending(p TraceParsers, format string) error {
+	if lp, ok := p.(loadingParsers); ok {
+		return lp.Pending(format)
+	}
+	return nil
+}
+
+// waitFor blocks while format's parser is still compiling.
+func waitFor(ctx context.Context, p TraceParsers, format string) error {
+	if lp, ok := p.(loadingParsers); ok {
+		return lp.Wait(ctx, format)
+	}
+	return nil
+}
+
 // Timeline is the response of GET /trace-datasets/{name}/timeline.
 type Timeline struct {
 	Dataset         string        `json:"dataset"`

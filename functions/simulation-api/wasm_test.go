@@ -31,14 +31,8 @@ func timelineThroughWASM(t *testing.T, files map[string][]byte, dataset string) 
 	}
 	cfg := fntest.Config(t, fntest.Env(t, map[string]string{"LENS_DATA_DIR": dataDir,
 		"LENS_BUILTIN_MODULE_DIR": wasmtest.BuiltinDir(t), "LENS_CACHE_DIR": wasmtest.CacheDir(t)}))
-	s, err := fn.NewServer(context.Background(), cfg, simulationapi.Name, simulationapi.Build)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(context.Background())
-	srv := httptest.NewServer(s.Handler)
-	defer srv.Close()
-	fntest.AuthorizeDefaultClient(t, s)
+	srv := serveBuilt(t, cfg, simulationapi.Build)
+	fntest.WaitWarm(t, srv.URL)
 
 	var tl simulationapi.Timeline
 	if code := call(t, "GET", srv.URL+"/api/simulation/trace-datasets/"+dataset+"/timeline", "", &tl); code != 200 {
@@ -106,14 +100,8 @@ func TestUserModulesAppearInTheCatalogue(t *testing.T) {
 		}
 	}
 	cfg := fntest.Config(t, env)
-	s, err := fn.NewServer(context.Background(), cfg, simulationapi.Name, simulationapi.Build)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(context.Background())
-	srv := httptest.NewServer(s.Handler)
-	defer srv.Close()
-	fntest.AuthorizeDefaultClient(t, s)
+	srv := serveBuilt(t, cfg, simulationapi.Build)
+	fntest.WaitWarm(t, srv.URL)
 	var backends struct {
 		Backends []simulationapi.Backend `json:"backends"`
 	}
@@ -144,4 +132,19 @@ func TestUserModulesAppearInTheCatalogue(t *testing.T) {
 		tl.RequestCount != 4 || tl.DurationSeconds != 3 {
 		t.Fatalf("timeline through the user module: %d %+v", code, tl)
 	}
+}
+
+// serveBuilt serves the function build builds over cfg until the test ends, with the default
+// client authorised.
+func serveBuilt(t *testing.T, cfg fn.Config, build fn.Builder) *httptest.Server {
+	t.Helper()
+	s, err := fn.NewServer(context.Background(), cfg, simulationapi.Name, build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	srv := httptest.NewServer(s.Handler)
+	t.Cleanup(srv.Close)
+	fntest.AuthorizeDefaultClient(t, s)
+	return srv
 }

@@ -37,6 +37,7 @@ func Build(ctx context.Context, d fn.Deps) (*fn.Function, error) {
 		d.Log.Infow("aiperf backend enabled", "command", command)
 	}
 	return &fn.Function{
+		Warming: host.Warming,
 		Events: map[string]cloudevent.Handler{Consumes[0]: func(ctx context.Context, e cloudevent.Event) error {
 			for _, r := range runners {
 				if err := r.onQueued(ctx, e); err != nil {

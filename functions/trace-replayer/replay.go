@@ -36,6 +36,10 @@ type replayer struct {
 // disk, not in memory. The caller closes the schedule, which removes the spool. beyond is how
 // many records of the trace were left out only because the run's duration ends before them.
 func (p *replayer) schedule(ctx context.Context, t *simtask.Task) (_ *TraceSchedule, beyond int64, _ error) {
+	// On a first start the module may still be compiling: the replay waits for it.
+	if err := p.host.Wait(ctx, t.Prompt.Trace.Format); err != nil {
+		return nil, 0, err
+	}
 	parser, err := p.host.Parser(t.Prompt.Trace.Format)
 	if err != nil {
 		return nil, 0, fmt.Errorf("no parser module for %s: %w", t.Prompt.Trace.Format, err)

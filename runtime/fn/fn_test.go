@@ -432,3 +432,30 @@ func draining(base string) bool {
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusServiceUnavailable
 }
+
+// A function still warming up is ready (it serves) and its /readyz lists what is still in
+// progress, one "warming: " line each, until nothing is.
+func TestReadyzListsWarmingWork(t *testing.T) {
+	cfg, err := fn.LoadConfig(env(storeEnv(t, map[string]string{"HOME": t.TempDir()})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warming atomic.Pointer[[]string]
+	warming.Store(&[]string{"compiling WASM module mooncake_trace", "compiling WASM module constant"})
+	_, srv := serve(t, cfg, "echo", func(ctx context.Context, d fn.Deps) (*fn.Function, error) {
+		f, err := testBuilder(new(atomic.Int32))(ctx, d)
+		if f != nil {
+			f.Warming = func() []string { return *warming.Load() }
+		}
+		return f, err
+	})
+	resp, body := do(t, "GET", srv.URL+"/readyz", "", nil)
+	want := "ready\nwarming: compiling WASM module mooncake_trace\nwarming: compiling WASM module constant\n"
+	if resp.StatusCode != http.StatusOK || body != want {
+		t.Fatalf("while warming: %d %q, want 200 %q", resp.StatusCode, body, want)
+	}
+	warming.Store(&[]string{})
+	if resp, body := do(t, "GET", srv.URL+"/readyz", "", nil); resp.StatusCode != http.StatusOK || body != "ready\n" {
+		t.Fatalf("after warming: %d %q", resp.StatusCode, body)
+	}
+}

@@ -51,6 +51,11 @@ type Function struct {
 	Events map[string]cloudevent.Handler
 	// Ready, when set, adds a readiness condition (for example: modules compiled).
 	Ready func(ctx context.Context) error
+	// Warming, when set, names what the function is still preparing while it already serves
+	// (for example "compiling WASM module mooncake_trace"): /readyz stays 200 - the
+	// function's other routes work - and lists each on a "warming: " line, so the local
+	// stack and an operator can tell when start-up work is done.
+	Warming func() []string
 	// Start, when set, runs the function's background loops (sweeps, janitors). Build only
 	// wires; the runtime calls Start once the server listens, cancels ctx when the drain begins
 	// and waits for Start to return before Close, so no loop outlives the store it uses.
@@ -280,6 +285,10 @@ func assemble(d Deps, f *Function) (http.Handler, error) {
 // MaxEventBytes caps a CloudEvent delivered to /events: the catalogue's payloads are small.
 const MaxEventBytes = 1 << 20
 
+// WarmingPrefix starts each line of a ready function's /readyz that names start-up work
+// still in progress (Function.Warming).
+const WarmingPrefix = "warming: "
+
 func readiness(w http.ResponseWriter, r *http.Request, store state.Store, f *Function) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
@@ -291,8 +300,15 @@ func readiness(w http.ResponseWriter, r *http.Request, store state.Store, f *Fun
 		http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write([]byte("ready\n"))
+	body := "ready\n"
+	if f.Warming != nil {
+		for _, item := range f.Warming() {
+			body += WarmingPrefix + item + "\n"
+		}
+	}
+	_, _ = w.Write([]byte(body))
 }
 
 // claimDeduper lets the CloudEvents receiver deduplicate through the state store's claims,

@@ -28,7 +28,15 @@ const (
 	CodeUnavailable    Code = "service_unavailable"  // 503: try again later
 	CodeUpstream       Code = "upstream_unavailable" // 502
 	CodeGatewayTimeout Code = "upstream_timeout"     // 504: an upstream did not answer in time
+	// CodeStarting is a 503 for work the function is still preparing on its first start (a
+	// WASM module compiling): its detail, written for the caller, names what; Retry-After
+	// is StartingRetryAfter.
+	CodeStarting Code = "starting"
 )
+
+// StartingRetryAfter is the Retry-After (seconds) of a CodeStarting answer: a module
+// compiles for seconds to tens of seconds.
+const StartingRetryAfter = "5"
 
 type codeInfo struct {
 	status int
@@ -54,6 +62,7 @@ var codes = map[Code]codeInfo{
 	CodeUnavailable:    {http.StatusServiceUnavailable, "Service unavailable", true},
 	CodeUpstream:       {http.StatusBadGateway, "Upstream unavailable", true},
 	CodeGatewayTimeout: {http.StatusGatewayTimeout, "Upstream timed out", true},
+	CodeStarting:       {http.StatusServiceUnavailable, "Starting", true},
 }
 
 // Status is the HTTP status of a code (500 for an unknown one).
@@ -144,7 +153,7 @@ func BodyFor(err error, requestID string) Body {
 	var pe *Error
 	// 5xx details are generic unless they describe an upstream the caller named or configured:
 	// those are written for the caller (what failed and why), with no internals in them.
-	if (info.status < 500 || code == CodeUpstream || code == CodeGatewayTimeout) && errors.As(err, &pe) {
+	if (info.status < 500 || code == CodeUpstream || code == CodeGatewayTimeout || code == CodeStarting) && errors.As(err, &pe) {
 		b.Detail = pe.Detail
 	} else {
 		b.Detail = genericDetail(info.status)
@@ -167,7 +176,10 @@ func Write(w http.ResponseWriter, r *http.Request, err error) {
 	b := BodyFor(err, RequestID(r.Context()))
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Cache-Control", "no-store")
-	if b.Status == http.StatusTooManyRequests || b.Status == http.StatusServiceUnavailable {
+	switch {
+	case b.Code == CodeStarting:
+		w.Header().Set("Retry-After", StartingRetryAfter)
+	case b.Status == http.StatusTooManyRequests || b.Status == http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", "1")
 	}
 	w.WriteHeader(b.Status)

@@ -89,7 +89,7 @@ func (h *Host) calculatorModule(nameOrPath string) (*module, error) {
 		if m != nil {
 			return m, nil
 		}
-		m, err := h.load(context.Background(), path, e, false)
+		m, err := h.load(context.Background(), path, e, false, false)
 		if err != nil {
 			return nil, err
 		}

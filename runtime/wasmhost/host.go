@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -39,6 +40,14 @@ type Config struct {
 	// seconds per module), so a first start is not silent. Modules verified before are not
 	// compiled at load and not logged.
 	Log func(format string, args ...any)
+	// Async makes New return before the modules are compiled: they compile in the
+	// background, Status reports each one's state, a lookup of one still compiling fails
+	// with a CompilingError, and Wait waits for one. Load failures are then per module.
+	Async bool
+	// BeforeLoad, when set, is called as each module's load (its compilation, on a cold
+	// cache) begins, with a context Close cancels: tests block it to hold a module in
+	// StateCompiling, as a slow first compilation does.
+	BeforeLoad func(ctx context.Context, name string)
 }
 
 // ModuleInfo describes a loaded module.
@@ -73,15 +82,21 @@ type Host struct {
 	builtins wazero.Runtime // first-party modules: no interruption cost
 	users    wazero.Runtime // user modules: WithCloseOnContextDone
 	mu       sync.Mutex
-	modules  map[string]*module // by name
-	extra    map[string]*module // user calculators loaded by path, by sha256
-	calcs    []*module          // configured calculator pools
+	modules  map[string]*module      // by name
+	extra    map[string]*module      // user calculators loaded by path, by sha256
+	calcs    []*module               // configured calculator pools
+	states   map[string]*moduleState // every configured module, by name, from New on
 	closed   bool
+
+	loadCtx    context.Context // the background loads'; Close cancels it
+	cancelLoad context.CancelFunc
+	loading    sync.WaitGroup
 }
 
 // New loads, verifies and compiles every module in cfg.BuiltinDir and cfg.ModuleDirs, and
-// starts one instance of each to check its ABI version, exports and descriptor; any
-// problem fails the whole load.
+// starts one instance of each to check its ABI version, exports and descriptor. Without
+// cfg.Async any problem fails the whole load; with it New returns once the manifests and
+// checksums are read and the modules compile in the background (see Status).
 func New(ctx context.Context, cfg Config) (*Host, error) {
 	if cfg.PoolSize <= 0 {
 		cfg.PoolSize = 4
@@ -92,7 +107,8 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = 10 * time.Second
 	}
-	h := &Host{cfg: cfg, modules: map[string]*module{}, extra: map[string]*module{}}
+	h := &Host{cfg: cfg, modules: map[string]*module{}, extra: map[string]*module{}, states: map[string]*moduleState{}}
+	h.loadCtx, h.cancelLoad = context.WithCancel(context.WithoutCancel(ctx))
 	rc := wazero.NewRuntimeConfigCompiler().WithMemoryLimitPages(cfg.MemoryLimitPages)
 	if cfg.CacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
@@ -121,6 +137,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	if cfg.BuiltinDir != "" {
 		dirs = append([]string{cfg.BuiltinDir}, dirs...)
 	}
+	where := map[string]string{}
 	for i, dir := range dirs {
 		m, err := ReadManifest(dir)
 		if err != nil {
@@ -128,45 +145,187 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 			return nil, fmt.Errorf("module directory %s: %w", dir, err)
 		}
 		for _, e := range m.Modules {
+			path := filepath.Join(dir, e.File)
+			// A module must describe itself as its manifest names it, so the manifest's names
+			// are the modules' names before anything is compiled.
+			if prev, ok := where[e.Name]; ok {
+				h.Close(ctx)
+				return nil, fmt.Errorf("module name %q is used by both %s and %s", e.Name, prev, path)
+			}
+			where[e.Name] = path
 			jobs = append(jobs, job{dir, e, cfg.BuiltinDir != "" && i == 0})
+			h.states[e.Name] = &moduleState{kind: e.Kind, done: make(chan struct{})}
 		}
 	}
 	// Compile in parallel: even from a warm cache, loading is dominated by per-module work.
-	loaded := make([]*module, len(jobs))
+	started := time.Now()
 	errs := make([]error, len(jobs))
-	var wg sync.WaitGroup
 	for i, j := range jobs {
-		wg.Add(1)
+		// A warm cache loads a module in milliseconds (no compilation): it is ready when New
+		// returns, so a warm start has nothing in the background. A module with a load hook
+		// always loads in the background, as on a cold cache.
+		if cfg.Async && cfg.BeforeLoad == nil && h.loadInto(j.dir, j.entry, j.builtin, true) == nil {
+			continue
+		}
+		h.loading.Add(1)
 		go func() {
-			defer wg.Done()
-			loaded[i], errs[i] = h.load(ctx, filepath.Join(j.dir, j.entry.File), j.entry, j.builtin)
+			defer h.loading.Done()
+			errs[i] = h.loadInto(j.dir, j.entry, j.builtin, false)
 		}()
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		for _, m := range loaded {
-			if m != nil {
-				m.close(ctx)
+	if cfg.Async {
+		go func() {
+			h.loading.Wait()
+			if err := errors.Join(errs...); err != nil {
+				h.logf("WASM modules: some failed to load (their routes answer with the cause): %v", err)
+			} else if d := time.Since(started); d > time.Second {
+				h.logf("WASM modules ready in %.1fs", d.Seconds())
 			}
-		}
+		}()
+		return h, nil
+	}
+	h.loading.Wait()
+	if err := errors.Join(errs...); err != nil {
 		h.Close(ctx)
 		return nil, err
 	}
-	for _, m := range loaded {
-		if prev := h.modules[m.info.Name]; prev != nil {
-			h.Close(ctx)
-			return nil, fmt.Errorf("module name %q is used by both %s and %s", m.info.Name, prev.info.Path, m.info.Path)
-		}
-		h.modules[m.info.Name] = m
-	}
 	return h, nil
+}
+
+// ModuleState is where a configured module is in its loading.
+type ModuleState string
+
+// The states of a module: it is compiling (a cold cache: seconds), ready to use, or failed
+// to load (its error says why).
+const (
+	StateCompiling ModuleState = "compiling"
+	StateReady     ModuleState = "ready"
+	StateFailed    ModuleState = "failed"
+)
+
+// ModuleStatus is one configured module's loading state.
+type ModuleStatus struct {
+	Name  string      `json:"name"`
+	Kind  string      `json:"kind"`
+	State ModuleState `json:"state"`
+	Error string      `json:"error,omitempty"`
+}
+
+// ErrCompiling is what a lookup of a module that is still compiling wraps; Wait waits for it.
+var ErrCompiling = errors.New("WASM module still compiling")
+
+// CompilingError says which module a caller needs is still compiling.
+type CompilingError struct{ Module string }
+
+func (e *CompilingError) Error() string {
+	return "compiling WASM module " + e.Module + ", first start only; try again shortly"
+}
+
+// Is makes errors.Is(err, ErrCompiling) hold.
+func (e *CompilingError) Is(target error) bool { return target == ErrCompiling }
+
+// moduleState tracks one configured module until it is loaded: done is closed when it is
+// ready (its module in Host.modules) or failed (err).
+type moduleState struct {
+	kind string
+	done chan struct{}
+	err  error
+}
+
+// errNotVerified: the module has to be compiled and checked (a cold cache).
+var errNotVerified = errors.New("module not verified before")
+
+// loadInto loads one manifest entry and records the outcome in its state.
+func (h *Host) loadInto(dir string, e ManifestEntry, builtin, verifiedOnly bool) error {
+	m, err := h.load(h.loadCtx, filepath.Join(dir, e.File), e, builtin, verifiedOnly)
+	if errors.Is(err, errNotVerified) {
+		return err // still compiling: the background load records it
+	}
+	h.mu.Lock()
+	st := h.states[e.Name]
+	if err == nil && h.closed {
+		err = ErrClosed
+	}
+	if err != nil {
+		st.err = err
+	} else {
+		h.modules[e.Name] = m
+	}
+	close(st.done)
+	h.mu.Unlock()
+	if err != nil && m != nil {
+		m.close(context.Background())
+	}
+	if err != nil && h.cfg.Async && !errors.Is(err, ErrClosed) {
+		h.logf("WASM module %s failed to load: %v", e.Name, err)
+	}
+	return err
+}
+
+func (h *Host) logf(format string, args ...any) {
+	if h.cfg.Log != nil {
+		h.cfg.Log(format, args...)
+	}
+}
+
+// Status lists every configured module with its state, sorted by name.
+func (h *Host) Status() []ModuleStatus {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]ModuleStatus, 0, len(h.states))
+	for name, st := range h.states {
+		s := ModuleStatus{Name: name, Kind: st.kind, State: StateReady}
+		select {
+		case <-st.done:
+			if st.err != nil {
+				s.State, s.Error = StateFailed, st.err.Error()
+			}
+		default:
+			s.State = StateCompiling
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Compiling names the modules still compiling, sorted.
+func (h *Host) Compiling() []string {
+	var out []string
+	for _, s := range h.Status() {
+		if s.State == StateCompiling {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+// Wait blocks while the module name is compiling (an event stage that needs it waits instead
+// of failing). It returns ctx's error if ctx ends first, and nil for a name the host does not
+// configure (the lookup that follows says so).
+func (h *Host) Wait(ctx context.Context, name string) error {
+	h.mu.Lock()
+	st := h.states[name]
+	h.mu.Unlock()
+	if st == nil {
+		return nil
+	}
+	select {
+	case <-st.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // load verifies one module file against its manifest entry. A module whose descriptor was
 // verified before (same sha256, same ABI version; remembered in CacheDir) is compiled
 // lazily on first use, which keeps a warm start fast; any other module is compiled and
 // checked now, so a bad module fails the load.
-func (h *Host) load(ctx context.Context, path string, e ManifestEntry, builtin bool) (*module, error) {
+//
+// With verifiedOnly it only takes the quick path: a module not verified before is
+// errNotVerified.
+func (h *Host) load(ctx context.Context, path string, e ManifestEntry, builtin, verifiedOnly bool) (*module, error) {
 	if _, ok := kindExports[e.Kind]; !ok {
 		return nil, fmt.Errorf("%s: manifest kind %q is neither %q nor %q", path, e.Kind, abi.KindTraceParser, abi.KindLatencyCalculator)
 	}
@@ -183,6 +342,20 @@ func (h *Host) load(ctx context.Context, path string, e ManifestEntry, builtin b
 		info: ModuleInfo{Kind: e.Kind, SHA256: sum, Builtin: builtin, Path: path},
 	}
 	m.initPool(h.cfg.PoolSize)
+	if h.cfg.BeforeLoad != nil {
+		h.cfg.BeforeLoad(ctx, e.Name)
+	}
+	if d, ok := h.verifiedDescriptor(sum, e); ok {
+		m.setDescriptor(d)
+		return m, nil
+	}
+	if verifiedOnly {
+		return nil, errNotVerified
+	}
+	// Functions sharing a cache compile a module once between them: the first holds the
+	// module's lock while it compiles; the others then find it verified.
+	unlock := h.lockModule(sum)
+	defer unlock()
 	if d, ok := h.verifiedDescriptor(sum, e); ok {
 		m.setDescriptor(d)
 		return m, nil
@@ -204,6 +377,25 @@ func (h *Host) load(ctx context.Context, path string, e ManifestEntry, builtin b
 	return m, nil
 }
 
+// lockModule takes the cache's lock on one module (an flock, so it is released if the
+// process dies); without a cache, or if the lock cannot be taken, it does nothing and
+// the module is just compiled here too.
+func (h *Host) lockModule(sum string) (unlock func()) {
+	path := h.descriptorPath(sum)
+	if path == "" || os.MkdirAll(filepath.Dir(path), 0o755) != nil {
+		return func() {}
+	}
+	f, err := os.OpenFile(CompileLockPath(h.cfg.CacheDir, sum), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return func() {}
+	}
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX) != nil {
+		f.Close()
+		return func() {}
+	}
+	return func() { f.Close() } // closing the file releases the lock
+}
+
 // descriptorPath is where a verified descriptor is remembered: keyed by the module's
 // sha256 and the host's ABI version, beside wazero's compilation cache (which must be
 // guarded the same way).
@@ -211,8 +403,21 @@ func (h *Host) descriptorPath(sum string) string {
 	if h.cfg.CacheDir == "" {
 		return ""
 	}
-	return filepath.Join(h.cfg.CacheDir, "lensfn-descriptors", fmt.Sprintf("%s.abi%d.json", sum, abi.Version))
+	return descriptorFile(h.cfg.CacheDir, sum)
 }
+
+func descriptorFile(cacheDir, sum string) string {
+	return filepath.Join(cacheDir, "lensfn-descriptors", fmt.Sprintf("%s.abi%d.json", sum, abi.Version))
+}
+
+// DescriptorFile is where a host remembers, in cacheDir, that the module with sha256 sum was
+// verified (a warm cache: it is not compiled at load).
+func DescriptorFile(cacheDir, sum string) string { return descriptorFile(cacheDir, sum) }
+
+// CompileLockPath is the file whose flock a host holds while it compiles the module with
+// sha256 sum into cacheDir: hosts sharing a cache (the functions of one machine) compile
+// each module once between them.
+func CompileLockPath(cacheDir, sum string) string { return descriptorFile(cacheDir, sum) + ".lock" }
 
 func (h *Host) verifiedDescriptor(sum string, e ManifestEntry) (abi.Descriptor, bool) {
 	path := h.descriptorPath(sum)
@@ -252,6 +457,12 @@ func (h *Host) rememberDescriptor(sum string, d abi.Descriptor) {
 func (h *Host) Close(ctx context.Context) error {
 	h.mu.Lock()
 	h.closed = true
+	h.mu.Unlock()
+	// Background loads end first (a cancelled compile hook returns; a compile in progress
+	// finishes) and close what they loaded: the runtimes must not close under them.
+	h.cancelLoad()
+	h.loading.Wait()
+	h.mu.Lock()
 	mods := make([]*module, 0, len(h.modules)+len(h.extra))
 	for _, m := range h.modules {
 		mods = append(mods, m)
@@ -305,8 +516,26 @@ func (h *Host) lookup(name, kind string) (*module, error) {
 		return nil, ErrClosed
 	}
 	m := h.modules[name]
+	if st := h.states[name]; m == nil && st != nil && st.kind == kind {
+		select {
+		case <-st.done:
+			return nil, fmt.Errorf("WASM module %s failed to load: %w", name, st.err)
+		default:
+			return nil, &CompilingError{Module: name}
+		}
+	}
 	if m == nil || m.info.Kind != kind {
 		return nil, fmt.Errorf("%w: no %s named %q", ErrUnknownModule, kind, name)
 	}
 	return m, nil
+}
+
+// Warming names each module still compiling as "compiling WASM module NAME", for a
+// function's readiness (fn.Function.Warming).
+func (h *Host) Warming() []string {
+	var out []string
+	for _, name := range h.Compiling() {
+		out = append(out, "compiling WASM module "+name)
+	}
+	return out
 }

@@ -35,6 +35,12 @@ run_once() { # label
 		sleep 0.2
 	done
 	echo "  stack:  $(since "$t2") s to the first answer"
+	# A first start compiles the WASM modules in the background after that: time them too.
+	until grep -q '^WASM modules ready' "$data/stdout.log" || { grep -q '^Ctrl-C' "$data/stdout.log" && ! grep -q '^  Modules:' "$data/stdout.log"; }; do
+		kill -0 "$pid" 2>/dev/null || { echo "lensfn-local exited:"; tail -20 "$data/stderr.log"; exit 1; }
+		sleep 0.2
+	done
+	echo "  modules: $(since "$t2") s to every route answering (WASM modules compiled)"
 	echo "  total:  $(since "$t0") s"
 	kill -INT "$pid"
 	wait "$pid" || true

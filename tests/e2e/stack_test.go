@@ -47,13 +47,22 @@ func dumpLogs(t *testing.T, dataDir string) { stacktest.DumpLogs(t, dataDir) }
 
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(url)
+	resp, body, err := fetch(url)
 	if err != nil {
 		return 0, err.Error()
 	}
+	return resp.StatusCode, body
+}
+
+// fetch GETs url and reads the whole body.
+func fetch(url string) (*http.Response, string, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil, "", err
+	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(raw)
+	return resp, string(raw), nil
 }
 
 func post(t *testing.T, url, contentType, body string, header map[string]string) (int, string) {

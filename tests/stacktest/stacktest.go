@@ -62,6 +62,10 @@ type Options struct {
 	// stack on the same dir passes it again.
 	DataDir string
 	Log     func(string, ...any) // default: t.Logf
+	// Cold returns as soon as the stack serves; otherwise Start also waits until no function
+	// is still compiling WASM modules (a first start on a cold cache), so routes that need a
+	// module answer at once.
+	Cold bool
 	// Prometheus starts the stack's Prometheus (when prometheus is on PATH), as make run does.
 	Prometheus bool
 }
@@ -106,6 +110,11 @@ func Start(t *testing.T, o Options) *local.Stack {
 			DumpLogs(t, opts.DataDir)
 		}
 	})
+	if !o.Cold {
+		if err := stack.WaitWarm(ctx, nil); err != nil {
+			t.Fatalf("the stack's WASM modules did not compile in time: %v (still %v)", err, stack.Warming(context.Background()))
+		}
+	}
 	return stack
 }
 

@@ -148,9 +148,15 @@ func startStack(t *testing.T, bin, modules, dataDir, addr, simAddr, mirror strin
 	go func() {
 		var buf strings.Builder
 		sc := bufio.NewScanner(out)
+		compiling := false
 		for sc.Scan() {
 			buf.WriteString(sc.Text() + "\n")
-			if strings.HasPrefix(sc.Text(), "Ctrl-C") {
+			// On a first start the README says to wait for the modules (make run prints a
+			// Modules line, then "WASM modules ready"), and so does the tour.
+			if strings.HasPrefix(sc.Text(), "  Modules:") {
+				compiling = true
+			}
+			if strings.HasPrefix(sc.Text(), "WASM modules ready") || (!compiling && strings.HasPrefix(sc.Text(), "Ctrl-C")) {
 				printed <- buf.String()
 				_, _ = io.Copy(io.Discard, out)
 				return

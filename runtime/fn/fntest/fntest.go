@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"io"
 	"net/http"
 	"os"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/lensfn/lensfn/runtime/auth"
 	"github.com/lensfn/lensfn/runtime/fn"
@@ -94,4 +97,27 @@ func AuthorizeDefaultClient(t testing.TB, s *fn.Server) string {
 	http.DefaultClient = &http.Client{Transport: BearerTransport{Token: token}}
 	t.Cleanup(func() { http.DefaultClient = saved })
 	return token
+}
+
+// WaitWarm waits until the function at baseURL has no start-up work left (its /readyz lists
+// no "warming: " line, e.g. WASM modules compiling in the background), failing the test
+// after two minutes.
+func WaitWarm(t testing.TB, baseURL string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		resp, err := http.Get(baseURL + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK && !strings.Contains(string(body), fn.WarmingPrefix) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still warming after 2 minutes: %d %s", baseURL, resp.StatusCode, body)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition, not waiting out a duration
+	}
 }

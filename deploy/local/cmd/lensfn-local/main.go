@@ -8,10 +8,15 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/lensfn/lensfn/deploy/local"
 )
+
+// modulesReady starts the line printed when the WASM modules a first start compiles are ready.
+const modulesReady = "WASM modules ready"
 
 func main() {
 	// Everything the stack and its admin commands write under the data dir is private.
@@ -77,6 +82,21 @@ func main() {
 		fmt.Println("  Auth:   OFF (LENS_AUTH=off): anyone on this machine can use the API; LENS_AUTH=required turns tokens on")
 	} else {
 		fmt.Printf("  Auth:   required; create a token with: %s token create --data-dir %s --scopes simulation:read,simulation:run\n", os.Args[0], opts.DataDir)
+	}
+	// On a first start (a new data dir) the functions compile their WASM modules in the
+	// background: say so, and say when they are done, module by module.
+	if warming := stack.Warming(ctx); len(warming) > 0 {
+		fmt.Printf("  Modules:  %s (first start only); the routes that need one answer 503 until %q\n",
+			strings.Join(warming, ", "), modulesReady)
+		started := time.Now()
+		go func() {
+			err := stack.WaitWarm(ctx, func(item string) {
+				fmt.Printf("%s: done in %.0fs\n", item, time.Since(started).Seconds())
+			})
+			if err == nil {
+				fmt.Printf("%s in %.0fs.\n", modulesReady, time.Since(started).Seconds())
+			}
+		}()
 	}
 	fmt.Println("Ctrl-C (or closing the terminal) stops and drains everything.")
 	<-ctx.Done()
