@@ -474,6 +474,10 @@ const (
 	kindHTML  = runreport.KindHTML
 )
 
+// reportCSP locks a report page down: opened in a browser from the API's origin, it may load
+// and run nothing.
+const reportCSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+
 // downloadArtifact answers a run's artifact as an attachment: the per-request records as JSON
 // lines (what the runner wrote) or CSV, or the HTML report, both rendered from the stored run
 // at the time of the request.
@@ -491,8 +495,7 @@ func (a *API) downloadArtifact(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		attachment(w, "text/html; charset=utf-8", id+"-report.html")
-		// Opened in a browser from the API's origin, the page may load and run nothing.
-		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:")
+		w.Header().Set("Content-Security-Policy", reportCSP)
 		_, _ = w.Write(page.Bytes())
 		return nil
 	case kindJSONL, kindCSV:

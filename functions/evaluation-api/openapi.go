@@ -91,6 +91,12 @@ func Document() *openapi.Doc {
 	d.Add(openapi.Op{Method: "GET", Path: Prefix + "/workflow-runs/{id}/details", Summary: "A workflow with its cases and comparison report", Scope: read,
 		Responses: ok("EvaluationDetailsResponse", openapi.Object(map[string]any{"workflow": workflow, "cases": openapi.Schema{"type": "array"},
 			"report": openapi.Schema{"type": []string{"object", "null"}}}, "workflow", "cases")), Errors: []int{http.StatusNotFound}})
+	d.Add(openapi.Op{Method: "GET", Path: Prefix + "/workflow-runs/{id}/artifacts/report-html", Summary: "Download an evaluation's comparison report", Scope: read,
+		Description: "The comparison report as one self-contained HTML page (bar charts as inline SVG; it loads and runs nothing), " +
+			"rebuilt first when the stored report is stale. 404 until the evaluation has a report.",
+		Responses: map[int]openapi.Response{http.StatusOK: {Description: "the page as an attachment", Media: "text/html",
+			Headers: map[string]string{"Content-Disposition": "attachment; filename=<workflow>-report.html"}}},
+		Errors: []int{http.StatusNotFound}})
 	d.Add(openapi.Op{Method: "POST", Path: Prefix + "/workflow-runs/{id}/retry", Summary: "Retry a failed workflow", Scope: write,
 		Responses: map[int]openapi.Response{http.StatusAccepted: {Description: "EvaluationWorkflowResponse", Schema: workflow}},
 		Errors:    []int{http.StatusNotFound, http.StatusConflict}})

@@ -1,6 +1,7 @@
 package evaluationapi
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -17,6 +18,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/runtime/report/comparisonreport"
 	"github.com/lensfn/lensfn/runtime/state"
 	"github.com/lensfn/lensfn/runtime/workflow"
 )
@@ -33,6 +35,7 @@ func (a *API) workflowRoutes() []fn.Route {
 		{Method: "GET", Path: Prefix + "/workflow-runs", Scope: read, Handler: fn.Handle(a.listWorkflows)},
 		{Method: "GET", Path: Prefix + "/workflow-runs/{id}", Scope: read, Handler: fn.Handle(a.getWorkflow)},
 		{Method: "GET", Path: Prefix + "/workflow-runs/{id}/details", Scope: read, Handler: fn.Handle(a.workflowDetails)},
+		{Method: "GET", Path: Prefix + "/workflow-runs/{id}/artifacts/" + comparisonreport.KindHTML, Scope: read, Handler: fn.Handle(a.workflowReportHTML)},
 		{Method: "POST", Path: Prefix + "/workflow-runs/{id}/retry", Scope: write, Handler: fn.Handle(a.retryWorkflow)},
 		{Method: "POST", Path: Prefix + "/workflow-runs/{id}/cancel", Scope: write, Handler: fn.Handle(a.cancelWorkflow)},
 		{Method: "POST", Path: Prefix + "/workflow-runs/{id}/cases/{case}/cancel", Scope: write, Handler: fn.Handle(a.cancelCase)},
@@ -190,22 +193,9 @@ func (a *API) getWorkflow(w http.ResponseWriter, r *http.Request) error {
 func (a *API) workflowDetails(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	id := r.PathValue("id")
-	wf, _, err := a.loadWorkflow(ctx, id)
+	wf, err := a.freshWorkflow(ctx, id)
 	if err != nil {
 		return err
-	}
-	if !wf.Simple() && wf.Has("report") && string(wf.Raw("report")) != "null" && comparison.NeedsRefresh(wf.Raw("report")) {
-		updated, err := a.workflows.Update(ctx, id, func(cur *workflow.Workflow) error {
-			if !comparison.NeedsRefresh(cur.Raw("report")) {
-				return workflow.ErrUnchanged
-			}
-			cur.Set("report", cur.BuildReport(time.Now()))
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		wf = updated
 	}
 	cases := make([]map[string]any, 0, len(wf.Cases()))
 	for _, c := range wf.Cases() {
@@ -234,6 +224,49 @@ func (a *API) workflowDetails(w http.ResponseWriter, r *http.Request) error {
 		report = wf.Raw("report")
 	}
 	fn.WriteJSON(w, http.StatusOK, map[string]any{"workflow": wf.Without("report"), "cases": cases, "report": report})
+	return nil
+}
+
+// freshWorkflow loads a workflow, first rebuilding and saving a stored report that is stale
+// (comparison.NeedsRefresh).
+func (a *API) freshWorkflow(ctx context.Context, id string) (*workflow.Workflow, error) {
+	wf, _, err := a.loadWorkflow(ctx, id)
+	if err != nil || !hasReport(wf) || !comparison.NeedsRefresh(wf.Raw("report")) {
+		return wf, err
+	}
+	return a.workflows.Update(ctx, id, func(cur *workflow.Workflow) error {
+		if !comparison.NeedsRefresh(cur.Raw("report")) {
+			return workflow.ErrUnchanged
+		}
+		cur.Set("report", cur.BuildReport(time.Now()))
+		return nil
+	})
+}
+
+// hasReport tells whether an evaluation has a stored comparison report (simple workflows never do).
+func hasReport(wf *workflow.Workflow) bool {
+	return !wf.Simple() && wf.Has("report") && string(wf.Raw("report")) != "null"
+}
+
+// workflowReportHTML answers the evaluation's comparison report as one self-contained HTML
+// page, locked down like a run's report (it may load and run nothing).
+func (a *API) workflowReportHTML(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	wf, err := a.freshWorkflow(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	if !hasReport(wf) {
+		return problem.New(problem.CodeNotFound, "workflow %s has no comparison report yet (status %s); it is written when the evaluation's cases finish", id, wf.Status())
+	}
+	var page bytes.Buffer // rendered whole first, so a failure is still a problem answer
+	info := comparisonreport.Info{WorkflowID: id, Name: wf.String("name"), Status: wf.Status()}
+	if err := comparisonreport.RenderStored(&page, wf.Raw("report"), info); err != nil {
+		return err
+	}
+	attachment(w, "text/html; charset=utf-8", id+"-report.html")
+	w.Header().Set("Content-Security-Policy", reportCSP)
+	_, _ = w.Write(page.Bytes())
 	return nil
 }
 

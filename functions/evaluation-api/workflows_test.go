@@ -3,6 +3,7 @@ package evaluationapi_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -477,5 +478,70 @@ func TestCancelOfACaseRunIsTheCaseCancel(t *testing.T) {
 	stored, _, _ := w.workflows.Get(context.Background(), id)
 	if c := stored.Case("guide-1"); !c.CancelRequested() || c.Status() != "cancelled" || stored.Case("baseline-1").Status() != "queued" {
 		t.Fatalf("the case was not cancelled: %s", mustJSON(stored))
+	}
+}
+
+// The report-html artifact is 404 until the evaluation has a report, then the comparison report
+// as a locked-down self-contained page, regenerated first when the stored one is stale.
+func TestWorkflowReportHTMLOverHTTP(t *testing.T) {
+	w := startWorkflows(t)
+	var wf map[string]any
+	call(t, "POST", w.url+"/evaluations", w.body(`{"configuration_artifact_id":"`+w.cfg+`"}`), &wf)
+	id := wf["id"].(string)
+	get := func() (*http.Response, string) {
+		resp, err := http.Get(w.url + "/workflow-runs/" + id + "/artifacts/report-html")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(body)
+	}
+	if resp, body := get(); resp.StatusCode != 404 || !strings.Contains(body, "no comparison report yet") ||
+		!strings.HasPrefix(resp.Header.Get("Content-Type"), "application/problem+json") {
+		t.Fatalf("before the report: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := http.Get(w.url + "/workflow-runs/nope/artifacts/report-html"); resp.StatusCode != 404 {
+		t.Fatalf("unknown workflow: %d", resp.StatusCode)
+	}
+	_, err := w.workflows.Update(context.Background(), id, func(wf *workflow.Workflow) error {
+		wf.Set("status", "running")
+		for i, c := range wf.Cases() {
+			c.Set("status", "succeeded")
+			c.Set("metrics", map[string]any{"ttft_ms": float64(10 * (i + 1)), "throughput_tps": 100.0})
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = w.workflows.Update(context.Background(), id, func(wf *workflow.Workflow) error {
+		wf.Set("status", "succeeded")
+		wf.Set("report", map[string]any{"comparison_version": 1, "comparisons": []any{}})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, html := get()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/html; charset=utf-8" ||
+		!strings.Contains(resp.Header.Get("Content-Disposition"), `attachment; filename="`+id+`-report.html"`) ||
+		resp.Header.Get("Content-Security-Policy") != "default-src 'none'; style-src 'unsafe-inline'; img-src data:" {
+		t.Fatalf("report: %d %v", resp.StatusCode, resp.Header)
+	}
+	// The stale (version 1, no comparisons) report was rebuilt: the page shows the guide against
+	// its baseline, with TTFT's -50 % delta.
+	if !strings.Contains(html, "<!DOCTYPE html") || !strings.Contains(html, "TTFT") || !strings.Contains(html, "-50") {
+		t.Fatalf("page:\n%s", html)
+	}
+	if strings.Contains(html, "<script") || strings.Contains(html, "http://") || strings.Contains(html, "https://") {
+		t.Fatal("the page loads or runs something")
+	}
+	stored, _, _ := w.workflows.Get(context.Background(), id)
+	var report struct {
+		Version int `json:"comparison_version"`
+	}
+	if stored.Get("report", &report); report.Version != 2 {
+		t.Fatal("the fresh report was not saved")
 	}
 }
