@@ -91,6 +91,14 @@ func Document() *openapi.Doc {
 	d.Add(openapi.Op{Method: "GET", Path: Prefix + "/workflow-runs/{id}/details", Summary: "A workflow with its cases and comparison report", Scope: read,
 		Responses: ok("EvaluationDetailsResponse", openapi.Object(map[string]any{"workflow": workflow, "cases": openapi.Schema{"type": "array"},
 			"report": openapi.Schema{"type": []string{"object", "null"}}}, "workflow", "cases")), Errors: []int{http.StatusNotFound}})
+	d.Add(openapi.Op{Method: "GET", Path: Prefix + "/workflow-runs/{id}/events", Summary: "Follow a workflow live (Server-Sent Events)", Scope: read,
+		Description: "Events: `status` {status, error?} of the workflow, `case` {case_id, status, error?} per case change, `log` {line} " +
+			"(one per change), and a closing `end` {status, error?, cancellation_error?, finished_at?, report_ready, sla_met} at a terminal status " +
+			"(sla_met: false if any comparison missed its SLA, true if all checked met it, null without checks). " +
+			"Each event's id resumes the stream (Last-Event-ID header or lastEventId).",
+		Query:     []openapi.Param{{Name: "lastEventId", Description: "resume after this event id (for clients that cannot set Last-Event-ID)"}},
+		Responses: map[int]openapi.Response{http.StatusOK: {Description: "the event stream", Media: "text/event-stream", Schema: openapi.Schema{"type": "string"}}},
+		Errors:    []int{http.StatusBadRequest, http.StatusNotFound, http.StatusTooManyRequests}})
 	d.Add(openapi.Op{Method: "GET", Path: Prefix + "/workflow-runs/{id}/artifacts/report-html", Summary: "Download an evaluation's comparison report", Scope: read,
 		Description: "The comparison report as one self-contained HTML page (bar charts as inline SVG; it loads and runs nothing), " +
 			"rebuilt first when the stored report is stale. 404 until the evaluation has a report.",

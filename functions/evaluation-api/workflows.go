@@ -35,6 +35,7 @@ func (a *API) workflowRoutes() []fn.Route {
 		{Method: "GET", Path: Prefix + "/workflow-runs", Scope: read, Handler: fn.Handle(a.listWorkflows)},
 		{Method: "GET", Path: Prefix + "/workflow-runs/{id}", Scope: read, Handler: fn.Handle(a.getWorkflow)},
 		{Method: "GET", Path: Prefix + "/workflow-runs/{id}/details", Scope: read, Handler: fn.Handle(a.workflowDetails)},
+		{Method: "GET", Path: Prefix + "/workflow-runs/{id}/events", Scope: read, Handler: fn.Handle(a.workflowEvents), Query: []string{"lastEventId"}},
 		{Method: "GET", Path: Prefix + "/workflow-runs/{id}/artifacts/" + comparisonreport.KindHTML, Scope: read, Handler: fn.Handle(a.workflowReportHTML)},
 		{Method: "POST", Path: Prefix + "/workflow-runs/{id}/retry", Scope: write, Handler: fn.Handle(a.retryWorkflow)},
 		{Method: "POST", Path: Prefix + "/workflow-runs/{id}/cancel", Scope: write, Handler: fn.Handle(a.cancelWorkflow)},

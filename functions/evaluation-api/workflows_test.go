@@ -12,6 +12,8 @@ import (
 	evaluationapi "github.com/lensfn/lensfn/functions/evaluation-api"
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/inventory"
+	"github.com/lensfn/lensfn/runtime/sse"
+	"github.com/lensfn/lensfn/runtime/sse/ssetest"
 	"github.com/lensfn/lensfn/runtime/state"
 	"github.com/lensfn/lensfn/runtime/workflow"
 )
@@ -543,5 +545,92 @@ func TestWorkflowReportHTMLOverHTTP(t *testing.T) {
 	}
 	if stored.Get("report", &report); report.Version != 2 {
 		t.Fatal("the fresh report was not saved")
+	}
+}
+
+// The orchestrator's writes (through the workflow repo) reach a client following the stream over
+// HTTP: the workflow's status, each case's, a log line per change, and a closing end event with
+// the SLA verdict; Last-Event-ID resumes after an event.
+func TestWorkflowEventsStreamStatusCasesLogsAndEnd(t *testing.T) {
+	w := startWorkflows(t)
+	if code := call(t, "GET", w.url+"/workflow-runs/nope/events", "", nil); code != 404 {
+		t.Fatalf("unknown workflow: %d", code)
+	}
+	var wf map[string]any
+	call(t, "POST", w.url+"/evaluations", w.body(`{"configuration_artifact_id":"`+w.cfg+`"}`), &wf)
+	id := wf["id"].(string)
+	url := w.url + "/workflow-runs/" + id + "/events"
+	ch := ssetest.Watch(t, url, "")
+	expect := func(typ string, check func(map[string]any) bool) sse.Message {
+		t.Helper()
+		m := ssetest.Next(t, ch)
+		if d := decode(t, m); m.Type != typ || (m.ID == "") != (typ == "end") || !check(d) {
+			t.Fatalf("want a %s event, got %+v", typ, m)
+		}
+		return m
+	}
+	line := func(want string) func(map[string]any) bool {
+		return func(d map[string]any) bool { s, _ := d["line"].(string); return strings.Contains(s, want) }
+	}
+	// What the API wrote at create: the two cases, then the queued workflow.
+	for _, c := range []string{"guide-1", "baseline"} {
+		expect("log", line("case "+c))
+		expect("case", func(d map[string]any) bool { return strings.HasPrefix(d["case_id"].(string), c) && d["status"] != "" })
+	}
+	expect("log", line("created: queued"))
+	expect("status", func(d map[string]any) bool { return d["status"] == "queued" })
+
+	ctx := context.Background()
+	if _, err := w.workflows.Update(ctx, id, func(wf *workflow.Workflow) error {
+		wf.Set("status", "running")
+		wf.Cases()[0].Set("status", "failed")
+		wf.Cases()[0].Set("error", "boom")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	expect("log", line("case guide-1"))
+	expect("case", func(d map[string]any) bool {
+		return d["case_id"] == "guide-1" && d["status"] == "failed" && d["error"] == "boom"
+	})
+	expect("log", line("queued -> running"))
+	running := expect("status", func(d map[string]any) bool { return d["status"] == "running" })
+
+	// A write that moves no status adds nothing; the terminal one ends the stream.
+	if _, err := w.workflows.Update(ctx, id, func(wf *workflow.Workflow) error { wf.Set("name", "renamed"); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.workflows.Update(ctx, id, func(wf *workflow.Workflow) error {
+		wf.Set("status", "failed")
+		wf.Set("error", "case guide-1 failed: boom")
+		wf.Set("report", map[string]any{"comparison_version": 2, "comparisons": []any{
+			map[string]any{"guide_case_id": "guide-1", "sla": map[string]any{"met": true, "checks": map[string]any{}}},
+			map[string]any{"guide_case_id": "guide-1", "sla": map[string]any{"met": false, "checks": map[string]any{}}}}})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	expect("log", line("running -> failed"))
+	final := expect("status", func(d map[string]any) bool {
+		return d["status"] == "failed" && d["error"] == "case guide-1 failed: boom"
+	})
+	expect("end", func(d map[string]any) bool {
+		return d["status"] == "failed" && d["error"] == "case guide-1 failed: boom" && d["report_ready"] == true && d["sla_met"] == false
+	})
+	if _, open := <-ch; open {
+		t.Fatal("the stream stayed open after end")
+	}
+
+	var types []string
+	for m := range ssetest.Watch(t, url, running.ID) {
+		types = append(types, m.Type)
+	}
+	if got := strings.Join(types, ","); got != "log,status,end" {
+		t.Fatalf("resumed stream %s", got)
+	}
+	// Resumed past the final status, the stream ends at once.
+	started := time.Now()
+	if m := ssetest.Next(t, ssetest.Watch(t, url+"?lastEventId="+final.ID, "")); m.Type != "end" || time.Since(started) > time.Second {
+		t.Fatalf("resumed after the end: %+v after %s", m, time.Since(started))
 	}
 }

@@ -39,7 +39,9 @@ func (r *Repo) Create(ctx context.Context, w *Workflow) error {
 	if err != nil {
 		return err
 	}
-	_, err = r.Store.Create(ctx, rec)
+	if _, err = r.Store.Create(ctx, rec); err == nil {
+		r.appendChanges(ctx, statuses{}, w)
+	}
 	return err
 }
 
@@ -91,6 +93,7 @@ func (r *Repo) Update(ctx context.Context, id string, mutate func(*Workflow) err
 		if err != nil {
 			return nil, err
 		}
+		before := statusesOf(w)
 		if err := mutate(w); errors.Is(err, ErrUnchanged) {
 			return w, nil
 		} else if err != nil {
@@ -109,6 +112,7 @@ func (r *Repo) Update(ctx context.Context, id string, mutate func(*Workflow) err
 		} else if err != nil {
 			return nil, err
 		}
+		r.appendChanges(ctx, before, w)
 		return w, nil
 	}
 	return nil, fmt.Errorf("workflow: %s kept changing; try again", id)
