@@ -364,13 +364,10 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// Details expand each case and rebuild a stale stored report (comparison_version 1 here),
-// saving the fresh one.
-func TestDetailsRegenerateAStaleReport(t *testing.T) {
-	w := startWorkflows(t)
-	var wf map[string]any
-	call(t, "POST", w.url+"/evaluations", w.body(`{"configuration_artifact_id":"`+w.cfg+`"}`), &wf)
-	id := wf["id"].(string)
+// succeedWithAStaleReport finishes both cases (the guide's TTFT half the baseline's) and the
+// workflow, with a stored report of comparison_version 1 (stale).
+func (w *wfHarness) succeedWithAStaleReport(t *testing.T, id string) {
+	t.Helper()
 	_, err := w.workflows.Update(context.Background(), id, func(wf *workflow.Workflow) error {
 		wf.Set("status", "running")
 		for i, c := range wf.Cases() {
@@ -390,6 +387,16 @@ func TestDetailsRegenerateAStaleReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Details expand each case and rebuild a stale stored report (comparison_version 1 here),
+// saving the fresh one.
+func TestDetailsRegenerateAStaleReport(t *testing.T) {
+	w := startWorkflows(t)
+	var wf map[string]any
+	call(t, "POST", w.url+"/evaluations", w.body(`{"configuration_artifact_id":"`+w.cfg+`"}`), &wf)
+	id := wf["id"].(string)
+	w.succeedWithAStaleReport(t, id)
 	var details struct {
 		Workflow map[string]any   `json:"workflow"`
 		Cases    []map[string]any `json:"cases"`
@@ -506,25 +513,7 @@ func TestWorkflowReportHTMLOverHTTP(t *testing.T) {
 	if resp, _ := http.Get(w.url + "/workflow-runs/nope/artifacts/report-html"); resp.StatusCode != 404 {
 		t.Fatalf("unknown workflow: %d", resp.StatusCode)
 	}
-	_, err := w.workflows.Update(context.Background(), id, func(wf *workflow.Workflow) error {
-		wf.Set("status", "running")
-		for i, c := range wf.Cases() {
-			c.Set("status", "succeeded")
-			c.Set("metrics", map[string]any{"ttft_ms": float64(10 * (i + 1)), "throughput_tps": 100.0})
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = w.workflows.Update(context.Background(), id, func(wf *workflow.Workflow) error {
-		wf.Set("status", "succeeded")
-		wf.Set("report", map[string]any{"comparison_version": 1, "comparisons": []any{}})
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w.succeedWithAStaleReport(t, id)
 	resp, html := get()
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/html; charset=utf-8" ||
 		!strings.Contains(resp.Header.Get("Content-Disposition"), `attachment; filename="`+id+`-report.html"`) ||
