@@ -1,11 +1,11 @@
 // Package lensctl is the command-line client of the Lensfn APIs: datasets (list, download,
 // timeline), simulation tasks (create, list, get, watch, stop, rerun, delete, report), the
 // catalogue (backends, scenarios, discover), benchmark runs (eval runs create, list, get, watch,
-// cancel, delete, report), evaluation workflows (eval workflows list, get, details, cancel,
-// retry, delete), multi-configuration evaluations (eval evaluations create, list, get) and
+// cancel, delete, report), evaluation workflows (eval workflows list, get, details, watch,
+// report, cancel, retry, delete), multi-configuration evaluations (eval evaluations create, list, get) and
 // compare (two tasks or two runs side by side, or an evaluation's comparison report), with
-// tables by default and --output json|yaml, a progress bar while watching (from the task's or
-// run's Server-Sent Events stream) and while downloading, and exit codes scripts can branch on
+// tables by default and --output json|yaml, a progress bar while watching (from the task's,
+// run's or workflow's Server-Sent Events stream) and while downloading, and exit codes scripts can branch on
 // (ExitOK, ExitFailed, ExitUsage, ExitCancelled, ExitSLAMissed). The API URL and token come from
 // flags, then LENS_API / LENS_TOKEN, then ~/.config/lensfn/config.yaml.
 //

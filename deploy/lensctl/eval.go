@@ -55,7 +55,7 @@ func slaText(met *bool) string {
 func (a *app) evalCmd() *cobra.Command {
 	return group("eval", "Evaluations: benchmark runs, workflows and multi-configuration evaluations",
 		group("runs", "Benchmark runs", a.runCreate(), a.runList(), a.runGet(), a.runWatch(), a.runCancel(), a.runDelete(), a.runReport()),
-		group("workflows", "Evaluation workflows", a.workflowList(), a.workflowGet(), a.workflowDetails(),
+		group("workflows", "Evaluation workflows", a.workflowList(), a.workflowGet(), a.workflowDetails(), a.workflowWatch(), a.workflowReport(),
 			a.postCmd("cancel", "Cancel a workflow", workflowPath), a.postCmd("retry", "Retry a failed or cancelled workflow", workflowPath), a.workflowDelete()),
 		group("evaluations", "Multi-configuration evaluations", a.evaluationCreate(), a.evaluationList(), a.evaluationGet()))
 }
@@ -402,6 +402,40 @@ func (a *app) printDetails(d details) error {
 		return a.printComparison(d.Report)
 	}
 	return nil
+}
+
+func (a *app) workflowWatch() *cobra.Command {
+	return &cobra.Command{Use: "watch ID",
+		Short: "Follow a workflow until it finishes (exit 0 succeeded, 1 failed, 3 cancelled, 4 succeeded but a comparison missed its SLA)",
+		Args:  args(cobra.ExactArgs(1)), RunE: func(cmd *cobra.Command, argv []string) error { return a.watchWorkflow(cmd, argv[0]) }}
+}
+
+// watchWorkflow follows the workflow's event stream (the bar counts finished cases) and maps
+// how it ended to the exit code.
+func (a *app) watchWorkflow(cmd *cobra.Command, id string) error {
+	end, err := a.follow(cmd, workflowPath(id)+"/events", id)
+	if err != nil {
+		return err
+	}
+	var w record
+	if err := a.client.JSON(cmd.Context(), "GET", workflowPath(id), nil, nil, &w); err == nil {
+		if err := a.printWorkflow(w); err != nil {
+			return err
+		}
+	}
+	return runOutcome("workflow "+id, end.Status, end.finalMessage(), end.SLAMet != nil && !*end.SLAMet)
+}
+
+// workflowReport downloads the evaluation's comparison report page (the only artifact a
+// workflow has).
+func (a *app) workflowReport() *cobra.Command {
+	var dest string
+	c := &cobra.Command{Use: "report ID", Short: "Download an evaluation's comparison report (report-html) to a file", Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			return a.download(cmd, workflowPath(argv[0]), argv[0], "report-html", dest)
+		}}
+	c.Flags().StringVar(&dest, "file", "", "where to write it (default <id>-report.html)")
+	return c
 }
 
 func (a *app) workflowDelete() *cobra.Command {

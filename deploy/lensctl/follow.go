@@ -19,7 +19,8 @@ import (
 	"github.com/lensfn/lensfn/runtime/sse"
 )
 
-// progressEvent is what a status, log or end event of a task's or run's stream carries.
+// progressEvent is what a status, case, log or end event of a task's, run's or workflow's stream
+// carries.
 type progressEvent struct {
 	Status          string  `json:"status"`
 	Phase           string  `json:"phase"`
@@ -32,6 +33,13 @@ type progressEvent struct {
 	SLA             *struct {
 		Met *bool `json:"met"`
 	} `json:"sla"`
+	CaseID string `json:"case_id"` // a workflow's case event
+	SLAMet *bool  `json:"sla_met"` // a workflow's end: false if a comparison missed its SLA
+}
+
+// caseFinished tells whether a workflow case's status is final.
+func caseFinished(status string) bool {
+	return status == "succeeded" || status == "failed" || status == "cancelled"
 }
 
 // follow reads an event stream (eventsPath) until its end event, reconnecting after the last
@@ -45,6 +53,7 @@ func (a *app) follow(cmd *cobra.Command, eventsPath, label string) (progressEven
 	}
 	last := ""
 	var end *progressEvent
+	cases := map[string]bool{} // a workflow's cases seen, and whether each has finished
 	for attempt := 0; end == nil; attempt++ {
 		header := http.Header{}
 		if last != "" {
@@ -72,10 +81,26 @@ func (a *app) follow(cmd *cobra.Command, eventsPath, label string) (progressEven
 					what += " " + ev.Phase
 				}
 				if bar != nil {
-					_ = bar.Set(int(ev.ProgressPercent * 10))
+					if len(cases) == 0 { // a workflow's bar counts its cases instead
+						_ = bar.Set(int(ev.ProgressPercent * 10))
+					}
 					bar.Describe(fmt.Sprintf("%s %s: %s", label, what, ev.ProgressMessage))
 				} else {
 					fmt.Fprintf(a.errOut, "%s %.1f%% %s\n", what, ev.ProgressPercent, ev.ProgressMessage)
+				}
+			case "case":
+				cases[ev.CaseID] = caseFinished(ev.Status)
+				done := 0
+				for _, finished := range cases {
+					if finished {
+						done++
+					}
+				}
+				if bar != nil {
+					_ = bar.Set(done * 1000 / len(cases))
+					bar.Describe(fmt.Sprintf("%s: case %s %s (%d of %d cases finished)", label, ev.CaseID, ev.Status, done, len(cases)))
+				} else {
+					fmt.Fprintf(a.errOut, "case %s %s (%d of %d cases finished)\n", ev.CaseID, ev.Status, done, len(cases))
 				}
 			case "log":
 				if bar == nil {

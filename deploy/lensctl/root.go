@@ -13,11 +13,11 @@ import (
 
 // Exit codes.
 const (
-	ExitOK        = 0 // done; a watched task completed, a watched run succeeded (and met its SLA)
-	ExitFailed    = 1 // an API or transport error, or a watched task or run failed
+	ExitOK        = 0 // done; a watched task completed, a watched run or workflow succeeded (and met its SLA)
+	ExitFailed    = 1 // an API or transport error, or a watched task, run or workflow failed
 	ExitUsage     = 2 // bad flags or arguments
-	ExitCancelled = 3 // a watched task or run was cancelled (or deleted)
-	ExitSLAMissed = 4 // a watched run succeeded but missed its SLA; an evaluation's guide missed its SLA
+	ExitCancelled = 3 // a watched task, run or workflow was cancelled (or deleted)
+	ExitSLAMissed = 4 // a watched run or workflow succeeded but missed its SLA; an evaluation's guide missed its SLA
 )
 
 // usageError marks an error in how lensctl was called.

@@ -20,10 +20,12 @@ import (
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/fn/fntest"
 	"github.com/lensfn/lensfn/runtime/loadgen"
+	"github.com/lensfn/lensfn/runtime/rawjson"
 	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/simtask"
 	"github.com/lensfn/lensfn/runtime/state"
 	"github.com/lensfn/lensfn/runtime/state/redisstore"
+	"github.com/lensfn/lensfn/runtime/workflow"
 )
 
 // evalStack is the local stack's ingress in small: simulation-api and evaluation-api sharing
@@ -31,7 +33,8 @@ import (
 // routes are served by workflowStandIn until the orchestrator's land in evaluation-api.
 type evalStack struct {
 	*stack
-	runs *evalrun.Repo
+	runs      *evalrun.Repo
+	workflows *workflow.Repo
 }
 
 const staticExecution = `[{"id":"exec-1","cluster_session_id":"session-1","name":"sim","model":"fake-model","endpoint":"http://127.0.0.1:1/v1","namespace":"local"}]`
@@ -67,6 +70,9 @@ func newEvalStack(t *testing.T) *evalStack {
 	mux.Handle("/api/simulation/", sim.Handler)
 	mux.Handle("/api/v1/evaluate/workflow-runs", workflowStandIn)
 	mux.Handle("/api/v1/evaluate/workflow-runs/", workflowStandIn)
+	mux.Handle("GET /api/v1/evaluate/workflow-runs/{id}/events", eval.Handler)
+	mux.Handle("GET /api/v1/evaluate/workflow-runs/{id}/artifacts/report-html", eval.Handler)
+	mux.Handle("GET /api/v1/evaluate/workflow-runs/wf-watch", eval.Handler)
 	mux.Handle("/api/v1/evaluate/", eval.Handler)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -74,7 +80,8 @@ func newEvalStack(t *testing.T) *evalStack {
 	return &evalStack{
 		stack: &stack{url: srv.URL, token: fntest.Token(t, eval), dataDir: dataDir,
 			repo: &simtask.Repo{Store: sim.Deps.Store, DataDir: dataDir}},
-		runs: &evalrun.Repo{Store: eval.Deps.Store, Sealer: sealer, DataDir: dataDir},
+		runs:      &evalrun.Repo{Store: eval.Deps.Store, Sealer: sealer, DataDir: dataDir},
+		workflows: &workflow.Repo{Store: eval.Deps.Store},
 	}
 }
 
@@ -358,5 +365,94 @@ func TestWorkflowAndEvaluationCommands(t *testing.T) {
 	}
 	if r := es.run(t, nil, "eval", "workflows", "get", "nope"); r.code != lensctl.ExitFailed || !strings.Contains(r.stderr, "404") {
 		t.Fatalf("unknown workflow: %+v", r)
+	}
+}
+
+// newWatchedWorkflow stores an evaluation workflow wf-watch (a guide and a baseline, queued) in
+// evaluation-api's store; the workflow routes of its id are the real ones.
+func (es *evalStack) newWatchedWorkflow(t *testing.T) {
+	t.Helper()
+	wf := workflow.New(workflow.KindEvaluation, "wf-watch", "queued")
+	var cases []*workflow.Case
+	for _, id := range []string{"guide-1", "baseline-1"} {
+		c := &workflow.Case{Doc: rawjson.New()}
+		c.Set("id", id)
+		c.Set("status", "queued")
+		cases = append(cases, c)
+	}
+	wf.SetCases(cases)
+	wf.Set("created_at", time.Now().UTC().Format(time.RFC3339Nano))
+	if err := es.workflows.Create(context.Background(), wf); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// finishWorkflow plays the orchestrator: the cases finish, then the workflow with a report
+// whose comparison met its SLA or not.
+func (es *evalStack) finishWorkflow(t *testing.T, status string, slaMet bool) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := es.workflows.Update(ctx, "wf-watch", func(wf *workflow.Workflow) error {
+		wf.Set("status", "running")
+		for _, c := range wf.Cases() {
+			c.Set("status", status)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := es.workflows.Update(ctx, "wf-watch", func(wf *workflow.Workflow) error {
+		wf.Set("status", status)
+		if status == "failed" {
+			wf.Set("error", "case guide-1 failed: the deployment never became ready")
+		}
+		wf.Set("report", map[string]any{"comparison_version": 2, "comparisons": []any{
+			map[string]any{"guide_case_id": "guide-1", "sla": map[string]any{"met": slaMet, "checks": map[string]any{}}}}})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEvalWorkflowsWatchExitsByOutcomeAndSLA(t *testing.T) {
+	for name, tc := range map[string]struct {
+		status string
+		slaMet bool
+		want   int
+	}{
+		"succeeded, SLA met":    {"succeeded", true, lensctl.ExitOK},
+		"succeeded, SLA missed": {"succeeded", false, lensctl.ExitSLAMissed},
+		"failed":                {"failed", true, lensctl.ExitFailed},
+		"cancelled":             {"cancelled", true, lensctl.ExitCancelled},
+	} {
+		es := newEvalStack(t)
+		es.newWatchedWorkflow(t)
+		done := make(chan result, 1)
+		go func() { done <- es.run(t, nil, "eval", "workflows", "watch", "wf-watch") }()
+		time.Sleep(50 * time.Millisecond) // the watch may connect before or after: both must work
+		es.finishWorkflow(t, tc.status, tc.slaMet)
+		select {
+		case r := <-done:
+			if r.code != tc.want || !strings.Contains(r.stderr, "case guide-1 "+tc.status) ||
+				!strings.Contains(r.stderr, "2 of 2 cases finished") || !strings.Contains(r.stdout, "wf-watch") {
+				t.Errorf("%s: %+v", name, r)
+			}
+			if tc.status == "failed" && !strings.Contains(r.stderr, "the deployment never became ready") {
+				t.Errorf("a failed watch does not say why: %+v", r)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: watch did not end", name)
+		}
+		if name != "succeeded, SLA met" {
+			continue
+		}
+		// The finished evaluation's report downloads as its page.
+		file := filepath.Join(t.TempDir(), "report.html")
+		if r := es.run(t, nil, "eval", "workflows", "report", "wf-watch", "--file", file); r.code != 0 {
+			t.Fatalf("report: %+v", r)
+		}
+		if page, err := os.ReadFile(file); err != nil || !strings.Contains(string(page), "<!DOCTYPE html") {
+			t.Fatalf("report page: %v %.200s", err, page)
+		}
 	}
 }
