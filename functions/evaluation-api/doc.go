@@ -10,12 +10,14 @@
 // benchmarks. The benchmark-runner stage executes the runs.
 //
 // It serves the workflow routes too (POST /workflow-runs and /evaluations, list, get, details,
-// retry, cancel, case cancel, delete) over runtime/workflow's records, and consumes
+// events, the report-html artifact, retry, cancel, case cancel, delete) over runtime/workflow's
+// records, and consumes
 // dev.lensfn.evaluation.requested.v1 to create an evaluation as POST /evaluations does; it
 // announces workflows with dev.lensfn.evaluation.workflow.queued.v1 and the
 // workflow-orchestrator stage carries them out.
 //
 // It may import events, runtime/fn, runtime/auth, runtime/cloudevent, runtime/problem,
 // runtime/state, runtime/sse, runtime/openapi, runtime/report/runreport, runtime/egress,
-// runtime/inventory, runtime/evalrun, runtime/deployconfig, runtime/workflow and runtime/comparison.
+// runtime/inventory, runtime/evalrun, runtime/deployconfig, runtime/workflow, runtime/comparison
+// and runtime/report/comparisonreport.
 package evaluationapi
