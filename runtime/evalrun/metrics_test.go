@@ -111,7 +111,9 @@ func TestDistributionMatchesPercentileOfTheSortedValues(t *testing.T) {
 		"ascending":  func(n int) []float64 { return fill(n, func(i int) float64 { return float64(i) }) },
 		"descending": func(n int) []float64 { return fill(n, func(i int) float64 { return float64(-i) }) },
 		"organ pipe": func(n int) []float64 { return fill(n, func(i int) float64 { return float64(min(i, n-i)) }) },
-		"heavy tail": func(n int) []float64 { return fill(n, func(int) float64 { return rng.ExpFloat64() * rng.ExpFloat64() }) },
+		"heavy tail": func(n int) []float64 {
+			return fill(n, func(int) float64 { return rng.ExpFloat64() * rng.ExpFloat64() })
+		},
 	}
 	for name, shape := range shapes {
 		for _, n := range []int{1, 2, 3, 5, 10, 99, 100, 101, 1000, 4097, 100_000} {
