@@ -16,6 +16,7 @@ import (
 
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/loadgen"
+	"github.com/lensfn/lensfn/tests/bench/benchkit"
 )
 
 // The closed loop's shape (LENS_EVAL_* vary it): 4,096 in flight, 64-token prompts, 16 output
@@ -30,12 +31,12 @@ type loopShape struct {
 
 func shapeOf(b *testing.B) loopShape {
 	return loopShape{
-		concurrency: envInt(b, "LENS_EVAL_CONCURRENCY", 4096),
-		requests:    envInt(b, "LENS_EVAL_LOOP_REQUESTS", 1_000_000),
-		isl:         envInt(b, "LENS_EVAL_ISL", 64),
-		osl:         envInt(b, "LENS_EVAL_OSL", 16),
-		warm:        envDuration(b, "LENS_EVAL_WARM", 5*time.Second),
-		window:      envDuration(b, "LENS_EVAL_WINDOW", 20*time.Second),
+		concurrency: benchkit.EnvInt(b, "LENS_EVAL_CONCURRENCY", 4096),
+		requests:    benchkit.EnvInt(b, "LENS_EVAL_LOOP_REQUESTS", 1_000_000),
+		isl:         benchkit.EnvInt(b, "LENS_EVAL_ISL", 64),
+		osl:         benchkit.EnvInt(b, "LENS_EVAL_OSL", 16),
+		warm:        benchkit.EnvDuration(b, "LENS_EVAL_WARM", 5*time.Second),
+		window:      benchkit.EnvDuration(b, "LENS_EVAL_WINDOW", 20*time.Second),
 	}
 }
 
@@ -212,7 +213,7 @@ func runEngineLoop(b *testing.B, shape loopShape, stream bool) {
 			case <-done:
 				return 0, fmt.Errorf("the engine's run ended: %v", runErr)
 			default:
-				return selfCPU(), nil
+				return benchkit.CPUTime(), nil
 			}
 		}
 		w := measure(b, sim, shape, cpu, func() float64 { return float64(progress.Snapshot().InFlight) })

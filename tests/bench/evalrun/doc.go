@@ -18,6 +18,7 @@
 // server and client it starts is stopped when its benchmark ends.
 //
 // As a test package under tests/ it may import anything in the module; it imports
-// runtime/loadgen, runtime/evalrun, tests/stacktest and the standard library, and runs
+// runtime/loadgen, runtime/evalrun, tests/stacktest, tests/bench/benchkit and the standard
+// library, and runs
 // the simulator, k6 and vegeta as separate processes. Linux only (procfs, getrusage).
 package evalrun

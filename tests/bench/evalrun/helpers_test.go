@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lensfn/lensfn/tests/bench/benchkit"
 )
 
 // simModel is the model name the simulator serves.
@@ -27,32 +28,13 @@ type simulator struct {
 	pid  int
 }
 
-// simulatorBinary builds the simulator unless LENS_SIM_BIN names a prebuilt one (as
-// tests/bench/run.sh builds it) and returns its path.
-func simulatorBinary(b *testing.B) string {
-	if bin := os.Getenv("LENS_SIM_BIN"); bin != "" {
-		return bin
-	}
-	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
-	if err != nil {
-		b.Fatal(err)
-	}
-	bin := filepath.Join(b.TempDir(), "inference-sim")
-	build := exec.Command("go", "build", "-o", bin, "./functions/inference-sim/cmd/inference-sim")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("building the simulator: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // startSimulator starts a fresh simulator with zero latency and room for every request of a
 // 4,096-wide closed loop, stopped when the benchmark ends.
 func startSimulator(b *testing.B, extra ...string) *simulator {
-	port := freePort(b)
+	port := benchkit.FreePort(b)
 	args := append([]string{"--model", simModel, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--seed", "1",
 		"--max-num-seqs", "4096", "--max-waiting-queue-length", "100000", "--max-model-len", "4096"}, extra...)
-	cmd := exec.Command(simulatorBinary(b), args...)
+	cmd := exec.Command(benchkit.SimulatorBinary(b), args...)
 	// fasthttp logs every connection a client closes; the log is shown only when the benchmark fails.
 	logPath := filepath.Join(b.TempDir(), "inference-sim.log")
 	logFile, err := os.Create(logPath)
@@ -132,24 +114,6 @@ func (s *simulator) counters(b *testing.B) simCounters {
 	return c
 }
 
-func freePort(b *testing.B) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// selfCPU is the CPU this process has used, user + system (getrusage).
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		panic(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // clockTick is USER_HZ, the unit of utime and stime in /proc/PID/stat (100 on Linux).
 const clockTick = 10 * time.Millisecond
 
@@ -197,43 +161,10 @@ func loadAverage() float64 {
 	return v
 }
 
-// percentile is the nearest-rank percentile of sorted values.
-func percentile(sorted []float64, p float64) float64 {
-	if len(sorted) == 0 {
-		return math.NaN()
-	}
-	i := int(math.Ceil(float64(len(sorted))*p/100)) - 1
-	return sorted[max(i, 0)]
-}
-
 func sortedCopy(v []float64) []float64 {
 	s := append([]float64(nil), v...)
 	sort.Float64s(s)
 	return s
-}
-
-func envInt(b *testing.B, name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		b.Fatalf("%s=%q: want a positive integer", name, v)
-	}
-	return n
-}
-
-func envDuration(b *testing.B, name string, def time.Duration) time.Duration {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		b.Fatalf("%s=%q: want a positive duration", name, v)
-	}
-	return d
 }
 
 // checkFileLimit fails early when the process may not open the sockets a closed loop of n

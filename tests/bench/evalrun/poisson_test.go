@@ -10,6 +10,7 @@ import (
 
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/loadgen"
+	"github.com/lensfn/lensfn/tests/bench/benchkit"
 )
 
 // poissonStage is one shared-prefix rate stage as the benchmark-runner lays it out: Poisson
@@ -51,8 +52,8 @@ func (s *poissonStage) Load(i int, r *loadgen.Request) error {
 // at 5,000/s is itself ~0.26 % (one standard deviation) off the nominal rate; the error against
 // the nominal rate is reported too.
 func BenchmarkPoissonStage(b *testing.B) {
-	rate := float64(envInt(b, "LENS_EVAL_RATE", 5000))
-	seconds := float64(envInt(b, "LENS_EVAL_SECONDS", 30))
+	rate := float64(benchkit.EnvInt(b, "LENS_EVAL_RATE", 5000))
+	seconds := float64(benchkit.EnvInt(b, "LENS_EVAL_SECONDS", 30))
 	checkFileLimit(b, 4096)
 	for b.Loop() {
 		sim := startSimulator(b)
@@ -77,9 +78,9 @@ func BenchmarkPoissonStage(b *testing.B) {
 		})
 		cfg := loadgen.Config{BaseURL: sim.base + "/v1", Model: simModel, API: loadgen.APICompletions, Stream: true, IgnoreEOS: true,
 			InterTokenTimes: true, Seed: 1, RunID: "bench", RequestTimeout: 120 * time.Second, Client: loadgen.NewHTTPClient()}
-		cpu0 := selfCPU()
+		cpu0 := benchkit.CPUTime()
 		st, err := loadgen.RunSchedule(context.Background(), cfg, stage, collect)
-		cpu := selfCPU() - cpu0
+		cpu := benchkit.CPUTime() - cpu0
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -93,9 +94,9 @@ func BenchmarkPoissonStage(b *testing.B) {
 		sortedDelay, sortedStarts, sortedSched := sortedCopy(delay), sortedCopy(starts), sortedCopy(scheduled)
 		achieved := float64(n-1) / (sortedStarts[n-1] - sortedStarts[0])
 		planned := float64(n-1) / (sortedSched[n-1] - sortedSched[0])
-		b.ReportMetric(percentile(sortedDelay, 50), "delay-p50-ms")
-		b.ReportMetric(percentile(sortedDelay, 90), "delay-p90-ms")
-		b.ReportMetric(percentile(sortedDelay, 99), "delay-p99-ms")
+		b.ReportMetric(benchkit.Percentile(sortedDelay, 50), "delay-p50-ms")
+		b.ReportMetric(benchkit.Percentile(sortedDelay, 90), "delay-p90-ms")
+		b.ReportMetric(benchkit.Percentile(sortedDelay, 99), "delay-p99-ms")
 		b.ReportMetric(sortedDelay[n-1], "delay-max-ms")
 		b.ReportMetric(achieved, "achieved-rps")
 		b.ReportMetric(100*math.Abs(achieved-planned)/planned, "rate-err-%")

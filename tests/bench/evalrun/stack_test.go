@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lensfn/lensfn/tests/bench/benchkit"
 	"github.com/lensfn/lensfn/tests/stacktest"
 )
 
@@ -221,9 +222,9 @@ func (p *stampingProxy) seen() (first, last time.Time) {
 //     stage's clock anchored at phase_started_at, and, as a check, from a relay in front of the
 //     simulator that stamps the first inference request and the end of the last answer.
 func BenchmarkRunnerStack(b *testing.B) {
-	requests := envInt(b, "LENS_EVAL_STACK_REQUESTS", 100_000)
+	requests := benchkit.EnvInt(b, "LENS_EVAL_STACK_REQUESTS", 100_000)
 	concurrencies := []int{256, 4096}
-	if v := envInt(b, "LENS_EVAL_STACK_CONCURRENCY", 0); v > 0 {
+	if v := benchkit.EnvInt(b, "LENS_EVAL_STACK_CONCURRENCY", 0); v > 0 {
 		concurrencies = []int{v}
 	}
 	checkFileLimit(b, 4096)
@@ -264,7 +265,7 @@ func BenchmarkRunnerStack(b *testing.B) {
 		})
 	}
 	b.Run("orchestration", func(b *testing.B) {
-		runs := envInt(b, "LENS_EVAL_ORCH_RUNS", 5)
+		runs := benchkit.EnvInt(b, "LENS_EVAL_ORCH_RUNS", 5)
 		for b.Loop() {
 			sim := startSimulator(b)
 			proxy := newStampingProxy(b, sim.base)
