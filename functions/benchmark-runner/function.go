@@ -17,6 +17,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/leasedrun"
+	"github.com/lensfn/lensfn/runtime/loadgen"
 	"github.com/lensfn/lensfn/runtime/state"
 )
 
@@ -123,14 +124,12 @@ func NewRunner(d fn.Deps, s Settings, runs *evalrun.Repo) *Runner {
 	return r
 }
 
-// endpointClient is the load engine's client tuning (no per-host cap, no gzip, large buffers)
-// on a transport that dials only where the endpoint policy allows, redirects included.
+// endpointClient is the load engine's client tuning (loadgen.TuneTransport: no per-host cap,
+// no gzip, small per-connection buffers) on a transport that dials only where the endpoint
+// policy allows, redirects included.
 func endpointClient(p *egress.Policy) *http.Client {
 	t := p.Transport()
-	t.ForceAttemptHTTP2 = true
-	t.MaxIdleConns, t.MaxIdleConnsPerHost = 0, 1<<16
-	t.DisableCompression = true
-	t.WriteBufferSize, t.ReadBufferSize = 32<<10, 32<<10
+	loadgen.TuneTransport(t)
 	return &http.Client{Transport: t, CheckRedirect: p.CheckRedirect}
 }
 

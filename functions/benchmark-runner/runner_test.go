@@ -345,14 +345,19 @@ func TestSharedPrefixRateStages(t *testing.T) {
 
 func TestLostRunnerFailsTheRun(t *testing.T) {
 	h := start(t, &fakeModel{}, fast())
-	id := h.create(t, `{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":4}]}`)
-	// A runner claimed it and died: running, and nobody holds its lease.
-	if _, err := h.runs.Transition(context.Background(), id, []string{evalrun.StatusQueued}, evalrun.StatusRunning, state.Fence{}, func(r *evalrun.Run) error {
-		r.Set("owner_instance_id", "dead-pod")
-		return nil
-	}); err != nil {
+	// A runner claimed it and died: stored running, owned by a pod that holds no lease. It is
+	// stored that way at once: a queued run would be claimed by this runner's own sweep first.
+	req, raw, err := evalrun.ParseRequest([]byte(`{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":4}]}`))
+	if err != nil {
 		t.Fatal(err)
 	}
+	lost := evalrun.BuildRun(evalrun.NewID(), req, raw, evalrun.Target{ExecutionID: "exec-1", Model: "fake-model", Endpoint: h.url, Status: "ready"})
+	lost.Set("status", evalrun.StatusRunning)
+	lost.Set("owner_instance_id", "dead-pod")
+	if err := h.runs.Create(context.Background(), lost, "sk-test"); err != nil {
+		t.Fatal(err)
+	}
+	id := lost.ID()
 	run := h.waitFor(t, id, 5*time.Second, terminal)
 	if run.Status() != evalrun.StatusFailed || !strings.Contains(run.String("error"), "runner was lost") || !strings.Contains(run.String("error"), "dead-pod") {
 		t.Fatalf("status %s error %q", run.Status(), run.String("error"))

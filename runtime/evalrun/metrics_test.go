@@ -2,7 +2,10 @@ package evalrun
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/lensfn/lensfn/events"
@@ -94,5 +97,70 @@ func TestSLAVerdict(t *testing.T) {
 	unknown := EvaluateSLA(NewBuilder(nil).Metrics(""), &events.SLATargets{TTFTMs: f(1)})
 	if unknown.Met != nil || unknown.Checks["ttft"].Met != nil || unknown.Checks["ttft"].Actual != nil {
 		t.Fatalf("verdict without data %+v", unknown)
+	}
+}
+
+// distribution finds percentiles by selection; they must be exactly what Percentile gives over
+// the sorted values (numpy's linear interpolation), for any shape of input.
+func TestDistributionMatchesPercentileOfTheSortedValues(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	shapes := map[string]func(n int) []float64{
+		"uniform":    func(n int) []float64 { return fill(n, func(int) float64 { return rng.Float64() * 1000 }) },
+		"few values": func(n int) []float64 { return fill(n, func(int) float64 { return float64(rng.IntN(4)) }) },
+		"all equal":  func(n int) []float64 { return fill(n, func(int) float64 { return 7 }) },
+		"ascending":  func(n int) []float64 { return fill(n, func(i int) float64 { return float64(i) }) },
+		"descending": func(n int) []float64 { return fill(n, func(i int) float64 { return float64(-i) }) },
+		"organ pipe": func(n int) []float64 { return fill(n, func(i int) float64 { return float64(min(i, n-i)) }) },
+		"heavy tail": func(n int) []float64 {
+			return fill(n, func(int) float64 { return rng.ExpFloat64() * rng.ExpFloat64() })
+		},
+	}
+	for name, shape := range shapes {
+		for _, n := range []int{1, 2, 3, 5, 10, 99, 100, 101, 1000, 4097, 100_000} {
+			values := shape(n)
+			orig := slices.Clone(values)
+			got := distribution(values, "_ms")
+			sorted := slices.Clone(values)
+			slices.Sort(sorted)
+			for _, p := range distributionPercentiles {
+				key := fmt.Sprintf("p%d_ms", p)
+				if want := round(Percentile(sorted, float64(p)), 3); got[key] != want {
+					t.Fatalf("%s, n=%d: %s = %v, want %v", name, n, key, got[key], want)
+				}
+			}
+			if got["min_ms"] != round(sorted[0], 3) || got["max_ms"] != round(sorted[n-1], 3) {
+				t.Fatalf("%s, n=%d: min %v max %v", name, n, got["min_ms"], got["max_ms"])
+			}
+			if !slices.Equal(values, orig) {
+				t.Fatalf("%s, n=%d: distribution reordered the builder's values", name, n)
+			}
+		}
+	}
+}
+
+func fill(n int, f func(i int) float64) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = f(i)
+	}
+	return v
+}
+
+// The run's results are due as soon as its last request ends: a 100,000-request run's
+// distributions (1.5 M inter-token gaps among them) must not take a sort's time.
+func BenchmarkMetrics100kRequests(b *testing.B) {
+	builder := NewBuilder(nil)
+	gaps := make([]float64, 15)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 100_000 {
+		ttft, tpot := rng.Float64()*100, 1+rng.Float64()
+		for j := range gaps {
+			gaps[j] = rng.Float64() * 10
+		}
+		builder.Add(loadgen.Record{Successful: true, StartedAtSeconds: float64(i) / 1000, CompletedAtSeconds: float64(i)/1000 + 0.5,
+			LatencyMs: rng.Float64() * 1000, TTFTMs: &ttft, TPOTMs: &tpot, InputTokens: 64, OutputTokens: 16}, gaps)
+	}
+	for b.Loop() {
+		builder.Metrics("per-request.jsonl")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lensfn/lensfn/runtime/rawjson"
+	"github.com/lensfn/lensfn/runtime/state"
 )
 
 // Kind is the state-store kind of benchmark runs.
@@ -46,15 +47,7 @@ func Terminal(status string) bool {
 func Active(status string) bool { return !Terminal(status) }
 
 // Sources returns the statuses from which to is reachable (for state.Transition).
-func Sources(to string) []string {
-	var from []string
-	for _, s := range Statuses {
-		if s != to && CanTransition(s, to) {
-			from = append(from, s)
-		}
-	}
-	return from
-}
+func Sources(to string) []string { return state.SourcesOf(Statuses, CanTransition, to) }
 
 // Phases of a running run (the `phase` field).
 const (

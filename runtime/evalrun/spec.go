@@ -274,15 +274,7 @@ func ValidateRequest(req events.EvaluateRunRequest) error {
 // ParseRequest decodes a POST /runs body strictly (422 naming the field) and keeps its raw
 // top-level fields, so the stored run shows what was sent: absent stays absent, null stays null.
 func ParseRequest(body []byte) (events.EvaluateRunRequest, map[string]json.RawMessage, error) {
-	var req events.EvaluateRunRequest
-	if err := problem.DecodeStrict(body, &req); err != nil {
-		return req, nil, err
-	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(body, &raw); err != nil || raw == nil {
-		return req, nil, problem.Validation(problem.Field("the body must be a JSON object", "type_error", "body"))
-	}
-	return req, raw, nil
+	return problem.DecodeStrictFields[events.EvaluateRunRequest](body)
 }
 
 // Target is what a run benchmarks: a deployment execution (or a Model Service's active member)

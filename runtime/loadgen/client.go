@@ -18,6 +18,29 @@ import (
 // (each request gets its own deadline), and no transparent gzip, which would buffer SSE.
 func NewHTTPClient() *http.Client { return newHTTPClient(nil) }
 
+// Per-connection buffers of the engine's transport. Every open connection holds both for its
+// lifetime, so they set the engine's memory at high concurrency: at 32 KiB each, a closed loop
+// of 4,096 held 256 MiB in buffers alone (the benchmark-runner's peak RSS was 309 MB). Reads
+// need little: SSE lines go through the stream's own pooled reader, and bufio reads a large
+// non-streamed body straight into the caller's slice. 8 KiB of write buffer sends a prompt of
+// ~1,500 tokens with its headers in one write; longer ones take a few more.
+const (
+	connWriteBuffer = 8 << 10
+	connReadBuffer  = 4 << 10
+)
+
+// TuneTransport applies the engine's tuning to t: no cap on idle connections per host, no
+// transparent gzip, HTTP/2 when the server offers it, and the per-connection buffers above.
+// A caller with its own transport (the benchmark-runner's, which dials through an egress
+// policy) applies it so both clients behave, and cost, the same.
+func TuneTransport(t *http.Transport) {
+	t.ForceAttemptHTTP2 = true
+	t.MaxIdleConns = 0 // no global cap
+	t.MaxIdleConnsPerHost = 1 << 16
+	t.DisableCompression = true
+	t.WriteBufferSize, t.ReadBufferSize = connWriteBuffer, connReadBuffer
+}
+
 // newHTTPClient is NewHTTPClient dialling through dial (nil: directly, through any proxy the
 // environment names).
 func newHTTPClient(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Client {
@@ -27,19 +50,15 @@ func newHTTPClient(dial func(ctx context.Context, network, addr string) (net.Con
 	} else {
 		proxy = nil // a proxy would connect past the policy
 	}
-	return &http.Client{Transport: &http.Transport{
+	t := &http.Transport{
 		Proxy:                 proxy,
 		DialContext:           dial,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          0, // no global cap
-		MaxIdleConnsPerHost:   1 << 16,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
-		DisableCompression:    true,
-		WriteBufferSize:       32 << 10,
-		ReadBufferSize:        32 << 10,
-	}}
+	}
+	TuneTransport(t)
+	return &http.Client{Transport: t}
 }
 
 // Why a request's context ended; Record.Error says which.

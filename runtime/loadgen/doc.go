@@ -14,7 +14,8 @@
 // disk: the engine then keeps nothing per request for a schedule without sessions and ~5 bytes
 // per request with them, plus what is in flight); Record is
 // one request's outcome (one JSON line); JSONLWriter is the artifact sink; Progress holds live
-// counters another goroutine may read while Run works; NewHTTPClient is the tuned client.
+// counters another goroutine may read while Run works; NewHTTPClient is the tuned client and
+// TuneTransport applies the same tuning to a caller's own transport.
 //
 // SubagentLink and ContextMode are the engine's own types (AIPerf's semantics and names), so
 // the engine needs nothing of the trace formats; the replayer maps its parsed records onto

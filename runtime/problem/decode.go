@@ -84,3 +84,17 @@ func articled(found string) string {
 	}
 	return "a " + kind
 }
+
+// DecodeStrictFields is DecodeStrict into a fresh T that also keeps the body's raw top-level
+// fields, so a stored record shows what was sent: absent stays absent, null stays null.
+func DecodeStrictFields[T any](body []byte) (T, map[string]json.RawMessage, error) {
+	var req T
+	if err := DecodeStrict(body, &req); err != nil {
+		return req, nil, err
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil || raw == nil {
+		return req, nil, Validation(Field("the body must be a JSON object", "type_error", "body"))
+	}
+	return req, raw, nil
+}

@@ -68,3 +68,15 @@ func Transition(ctx context.Context, records Records, kind, id string, spec Tran
 	}
 	return Record{}, fmt.Errorf("transition %s %s to %s: gave up after %d attempts: %w", kind, id, spec.To, attempts, lastErr)
 }
+
+// SourcesOf returns the statuses (of all, in their order) from which to is reachable by one edge
+// of can: the From list of a TransitionSpec.
+func SourcesOf(all []string, can func(from, to string) bool, to string) []string {
+	var from []string
+	for _, s := range all {
+		if s != to && can(s, to) {
+			from = append(from, s)
+		}
+	}
+	return from
+}

@@ -90,15 +90,7 @@ type ConfigurationSource func(ctx context.Context, id string) (inventory.Configu
 
 // ParseEvaluation decodes a POST /evaluations body strictly (422 naming an unknown field).
 func ParseEvaluation(body []byte) (events.EvaluationCreateRequest, map[string]json.RawMessage, error) {
-	var req events.EvaluationCreateRequest
-	if err := problem.DecodeStrict(body, &req); err != nil {
-		return req, nil, err
-	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(body, &raw); err != nil || raw == nil {
-		return req, nil, problem.Validation(problem.Field("the body must be a JSON object", "type_error", "body"))
-	}
-	return req, raw, nil
+	return problem.DecodeStrictFields[events.EvaluationCreateRequest](body)
 }
 
 type fieldErrors []problem.FieldError

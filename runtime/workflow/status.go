@@ -1,6 +1,10 @@
 package workflow
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/lensfn/lensfn/runtime/state"
+)
 
 // Workflow statuses (reference/lens-evaluation.md §3).
 const (
@@ -47,15 +51,7 @@ func Terminal(status string) bool {
 func NoWayOut(status string) bool { return len(workflowTransitions[status]) == 0 }
 
 // Sources returns the workflow statuses from which to is reachable (for state.Transition).
-func Sources(to string) []string {
-	var from []string
-	for _, s := range Statuses {
-		if s != to && CanTransition(s, to) {
-			from = append(from, s)
-		}
-	}
-	return from
-}
+func Sources(to string) []string { return state.SourcesOf(Statuses, CanTransition, to) }
 
 // Case statuses: the case enum, plus cancelling, which cases carry during cleanup.
 const (

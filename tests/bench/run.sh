@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # make bench: every benchmark whose figures BENCHMARKS.md quotes, with the same commands.
-# Usage: tests/bench/run.sh [state|wasm|replay|simulator|router|simrss ...]   (default: all of them)
+# Usage: tests/bench/run.sh [state|wasm|replay|simulator|router|simrss|evalrun ...]   (default: all of them)
 # Takes tens of minutes; run it on an otherwise idle machine and compare builds in one sitting.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 suites=("$@")
-((${#suites[@]})) || suites=(state wasm replay simulator router simrss)
+((${#suites[@]})) || suites=(state wasm replay simulator router simrss evalrun)
 
 bench_state() {
   command -v redis-server >/dev/null || { echo "bench state: needs redis-server (apt-get install redis-server)" >&2; return 1; }
@@ -51,6 +51,23 @@ bench_router() {
 bench_simrss() {
   go build -o /tmp/lensfn-bench-sim ./functions/inference-sim/cmd/inference-sim
   LENS_SIM_BIN=/tmp/lensfn-bench-sim go test -run '^$' -bench HostileRequestRSS -benchtime 1x ./tests/bench/simrss/
+}
+
+# Issue 12's benchmark-runner figures: a 4,096-wide closed loop (the engine, streamed and not,
+# beside k6 and vegeta doing the non-streamed work), a 5,000 req/s Poisson stage, and the
+# benchmark-runner function on the local stack (100,000-request runs: peak RSS; orchestration
+# overhead). k6 and vegeta are installed into $GOPATH/bin when missing.
+bench_evalrun() {
+  go build -o /tmp/lensfn-bench-sim ./functions/inference-sim/cmd/inference-sim
+  local gobin
+  gobin=$(go env GOPATH)/bin
+  [[ -x $gobin/k6 ]] || command -v k6 >/dev/null || GOFLAGS= go install go.k6.io/k6@v1.8.1
+  [[ -x $gobin/vegeta ]] || command -v vegeta >/dev/null || GOFLAGS= go install github.com/tsenart/vegeta/v12@v12.13.0
+  ulimit -n "$(ulimit -Hn)"   # 4,096 connections each side
+  local pkg=./tests/bench/evalrun/
+  LENS_SIM_BIN=/tmp/lensfn-bench-sim go test -run '^$' -bench 'ClosedLoop' -benchtime 1x -count 3 -timeout 60m "$pkg"
+  LENS_SIM_BIN=/tmp/lensfn-bench-sim go test -run '^$' -bench 'PoissonStage' -benchtime 1x -count 3 -timeout 30m "$pkg"
+  LENS_SIM_BIN=/tmp/lensfn-bench-sim go test -run '^$' -bench 'RunnerStack' -benchtime 1x -count 2 -timeout 60m "$pkg"
 }
 
 for s in "${suites[@]}"; do

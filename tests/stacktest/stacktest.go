@@ -13,7 +13,8 @@ import (
 	"github.com/lensfn/lensfn/runtime/wasmhost/wasmtest"
 )
 
-// RepoRoot is the module root seen from a package two levels under it (tests/<name>).
+// RepoRoot is the module root seen from a package two levels under it (tests/<name>); Build and
+// Start find the root themselves (the nearest go.mod), so packages deeper down may use them.
 const RepoRoot = "../.."
 
 var (
@@ -44,7 +45,7 @@ func Build(t testing.TB, names ...string) string {
 			pkg = "./functions/" + name + "/cmd/" + name
 		}
 		cmd := exec.Command("go", "build", "-o", binDir+"/", pkg)
-		cmd.Dir = RepoRoot
+		cmd.Dir = wasmtest.RepoRoot(t)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("go build %s: %v\n%s", name, err, out)
 		}
@@ -68,20 +69,27 @@ type Options struct {
 	Cold bool
 	// Prometheus starts the stack's Prometheus (when prometheus is on PATH), as make run does.
 	Prometheus bool
+	// NoModules starts the stack without the built-in WASM modules (not built, not compiled),
+	// for stacks whose functions load none (the evaluation side).
+	NoModules bool
 }
 
-// Start runs a stack for the test and stops it (dumping the function logs on failure) when the
-// test ends.
-func Start(t *testing.T, o Options) *local.Stack {
+// Start runs a stack for the test (or benchmark) and stops it (dumping the function logs on
+// failure) when the test ends.
+func Start(t testing.TB, o Options) *local.Stack {
 	t.Helper()
 	env := map[string]string{"LENS_CACHE_DIR": wasmtest.CacheDir(t)} // compile each module once across stacks
 	for k, v := range o.Env {
 		env[k] = v
 	}
+	moduleDir := ""
+	if !o.NoModules {
+		moduleDir = wasmtest.BuiltinDir(t)
+	}
 	opts := local.Options{
-		ManifestDir: filepath.Join(RepoRoot, "deploy", "knative"),
+		ManifestDir: filepath.Join(wasmtest.RepoRoot(t), "deploy", "knative"),
 		BinDir:      Build(t, o.Only...),
-		ModuleDir:   wasmtest.BuiltinDir(t),
+		ModuleDir:   moduleDir,
 		DataDir:     o.DataDir,
 		Addr:        "127.0.0.1:0",
 		Env:         env,

@@ -4,5 +4,6 @@
 // figures and the exact command are in BENCHMARKS.md under "Trace replay".
 //
 // As a test package under tests/ it may import anything in the module; it imports
-// runtime/loadgen and the standard library and runs the simulator as a separate process.
+// runtime/loadgen, tests/bench/benchkit and the standard library and runs the simulator as a
+// separate process.
 package replay

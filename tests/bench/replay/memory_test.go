@@ -13,6 +13,7 @@ import (
 	tracereplayer "github.com/lensfn/lensfn/functions/trace-replayer"
 	"github.com/lensfn/lensfn/runtime/loadgen"
 	"github.com/lensfn/lensfn/runtime/tracespool"
+	"github.com/lensfn/lensfn/tests/bench/benchkit"
 	"github.com/lensfn/lensfn/wasm-modules/abi"
 )
 
@@ -25,7 +26,7 @@ import (
 // written. With the spool it should not grow with the trace: what remains is the engine's
 // bounded prompt cache (64 MiB) and the bodies it builds ahead, plus the collector's slack.
 func BenchmarkReplayMemory(b *testing.B) {
-	n := envInt(b, "LENS_REPLAY_MEMORY_REQUESTS", 1_000_000)
+	n := benchkit.EnvInt(b, "LENS_REPLAY_MEMORY_REQUESTS", 1_000_000)
 	var served atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		served.Add(1)

@@ -5,18 +5,17 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/lensfn/lensfn/runtime/loadgen"
+	"github.com/lensfn/lensfn/tests/bench/benchkit"
 )
 
 // BenchmarkReplayConstantRate replays LENS_REPLAY_RATE requests/s (default 2000) for
@@ -25,8 +24,8 @@ import (
 // iteration is one whole replay. Metrics: drift (started - scheduled) percentiles in ms, the
 // achieved send rate ((n-1) / (last send - first send)) and its error against the schedule.
 func BenchmarkReplayConstantRate(b *testing.B) {
-	rate := envInt(b, "LENS_REPLAY_RATE", 2000)
-	seconds := envInt(b, "LENS_REPLAY_SECONDS", 30)
+	rate := benchkit.EnvInt(b, "LENS_REPLAY_RATE", 2000)
+	seconds := benchkit.EnvInt(b, "LENS_REPLAY_SECONDS", 30)
 	base := startTarget(b)
 	n := rate * seconds
 	schedule := make([]loadgen.Request, n)
@@ -39,7 +38,7 @@ func BenchmarkReplayConstantRate(b *testing.B) {
 	cfg := loadgen.Config{
 		BaseURL: base, Model: "sim", API: loadgen.APIChat, Stream: true, IgnoreEOS: true, Seed: 1,
 		Duration: time.Duration(seconds) * time.Second, GracePeriod: 10 * time.Second,
-		RequestTimeout: 10 * time.Second, Client: client, SpinWindow: envDuration(b, "LENS_REPLAY_SPIN", 0),
+		RequestTimeout: 10 * time.Second, Client: client, SpinWindow: benchkit.EnvDuration(b, "LENS_REPLAY_SPIN", 0),
 	}
 	for b.Loop() {
 		path := os.Getenv("LENS_REPLAY_RECORDS") // keep the records for a closer look
@@ -62,9 +61,9 @@ func BenchmarkReplayConstantRate(b *testing.B) {
 			}
 			return jsonl.Record(r)
 		})
-		cpuBefore := cpuTime(b)
+		cpuBefore := benchkit.CPUTime()
 		st, err := loadgen.Run(context.Background(), cfg, schedule, sink)
-		cpuUsed := cpuTime(b) - cpuBefore
+		cpuUsed := benchkit.CPUTime() - cpuBefore
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -77,33 +76,15 @@ func BenchmarkReplayConstantRate(b *testing.B) {
 		sort.Float64s(drift)
 		sort.Float64s(starts)
 		achieved := float64(n-1) / (starts[n-1] - starts[0])
-		b.ReportMetric(percentile(drift, 50), "drift-p50-ms")
-		b.ReportMetric(percentile(drift, 90), "drift-p90-ms")
-		b.ReportMetric(percentile(drift, 99), "drift-p99-ms")
+		b.ReportMetric(benchkit.Percentile(drift, 50), "drift-p50-ms")
+		b.ReportMetric(benchkit.Percentile(drift, 90), "drift-p90-ms")
+		b.ReportMetric(benchkit.Percentile(drift, 99), "drift-p99-ms")
 		b.ReportMetric(drift[n-1], "drift-max-ms")
 		b.ReportMetric(achieved, "achieved-rps")
 		b.ReportMetric(100*math.Abs(achieved-float64(rate))/float64(rate), "rate-err-%")
 		b.ReportMetric(100*float64(successful)/float64(n), "success-%")
 		b.ReportMetric(float64(cpuUsed.Microseconds())/float64(n), "cpu-us/req")
 	}
-}
-
-// percentile is the nearest-rank percentile of sorted values (NOTES.md's definition).
-func percentile(sorted []float64, p float64) float64 {
-	i := int(math.Ceil(float64(len(sorted))*p/100)) - 1
-	return sorted[max(i, 0)]
-}
-
-func envInt(b *testing.B, name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		b.Fatalf("%s=%q: want a positive integer", name, v)
-	}
-	return n
 }
 
 // startTarget builds (unless LENS_SIM_BIN names a binary) and starts the simulator with zero latency and room for every request,
@@ -122,7 +103,7 @@ func startTarget(b *testing.B) string {
 			b.Fatalf("building the simulator: %v\n%s", err, out)
 		}
 	}
-	port := freePort(b)
+	port := benchkit.FreePort(b)
 	sim := exec.Command(bin, "--model", "sim", "--port", strconv.Itoa(port), "--seed", "1",
 		"--max-num-seqs", "4096", "--max-waiting-queue-length", "100000", "--max-model-len", "4096")
 	sim.Stdout, sim.Stderr = io.Discard, os.Stderr
@@ -148,35 +129,4 @@ func startTarget(b *testing.B) string {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-func freePort(b *testing.B) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-func envDuration(b *testing.B, name string, def time.Duration) time.Duration {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		b.Fatalf("%s=%q: %v", name, v, err)
-	}
-	return d
-}
-
-// cpuTime is the CPU this process has used (user + system), to show the engine's own cost per
-// request apart from how busy the shared machine is.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -16,29 +16,10 @@ import (
 	"time"
 
 	inferencerouter "github.com/lensfn/lensfn/functions/inference-router"
+	"github.com/lensfn/lensfn/tests/bench/benchkit"
 )
 
 const chatBody = `{"model":"fake-model","max_tokens":1,"messages":[{"role":"user","content":"Hello, how are you today?"}]}`
-
-func envInt(b *testing.B, name string, def int) int {
-	if v := os.Getenv(name); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			b.Fatalf("%s=%q: want a positive integer", name, v)
-		}
-		return n
-	}
-	return def
-}
-
-func freePort(b *testing.B) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
 
 func waitHealthy(b *testing.B, base string) {
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
@@ -60,13 +41,13 @@ func BenchmarkAddedLatency(b *testing.B) {
 	if bin == "" {
 		b.Skip("LENS_SIM_BIN: path of a built inference-sim")
 	}
-	rate := envInt(b, "LENS_ROUTER_RATE", 10000)
-	seconds := envInt(b, "LENS_ROUTER_SECONDS", 10)
+	rate := benchkit.EnvInt(b, "LENS_ROUTER_RATE", 10000)
+	seconds := benchkit.EnvInt(b, "LENS_ROUTER_SECONDS", 10)
 	profile := os.Getenv("LENS_ROUTER_PROFILE")
 	if profile == "" {
 		profile = "random"
 	}
-	simPort := freePort(b)
+	simPort := benchkit.FreePort(b)
 	sim := exec.Command(bin, "--model", "fake-model", "--port", strconv.Itoa(simPort), "--max-num-seqs", "4096", "--seed", "1")
 	sim.Stderr = io.Discard
 	if err := sim.Start(); err != nil {

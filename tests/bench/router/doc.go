@@ -5,5 +5,6 @@
 // BENCHMARKS.md under "Inference router"; run.sh adds a wrk measurement of the same pair.
 //
 // As a test package under tests/ it may import anything in the module; it imports the router
-// package and the standard library and runs the simulator as a separate process.
+// package, tests/bench/benchkit and the standard library and runs the simulator as a separate
+// process.
 package router

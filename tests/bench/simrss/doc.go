@@ -4,6 +4,7 @@
 // /proc/PID/status) is reported. The target is under 100 MB each; the figures and the exact
 // command are in BENCHMARKS.md under "Inference simulator: hostile requests".
 //
-// As a test package under tests/ it may import anything in the module; it imports only the
-// standard library and runs the simulator as a separate process. Linux only (procfs).
+// As a test package under tests/ it may import anything in the module; it imports the
+// standard library and tests/bench/benchkit, and runs the simulator as a separate process.
+// Linux only (procfs).
 package simrss

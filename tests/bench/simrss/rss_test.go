@@ -9,11 +9,12 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lensfn/lensfn/tests/bench/benchkit"
 )
 
 // targetMB is issue 9's bound on the simulator's peak RSS per hostile request.
@@ -104,7 +105,7 @@ func loraChurn(b *testing.B, base string) {
 // BenchmarkHostileRequestRSS reports, per hostile request, the simulator's peak RSS (MB) and its
 // RSS before the request, and fails a case above the target or answered with another status.
 func BenchmarkHostileRequestRSS(b *testing.B) {
-	bin := simulatorBinary(b)
+	bin := benchkit.SimulatorBinary(b)
 	for _, h := range hostileRequests {
 		b.Run(h.name, func(b *testing.B) {
 			for b.Loop() {
@@ -125,24 +126,6 @@ func BenchmarkHostileRequestRSS(b *testing.B) {
 			}
 		})
 	}
-}
-
-// simulatorBinary builds the simulator (unless LENS_SIM_BIN names a binary).
-func simulatorBinary(b *testing.B) string {
-	if bin := os.Getenv("LENS_SIM_BIN"); bin != "" {
-		return bin
-	}
-	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
-	if err != nil {
-		b.Fatal(err)
-	}
-	bin := filepath.Join(b.TempDir(), "inference-sim")
-	build := exec.Command("go", "build", "-o", bin, "./functions/inference-sim/cmd/inference-sim")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("building the simulator: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // startSimulator starts a fresh process on a free loopback port and waits for /health.
