@@ -389,6 +389,18 @@ func (w *wfHarness) succeedWithAStaleReport(t *testing.T, id string) {
 	}
 }
 
+// expectFreshReportSaved fails the test unless the stored report is comparison_version 2.
+func (w *wfHarness) expectFreshReportSaved(t *testing.T, id string) {
+	t.Helper()
+	stored, _, _ := w.workflows.Get(context.Background(), id)
+	var report struct {
+		Version int `json:"comparison_version"`
+	}
+	if stored.Get("report", &report); report.Version != 2 {
+		t.Fatal("the fresh report was not saved")
+	}
+}
+
 // Details expand each case and rebuild a stale stored report (comparison_version 1 here),
 // saving the fresh one.
 func TestDetailsRegenerateAStaleReport(t *testing.T) {
@@ -416,13 +428,7 @@ func TestDetailsRegenerateAStaleReport(t *testing.T) {
 	if len(details.Cases) != 2 || details.Cases[0]["case"].(map[string]any)["id"] != "guide-1" {
 		t.Fatalf("cases %v", details.Cases)
 	}
-	stored, _, _ := w.workflows.Get(context.Background(), id)
-	var report struct {
-		Version int `json:"comparison_version"`
-	}
-	if stored.Get("report", &report); report.Version != 2 {
-		t.Fatal("the fresh report was not saved")
-	}
+	w.expectFreshReportSaved(t, id)
 }
 
 func TestEvaluationRequestedEventCreatesOneWorkflowPerKey(t *testing.T) {
@@ -528,13 +534,7 @@ func TestWorkflowReportHTMLOverHTTP(t *testing.T) {
 	if strings.Contains(html, "<script") || strings.Contains(html, "http://") || strings.Contains(html, "https://") {
 		t.Fatal("the page loads or runs something")
 	}
-	stored, _, _ := w.workflows.Get(context.Background(), id)
-	var report struct {
-		Version int `json:"comparison_version"`
-	}
-	if stored.Get("report", &report); report.Version != 2 {
-		t.Fatal("the fresh report was not saved")
-	}
+	w.expectFreshReportSaved(t, id)
 }
 
 // The orchestrator's writes (through the workflow repo) reach a client following the stream over
