@@ -24,7 +24,11 @@ type process struct {
 	args                          []string
 	env                           map[string]string
 	port                          int
-	log                           func(string, ...any)
+	// movable: the port was any free one, so after a run that lost it to another process
+	// (bind: address already in use) the next run gets a new one; onMove hears of it.
+	movable bool
+	onMove  func(port int)
+	log     func(string, ...any)
 
 	mu       sync.Mutex
 	cmd      *exec.Cmd
@@ -34,7 +38,47 @@ type process struct {
 	exited   chan struct{} // closed when the supervisor loop ends
 }
 
-func (p *process) url() string { return "http://127.0.0.1:" + strconv.Itoa(p.port) }
+func (p *process) url() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return "http://127.0.0.1:" + strconv.Itoa(p.port)
+}
+
+// lostItsPort says whether the last run failed because another process held its port: a free
+// port is picked by closing a probe listener, so anything on the machine can take it before the
+// function binds it, and a restart on the same port would fail for as long as that holder lives.
+func (p *process) lostItsPort() bool {
+	f, err := os.Open(p.logPath)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	const tail = 4 << 10
+	if st, err := f.Stat(); err == nil && st.Size() > tail {
+		_, _ = f.Seek(st.Size()-tail, io.SeekStart)
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, tail))
+	return strings.Contains(string(b), "address already in use")
+}
+
+// moveIfItLostItsPort gives a movable process a new free port when its last run lost its own.
+func (p *process) moveIfItLostItsPort() {
+	if !p.movable || !p.lostItsPort() {
+		return
+	}
+	port, err := freePort()
+	if err != nil {
+		return
+	}
+	p.mu.Lock()
+	old := p.port
+	p.port, p.env["PORT"] = port, strconv.Itoa(port)
+	p.mu.Unlock()
+	p.log("%s: port %d was taken by another process; moving to %d", p.name, old, port)
+	if p.onMove != nil {
+		p.onMove(port)
+	}
+}
 
 func (p *process) pid() int {
 	p.mu.Lock()
@@ -78,6 +122,7 @@ func (p *process) supervise() {
 				backoff = 250 * time.Millisecond
 			}
 			p.log("%s exited (%v); restarting in %s", p.name, err, backoff)
+			p.moveIfItLostItsPort()
 			time.Sleep(backoff)
 			backoff = min(2*backoff, 10*time.Second)
 			p.mu.Lock()
@@ -98,7 +143,9 @@ func (p *process) runOnce() error {
 	}
 	defer logFile.Close()
 	cmd := exec.Command(p.bin, p.args...)
+	p.mu.Lock()
 	cmd.Env = p.environ()
+	p.mu.Unlock()
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	p.mu.Lock()

@@ -409,7 +409,7 @@ func (s *Stack) startFunction(svc Service) error {
 	if _, err := os.Stat(bin); err != nil {
 		return fmt.Errorf("function %s: binary %s is missing (run make build)", svc.Name, bin)
 	}
-	port, err := s.portFor(svc)
+	port, movable, err := s.portFor(svc)
 	if err != nil {
 		return err
 	}
@@ -448,7 +448,12 @@ func (s *Stack) startFunction(svc Service) error {
 		env[k] = v
 	}
 	p := &process{name: svc.Name, bin: bin, args: localArgs(svc), env: env, port: port, readiness: svc.ReadinessPath,
-		logPath: filepath.Join(s.opts.DataDir, "logs", svc.Name+".log"), log: s.opts.Log}
+		logPath: filepath.Join(s.opts.DataDir, "logs", svc.Name+".log"), log: s.opts.Log, movable: movable,
+		onMove: func(port int) {
+			if err := s.listForPrometheus(svc.Name, port); err != nil {
+				s.opts.Log("%s: Prometheus target not updated: %v", svc.Name, err)
+			}
+		}}
 	if err := os.MkdirAll(filepath.Dir(p.logPath), 0o700); err != nil {
 		return err
 	}
@@ -526,11 +531,25 @@ func (s *Stack) cacheDir() string {
 // default target endpoint.
 const SimulatorService = "inference-sim"
 
-// portFor is a function's port: SimulatorAddr's for the simulator, a free one for the others.
-func (s *Stack) portFor(svc Service) (int, error) {
+// portFor is a function's port: SimulatorAddr's for the simulator, a free one for the others;
+// movable says it was any free one (so a restart may take another).
+func (s *Stack) portFor(svc Service) (port int, movable bool, err error) {
 	if svc.Name != SimulatorService || s.opts.SimulatorAddr == "" {
-		return freePort()
+		port, err = freePort()
+		return port, true, err
 	}
+	port, err = s.simulatorPort()
+	return port, err == nil && s.simulatorPortIsAny(), err
+}
+
+// simulatorPortIsAny says whether SimulatorAddr asks for any free port (host:0).
+func (s *Stack) simulatorPortIsAny() bool {
+	_, portText, err := net.SplitHostPort(s.opts.SimulatorAddr)
+	return err == nil && portText == "0"
+}
+
+// simulatorPort is the simulator's port from SimulatorAddr, checked free.
+func (s *Stack) simulatorPort() (int, error) {
 	host, portText, err := net.SplitHostPort(s.opts.SimulatorAddr)
 	port, perr := strconv.Atoi(portText)
 	if err == nil && perr == nil && port == 0 && loopbackAddr(s.opts.SimulatorAddr) {
