@@ -28,7 +28,9 @@ type process struct {
 	// (bind: address already in use) the next run gets a new one; onMove hears of it.
 	movable bool
 	onMove  func(port int)
-	log     func(string, ...any)
+	// runLogStart is where the current run's output begins in the log (the log is appended).
+	runLogStart int64
+	log         func(string, ...any)
 
 	mu       sync.Mutex
 	cmd      *exec.Cmd
@@ -53,10 +55,13 @@ func (p *process) lostItsPort() bool {
 		return false
 	}
 	defer f.Close()
+	// Only the last run's own output counts: an earlier run's bind failure is not this one's.
 	const tail = 4 << 10
-	if st, err := f.Stat(); err == nil && st.Size() > tail {
-		_, _ = f.Seek(st.Size()-tail, io.SeekStart)
+	from := p.runLogStart
+	if st, err := f.Stat(); err == nil && st.Size()-tail > from {
+		from = st.Size() - tail
 	}
+	_, _ = f.Seek(from, io.SeekStart)
 	b, _ := io.ReadAll(io.LimitReader(f, tail))
 	return strings.Contains(string(b), "address already in use")
 }
@@ -142,6 +147,9 @@ func (p *process) runOnce() error {
 		return err
 	}
 	defer logFile.Close()
+	if st, err := logFile.Stat(); err == nil {
+		p.runLogStart = st.Size()
+	}
 	cmd := exec.Command(p.bin, p.args...)
 	p.mu.Lock()
 	cmd.Env = p.environ()

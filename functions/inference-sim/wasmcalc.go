@@ -32,14 +32,11 @@ func (w *WASMCalculators) Resolve(name string, p latency.Config) (latency.Calcul
 		return nil, w.err
 	}
 	// Open compiles in the background; resolving a calculator waits for its module.
-	if err := w.host.Wait(context.Background(), strings.TrimPrefix(name, "wasm:")); err != nil {
+	module := strings.TrimPrefix(name, "wasm:")
+	if err := w.host.Wait(context.Background(), module); err != nil {
 		return nil, err
 	}
-	c, err := w.host.Calculator(strings.TrimPrefix(name, "wasm:"), p.JSON())
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
+	return w.host.Calculator(module, p.JSON())
 }
 
 // Close releases the host and every calculator it configured.
