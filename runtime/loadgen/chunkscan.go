@@ -3,6 +3,7 @@ package loadgen
 import (
 	"bytes"
 	"encoding/json"
+	"unicode/utf8"
 
 	"github.com/lensfn/lensfn/runtime/jsoncursor"
 )
@@ -22,16 +23,43 @@ type chunkInfo struct {
 // deep nesting) falls back to encoding/json, which is the reference: a fuzz test checks that
 // both agree whenever the scanner answers.
 func decodeChunk(data []byte) (chunkInfo, error) {
-	if info, ok := scanChunk(data); ok {
-		return info, nil
+	info, _, err := decodeChunkText(data, nil, false)
+	return info, err
+}
+
+// decodeChunkText is decodeChunk that, with keep, also appends the chunk's reply text to
+// reply: the first choice's (index 0, or no index) completions text, then its chat
+// delta.content. Reasoning and tool-call deltas are not reply text: an OpenAI-style history
+// sends back the assistant's content only.
+func decodeChunkText(data, reply []byte, keep bool) (chunkInfo, []byte, error) {
+	before := len(reply)
+	if info, text, ok := scanChunkText(data, reply, keep); ok {
+		return info, text, nil
 	}
-	return decodeChunkSlow(data)
+	info, text, err := decodeChunkSlowText(data, reply[:before], keep)
+	if err != nil {
+		return info, reply[:before], err
+	}
+	return info, text, nil
 }
 
 func decodeChunkSlow(data []byte) (chunkInfo, error) {
+	info, _, err := decodeChunkSlowText(data, nil, false)
+	return info, err
+}
+
+func decodeChunkSlowText(data, reply []byte, keep bool) (chunkInfo, []byte, error) {
 	var c streamChunk
 	if err := json.Unmarshal(data, &c); err != nil {
-		return chunkInfo{}, err
+		return chunkInfo{}, reply, err
+	}
+	if keep {
+		for i := range c.Choices {
+			if ch := &c.Choices[i]; firstChoice(ch.Index) {
+				reply = append(reply, ch.Text...)
+				reply = append(reply, ch.Delta.Content...)
+			}
+		}
 	}
 	return chunkInfo{
 		content:  c.hasContent(),
@@ -39,13 +67,27 @@ func decodeChunkSlow(data []byte) (chunkInfo, error) {
 		usage:    c.Usage,
 		isError:  (len(c.Error) > 0 && string(c.Error) != "null") || c.Object == "error",
 		message:  c.Message,
-	}, nil
+	}, reply, nil
+}
+
+// firstChoice: a choice's raw index is absent, null or 0 (the engine asks for one choice; a
+// caller's n > 1 must not interleave the other choices into the reply).
+func firstChoice(index json.RawMessage) bool {
+	return len(index) == 0 || string(index) == "null" || string(index) == "0"
 }
 
 // scanChunk is the fast path; ok false means "ask encoding/json".
 func scanChunk(data []byte) (info chunkInfo, ok bool) {
+	info, _, ok = scanChunkText(data, nil, false)
+	return info, ok
+}
+
+// scanChunkText is scanChunk that, with keep, appends the reply text as decodeChunkText does.
+// On !ok, reply may hold a partial append; the caller drops it.
+func scanChunkText(data, reply []byte, keep bool) (info chunkInfo, text []byte, ok bool) {
 	var s scanner
 	s.Reset(data)
+	s.keep, s.reply = keep, reply
 	s.Skip()
 	if !s.objectMembers(func(key []byte) bool {
 		switch {
@@ -73,10 +115,10 @@ func scanChunk(data []byte) (info chunkInfo, ok bool) {
 		_, ok := s.SkipValue()
 		return ok
 	}) {
-		return chunkInfo{}, false
+		return chunkInfo{}, s.reply, false
 	}
 	s.Skip()
-	return info, s.I == len(s.B)
+	return info, s.reply, s.I == len(s.B)
 }
 
 func (s *scanner) choices(info *chunkInfo) bool {
@@ -109,10 +151,19 @@ func (s *scanner) choice(info *chunkInfo) bool {
 	if s.Null() {
 		return true
 	}
-	return s.objectMembers(func(key []byte) bool {
+	var index, text, content []byte // raw JSON values, kept for the reply text
+	ok := s.objectMembers(func(key []byte) bool {
 		switch {
+		case fold(key, "index"):
+			start := s.I
+			_, ok := s.SkipValue()
+			index = s.B[start:s.I]
+			return ok
 		case fold(key, "text"):
-			return s.contentString(info)
+			start := s.I
+			ok := s.contentString(info)
+			text = s.B[start:s.I]
+			return ok
 		case fold(key, "finish_reason"):
 			null, ok := s.stringOrNull()
 			info.finished = info.finished || !null
@@ -123,8 +174,12 @@ func (s *scanner) choice(info *chunkInfo) bool {
 			}
 			return s.objectMembers(func(key []byte) bool {
 				switch {
-				case fold(key, "content"), fold(key, "reasoning_content"),
-					fold(key, "reasoning"):
+				case fold(key, "content"):
+					start := s.I
+					ok := s.contentString(info)
+					content = s.B[start:s.I]
+					return ok
+				case fold(key, "reasoning_content"), fold(key, "reasoning"):
 					return s.contentString(info)
 				case fold(key, "tool_calls"):
 					null, ok := s.SkipValue()
@@ -138,6 +193,35 @@ func (s *scanner) choice(info *chunkInfo) bool {
 		_, ok := s.SkipValue()
 		return ok
 	})
+	if !ok || !s.keep || !firstChoice(index) {
+		return ok
+	}
+	for _, lit := range [][]byte{text, content} {
+		if !s.appendString(lit) {
+			return false
+		}
+	}
+	return true
+}
+
+// appendString appends the decoded JSON string literal lit (nothing for null or an empty
+// slice) to the reply; a literal with escapes or bytes that are not UTF-8 is decoded by
+// encoding/json, so both paths give the same text.
+func (s *scanner) appendString(lit []byte) bool {
+	if len(lit) < 2 || lit[0] != '"' {
+		return true // absent or null
+	}
+	inner := lit[1 : len(lit)-1]
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		s.reply = append(s.reply, inner...)
+		return true
+	}
+	var v string
+	if json.Unmarshal(lit, &v) != nil {
+		return false
+	}
+	s.reply = append(s.reply, v...)
+	return true
 }
 
 // contentString reads a string (or null) and marks content when it is not empty.
@@ -162,6 +246,8 @@ func (s *scanner) usage(info *chunkInfo) bool {
 			return s.intOrNull(&u.PromptTokens)
 		case fold(key, "completion_tokens"):
 			return s.intOrNull(&u.CompletionTokens)
+		case fold(key, "prompt_tokens_details"):
+			return s.tokenDetails(&u.PromptTokensDetails)
 		}
 		_, ok := s.SkipValue()
 		return ok
@@ -172,9 +258,34 @@ func (s *scanner) usage(info *chunkInfo) bool {
 	return true
 }
 
+// tokenDetails reads usage.prompt_tokens_details (null leaves *dst nil).
+func (s *scanner) tokenDetails(dst **tokenDetails) bool {
+	if s.Null() {
+		*dst = nil
+		return true
+	}
+	d := &tokenDetails{}
+	if !s.objectMembers(func(key []byte) bool {
+		if fold(key, "cached_tokens") {
+			return s.intOrNull(&d.CachedTokens)
+		}
+		_, ok := s.SkipValue()
+		return ok
+	}) {
+		return false
+	}
+	*dst = d
+	return true
+}
+
 // scanner reads one chunk with the shared strict cursor. Its methods return false on anything
-// they do not handle exactly like encoding/json, and the caller then falls back to it.
-type scanner struct{ jsoncursor.Cursor }
+// they do not handle exactly like encoding/json, and the caller then falls back to it. With
+// keep it appends the first choice's reply text to reply.
+type scanner struct {
+	jsoncursor.Cursor
+	keep  bool
+	reply []byte
+}
 
 // objectMembers reads an object, calling member with each key (positioned at its value).
 // Keys must be plain ASCII without escapes and must not repeat (case-insensitively, as

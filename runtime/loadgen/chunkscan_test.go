@@ -6,7 +6,7 @@ import (
 )
 
 func TestDecodeChunk(t *testing.T) {
-	two, five, nine := 2, 5, 9
+	zero, two, five, nine := 0, 2, 5, 9
 	tests := []struct {
 		name string
 		data string
@@ -25,7 +25,7 @@ func TestDecodeChunk(t *testing.T) {
 			chunkInfo{content: true}, true},
 		{"finish", `{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}`, chunkInfo{finished: true}, true},
 		{"usage", `{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7,"prompt_tokens_details":{"cached_tokens":0}}}`,
-			chunkInfo{usage: &usage{PromptTokens: &five, CompletionTokens: &two}}, true},
+			chunkInfo{usage: &usage{PromptTokens: &five, CompletionTokens: &two, PromptTokensDetails: &tokenDetails{CachedTokens: &zero}}}, true},
 		{"vllm error", `{"object":"error","message":"boom","type":"x","code":500}`, chunkInfo{isError: true, message: "boom"}, true},
 		{"openai error", `{"error":{"message":"boom"}}`, chunkInfo{isError: true}, true},
 		{"null error", `{"error":null,"choices":[]}`, chunkInfo{}, true},
@@ -59,8 +59,45 @@ func TestDecodeChunk(t *testing.T) {
 	}
 }
 
+func TestDecodeChunkReplyText(t *testing.T) {
+	tests := []struct {
+		name, data, want string
+		fast             bool
+	}{
+		{"chat content", `{"choices":[{"index":0,"delta":{"content":"Give "},"finish_reason":null}]}`, "Give ", true},
+		{"completions text", `{"choices":[{"index":0,"text":" a b","finish_reason":null}]}`, " a b", true},
+		{"escapes decoded", `{"choices":[{"delta":{"content":"x\n\u00e9\"q"}}]}`, "x\n\u00e9\"q", true},
+		{"non-ASCII verbatim", `{"choices":[{"delta":{"content":"caf\u00e9 ☕"}}]}`, "café ☕", true},
+		{"reasoning is not reply text", `{"choices":[{"delta":{"reasoning_content":"hmm","content":null}}]}`, "", true},
+		{"tool call is not reply text", `{"choices":[{"delta":{"tool_calls":[{"index":0}]}}]}`, "", true},
+		{"other choices are ignored", `{"choices":[{"index":1,"delta":{"content":"no"}},{"index":0,"delta":{"content":"yes"}}]}`, "yes", true},
+		{"usage chunk", `{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2}}`, "", true},
+		{"fallback keeps it once", `{"choices":[{"delta":{"content":"x","Content":"y"}}]}`, "y", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, text, err := decodeChunkText([]byte(tt.data), []byte("before|"), true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(text) != "before|"+tt.want {
+				t.Errorf("reply %q, want %q", text, "before|"+tt.want)
+			}
+			if _, _, fast := scanChunkText([]byte(tt.data), nil, true); fast != tt.fast {
+				t.Errorf("fast path %t, want %t", fast, tt.fast)
+			}
+			if _, text, _ := decodeChunkText([]byte(tt.data), nil, false); len(text) != 0 {
+				t.Errorf("kept %q without keep", text)
+			}
+		})
+	}
+	if _, text, err := decodeChunkText([]byte(`{"choices":[{"delta":{"content":5}}]}`), []byte("kept"), true); err == nil || string(text) != "kept" {
+		t.Errorf("a bad chunk: err %v, reply %q (the earlier text must stay)", err, text)
+	}
+}
+
 // FuzzChunkScanner: whenever the fast scanner answers, encoding/json accepts the chunk and
-// finds the same thing.
+// finds the same thing, reply text included.
 func FuzzChunkScanner(f *testing.F) {
 	for _, s := range []string{
 		`{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}],"usage":null}`,
@@ -81,6 +118,14 @@ func FuzzChunkScanner(f *testing.F) {
 		}
 		if !reflect.DeepEqual(fast, slow) {
 			t.Fatalf("%q: scanner %+v, encoding/json %+v", data, fast, slow)
+		}
+		_, fastText, ok := scanChunkText(data, nil, true)
+		if !ok {
+			return // a literal the scanner leaves to encoding/json
+		}
+		_, slowText, _ := decodeChunkSlowText(data, nil, true)
+		if string(fastText) != string(slowText) {
+			t.Fatalf("%q: scanner reply %q, encoding/json %q", data, fastText, slowText)
 		}
 	})
 }

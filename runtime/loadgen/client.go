@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // NewHTTPClient is the client a run uses unless Config.Client is set: keep-alive connections
@@ -167,10 +168,11 @@ func (e *engine) body(r *Request, i int, earlier *history) (body, own []byte, er
 // history is what a delta-context session has sent so far, kept by its goroutine only while
 // a later turn remains, so a session costs its own accumulated prompt and no more: on the chat
 // API the earlier turns' messages as JSON array elements joined by commas, on completions
-// their prompts concatenated.
+// their prompts concatenated; a KeepReplies session also keeps each turn's reply after it.
 type history struct {
-	parts  []byte
-	tokens int // the earlier turns' input tokens
+	parts      []byte
+	tokens     int // the earlier turns' input tokens (and kept replies' output tokens)
+	replyBytes int // reply text kept so far (KeepReplies), bounded by Config.MaxReplyBytes
 }
 
 // messages is the chat messages array of a turn whose own messages are own.
@@ -206,6 +208,39 @@ func (h *history) add(own []byte, tokens int, api API) {
 	h.tokens += tokens
 }
 
+// addReply appends the assistant's reply to the turn added last (a KeepReplies session): an
+// assistant message on the chat API, the text itself on completions (a completion continues
+// its prompt). tokens are the reply's output tokens, which the next turn sends as input.
+func (h *history) addReply(reply []byte, tokens int, api API) {
+	own := reply
+	if api == APIChat {
+		own, _ = json.Marshal(chatMessage{Role: "assistant", Content: string(reply)}) // two strings always marshal
+	}
+	h.add(own, tokens, api)
+	h.replyBytes += len(reply)
+}
+
+// clipReply cuts reply to what the session may still keep of its replies (max in all), at a
+// UTF-8 boundary; truncated says it was cut.
+func (h *history) clipReply(reply []byte, limit int) (kept []byte, truncated bool) {
+	room := limit - h.replyBytes
+	if len(reply) <= room {
+		return reply, false
+	}
+	return utf8Prefix(reply, max(room, 0)), true
+}
+
+// utf8Prefix is the longest prefix of b of at most n bytes that does not split a character.
+func utf8Prefix(b []byte, n int) []byte {
+	if n >= len(b) {
+		return b
+	}
+	for n > 0 && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return b[:n]
+}
+
 // arrayElements is the inside of a JSON array (validated when the plan was made): its
 // elements joined by commas, without the brackets.
 func arrayElements(raw json.RawMessage) []byte {
@@ -221,8 +256,23 @@ type chatMessage struct {
 
 // usage is the OpenAI usage object.
 type usage struct {
-	PromptTokens     *int `json:"prompt_tokens"`
-	CompletionTokens *int `json:"completion_tokens"`
+	PromptTokens        *int          `json:"prompt_tokens"`
+	CompletionTokens    *int          `json:"completion_tokens"`
+	PromptTokensDetails *tokenDetails `json:"prompt_tokens_details"`
+}
+
+// tokenDetails is usage.prompt_tokens_details: how much of the prompt the server's prefix
+// cache already held (vLLM and the simulator report it).
+type tokenDetails struct {
+	CachedTokens *int `json:"cached_tokens"`
+}
+
+// cachedTokens is the prompt tokens the server found in its prefix cache, when it said.
+func (u *usage) cachedTokens() *int {
+	if u == nil || u.PromptTokensDetails == nil {
+		return nil
+	}
+	return u.PromptTokensDetails.CachedTokens
 }
 
 // streamChunk holds the parts of a chat or completions stream chunk that timing needs.
@@ -230,7 +280,8 @@ type streamChunk struct {
 	Object  string `json:"object"`
 	Message string `json:"message"` // vLLM's {"object":"error","message":...}
 	Choices []struct {
-		Text  string `json:"text"`
+		Index json.RawMessage `json:"index"`
+		Text  string          `json:"text"`
 		Delta struct {
 			Content          string          `json:"content"`
 			ReasoningContent string          `json:"reasoning_content"`
@@ -275,6 +326,11 @@ type outcome struct {
 	usage        *usage
 	completedAt  time.Time
 	responseSeen bool
+	// keepReply asks the readers for the reply text (Request.KeepReplies); they keep at most
+	// maxReply bytes of it in reply and set replyCut when there was more.
+	keepReply bool
+	reply     []byte
+	replyCut  bool
 }
 
 // exchange sends one request and reads its response.
@@ -303,7 +359,7 @@ func (e *engine) exchange(ctx context.Context, r *Request, i int, body []byte, s
 		return outcome{err: e.contextError(ctx, err), completedAt: time.Now()}
 	}
 	defer resp.Body.Close()
-	out := outcome{status: resp.StatusCode, responseSeen: true}
+	out := outcome{status: resp.StatusCode, responseSeen: true, keepReply: r.KeepReplies}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		msg, rerr := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		out.completedAt = time.Now()
@@ -349,7 +405,13 @@ func (e *engine) readStream(ctx context.Context, body io.ReadCloser, out *outcom
 			drain(body)
 			return
 		}
-		chunk, err := decodeChunk(data)
+		var chunk chunkInfo
+		if out.keepReply && !out.replyCut {
+			chunk, out.reply, err = decodeChunkText(data, out.reply, true)
+			out.keepReplyWithin(e.maxReply)
+		} else {
+			chunk, err = decodeChunk(data)
+		}
 		if err != nil {
 			out.completedAt = now
 			out.err = "bad stream chunk: " + err.Error()
@@ -408,6 +470,36 @@ func (e *engine) readWhole(ctx context.Context, body io.Reader, out *outcome) {
 		out.err = fmt.Sprintf("response larger than %d bytes", e.maxResponse)
 		return
 	}
+	if out.keepReply {
+		var resp struct {
+			Usage   *usage `json:"usage"`
+			Choices []struct {
+				Index   json.RawMessage `json:"index"`
+				Text    *string         `json:"text"`
+				Message *struct {
+					Content *string `json:"content"`
+				} `json:"message"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal(raw, &resp); err != nil {
+			out.err = "bad response body: " + err.Error()
+			return
+		}
+		out.usage = resp.Usage
+		for _, c := range resp.Choices {
+			if !firstChoice(c.Index) {
+				continue
+			}
+			if c.Text != nil {
+				out.reply = append(out.reply, *c.Text...)
+			}
+			if c.Message != nil && c.Message.Content != nil {
+				out.reply = append(out.reply, *c.Message.Content...)
+			}
+		}
+		out.keepReplyWithin(e.maxReply)
+		return
+	}
 	var resp struct {
 		Usage *usage `json:"usage"`
 	}
@@ -416,6 +508,14 @@ func (e *engine) readWhole(ctx context.Context, body io.Reader, out *outcome) {
 		return
 	}
 	out.usage = resp.Usage
+}
+
+// keepReplyWithin cuts the reply read so far to max bytes (a UTF-8 boundary) and stops
+// keeping more once it was cut.
+func (o *outcome) keepReplyWithin(limit int) {
+	if len(o.reply) > limit {
+		o.reply, o.replyCut = utf8Prefix(o.reply, limit), true
+	}
 }
 
 // errorMessage pulls the message out of an OpenAI or problem+json error body, else returns the

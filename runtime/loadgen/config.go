@@ -65,6 +65,14 @@ type Config struct {
 	PromptCacheBytes int
 	// MaxResponseBytes caps a non-streamed response body or an error body (default 16 MiB).
 	MaxResponseBytes int64
+	// MaxReplyBytes caps the assistant reply text a KeepReplies session keeps, summed over its
+	// turns (default 256 KiB). A session goroutine holds its history until its last turn is
+	// sent, and a shared-prefix run keeps every user's session alive at once, so without a cap
+	// an endpoint that ignores max_tokens could make the runner hold its whole output; 256 KiB
+	// is ~50k tokens of text, more than the replies of a conversation that fits a model's
+	// context. Past the cap a reply is kept cut (at a UTF-8 boundary) and its record says
+	// reply_truncated; the turn itself is measured and recorded as usual.
+	MaxReplyBytes int
 	// InterTokenTimes adds every gap between content chunks (ms) to each record's metadata
 	// as "inter_token_ms"; off by default because it makes records long.
 	InterTokenTimes bool
@@ -107,6 +115,7 @@ const (
 	defaultPrepareAhead     = 256
 	defaultPromptCacheBytes = 64 << 20
 	defaultMaxResponseBytes = 16 << 20
+	defaultMaxReplyBytes    = 256 << 10
 )
 
 // String describes the config without the API key.
@@ -137,7 +146,7 @@ func (c Config) endpoint() (string, error) {
 	if c.Duration < 0 || c.GracePeriod < 0 || c.RequestTimeout < 0 {
 		return "", errors.New("loadgen: duration, grace period and request timeout must be >= 0")
 	}
-	if c.PrepareAhead < 0 || c.PromptCacheBytes < 0 || c.MaxResponseBytes < 0 || c.Concurrency < 0 {
+	if c.PrepareAhead < 0 || c.PromptCacheBytes < 0 || c.MaxResponseBytes < 0 || c.MaxReplyBytes < 0 || c.Concurrency < 0 {
 		return "", errors.New("loadgen: prepare-ahead, prompt cache, response caps and concurrency must be >= 0")
 	}
 	switch c.SubagentTiming {

@@ -1,7 +1,8 @@
 // Package loadgen is the load-generation engine the trace replayer and the benchmark runner
 // share: absolute-clock scheduling of requests (sessions and turns that wait on earlier turns,
 // and subagent sessions that a parent's turns spawn and join, as in WEKA agent traces),
-// delta-context sessions whose later turns resend the earlier ones, OpenAI-compatible requests
+// delta-context sessions whose later turns resend the earlier ones (with the assistant's
+// replies, bounded per session, for a KeepReplies session), OpenAI-compatible requests
 // with streaming response timing (TTFT, inter-token times), prompts synthesised from hash ids
 // so shared prefixes stay shared, and per-request records streamed to a JSONL artifact as they
 // complete.

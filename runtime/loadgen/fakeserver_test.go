@@ -27,6 +27,11 @@ type fakeOpenAI struct {
 	AbortAfter int
 	// NoDone ends the stream without a finish reason or [DONE].
 	NoDone bool
+	// EchoID makes every token name its request (replyText), so each reply is distinct text
+	// with a JSON escape and a two-byte character in it.
+	EchoID bool
+	// FailRequest answers the request whose X-Request-ID ends in "-<FailRequest>" with a 500.
+	FailRequest int
 
 	mu          sync.Mutex
 	seen        []seenRequest
@@ -78,11 +83,21 @@ func (f *fakeOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.seen = append(f.seen, seenRequest{Path: r.URL.Path, Header: r.Header.Clone(), Body: body, At: at})
 	f.mu.Unlock()
-	if f.Status != 0 && f.Status != http.StatusOK {
+	status := f.Status
+	if f.FailRequest > 0 && strings.HasSuffix(r.Header.Get("X-Request-ID"), fmt.Sprintf("-%d", f.FailRequest)) {
+		status = http.StatusInternalServerError
+	}
+	if status != 0 && status != http.StatusOK {
 		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(f.Status)
-		fmt.Fprintf(w, `{"error":{"message":"injected failure %d","type":"x","code":%d}}`, f.Status, f.Status)
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `{"error":{"message":"injected failure %d","type":"x","code":%d}}`, status, status)
 		return
+	}
+	token := func(k int) string {
+		if f.EchoID {
+			return tokenText(r.Header.Get("X-Request-ID"), k)
+		}
+		return " tok"
 	}
 	chat := strings.HasSuffix(r.URL.Path, "/chat/completions")
 	tokens := f.Tokens
@@ -103,17 +118,21 @@ func (f *fakeOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	usage := fmt.Sprintf(`{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}`, promptTokens, tokens, promptTokens+tokens)
+	usage := fmt.Sprintf(`{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d,"prompt_tokens_details":{"cached_tokens":%d}}`,
+		promptTokens, tokens, promptTokens+tokens, promptTokens/2)
 	if stream, _ := body["stream"].(bool); !stream {
 		if !sleepCtx(r, f.TTFT+time.Duration(max(tokens-1, 0))*f.ITL) {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		text := strings.Repeat(" tok", tokens)
+		var text strings.Builder
+		for k := range tokens {
+			text.WriteString(token(k))
+		}
 		if chat {
-			fmt.Fprintf(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":"length"}],"usage":%s}`, text, usage)
+			fmt.Fprintf(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":%s},"finish_reason":"length"}],"usage":%s}`, jsonString(text.String()), usage)
 		} else {
-			fmt.Fprintf(w, `{"id":"x","object":"text_completion","choices":[{"index":0,"text":%q,"finish_reason":"length"}],"usage":%s}`, text, usage)
+			fmt.Fprintf(w, `{"id":"x","object":"text_completion","choices":[{"index":0,"text":%s,"finish_reason":"length"}],"usage":%s}`, jsonString(text.String()), usage)
 		}
 		return
 	}
@@ -138,9 +157,9 @@ func (f *fakeOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			panic(http.ErrAbortHandler) // drop the connection mid-stream
 		}
 		if chat {
-			event(`{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":" tok"},"finish_reason":null}]}`)
+			event(`{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":` + jsonString(token(k)) + `},"finish_reason":null}]}`)
 		} else {
-			event(`{"id":"x","object":"text_completion","choices":[{"index":0,"text":" tok","finish_reason":null}]}`)
+			event(`{"id":"x","object":"text_completion","choices":[{"index":0,"text":` + jsonString(token(k)) + `,"finish_reason":null}]}`)
 		}
 	}
 	if f.NoDone {
@@ -158,6 +177,23 @@ func (f *fakeOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The end of the chunked body follows in a later write, as with servers that flush each
 	// event: a client that stops reading at [DONE] loses the connection.
 	sleepCtx(r, 2*time.Millisecond)
+}
+
+// tokenText is token k of the reply to the request with X-Request-ID id (fakeOpenAI.EchoID).
+func tokenText(id string, k int) string { return fmt.Sprintf(` %s:%d"é`, id, k) }
+
+// replyText is the whole reply of n tokens to the request with X-Request-ID id.
+func replyText(id string, n int) string {
+	var b strings.Builder
+	for k := range n {
+		b.WriteString(tokenText(id, k))
+	}
+	return b.String()
+}
+
+func jsonString(s string) string {
+	raw, _ := json.Marshal(s)
+	return string(raw)
 }
 
 // sleepCtx waits d unless the client goes away first (so test servers close promptly).

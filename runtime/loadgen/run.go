@@ -116,6 +116,7 @@ func RunSchedule(ctx context.Context, cfg Config, schedule Schedule, sink Sink) 
 		runID:       cfg.RunID,
 		spin:        cfg.SpinWindow,
 		maxResponse: cfg.MaxResponseBytes,
+		maxReply:    cfg.MaxReplyBytes,
 	}
 	if e.progress == nil {
 		e.progress = &Progress{}
@@ -131,6 +132,9 @@ func RunSchedule(ctx context.Context, cfg Config, schedule Schedule, sink Sink) 
 	}
 	if e.maxResponse == 0 {
 		e.maxResponse = defaultMaxResponseBytes
+	}
+	if e.maxReply == 0 {
+		e.maxReply = defaultMaxReplyBytes
 	}
 	cacheBytes := cfg.PromptCacheBytes
 	if cacheBytes == 0 {
@@ -197,6 +201,7 @@ type engine struct {
 	runID       string
 	spin        time.Duration
 	maxResponse int64
+	maxReply    int           // Config.MaxReplyBytes, resolved
 	cutoff      time.Duration // releases after this offset are not sent
 	// recordedOffsets: Config.SubagentTiming is SubagentsAtRecordedOffsets.
 	recordedOffsets bool
@@ -302,7 +307,7 @@ func (e *engine) closedLoop(workers int) {
 				if err == nil {
 					body, _, err = e.body(r, i, nil)
 				}
-				e.send(r, i, at, body, err, 0, nil)
+				e.send(r, i, at, body, err, nil, nil)
 			}
 		}()
 	}
@@ -484,7 +489,7 @@ func (e *engine) session(s sessionStart) {
 		} else if err = loadErr; err == nil {
 			body, own, err = e.body(r, i, &earlier)
 		}
-		done := e.send(r, i, at, body, err, earlier.tokens, anchor)
+		done, answer := e.send(r, i, at, body, err, &earlier, anchor)
 		for _, child := range e.plan.spawnAfter[i] {
 			spawned = e.spawn(spawned, child, sessionStart{base: done, spawnAt: at, spawnRecordedMs: r.RecordedMs, anchor: anchor})
 		}
@@ -493,7 +498,14 @@ func (e *engine) session(s sessionStart) {
 			completed, lastDone = true, done
 			return
 		}
-		if r.ContextMode == ContextDeltas {
+		switch {
+		case r.KeepReplies && answer.ok:
+			earlier.add(own, r.InputTokens, e.cfg.API)
+			earlier.addReply(answer.reply, answer.tokens, e.cfg.API)
+		case r.KeepReplies:
+			// A failed turn leaves the history as it was: the next turn continues the last
+			// answered exchange.
+		case r.ContextMode == ContextDeltas:
 			earlier.add(own, r.InputTokens, e.cfg.API)
 		}
 		i, base = next, done
@@ -592,10 +604,22 @@ func (e *engine) join(spawned map[int]*subagentRun, children []int) (time.Durati
 	return latest, true
 }
 
+// answer is what a KeepReplies session keeps of a turn: its reply (already cut to the
+// session's room) and output tokens; ok says the turn succeeded.
+type answer struct {
+	ok     bool
+	reply  []byte
+	tokens int
+}
+
 // send performs request i, released at offset at, emits its record, and returns the offset at
-// which it completed. contextTokens are the input tokens of the earlier turns sent with it;
-// anchor, when set, is its session tree's timeline origin.
-func (e *engine) send(r *Request, i int, at time.Duration, body []byte, buildErr error, contextTokens int, anchor *timelineAnchor) time.Duration {
+// which it completed and, for a KeepReplies turn, its answer. earlier (nil outside a session)
+// holds the earlier turns sent with it; anchor, when set, is its session tree's timeline origin.
+func (e *engine) send(r *Request, i int, at time.Duration, body []byte, buildErr error, earlier *history, anchor *timelineAnchor) (time.Duration, answer) {
+	contextTokens := 0
+	if earlier != nil {
+		contextTokens = earlier.tokens
+	}
 	var sent time.Time
 	var out outcome
 	if buildErr != nil {
@@ -652,6 +676,17 @@ func (e *engine) send(r *Request, i int, at time.Duration, body []byte, buildErr
 	default:
 		rec.OutputTokens = float64(out.chunks)
 	}
+	if cached := out.usage.cachedTokens(); cached != nil {
+		rec.Metadata["cached_tokens"] = *cached
+	}
+	var kept answer
+	if r.KeepReplies && rec.Successful && earlier != nil {
+		reply, cut := earlier.clipReply(out.reply, e.maxReply)
+		kept = answer{ok: true, reply: reply, tokens: int(rec.OutputTokens)}
+		if cut || out.replyCut {
+			rec.Metadata["reply_truncated"] = true
+		}
+	}
 	if out.chunks > 0 {
 		first := out.firstToken.Sub(e.start).Seconds()
 		ttft := ms(out.firstToken.Sub(sent))
@@ -662,7 +697,7 @@ func (e *engine) send(r *Request, i int, at time.Duration, body []byte, buildErr
 		}
 	}
 	e.emit(rec)
-	return out.completedAt.Sub(e.start)
+	return out.completedAt.Sub(e.start), kept
 }
 
 // metadata is the request's own metadata plus what the engine knows about the exchange.

@@ -62,6 +62,14 @@ type Request struct {
 	// with the earlier turns of its session in front of it (ContextDeltas). Every turn of a
 	// session must give the same mode.
 	ContextMode ContextMode
+	// KeepReplies, on a ContextDeltas session, also keeps the assistant's replies in the
+	// session's history: turn k then sends turn 0's part, its reply, turn 1's part, its reply,
+	// ... and its own part, as a chat client does (on the chat API each reply is an assistant
+	// message; on completions its text follows the prompt it continued, verbatim). A turn that
+	// fails leaves the history as it was (inference-perf's multi-turn sessions do the same), so
+	// the next turn continues the last answered exchange. Config.MaxReplyBytes bounds what a
+	// session keeps. Every turn of a session must agree.
+	KeepReplies bool
 	// Subagent makes the request's session a child of another session, spawned and joined
 	// by the parent's turns. Any turn of the child session may carry it; those that do must
 	// agree. Nil for an ordinary session.
@@ -183,6 +191,7 @@ type session struct {
 	id     string
 	turns  []turnRef
 	mode   ContextMode
+	keep   bool // KeepReplies
 	modeAt int
 	link   *SubagentLink
 	linkAt int
@@ -244,6 +253,9 @@ func checkRequest(r *Request, id int, api API) error {
 		}
 	default:
 		return fmt.Errorf("request %d: context mode must be %q or %q, got %q", id, ContextSelfContained, ContextDeltas, r.ContextMode)
+	}
+	if r.KeepReplies && r.ContextMode != ContextDeltas {
+		return fmt.Errorf("request %d: keeping replies needs context mode %q", id, ContextDeltas)
 	}
 	if r.Subagent != nil && r.SessionID == "" {
 		return fmt.Errorf("request %d: a subagent link needs a session id", id)
@@ -314,7 +326,7 @@ func (p *plan) linkSessions() error {
 		}
 		s := sessions[r.SessionID]
 		if s == nil {
-			s = &session{id: r.SessionID, mode: r.ContextMode, modeAt: i}
+			s = &session{id: r.SessionID, mode: r.ContextMode, keep: r.KeepReplies, modeAt: i}
 			if s.mode == "" {
 				s.mode = ContextSelfContained
 			}
@@ -412,6 +424,9 @@ func (s *session) add(r *Request, i int) error {
 	}
 	if m != s.mode {
 		return fmt.Errorf("request %d: session %q mixes context modes (%s here, %s on request %d)", i+1, s.id, m, s.mode, s.modeAt+1)
+	}
+	if r.KeepReplies != s.keep {
+		return fmt.Errorf("request %d: session %q keeps replies on some turns only (%t here, %t on request %d)", i+1, s.id, r.KeepReplies, s.keep, s.modeAt+1)
 	}
 	switch {
 	case r.Subagent == nil:
