@@ -558,11 +558,7 @@ func (x *execution) matrix(ctx context.Context, fields map[string]any) error {
 }
 
 func (x *execution) sharedPrefix(ctx context.Context, fields map[string]any) error {
-	sp := x.spec.SharedPrefix
-	if sp.EnableMultiTurnChat != nil && *sp.EnableMultiTurnChat {
-		return errors.New("multi-turn shared-prefix workloads are not supported by this runner yet")
-	}
-	return x.sharedPrefixStages(ctx, sp, 120*time.Second, fields)
+	return x.sharedPrefixStages(ctx, x.spec.SharedPrefix, 120*time.Second, fields)
 }
 
 // sharedPrefixStages runs shared-prefix rate stages in one invocation, each request bounded by

@@ -21,16 +21,40 @@ import (
 	"github.com/lensfn/lensfn/runtime/state"
 )
 
-// fakeModel streams completions with a fixed time to first token and inter-token latency, and
-// remembers each prompt.
+// fakeModel streams completions (and chat completions) with a fixed time to first token and
+// inter-token latency, and remembers each prompt.
 type fakeModel struct {
 	ttft, itl time.Duration
 	noMetrics bool // no /metrics: monitoring never gets ready
+	// echo makes token k of the request with X-Request-ID id read " <id>:<k>", so every reply
+	// is distinct text (echoReply); byID then keeps each request's prompt or messages.
+	echo      bool
 	mu        sync.Mutex
 	generated int
 	prompts   []string
+	byID      map[string]seenTurn
 	inFlight  int
 	peak      int
+}
+
+// seenTurn is what one request sent: a completions prompt or chat messages.
+type seenTurn struct {
+	Prompt   string        `json:"prompt"`
+	Messages []chatMessage `json:"messages"`
+}
+
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// echoReply is the whole reply the echoing fake gives the request with X-Request-ID id.
+func echoReply(id string, tokens int) string {
+	var b strings.Builder
+	for k := range tokens {
+		fmt.Fprintf(&b, " %s:%d", id, k)
+	}
+	return b.String()
 }
 
 func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -50,12 +74,20 @@ func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body struct {
-		Prompt    string `json:"prompt"`
-		MaxTokens int    `json:"max_tokens"`
+		seenTurn
+		MaxTokens int `json:"max_tokens"`
 	}
 	_ = json.NewDecoder(r.Body).Decode(&body)
+	id := r.Header.Get("X-Request-ID")
+	chat := strings.HasSuffix(r.URL.Path, "/chat/completions")
 	f.mu.Lock()
 	f.prompts = append(f.prompts, body.Prompt)
+	if f.echo {
+		if f.byID == nil {
+			f.byID = map[string]seenTurn{}
+		}
+		f.byID[id] = body.seenTurn
+	}
 	f.inFlight++
 	f.peak = max(f.peak, f.inFlight)
 	f.mu.Unlock()
@@ -72,13 +104,24 @@ func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		}
-		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"text\":\" tok\",\"finish_reason\":null}]}\n\n")
+		token := " tok"
+		if f.echo {
+			token = fmt.Sprintf(" %s:%d", id, k)
+		}
+		if chat {
+			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%q},\"finish_reason\":null}]}\n\n", token)
+		} else {
+			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"text\":%q,\"finish_reason\":null}]}\n\n", token)
+		}
 		fl.Flush()
 	}
 	f.mu.Lock()
 	f.generated += body.MaxTokens
 	f.mu.Unlock()
 	prompt := len(strings.Fields(body.Prompt))
+	for _, m := range body.Messages {
+		prompt += len(strings.Fields(m.Content))
+	}
 	fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d}}\n\ndata: [DONE]\n\n", prompt, body.MaxTokens)
 	fl.Flush()
 }

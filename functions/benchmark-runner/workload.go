@@ -1,6 +1,7 @@
 package benchmarkrunner
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 
@@ -44,15 +45,27 @@ func rateStages(rng *rand.Rand, stages []events.RateStage) (arrivals []float64, 
 // k mod num_groups and sends that group's system prompt followed by its own question. The
 // system prompt is one hash block (its length the system prompt's), so every request of a group
 // shares it byte for byte and the server's prefix cache can reuse it.
+//
+// With enable_multi_turn_chat the requests are turns of conversations instead, laid out as
+// inference-perf's generator does (evalrun.PlanMultiTurn): one session per (group, prompt),
+// request k is turn k / sessions of session k mod sessions, so consecutive arrivals go to
+// different users and every group's users take turns. A turn is released at its arrival on
+// the Poisson clock or when the session's previous turn completes, whichever is later. The
+// first turn sends the group's system prompt and a question; each later turn a fresh question,
+// which the engine sends after the conversation so far, the model's replies included
+// (loadgen's KeepReplies), so the prefix the server can reuse grows turn by turn.
 type sharedPrefixSchedule struct {
-	sp       *events.SharedPrefix
-	arrivals []float64 // ms from the invocation's start
-	stage    []uint8   // stage index per request
-	seed     int64
+	sp        *events.SharedPrefix
+	arrivals  []float64 // ms from the invocation's start
+	stage     []uint8   // stage index per request
+	seed      int64
+	multiTurn bool
+	sessions  int
 }
 
 func newSharedPrefixSchedule(sp *events.SharedPrefix, seed uint64) *sharedPrefixSchedule {
-	s := &sharedPrefixSchedule{sp: sp, seed: int64(seed & math.MaxInt32)}
+	s := &sharedPrefixSchedule{sp: sp, seed: int64(seed & math.MaxInt32),
+		multiTurn: sp.EnableMultiTurnChat != nil && *sp.EnableMultiTurnChat, sessions: sp.NumGroups * sp.NumPromptsPerGroup}
 	s.arrivals, s.stage = rateStages(rand.New(rand.NewPCG(seed, 0x5eed)), sp.Stages)
 	return s
 }
@@ -63,8 +76,21 @@ func (s *sharedPrefixSchedule) Load(i int, r *loadgen.Request) error {
 	at := s.arrivals[i]
 	group := int64(i % s.sp.NumGroups)
 	prompt := int64(i/s.sp.NumGroups) % int64(s.sp.NumPromptsPerGroup)
+	turn := 0
+	if s.multiTurn {
+		user := i % s.sessions
+		group, prompt, turn = int64(user%s.sp.NumGroups), int64(user/s.sp.NumGroups), i/s.sessions
+	}
 	*r = loadgen.Request{ArrivalMs: &at, InputTokens: s.sp.SystemPromptLen + s.sp.QuestionLen, OutputTokens: s.sp.OutputLen,
 		Metadata: map[string]any{"stage": int(s.stage[i]), "group": group, "prompt": prompt}}
+	if s.multiTurn {
+		r.SessionID, r.Turn = fmt.Sprintf("g%d-p%d", group, prompt), turn
+		r.ContextMode, r.KeepReplies = loadgen.ContextDeltas, true
+		if turn > 0 { // the system prompt went with the first turn and stays in the history
+			r.InputTokens = s.sp.QuestionLen
+			return nil
+		}
+	}
 	if s.sp.SystemPromptLen > 0 {
 		// One block: the group's system prompt; the engine extends it with a tail unique to
 		// the request (the question).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -138,6 +139,12 @@ func TestValidateRequest(t *testing.T) {
 		{"unknown harness", `{"deployment_execution_id":"a","harness":"guidellm"}`, 400, "inference-perf"},
 		{"unknown named workload", `{"deployment_execution_id":"a","workload":"nope.yaml"}`, 400, "sanity_random.yaml"},
 		{"wrong type", `{"deployment_execution_id":"a","parallelism":"2"}`, 422, "parallelism"},
+		// 4 sessions share 4,004 requests: 1,001 turns each, over MaxSessionTurns.
+		{"multi-turn turns per session", multiTurnBody(2, 2, 8, 8, 4, `{"rate":1001,"duration":4}`), 422, `"shared_prefix","stages"`},
+		// 20 turns of 8,000-token questions outgrow the prompt limit by the last turn.
+		{"multi-turn context", multiTurnBody(2, 2, 8, 8000, 4, `{"rate":8,"duration":10}`), 422, `"shared_prefix","enable_multi_turn_chat"`},
+		// 10,000 sessions of 2 turns holding 16,001 tokens each are too much at once.
+		{"multi-turn held context", multiTurnBody(100, 100, 16000, 1, 1, `{"rate":1000,"duration":20}`), 422, "live sessions"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -155,6 +162,10 @@ func TestValidateRequest(t *testing.T) {
 			}
 		})
 	}
+	multi := multiTurnBody(2, 2, 8, 8, 4, `{"rate":10,"duration":4}`)
+	if req, _, err := ParseRequest([]byte(multi)); err != nil || ValidateRequest(req) != nil {
+		t.Fatalf("a multi-turn shared prefix within the bounds is refused: %v %v", err, ValidateRequest(req))
+	}
 	ok := `{"deployment_execution_id":"a","matrix":[{"isl":1024,"osl":128}],"concurrency_stages":[{"concurrency":8,"num_requests":96}],"warmup_requests":2,` +
 		`"sla_targets":{"ttft_ms":500,"ttft_percentile":"p99","tpot_ms":50,"tpot_percentile":"p99","throughput_min_tps":1000,"success_rate_min_percent":99}}`
 	req, _, err := ParseRequest([]byte(ok))
@@ -164,4 +175,10 @@ func TestValidateRequest(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the spec's example is refused: %v", err)
 	}
+}
+
+// multiTurnBody is a run request of a multi-turn shared-prefix workload.
+func multiTurnBody(groups, prompts, system, question, output int, stages string) string {
+	return fmt.Sprintf(`{"deployment_execution_id":"a","shared_prefix":{"num_groups":%d,"num_prompts_per_group":%d,"system_prompt_len":%d,`+
+		`"question_len":%d,"output_len":%d,"enable_multi_turn_chat":true,"stages":[%s]}}`, groups, prompts, system, question, output, stages)
 }

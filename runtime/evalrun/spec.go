@@ -173,6 +173,13 @@ func validateSpecFields(fe *fieldErrors, spec events.BenchmarkSpec) {
 		}
 	}
 	if sp := spec.SharedPrefix; sp != nil {
+		before := len(*fe)
+		defer func() {
+			if len(*fe) == before && multiTurnOn(sp) { // the bounds need lengths and stages in range
+				checkMultiTurn(sp, func(msg string, loc []string) { fe.add(msg, "value_error", loc...) },
+					[]string{"shared_prefix", "stages"}, []string{"shared_prefix", "enable_multi_turn_chat"})
+			}
+		}()
 		fe.intRange(&sp.NumGroups, 1, MaxSharedPrefixGroups, "shared_prefix", "num_groups")
 		fe.intRange(&sp.NumPromptsPerGroup, 1, MaxSharedPrefixGroups, "shared_prefix", "num_prompts_per_group")
 		fe.intRange(&sp.SystemPromptLen, 0, MaxInputTokens, "shared_prefix", "system_prompt_len")

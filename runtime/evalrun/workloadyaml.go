@@ -184,7 +184,13 @@ func (c *InferencePerfConfig) validate(fe *fieldErrors) {
 			break
 		}
 		if sp.EnableMultiTurnChat {
-			add("multi-turn chat is not supported", "data", "shared_prefix", "enable_multi_turn_chat")
+			defer func() {
+				if len(*fe) == 0 { // the bounds need lengths and stages in range
+					_, generated := c.Workload()
+					checkMultiTurn(generated, func(msg string, loc []string) { add(msg, loc...) },
+						[]string{"load", "stages"}, []string{"data", "shared_prefix", "enable_multi_turn_chat"})
+				}
+			}()
 		}
 		if sp.NumGroups < 1 || sp.NumGroups > MaxSharedPrefixGroups || sp.NumPromptsPerGroup < 1 || sp.NumPromptsPerGroup > MaxSharedPrefixGroups ||
 			sp.SystemPromptLen < 0 || sp.QuestionLen < 1 || sp.SystemPromptLen+sp.QuestionLen > MaxInputTokens || sp.OutputLen < 1 || sp.OutputLen > MaxOutputTokens {
@@ -279,6 +285,11 @@ func (c *InferencePerfConfig) Workload() (Workload, *events.SharedPrefix) {
 		return w, nil
 	}
 	sp := c.Data.SharedPrefix
-	return w, &events.SharedPrefix{NumGroups: sp.NumGroups, NumPromptsPerGroup: sp.NumPromptsPerGroup, SystemPromptLen: sp.SystemPromptLen,
+	generated := &events.SharedPrefix{NumGroups: sp.NumGroups, NumPromptsPerGroup: sp.NumPromptsPerGroup, SystemPromptLen: sp.SystemPromptLen,
 		QuestionLen: sp.QuestionLen, OutputLen: sp.OutputLen, Stages: w.Stages, Seed: sp.Seed}
+	if sp.EnableMultiTurnChat {
+		on := true
+		generated.EnableMultiTurnChat = &on
+	}
+	return w, generated
 }

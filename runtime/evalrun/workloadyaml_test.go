@@ -56,8 +56,15 @@ func TestParseWorkloadYAML(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, sp := cfg.Workload(); sp == nil || sp.NumGroups != 2 || len(sp.Stages) != 1 {
+	if _, sp := cfg.Workload(); sp == nil || sp.NumGroups != 2 || len(sp.Stages) != 1 || sp.EnableMultiTurnChat != nil {
 		t.Fatalf("shared prefix %+v", sp)
+	}
+	multi := strings.Replace(shared, "output_len: 4}", "output_len: 4, enable_multi_turn_chat: true}", 1)
+	if cfg, err = ParseWorkloadYAML(multi); err != nil {
+		t.Fatalf("inference-perf's enable_multi_turn_chat: %v", err)
+	}
+	if _, sp := cfg.Workload(); sp == nil || sp.EnableMultiTurnChat == nil || !*sp.EnableMultiTurnChat {
+		t.Fatalf("multi-turn shared prefix %+v", sp)
 	}
 
 	bad := []struct{ name, yaml, mention string }{
@@ -74,7 +81,12 @@ func TestParseWorkloadYAML(t *testing.T) {
 		{"rate too high", "load: {stages: [{rate: 10001, duration: 1}]}\napi: {}\ndata: {type: random}\n", "rate"},
 		{"two documents", constantYAML + "---\nload: {}\n", "one YAML document"},
 		{"empty", "", "empty"},
-		{"multi-turn", strings.Replace(shared, "output_len: 4}", "output_len: 4, enable_multi_turn_chat: true}", 1), "multi-turn"},
+		// 2 x 3 sessions share 7,000 requests: ~1,167 turns each, over MaxSessionTurns.
+		{"multi-turn turns per session", strings.Replace(multi, "rate: 1, duration: 5", "rate: 100, duration: 70", 1),
+			`"load","stages"`},
+		// 100 turns of 1,000-token questions and 400-token replies outgrow the context limit.
+		{"multi-turn context", strings.Replace(strings.Replace(multi, "rate: 1, duration: 5", "rate: 60, duration: 10", 1), "question_len: 8, output_len: 4", "question_len: 1000, output_len: 400", 1),
+			"enable_multi_turn_chat"},
 		{"lengths", "load: {stages: [{rate: 1, duration: 1}]}\napi: {}\ndata: {type: random, input_distribution: {min: 0, max: 10}}\n", "min"},
 	}
 	for _, tc := range bad {

@@ -1,0 +1,141 @@
+package benchmarkrunner_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	benchmarkrunner "github.com/lensfn/lensfn/functions/benchmark-runner"
+	"github.com/lensfn/lensfn/runtime/loadgen"
+)
+
+// sessionRecords reads a run's per-request artifact grouped by session, each in turn order.
+func sessionRecords(t *testing.T, h *harness, id string) map[string][]loadgen.Record {
+	t.Helper()
+	f, err := os.Open(h.runs.RunDir(id) + "/" + benchmarkrunner.RecordsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string][]loadgen.Record{}
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		var rec loadgen.Record
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			t.Fatal(err)
+		}
+		out[rec.SessionID] = append(out[rec.SessionID], rec)
+	}
+	for _, recs := range out {
+		slices.SortFunc(recs, func(a, b loadgen.Record) int { return a.Turn - b.Turn })
+	}
+	return out
+}
+
+// checkTurnsFollowEachOther: every session's turns are 0..n-1, each started after the previous
+// one completed, and the conversation is spread over several turns.
+func checkTurnsFollowEachOther(t *testing.T, sessions map[string][]loadgen.Record, want int) {
+	t.Helper()
+	if len(sessions) != want {
+		t.Fatalf("%d sessions in the records, want %d (num_groups x num_prompts_per_group)", len(sessions), want)
+	}
+	for id, recs := range sessions {
+		if len(recs) < 2 {
+			t.Fatalf("session %s has %d turns", id, len(recs))
+		}
+		for k, rec := range recs {
+			if rec.Turn != k || !rec.Successful {
+				t.Fatalf("session %s: record %d is turn %d (successful %v, error %v)", id, k, rec.Turn, rec.Successful, rec.Error)
+			}
+			if k > 0 && rec.StartedAtSeconds < recs[k-1].CompletedAtSeconds {
+				t.Fatalf("session %s: turn %d started at %.4f before turn %d completed at %.4f", id, k, rec.StartedAtSeconds, k-1, recs[k-1].CompletedAtSeconds)
+			}
+			if _, ok := rec.Metadata["stage"]; !ok {
+				t.Fatalf("turn without its rate stage: %v", rec.Metadata)
+			}
+		}
+	}
+}
+
+func TestMultiTurnSharedPrefixSendsTheConversationSoFar(t *testing.T) {
+	model := &fakeModel{ttft: 3 * time.Millisecond, itl: time.Millisecond, echo: true}
+	h := start(t, model, fast())
+	id := h.create(t, `{"deployment_execution_id":"exec-1","shared_prefix":{"num_groups":2,"num_prompts_per_group":2,
+		"system_prompt_len":40,"question_len":8,"output_len":4,"enable_multi_turn_chat":true,
+		"stages":[{"rate":20,"duration":1},{"rate":20,"duration":1}]}}`)
+	m := doc(t, h.waitFor(t, id, 30*time.Second, terminal))
+	if m["status"] != "succeeded" {
+		t.Fatalf("status %v %v", m["status"], m["error"])
+	}
+	sessions := sessionRecords(t, h, id)
+	checkTurnsFollowEachOther(t, sessions, 4)
+	model.mu.Lock()
+	defer model.mu.Unlock()
+	systems := map[string]string{} // group -> its system prompt
+	total := 0
+	for sid, recs := range sessions {
+		total += len(recs)
+		for k, rec := range recs {
+			reqID := rec.Metadata["x_request_id"].(string)
+			prompt := model.byID[reqID].Prompt
+			if k == 0 {
+				words := strings.Fields(prompt)
+				if len(words) != 48 {
+					t.Fatalf("session %s opens with %d words, want system 40 + question 8", sid, len(words))
+				}
+				group := strings.SplitN(sid, "-", 2)[0]
+				system := strings.Join(words[:40], " ")
+				if other, ok := systems[group]; ok && other != system {
+					t.Fatalf("group %s's sessions open with different system prompts", group)
+				}
+				systems[group] = system
+				continue
+			}
+			prev := recs[k-1]
+			prevPrompt := model.byID[prev.Metadata["x_request_id"].(string)].Prompt
+			reply := echoReply(prev.Metadata["x_request_id"].(string), 4)
+			question, ok := strings.CutPrefix(prompt, prevPrompt+reply)
+			if !ok || len(strings.Fields(question)) != 8 {
+				t.Fatalf("session %s turn %d sent %q; want turn %d's prompt %q, its reply %q verbatim, then 8 new words",
+					sid, k, prompt, k-1, prevPrompt, reply)
+			}
+		}
+	}
+	if len(systems) != 2 || systems["g0"] == systems["g1"] {
+		t.Fatalf("system prompts per group: %v", systems)
+	}
+	if got := m["metrics"].(map[string]any)["request_count"]; got != float64(total) {
+		t.Fatalf("request_count %v, %d records", got, total)
+	}
+}
+
+func TestMultiTurnChatWorkloadYAMLSendsAssistantMessages(t *testing.T) {
+	model := &fakeModel{ttft: 3 * time.Millisecond, itl: time.Millisecond, echo: true}
+	h := start(t, model, fast())
+	yaml := "load: {type: poisson, stages: [{rate: 30, duration: 1}]}\napi: {type: chat, streaming: true}\n" +
+		"data:\n  type: shared_prefix\n  shared_prefix: {num_groups: 1, num_prompts_per_group: 3, system_prompt_len: 16, question_len: 4, output_len: 3, enable_multi_turn_chat: true}\n"
+	body, _ := json.Marshal(map[string]any{"deployment_execution_id": "exec-1", "workload_yaml": yaml})
+	id := h.create(t, string(body))
+	m := doc(t, h.waitFor(t, id, 30*time.Second, terminal))
+	if m["status"] != "succeeded" {
+		t.Fatalf("status %v %v", m["status"], m["error"])
+	}
+	sessions := sessionRecords(t, h, id)
+	checkTurnsFollowEachOther(t, sessions, 3)
+	model.mu.Lock()
+	defer model.mu.Unlock()
+	for sid, recs := range sessions {
+		var want []chatMessage
+		for k, rec := range recs {
+			reqID := rec.Metadata["x_request_id"].(string)
+			got := model.byID[reqID].Messages
+			if len(got) != 2*k+1 || !slices.Equal(got[:2*k], want) || got[2*k].Role != "user" {
+				t.Fatalf("session %s turn %d sent %v; want the earlier messages %v, then a user message", sid, k, got, want)
+			}
+			want = append(want, got[2*k], chatMessage{Role: "assistant", Content: echoReply(reqID, 3)})
+		}
+	}
+}
