@@ -247,6 +247,14 @@ func TestCreateRunRejectsBadInput(t *testing.T) {
 			t.Errorf("%s: %d %v, want %d problem", tc.name, code, prob, tc.code)
 		}
 	}
+	// A multi-turn shared prefix whose sessions would get too many turns names the stages.
+	var prob map[string]any
+	tooLong := `{"deployment_execution_id":"exec-1","shared_prefix":{"num_groups":1,"num_prompts_per_group":2,"system_prompt_len":8,
+		"question_len":8,"output_len":8,"enable_multi_turn_chat":true,"stages":[{"rate":100,"duration":30}]}}`
+	if code := call(t, "POST", h.url+"/runs", tooLong, &prob); code != 422 || !strings.Contains(toJSON(prob), `"shared_prefix","stages"`) ||
+		!strings.Contains(toJSON(prob), "turns per session") {
+		t.Errorf("multi-turn of 1,500 turns per session: %d %v", code, prob)
+	}
 	var list struct {
 		Items []any `json:"items"`
 	}
