@@ -48,7 +48,7 @@ type SharedPrefix struct {
 	QuestionLen         int         `json:"question_len" doc:"tokens of each question"`
 	OutputLen           int         `json:"output_len" doc:"output tokens per request"`
 	Stages              []RateStage `json:"stages" doc:"rate stages, run one after another"`
-	EnableMultiTurnChat *bool       `json:"enable_multi_turn_chat,omitempty" doc:"each prompt of a group continues the group's conversation"`
+	EnableMultiTurnChat *bool       `json:"enable_multi_turn_chat,omitempty" doc:"multi-turn chat (inference-perf's key): each of the num_groups x num_prompts_per_group users holds a conversation whose every turn resends the earlier questions and the model's replies"`
 	Seed                *int64      `json:"seed,omitempty" doc:"seed of the generated text"`
 }
 

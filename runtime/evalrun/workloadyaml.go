@@ -74,7 +74,8 @@ type IPDistribution struct {
 	Type       string   `yaml:"type"`
 }
 
-// IPSharedPrefix is the shared_prefix data generator.
+// IPSharedPrefix is the shared_prefix data generator. EnableMultiTurnChat makes its requests
+// the turns of one conversation per (group, prompt) user, as inference-perf does (PlanMultiTurn).
 type IPSharedPrefix struct {
 	NumGroups           int    `yaml:"num_groups"`
 	NumPromptsPerGroup  int    `yaml:"num_prompts_per_group"`
