@@ -60,20 +60,28 @@ func checkTurnsFollowEachOther(t *testing.T, sessions map[string][]loadgen.Recor
 	}
 }
 
-func TestMultiTurnSharedPrefixSendsTheConversationSoFar(t *testing.T) {
+// runConversations runs a multi-turn run body against an echoing fake until it succeeded and
+// checks its sessions' turns; the fake comes back locked (its requests are the caller's to read).
+func runConversations(t *testing.T, body string, sessions int) (*fakeModel, map[string]any, map[string][]loadgen.Record) {
+	t.Helper()
 	model := &fakeModel{ttft: 3 * time.Millisecond, itl: time.Millisecond, echo: true}
 	h := start(t, model, fast())
-	id := h.create(t, `{"deployment_execution_id":"exec-1","shared_prefix":{"num_groups":2,"num_prompts_per_group":2,
-		"system_prompt_len":40,"question_len":8,"output_len":4,"enable_multi_turn_chat":true,
-		"stages":[{"rate":20,"duration":1},{"rate":20,"duration":1}]}}`)
+	id := h.create(t, body)
 	m := doc(t, h.waitFor(t, id, 30*time.Second, terminal))
 	if m["status"] != "succeeded" {
 		t.Fatalf("status %v %v", m["status"], m["error"])
 	}
-	sessions := sessionRecords(t, h, id)
-	checkTurnsFollowEachOther(t, sessions, 4)
+	recs := sessionRecords(t, h, id)
+	checkTurnsFollowEachOther(t, recs, sessions)
 	model.mu.Lock()
-	defer model.mu.Unlock()
+	t.Cleanup(model.mu.Unlock)
+	return model, m, recs
+}
+
+func TestMultiTurnSharedPrefixSendsTheConversationSoFar(t *testing.T) {
+	model, m, sessions := runConversations(t, `{"deployment_execution_id":"exec-1","shared_prefix":{"num_groups":2,"num_prompts_per_group":2,
+		"system_prompt_len":40,"question_len":8,"output_len":4,"enable_multi_turn_chat":true,
+		"stages":[{"rate":20,"duration":1},{"rate":20,"duration":1}]}}`, 4)
 	systems := map[string]string{} // group -> its system prompt
 	total := 0
 	for sid, recs := range sessions {
@@ -113,20 +121,10 @@ func TestMultiTurnSharedPrefixSendsTheConversationSoFar(t *testing.T) {
 }
 
 func TestMultiTurnChatWorkloadYAMLSendsAssistantMessages(t *testing.T) {
-	model := &fakeModel{ttft: 3 * time.Millisecond, itl: time.Millisecond, echo: true}
-	h := start(t, model, fast())
 	yaml := "load: {type: poisson, stages: [{rate: 30, duration: 1}]}\napi: {type: chat, streaming: true}\n" +
 		"data:\n  type: shared_prefix\n  shared_prefix: {num_groups: 1, num_prompts_per_group: 3, system_prompt_len: 16, question_len: 4, output_len: 3, enable_multi_turn_chat: true}\n"
 	body, _ := json.Marshal(map[string]any{"deployment_execution_id": "exec-1", "workload_yaml": yaml})
-	id := h.create(t, string(body))
-	m := doc(t, h.waitFor(t, id, 30*time.Second, terminal))
-	if m["status"] != "succeeded" {
-		t.Fatalf("status %v %v", m["status"], m["error"])
-	}
-	sessions := sessionRecords(t, h, id)
-	checkTurnsFollowEachOther(t, sessions, 3)
-	model.mu.Lock()
-	defer model.mu.Unlock()
+	model, _, sessions := runConversations(t, string(body), 3)
 	for sid, recs := range sessions {
 		var want []chatMessage
 		for k, rec := range recs {
