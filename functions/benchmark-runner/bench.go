@@ -409,8 +409,13 @@ func (x *execution) stage(ctx context.Context, phase string, sched loadgen.Sched
 	}
 	x.mu.Unlock()
 	errs := make(chan error, workers)
+	parallel := *x.spec.Parallelism > 1
 	for w := base; w < base+workers; w++ {
 		progress := progresses[w-base]
+		sched := sched
+		if parallel {
+			sched = workerSessions{Schedule: sched, worker: w}
+		}
 		cfg := loadgen.Config{BaseURL: x.run.Internal.Endpoint, APIKey: x.key, Model: x.run.Internal.Model,
 			API: x.api, Stream: x.stream, IgnoreEOS: x.ignoreEOS, InterTokenTimes: x.stream, RequestTimeout: timeout,
 			Concurrency: concurrency, Seed: x.seed + uint64(w)*7919, Progress: progress, Client: x.r.client,
@@ -451,6 +456,24 @@ func (x *execution) stage(ctx context.Context, phase string, sched loadgen.Sched
 		}
 	}
 	return first
+}
+
+// workerSessions is a schedule as worker w sends it: its sessions are the worker's own
+// (w<k>-<session>), as they would be in N harness pods, so X-Session-ID never ties two workers'
+// conversations together at a router.
+type workerSessions struct {
+	loadgen.Schedule
+	worker int
+}
+
+func (s workerSessions) Load(i int, r *loadgen.Request) error {
+	if err := s.Schedule.Load(i, r); err != nil {
+		return err
+	}
+	if r.SessionID != "" {
+		r.SessionID = fmt.Sprintf("w%d-%s", s.worker, r.SessionID)
+	}
+	return nil
 }
 
 // takeGaps removes the inter-token gaps from a record's metadata (they feed the ITL

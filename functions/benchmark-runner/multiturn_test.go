@@ -3,6 +3,7 @@ package benchmarkrunner_test
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -62,10 +63,10 @@ func checkTurnsFollowEachOther(t *testing.T, sessions map[string][]loadgen.Recor
 
 // runConversations runs a multi-turn run body against an echoing fake until it succeeded and
 // checks its sessions' turns; the fake comes back locked (its requests are the caller's to read).
-func runConversations(t *testing.T, body string, sessions int) (*fakeModel, map[string]any, map[string][]loadgen.Record) {
+func runConversations(t *testing.T, settings benchmarkrunner.Settings, body string, sessions int) (*fakeModel, map[string]any, map[string][]loadgen.Record) {
 	t.Helper()
 	model := &fakeModel{ttft: 3 * time.Millisecond, itl: time.Millisecond, echo: true}
-	h := start(t, model, fast())
+	h := start(t, model, settings)
 	id := h.create(t, body)
 	m := doc(t, h.waitFor(t, id, 30*time.Second, terminal))
 	if m["status"] != "succeeded" {
@@ -79,7 +80,7 @@ func runConversations(t *testing.T, body string, sessions int) (*fakeModel, map[
 }
 
 func TestMultiTurnSharedPrefixSendsTheConversationSoFar(t *testing.T) {
-	model, m, sessions := runConversations(t, `{"deployment_execution_id":"exec-1","shared_prefix":{"num_groups":2,"num_prompts_per_group":2,
+	model, m, sessions := runConversations(t, fast(), `{"deployment_execution_id":"exec-1","shared_prefix":{"num_groups":2,"num_prompts_per_group":2,
 		"system_prompt_len":40,"question_len":8,"output_len":4,"enable_multi_turn_chat":true,
 		"stages":[{"rate":20,"duration":1},{"rate":20,"duration":1}]}}`, 4)
 	systems := map[string]string{} // group -> its system prompt
@@ -124,7 +125,7 @@ func TestMultiTurnChatWorkloadYAMLSendsAssistantMessages(t *testing.T) {
 	yaml := "load: {type: poisson, stages: [{rate: 30, duration: 1}]}\napi: {type: chat, streaming: true}\n" +
 		"data:\n  type: shared_prefix\n  shared_prefix: {num_groups: 1, num_prompts_per_group: 3, system_prompt_len: 16, question_len: 4, output_len: 3, enable_multi_turn_chat: true}\n"
 	body, _ := json.Marshal(map[string]any{"deployment_execution_id": "exec-1", "workload_yaml": yaml})
-	model, _, sessions := runConversations(t, string(body), 3)
+	model, _, sessions := runConversations(t, fast(), string(body), 3)
 	for sid, recs := range sessions {
 		var want []chatMessage
 		for k, rec := range recs {
@@ -134,6 +135,25 @@ func TestMultiTurnChatWorkloadYAMLSendsAssistantMessages(t *testing.T) {
 				t.Fatalf("session %s turn %d sent %v; want the earlier messages %v, then a user message", sid, k, got, want)
 			}
 			want = append(want, got[2*k], chatMessage{Role: "assistant", Content: echoReply(reqID, 3)})
+		}
+	}
+}
+
+// With parallelism 2 each worker holds its own conversations, as N harness pods would: the
+// sessions (and the X-Session-ID a router sees) are w0-... and w1-..., each a whole conversation.
+func TestParallelMultiTurnWorkersHoldTheirOwnConversations(t *testing.T) {
+	model, _, sessions := runConversations(t, parallel(), `{"deployment_execution_id":"exec-1","parallelism":2,"shared_prefix":{"num_groups":1,
+		"num_prompts_per_group":2,"system_prompt_len":8,"question_len":4,"output_len":2,"enable_multi_turn_chat":true,
+		"stages":[{"rate":10,"duration":1}]}}`, 4)
+	for sid, recs := range sessions {
+		if !strings.HasPrefix(sid, fmt.Sprintf("w%v-g0-p", recs[0].Metadata["worker"])) {
+			t.Fatalf("worker %v sent session %q", recs[0].Metadata["worker"], sid)
+		}
+		for k := 1; k < len(recs); k++ {
+			prev := recs[k-1].Metadata["x_request_id"].(string)
+			if !strings.HasPrefix(model.byID[recs[k].Metadata["x_request_id"].(string)].Prompt, model.byID[prev].Prompt+echoReply(prev, 2)) {
+				t.Fatalf("session %s turn %d does not continue its own conversation", sid, k)
+			}
 		}
 	}
 }
