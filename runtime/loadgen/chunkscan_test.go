@@ -104,6 +104,7 @@ func FuzzChunkScanner(f *testing.F) {
 		`{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2}}`,
 		`{"object":"error","message":"m"}`, `{"error":{"message":"x"}}`, `{"choices":[{"text":"\u0041","finish_reason":"stop"}]}`,
 		`{"choices":[{"delta":{"tool_calls":null,"reasoning":""}}]}`, `[1,2]`, `{"a":[{"b":-1.5e+3}],"c":true,"d":false}`,
+		`{"choices":[{"index":1,"delta":{"content":"x"}},{"index":0,"text":"caf\u00e9 \"q\"","delta":{"content":"é"}}],"usage":{"prompt_tokens_details":{"cached_tokens":3}}}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -66,7 +66,10 @@ func (u Unreleased) Total() int64 { return u.AfterDuration + u.Waiting + u.RunEn
 //
 // A delta-context session (ContextDeltas) sends turn k with turns 0..k in front of it; each
 // session keeps its earlier turns' text only until its last turn is sent. Record.InputTokens
-// counts the whole context then, and metadata turn_input_tokens the turn's own.
+// counts the whole context then, and metadata turn_input_tokens the turn's own. A KeepReplies
+// session also sends each earlier turn's reply after it (Request.KeepReplies, bounded by
+// Config.MaxReplyBytes). Records carry metadata cached_tokens when the server reports
+// usage.prompt_tokens_details.cached_tokens.
 //
 // Sends are never paced by sleeping per-request gaps, so lateness does not accumulate. A late
 // dispatcher sends what is due at once. There is no cap on requests in flight (an open-loop
