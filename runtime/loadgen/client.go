@@ -220,7 +220,7 @@ func (h *history) addReply(reply []byte, tokens int, api API) {
 	h.replyBytes += len(reply)
 }
 
-// clipReply cuts reply to what the session may still keep of its replies (max in all), at a
+// clipReply cuts reply to what the session may still keep of its replies (limit in all), at a
 // UTF-8 boundary; truncated says it was cut.
 func (h *history) clipReply(reply []byte, limit int) (kept []byte, truncated bool) {
 	room := limit - h.replyBytes
@@ -327,7 +327,7 @@ type outcome struct {
 	completedAt  time.Time
 	responseSeen bool
 	// keepReply asks the readers for the reply text (Request.KeepReplies); they keep at most
-	// maxReply bytes of it in reply and set replyCut when there was more.
+	// Config.MaxReplyBytes of it in reply and set replyCut when there was more.
 	keepReply bool
 	reply     []byte
 	replyCut  bool
@@ -510,7 +510,7 @@ func (e *engine) readWhole(ctx context.Context, body io.Reader, out *outcome) {
 	out.usage = resp.Usage
 }
 
-// keepReplyWithin cuts the reply read so far to max bytes (a UTF-8 boundary) and stops
+// keepReplyWithin cuts the reply read so far to limit bytes (a UTF-8 boundary) and stops
 // keeping more once it was cut.
 func (o *outcome) keepReplyWithin(limit int) {
 	if len(o.reply) > limit {
