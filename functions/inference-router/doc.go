@@ -13,13 +13,30 @@
 // 10k req/s). It owns its flags, probes, drain and a private Prometheus
 // registry, as the simulator does.
 //
-// net/http, not fasthttp: the router's cost is dominated by the upstream
-// round trip and the JSON peek at the prompt, net/http's Transport gives
-// per-chunk flushing of SSE and connection reuse without a second HTTP
-// stack, and fasthttp keeps its single home in the simulator (measured
-// figures in BENCHMARKS.md, "Inference router").
+// fasthttp, not net/http, on both sides (the front end and each replica's
+// pooled client, a fasthttp.HostClient), because the router's whole job is
+// the proxy hop and net/http's cost per hop was the bottleneck: measured
+// on this 2-core host (BENCHMARKS.md, "Inference router"), the net/http
+// router spent ~140 us of CPU per request end to end (a server goroutine
+// and request/header maps per request, a client Transport with a read and
+// a write goroutine per connection and channel hand-offs per request) and
+// capped at 5-7k req/s on its core, so the 10k req/s target was out of
+// reach whatever the routing cost. fasthttp reuses request and response
+// objects and buffers per connection and runs one goroutine per
+// connection on each side. What net/http gave for free is kept
+// explicitly: upstream bodies are streamed (StreamResponseBody) and become
+// the client response's body stream, written chunked with a flush per read
+// for SSE (tokens are never held back); a refused connection marks the
+// replica down and the request is retried elsewhere; a pooled connection
+// the replica closed before answering is retried once; hop-by-hop headers
+// are dropped both ways; the whole-request timeout is the client's
+// deadline; drain closes the listener and lets in-flight streams finish.
+// fasthttp is a dependency already (the simulator's front end), so this
+// adds a second home for it, not a second HTTP stack to the module graph;
+// probes, queue scrapes and /tokenize calls stay on net/http (off the hot
+// path, where its timeouts and context handling are worth more).
 //
-// It imports the standard library, runtime/jsoncursor (the prompt peek),
+// It imports the standard library, fasthttp (the proxy), runtime/jsoncursor (the prompt peek),
 // runtime/kvblock (the KV block hash the replicas' events name),
 // client_golang and github.com/go-zeromq/zmq4 (its second home, next to the simulator's
 // kvcache: the precise-prefix profile subscribes to the replicas' KV events

@@ -1,6 +1,9 @@
 package inferencerouter
 
 import (
+	"strconv"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -20,6 +23,8 @@ type metrics struct {
 	kvEvents      *prometheus.CounterVec   // replica, type
 	indexBlocks   *prometheus.GaugeVec     // index
 	addedLatency  *prometheus.HistogramVec // profile
+	ownProfile    string                   // the router's profile, whose added-latency series is bound
+	ownAdded      prometheus.Observer
 }
 
 func newMetrics() *metrics {
@@ -53,4 +58,33 @@ func newMetrics() *metrics {
 		m.upstreamErrs, m.replicaUp, m.inflight, m.kvEvents, m.indexBlocks, m.addedLatency,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// bindReplica resolves the series a replica touches on every request
+// (in flight, answered 200 under each profile it serves), so the hot path
+// pays no label hashing for them.
+func (m *metrics) bindReplica(p *pool, r *replica, profiles ...string) {
+	r.inflightGauge = m.inflight.WithLabelValues(p.name, r.base)
+	r.answeredOK = make(map[string]prometheus.Counter, len(profiles))
+	for _, profile := range profiles {
+		r.answeredOK[profile] = m.requests.WithLabelValues(profile, p.name, r.base, "200")
+	}
+}
+
+// countRequest counts one answer relayed from r.
+func (m *metrics) countRequest(r *replica, profile, pool string, status int) {
+	if c, ok := r.answeredOK[profile]; ok && status == 200 {
+		c.Inc()
+		return
+	}
+	m.requests.WithLabelValues(profile, pool, r.base, strconv.Itoa(status)).Inc()
+}
+
+// observeAdded records the router's own latency share of one request.
+func (m *metrics) observeAdded(profile string, d time.Duration) {
+	if profile == m.ownProfile {
+		m.ownAdded.Observe(d.Seconds())
+		return
+	}
+	m.addedLatency.WithLabelValues(profile).Observe(d.Seconds())
 }

@@ -2,9 +2,9 @@ package inferencerouter
 
 import (
 	"encoding/json"
-	"io"
-	"net/http"
 	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
 // prefillKVParams is what vLLM's P/D proxy sends with the prefill leg.
@@ -18,10 +18,10 @@ const maxPrefillResponse = 1 << 20
 // max_tokens 1, not streamed), then the decode leg on a decode replica
 // with the kv_transfer_params the prefill answered, streamed or not as the
 // client asked. A failed prefill answer is passed through as it is.
-func (rt *Router) servePD(w http.ResponseWriter, r *http.Request, path string, body []byte, start time.Time) {
+func (rt *Router) servePD(ctx *fasthttp.RequestCtx, path, body []byte, start time.Time) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
-		writeError(w, http.StatusBadRequest, "Failed to read and parse request body as a JSON object")
+		writeError(ctx, fasthttp.StatusBadRequest, "Failed to read and parse request body as a JSON object")
 		return
 	}
 	prefillFields := make(map[string]json.RawMessage, len(fields)+3)
@@ -42,11 +42,11 @@ func (rt *Router) servePD(w http.ResponseWriter, r *http.Request, path string, b
 	for kvParams == nil {
 		rep := rt.pickLeastLoaded(rt.prefill, rt.prefill.upMask()&^exclude)
 		if rep == nil {
-			writeError(w, http.StatusServiceUnavailable, "no prefill replica is accepting connections")
+			writeError(ctx, fasthttp.StatusServiceUnavailable, "no prefill replica is accepting connections")
 			return
 		}
 		rt.metrics.decisions.WithLabelValues(string(ProfilePD), "prefill-least-load").Inc()
-		resp, ok := rt.roundTrip(w, r, rt.prefill, rep, path, prefillBody, "", start)
+		resp, ok := rt.roundTrip(ctx, rt.prefill, rep, path, prefillBody, "", start)
 		if !ok {
 			exclude |= 1 << rep.index
 			continue
@@ -54,22 +54,19 @@ func (rt *Router) servePD(w http.ResponseWriter, r *http.Request, path string, b
 		if resp == nil {
 			return
 		}
-		if resp.StatusCode != http.StatusOK {
-			rt.relay(w, resp, rt.prefill, rep, string(ProfilePD))
-			resp.Body.Close()
-			rt.done(rt.prefill, rep)
+		if resp.StatusCode() != fasthttp.StatusOK {
+			rt.relay(ctx, resp, rt.prefill, rep, string(ProfilePD))
 			return
 		}
-		raw, err := io.ReadAll(io.LimitReader(resp.Body, maxPrefillResponse))
-		resp.Body.Close()
-		rt.done(rt.prefill, rep)
+		raw, err := readUpstreamBody(resp, maxPrefillResponse)
+		rt.finish(rt.prefill, rep, resp)
 		rt.metrics.requests.WithLabelValues(string(ProfilePD), rt.prefill.name, rep.base, "200").Inc()
 		var answer struct {
 			KVTransferParams json.RawMessage `json:"kv_transfer_params"`
 		}
 		if err != nil || json.Unmarshal(raw, &answer) != nil {
 			rt.metrics.upstreamErrs.WithLabelValues(rt.prefill.name, rep.base, "transport").Inc()
-			writeError(w, http.StatusBadGateway, "prefill replica "+rep.base+" sent an unreadable answer")
+			writeError(ctx, fasthttp.StatusBadGateway, "prefill replica "+rep.base+" sent an unreadable answer")
 			return
 		}
 		kvParams = answer.KVTransferParams
@@ -88,11 +85,11 @@ func (rt *Router) servePD(w http.ResponseWriter, r *http.Request, path string, b
 	for {
 		rep := rt.pickLeastLoaded(rt.main, rt.main.upMask()&^exclude)
 		if rep == nil {
-			writeError(w, http.StatusServiceUnavailable, "no decode replica is accepting connections")
+			writeError(ctx, fasthttp.StatusServiceUnavailable, "no decode replica is accepting connections")
 			return
 		}
 		rt.metrics.decisions.WithLabelValues(string(ProfilePD), "decode-least-load").Inc()
-		if rt.forward(w, r, rt.main, rep, path, decodeBody, string(ProfilePD), time.Now()) {
+		if rt.forward(ctx, rt.main, rep, path, decodeBody, string(ProfilePD), time.Now()) {
 			return
 		}
 		exclude |= 1 << rep.index

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // replica is one upstream: its base URL, in-flight count, health and the
@@ -25,6 +27,10 @@ type replica struct {
 	down     atomic.Bool
 	waiting  atomic.Int64 // vllm:num_requests_waiting, summed over models
 	running  atomic.Int64 // vllm:num_requests_running
+	client   upstream     // the replica's pooled HTTP/1.1 client
+	// series bound once (metrics.bindReplica): the hot path hashes no labels for them
+	inflightGauge prometheus.Gauge
+	answeredOK    map[string]prometheus.Counter // by profile; read-only after New
 }
 
 func newReplica(i int, base string) *replica {
@@ -37,7 +43,9 @@ func newReplica(i int, base string) *replica {
 			hp += ":80"
 		}
 	}
-	return &replica{index: i, base: base, hostPort: hp, target: u}
+	r := &replica{index: i, base: base, hostPort: hp, target: u}
+	r.client = newHostClient(r)
+	return r
 }
 
 // load is the replica's load score: requests this router has in flight on

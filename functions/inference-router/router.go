@@ -4,38 +4,40 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/lensfn/lensfn/runtime/kvblock"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
 )
 
 // Router is the proxy: its pools, indexes, metrics and HTTP handler.
 type Router struct {
-	cfg       Config
-	main      *pool // every replica (non-pd); the decode side under pd
-	prefill   *pool // pd only
-	metrics   *metrics
-	client    *http.Client           // upstream calls; no overall timeout (streams), see forward
-	probe     *http.Client           // health probes and scrapes
-	approx    *blockIndex            // prefix-affinity, optimized
-	precise   *blockIndex            // precise-prefix
-	kvModel   atomic.Pointer[string] // model named by the replicas' KV-event topics
-	rngMu     sync.Mutex
-	rng       *rand.Rand
-	draining  atomic.Bool
-	blockText int // bytes of prompt text per approximate block
-	maxBlocks int // prompt blocks hashed per request
+	cfg     Config
+	main    *pool // every replica (non-pd); the decode side under pd
+	prefill *pool // pd only
+	metrics *metrics
+	aux     *http.Client // the precise profile's /tokenize calls
+	probe   *http.Client // health probes and scrapes
+	// metricsHandler serves /metrics: promhttp through fasthttp's adaptor (a
+	// scrape a second is not worth a second exposition writer)
+	metricsHandler fasthttp.RequestHandler
+	approx         *blockIndex            // prefix-affinity, optimized
+	precise        *blockIndex            // precise-prefix
+	kvModel        atomic.Pointer[string] // model named by the replicas' KV-event topics
+	rngMu          sync.Mutex
+	rng            *rand.Rand
+	draining       atomic.Bool
+	blockText      int // bytes of prompt text per approximate block
+	maxBlocks      int // prompt blocks hashed per request
 }
 
 // New builds a router for cfg; Start runs its background loops.
@@ -44,18 +46,17 @@ func New(cfg Config) *Router {
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
+	// probes, scrapes and the precise profile's /tokenize calls: not on the
+	// hot path, so net/http with its timeouts
 	transport := &http.Transport{
-		Proxy:                 nil, // replicas are addressed directly, never through an environment proxy
-		DialContext:           (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:          4096,
-		MaxIdleConnsPerHost:   1024,
-		IdleConnTimeout:       90 * time.Second,
-		DisableCompression:    true, // bytes pass through untouched
-		ResponseHeaderTimeout: cfg.UpstreamTimeout,
-		ForceAttemptHTTP2:     false,
+		Proxy:               nil, // replicas are addressed directly, never through an environment proxy
+		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: 16,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
 	}
 	rt := &Router{cfg: cfg, metrics: newMetrics(),
-		client:    &http.Client{Transport: transport, CheckRedirect: noRedirects},
+		aux:       &http.Client{Transport: transport, CheckRedirect: noRedirects},
 		probe:     &http.Client{Transport: transport, Timeout: 2 * time.Second, CheckRedirect: noRedirects},
 		approx:    newBlockIndex(cfg.IndexBlocks),
 		precise:   newBlockIndex(cfg.IndexBlocks),
@@ -70,12 +71,16 @@ func New(cfg Config) *Router {
 	} else {
 		rt.main = newPool("", cfg.Replicas)
 	}
+	rt.metrics.ownProfile = string(cfg.Profile)
+	rt.metrics.ownAdded = rt.metrics.addedLatency.WithLabelValues(string(cfg.Profile))
 	for _, p := range rt.pools() {
 		for _, r := range p.replicas {
 			rt.metrics.replicaUp.WithLabelValues(p.name, r.base).Set(1)
-			rt.metrics.inflight.WithLabelValues(p.name, r.base).Set(0)
+			rt.metrics.bindReplica(p, r, string(cfg.Profile), "balanced")
+			r.inflightGauge.Set(0)
 		}
 	}
+	rt.metricsHandler = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(rt.metrics.registry, promhttp.HandlerOpts{}))
 	return rt
 }
 
@@ -173,59 +178,54 @@ func (rt *Router) handleKVBatch(topic string, batch []byte) {
 	rt.metrics.indexBlocks.WithLabelValues("precise").Set(float64(rt.precise.len()))
 }
 
-// ServeHTTP routes the router's own endpoints and proxies the rest.
-func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	path := r.URL.Path
-	switch path {
+// handle routes the router's own endpoints and proxies the rest.
+func (rt *Router) handle(ctx *fasthttp.RequestCtx) {
+	path := ctx.Path()
+	switch string(path) {
 	case "/health":
-		w.WriteHeader(http.StatusOK)
+		ctx.SetStatusCode(fasthttp.StatusOK)
 		return
 	case "/ready", "/health/ready":
 		// the process's readiness only: replicas come and go behind it (the
 		// deployer probes them itself; replica_up says which answer), and a
 		// router whose replicas are still starting must not be restarted
 		if rt.draining.Load() {
-			writeError(w, http.StatusServiceUnavailable, "router is shutting down")
+			writeError(ctx, fasthttp.StatusServiceUnavailable, "router is shutting down")
 			return
 		}
-		w.WriteHeader(http.StatusOK)
+		ctx.SetStatusCode(fasthttp.StatusOK)
 		return
 	case "/metrics":
-		rt.metricsHandler().ServeHTTP(w, r)
+		rt.metricsHandler(ctx)
 		return
 	}
 	if rt.draining.Load() {
-		writeError(w, http.StatusServiceUnavailable, "router is shutting down")
+		writeError(ctx, fasthttp.StatusServiceUnavailable, "router is shutting down")
 		return
 	}
-	if rest, ok := strings.CutPrefix(path, "/balanced"); ok && strings.HasPrefix(rest, "/") {
-		rt.serveBalanced(w, r, rest)
+	if rest, ok := bytes.CutPrefix(path, balancedPrefix); ok && len(rest) > 0 && rest[0] == '/' {
+		rt.serveBalanced(ctx, rest)
 		return
 	}
-	if !strings.HasPrefix(path, "/v1/") && path != "/tokenize" {
-		writeError(w, http.StatusNotFound, "no route for "+path+": the router proxies /v1/*, /tokenize and /balanced/...")
+	if !bytes.HasPrefix(path, v1Prefix) && string(path) != "/tokenize" {
+		writeError(ctx, fasthttp.StatusNotFound, "no route for "+string(path)+": the router proxies /v1/*, /tokenize and /balanced/...")
 		return
 	}
-	rt.serveRouted(w, r, path)
+	rt.serveRouted(ctx, path)
 }
 
-// readBody reads a request body within the size bound.
-func (rt *Router) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	if r.Body == nil || r.Body == http.NoBody {
-		return nil, true
-	}
-	if r.ContentLength > rt.cfg.MaxBodyBytes {
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is over the router's limit of %d", r.ContentLength, rt.cfg.MaxBodyBytes))
-		return nil, false
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, rt.cfg.MaxBodyBytes))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the router's limit of %d bytes", rt.cfg.MaxBodyBytes))
-		} else {
-			writeError(w, http.StatusBadRequest, "reading the request body: "+err.Error())
-		}
+var (
+	balancedPrefix = []byte("/balanced")
+	v1Prefix       = []byte("/v1/")
+)
+
+// readBody is the request body within the size bound. The server enforces
+// the bound while reading (its ErrorHandler answers 413); this check covers
+// a handler called without that server.
+func (rt *Router) readBody(ctx *fasthttp.RequestCtx) ([]byte, bool) {
+	body := ctx.PostBody()
+	if int64(len(body)) > rt.cfg.MaxBodyBytes {
+		writeError(ctx, fasthttp.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is over the router's limit of %d", len(body), rt.cfg.MaxBodyBytes))
 		return nil, false
 	}
 	return body, true
@@ -233,9 +233,9 @@ func (rt *Router) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 
 // serveBalanced is the plain round-robin endpoint: /balanced/<path> goes to
 // <replica>/<path>, with no look at the body.
-func (rt *Router) serveBalanced(w http.ResponseWriter, r *http.Request, path string) {
+func (rt *Router) serveBalanced(ctx *fasthttp.RequestCtx, path []byte) {
 	start := time.Now()
-	body, ok := rt.readBody(w, r)
+	body, ok := rt.readBody(ctx)
 	if !ok {
 		return
 	}
@@ -244,35 +244,36 @@ func (rt *Router) serveBalanced(w http.ResponseWriter, r *http.Request, path str
 	for {
 		rep := p.roundRobin(p.upMask() &^ exclude)
 		if rep == nil {
-			writeError(w, http.StatusServiceUnavailable, "no replica is accepting connections")
+			writeError(ctx, fasthttp.StatusServiceUnavailable, "no replica is accepting connections")
 			return
 		}
 		rt.metrics.decisions.WithLabelValues("balanced", "round-robin").Inc()
-		if rt.forward(w, r, p, rep, path, body, "balanced", start) {
+		if rt.forward(ctx, p, rep, path, body, "balanced", start) {
 			return
 		}
 		exclude |= 1 << rep.index
 	}
 }
 
-// completionPaths are the bodies that carry a prompt worth routing on.
-func isCompletionPath(path string) bool {
-	return path == "/v1/chat/completions" || path == "/v1/completions" || path == "/v1/responses"
+// isCompletionPath says whether path's body carries a prompt worth routing on.
+func isCompletionPath(path []byte) bool {
+	return string(path) == "/v1/chat/completions" || string(path) == "/v1/completions" || string(path) == "/v1/responses"
 }
 
-func (rt *Router) serveRouted(w http.ResponseWriter, r *http.Request, path string) {
+func (rt *Router) serveRouted(ctx *fasthttp.RequestCtx, path []byte) {
 	start := time.Now()
-	body, ok := rt.readBody(w, r)
+	body, ok := rt.readBody(ctx)
 	if !ok {
 		return
 	}
+	post := ctx.IsPost()
 	profile := string(rt.cfg.Profile)
-	if rt.cfg.Profile == ProfilePD && r.Method == http.MethodPost && (path == "/v1/chat/completions" || path == "/v1/completions") {
-		rt.servePD(w, r, path, body, start)
+	if rt.cfg.Profile == ProfilePD && post && (string(path) == "/v1/chat/completions" || string(path) == "/v1/completions") {
+		rt.servePD(ctx, path, body, start)
 		return
 	}
 	var hashes []uint64
-	usesPrefix := r.Method == http.MethodPost && isCompletionPath(path) &&
+	usesPrefix := post && isCompletionPath(path) &&
 		(rt.cfg.Profile == ProfilePrefix || rt.cfg.Profile == ProfileOptimized || rt.cfg.Profile == ProfilePrecisePrefix)
 	if usesPrefix {
 		if text, ok := fastPromptText(nil, body); ok && rt.cfg.Profile != ProfilePrecisePrefix {
@@ -280,11 +281,11 @@ func (rt *Router) serveRouted(w http.ResponseWriter, r *http.Request, path strin
 		} else {
 			req, err := peekPrompt(body)
 			if err != nil {
-				writeError(w, http.StatusBadRequest, err.Error())
+				writeError(ctx, fasthttp.StatusBadRequest, err.Error())
 				return
 			}
 			if rt.cfg.Profile == ProfilePrecisePrefix {
-				hashes = rt.preciseHashes(r.Context(), path, &req)
+				hashes = rt.preciseHashes(string(path), &req)
 			} else {
 				hashes = appendTextBlockHashes(nil, req.appendPromptText(nil), rt.blockText, rt.maxBlocks)
 			}
@@ -295,12 +296,12 @@ func (rt *Router) serveRouted(w http.ResponseWriter, r *http.Request, path strin
 	for {
 		mask := p.upMask() &^ exclude
 		if mask == 0 {
-			writeError(w, http.StatusServiceUnavailable, "no replica is accepting connections")
+			writeError(ctx, fasthttp.StatusServiceUnavailable, "no replica is accepting connections")
 			return
 		}
 		var rep *replica
 		var reason string
-		if r.Method != http.MethodPost {
+		if !post {
 			rep, reason = p.roundRobin(mask), "round-robin"
 		} else {
 			rep, reason = rt.pick(p, mask, hashes, usesPrefix)
@@ -309,7 +310,7 @@ func (rt *Router) serveRouted(w http.ResponseWriter, r *http.Request, path strin
 			reason = "retry-" + reason
 		}
 		rt.metrics.decisions.WithLabelValues(profile, reason).Inc()
-		if rt.forward(w, r, p, rep, path, body, profile, start) {
+		if rt.forward(ctx, p, rep, path, body, profile, start) {
 			return
 		}
 		exclude |= 1 << rep.index
@@ -446,7 +447,7 @@ func (rt *Router) pickLeastLoaded(p *pool, mask uint64) *replica {
 // router has no tokenizer of its own and must use the replicas') and
 // computes the block hashes the replicas' KV events name. A failed
 // tokenize routes without a prefix.
-func (rt *Router) preciseHashes(ctx context.Context, path string, req *promptRequest) []uint64 {
+func (rt *Router) preciseHashes(path string, req *promptRequest) []uint64 {
 	var tokBody []byte
 	var err error
 	switch {
@@ -470,11 +471,11 @@ func (rt *Router) preciseHashes(ctx context.Context, path string, req *promptReq
 	if rep == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	hreq, _ := http.NewRequestWithContext(ctx, http.MethodPost, rep.base+"/tokenize", bytes.NewReader(tokBody))
 	hreq.Header.Set("Content-Type", "application/json")
-	resp, err := rt.client.Do(hreq)
+	resp, err := rt.aux.Do(hreq)
 	if err != nil {
 		rt.metrics.upstreamErrs.WithLabelValues(rt.main.name, rep.base, "tokenize").Inc()
 		return nil
@@ -505,147 +506,4 @@ func (rt *Router) hashModel(requested string) string {
 		return *m
 	}
 	return requested
-}
-
-// hopHeaders are connection-level headers a proxy must not forward.
-var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
-	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
-
-func copyHeaders(dst, src http.Header) {
-	for k, vs := range src {
-		dst[k] = append(dst[k][:0:0], vs...)
-	}
-	for _, h := range hopHeaders {
-		dst.Del(h)
-	}
-}
-
-// forward sends the request to rep and relays the answer. It returns false
-// only when the replica refused the connection (nothing was sent, so the
-// caller may try another replica); every other outcome is answered here.
-func (rt *Router) forward(w http.ResponseWriter, r *http.Request, p *pool, rep *replica, path string, body []byte, profile string, start time.Time) bool {
-	resp, ok := rt.roundTrip(w, r, p, rep, path, body, profile, start)
-	if !ok || resp == nil {
-		return ok
-	}
-	defer rt.done(p, rep)
-	defer resp.Body.Close()
-	rt.relay(w, resp, p, rep, profile)
-	return true
-}
-
-// roundTrip sends one upstream request with rep counted in flight. On a
-// refused connection it marks rep down and returns (nil, false); on any
-// other failure it answers 502 and returns (nil, true). The caller calls
-// rt.done when it has finished with a non-nil response.
-func (rt *Router) roundTrip(w http.ResponseWriter, r *http.Request, p *pool, rep *replica, path string, body []byte, profile string, start time.Time) (*http.Response, bool) {
-	target := rep.base + path
-	if r.URL.RawQuery != "" {
-		target += "?" + r.URL.RawQuery
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), rt.cfg.UpstreamTimeout)
-	out, err := http.NewRequestWithContext(ctx, r.Method, target, bytes.NewReader(body))
-	if err != nil {
-		cancel()
-		writeError(w, http.StatusBadRequest, err.Error())
-		return nil, true
-	}
-	copyHeaders(out.Header, r.Header)
-	out.ContentLength = int64(len(body))
-	if len(body) == 0 {
-		out.Body = http.NoBody
-	}
-	rep.inflight.Add(1)
-	rt.metrics.inflight.WithLabelValues(p.name, rep.base).Inc()
-	if profile != "" {
-		rt.metrics.addedLatency.WithLabelValues(profile).Observe(time.Since(start).Seconds())
-	}
-	resp, err := rt.client.Do(out)
-	if err != nil {
-		cancel()
-		rt.done(p, rep)
-		if isConnectError(err) {
-			rt.metrics.upstreamErrs.WithLabelValues(p.name, rep.base, "connect").Inc()
-			rt.markDown(p, rep)
-			return nil, false
-		}
-		rt.metrics.upstreamErrs.WithLabelValues(p.name, rep.base, "transport").Inc()
-		if r.Context().Err() == nil {
-			writeError(w, http.StatusBadGateway, "replica "+rep.base+" failed: "+err.Error())
-		}
-		return nil, true
-	}
-	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
-	return resp, true
-}
-
-type cancelOnClose struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-func (c *cancelOnClose) Close() error { err := c.ReadCloser.Close(); c.cancel(); return err }
-
-func (rt *Router) done(p *pool, rep *replica) {
-	rep.inflight.Add(-1)
-	rt.metrics.inflight.WithLabelValues(p.name, rep.base).Dec()
-}
-
-// relay writes resp to the client: status, headers and body, flushed after
-// every chunk read for event streams so tokens are never held back.
-func (rt *Router) relay(w http.ResponseWriter, resp *http.Response, p *pool, rep *replica, profile string) {
-	copyHeaders(w.Header(), resp.Header)
-	w.Header().Set("X-Inference-Router-Replica", rep.base)
-	w.WriteHeader(resp.StatusCode)
-	rt.metrics.requests.WithLabelValues(profile, p.name, rep.base, strconv.Itoa(resp.StatusCode)).Inc()
-	if resp.StatusCode >= 500 {
-		rt.metrics.upstreamErrs.WithLabelValues(p.name, rep.base, "status").Inc()
-	}
-	stream := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
-	flusher, _ := w.(http.Flusher)
-	bufp := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(bufp)
-	buf := *bufp
-	for {
-		n, err := resp.Body.Read(buf)
-		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				return // the client went away; closing the body cancels upstream
-			}
-			if stream && flusher != nil {
-				flusher.Flush()
-			}
-		}
-		if err != nil {
-			if err != io.EOF {
-				rt.metrics.upstreamErrs.WithLabelValues(p.name, rep.base, "transport").Inc()
-			}
-			return
-		}
-	}
-}
-
-var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
-
-// isConnectError says whether err means the replica refused or could not
-// be reached (so the request never left the router).
-func isConnectError(err error) bool {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
-		return true
-	}
-	return errors.Is(err, syscall.ECONNREFUSED)
-}
-
-// writeError writes an OpenAI-style error body.
-func writeError(w http.ResponseWriter, status int, message string) {
-	typ := map[int]string{400: "BadRequestError", 404: "NotFoundError", 413: "BadRequestError",
-		502: "InternalServerError", 503: "ServiceUnavailableError"}[status]
-	if typ == "" {
-		typ = "InternalServerError"
-	}
-	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": message, "type": typ, "param": nil, "code": status}})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
 }

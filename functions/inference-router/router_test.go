@@ -1,6 +1,7 @@
 package inferencerouter
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
 func testConfig(t *testing.T, args ...string) Config {
@@ -92,13 +95,45 @@ func fakeReplicas(t *testing.T, n int) ([]string, *[]int, *sync.Mutex) {
 	return urls, &served, &mu
 }
 
-func post(t *testing.T, h http.Handler, path, body string) *httptest.ResponseRecorder {
+// answer is a router response read back in memory.
+type answer struct {
+	Code   int
+	header http.Header
+	Body   *bytes.Buffer
+}
+
+func (a *answer) Header() http.Header { return a.header }
+
+// post runs one request through the router's handler in memory (the
+// server in front of it is exercised by serve and the sim tests).
+func post(t *testing.T, rt *Router, path, body string) *answer {
 	t.Helper()
-	rec := httptest.NewRecorder()
-	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	h.ServeHTTP(rec, req)
-	return rec
+	var req fasthttp.Request
+	req.Header.SetMethod(http.MethodPost)
+	req.SetRequestURI(path)
+	req.Header.SetContentType("application/json")
+	req.SetBodyString(body)
+	var ctx fasthttp.RequestCtx
+	ctx.Init(&req, nil, nil)
+	rt.handle(&ctx)
+	a := &answer{Code: ctx.Response.StatusCode(), header: http.Header{}, Body: bytes.NewBuffer(append([]byte(nil), ctx.Response.Body()...))}
+	for k, v := range ctx.Response.Header.All() {
+		a.header.Add(string(k), string(v))
+	}
+	return a
+}
+
+// serve runs rt's server on a loopback listener and returns its base URL.
+func serve(t *testing.T, rt *Router) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := rt.server()
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Shutdown() })
+	return "http://" + ln.Addr().String()
 }
 
 func chat(prefix string, i int) string {
@@ -306,10 +341,9 @@ func TestStreamsAreFlushedPerChunk(t *testing.T) {
 		io.WriteString(w, "data: [DONE]\n\n")
 	}))
 	defer upstream.Close()
-	router := httptest.NewServer(New(testConfig(t, "--replicas", upstream.URL)))
-	defer router.Close()
+	router := serve(t, New(testConfig(t, "--replicas", upstream.URL)))
 	client := &http.Client{Timeout: 10 * time.Second} // an unflushed first chunk fails here, not by hanging
-	resp, err := client.Post(router.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"stream":true}`))
+	resp, err := client.Post(router+"/v1/chat/completions", "application/json", strings.NewReader(`{"stream":true}`))
 	if err != nil {
 		t.Fatal(err)
 	}

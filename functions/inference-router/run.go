@@ -6,18 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os/signal"
 	"strconv"
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/valyala/fasthttp"
 )
-
-func (rt *Router) metricsHandler() http.Handler {
-	return promhttp.HandlerFor(rt.metrics.registry, promhttp.HandlerOpts{})
-}
 
 // Run parses the configuration, serves until SIGTERM/SIGINT or ctx ends,
 // then drains: the listener closes, requests still arriving on open
@@ -46,8 +41,7 @@ func Serve(ctx context.Context, cfg Config, ln net.Listener, stderr io.Writer) e
 		return err
 	}
 	defer stop()
-	srv := &http.Server{Handler: rt, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
-		MaxHeaderBytes: 64 << 10}
+	srv := rt.server()
 	fmt.Fprintf(stderr, "inference-router: profile %s, %d replica(s), listening on %s\n", cfg.Profile,
 		len(cfg.Replicas)+len(cfg.PrefillReplicas)+len(cfg.DecodeReplicas), ln.Addr())
 	errc := make(chan error, 1)
@@ -60,10 +54,33 @@ func Serve(ctx context.Context, cfg Config, ln net.Listener, stderr io.Writer) e
 	rt.draining.Store(true)
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
-	err = srv.Shutdown(sctx)
-	if errors.Is(err, context.DeadlineExceeded) {
-		srv.Close()
-		return nil
+	// the listener closes, idle connections close, in-flight requests (and
+	// their streams) finish with Connection: close, up to the timeout
+	if err := srv.ShutdownWithContext(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
 	}
-	return err
+	return nil
+}
+
+// maxHeaderBytes bounds a request's header block (fasthttp's read buffer
+// is the bound: a larger block is a 431).
+const maxHeaderBytes = 16 << 10
+
+// server is the router's HTTP/1.1 front end.
+func (rt *Router) server() *fasthttp.Server {
+	return &fasthttp.Server{
+		Handler:                       rt.handle,
+		ErrorHandler:                  rt.serverError,
+		Name:                          "inference-router",
+		ReadBufferSize:                maxHeaderBytes,
+		WriteBufferSize:               16 << 10,
+		ReadTimeout:                   30 * time.Second, // a whole request, header and body
+		IdleTimeout:                   120 * time.Second,
+		MaxRequestBodySize:            int(rt.cfg.MaxBodyBytes),
+		DisableHeaderNamesNormalizing: true, // names go to the replica as the client wrote them
+		NoDefaultServerHeader:         true,
+		NoDefaultContentType:          true, // a relayed answer has the replica's Content-Type or none
+		NoDefaultDate:                 true, // and the replica's Date
+		CloseOnShutdown:               true,
+	}
 }

@@ -128,7 +128,7 @@ var homes = map[string][]string{
 	"github.com/redis/go-redis/v9":        {"runtime/state/redisstore"},
 	"github.com/alicebob/miniredis/v2":    {"runtime/state/redisstore"},
 	"github.com/tetratelabs/wazero":       {"runtime/wasmhost"},
-	"github.com/valyala/fasthttp":         {"functions/inference-sim"},
+	"github.com/valyala/fasthttp":         {"functions/inference-sim", "functions/inference-router"}, // the two data-plane servers: the simulator, and the router in front of it (its package doc argues why)
 	"github.com/go-zeromq/zmq4":           {"functions/inference-sim", "functions/inference-router"}, // the KV events: the simulator publishes, the precise-prefix router subscribes
 	"github.com/ncruces/go-sqlite3":       {"functions/inference-sim"},
 	"github.com/cloudevents/sdk-go/v2":    {"runtime/cloudevent"},
