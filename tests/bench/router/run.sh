@@ -31,7 +31,8 @@ taskset -c 0 "$DIR/inference-sim" --model fake-model --port "$PORT" --max-num-se
 PIDS+=($!)
 taskset -c 1 "$DIR/inference-router" --host 127.0.0.1 --port $((PORT + 1)) --profile "$PROFILE" --replicas "http://127.0.0.1:$PORT" \
   --scrape-interval 0 --seed 1 >"$DIR/router.log" 2>&1 &
-PIDS+=($!)
+ROUTER_PID=$!
+PIDS+=($ROUTER_PID)
 wait_up "http://127.0.0.1:$PORT"
 wait_up "http://127.0.0.1:$((PORT + 1))"
 cat >"$DIR/post.lua" <<'LUA'
@@ -39,9 +40,18 @@ wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.body = '{"model":"fake-model","max_tokens":1,"messages":[{"role":"user","content":"Hello, how are you today?"}]}'
 LUA
+# CPU seconds (utime + stime) a process has used so far.
+cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f", ($14 + $15) / hz }' "/proc/$1/stat"; }
 for target in "direct http://127.0.0.1:$PORT" "routed http://127.0.0.1:$((PORT + 1))"; do
   set -- $target
   echo "== wrk $1 ($PROFILE): -t1 -c$CONNS -d$DURATION"
-  wrk -t1 -c"$CONNS" -d"$DURATION" --latency -s "$DIR/post.lua" "$2/v1/chat/completions" | grep -E 'Latency|50%|90%|99%|Requests/sec|Non-2xx|Socket'
+  before=$(cpu_seconds "$ROUTER_PID")
+  out=$(wrk -t1 -c"$CONNS" -d"$DURATION" --latency -s "$DIR/post.lua" "$2/v1/chat/completions")
+  echo "$out" | grep -E 'Latency|50%|90%|99%|Requests/sec|Non-2xx|Socket'
+  if [ "$1" = routed ]; then
+    # the router's own CPU per request end to end (server, client, syscalls): its ceiling on one core
+    awk -v a="$before" -v b="$(cpu_seconds "$ROUTER_PID")" -v n="$(echo "$out" | awk '/requests in/ {print $1}')" \
+      'BEGIN { if (n > 0) printf "  router CPU per request: %.1f us (%.2f s over %d requests)\n", (b - a) * 1e6 / n, b - a, n }'
+  fi
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
