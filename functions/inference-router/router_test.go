@@ -396,3 +396,94 @@ func TestDownReplicaComesBackWhenItAnswers(t *testing.T) {
 		t.Fatalf("after recovery: %d", rec.Code)
 	}
 }
+
+// The client's headers reach the replica (Authorization included, Host the
+// replica's own), hop-by-hop ones in either direction do not, the query
+// string goes along, and the replica's headers come back with the
+// router's X-Inference-Router-Replica: through the real server and client.
+func TestHeadersPassThroughExceptHopByHop(t *testing.T) {
+	type seen struct {
+		header http.Header
+		host   string
+		query  string
+	}
+	got := make(chan seen, 1)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- seen{r.Header.Clone(), r.Host, r.URL.RawQuery}
+		w.Header().Set("X-Replica-Says", "hello")
+		w.Header().Set("Keep-Alive", "timeout=3")
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"object":"list","data":[]}`)
+	}))
+	defer upstream.Close()
+	router := serve(t, New(testConfig(t, "--replicas", upstream.URL)))
+	req, _ := http.NewRequest(http.MethodGet, router+"/v1/models?limit=2", nil)
+	req.Header.Set("Authorization", "Bearer sk-user")
+	req.Header.Set("X-Request-Id", "r-1")
+	req.Header.Set("Proxy-Authorization", "Basic c2VjcmV0")
+	req.Header.Set("Keep-Alive", "timeout=5")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	s := <-got
+	if s.header.Get("Authorization") != "Bearer sk-user" || s.header.Get("X-Request-Id") != "r-1" {
+		t.Fatalf("the replica got headers %v", s.header)
+	}
+	if s.header.Get("Proxy-Authorization") != "" || s.header.Get("Keep-Alive") != "" {
+		t.Fatalf("hop-by-hop headers reached the replica: %v", s.header)
+	}
+	if s.host != strings.TrimPrefix(upstream.URL, "http://") || s.query != "limit=2" {
+		t.Fatalf("the replica saw Host %q, query %q", s.host, s.query)
+	}
+	if resp.StatusCode != 200 || string(body) != `{"object":"list","data":[]}` || resp.Header.Get("X-Replica-Says") != "hello" ||
+		resp.Header.Get("Content-Type") != "application/json" || resp.Header.Get("X-Inference-Router-Replica") != upstream.URL {
+		t.Fatalf("the client got %d %v %q", resp.StatusCode, resp.Header, body)
+	}
+	if resp.Header.Get("Keep-Alive") != "" {
+		t.Fatalf("the replica's Keep-Alive reached the client: %v", resp.Header)
+	}
+}
+
+// The proxy's hot path allocates nothing of its own per request under the
+// profiles that do not read the prompt (the net/http router allocated 51
+// objects per request: request and header maps, the Transport's request,
+// context and timer, the body buffer).
+func TestHotPathAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are meaningless under the race detector")
+	}
+	for _, profile := range []string{"random", "load"} {
+		cfg := testConfig(t, "--replicas", "http://127.0.0.1:1,http://127.0.0.1:2", "--profile", profile, "--seed", "1")
+		rt := New(cfg)
+		for _, r := range rt.main.replicas {
+			r.client = cannedUpstream{}
+		}
+		var ctx fasthttp.RequestCtx
+		var req fasthttp.Request
+		ctx.Init(&req, nil, nil)
+		body := []byte(`{"model":"m","messages":[{"role":"user","content":"hello"}]}`)
+		out := io.Discard
+		allocs := testing.AllocsPerRun(200, func() {
+			ctx.Request.Reset()
+			ctx.Request.Header.SetMethod(http.MethodPost)
+			ctx.Request.SetRequestURI("/v1/chat/completions")
+			ctx.Request.Header.SetContentType("application/json")
+			ctx.Request.SetBodyRaw(body)
+			ctx.Response.Reset()
+			rt.handle(&ctx)
+			if ctx.Response.StatusCode() != 200 {
+				t.Fatal(ctx.Response.StatusCode())
+			}
+			if _, err := ctx.Response.WriteTo(out); err != nil {
+				t.Fatal(err)
+			}
+		})
+		// one: the canned upstream's own strings.Reader
+		if allocs > 1 {
+			t.Errorf("%s: %.1f allocations per request, want at most 1 (the canned upstream's reader)", profile, allocs)
+		}
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package inferencerouter
+
+const raceEnabled = false
