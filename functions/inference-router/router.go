@@ -276,8 +276,14 @@ func (rt *Router) serveRouted(ctx *fasthttp.RequestCtx, path []byte) {
 	usesPrefix := post && isCompletionPath(path) &&
 		(rt.cfg.Profile == ProfilePrefix || rt.cfg.Profile == ProfileOptimized || rt.cfg.Profile == ProfilePrecisePrefix)
 	if usesPrefix {
-		if text, ok := fastPromptText(nil, body); ok && rt.cfg.Profile != ProfilePrecisePrefix {
-			hashes = appendTextBlockHashes(nil, text, rt.blockText, rt.maxBlocks)
+		// the prompt text and its block hashes live only until the pick (the
+		// index keeps hash values, not the slice): pooled per request
+		sc := scratches.Get().(*scratch)
+		defer putScratch(sc)
+		if text, ok := fastPromptText(sc.text[:0], body); ok && rt.cfg.Profile != ProfilePrecisePrefix {
+			sc.text = text
+			hashes = appendTextBlockHashes(sc.hashes[:0], text, rt.blockText, rt.maxBlocks)
+			sc.hashes = hashes
 		} else {
 			req, err := peekPrompt(body)
 			if err != nil {
@@ -315,6 +321,25 @@ func (rt *Router) serveRouted(ctx *fasthttp.RequestCtx, path []byte) {
 		}
 		exclude |= 1 << rep.index
 	}
+}
+
+// scratch is one request's prompt text and block hashes.
+type scratch struct {
+	text   []byte
+	hashes []uint64
+}
+
+// maxScratchBytes bounds what a pooled scratch keeps: a huge prompt's
+// buffers go to the garbage collector, not back to the pool.
+const maxScratchBytes = 1 << 20
+
+var scratches = sync.Pool{New: func() any { return &scratch{text: make([]byte, 0, 8<<10), hashes: make([]uint64, 0, 256)} }}
+
+func putScratch(sc *scratch) {
+	if cap(sc.text) > maxScratchBytes || cap(sc.hashes)*8 > maxScratchBytes {
+		return
+	}
+	scratches.Put(sc)
 }
 
 // pick chooses a replica of p within mask by the router's profile.
