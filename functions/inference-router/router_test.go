@@ -487,3 +487,25 @@ func TestHotPathAllocations(t *testing.T) {
 		}
 	}
 }
+
+// A multipart body (an audio upload) reaches the replica byte for byte,
+// with its boundary: the router relays it, it does not parse it as a form.
+func TestMultipartBodyIsRelayedAsBytes(t *testing.T) {
+	got := make(chan string, 1)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- r.Header.Get("Content-Type") + "\n" + string(b)
+		io.WriteString(w, `{"text":"hi"}`)
+	}))
+	defer upstream.Close()
+	router := serve(t, New(testConfig(t, "--replicas", upstream.URL)))
+	body := "--b0undary\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\nContent-Type: audio/wav\r\n\r\nRIFF....\r\n--b0undary--\r\n"
+	resp, err := http.Post(router+"/v1/audio/transcriptions", "multipart/form-data; boundary=b0undary", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if s := <-got; s != "multipart/form-data; boundary=b0undary\n"+body || resp.StatusCode != 200 {
+		t.Fatalf("the replica got %q (status %d)", s, resp.StatusCode)
+	}
+}

@@ -77,6 +77,7 @@ func (rt *Router) server() *fasthttp.Server {
 		ReadTimeout:                   30 * time.Second, // a whole request, header and body
 		IdleTimeout:                   120 * time.Second,
 		MaxRequestBodySize:            int(rt.cfg.MaxBodyBytes),
+		DisablePreParseMultipartForm:  true, // a multipart body (audio uploads) is bytes to relay, not a form
 		DisableHeaderNamesNormalizing: true, // names go to the replica as the client wrote them
 		NoDefaultServerHeader:         true,
 		NoDefaultContentType:          true, // a relayed answer has the replica's Content-Type or none
