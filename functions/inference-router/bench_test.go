@@ -26,6 +26,28 @@ func (cannedUpstream) DoDeadline(req *fasthttp.Request, resp *fasthttp.Response,
 	return nil
 }
 
+// cannedRouter is a router of profile over n replicas answered by
+// cannedUpstream, and a request context to drive its handler in memory.
+func cannedRouter(tb testing.TB, profile string, n int) (*Router, *fasthttp.RequestCtx) {
+	tb.Helper()
+	var replicas []string
+	for i := range n {
+		replicas = append(replicas, "http://127.0.0.1:"+strconv.Itoa(i+1))
+	}
+	cfg, err := ParseConfig([]string{"--replicas", strings.Join(replicas, ","), "--profile", profile, "--seed", "1"},
+		func(string) string { return "" }, io.Discard)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rt := New(cfg)
+	for _, r := range rt.main.replicas {
+		r.client = cannedUpstream{}
+	}
+	ctx := new(fasthttp.RequestCtx)
+	ctx.Init(new(fasthttp.Request), nil, nil)
+	return rt, ctx
+}
+
 // BenchmarkServeHTTP is the router's CPU cost per chat request by profile
 // (4 replicas, a 2 KiB prompt; prefix profiles see 64 recurring prefixes):
 // the request as the server has parsed it, through the handler, to the
@@ -38,18 +60,7 @@ func BenchmarkServeHTTP(b *testing.B) {
 	}
 	for _, profile := range []string{"random", "load", "prefix-affinity", "optimized"} {
 		b.Run(profile, func(b *testing.B) {
-			cfg, err := ParseConfig([]string{"--replicas", "http://127.0.0.1:1,http://127.0.0.1:2,http://127.0.0.1:3,http://127.0.0.1:4",
-				"--profile", profile, "--seed", "1"}, func(string) string { return "" }, io.Discard)
-			if err != nil {
-				b.Fatal(err)
-			}
-			rt := New(cfg)
-			for _, r := range rt.main.replicas {
-				r.client = cannedUpstream{}
-			}
-			var ctx fasthttp.RequestCtx
-			var req fasthttp.Request
-			ctx.Init(&req, nil, nil)
+			rt, ctx := cannedRouter(b, profile, 4)
 			out := bufio.NewWriter(io.Discard)
 			b.ReportAllocs()
 			i := 0
@@ -61,7 +72,7 @@ func BenchmarkServeHTTP(b *testing.B) {
 				ctx.Request.Header.Set("Authorization", "Bearer token")
 				ctx.Request.SetBodyRaw(bodies[i%len(bodies)])
 				ctx.Response.Reset()
-				rt.handle(&ctx)
+				rt.handle(ctx)
 				if ctx.Response.StatusCode() != 200 {
 					b.Fatal(ctx.Response.StatusCode())
 				}

@@ -458,14 +458,7 @@ func TestHotPathAllocations(t *testing.T) {
 		t.Skip("allocation counts are meaningless under the race detector")
 	}
 	for _, profile := range []string{"random", "load", "prefix-affinity", "optimized"} {
-		cfg := testConfig(t, "--replicas", "http://127.0.0.1:1,http://127.0.0.1:2", "--profile", profile, "--seed", "1")
-		rt := New(cfg)
-		for _, r := range rt.main.replicas {
-			r.client = cannedUpstream{}
-		}
-		var ctx fasthttp.RequestCtx
-		var req fasthttp.Request
-		ctx.Init(&req, nil, nil)
+		rt, ctx := cannedRouter(t, profile, 2)
 		body := []byte(`{"model":"m","messages":[{"role":"system","content":"` + strings.Repeat("a shared system prompt ", 40) + `"},{"role":"user","content":"hello"}]}`)
 		out := io.Discard
 		allocs := testing.AllocsPerRun(200, func() {
@@ -475,7 +468,7 @@ func TestHotPathAllocations(t *testing.T) {
 			ctx.Request.Header.SetContentType("application/json")
 			ctx.Request.SetBodyRaw(body)
 			ctx.Response.Reset()
-			rt.handle(&ctx)
+			rt.handle(ctx)
 			if ctx.Response.StatusCode() != 200 {
 				t.Fatal(ctx.Response.StatusCode())
 			}
