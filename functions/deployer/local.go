@@ -45,6 +45,10 @@ type Local struct {
 	// TargetsDir, when set, gets a Prometheus file-SD file per deployment listing its
 	// replicas (the serving endpoints a benchmark's evidence comes from), removed at cleanup.
 	TargetsDir string
+	// Ports hands out the loopback ports the children bind (nil: a free port from the kernel).
+	// A port is free when handed out, not when the child binds it, so Deploy retries with new
+	// ports when another process took one in between.
+	Ports func() (int, error)
 
 	mu       sync.Mutex
 	children map[int]chan struct{} // pid -> closed when this process reaped it
@@ -58,6 +62,13 @@ func (l *Local) binary(name string) (string, error) {
 	return p, nil
 }
 
+func (l *Local) port() (int, error) {
+	if l.Ports != nil {
+		return l.Ports()
+	}
+	return freePort()
+}
+
 func freePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -69,9 +80,41 @@ func freePort() (int, error) {
 
 func baseURL(port int) string { return "http://127.0.0.1:" + strconv.Itoa(port) }
 
+// portAttempts bounds how often a deployment is restarted on new ports because a child found
+// its port taken: a race with another process, not a configuration error, so worth a retry.
+const portAttempts = 3
+
 // Deploy starts the processes, saving the record after each one, then waits for every health
-// probe.
+// probe. When a child could not bind the port it was given (another process took it after it
+// was handed out), what was started is stopped and the deployment starts again on new ports.
 func (l *Local) Deploy(ctx context.Context, d *Deployment, cfg deployconfig.Deployment, save func(context.Context) error) error {
+	for attempt := 1; ; attempt++ {
+		err := l.deployOnce(ctx, d, cfg, save)
+		if err == nil || attempt == portAttempts || !l.lostPort(d) {
+			return err
+		}
+		if cerr := l.Cleanup(ctx, d); cerr != nil {
+			return errors.Join(err, cerr)
+		}
+		d.Endpoint, d.BaselineURL, d.ReplicaEndpoints = "", "", nil
+		if serr := save(ctx); serr != nil {
+			return serr
+		}
+	}
+}
+
+// lostPort says whether a child of d exited because its port was in use.
+func (l *Local) lostPort(d *Deployment) bool {
+	for _, p := range d.Processes {
+		if !alive(p) && strings.Contains(logTail(p.Log), "address already in use") {
+			return true
+		}
+	}
+	return false
+}
+
+// deployOnce is one attempt of Deploy on newly chosen ports.
+func (l *Local) deployOnce(ctx context.Context, d *Deployment, cfg deployconfig.Deployment, save func(context.Context) error) error {
 	c := cfg.Content
 	if c.Runtime != nil && c.Runtime.Image != "" {
 		return fmt.Errorf("the local provider runs the simulator only; runtime.image %q needs the knative provider", c.Runtime.Image)
@@ -98,7 +141,7 @@ func (l *Local) Deploy(ctx context.Context, d *Deployment, cfg deployconfig.Depl
 		}
 	}
 	for i := range plan {
-		if plan[i].port, err = freePort(); err != nil {
+		if plan[i].port, err = l.port(); err != nil {
 			return err
 		}
 	}
@@ -114,7 +157,7 @@ func (l *Local) Deploy(ctx context.Context, d *Deployment, cfg deployconfig.Depl
 	replicaArgs := c.ReplicaArgs()
 	var zmq string
 	if profile == deployconfig.ProfilePrecisePrefix {
-		zport, err := freePort()
+		zport, err := l.port()
 		if err != nil {
 			return err
 		}
@@ -129,7 +172,7 @@ func (l *Local) Deploy(ctx context.Context, d *Deployment, cfg deployconfig.Depl
 		if err != nil {
 			return err
 		}
-		port, err := freePort()
+		port, err := l.port()
 		if err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/lensfn/lensfn/events"
 	"github.com/lensfn/lensfn/functions/deployer"
 	"github.com/lensfn/lensfn/runtime/cloudevent"
+	"github.com/lensfn/lensfn/runtime/deployconfig"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/fn/fntest"
 	"github.com/lensfn/lensfn/runtime/inventory"
@@ -348,4 +350,57 @@ func TestMain(m *testing.M) {
 		_ = os.RemoveAll(binDir)
 	}
 	os.Exit(code)
+}
+
+// A port handed out free and taken by another process before the child binds it must not fail
+// the deployment: the provider stops what it started and deploys again on new ports.
+func TestLocalRetriesOnNewPortsWhenAChildLostItsPort(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	heldPort := held.Addr().(*net.TCPAddr).Port
+	var handedOut []int
+	ports := func() (int, error) {
+		if len(handedOut) == 0 { // the first port of the first attempt is the one another process holds
+			handedOut = append(handedOut, heldPort)
+			return heldPort, nil
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		defer ln.Close()
+		p := ln.Addr().(*net.TCPAddr).Port
+		handedOut = append(handedOut, p)
+		return p, nil
+	}
+	local := &deployer.Local{BinDir: binaries(t), LogDir: t.TempDir(), ReadyTimeout: 20 * time.Second,
+		StopGrace: 3 * time.Second, Ports: ports}
+	cfg, err := deployconfig.Parse("baseline-vllm", []byte(`{"model":{"name":"m"},"decode":{"replicas":1}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &deployer.Deployment{ExecutionID: "exec-port-race"}
+	saves := 0
+	err = local.Deploy(context.Background(), d, cfg, func(context.Context) error { saves++; return nil })
+	t.Cleanup(func() { _ = local.Cleanup(context.Background(), d) })
+	if err != nil {
+		t.Fatalf("deploy with one taken port: %v", err)
+	}
+	if len(d.Processes) != 1 || d.Processes[0].Port == heldPort {
+		t.Fatalf("processes %+v: want one replica on a port other than the taken %d", d.Processes, heldPort)
+	}
+	if want := "http://127.0.0.1:" + strconv.Itoa(d.Processes[0].Port) + "/v1"; d.Endpoint != want {
+		t.Fatalf("endpoint %q, want %q", d.Endpoint, want)
+	}
+	resp, err := http.Get(d.Endpoint + "/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s/models: %d", d.Endpoint, resp.StatusCode)
+	}
 }
