@@ -5,8 +5,11 @@ import (
 
 	"github.com/lensfn/lensfn/events"
 	"github.com/lensfn/lensfn/runtime/auth"
+	"github.com/lensfn/lensfn/runtime/comparison"
+	"github.com/lensfn/lensfn/runtime/deployconfig"
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/openapi"
+	"github.com/lensfn/lensfn/runtime/workflow"
 )
 
 // OpenAPIPath is where the function serves its OpenAPI document.
@@ -36,10 +39,7 @@ func Document() *openapi.Doc {
 		"logs":                    openapi.Schema{"type": "array", "items": openapi.Schema{"type": "string"}},
 		"artifacts":               openapi.Schema{"type": "array"},
 	}, "kind", "id", "status", "created_at"))
-	workflow := d.Component("EvaluationWorkflowResponse", openapi.Object(map[string]any{
-		"kind": openapi.Schema{"type": "string"}, "id": openapi.Schema{"type": "string"},
-		"status": openapi.Schema{"type": "string"}, "created_at": openapi.Schema{"type": "string"},
-	}, "id", "status"))
+	workflowSchema := workflowView(d)
 	cancel := d.Of(CancelResponse{})
 	items := func(s openapi.Schema) openapi.Schema {
 		return openapi.Object(map[string]any{"items": openapi.ArrayOf(s)}, "items")
@@ -79,18 +79,18 @@ func Document() *openapi.Doc {
 
 	// The workflow routes.
 	d.Add(openapi.Op{Method: "POST", Path: Prefix + "/workflow-runs", Summary: "Start an evaluation workflow", Scope: write,
-		Request: openapi.Schema{"type": "object"}, Errors: []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict},
-		Responses: map[int]openapi.Response{http.StatusAccepted: {Description: "EvaluationWorkflowResponse", Schema: workflow}}})
+		Request: simpleRequest(d), Errors: []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict},
+		Responses: map[int]openapi.Response{http.StatusAccepted: {Description: "EvaluationWorkflowResponse", Schema: workflowSchema}}})
 	d.Add(openapi.Op{Method: "POST", Path: Prefix + "/evaluations", Summary: "Start a multi-configuration evaluation", Scope: write,
-		Request: openapi.Schema{"type": "object"}, Errors: []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict},
-		Responses: map[int]openapi.Response{http.StatusAccepted: {Description: "EvaluationWorkflowResponse with generated cases", Schema: workflow}}})
+		Request: evaluationRequest(d), Errors: []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict},
+		Responses: map[int]openapi.Response{http.StatusAccepted: {Description: "EvaluationWorkflowResponse with generated cases", Schema: workflowSchema}}})
 	d.Add(openapi.Op{Method: "GET", Path: Prefix + "/workflow-runs", Summary: "List evaluation workflows", Scope: read,
-		Responses: ok("EvaluationWorkflowListResponse", items(workflow))})
+		Responses: ok("EvaluationWorkflowListResponse", items(workflowSchema))})
 	d.Add(openapi.Op{Method: "GET", Path: Prefix + "/workflow-runs/{id}", Summary: "Get an evaluation workflow", Scope: read,
-		Responses: ok("EvaluationWorkflowResponse", workflow), Errors: []int{http.StatusNotFound}})
+		Responses: ok("EvaluationWorkflowResponse", workflowSchema), Errors: []int{http.StatusNotFound}})
 	d.Add(openapi.Op{Method: "GET", Path: Prefix + "/workflow-runs/{id}/details", Summary: "A workflow with its cases and comparison report", Scope: read,
-		Responses: ok("EvaluationDetailsResponse", openapi.Object(map[string]any{"workflow": workflow, "cases": openapi.Schema{"type": "array"},
-			"report": openapi.Schema{"type": []string{"object", "null"}}}, "workflow", "cases")), Errors: []int{http.StatusNotFound}})
+		Responses: ok("EvaluationDetailsResponse", openapi.Object(map[string]any{"workflow": workflowSchema, "cases": openapi.Schema{"type": "array"},
+			"report": openapi.Nullable(d.Of(comparison.Report{}))}, "workflow", "cases", "report")), Errors: []int{http.StatusNotFound}})
 	d.Add(openapi.Op{Method: "GET", Path: Prefix + "/workflow-runs/{id}/events", Summary: "Follow a workflow live (Server-Sent Events)", Scope: read,
 		Description: "Events: `status` {status, error?} of the workflow, `case` {case_id, status, error?} per case change, `log` {line} " +
 			"(one per change), and a closing `end` {status, error?, cancellation_error?, finished_at?, report_ready, sla_met} at a terminal status " +
@@ -106,7 +106,7 @@ func Document() *openapi.Doc {
 			Headers: map[string]string{"Content-Disposition": "attachment; filename=<workflow>-report.html"}}},
 		Errors: []int{http.StatusNotFound}})
 	d.Add(openapi.Op{Method: "POST", Path: Prefix + "/workflow-runs/{id}/retry", Summary: "Retry a failed workflow", Scope: write,
-		Responses: map[int]openapi.Response{http.StatusAccepted: {Description: "EvaluationWorkflowResponse", Schema: workflow}},
+		Responses: map[int]openapi.Response{http.StatusAccepted: {Description: "EvaluationWorkflowResponse", Schema: workflowSchema}},
 		Errors:    []int{http.StatusNotFound, http.StatusConflict}})
 	d.Add(openapi.Op{Method: "POST", Path: Prefix + "/workflow-runs/{id}/cancel", Summary: "Cancel a workflow", Scope: write,
 		Responses: ok("EvaluationCancelResponse", cancel), Errors: []int{http.StatusNotFound, http.StatusConflict}})
@@ -115,4 +115,47 @@ func Document() *openapi.Doc {
 	d.Add(openapi.Op{Method: "DELETE", Path: Prefix + "/workflow-runs/{id}", Summary: "Delete a finished workflow", Scope: write,
 		Responses: map[int]openapi.Response{http.StatusNoContent: {Description: "deleted"}}, Errors: []int{http.StatusNotFound, http.StatusConflict}})
 	return d
+}
+
+// workflowView is EvaluationWorkflowResponse, generated from workflow.View (and its cases from
+// workflow.CaseView, its report from comparison.Report), with the status enums of
+// lens-evaluation.md §3, the baseline types and the provider refs the decoders accept.
+func workflowView(d *openapi.Doc) openapi.Schema {
+	d.Name(workflow.View{}, "EvaluationWorkflowResponse")
+	d.Name(workflow.CaseView{}, "EvaluationCase")
+	d.Name(comparison.Report{}, "ComparisonReport")
+	s := d.Of(workflow.View{})
+	d.Refine("EvaluationWorkflowResponse", "kind", openapi.Schema{"const": "workflow"})
+	d.Refine("EvaluationWorkflowResponse", "status", openapi.Schema{"enum": workflow.Statuses})
+	d.Refine("EvaluationWorkflowResponse", "created_at", openapi.Schema{"format": "date-time"})
+	d.Refine("EvaluationWorkflowResponse", "deployment_ownership", openapi.Schema{"enum": []string{workflow.OwnershipEvaluation, workflow.OwnershipExisting}})
+	d.Refine("EvaluationCase", "kind", openapi.Schema{"enum": []string{"guide", "baseline"}})
+	d.Refine("EvaluationCase", "status", openapi.Schema{"enum": workflow.CaseStatuses})
+	d.Refine("EvaluationCase", "baseline_type", openapi.Schema{"enum": workflow.BaselineTypes})
+	d.Refine("EvaluationCase", "provider_ref", openapi.Schema{"enum": deployconfig.Providers()})
+	d.Refine("EvaluationCase", "attempt", openapi.Schema{"minimum": 0})
+	return s
+}
+
+// simpleRequest is POST /workflow-runs' body, generated from workflow.SimpleRequest (decoded
+// strictly), with the bounds workflow.ParseSimple checks.
+func simpleRequest(d *openapi.Doc) openapi.Schema {
+	s := d.Request(workflow.SimpleRequest{}, "model", "cluster_session_id")
+	d.Bound(s, "model", openapi.Schema{"minLength": 1, "maxLength": deployconfig.MaxNameLength})
+	d.Bound(s, "cluster_session_id", openapi.Schema{"minLength": 1, "maxLength": 128})
+	d.Bound(s, "replicas", openapi.Schema{"minimum": 1, "maximum": deployconfig.MaxReplicas})
+	d.Bound(s, "tensor_parallel_size", openapi.Schema{"minimum": 1, "maximum": deployconfig.MaxTensorParallel})
+	d.Bound(s, "image", openapi.Schema{"maxLength": deployconfig.MaxImageLength})
+	return s
+}
+
+// evaluationRequest is POST /evaluations' body, generated from events.EvaluationCreateRequest
+// (problem.DecodeStrictFields refuses unknown fields), with the bounds
+// workflow.ValidateEvaluation checks at the top level.
+func evaluationRequest(d *openapi.Doc) openapi.Schema {
+	s := d.Request(events.EvaluationCreateRequest{}, "cluster_session_id", "benchmark_plans")
+	d.Bound(s, "cluster_session_id", openapi.Schema{"minLength": 1, "maxLength": 128})
+	d.Bound(s, "name", openapi.Schema{"minLength": 1, "maxLength": workflow.MaxNameLength})
+	d.Bound(s, "benchmark_plans", openapi.Schema{"minItems": 1, "maxItems": workflow.MaxPlans})
+	return s
 }

@@ -20,6 +20,8 @@ var extensions = map[string]string{
 	"files":       "GET /trace-datasets: how many files a dataset has",
 	"transferred": "POST /trace-datasets/download: whether this call fetched the file (README)",
 	"source":      "POST /trace-datasets/download: upstream, mirror, generated or reused (README)",
+	"kind":        "EvaluationWorkflowResponse: every workflow answer says kind workflow; the spec's abbreviated workflow examples leave it out",
+	"created_at":  "EvaluationWorkflowResponse: every workflow answer has its creation time; the spec's abbreviated workflow examples leave it out",
 }
 
 // onlyExtensionsMissing reports whether every leaf of a validation error is a missing

@@ -59,6 +59,8 @@ type started struct {
 	url    string
 	routes []fn.Route
 	server *fn.Server
+	deps   fn.Deps
+	key    string // LENS_SECRET_KEY
 }
 
 // staticExecution gives evaluation-api a target, so runs can be created.
@@ -66,10 +68,13 @@ const staticExecution = `[{"id":"exec-1","cluster_session_id":"session-1","name"
 
 func start(t *testing.T, a api) started {
 	t.Helper()
-	env := fntest.Env(t, map[string]string{"LENS_SECRET_KEY": secret.NewKey(), "LENS_STATIC_EXECUTIONS": staticExecution})
+	key := secret.NewKey()
+	env := fntest.Env(t, map[string]string{"LENS_SECRET_KEY": key, "LENS_STATIC_EXECUTIONS": staticExecution})
 	var f *fn.Function
+	var deps fn.Deps
 	s, err := fn.NewServer(context.Background(), fntest.Config(t, env), a.name, func(ctx context.Context, d fn.Deps) (*fn.Function, error) {
 		var err error
+		deps = d
 		f, err = a.build(ctx, d)
 		return f, err
 	})
@@ -78,7 +83,7 @@ func start(t *testing.T, a api) started {
 	}
 	srv := httptest.NewServer(s.Handler)
 	t.Cleanup(func() { srv.Close(); _ = s.Close(context.Background()) })
-	return started{url: srv.URL, routes: f.Routes, server: s}
+	return started{url: srv.URL, routes: f.Routes, server: s, deps: deps, key: key}
 }
 
 // normal names every path parameter alike, so /runs/{id} and /runs/{run_id} are one route.
