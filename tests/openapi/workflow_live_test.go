@@ -149,4 +149,3 @@ func validateRequest(t *testing.T, c *jsonschema.Compiler, method, route, body s
 		t.Errorf("%s %s: an accepted request does not fit the document: %v", method, route, err)
 	}
 }
-
