@@ -15,31 +15,26 @@ import (
 // OpenAPIPath is where the function serves its OpenAPI document.
 const OpenAPIPath = Prefix + "/openapi.json"
 
-// Document is the evaluation API's OpenAPI 3.1 document. Request bodies are the Go types the
-// handlers decode; a run and a workflow are records kept as raw JSON (stored fields are
-// preserved), so their schemas name the fields every record has and stay open.
+// Document is the evaluation API's OpenAPI 3.1 document, generated from Go types: request
+// bodies from the types the handlers decode strictly, with the bounds their validation checks;
+// a run, a workflow and its cases from evalrun.View, workflow.View and workflow.CaseView, which
+// list the fields of those records (kept as raw JSON so stored fields survive), and the
+// comparison report from comparison.Report.
 func Document() *openapi.Doc {
 	d := openapi.New("Lensfn evaluation API", "v1",
 		"Benchmark defaults, timing estimates, benchmark runs with live progress and artifacts, evaluation workflows (spec/evaluation-api.txt).")
 	read, write := string(auth.EvaluateRunRead), string(auth.EvaluateRunWrite)
-	run := d.Component("BenchmarkRunResponse", openapi.Object(map[string]any{
-		"kind": openapi.Schema{"const": "benchmark"}, "id": openapi.Schema{"type": "string"},
-		"status":                  openapi.Schema{"enum": evalrun.Statuses},
-		"created_at":              openapi.Schema{"type": "string"},
-		"deployment_execution_id": openapi.Schema{"type": []string{"string", "null"}},
-		"model_service_group_id":  openapi.Schema{"type": []string{"string", "null"}},
-		"phase":                   openapi.Schema{"type": []string{"string", "null"}},
-		"progress_percent":        openapi.Schema{"type": "number"},
-		"progress_message":        openapi.Schema{"type": "string"},
-		"live_metrics":            openapi.Schema{"type": "object"},
-		"metrics":                 openapi.Schema{"type": []string{"object", "null"}},
-		"matrix_results":          openapi.Schema{"type": []string{"array", "null"}},
-		"rate_stage_results":      openapi.Schema{"type": []string{"array", "null"}},
-		"sla":                     openapi.Nullable(d.Of(events.SLAVerdict{})),
-		"logs":                    openapi.Schema{"type": "array", "items": openapi.Schema{"type": "string"}},
-		"artifacts":               openapi.Schema{"type": "array"},
-	}, "kind", "id", "status", "created_at"))
+	run := runView(d)
 	workflowSchema := workflowView(d)
+	// detailsCase is one entry of GET /workflow-runs/{id}/details: the case with its deployment
+	// and its benchmark run (workflows.go details).
+	detailsCase := d.Component("EvaluationDetailsCase", openapi.Object(map[string]any{
+		"case":               openapi.Ref("EvaluationCase"),
+		"deployment":         openapi.Schema{"type": []string{"object", "null"}},
+		"deployment_cases":   openapi.ArrayOf(openapi.Schema{"type": "object"}),
+		"deployment_warning": openapi.Schema{"type": []string{"string", "null"}},
+		"evaluation":         openapi.Nullable(run),
+	}, "case", "deployment", "deployment_cases", "deployment_warning", "evaluation"))
 	cancel := d.Of(CancelResponse{})
 	items := func(s openapi.Schema) openapi.Schema {
 		return openapi.Object(map[string]any{"items": openapi.ArrayOf(s)}, "items")
@@ -89,7 +84,7 @@ func Document() *openapi.Doc {
 	d.Add(openapi.Op{Method: "GET", Path: Prefix + "/workflow-runs/{id}", Summary: "Get an evaluation workflow", Scope: read,
 		Responses: ok("EvaluationWorkflowResponse", workflowSchema), Errors: []int{http.StatusNotFound}})
 	d.Add(openapi.Op{Method: "GET", Path: Prefix + "/workflow-runs/{id}/details", Summary: "A workflow with its cases and comparison report", Scope: read,
-		Responses: ok("EvaluationDetailsResponse", openapi.Object(map[string]any{"workflow": workflowSchema, "cases": openapi.Schema{"type": "array"},
+		Responses: ok("EvaluationDetailsResponse", openapi.Object(map[string]any{"workflow": workflowSchema, "cases": openapi.ArrayOf(detailsCase),
 			"report": openapi.Nullable(d.Of(comparison.Report{}))}, "workflow", "cases", "report")), Errors: []int{http.StatusNotFound}})
 	d.Add(openapi.Op{Method: "GET", Path: Prefix + "/workflow-runs/{id}/events", Summary: "Follow a workflow live (Server-Sent Events)", Scope: read,
 		Description: "Events: `status` {status, error?} of the workflow, `case` {case_id, status, error?} per case change, `log` {line} " +
@@ -115,6 +110,17 @@ func Document() *openapi.Doc {
 	d.Add(openapi.Op{Method: "DELETE", Path: Prefix + "/workflow-runs/{id}", Summary: "Delete a finished workflow", Scope: write,
 		Responses: map[int]openapi.Response{http.StatusNoContent: {Description: "deleted"}}, Errors: []int{http.StatusNotFound, http.StatusConflict}})
 	return d
+}
+
+// runView is BenchmarkRunResponse, generated from evalrun.View, with the run statuses.
+func runView(d *openapi.Doc) openapi.Schema {
+	d.Name(evalrun.View{}, "BenchmarkRunResponse")
+	s := d.Of(evalrun.View{})
+	d.Refine("BenchmarkRunResponse", "kind", openapi.Schema{"const": "benchmark"})
+	d.Refine("BenchmarkRunResponse", "status", openapi.Schema{"enum": evalrun.Statuses})
+	d.Refine("BenchmarkRunResponse", "created_at", openapi.Schema{"format": "date-time"})
+	d.Refine("BenchmarkRunResponse", "progress_percent", openapi.Schema{"minimum": 0, "maximum": 100})
+	return s
 }
 
 // workflowView is EvaluationWorkflowResponse, generated from workflow.View (and its cases from

@@ -102,9 +102,10 @@ func Nullable(s Schema) Schema { return Schema{"anyOf": []any{s, Schema{"type": 
 // ArrayOf is an array of s.
 func ArrayOf(s Schema) Schema { return Schema{"type": "array", "items": s} }
 
-// Object is an open object with the given properties, of which required must be present.
+// Object is a closed object with the given properties (the envelopes the handlers write hold
+// only these), of which required must be present.
 func Object(props map[string]any, required ...string) Schema {
-	s := Schema{"type": "object", "properties": props}
+	s := Schema{"type": "object", "properties": props, "additionalProperties": false}
 	if len(required) > 0 {
 		s["required"] = required
 	}
