@@ -109,6 +109,7 @@ func Document() *openapi.Doc {
 		Responses: ok("EvaluationCancelResponse", cancel), Errors: []int{http.StatusNotFound, http.StatusConflict}})
 	d.Add(openapi.Op{Method: "DELETE", Path: Prefix + "/workflow-runs/{id}", Summary: "Delete a finished workflow", Scope: write,
 		Responses: map[int]openapi.Response{http.StatusNoContent: {Description: "deleted"}}, Errors: []int{http.StatusNotFound, http.StatusConflict}})
+	requestBounds(d)
 	return d
 }
 
@@ -164,4 +165,48 @@ func evaluationRequest(d *openapi.Doc) openapi.Schema {
 	d.Bound(s, "name", openapi.Schema{"minLength": 1, "maxLength": workflow.MaxNameLength})
 	d.Bound(s, "benchmark_plans", openapi.Schema{"minItems": 1, "maxItems": workflow.MaxPlans})
 	return s
+}
+
+// requestBounds puts the limits evalrun.ValidateSpec and workflow.ValidateEvaluation check
+// into the request components, so a body the document accepts is one the handlers accept as far
+// as sizes, ranges and enums go (cross-field rules stay in the descriptions and the 422s).
+func requestBounds(d *openapi.Doc) {
+	between := func(lo, hi int) openapi.Schema { return openapi.Schema{"minimum": lo, "maximum": hi} }
+	upTo := func(n int) openapi.Schema { return openapi.Schema{"maxItems": n} }
+	for _, spec := range []string{"BenchmarkSpec", "EvaluateRunRequest"} {
+		d.Refine(spec, "parallelism", between(1, evalrun.MaxParallelism))
+		d.Refine(spec, "wait_timeout_seconds", between(1, evalrun.MaxTimeoutSeconds))
+		d.Refine(spec, "warmup_requests", between(0, evalrun.MaxWarmupRequests))
+		d.Refine(spec, "harness_memory_gib", openapi.Schema{"exclusiveMinimum": 0, "maximum": evalrun.MaxHarnessMemoryGiB})
+		d.Refine(spec, "workload", openapi.Schema{"maxLength": 255, "pattern": "^[A-Za-z0-9._-]+$"})
+		d.Refine(spec, "matrix", upTo(evalrun.MaxMatrixPoints))
+		d.Refine(spec, "concurrency_stages", upTo(evalrun.MaxConcurrencyStages))
+	}
+	d.Refine("MatrixPointInput", "isl", between(1, evalrun.MaxInputTokens))
+	d.Refine("MatrixPointInput", "osl", between(1, evalrun.MaxOutputTokens))
+	d.Refine("ConcurrencyStageInput", "concurrency", between(1, evalrun.MaxConcurrency))
+	d.Refine("ConcurrencyStageInput", "num_requests", between(1, evalrun.MaxStageRequests))
+	d.Refine("SharedPrefixInput", "num_groups", between(1, evalrun.MaxSharedPrefixGroups))
+	d.Refine("SharedPrefixInput", "num_prompts_per_group", between(1, evalrun.MaxSharedPrefixGroups))
+	d.Refine("SharedPrefixInput", "system_prompt_len", between(0, evalrun.MaxInputTokens))
+	d.Refine("SharedPrefixInput", "question_len", between(1, evalrun.MaxInputTokens))
+	d.Refine("SharedPrefixInput", "output_len", between(1, evalrun.MaxOutputTokens))
+	d.Refine("SharedPrefixInput", "stages", openapi.Schema{"minItems": 1, "maxItems": evalrun.MaxRateStages})
+	d.Refine("RateStageInput", "rate", openapi.Schema{"exclusiveMinimum": 0, "maximum": evalrun.MaxRate})
+	d.Refine("RateStageInput", "duration", openapi.Schema{"exclusiveMinimum": 0, "maximum": evalrun.MaxStageDuration})
+
+	d.Refine("BenchmarkPlan", "configuration_artifact_id", openapi.Schema{"minLength": 1, "maxLength": 128})
+	d.Refine("BenchmarkPlan", "id", openapi.Schema{"minLength": 1, "maxLength": workflow.MaxNameLength, "pattern": "^[^/:]+$"})
+	d.Refine("BenchmarkPlan", "baseline_type", openapi.Schema{"enum": workflow.BaselineTypes})
+	d.Refine("BenchmarkPlan", "baseline_types", openapi.Schema{"maxItems": workflow.MaxBaselineTypes, "items": openapi.Schema{"enum": workflow.BaselineTypes}})
+	d.Refine("BenchmarkPlan", "baseline_parameters", openapi.Schema{"propertyNames": openapi.Schema{"enum": workflow.BaselineTypes}})
+	d.Refine("BenchmarkPlan", "scenarios", upTo(workflow.MaxScenarios))
+	d.Refine("Scenario", "id", openapi.Schema{"minLength": 1, "maxLength": workflow.MaxNameLength, "pattern": "^[^/:]+$"})
+	d.Refine("ComparisonCoreParameters", "replicas", between(1, deployconfig.MaxReplicas))
+	d.Refine("ComparisonCoreParameters", "tensor_parallel_size", between(1, deployconfig.MaxTensorParallel))
+	d.Refine("ComparisonCoreParameters", "max_model_len", between(1, deployconfig.MaxModelLen))
+	d.Refine("ComparisonCoreParameters", "max_num_seqs", between(1, deployconfig.MaxNumSeqs))
+	d.Refine("ComparisonCoreParameters", "gpu_memory_utilization", openapi.Schema{"minimum": 0.1, "maximum": 1.0})
+	d.Refine("ComparisonCoreParameters", "block_size", between(1, 1024))
+	d.Refine("ComparisonCoreParameters", "max_num_batched_tokens", between(1, 1_000_000))
 }
