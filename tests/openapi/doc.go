@@ -6,7 +6,8 @@
 // against the schema of the request or response it shows; and the functions' real answers
 // (lists, creates, reads, cancels, problems; for evaluation-api also a workflow-run and an
 // evaluation created through the API, their GET, list and details answers, a case, a case
-// cancel and a rebuilt comparison report) validate against the schemas their documents give.
+// cancel, a rebuilt comparison report, and a benchmark run a runner took to the end against a
+// fake endpoint, with its metrics, results, SLA verdict and artifacts) validate against the schemas their documents give.
 // The schemas are generated from Go types (runtime/openapi), so a field added to a Go type is
 // in its schema by construction; schemas are closed (additionalProperties false), so a field a
 // raw record gains without its View type (evalrun.View, workflow.View, workflow.CaseView) fails

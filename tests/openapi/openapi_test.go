@@ -68,8 +68,14 @@ const staticExecution = `[{"id":"exec-1","cluster_session_id":"session-1","name"
 
 func start(t *testing.T, a api) started {
 	t.Helper()
+	return startWith(t, a, staticExecution)
+}
+
+// startWith starts a function whose static deployment executions are executions (JSON).
+func startWith(t *testing.T, a api, executions string) started {
+	t.Helper()
 	key := secret.NewKey()
-	env := fntest.Env(t, map[string]string{"LENS_SECRET_KEY": key, "LENS_STATIC_EXECUTIONS": staticExecution})
+	env := fntest.Env(t, map[string]string{"LENS_SECRET_KEY": key, "LENS_STATIC_EXECUTIONS": executions})
 	var f *fn.Function
 	var deps fn.Deps
 	s, err := fn.NewServer(context.Background(), fntest.Config(t, env), a.name, func(ctx context.Context, d fn.Deps) (*fn.Function, error) {
@@ -127,6 +133,13 @@ func served(t *testing.T, a api) (map[string]any, *jsonschema.Compiler) {
 func servedBy(t *testing.T, a api) (map[string]any, *jsonschema.Compiler, started) {
 	t.Helper()
 	s := start(t, a)
+	doc, c := fetchDocument(t, s, a)
+	return doc, c, s
+}
+
+// fetchDocument fetches a started function's document without a token and compiles it.
+func fetchDocument(t *testing.T, s started, a api) (map[string]any, *jsonschema.Compiler) {
+	t.Helper()
 	resp, err := http.Get(s.url + a.docPath)
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +165,7 @@ func servedBy(t *testing.T, a api) (map[string]any, *jsonschema.Compiler, starte
 	if err := c.AddResource(docURL, res); err != nil {
 		t.Fatal(err)
 	}
-	return doc, c, s
+	return doc, c
 }
 
 const docURL = "mem:///openapi.json"
