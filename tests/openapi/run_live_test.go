@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -70,33 +68,12 @@ func TestAFinishedRunValidatesAgainstTheDocument(t *testing.T) {
 
 	get := func(method, path, body string) (int, any) {
 		t.Helper()
-		req, _ := http.NewRequest(method, s.url+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		code, raw := send(t, s, token, method, path, body)
 		var v any
 		if err := json.Unmarshal(raw, &v); err != nil {
 			t.Fatalf("%s %s: %v %s", method, path, err, raw)
 		}
-		return resp.StatusCode, v
-	}
-	fits := func(name, route, method string, status int, v any) {
-		t.Helper()
-		sch, err := c.Compile(pointer("paths", route, method, "responses", fmt.Sprint(status), "content", "application/json", "schema"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := sch.Validate(v); err != nil {
-			raw, _ := json.Marshal(v)
-			t.Errorf("%s: the answer does not fit the document:\n%v\n%.3000s", name, err, raw)
-		}
+		return code, v
 	}
 	code, created := get("POST", eval+"/runs", `{"deployment_execution_id":"exec-1","matrix":[{"isl":16,"osl":4}],
 		"concurrency_stages":[{"concurrency":2,"num_requests":6}],"warmup_requests":1,"sla_targets":{"ttft_ms":60000}}`)
@@ -120,7 +97,7 @@ func TestAFinishedRunValidatesAgainstTheDocument(t *testing.T) {
 	if run["status"] != evalrun.StatusSucceeded || run["metrics"] == nil || run["matrix_results"] == nil || run["sla"] == nil {
 		t.Fatalf("the run did not succeed with results: %v %v", run["status"], run["error"])
 	}
-	fits("GET /runs/{id} (succeeded)", eval+"/runs/{id}", "get", 200, run)
+	fits(t, c, "GET /runs/{id} (succeeded)", eval+"/runs/{id}", "get", 200, run)
 	_, list := get("GET", eval+"/runs", "")
-	fits("GET /runs (a succeeded run)", eval+"/runs", "get", 200, list)
+	fits(t, c, "GET /runs (a succeeded run)", eval+"/runs", "get", 200, list)
 }
