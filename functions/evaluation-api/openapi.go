@@ -153,6 +153,10 @@ func simpleRequest(d *openapi.Doc) openapi.Schema {
 	d.Bound(s, "replicas", openapi.Schema{"minimum": 1, "maximum": deployconfig.MaxReplicas})
 	d.Bound(s, "tensor_parallel_size", openapi.Schema{"minimum": 1, "maximum": deployconfig.MaxTensorParallel})
 	d.Bound(s, "image", openapi.Schema{"maxLength": deployconfig.MaxImageLength})
+	// The benchmark fields go through evalrun.ValidateSpec.
+	d.Bound(s, "parallelism", openapi.Schema{"minimum": 1, "maximum": evalrun.MaxParallelism})
+	d.Bound(s, "harness", openapi.Schema{"maxLength": 64})
+	d.Bound(s, "workload", openapi.Schema{"maxLength": 255, "pattern": evalrun.WorkloadPattern})
 	return s
 }
 
@@ -178,10 +182,28 @@ func requestBounds(d *openapi.Doc) {
 		d.Refine(spec, "wait_timeout_seconds", between(1, evalrun.MaxTimeoutSeconds))
 		d.Refine(spec, "warmup_requests", between(0, evalrun.MaxWarmupRequests))
 		d.Refine(spec, "harness_memory_gib", openapi.Schema{"exclusiveMinimum": 0, "maximum": evalrun.MaxHarnessMemoryGiB})
-		d.Refine(spec, "workload", openapi.Schema{"maxLength": 255, "pattern": "^[A-Za-z0-9._-]+$"})
+		d.Refine(spec, "workload", openapi.Schema{"maxLength": 255, "pattern": evalrun.WorkloadPattern})
+		// The decoders count bytes; maxLength counts characters, the same for ASCII.
+		d.Refine(spec, "harness", openapi.Schema{"maxLength": 64})
+		d.Refine(spec, "accelerator_profile", openapi.Schema{"maxLength": 128})
+		d.Refine(spec, "storage_class_name", openapi.Schema{"maxLength": 253})
 		d.Refine(spec, "matrix", upTo(evalrun.MaxMatrixPoints))
 		d.Refine(spec, "concurrency_stages", upTo(evalrun.MaxConcurrencyStages))
 	}
+	for _, id := range []string{"deployment_execution_id", "model_service_group_id", "cluster_session_id"} {
+		d.Refine("EvaluateRunRequest", id, openapi.Schema{"maxLength": 128})
+	}
+	for _, text := range []string{"api_key", "specification_file", "http_proxy", "https_proxy", "no_proxy"} {
+		d.Refine("EvaluateRunRequest", text, openapi.Schema{"maxLength": evalrun.MaxTextField})
+	}
+	d.Refine("BenchmarkSourceInput", "repository", openapi.Schema{"maxLength": evalrun.MaxTextField})
+	d.Refine("BenchmarkSourceInput", "revision", openapi.Schema{"maxLength": 256})
+	d.Refine("SLATargetsInput", "ttft_ms", openapi.Schema{"exclusiveMinimum": 0, "maximum": evalrun.MaxSLAMs})
+	d.Refine("SLATargetsInput", "tpot_ms", openapi.Schema{"exclusiveMinimum": 0, "maximum": evalrun.MaxSLAMs})
+	d.Refine("SLATargetsInput", "throughput_min_tps", openapi.Schema{"minimum": 0})
+	d.Refine("SLATargetsInput", "success_rate_min_percent", openapi.Schema{"minimum": 0, "maximum": 100})
+	d.Refine("SLATargetsInput", "ttft_percentile", openapi.Schema{"enum": evalrun.SLAPercentiles})
+	d.Refine("SLATargetsInput", "tpot_percentile", openapi.Schema{"enum": evalrun.SLAPercentiles})
 	d.Refine("MatrixPointInput", "isl", between(1, evalrun.MaxInputTokens))
 	d.Refine("MatrixPointInput", "osl", between(1, evalrun.MaxOutputTokens))
 	d.Refine("ConcurrencyStageInput", "concurrency", between(1, evalrun.MaxConcurrency))

@@ -43,6 +43,9 @@ func TestTheDocumentRefusesWhatTheDecodersRefuse(t *testing.T) {
 		{eval + "/runs", `{"deployment_execution_id":"exec-1","matrix":[{"isl":0,"osl":16}]}`},
 		{eval + "/runs", `{"deployment_execution_id":"exec-1","concurrency_stages":[{"concurrency":5000,"num_requests":1}]}`},
 		{eval + "/runs", `{"deployment_execution_id":"exec-1","workload":"../etc/passwd"}`},
+		{eval + "/runs", `{"deployment_execution_id":"exec-1","sla_targets":{"ttft_percentile":"p42"}}`},
+		{eval + "/runs", `{"deployment_execution_id":"exec-1","sla_targets":{"success_rate_min_percent":101}}`},
+		{eval + "/workflow-runs", `{"model":"m","cluster_session_id":"s","parallelism":33}`},
 		{eval + "/timing-estimate", `{"warmup_requests":51}`},
 	}
 	for _, r := range refused {
