@@ -97,7 +97,9 @@ func (a *app) root() *cobra.Command {
 				return usageError{err}
 			}
 			a.token = s.token
-			a.client = newClient(s.api, s.token)
+			if a.client, err = newClient(s.api, s.token); err != nil {
+				return usageError{err}
+			}
 			return nil
 		},
 	}

@@ -79,7 +79,11 @@ func New(d fn.Deps) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Console{deps: d, api: newAPIClient(d.Config.APIURL, d.Metrics.Registry),
+	api, err := newAPIClient(d.Config.APIURL, d.Metrics.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("LENS_API_URL: %w", err)
+	}
+	c := &Console{deps: d, api: api,
 		sessions: &sessions{sealer: sealer, secure: d.Config.CookieSecure, now: time.Now},
 		pages:    pages, authOn: d.Config.Auth != fn.AuthOff, watchers: make(chan struct{}, maxWatchers),
 		logins: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_console_logins_total",

@@ -20,6 +20,6 @@
 // and the session's CSRF token, which every form carries and every POST must match. The token
 // is never logged, never written into a page and only ever sent to LENS_API_URL.
 //
-// It may import runtime/fn, runtime/auth, runtime/report, runtime/secret and
+// It may import runtime/fn, runtime/auth, runtime/apiclient, runtime/report, runtime/secret and
 // runtime/sse, and prometheus/client_golang; nothing imports it but its cmd and tests/.
 package console

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/lensfn/lensfn/runtime/auth"
+	"github.com/lensfn/lensfn/runtime/deployconfig"
 	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/openapi"
 )
@@ -43,7 +44,7 @@ func Document() *openapi.Doc {
 
 	d.Add(openapi.Op{Method: "GET", Path: OpenAPIPath, Summary: "This document", Responses: ok("the OpenAPI 3.1 document", openapi.Schema{"type": "object"})})
 	d.Add(openapi.Op{Method: "POST", Path: "/api/cluster/clusters", Summary: "Register a cluster (its kubeconfig is sealed, never returned)", Scope: admin,
-		Request: d.Request(ClusterRequest{}, "name", "kind"), Responses: created("the cluster with its first session", cluster), Errors: []int{bad, conflict}})
+		Request: clusterRequest(d), Responses: created("the cluster with its first session", cluster), Errors: []int{bad, conflict}})
 	d.Add(openapi.Op{Method: "GET", Path: "/api/cluster/clusters", Summary: "List clusters", Scope: read, Query: filters("name"), Responses: ok("clusters", list(cluster))})
 	d.Add(openapi.Op{Method: "GET", Path: "/api/cluster/clusters/{id}", Summary: "Get a cluster", Scope: read, Responses: ok("the cluster", cluster), Errors: []int{notFound}})
 	d.Add(openapi.Op{Method: "POST", Path: "/api/cluster/clusters/{id}/sessions", Summary: "Open a new active session", Scope: admin,
@@ -63,9 +64,48 @@ func Document() *openapi.Doc {
 	d.Add(openapi.Op{Method: "GET", Path: "/api/v1/model-services/{id}", Summary: "Get a Model Service with its members' health", Scope: read, Responses: ok("the Model Service", service), Errors: []int{notFound}})
 	d.Add(openapi.Op{Method: "DELETE", Path: "/api/v1/model-services/{id}", Summary: "Delete a Model Service", Scope: admin, Responses: deleted, Errors: []int{notFound, conflict}})
 	d.Add(openapi.Op{Method: "POST", Path: "/api/v1/configurations", Summary: "Store a deployable configuration artifact", Scope: admin,
-		Request: d.Request(ConfigurationRequest{}, "name", "schema_version", "type", "format", "provider_ref", "content"), Responses: created("the configuration with its checksum", configuration), Errors: []int{bad, conflict}})
+		Request: configurationRequest(d), Responses: created("the configuration with its checksum", configuration), Errors: []int{bad, conflict}})
 	d.Add(openapi.Op{Method: "GET", Path: "/api/v1/configurations", Summary: "List configurations", Scope: read,
 		Query: filters("type", "provider_ref", "checksum"), Responses: ok("configurations", list(configuration))})
 	d.Add(openapi.Op{Method: "GET", Path: "/api/v1/configurations/{id}", Summary: "Get a configuration", Scope: read, Responses: ok("the configuration", configuration), Errors: []int{notFound}})
+	recordEnums(d)
 	return d
+}
+
+// The values inventory.Repo and its decoders accept, and the only ones its records hold.
+var (
+	clusterKinds       = []string{inventory.ClusterLocal, inventory.ClusterKubernetes}
+	configurationTypes = []string{inventory.ConfigurationGuide, inventory.ConfigurationBaseline}
+	ownerships         = []string{inventory.OwnershipExistingEndpoint, inventory.OwnershipEvaluation}
+)
+
+func clusterRequest(d *openapi.Doc) openapi.Schema {
+	s := d.Request(ClusterRequest{}, "name", "kind")
+	d.Bound(s, "kind", openapi.Schema{"enum": clusterKinds})
+	return s
+}
+
+func configurationRequest(d *openapi.Doc) openapi.Schema {
+	s := d.Request(ConfigurationRequest{}, "name", "schema_version", "type", "format", "provider_ref", "content")
+	d.Bound(s, "schema_version", openapi.Schema{"const": inventory.ConfigurationSchemaV1})
+	d.Bound(s, "type", openapi.Schema{"enum": configurationTypes})
+	d.Bound(s, "format", openapi.Schema{"const": inventory.ConfigurationFormat})
+	d.Bound(s, "provider_ref", openapi.Schema{"enum": deployconfig.Providers()})
+	return s
+}
+
+// recordEnums gives the records' closed vocabularies their enums.
+func recordEnums(d *openapi.Doc) {
+	d.Refine("Cluster", "kind", openapi.Schema{"enum": clusterKinds})
+	d.Refine("Session", "cluster_kind", openapi.Schema{"enum": clusterKinds})
+	d.Refine("Session", "status", openapi.Schema{"enum": []string{inventory.SessionActive, inventory.SessionClosed}})
+	d.Refine("Execution", "deployment_ownership", openapi.Schema{"enum": ownerships})
+	d.Refine("Member", "health", openapi.Schema{"enum": []string{inventory.HealthUnknown, inventory.HealthHealthy, inventory.HealthUnhealthy}})
+	for _, service := range []string{"ModelService", "CreatedModelService"} {
+		d.Refine(service, "status", openapi.Schema{"enum": []string{inventory.ServiceAvailable, inventory.ServiceUnavailable}})
+	}
+	d.Refine("Configuration", "schema_version", openapi.Schema{"const": inventory.ConfigurationSchemaV1})
+	d.Refine("Configuration", "type", openapi.Schema{"enum": configurationTypes})
+	d.Refine("Configuration", "format", openapi.Schema{"const": inventory.ConfigurationFormat})
+	d.Refine("Configuration", "provider_ref", openapi.Schema{"enum": deployconfig.Providers()})
 }

@@ -25,9 +25,14 @@ func Document() *openapi.Doc {
 	}
 	str := openapi.Schema{"type": "string"}
 	task := d.Of(simtask.Task{})
+	d.Refine("Task", "status", openapi.Schema{"enum": simtask.Statuses})
+	status := openapi.Schema{"enum": simtask.Statuses}
 	accepted := map[int]openapi.Response{http.StatusAccepted: {Description: "the queued task",
-		Schema: openapi.Object(map[string]any{"task_id": str, "status": str, "task": task}, "task_id", "status", "task")}}
-	taskStatus := openapi.Object(map[string]any{"task_id": str, "status": str}, "task_id", "status")
+		Schema: openapi.Object(map[string]any{"task_id": str, "status": status, "task": task}, "task_id", "status", "task")}}
+	// Stop and delete answer the task id with what they did (tasks.go stopTask, deleteTask).
+	taskStatus := func(done string) openapi.Schema {
+		return openapi.Object(map[string]any{"task_id": str, "status": openapi.Schema{"const": done}}, "task_id", "status")
+	}
 	notFound, conflict, bad := http.StatusNotFound, http.StatusConflict, http.StatusBadRequest
 
 	query := make([]openapi.Param, 0, len(listQuery))
@@ -69,9 +74,9 @@ func Document() *openapi.Doc {
 	d.Add(openapi.Op{Method: "GET", Path: "/api/simulation/tasks/{id}", Summary: "Get a simulation task", Scope: read,
 		Responses: ok("the task", task), Errors: []int{notFound}})
 	d.Add(openapi.Op{Method: "DELETE", Path: "/api/simulation/tasks/{id}", Summary: "Delete a finished task and its artifacts", Scope: run,
-		Responses: ok("deleted", taskStatus), Errors: []int{notFound, conflict}})
+		Responses: ok("deleted", taskStatus("deleted")), Errors: []int{notFound, conflict}})
 	d.Add(openapi.Op{Method: "POST", Path: "/api/simulation/tasks/{id}/stop", Summary: "Stop a running task", Scope: run,
-		Responses: ok("cancelling", taskStatus), Errors: []int{notFound, conflict}})
+		Responses: ok("cancelling", taskStatus(simtask.StatusCancelling)), Errors: []int{notFound, conflict}})
 	d.Add(openapi.Op{Method: "POST", Path: "/api/simulation/tasks/{id}/rerun", Summary: "Rerun a task as a new task, optionally retargeted", Scope: run,
 		Request: d.Request(RerunRequest{}), OptionalBody: true, Responses: accepted, Errors: []int{bad, notFound, conflict}})
 	d.Add(openapi.Op{Method: "GET", Path: "/api/simulation/tasks/{id}/artifacts/{kind}", Summary: "Download a task's artifact", Scope: read,

@@ -6,7 +6,8 @@
 //
 // A run's document is kept as a map of raw JSON values, so every stored field survives a read
 // unchanged: fields a request left out stay absent, explicit nulls stay null, and fields written
-// by a newer version of Lensfn are preserved by an older one.
+// by a newer version of Lensfn are preserved by an older one. View lists the document's public
+// fields as Go types: the evaluation API's OpenAPI schema of a run is generated from it.
 //
 // It may import runtime/rawjson (the run document), runtime/problem, runtime/state, runtime/secret,
 // runtime/recordrepo, runtime/loadgen (the per-request Record) and events.

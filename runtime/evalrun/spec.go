@@ -56,8 +56,11 @@ const (
 )
 
 var (
-	workloadName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
-	percentiles  = []string{"p50", "p90", "p95", "p99"}
+	// WorkloadPattern is what a named workload must match (a file name, no directories).
+	WorkloadPattern = `^[A-Za-z0-9._-]+$`
+	workloadName    = regexp.MustCompile(WorkloadPattern)
+	// SLAPercentiles are the percentiles an SLA target may name (ttft_percentile, tpot_percentile).
+	SLAPercentiles = []string{"p50", "p90", "p95", "p99"}
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -267,7 +270,7 @@ func ValidateRequest(req events.EvaluateRunRequest) error {
 		fe.floatRange(t.ThroughputMinTPS, 0, math.MaxFloat64, false, "sla_targets", "throughput_min_tps")
 		fe.floatRange(t.SuccessRateMinPercent, 0, 100, false, "sla_targets", "success_rate_min_percent")
 		for name, p := range map[string]*string{"ttft_percentile": t.TTFTPercentile, "tpot_percentile": t.TPOTPercentile} {
-			if p != nil && !slices.Contains(percentiles, *p) {
+			if p != nil && !slices.Contains(SLAPercentiles, *p) {
 				fe.add("must be one of p50, p90, p95, p99", "value_error", "sla_targets", name)
 			}
 		}

@@ -22,13 +22,14 @@ type Doc struct {
 	paths                       map[string]map[string]any
 	schemas                     map[string]Schema
 	reflected                   map[string]string // Go type -> component name
+	names                       map[string]string // Go type -> the component name Name gave it
 	errs                        []error
 }
 
 // New starts a document.
 func New(title, version, description string) *Doc {
 	d := &Doc{title: title, version: version, description: description, paths: map[string]map[string]any{},
-		schemas: map[string]Schema{}, reflected: map[string]string{}}
+		schemas: map[string]Schema{}, reflected: map[string]string{}, names: map[string]string{}}
 	d.schemas["Problem"] = problemSchema
 	return d
 }

@@ -109,3 +109,38 @@ func toStrings(v any) []string {
 	}
 	return out
 }
+
+type Limits struct {
+	Name  *string `json:"name,omitempty"`
+	Count int     `json:"count"`
+}
+
+func TestBoundsRefinementsAndNames(t *testing.T) {
+	d := openapi.New("t", "v1", "")
+	d.Name(Inner{}, "InnerRecord")
+	d.Of(Inner{})
+	req := d.Request(Limits{}, "count")
+	d.Bound(req, "name", openapi.Schema{"maxLength": 5})
+	d.Bound(req, "count", openapi.Schema{"minimum": 1})
+	d.Refine("InnerRecord", "n", openapi.Schema{"enum": []int{1, 2}})
+	d.Add(openapi.Op{Method: "POST", Path: "/limits", Request: req})
+	doc := render(t, d)
+	props := req["properties"].(map[string]any)
+	name := props["name"].(map[string]any)["anyOf"].([]any)[0].(map[string]any)
+	if name["maxLength"] != 5 || props["count"].(map[string]any)["minimum"] != 1 {
+		t.Errorf("bounds: %v", props)
+	}
+	inner := doc["components"].(map[string]any)["schemas"].(map[string]any)["InnerRecord"].(map[string]any)
+	if n := inner["properties"].(map[string]any)["n"].(map[string]any); n["enum"] == nil {
+		t.Errorf("refined %v", n)
+	}
+	d.Bound(req, "renamed", openapi.Schema{"maxLength": 1})
+	if _, err := d.JSON(); err == nil || !strings.Contains(err.Error(), "renamed") {
+		t.Errorf("a bound on a missing property: %v", err)
+	}
+	d2 := openapi.New("t", "v1", "")
+	d2.Refine("Nothing", "x", openapi.Schema{})
+	if _, err := d2.JSON(); err == nil {
+		t.Error("a refinement of a missing component rendered")
+	}
+}

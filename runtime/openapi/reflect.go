@@ -50,15 +50,62 @@ func (d *Doc) reflect(v any, input bool, required []string) Schema {
 	return s
 }
 
+// Bound adds keywords (bounds: minLength, maximum, minItems...; enums) to property name of an
+// inlined object schema s (a Request with required fields), as its decoder's validation enforces
+// them; a nullable property (a pointer) gets them on its non-null branch. A name s does not
+// have is an error of the document, so a renamed field cannot leave a bound behind silently.
+func (d *Doc) Bound(s Schema, name string, keywords Schema) {
+	if err := refine(s, name, keywords); err != nil {
+		d.errs = append(d.errs, err)
+	}
+}
+
+// Refine is Bound for a property of a component (a reflected named struct).
+func (d *Doc) Refine(component, name string, keywords Schema) {
+	s, ok := d.schemas[component]
+	if !ok {
+		d.errs = append(d.errs, fmt.Errorf("openapi: no component %s to refine", component))
+		return
+	}
+	if err := refine(s, name, keywords); err != nil {
+		d.errs = append(d.errs, fmt.Errorf("%s: %w", component, err))
+	}
+}
+
+func refine(s Schema, name string, keywords Schema) error {
+	props, _ := s["properties"].(map[string]any)
+	prop, ok := props[name].(Schema)
+	if !ok {
+		return fmt.Errorf("openapi: no property %q to bound", name)
+	}
+	if alts, ok := prop["anyOf"].([]any); ok && len(alts) == 2 {
+		if inner, ok := alts[0].(Schema); ok {
+			prop = inner
+		}
+	}
+	for k, v := range keywords {
+		prop[k] = v
+	}
+	return nil
+}
+
+// Name gives the component of v's Go type (a named struct) a name of its own, for a type whose
+// Go name says little outside its package; call it before the type is first reflected.
+func (d *Doc) Name(v any, component string) {
+	t := reflect.TypeOf(v)
+	d.names[fmt.Sprintf("%s.%s", t.PkgPath(), t.Name())] = component
+}
+
 // Nullable lets s be null as well.
 func Nullable(s Schema) Schema { return Schema{"anyOf": []any{s, Schema{"type": "null"}}} }
 
 // ArrayOf is an array of s.
 func ArrayOf(s Schema) Schema { return Schema{"type": "array", "items": s} }
 
-// Object is an open object with the given properties, of which required must be present.
+// Object is a closed object with the given properties (the envelopes the handlers write hold
+// only these), of which required must be present.
 func Object(props map[string]any, required ...string) Schema {
-	s := Schema{"type": "object", "properties": props}
+	s := Schema{"type": "object", "properties": props, "additionalProperties": false}
 	if len(required) > 0 {
 		s["required"] = required
 	}
@@ -120,8 +167,11 @@ func (d *Doc) schemaOf(t reflect.Type, input bool) (Schema, error) {
 			return Ref(comp), nil
 		}
 		comp := name
+		if named, ok := d.names[fmt.Sprintf("%s.%s", t.PkgPath(), name)]; ok {
+			comp = named
+		}
 		if input && d.schemas[comp] != nil {
-			comp = name + "Input"
+			comp += "Input"
 		}
 		for i := 2; d.schemas[comp] != nil; i++ {
 			comp = fmt.Sprintf("%s%d", name, i)

@@ -3,7 +3,8 @@
 // cases, kept as raw JSON fields so every stored field survives a read-modify-write; the
 // workflow and case statuses and their transition tables; case generation from an evaluation
 // request (ids, de-duplication, baseline types, baseline_parameters, the P/D budget rule); and
-// the retry reset rules; and the progress stream (every status change of the workflow and of its
+// the retry reset rules; View and CaseView, the public fields of a workflow and a case as Go
+// types (the evaluation API's OpenAPI schemas are generated from them); and the progress stream (every status change of the workflow and of its
 // cases, each with a log line, appended by Repo on create and update). evaluation-api creates,
 // cancels, retries and deletes workflows through it and streams the progress;
 // workflow-orchestrator advances them.

@@ -64,6 +64,9 @@ const (
 	CaseCancelling   = "cancelling"
 )
 
+// CaseStatuses lists every case status (cancelling included) in lifecycle order.
+var CaseStatuses = []string{CaseQueued, CaseDeploying, CaseBenchmarking, CaseCancelling, CaseSucceeded, CaseFailed, CaseCancelled}
+
 var caseTransitions = map[string][]string{
 	CaseQueued:       {CaseDeploying, CaseBenchmarking, CaseFailed, CaseCancelled},
 	CaseDeploying:    {CaseBenchmarking, CaseFailed, CaseCancelled},

@@ -4,7 +4,15 @@
 // its document and every documented operation is routed;
 // every schema compiles as JSON Schema 2020-12; every JSON example of ../shared/spec validates
 // against the schema of the request or response it shows; and the functions' real answers
-// (lists, creates, reads, cancels, problems) validate against the schemas their documents give.
+// (lists, creates, reads, cancels, problems; for evaluation-api also a workflow-run and an
+// evaluation created through the API, their GET, list and details answers, a case, a case
+// cancel, a rebuilt comparison report, and a benchmark run a runner took to the end against a
+// fake endpoint, with its metrics, results, SLA verdict and artifacts) validate against the schemas their documents give.
+// The schemas are generated from Go types (runtime/openapi), so a field added to a Go type is
+// in its schema by construction; schemas are closed (additionalProperties false), so a field a
+// raw record gains without its View type (evalrun.View, workflow.View, workflow.CaseView) fails
+// the live answers, and drift_test.go fails when a POST /runs request field, which a run
+// stores as sent, is missing from BenchmarkRunResponse.
 //
 // Like everything under tests/, it may import anything in the module.
 package openapi_test

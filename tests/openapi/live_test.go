@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/lensfn/lensfn/runtime/fn/fntest"
 )
 
@@ -57,34 +59,9 @@ func TestLiveAnswersValidateAgainstTheDocuments(t *testing.T) {
 			id := ""
 			for _, cl := range liveCalls[a.name] {
 				path := strings.ReplaceAll(cl.route, "{id}", id)
-				req, _ := http.NewRequest(cl.method, s.url+path, strings.NewReader(cl.body))
-				req.Header.Set("Authorization", "Bearer "+token)
-				if cl.body != "" {
-					req.Header.Set("Content-Type", "application/json")
-				}
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				raw, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				name := cl.method + " " + path
-				if resp.StatusCode != cl.status {
-					t.Fatalf("%s: %d %s", name, resp.StatusCode, raw)
-				}
-				var body any
-				if err := json.Unmarshal(raw, &body); err != nil {
-					t.Fatalf("%s: %v", name, err)
-				}
-				sch, err := c.Compile(pointer("paths", cl.route, strings.ToLower(cl.method), "responses", fmt.Sprint(cl.status), "content", "application/json", "schema"))
-				if err != nil {
-					t.Fatalf("%s: %v", name, err)
-				}
-				if err := sch.Validate(body); err != nil {
-					t.Errorf("%s: the answer does not fit the document:\n%v\n%s", name, err, raw)
-				}
+				body := checkAnswer(t, c, s, token, cl.method, cl.route, path, cl.body, cl.status)
 				if cl.keepID != "" {
-					id, _ = body.(map[string]any)[cl.keepID].(string)
+					id, _ = body[cl.keepID].(string)
 				}
 			}
 			// A problem answer fits the document's Problem schema.
@@ -103,5 +80,53 @@ func TestLiveAnswersValidateAgainstTheDocuments(t *testing.T) {
 				t.Errorf("a 404 problem does not fit Problem: %v", err)
 			}
 		})
+	}
+}
+
+// send makes one request with the token (a JSON body when body is not empty) and returns the
+// answer's status and body.
+func send(t *testing.T, s started, token, method, path, body string) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(method, s.url+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, raw
+}
+
+// checkAnswer sends one request, insists on its status and checks the JSON object it answers
+// against the schema the document gives route's response with that status.
+func checkAnswer(t *testing.T, c *jsonschema.Compiler, s started, token, method, route, path, body string, status int) map[string]any {
+	t.Helper()
+	name := method + " " + path
+	code, raw := send(t, s, token, method, path, body)
+	if code != status {
+		t.Fatalf("%s: %d %s", name, code, raw)
+	}
+	var answer map[string]any
+	if err := json.Unmarshal(raw, &answer); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	fits(t, c, name, route, method, status, answer)
+	return answer
+}
+
+// fits checks v against the schema of route's response with status.
+func fits(t *testing.T, c *jsonschema.Compiler, name, route, method string, status int, v any) {
+	t.Helper()
+	sch, err := c.Compile(pointer("paths", route, strings.ToLower(method), "responses", fmt.Sprint(status), "content", "application/json", "schema"))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if err := sch.Validate(v); err != nil {
+		raw, _ := json.Marshal(v)
+		t.Errorf("%s: the answer does not fit the document:\n%v\n%.3000s", name, err, raw)
 	}
 }

@@ -59,6 +59,8 @@ type started struct {
 	url    string
 	routes []fn.Route
 	server *fn.Server
+	deps   fn.Deps
+	key    string // LENS_SECRET_KEY
 }
 
 // staticExecution gives evaluation-api a target, so runs can be created.
@@ -66,10 +68,19 @@ const staticExecution = `[{"id":"exec-1","cluster_session_id":"session-1","name"
 
 func start(t *testing.T, a api) started {
 	t.Helper()
-	env := fntest.Env(t, map[string]string{"LENS_SECRET_KEY": secret.NewKey(), "LENS_STATIC_EXECUTIONS": staticExecution})
+	return startWith(t, a, staticExecution)
+}
+
+// startWith starts a function whose static deployment executions are executions (JSON).
+func startWith(t *testing.T, a api, executions string) started {
+	t.Helper()
+	key := secret.NewKey()
+	env := fntest.Env(t, map[string]string{"LENS_SECRET_KEY": key, "LENS_STATIC_EXECUTIONS": executions})
 	var f *fn.Function
+	var deps fn.Deps
 	s, err := fn.NewServer(context.Background(), fntest.Config(t, env), a.name, func(ctx context.Context, d fn.Deps) (*fn.Function, error) {
 		var err error
+		deps = d
 		f, err = a.build(ctx, d)
 		return f, err
 	})
@@ -78,7 +89,7 @@ func start(t *testing.T, a api) started {
 	}
 	srv := httptest.NewServer(s.Handler)
 	t.Cleanup(func() { srv.Close(); _ = s.Close(context.Background()) })
-	return started{url: srv.URL, routes: f.Routes, server: s}
+	return started{url: srv.URL, routes: f.Routes, server: s, deps: deps, key: key}
 }
 
 // normal names every path parameter alike, so /runs/{id} and /runs/{run_id} are one route.
@@ -122,6 +133,13 @@ func served(t *testing.T, a api) (map[string]any, *jsonschema.Compiler) {
 func servedBy(t *testing.T, a api) (map[string]any, *jsonschema.Compiler, started) {
 	t.Helper()
 	s := start(t, a)
+	doc, c := fetchDocument(t, s, a)
+	return doc, c, s
+}
+
+// fetchDocument fetches a started function's document without a token and compiles it.
+func fetchDocument(t *testing.T, s started, a api) (map[string]any, *jsonschema.Compiler) {
+	t.Helper()
 	resp, err := http.Get(s.url + a.docPath)
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +165,7 @@ func servedBy(t *testing.T, a api) (map[string]any, *jsonschema.Compiler, starte
 	if err := c.AddResource(docURL, res); err != nil {
 		t.Fatal(err)
 	}
-	return doc, c, s
+	return doc, c
 }
 
 const docURL = "mem:///openapi.json"
