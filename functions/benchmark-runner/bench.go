@@ -171,7 +171,7 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 	if ferr := x.records.Flush(); ferr != nil && werr == nil {
 		werr = ferr
 	}
-	metrics := x.total.Metrics(x.path)
+	metrics := x.total.Metrics(x.recordsURI())
 	if ca, ok := fields["capacity_analysis"].(map[string]any); ok {
 		for _, k := range []string{"maximum_stable_qps", "slo_goodput_rps", "slo_violation_point", "saturation_point"} {
 			if ca[k] != nil {
@@ -196,9 +196,9 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 	}
 	// The CSV and the HTML report are rendered from the records and the stored run when they
 	// are downloaded.
-	uri := "/api/v1/evaluate/runs/" + run.ID() + "/artifacts/"
+	uri := artifactsURI(run.ID())
 	fields["artifacts"] = []map[string]string{
-		{"kind": "per-request-jsonl", "path": x.path, "media_type": "application/x-ndjson", "uri": uri + "per-request-jsonl"},
+		{"kind": "per-request-jsonl", "media_type": "application/x-ndjson", "uri": uri + "per-request-jsonl"},
 		{"kind": "per-request-csv", "media_type": "text/csv; charset=utf-8", "uri": uri + "per-request-csv"},
 		{"kind": "report-html", "media_type": "text/html; charset=utf-8", "uri": uri + "report-html"},
 	}
@@ -217,6 +217,14 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 	}
 	return res
 }
+
+// artifactsURI is where the API serves a run's artifacts. Answers name artifacts by it, never by
+// their file on the runner's disk (a server path says nothing useful to a client and tells an
+// attacker the layout).
+func artifactsURI(runID string) string { return "/api/v1/evaluate/runs/" + runID + "/artifacts/" }
+
+// recordsURI is the per-request records' artifact, the source goodput names.
+func (x *execution) recordsURI() string { return artifactsURI(x.run.ID()) + "per-request-jsonl" }
 
 // watch polls for a cancel and writes progress, live metrics and the heartbeat until ctx ends.
 func (x *execution) watch(ctx context.Context, cancel context.CancelCauseFunc) {
@@ -555,7 +563,7 @@ func (x *execution) matrix(ctx context.Context, fields map[string]any) error {
 					func(rec loadgen.Record, gaps []float64) { b.Add(rec, gaps); point.Add(rec, gaps) })
 				x.mu.Lock()
 				stageMetrics = append(stageMetrics, map[string]any{"concurrency": st.Concurrency, "num_requests": st.NumRequests,
-					"metrics": b.Metrics(x.path)})
+					"metrics": b.Metrics(x.recordsURI())})
 				x.mu.Unlock()
 				if err != nil {
 					return err
@@ -564,7 +572,7 @@ func (x *execution) matrix(ctx context.Context, fields map[string]any) error {
 			return nil
 		})
 		status := "succeeded"
-		m := point.Metrics(x.path)
+		m := point.Metrics(x.recordsURI())
 		stderr := ""
 		if err != nil {
 			status, stderr = "failed", err.Error()
@@ -614,7 +622,7 @@ func (x *execution) rateResults(fields map[string]any, builders []*evalrun.Build
 	results := make([]map[string]any, len(stages))
 	offset := 0.0
 	for i, st := range stages {
-		m := builders[i].Metrics(x.path)
+		m := builders[i].Metrics(x.recordsURI())
 		results[i] = map[string]any{"rate": st.Rate, "duration": st.Duration, "metrics": m,
 			"observability": map[string]any{"window": map[string]float64{"start": offset, "end": offset + st.Duration}}}
 		offset += st.Duration

@@ -266,6 +266,13 @@ func TestMatrixRunWithTwoStagesAndAnSLA(t *testing.T) {
 	if h.model.peak > 4 {
 		t.Fatalf("peak in flight %d > concurrency 4", h.model.peak)
 	}
+	// Artifacts are named by their API address, never by the runner's file.
+	if raw, _ := json.Marshal(m); strings.Contains(string(raw), h.runs.RunDir(id)) || strings.Contains(string(raw), h.runs.DataDir) {
+		t.Fatalf("the run's answer names a server path: %s", raw)
+	}
+	if g := metrics["request_slo_goodput"].(map[string]any); g["artifact_path"] != "/api/v1/evaluate/runs/"+id+"/artifacts/per-request-jsonl" {
+		t.Fatalf("goodput artifact_path %v", g["artifact_path"])
+	}
 	// 3 warm-up + 18 measured requests reached the model; only the measured are in the artifact.
 	if len(h.model.prompts) != 21 {
 		t.Fatalf("%d requests reached the model", len(h.model.prompts))
