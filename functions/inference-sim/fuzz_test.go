@@ -81,7 +81,7 @@ func FuzzGenerateRequest(f *testing.F) {
 			serve(r, &ctx, path, body)
 			requireOpenAIAnswer(t, &ctx, path, body)
 		}
-		if running, waiting := r.sched.counts(); running != 0 || waiting != 0 {
+		if running, waiting := r.sched.Counts(); running != 0 || waiting != 0 {
 			t.Fatalf("slot leaked: running %d waiting %d", running, waiting)
 		}
 	})
@@ -210,17 +210,17 @@ func FuzzLoRARequest(f *testing.F) {
 			Path string `json:"lora_path"`
 		}
 		decoded := json.Unmarshal([]byte(body), &req) == nil
-		if ctx.Response.StatusCode() == 200 && (!decoded || limits.CheckLoRA(req.Name, req.Path) != nil || !r.loras.known(req.Name)) {
+		if ctx.Response.StatusCode() == 200 && (!decoded || limits.CheckLoRA(req.Name, req.Path) != nil || !r.loras.Known(req.Name)) {
 			t.Fatalf("%q: accepted a bad adapter", body)
 		}
-		if n := len(r.loras.list()); n > limits.MaxLoRAAdapters {
+		if n := len(r.loras.List()); n > limits.MaxLoRAAdapters {
 			t.Fatalf("%d adapters", n)
 		}
 		serve(r, &ctx, "/v1/unload_lora_adapter", body)
 		if decoded && ctx.Response.StatusCode() != 200 {
 			t.Fatalf("%q: unload answered %d", body, ctx.Response.StatusCode())
 		}
-		if decoded && r.loras.known(req.Name) {
+		if decoded && r.loras.Known(req.Name) {
 			t.Fatalf("%q: still loaded after unload", body)
 		}
 	})

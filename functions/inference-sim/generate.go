@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
@@ -258,7 +259,7 @@ func (r *rank) handleGenerate(ctx *fasthttp.RequestCtx, kind, api int) {
 func (g *genCtx) finishEarly() {
 	if g.acquired {
 		g.r.kvFinish(g)
-		g.r.sched.release(g.lora)
+		g.r.sched.Release(g.lora)
 	}
 	g.release()
 }
@@ -283,7 +284,7 @@ func (g *genCtx) finishNonStream(now, end time.Duration) {
 		g.mm.Observe(&st)
 	}
 	r.kvFinish(g)
-	r.sched.release(g.lora)
+	r.sched.Release(g.lora)
 	g.acquired = false
 	g.release()
 }
@@ -293,7 +294,7 @@ func (g *genCtx) finishNonStream(now, end time.Duration) {
 func (g *genCtx) prepare(ctx *fasthttp.RequestCtx) *openai.Error {
 	r := g.r
 	if r.sim.draining.Load() {
-		return errShuttingDown
+		return engine.ErrShuttingDown
 	}
 	g.counter = r.counter.Add(1)
 	g.rng = newRNG(mix(uint64(r.cfg.Seed), g.counter))
@@ -325,8 +326,10 @@ func (g *genCtx) prepare(ctx *fasthttp.RequestCtx) *openai.Error {
 	if g.kind == kindText {
 		common = &g.text.CommonRequest
 	}
-	if e := r.injectFailure(&g.rng, common.Model); e != nil {
-		return e
+	if st := r.sim.settings.Load(); st.failureRate > 0 {
+		if e := engine.InjectFailure(&g.rng.Rand, st.failureRate, st.failureTypes, common.Model); e != nil {
+			return e
+		}
 	}
 	if e := g.resolveModel(common.Model); e != nil {
 		return e
@@ -340,7 +343,7 @@ func (g *genCtx) prepare(ctx *fasthttp.RequestCtx) *openai.Error {
 	if e := g.checkOutputBudget(); e != nil {
 		return e
 	}
-	running, queued, e := r.sched.acquireUnless(g.lora, g.watch.goneCh)
+	running, queued, e := r.sched.Acquire(g.lora, g.watch.goneCh)
 	if e != nil {
 		return e
 	}
@@ -388,7 +391,7 @@ func (g *genCtx) resolveModel(name string) *openai.Error {
 			return nil
 		}
 	}
-	if lora, ok := r.loras.lookup(name); ok {
+	if lora, ok := r.loras.Lookup(name); ok {
 		g.model, g.lora = lora, lora
 		g.mm = r.metrics.ForModel(lora)
 		return nil
@@ -851,7 +854,7 @@ func (g *genCtx) Close() error {
 		}
 	}
 	g.r.kvFinish(g)
-	g.r.sched.release(g.lora)
+	g.r.sched.Release(g.lora)
 	g.acquired = false
 	g.release()
 	return nil
