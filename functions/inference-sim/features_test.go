@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine/textgen"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
 )
 
@@ -75,7 +76,7 @@ func TestTokenizeAndEmbeddings(t *testing.T) {
 		Tokens      []uint32 `json:"tokens"`
 	}
 	if err := json.Unmarshal([]byte(body), &tok); err != nil || tok.Count != 3 || len(tok.Tokens) != 3 || tok.MaxModelLen != 1024 ||
-		tok.Tokens[0] != tokenID("Hello") || !strings.HasSuffix(body, `"token_strs":null}`) {
+		tok.Tokens[0] != textgen.TokenID("Hello") || !strings.HasSuffix(body, `"token_strs":null}`) {
 		t.Fatalf("tokenize: %s", body)
 	}
 	_, _, body = post(t, ts.url()+"/tokenize", `{"messages":[{"role":"user","content":"Hello"}]}`)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine/textgen"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
@@ -126,7 +127,7 @@ type admissionState struct {
 	id       []byte
 	created  int64
 	counter  uint64
-	rng      rng
+	rng      textgen.RNG
 	arrival  time.Duration
 	admitted time.Duration
 	queued   bool
@@ -297,7 +298,7 @@ func (g *genCtx) prepare(ctx *fasthttp.RequestCtx) *openai.Error {
 		return engine.ErrShuttingDown
 	}
 	g.counter = r.counter.Add(1)
-	g.rng = newRNG(mix(uint64(r.cfg.Seed), g.counter))
+	g.rng = textgen.NewRNG(textgen.Mix(uint64(r.cfg.Seed), g.counter))
 	body := ctx.PostBody()
 	var err error
 	if g.api == apiResponses {
@@ -513,10 +514,10 @@ func (g *genCtx) tokenizePrompt() *openai.Error {
 		g.promptBuf = appendChatPrompt(g.promptBuf[:0], g.chat.Messages)
 		s := openai.UnsafeString(g.promptBuf)
 		if needIDs {
-			g.idScratch = appendTokenIDs(g.idScratch[:0], s)
+			g.idScratch = textgen.AppendTokenIDs(g.idScratch[:0], s)
 			g.promptTokens = len(g.idScratch)
 		} else {
-			g.promptTokens = countTokens(s)
+			g.promptTokens = textgen.CountTokens(s)
 		}
 		longest = g.promptTokens
 	} else {
@@ -525,7 +526,7 @@ func (g *genCtx) tokenizePrompt() *openai.Error {
 			p := &g.prompts[i]
 			n := len(p.IDs)
 			if !p.IsIDs {
-				n = countTokens(p.Text)
+				n = textgen.CountTokens(p.Text)
 			}
 			p.Tokens = n
 			g.promptTokens += n
@@ -538,7 +539,7 @@ func (g *genCtx) tokenizePrompt() *openai.Error {
 					g.idScratch = append(g.idScratch, uint32(id))
 				}
 			} else {
-				g.idScratch = appendTokenIDs(g.idScratch[:0], p.Text)
+				g.idScratch = textgen.AppendTokenIDs(g.idScratch[:0], p.Text)
 			}
 		}
 	}
@@ -611,7 +612,7 @@ func (g *genCtx) generate() *openai.Error {
 			start := len(g.tokBuf)
 			switch {
 			case r.cfg.Mode == config.ModeEcho:
-				g.tokBuf = appendTokens(g.tokBuf, echoSrc)
+				g.tokBuf = textgen.AppendTokens(g.tokBuf, echoSrc)
 				c.finish = finishStop
 				if g.maxTokensSet && len(g.tokBuf)-start >= g.maxTokens {
 					c.finish = finishLength
@@ -626,11 +627,11 @@ func (g *genCtx) generate() *openai.Error {
 				case g.ignoreEOS:
 					n = maxResp
 				case g.maxTokensSet:
-					n = responseLengthHistogram(&g.rng, 1, maxResp)
+					n = textgen.ResponseLengthHistogram(&g.rng, 1, maxResp)
 				default:
-					n = responseLengthGaussian(&g.rng, 1, maxResp)
+					n = textgen.ResponseLengthGaussian(&g.rng, 1, maxResp)
 				}
-				g.tokBuf = appendPresetTokens(g.tokBuf, &g.rng, n)
+				g.tokBuf = textgen.AppendPresetTokens(g.tokBuf, &g.rng, n)
 				c.finish = finishStop
 				if n == maxResp {
 					c.finish = finishLength
@@ -684,7 +685,7 @@ func (g *genCtx) schedule() *openai.Error {
 		in := latency.Input{
 			PromptTokens: c.promptTokens, CachedPromptTokens: g.cachedTokens, OutputTokens: len(c.tokens),
 			RunningRequests: g.running, MaxNumSeqs: g.r.cfg.MaxNumSeqs, RemotePrefill: g.remotePrefill,
-			Rand: mix(g.rng.next(), uint64(i)),
+			Rand: textgen.Mix(g.rng.Uint64(), uint64(i)),
 		}
 		if g.cacheMiss { // answered at once, without generation
 			c.ttft, c.gaps, c.deadline, c.end = 0, c.gaps[:0], g.admitted, g.admitted
