@@ -319,7 +319,7 @@ func waitCounts(t *testing.T, ts *testSim, running, waiting int, within time.Dur
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		r, w := ts.sim.ranks[0].sched.counts()
+		r, w := ts.sim.ranks[0].sched.Counts()
 		if r == running && w == waiting {
 			return
 		}

@@ -19,6 +19,7 @@ import (
 	_ "github.com/ncruces/go-sqlite3/driver" // pure-Go SQLite (WASM on wazero)
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine/textgen"
 )
 
 // dataset serves responses from a SQLite corpus (llm-d's converted
@@ -160,9 +161,9 @@ func promptHash(ids []uint32) []byte {
 // appendResponse appends a response for the flattened prompt: a stored
 // answer to the same prompt if any (trimmed to maxTokens), else a random
 // one that fits; with ignore_eos it is padded with preset tokens.
-func (d *dataset) appendResponse(dst []string, r *rng, flatPrompt []byte, maxTokens int, ignoreEOS, maxSet bool) ([]string, string) {
+func (d *dataset) appendResponse(dst []string, r *textgen.RNG, flatPrompt []byte, maxTokens int, ignoreEOS, maxSet bool) ([]string, string) {
 	start := len(dst)
-	ids := appendTokenIDs(nil, string(flatPrompt))
+	ids := textgen.AppendTokenIDs(nil, string(flatPrompt))
 	var toks []string
 	rows, err := d.byHash.Query(promptHash(ids))
 	if err == nil {
@@ -175,7 +176,7 @@ func (d *dataset) appendResponse(dst []string, r *rng, flatPrompt []byte, maxTok
 		}
 		rows.Close()
 		if len(all) > 0 {
-			toks, _ = decodeGenTokens(all[r.intn(len(all))])
+			toks, _ = decodeGenTokens(all[r.Intn(len(all))])
 		}
 	}
 	if toks == nil {
@@ -197,9 +198,9 @@ func (d *dataset) appendResponse(dst []string, r *rng, flatPrompt []byte, maxTok
 	if len(toks) == 0 || ignoreEOS {
 		missing := maxTokens - len(toks)
 		if len(toks) == 0 && !ignoreEOS {
-			missing = responseLengthHistogram(r, 1, maxTokens)
+			missing = textgen.ResponseLengthHistogram(r, 1, maxTokens)
 		}
-		dst = appendPresetTokens(dst, r, missing)
+		dst = textgen.AppendPresetTokens(dst, r, missing)
 	}
 	if len(dst)-start >= maxTokens && (maxSet || ignoreEOS) {
 		return dst, finishLength

@@ -7,10 +7,14 @@
 //
 // This package is the server on top: the ranks, the one route table
 // (routes.go), the handlers and the generation of each request. Below it,
-// by concern: internal/config (flags, YAML, validation), internal/openai
-// (the wire format: request types, error bodies, JSON encoding),
-// internal/metrics (the vLLM metric set), internal/limits (the
-// per-request bounds) and internal/pacer (absolute-deadline waits).
+// by concern: internal/engine (admission and scheduling, the LoRA
+// registry, KV cache accounting, failure injection) with
+// internal/engine/textgen (dummy tokenizer, preset text, response lengths,
+// the seeded generator), internal/config
+// (flags, YAML, validation), internal/openai (the wire format: request
+// types, error bodies, JSON encoding), internal/metrics (the vLLM metric
+// set), internal/limits (the per-request bounds) and internal/pacer
+// (absolute-deadline waits).
 //
 // Timing is exact by construction: a latency.Calculator produces each
 // sequence's whole schedule once, and every token is sent at its absolute
@@ -18,11 +22,11 @@
 // one at the first token actually sent + the gaps before it.
 //
 // It owns the function's only use of fasthttp. It may import
+// functions/inference-sim/internal/engine, functions/inference-sim/internal/engine/textgen,
 // functions/inference-sim/internal/config, functions/inference-sim/internal/openai,
 // functions/inference-sim/internal/metrics, functions/inference-sim/internal/limits,
-// functions/inference-sim/internal/pacer, functions/inference-sim/kvcache, the
-// latency core wasm-modules/latency and wasm-modules/splitmix (the pure
-// cores, shared with the WASM guests), runtime/wasmhost (WASM calculators),
-// the standard library, client_golang, zmq4 (through kvcache) and the
+// functions/inference-sim/internal/pacer, the latency core wasm-modules/latency
+// (shared with the WASM guests), runtime/wasmhost (WASM calculators),
+// the standard library, client_golang, zmq4 (through engine and kvcache) and the
 // pure-Go SQLite driver; nothing else imports it except its cmd and tests/.
 package inferencesim

@@ -10,6 +10,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine/textgen"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 )
@@ -71,7 +72,7 @@ func (r *rank) handleEmbeddings(ctx *fasthttp.RequestCtx) {
 				ids = append(ids, uint32(id))
 			}
 		} else {
-			ids = appendTokenIDs(nil, in.Text)
+			ids = textgen.AppendTokenIDs(nil, in.Text)
 		}
 		total += len(ids)
 		embed(vec, ids)
@@ -117,10 +118,10 @@ func embed(vec []float32, ids []uint32) {
 	for _, id := range ids {
 		seed = (seed ^ uint64(id)) * 1099511628211
 	}
-	g := newRNG(seed)
+	g := textgen.NewRNG(seed)
 	var norm float64
 	for i := range vec {
-		v := g.normal(0, 1)
+		v := g.Normal(0, 1)
 		vec[i] = float32(v)
 		norm += v * v
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine/textgen"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
 )
 
@@ -50,36 +51,6 @@ func TestLoRALoadUnloadAndServe(t *testing.T) {
 	}
 }
 
-// TestLoRASlots: with max-loras 1 a request for a second adapter waits
-// until the first adapter has no running request.
-func TestLoRASlots(t *testing.T) {
-	sch := newScheduler(10, 10, 1)
-	if _, q, e := sch.acquire("a"); e != nil || q {
-		t.Fatal("first adapter must start at once")
-	}
-	done := make(chan bool, 1)
-	go func() {
-		_, queued, _ := sch.acquire("b")
-		done <- queued
-	}()
-	select {
-	case <-done:
-		t.Fatal("second adapter started while the only slot is busy")
-	case <-time.After(50 * time.Millisecond):
-	}
-	if _, q, _ := sch.acquire("a"); q {
-		t.Fatal("a request for the loaded adapter must not wait")
-	}
-	sch.release("a")
-	sch.release("a")
-	if queued := <-done; !queued {
-		t.Fatal("b should report it waited")
-	}
-	if r, w := sch.counts(); r != 1 || w != 0 {
-		t.Fatalf("running %d waiting %d", r, w)
-	}
-}
-
 func TestPrefillDecodeDisaggregation(t *testing.T) {
 	ts := startSim(t, "--time-to-first-token", "300ms", "--kv-cache-transfer-latency", "5ms")
 	s, _, body := post(t, ts.url()+"/v1/chat/completions",
@@ -105,7 +76,7 @@ func TestTokenizeAndEmbeddings(t *testing.T) {
 		Tokens      []uint32 `json:"tokens"`
 	}
 	if err := json.Unmarshal([]byte(body), &tok); err != nil || tok.Count != 3 || len(tok.Tokens) != 3 || tok.MaxModelLen != 1024 ||
-		tok.Tokens[0] != tokenID("Hello") || !strings.HasSuffix(body, `"token_strs":null}`) {
+		tok.Tokens[0] != textgen.TokenID("Hello") || !strings.HasSuffix(body, `"token_strs":null}`) {
 		t.Fatalf("tokenize: %s", body)
 	}
 	_, _, body = post(t, ts.url()+"/tokenize", `{"messages":[{"role":"user","content":"Hello"}]}`)

@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine/textgen"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 )
@@ -81,7 +82,7 @@ func FuzzGenerateRequest(f *testing.F) {
 			serve(r, &ctx, path, body)
 			requireOpenAIAnswer(t, &ctx, path, body)
 		}
-		if running, waiting := r.sched.counts(); running != 0 || waiting != 0 {
+		if running, waiting := r.sched.Counts(); running != 0 || waiting != 0 {
 			t.Fatalf("slot leaked: running %d waiting %d", running, waiting)
 		}
 	})
@@ -210,17 +211,17 @@ func FuzzLoRARequest(f *testing.F) {
 			Path string `json:"lora_path"`
 		}
 		decoded := json.Unmarshal([]byte(body), &req) == nil
-		if ctx.Response.StatusCode() == 200 && (!decoded || limits.CheckLoRA(req.Name, req.Path) != nil || !r.loras.known(req.Name)) {
+		if ctx.Response.StatusCode() == 200 && (!decoded || limits.CheckLoRA(req.Name, req.Path) != nil || !r.loras.Known(req.Name)) {
 			t.Fatalf("%q: accepted a bad adapter", body)
 		}
-		if n := len(r.loras.list()); n > limits.MaxLoRAAdapters {
+		if n := len(r.loras.List()); n > limits.MaxLoRAAdapters {
 			t.Fatalf("%d adapters", n)
 		}
 		serve(r, &ctx, "/v1/unload_lora_adapter", body)
 		if decoded && ctx.Response.StatusCode() != 200 {
 			t.Fatalf("%q: unload answered %d", body, ctx.Response.StatusCode())
 		}
-		if decoded && r.loras.known(req.Name) {
+		if decoded && r.loras.Known(req.Name) {
 			t.Fatalf("%q: still loaded after unload", body)
 		}
 	})
@@ -265,8 +266,8 @@ func FuzzTokenizer(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		toks := appendTokens(nil, s)
-		if len(toks) != countTokens(s) {
+		toks := textgen.AppendTokens(nil, s)
+		if len(toks) != textgen.CountTokens(s) {
 			t.Fatalf("count mismatch for %q", s)
 		}
 		for _, tok := range toks {
@@ -312,7 +313,7 @@ func TestNonStreamAllocs(t *testing.T) {
 }
 
 func TestTokenizerMatchesReference(t *testing.T) {
-	got := appendTokens(nil, "### user: Hello\n")
+	got := textgen.AppendTokens(nil, "### user: Hello\n")
 	want := []string{"#", "#", "# ", "user", ": ", "Hello\n"}
 	if len(got) != len(want) {
 		t.Fatalf("%q", got)
@@ -322,7 +323,7 @@ func TestTokenizerMatchesReference(t *testing.T) {
 			t.Fatalf("%q", got)
 		}
 	}
-	if n := countTokens("a_b _c"); n != 3 { // "a_b ", "_", "c"
+	if n := textgen.CountTokens("a_b _c"); n != 3 { // "a_b ", "_", "c"
 		t.Fatalf("a_b _c: %d tokens", n)
 	}
 }
@@ -330,10 +331,10 @@ func TestTokenizerMatchesReference(t *testing.T) {
 // TestResponseLengthDistribution: the reference's histogram gives a mean
 // of 7.85 tokens for max_tokens 16, with 15 % at the maximum.
 func TestResponseLengthDistribution(t *testing.T) {
-	g := newRNG(3)
+	g := textgen.NewRNG(3)
 	sum, atMax, n := 0, 0, 40000
 	for i := 0; i < n; i++ {
-		l := responseLengthHistogram(&g, 1, 16)
+		l := textgen.ResponseLengthHistogram(&g, 1, 16)
 		if l < 1 || l > 16 {
 			t.Fatalf("length %d", l)
 		}
@@ -351,7 +352,7 @@ func TestResponseLengthDistribution(t *testing.T) {
 	}
 	for _, tc := range []struct{ hi, b0lo, b0hi int }{{120, 1, 20}, {200, 1, 20}} {
 		for i := 0; i < 1000; i++ {
-			if l := responseLengthHistogram(&g, 1, tc.hi); l < 1 || l > tc.hi {
+			if l := textgen.ResponseLengthHistogram(&g, 1, tc.hi); l < 1 || l > tc.hi {
 				t.Fatalf("hi %d: %d", tc.hi, l)
 			}
 		}

@@ -142,16 +142,12 @@ type schedCounts struct{ running, waiting int }
 func watchScheduler(sim *Simulator) <-chan schedCounts {
 	ch := make(chan schedCounts, 64)
 	s := sim.ranks[0].sched
-	s.mu.Lock() // onChange runs under s.mu
-	gauges := s.onChange
-	s.onChange = func(running, waiting int) {
-		gauges(running, waiting)
+	s.Watch(func(running, waiting int) { // runs under the scheduler's lock: never block
 		select {
 		case ch <- schedCounts{running, waiting}:
 		default: // a test that stopped listening must not block the scheduler
 		}
-	}
-	s.mu.Unlock()
+	})
 	return ch
 }
 

@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"strconv"
 
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine/textgen"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 )
@@ -132,7 +133,7 @@ func (g *genCtx) appendFullResponse(dst []byte) []byte {
 // Simulated log-probabilities: deterministic functions of the token, so
 // a response is reproducible.
 func fakeLogprob(tok string, rank int) float64 {
-	h := tokenID(tok)
+	h := textgen.TokenID(tok)
 	return -float64(h%1000)/1000.0 - float64(rank)*0.5
 }
 
@@ -162,7 +163,7 @@ func (g *genCtx) appendChatLogprobEntry(dst []byte, tok string) []byte {
 			}
 			alt := tok
 			if k > 0 {
-				alt = presetTokens[(int(tokenID(tok))+k)%len(presetTokens)][0]
+				alt = textgen.PresetToken(int(textgen.TokenID(tok)) + k)
 			}
 			dst = append(dst, `{"token":`...)
 			dst = openai.AppendJSONString(dst, alt)
@@ -212,7 +213,7 @@ func (g *genCtx) appendTextLogprobs(dst []byte, toks []string, offset int) []byt
 		for k := 0; k < max(g.topLogprobs, 1); k++ {
 			alt := t
 			if k > 0 {
-				alt = presetTokens[(int(tokenID(t))+k)%len(presetTokens)][0]
+				alt = textgen.PresetToken(int(textgen.TokenID(t)) + k)
 				dst = append(dst, ',')
 			}
 			dst = openai.AppendJSONString(dst, alt)

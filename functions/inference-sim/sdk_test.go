@@ -3,6 +3,7 @@ package inferencesim
 import (
 	"context"
 	"errors"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine/textgen"
 	"net/http"
 	"strings"
 	"testing"
@@ -36,11 +37,11 @@ func TestSDKChat(t *testing.T) {
 		t.Fatalf("no content: %+v", resp.Choices)
 	}
 	u := resp.Usage
-	if u.PromptTokens != int64(countTokens("### user: Hello there, how are you?\n")) || u.CompletionTokens < 1 || u.CompletionTokens > 16 ||
+	if u.PromptTokens != int64(textgen.CountTokens("### user: Hello there, how are you?\n")) || u.CompletionTokens < 1 || u.CompletionTokens > 16 ||
 		u.TotalTokens != u.PromptTokens+u.CompletionTokens {
 		t.Fatalf("usage %+v", u)
 	}
-	if got := countTokens(resp.Choices[0].Message.Content); int64(got) != u.CompletionTokens {
+	if got := textgen.CountTokens(resp.Choices[0].Message.Content); int64(got) != u.CompletionTokens {
 		t.Fatalf("content has %d tokens, usage says %d", got, u.CompletionTokens)
 	}
 	fr := resp.Choices[0].FinishReason
@@ -72,7 +73,7 @@ func TestSDKChatStream(t *testing.T) {
 	if err := stream.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if acc.Usage.CompletionTokens < 1 || int64(countTokens(text.String())) != acc.Usage.CompletionTokens {
+	if acc.Usage.CompletionTokens < 1 || int64(textgen.CountTokens(text.String())) != acc.Usage.CompletionTokens {
 		t.Fatalf("streamed %q but usage %+v", text.String(), acc.Usage)
 	}
 	// role chunk + one per token + finish chunk + usage chunk

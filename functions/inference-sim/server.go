@@ -19,10 +19,10 @@ import (
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/pacer"
-	"github.com/lensfn/lensfn/functions/inference-sim/kvcache"
 	"github.com/lensfn/lensfn/wasm-modules/latency"
 )
 
@@ -87,11 +87,10 @@ type rank struct {
 	index          int
 	port           int
 	portStr        string
-	sched          *scheduler
+	sched          *engine.Scheduler
 	metrics        *metrics.Set
-	loras          *loraRegistry
-	kv             *kvcache.Cache
-	kvPub          *kvcache.Publisher
+	loras          *engine.LoRARegistry
+	kv             *engine.KV
 	dataset        *dataset
 	counter        atomic.Uint64
 	server         *fasthttp.Server
@@ -139,21 +138,25 @@ func New(cfg *config.Config, opts ...Option) (*Simulator, error) {
 		port := cfg.Port + i
 		r := &rank{sim: s, cfg: cfg, index: idx, port: port, portStr: strconv.Itoa(port), dataset: s.dataset,
 			apiAuth: bearer(cfg.APIKey), adminAuth: bearer(cfg.AdminToken)}
-		r.loras = newLoRARegistry(cfg.LoRAModules)
+		r.loras = engine.NewLoRARegistry(cfg.LoRAModules)
 		r.metrics = metrics.New(metrics.Settings{Model: cfg.ServedModelNames[0], MaxModelLen: cfg.MaxModelLen, MaxLoRAs: cfg.MaxLoRAs,
 			BlockSize: cfg.BlockSize, KVCacheSize: cfg.KVCacheSize, EnableKVCache: cfg.EnableKVCache},
 			func() *metrics.FakeMetrics { return s.settings.Load().fake })
-		r.sched = newScheduler(cfg.MaxNumSeqs, cfg.MaxWaitingQueueLength, cfg.MaxLoRAs)
 		rm := r.metrics
 		mm := rm.Running.WithLabelValues(rm.BaseModel)
 		wm := rm.Waiting.WithLabelValues(rm.BaseModel)
-		r.sched.onChange = func(running, waiting int) { mm.Set(float64(running)); wm.Set(float64(waiting)) }
-		r.sched.onLoRA = func(run, wait string) { rm.SetLoRAInfo(cfg.MaxLoRAs, run, wait) }
+		r.sched = engine.NewScheduler(cfg.MaxNumSeqs, cfg.MaxWaitingQueueLength, cfg.MaxLoRAs, engine.Hooks{
+			OnChange: func(running, waiting int) { mm.Set(float64(running)); wm.Set(float64(waiting)) },
+			OnLoRA:   func(run, wait string) { rm.SetLoRAInfo(cfg.MaxLoRAs, run, wait) },
+		})
 		r.metricsHandler = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(rm.Registry, promhttp.HandlerOpts{}))
 		if cfg.EnableKVCache {
-			if err := r.initKVCache(idx); err != nil {
+			usage := rm.KVUsage.WithLabelValues(rm.BaseModel)
+			kv, err := engine.NewKV(cfg, idx, port, usage.Set)
+			if err != nil {
 				return nil, err
 			}
+			r.kv = kv
 		}
 		r.server = &fasthttp.Server{
 			Handler:            r.handle,
@@ -231,7 +234,7 @@ func (s *Simulator) ServeListeners(ctx context.Context, lns []net.Listener) erro
 func (s *Simulator) shutdown() {
 	s.draining.Store(true)
 	for _, r := range s.ranks {
-		r.sched.shutdown()
+		r.sched.Shutdown()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
@@ -247,8 +250,8 @@ func (s *Simulator) shutdown() {
 	}
 	wg.Wait()
 	for _, r := range s.ranks {
-		if r.kvPub != nil {
-			r.kvPub.Close()
+		if r.kv != nil {
+			r.kv.Close()
 		}
 	}
 	if s.dataset != nil {
@@ -325,7 +328,7 @@ func (r *rank) handleModels(ctx *fasthttp.RequestCtx) {
 	for _, name := range r.cfg.ServedModelNames {
 		entry(name, r.cfg.Model, "")
 	}
-	for _, l := range r.loras.list() {
+	for _, l := range r.loras.List() {
 		entry(l.Name, l.Path, r.cfg.ServedModelNames[0])
 	}
 	b = append(b, "]}"...)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine/textgen"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 )
 
@@ -29,7 +30,7 @@ func (r *rank) handleTokenize(ctx *fasthttp.RequestCtx) {
 		openai.WriteError(ctx, openai.NewParamError(400, "either prompt or messages is required", "prompt"))
 		return
 	}
-	ids := appendTokenIDs(nil, text)
+	ids := textgen.AppendTokenIDs(nil, text)
 	b := []byte(`{"max_model_len":`)
 	b = strconv.AppendInt(b, int64(r.cfg.MaxModelLen), 10)
 	b = append(b, `,"count":`...)

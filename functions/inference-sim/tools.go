@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine/textgen"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 )
@@ -157,14 +158,14 @@ func (g *genCtx) generateToolCalls(c *choice, maxTokens int) (bool, *openai.Erro
 			}
 		}
 	case "auto":
-		if g.rng.intn(2) == 0 {
+		if g.rng.Intn(2) == 0 {
 			return false, nil
 		}
 		fallthrough
 	case "required":
-		picks = append(picks, g.rng.intn(len(g.tools)))
-		for len(picks) < 5 && g.rng.intn(100) < tc.ExtraCallProbability {
-			picks = append(picks, g.rng.intn(len(g.tools)))
+		picks = append(picks, g.rng.Intn(len(g.tools)))
+		for len(picks) < 5 && g.rng.Intn(100) < tc.ExtraCallProbability {
+			picks = append(picks, g.rng.Intn(len(g.tools)))
 		}
 	}
 	start := len(g.tokBuf)
@@ -179,11 +180,11 @@ func (g *genCtx) generateToolCalls(c *choice, maxTokens int) (bool, *openai.Erro
 		budget -= len(args)
 		id := make([]byte, 0, 24)
 		id = append(id, "chatcmpl-tool-"...)
-		id = strconv.AppendUint(id, 1000000000+uint64(g.rng.intn(9000000000)), 10)
+		id = strconv.AppendUint(id, 1000000000+uint64(g.rng.Intn(9000000000)), 10)
 		call := toolCall{id: string(id), name: t.Function.Name, args: string(args)}
 		c.toolCalls = append(c.toolCalls, call)
 		before := len(g.tokBuf)
-		g.tokBuf = appendTokens(g.tokBuf, call.args)
+		g.tokBuf = textgen.AppendTokens(g.tokBuf, call.args)
 		if len(g.tokBuf) == before { // keep at least one chunk per call
 			g.tokBuf = append(g.tokBuf, "")
 		}
@@ -225,32 +226,32 @@ func (g *genCtx) appendArgValue(dst []byte, s any, depth, limit int) []byte {
 	tc := g.r.cfg.Tools
 	m, _ := s.(map[string]any)
 	if e, ok := m["enum"].([]any); ok && len(e) > 0 {
-		v, _ := json.Marshal(e[g.rng.intn(len(e))])
+		v, _ := json.Marshal(e[g.rng.Intn(len(e))])
 		return append(dst, v...)
 	}
 	typ, _ := schemaType(m)
 	switch typ {
 	case "string":
-		return openai.AppendJSONString(dst, toolWords[g.rng.intn(len(toolWords))])
+		return openai.AppendJSONString(dst, toolWords[g.rng.Intn(len(toolWords))])
 	case "integer":
 		const intLimit = 1 << 52 // exact in a float64, and hi-lo+1 cannot overflow
 		lo := int(math.Ceil(schemaBound(m, "minimum", float64(tc.MinIntegerParam), intLimit)))
 		hi := int(math.Floor(schemaBound(m, "maximum", float64(tc.MaxIntegerParam), intLimit)))
-		return strconv.AppendInt(dst, int64(g.rng.intRange(lo, max(lo, hi))), 10)
+		return strconv.AppendInt(dst, int64(g.rng.IntRange(lo, max(lo, hi))), 10)
 	case "number":
 		const numLimit = 1e15 // hi-lo stays finite and two decimals stay meaningful
 		lo := schemaBound(m, "minimum", tc.MinNumberParam, numLimit)
 		hi := schemaBound(m, "maximum", tc.MaxNumberParam, numLimit)
-		v := lo + g.rng.float()*(max(hi, lo)-lo)
+		v := lo + g.rng.Float64()*(max(hi, lo)-lo)
 		return strconv.AppendFloat(dst, math.Round(v*100)/100, 'f', -1, 64)
 	case "boolean":
-		return strconv.AppendBool(dst, g.rng.intn(2) == 1)
+		return strconv.AppendBool(dst, g.rng.Intn(2) == 1)
 	case "array":
 		// minItems: 1000000000 must not mean a billion items.
 		lo := int(schemaBound(m, "minItems", float64(tc.MinArrayParamLength), limits.MaxToolArrayItems))
 		hi := int(schemaBound(m, "maxItems", float64(tc.MaxArrayParamLength), limits.MaxToolArrayItems))
 		lo = max(lo, 0)
-		n := g.rng.intRange(lo, max(lo, hi))
+		n := g.rng.IntRange(lo, max(lo, hi))
 		dst = append(dst, '[')
 		for i := 0; i < n && len(dst) < limit; i++ {
 			if i > 0 {
@@ -284,7 +285,7 @@ func (g *genCtx) appendArgValue(dst []byte, s any, depth, limit int) []byte {
 			if len(dst) >= limit {
 				break
 			}
-			if !required[k] && g.rng.intn(100) >= prob {
+			if !required[k] && g.rng.Intn(100) >= prob {
 				continue
 			}
 			if !first {

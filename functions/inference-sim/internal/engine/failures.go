@@ -1,27 +1,26 @@
-package inferencesim
+package engine
 
 import (
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+	"github.com/lensfn/lensfn/wasm-modules/splitmix"
 )
 
-// injectFailure fails the request on purpose with probability
-// --failure-injection-rate %, choosing among --failure-types with the
-// request's seeded generator (a fixed order, so a seed reproduces the
-// pattern), with the reference simulator's statuses and messages.
-func (r *rank) injectFailure(rg *rng, model string) *openai.Error {
-	st := r.sim.settings.Load()
-	if st.failureRate <= 0 {
+// InjectFailure fails a request on purpose with probability ratePercent %
+// (--failure-injection-rate), choosing among types (--failure-types; none: all of them)
+// with the request's seeded generator (a fixed order, so a seed reproduces the pattern),
+// with the reference simulator's statuses and messages. It is nil for a request that goes on.
+func InjectFailure(rg *splitmix.Rand, ratePercent int, types []string, model string) *openai.Error {
+	if ratePercent <= 0 {
 		return nil
 	}
-	if rg.intn(100) >= st.failureRate {
+	if rg.Intn(100) >= ratePercent {
 		return nil
 	}
-	types := st.failureTypes
 	if len(types) == 0 {
 		types = config.AllFailureTypes
 	}
-	return failureError(types[rg.intn(len(types))], model)
+	return failureError(types[rg.Intn(len(types))], model)
 }
 
 func failureError(kind, model string) *openai.Error {

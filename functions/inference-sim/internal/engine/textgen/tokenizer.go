@@ -1,4 +1,4 @@
-package inferencesim
+package textgen
 
 // The dummy tokenizer of the reference simulator: one token per match of
 //
@@ -50,8 +50,8 @@ func nextToken(s string, i int) (start, end int) {
 	return i, end
 }
 
-// countTokens returns the number of dummy tokens in s.
-func countTokens(s string) int {
+// CountTokens returns the number of dummy tokens in s.
+func CountTokens(s string) int {
 	n := 0
 	for i := 0; ; {
 		st, en := nextToken(s, i)
@@ -63,8 +63,8 @@ func countTokens(s string) int {
 	}
 }
 
-// appendTokens appends the token strings of s (substrings, no copies).
-func appendTokens(dst []string, s string) []string {
+// AppendTokens appends the token strings of s (substrings, no copies).
+func AppendTokens(dst []string, s string) []string {
 	for i := 0; ; {
 		st, en := nextToken(s, i)
 		if st == len(s) {
@@ -75,8 +75,8 @@ func appendTokens(dst []string, s string) []string {
 	}
 }
 
-// tokenID is the dummy tokenizer's id of a token: FNV-32a of its text.
-func tokenID(tok string) uint32 {
+// TokenID is the dummy tokenizer's id of a token: FNV-32a of its text.
+func TokenID(tok string) uint32 {
 	h := uint32(2166136261)
 	for i := 0; i < len(tok); i++ {
 		h ^= uint32(tok[i])
@@ -85,14 +85,14 @@ func tokenID(tok string) uint32 {
 	return h
 }
 
-// appendTokenIDs appends the ids of the tokens of s.
-func appendTokenIDs(dst []uint32, s string) []uint32 {
+// AppendTokenIDs appends the ids of the tokens of s.
+func AppendTokenIDs(dst []uint32, s string) []uint32 {
 	for i := 0; ; {
 		st, en := nextToken(s, i)
 		if st == len(s) {
 			return dst
 		}
-		dst = append(dst, tokenID(s[st:en]))
+		dst = append(dst, TokenID(s[st:en]))
 		i = en
 	}
 }

@@ -1,4 +1,4 @@
-package inferencesim
+package textgen
 
 import (
 	"math"
@@ -26,7 +26,7 @@ var presetSentences = []string{
 var presetTokens = func() [][]string {
 	out := make([][]string, len(presetSentences))
 	for i, s := range presetSentences {
-		out[i] = appendTokens(nil, s)
+		out[i] = AppendTokens(nil, s)
 	}
 	return out
 }()
@@ -43,17 +43,17 @@ const (
 	stdDevRespLen  = 20
 )
 
-// responseLengthHistogram draws a length in [lo, hi] per the reference's
+// ResponseLengthHistogram draws a length in [lo, hi] per the reference's
 // histogram (equal buckets up to 101 tokens, then 20-token buckets with
 // bucket 4 stretched over the rest).
-func responseLengthHistogram(r *rng, lo, hi int) int {
+func ResponseLengthHistogram(r *RNG, lo, hi int) int {
 	if hi <= lo {
 		return hi
 	}
 	if hi-lo+1 <= len(lengthBucketCumulative) {
-		return r.intRange(lo, hi)
+		return r.IntRange(lo, hi)
 	}
-	u := r.float()
+	u := r.Float64()
 	if u > lengthBucketCumulative[len(lengthBucketCumulative)-2] {
 		return hi
 	}
@@ -89,31 +89,31 @@ func responseLengthHistogram(r *rng, lo, hi int) int {
 	if end < start {
 		return start
 	}
-	return r.intRange(start, end)
+	return r.IntRange(start, end)
 }
 
-// responseLengthGaussian draws from N(40, 20) within [lo, hi] (uniform
+// ResponseLengthGaussian draws from N(40, 20) within [lo, hi] (uniform
 // when the range is small), used when the request sets no max_tokens.
-func responseLengthGaussian(r *rng, lo, hi int) int {
+func ResponseLengthGaussian(r *RNG, lo, hi int) int {
 	if lo >= hi {
 		return hi
 	}
 	if hi < meanRespLen-stdDevRespLen {
-		return r.intRange(lo, hi)
+		return r.IntRange(lo, hi)
 	}
 	for {
-		v := r.normal(meanRespLen, stdDevRespLen)
+		v := r.Normal(meanRespLen, stdDevRespLen)
 		if v >= float64(lo) && v <= float64(hi) {
 			return int(math.Round(v))
 		}
 	}
 }
 
-// appendPresetTokens appends exactly n tokens made of random preset
+// AppendPresetTokens appends exactly n tokens made of random preset
 // sentences, trimming the last one.
-func appendPresetTokens(dst []string, r *rng, n int) []string {
+func AppendPresetTokens(dst []string, r *RNG, n int) []string {
 	for n > 0 {
-		toks := presetTokens[r.intn(len(presetTokens))]
+		toks := presetTokens[r.Intn(len(presetTokens))]
 		if len(toks) > n {
 			toks = toks[:n]
 		}
@@ -123,37 +123,34 @@ func appendPresetTokens(dst []string, r *rng, n int) []string {
 	return dst
 }
 
-// rng is the module's SplitMix64 (wasm-modules/splitmix) with the short method
-// names the generators use; each request gets one seeded from --seed and its
-// arrival number, so lengths, failures and ids do not depend on goroutine
+// RNG is the module's SplitMix64 (wasm-modules/splitmix) with the draws the
+// generators need; each request gets one seeded from --seed and its arrival
+// number (Mix), so lengths, failures and ids do not depend on goroutine
 // interleaving.
-type rng struct{ splitmix.Rand }
+type RNG struct{ splitmix.Rand }
 
-func newRNG(seed uint64) rng { return rng{splitmix.New(seed)} }
+// NewRNG is a generator seeded with seed.
+func NewRNG(seed uint64) RNG { return RNG{splitmix.New(seed)} }
 
-func (r *rng) next() uint64 { return r.Uint64() }
-
-// float returns a value in [0, 1).
-func (r *rng) float() float64 { return r.Float64() }
-
-// intn returns a value in [0, n).
-func (r *rng) intn(n int) int { return r.Intn(n) }
-
-// intRange returns a value in [lo, hi].
-func (r *rng) intRange(lo, hi int) int {
+// IntRange returns a value in [lo, hi].
+func (r *RNG) IntRange(lo, hi int) int {
 	if hi <= lo {
 		return lo
 	}
-	return lo + r.intn(hi-lo+1)
+	return lo + r.Intn(hi-lo+1)
 }
 
-func (r *rng) normal(mean, sd float64) float64 {
-	u1 := 1 - r.float()
-	u2 := r.float()
+func (r *RNG) Normal(mean, sd float64) float64 {
+	u1 := 1 - r.Float64()
+	u2 := r.Float64()
 	return mean + sd*math.Sqrt(-2*math.Log(u1))*math.Cos(2*math.Pi*u2)
 }
 
-// mix derives an independent seed from a seed and a counter.
-func mix(seed, n uint64) uint64 {
+// Mix derives an independent seed from a seed and a counter.
+func Mix(seed, n uint64) uint64 {
 	return splitmix.Mix(seed ^ (n * 0xd1b54a32d192ed03))
 }
+
+// PresetToken is the first token of the i-th preset sentence (modulo their number): the
+// logprobs' alternatives.
+func PresetToken(i int) string { return presetTokens[i%len(presetTokens)][0] }

@@ -1,4 +1,4 @@
-package inferencesim
+package engine
 
 import (
 	"slices"
@@ -9,12 +9,12 @@ import (
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 )
 
-// scheduler admits requests: at most max-num-seqs run at once, the rest
+// Scheduler admits requests: at most max-num-seqs run at once, the rest
 // wait in a bounded FIFO queue (full queue: 429). A request for a LoRA
 // adapter also needs one of max-loras adapter slots; a slot is free when
 // its adapter has no running request. When a request finishes, waiting
 // requests whose adapter is already loaded go first.
-type scheduler struct {
+type Scheduler struct {
 	mu         sync.Mutex
 	maxRunning int
 	maxWaiting int
@@ -25,7 +25,16 @@ type scheduler struct {
 	closed     bool
 
 	onChange func(running, waiting int)
+	watch    func(running, waiting int) // a test's listener (Watch), after onChange
 	onLoRA   func(running, waiting string)
+}
+
+// Hooks are told of every change under the scheduler's lock (keep them short): OnChange of
+// the running and waiting counts (the vLLM gauges), OnLoRA of the running and waiting
+// adapter sets (comma-joined, sorted; lora_requests_info). Either may be nil.
+type Hooks struct {
+	OnChange func(running, waiting int)
+	OnLoRA   func(running, waiting string)
 }
 
 type admission struct {
@@ -37,14 +46,38 @@ type admission struct {
 
 var admissionPool = sync.Pool{New: func() any { return &admission{ready: make(chan struct{}, 1)} }}
 
-func newScheduler(maxRunning, maxWaiting, maxLoRAs int) *scheduler {
-	return &scheduler{maxRunning: maxRunning, maxWaiting: maxWaiting, maxLoRAs: maxLoRAs,
-		loaded: make(map[string]int), onChange: func(int, int) {}}
+// NewScheduler admits at most maxRunning requests at once (--max-num-seqs), queues at most
+// maxWaiting (--max-waiting-queue-length) and keeps at most maxLoRAs adapters loaded
+// (--max-loras).
+func NewScheduler(maxRunning, maxWaiting, maxLoRAs int, h Hooks) *Scheduler {
+	s := &Scheduler{maxRunning: maxRunning, maxWaiting: maxWaiting, maxLoRAs: maxLoRAs,
+		loaded: make(map[string]int), onChange: h.OnChange, onLoRA: h.OnLoRA}
+	if s.onChange == nil {
+		s.onChange = func(int, int) {}
+	}
+	return s
+}
+
+// Watch adds a listener told of every count change after the hooks, under the lock (tests
+// wait on it instead of sleeping); it must not block.
+func (s *Scheduler) Watch(f func(running, waiting int)) {
+	s.mu.Lock()
+	s.watch = f
+	s.mu.Unlock()
+}
+
+func (s *Scheduler) changed() { s.report(s.running, len(s.waiting)) }
+
+func (s *Scheduler) report(running, waiting int) {
+	s.onChange(running, waiting)
+	if s.watch != nil {
+		s.watch(running, waiting)
+	}
 }
 
 // canRun reports whether a request for lora may start now, loading the
 // adapter (evicting an idle one if needed) when it may.
-func (s *scheduler) canRun(lora string, allowEvict bool) bool {
+func (s *Scheduler) canRun(lora string, allowEvict bool) bool {
 	if s.running >= s.maxRunning {
 		return false
 	}
@@ -71,7 +104,7 @@ func (s *scheduler) canRun(lora string, allowEvict bool) bool {
 	return false
 }
 
-func (s *scheduler) start(lora string) int {
+func (s *Scheduler) start(lora string) int {
 	s.running++
 	if lora != "" {
 		s.loaded[lora]++
@@ -79,27 +112,23 @@ func (s *scheduler) start(lora string) int {
 	return s.running
 }
 
-// acquire blocks until the request may run. It returns the number of
-// running requests including this one and whether it had to wait.
-func (s *scheduler) acquire(lora string) (running int, queued bool, err *openai.Error) {
-	return s.acquireUnless(lora, nil)
-}
-
-// acquireUnless is acquire that gives up waiting (errClientLeft) when the
-// channel returned by gone is closed; gone is called only when the request
-// has to wait, so a request admitted at once never starts a watcher.
-func (s *scheduler) acquireUnless(lora string, gone func() <-chan struct{}) (running int, queued bool, err *openai.Error) {
+// Acquire blocks until a request for lora ("" for the base model) may run. It returns the
+// number of running requests including this one and whether it had to wait. It gives up
+// waiting (ErrClientLeft) when the channel returned by gone is closed; gone (may be nil) is
+// called only when the request has to wait, so a request admitted at once never starts a
+// watcher. Every successful Acquire is paired with one Release.
+func (s *Scheduler) Acquire(lora string, gone func() <-chan struct{}) (running int, queued bool, err *openai.Error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return 0, false, errShuttingDown
+		return 0, false, ErrShuttingDown
 	}
 	// With nobody waiting anything that fits may start; while others wait
 	// (only possible when they are blocked on adapter slots), a request
 	// may overtake them only without evicting an adapter.
 	if s.canRun(lora, len(s.waiting) == 0) {
 		r := s.start(lora)
-		s.onChange(s.running, 0)
+		s.report(s.running, 0)
 		if lora != "" {
 			s.reportLoRA()
 		}
@@ -108,12 +137,12 @@ func (s *scheduler) acquireUnless(lora string, gone func() <-chan struct{}) (run
 	}
 	if len(s.waiting) >= s.maxWaiting {
 		s.mu.Unlock()
-		return 0, false, errQueueFull
+		return 0, false, ErrQueueFull
 	}
 	a := admissionPool.Get().(*admission)
 	a.lora, a.rejected = lora, false
 	s.waiting = append(s.waiting, a)
-	s.onChange(s.running, len(s.waiting))
+	s.changed()
 	if lora != "" {
 		s.reportLoRA()
 	}
@@ -128,32 +157,32 @@ func (s *scheduler) acquireUnless(lora string, gone func() <-chan struct{}) (run
 		s.mu.Lock()
 		if i := slices.Index(s.waiting, a); i >= 0 {
 			s.waiting = slices.Delete(s.waiting, i, i+1)
-			s.onChange(s.running, len(s.waiting))
+			s.changed()
 			if lora != "" {
 				s.reportLoRA()
 			}
 			s.mu.Unlock()
 			admissionPool.Put(a)
-			return 0, true, errClientLeft
+			return 0, true, ErrClientLeft
 		}
 		s.mu.Unlock()
 		<-a.ready // admitted (or rejected) meanwhile: the send has happened
 		if !a.rejected {
-			s.release(lora)
+			s.Release(lora)
 		}
 		admissionPool.Put(a)
-		return 0, true, errClientLeft
+		return 0, true, ErrClientLeft
 	}
 	running, rejected := a.running, a.rejected
 	admissionPool.Put(a)
 	if rejected {
-		return 0, true, errShuttingDown
+		return 0, true, ErrShuttingDown
 	}
 	return running, true, nil
 }
 
-// release ends a running request and admits waiting ones.
-func (s *scheduler) release(lora string) {
+// Release ends a running request and admits waiting ones.
+func (s *Scheduler) Release(lora string) {
 	s.mu.Lock()
 	s.running--
 	if lora != "" {
@@ -162,14 +191,14 @@ func (s *scheduler) release(lora string) {
 		}
 	}
 	s.dispatch()
-	s.onChange(s.running, len(s.waiting))
+	s.changed()
 	if lora != "" || len(s.waiting) > 0 {
 		s.reportLoRA()
 	}
 	s.mu.Unlock()
 }
 
-func (s *scheduler) dispatch() {
+func (s *Scheduler) dispatch() {
 	for len(s.waiting) > 0 && s.running < s.maxRunning {
 		i := slices.IndexFunc(s.waiting, func(a *admission) bool { return s.canRun(a.lora, false) })
 		if i < 0 {
@@ -185,8 +214,8 @@ func (s *scheduler) dispatch() {
 	}
 }
 
-// shutdown rejects waiting requests and every later one.
-func (s *scheduler) shutdown() {
+// Shutdown rejects waiting requests (ErrShuttingDown) and every later one.
+func (s *Scheduler) Shutdown() {
 	s.mu.Lock()
 	s.closed = true
 	for _, a := range s.waiting {
@@ -194,18 +223,19 @@ func (s *scheduler) shutdown() {
 		a.ready <- struct{}{}
 	}
 	s.waiting = nil
-	s.onChange(s.running, 0)
+	s.changed()
 	s.mu.Unlock()
 }
 
-func (s *scheduler) counts() (running, waiting int) {
+// Counts are the running and waiting requests.
+func (s *Scheduler) Counts() (running, waiting int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.running, len(s.waiting)
 }
 
 // reportLoRA publishes the running and waiting adapter sets.
-func (s *scheduler) reportLoRA() {
+func (s *Scheduler) reportLoRA() {
 	if s.onLoRA == nil {
 		return
 	}
@@ -225,10 +255,11 @@ func (s *scheduler) reportLoRA() {
 	s.onLoRA(strings.Join(run, ","), strings.Join(wait, ","))
 }
 
+// The scheduler's answers, with the reference simulator's statuses and messages.
 var (
-	errShuttingDown = openai.NewError(503, "The server is shutting down")
-	errQueueFull    = openai.NewError(429, "Failed to enqueue request, waiting requests queue is full")
-	// errClientLeft ends a request whose client closed the connection; the
+	ErrShuttingDown = openai.NewError(503, "The server is shutting down")
+	ErrQueueFull    = openai.NewError(429, "Failed to enqueue request, waiting requests queue is full")
+	// ErrClientLeft ends a request whose client closed the connection; the
 	// answer is never read (499 is nginx's "client closed request").
-	errClientLeft = openai.NewError(499, "Client closed the connection before the answer was ready")
+	ErrClientLeft = openai.NewError(499, "Client closed the connection before the answer was ready")
 )
