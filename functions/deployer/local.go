@@ -1,6 +1,7 @@
 package deployer
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -367,6 +368,9 @@ func (l *Local) Cleanup(ctx context.Context, d *Deployment) error {
 			return err
 		}
 	}
+	// A deployer killed between starting a child and saving the record leaves a process no
+	// record names; each child carries LENS_DEPLOYMENT in its environment, so it is found too.
+	d.Processes = append(d.Processes, unrecorded(d)...)
 	var wg sync.WaitGroup
 	stuck := make([]bool, len(d.Processes))
 	for i, p := range d.Processes {
@@ -384,6 +388,31 @@ func (l *Local) Cleanup(ctx context.Context, d *Deployment) error {
 		return fmt.Errorf("%d process(es) of deployment %s did not stop (first: pid %d)", len(left), d.ExecutionID, left[0].PID)
 	}
 	return nil
+}
+
+// unrecorded lists the live processes started for d (LENS_DEPLOYMENT=d's id in their
+// environment) that its record does not hold.
+func unrecorded(d *Deployment) []Process {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	marker := []byte("LENS_DEPLOYMENT=" + d.ExecutionID + "\x00")
+	var found []Process
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || slices.ContainsFunc(d.Processes, func(p Process) bool { return p.PID == pid }) {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil || !bytes.Contains(append([]byte{0}, env...), append([]byte{0}, marker...)) {
+			continue
+		}
+		if ticks, err := startTicks(pid); err == nil {
+			found = append(found, Process{Role: "unrecorded", PID: pid, StartTicks: ticks})
+		}
+	}
+	return found
 }
 
 // stop ends p; it reports whether p is gone.

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -402,5 +403,42 @@ func TestLocalRetriesOnNewPortsWhenAChildLostItsPort(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s/models: %d", d.Endpoint, resp.StatusCode)
+	}
+}
+
+// A child the record never named (its deployer died between starting it and saving) is still
+// stopped by the deployment's cleanup: it carries the deployment's id in its environment.
+func TestCleanupStopsAChildTheRecordNeverNamed(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	cmd.Env = []string{"LENS_DEPLOYMENT=exec-unrecorded"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	other := exec.Command("sleep", "60")
+	other.Env = []string{"LENS_DEPLOYMENT=exec-unrecorded-2"} // another deployment's child stays
+	other.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
+	local := &deployer.Local{LogDir: t.TempDir(), StopGrace: 2 * time.Second}
+	d := &deployer.Deployment{ExecutionID: "exec-unrecorded"}
+	if err := local.Cleanup(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the unrecorded child still runs after cleanup")
+	}
+	if err := other.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("another deployment's child was stopped: %v", err)
+	}
+	if len(d.Processes) != 0 {
+		t.Fatalf("record after cleanup: %+v", d.Processes)
 	}
 }
