@@ -335,45 +335,25 @@ type outcome struct {
 
 // exchange sends one request and reads its response.
 func (e *engine) exchange(ctx context.Context, r *Request, i int, body []byte, sent *time.Time) outcome {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url, bytes.NewReader(body))
+	resp, err := e.post(ctx, r, i, body, sent)
 	if err != nil {
-		return outcome{err: "request: " + err.Error(), completedAt: time.Now()}
+		return outcome{err: err.Error(), completedAt: time.Now()}
 	}
-	req.Header.Set("Content-Type", "application/json")
-	if e.cfg.Stream {
-		req.Header.Set("Accept", "text/event-stream")
-	} else {
-		req.Header.Set("Accept", "application/json")
-	}
-	if e.cfg.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+e.cfg.APIKey)
-	}
-	req.Header.Set("X-Request-ID", e.requestKey(i))
-	if r.SessionID != "" {
-		req.Header.Set("X-Session-ID", r.SessionID)
-	}
-	*sent = time.Now()
-	e.progress.sent.Add(1)
-	resp, err := e.client.Do(req)
-	if err != nil {
-		return outcome{err: e.contextError(ctx, err), completedAt: time.Now()}
-	}
-	defer resp.Body.Close()
-	out := outcome{status: resp.StatusCode, responseSeen: true, keepReply: r.KeepReplies}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		msg, rerr := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	defer resp.body.Close()
+	out := outcome{status: resp.status, responseSeen: true, keepReply: r.KeepReplies}
+	if resp.status < 200 || resp.status > 299 {
+		msg, rerr := io.ReadAll(io.LimitReader(resp.body, 64<<10))
 		out.completedAt = time.Now()
-		out.err = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorMessage(msg))
+		out.err = fmt.Sprintf("HTTP %d: %s", resp.status, errorMessage(msg))
 		if rerr != nil && ctx.Err() != nil {
 			out.err += " (" + e.contextError(ctx, rerr) + ")"
 		}
 		return out
 	}
-	ct := resp.Header.Get("Content-Type")
-	if e.cfg.Stream && !strings.HasPrefix(ct, "application/json") {
-		e.readStream(ctx, resp.Body, &out)
+	if e.cfg.Stream && !strings.HasPrefix(resp.contentType, "application/json") {
+		e.readStream(ctx, resp.body, &out)
 	} else {
-		e.readWhole(ctx, resp.Body, &out)
+		e.readWhole(ctx, resp.body, &out)
 	}
 	return out
 }
@@ -447,8 +427,15 @@ func (e *engine) readStream(ctx context.Context, body io.ReadCloser, out *outcom
 // drain reads what follows [DONE] (the chunked encoding's last chunk) so the connection goes
 // back to the pool: a body closed before its end closes the connection, and an open-loop replay
 // would then dial once per request. A server that keeps the stream open after [DONE] gets
-// 100 ms before the connection is given up.
+// 100 ms before the connection is given up (the lean client's body takes a read deadline;
+// net/http's is closed from a timer).
 func drain(body io.ReadCloser) {
+	if d, ok := body.(interface{ SetReadDeadline(time.Time) error }); ok {
+		if d.SetReadDeadline(time.Now().Add(100*time.Millisecond)) == nil {
+			_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10))
+			return
+		}
+	}
 	giveUp := time.AfterFunc(100*time.Millisecond, func() { body.Close() })
 	defer giveUp.Stop()
 	_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10))

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -87,6 +88,9 @@ type Config struct {
 	// DialContext, which refuses addresses outside the operator's endpoint policy, redirects
 	// included); no proxy is used then.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// TLSConfig, when set and Client is nil, configures https connections (tests give their
+	// own roots); nil verifies the server against the system roots, as net/http does.
+	TLSConfig *tls.Config
 	// Progress, when set, is updated live so another goroutine can report progress.
 	Progress *Progress
 	// SubagentTiming chooses when a subagent session starts and when the parent turn that

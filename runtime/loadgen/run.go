@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -115,7 +114,6 @@ func RunSchedule(ctx context.Context, cfg Config, schedule Schedule, sink Sink) 
 		extraBody:   extra,
 		sink:        sink,
 		progress:    cfg.Progress,
-		client:      cfg.Client,
 		runID:       cfg.RunID,
 		spin:        cfg.SpinWindow,
 		maxResponse: cfg.MaxResponseBytes,
@@ -124,12 +122,11 @@ func RunSchedule(ctx context.Context, cfg Config, schedule Schedule, sink Sink) 
 	if e.progress == nil {
 		e.progress = &Progress{}
 	}
-	if e.client == nil {
-		e.client = newHTTPClient(cfg.Dial)
-		// Idle keep-alive connections hold two goroutines each; a client of our own must not
-		// keep them after the run.
-		defer e.client.CloseIdleConnections()
+	closeTransport, err := e.transport.open(cfg, url)
+	if err != nil {
+		return Stats{}, err
 	}
+	defer closeTransport()
 	if e.runID == "" {
 		e.runID = fmt.Sprintf("%08x", uint32(splitmix.Mix(cfg.Seed)))
 	}
@@ -200,7 +197,7 @@ type engine struct {
 	plan        *plan
 	extraBody   map[string]json.RawMessage
 	synth       *synth
-	client      *http.Client
+	transport   // the lean client or net/http's (client.go)
 	runID       string
 	spin        time.Duration
 	maxResponse int64

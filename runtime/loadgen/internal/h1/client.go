@@ -1,0 +1,325 @@
+package h1
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Dialer opens a connection (net.Dialer.DialContext, or an egress policy's).
+type Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// Options tune a Client; the zero value of each field is its default.
+type Options struct {
+	// Dial opens every connection; nil dials directly (30 s timeout, 30 s TCP keep-alive).
+	Dial Dialer
+	// TLS is the configuration of https connections (cloned; ServerName is set per target when
+	// empty, NextProtos to http/1.1). nil: the system roots, the server's name verified.
+	TLS *tls.Config
+	// IdleTimeout closes a keep-alive connection idle longer than this (default 90 s).
+	IdleTimeout time.Duration
+	// MaxIdlePerHost bounds the idle connections kept per target (default 65,536: an
+	// open-loop replay may have thousands in flight and needs them all back).
+	MaxIdlePerHost int
+	// ReadBufferSize is each connection's read buffer, which also bounds a status or header
+	// line (default 4 KiB).
+	ReadBufferSize int
+	// TLSHandshakeTimeout bounds a TLS handshake (default 10 s).
+	TLSHandshakeTimeout time.Duration
+}
+
+// Client sends requests over pooled HTTP/1.1 connections. It is safe for concurrent use.
+type Client struct {
+	opts Options
+	tls  *tls.Config
+
+	mu     sync.Mutex
+	idle   map[string][]*conn // by Target.key, most recently used last
+	closed bool
+}
+
+// New returns a client with o's settings.
+func New(o Options) *Client {
+	if o.Dial == nil {
+		o.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 90 * time.Second
+	}
+	if o.MaxIdlePerHost <= 0 {
+		o.MaxIdlePerHost = 1 << 16
+	}
+	if o.ReadBufferSize <= 0 {
+		o.ReadBufferSize = 4 << 10
+	}
+	if o.TLSHandshakeTimeout <= 0 {
+		o.TLSHandshakeTimeout = 10 * time.Second
+	}
+	c := &Client{opts: o, idle: make(map[string][]*conn)}
+	if o.TLS != nil {
+		c.tls = o.TLS.Clone()
+	} else {
+		c.tls = &tls.Config{}
+	}
+	c.tls.NextProtos = []string{"http/1.1"}
+	return c
+}
+
+// Target is where requests go: a method and an absolute http(s) URL, parsed once so a request
+// costs no URL handling.
+type Target struct {
+	key        string // scheme://host:port, the pool's key
+	addr       string // host:port to dial
+	serverName string // TLS server name
+	secure     bool
+	head       string // request line and Host header
+}
+
+// NewTarget parses rawURL (http or https, no user info) for requests with method.
+func NewTarget(method, rawURL string) (*Target, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("h1: scheme %q is not http or https", u.Scheme)
+	}
+	if u.Host == "" || u.User != nil {
+		return nil, fmt.Errorf("h1: URL %q needs a host and no user info", u.Redacted())
+	}
+	if !validToken(method) {
+		return nil, fmt.Errorf("h1: bad method %q", method)
+	}
+	host, port := u.Hostname(), u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	addr := net.JoinHostPort(host, port)
+	path := u.EscapedPath()
+	if path == "" {
+		path = "/"
+	}
+	if u.RawQuery != "" {
+		path += "?" + u.RawQuery
+	}
+	return &Target{key: u.Scheme + "://" + addr, addr: addr, serverName: host, secure: u.Scheme == "https",
+		head: method + " " + path + " HTTP/1.1\r\nHost: " + u.Host + "\r\n"}, nil
+}
+
+// Header is one request header.
+type Header struct{ Name, Value string }
+
+// ErrBadHeader: a request header's name is not a token or its value holds a line break (which
+// would let a value inject headers).
+var ErrBadHeader = errors.New("h1: invalid request header")
+
+// requestBuffers recycle the buffers requests are written from; one bigger than
+// maxPooledRequest (a very long prompt) is left to the collector.
+var requestBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
+
+const maxPooledRequest = 256 << 10
+
+// aLongTimeAgo is a deadline in the past: setting it fails a blocked read or write at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// Do sends one request with headers (Host and Content-Length are added) and body, and returns
+// the response once its header has arrived. The caller must Close the response's body. ctx
+// bounds the whole exchange, reading the body included, until Close.
+func (c *Client) Do(ctx context.Context, t *Target, headers []Header, body []byte) (*Response, error) {
+	bp := requestBuffers.Get().(*[]byte)
+	req, err := appendRequest((*bp)[:0], t, headers, body)
+	defer func() {
+		if cap(req) <= maxPooledRequest {
+			*bp = req[:0]
+			requestBuffers.Put(bp)
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		cn, reused, err := c.get(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		stop := context.AfterFunc(ctx, func() { _ = cn.nc.SetDeadline(aLongTimeAgo) })
+		resp, err := c.roundTrip(cn, t.key, req, stop)
+		if err == nil {
+			return resp, nil
+		}
+		stop()
+		cn.close()
+		// A reused connection the server closed after the liveness check fails at once; the
+		// request never reached a server that answers on it, so one fresh connection is tried.
+		// A fresh connection's failure is the answer.
+		if reused && attempt == 0 && ctx.Err() == nil && errors.Is(err, errWrite) {
+			continue
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w (%w)", context.Cause(ctx), err)
+		}
+		return nil, err
+	}
+}
+
+var errWrite = errors.New("h1: writing the request")
+
+func (c *Client) roundTrip(cn *conn, key string, req []byte, stop func() bool) (*Response, error) {
+	if _, err := cn.nc.Write(req); err != nil {
+		return nil, fmt.Errorf("%w: %w", errWrite, err)
+	}
+	resp := &Response{body: Body{cn: cn, client: c, key: key, stop: stop}}
+	if err := readHead(cn.br, resp); err != nil {
+		return nil, err
+	}
+	resp.Body = &resp.body
+	return resp, nil
+}
+
+func appendRequest(b []byte, t *Target, headers []Header, body []byte) ([]byte, error) {
+	b = append(b, t.head...)
+	for _, h := range headers {
+		if !validToken(h.Name) || strings.ContainsAny(h.Value, "\r\n\x00") {
+			return b, fmt.Errorf("%w %q", ErrBadHeader, h.Name)
+		}
+		b = append(b, h.Name...)
+		b = append(b, ": "...)
+		b = append(b, h.Value...)
+		b = append(b, "\r\n"...)
+	}
+	b = append(b, "Content-Length: "...)
+	b = strconv.AppendInt(b, int64(len(body)), 10)
+	b = append(b, "\r\n\r\n"...)
+	return append(b, body...), nil
+}
+
+func validToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`()<>@,;:\"/[]?={}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// conn is one pooled connection.
+type conn struct {
+	nc     net.Conn
+	br     *bufio.Reader
+	idleAt time.Time
+}
+
+func (cn *conn) close() { _ = cn.nc.Close() }
+
+// get returns an idle connection to t that is still open, or dials a new one.
+func (c *Client) get(ctx context.Context, t *Target) (cn *conn, reused bool, err error) {
+	now := time.Now()
+	for {
+		c.mu.Lock()
+		list := c.idle[t.key]
+		if len(list) == 0 {
+			c.mu.Unlock()
+			break
+		}
+		cn = list[len(list)-1]
+		list[len(list)-1] = nil
+		c.idle[t.key] = list[:len(list)-1]
+		c.mu.Unlock()
+		if now.Sub(cn.idleAt) > c.opts.IdleTimeout || !alive(cn.nc) {
+			cn.close()
+			continue
+		}
+		return cn, true, nil
+	}
+	nc, err := c.opts.Dial(ctx, "tcp", t.addr)
+	if err != nil {
+		return nil, false, fmt.Errorf("dial %s: %w", t.addr, err)
+	}
+	if t.secure {
+		cfg := c.tls
+		if cfg.ServerName == "" {
+			cfg = cfg.Clone()
+			cfg.ServerName = t.serverName
+		}
+		tc := tls.Client(nc, cfg)
+		hctx, cancel := context.WithTimeout(ctx, c.opts.TLSHandshakeTimeout)
+		err := tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
+			_ = nc.Close()
+			return nil, false, fmt.Errorf("TLS handshake with %s: %w", t.addr, err)
+		}
+		if p := tc.ConnectionState().NegotiatedProtocol; p != "" && p != "http/1.1" {
+			_ = nc.Close()
+			return nil, false, fmt.Errorf("h1: the server chose protocol %q", p)
+		}
+		nc = tc
+	}
+	return &conn{nc: nc, br: bufio.NewReaderSize(nc, c.opts.ReadBufferSize)}, false, nil
+}
+
+// put returns a connection whose response was read to its end to the pool.
+func (c *Client) put(t string, cn *conn) {
+	if cn.br.Buffered() > 0 || cn.nc.SetDeadline(time.Time{}) != nil {
+		cn.close() // bytes nobody asked for: the stream is out of step
+		return
+	}
+	cn.idleAt = time.Now()
+	c.mu.Lock()
+	if c.closed || len(c.idle[t]) >= c.opts.MaxIdlePerHost {
+		c.mu.Unlock()
+		cn.close()
+		return
+	}
+	c.idle[t] = append(c.idle[t], cn)
+	c.mu.Unlock()
+}
+
+// CloseIdle closes every idle connection; connections in use close when their response is done.
+// The client stays usable.
+func (c *Client) CloseIdle() {
+	c.mu.Lock()
+	idle := c.idle
+	c.idle = make(map[string][]*conn)
+	c.mu.Unlock()
+	for _, list := range idle {
+		for _, cn := range list {
+			cn.close()
+		}
+	}
+}
+
+// Close closes the idle connections and keeps no more: a connection in use closes when its
+// response is done.
+func (c *Client) Close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.CloseIdle()
+}
+
+// IdleConns is how many idle connections the pool holds (for tests and metrics).
+func (c *Client) IdleConns() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, list := range c.idle {
+		n += len(list)
+	}
+	return n
+}

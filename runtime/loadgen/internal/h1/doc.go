@@ -1,0 +1,31 @@
+// Package h1 is the load engine's lean HTTP/1.1 client: what runtime/loadgen needs to post a
+// JSON body to an OpenAI-compatible endpoint over http:// or https:// and read the response
+// as it arrives, at thousands of requests in flight, with as little CPU and memory per request
+// as the protocol allows.
+//
+// Why not net/http: its client costs, per request, a persistConn's two goroutines (readLoop
+// and writeLoop) handing the request and response across channels, a header map each way,
+// context plumbing and the body's wrappers; at 4,096 streamed requests in flight that was most
+// of the runner's CPU per request (issue 12: ours 184 µs, k6 192 µs, target half of k6's).
+// Why not fasthttp's client: it buffers a whole response body unless StreamResponseBody is set,
+// cancels a request by context only through its own timeouts, and already has its home
+// package in the simulator (tests/architecture gives each dependency one).
+//
+// What it does: one goroutine per request (the caller's): a pooled connection per request with
+// keep-alive reuse (LIFO, idle ones closed after IdleTimeout, a connection the server closed
+// while idle noticed before reuse by a non-blocking peek), the request written with one write
+// from a pooled buffer, the status line and the few headers the engine reads parsed in place
+// (Content-Length, Transfer-Encoding: chunked, Connection, Content-Type; no header map),
+// chunked bodies decoded by net/http/httputil's chunked reader, a response body read straight
+// from the connection's small bufio.Reader. A request's context ending sets the connection's
+// deadline in the past (context.AfterFunc), which unblocks any read or write at once; no
+// goroutine waits for it. A connection that saw an error, a cancelled request, an unread body or
+// Connection: close is closed, never reused. TLS uses crypto/tls with the caller's config (nil:
+// the system roots, the server name verified, as net/http does), offering only http/1.1.
+//
+// What it does not do, left to net/http in runtime/loadgen: HTTP proxies, HTTP/2, redirects
+// (a 3xx is returned as it is), request bodies other than a byte slice, response trailers
+// (read and dropped), 1xx other than 100 Continue.
+//
+// It may import the standard library only.
+package h1

@@ -1,0 +1,326 @@
+package h1
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http/httputil"
+	"strconv"
+	"time"
+)
+
+// Response is a response whose header has been read; Body reads the rest.
+type Response struct {
+	StatusCode  int
+	ContentType string
+	// Close: the server said Connection: close (or spoke HTTP/1.0 without keep-alive), or the
+	// body runs to the connection's end; the connection is not reused.
+	Close bool
+	// Body reads the body (chunked encoding removed). Close it when done: a body read to its
+	// end puts the connection back in the pool, one closed early closes it. Read and Close are
+	// not safe for concurrent use; to give up on a slow body, SetReadDeadline.
+	Body *Body
+
+	body Body
+}
+
+// Bounds on a response's head: it is read from a server we do not control.
+const (
+	maxHeaderLines = 128
+	maxHeaderBytes = 64 << 10
+)
+
+// ProtocolError is a response the client cannot read as HTTP/1.1.
+type ProtocolError struct{ msg string }
+
+func (e *ProtocolError) Error() string { return e.msg }
+
+func protocolError(format string, args ...any) error {
+	return &ProtocolError{msg: fmt.Sprintf(format, args...)}
+}
+
+// quote shows at most 80 bytes of a bad line.
+func quote(line []byte) string {
+	if len(line) > 80 {
+		return strconv.Quote(string(line[:80])) + "..."
+	}
+	return strconv.Quote(string(line))
+}
+
+// readLine returns one line without its CRLF (or LF); the slice is only valid until the next read.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		return nil, protocolError("response header line longer than %d bytes", br.Size())
+	}
+	if err != nil {
+		if err == io.EOF {
+			if len(line) == 0 {
+				return nil, io.EOF
+			}
+			return nil, io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	line = line[:len(line)-1]
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line, nil
+}
+
+// errClosedBeforeResponse: the server closed the connection without a byte of response.
+var errClosedBeforeResponse = errors.New("h1: the server closed the connection before responding")
+
+// readHead reads the status line and headers into resp and sets up its body.
+func readHead(br *bufio.Reader, resp *Response) error {
+	total := 0
+	var proto1_0 bool
+	for { // 1xx responses (100 Continue) precede the real one
+		line, err := readLine(br)
+		if err != nil {
+			if err == io.EOF {
+				return errClosedBeforeResponse
+			}
+			return err
+		}
+		total += len(line)
+		code, minor, ok := parseStatusLine(line)
+		if !ok {
+			return protocolError("malformed HTTP status line %s", quote(line))
+		}
+		proto1_0 = minor == 0
+		if code >= 200 {
+			resp.StatusCode = code
+			break
+		}
+		if code == 101 {
+			return protocolError("unexpected 101 Switching Protocols")
+		}
+		// Skip the 1xx's headers.
+		for {
+			line, err := readLine(br)
+			if err != nil {
+				return headErr(err)
+			}
+			if total += len(line); total > maxHeaderBytes {
+				return protocolError("response header larger than %d bytes", maxHeaderBytes)
+			}
+			if len(line) == 0 {
+				break
+			}
+		}
+	}
+	length := int64(-1)
+	chunked, keepAlive := false, false
+	resp.Close = proto1_0
+	for n := 0; ; n++ {
+		line, err := readLine(br)
+		if err != nil {
+			return headErr(err)
+		}
+		if len(line) == 0 {
+			break
+		}
+		if total += len(line); total > maxHeaderBytes || n >= maxHeaderLines {
+			return protocolError("response header larger than %d bytes or %d lines", maxHeaderBytes, maxHeaderLines)
+		}
+		colon := bytes.IndexByte(line, ':')
+		if colon <= 0 || !validToken(string(line[:colon])) {
+			return protocolError("malformed HTTP header line %s", quote(line))
+		}
+		name, value := line[:colon], bytes.TrimSpace(line[colon+1:])
+		switch {
+		case equalFold(name, "content-length"):
+			v, err := strconv.ParseInt(string(value), 10, 64)
+			if err != nil || v < 0 || (length >= 0 && v != length) {
+				return protocolError("bad Content-Length %s", quote(value))
+			}
+			length = v
+		case equalFold(name, "transfer-encoding"):
+			if !equalFold(value, "chunked") {
+				return protocolError("unsupported Transfer-Encoding %s", quote(value))
+			}
+			chunked = true
+		case equalFold(name, "connection"):
+			for _, tok := range bytes.Split(value, []byte{','}) {
+				tok = bytes.TrimSpace(tok)
+				if equalFold(tok, "close") {
+					resp.Close = true
+				} else if equalFold(tok, "keep-alive") {
+					keepAlive = true
+				}
+			}
+		case equalFold(name, "content-type"):
+			resp.ContentType = string(value)
+		}
+	}
+	if proto1_0 && keepAlive && !chunked && length >= 0 {
+		resp.Close = false
+	}
+	b := &resp.body
+	b.br = br
+	switch {
+	case resp.StatusCode == 204 || resp.StatusCode == 304:
+		b.done = true
+	case chunked:
+		b.chunked = httputil.NewChunkedReader(br)
+	case length >= 0:
+		b.remaining = length
+		b.done = length == 0
+	default: // the body runs until the server closes the connection
+		b.remaining = -1
+		resp.Close = true
+	}
+	b.reuse = !resp.Close
+	return nil
+}
+
+func headErr(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// parseStatusLine reads "HTTP/1.x NNN[ reason]".
+func parseStatusLine(line []byte) (code, minor int, ok bool) {
+	if len(line) < 12 || string(line[:7]) != "HTTP/1." || line[8] != ' ' || (len(line) > 12 && line[12] != ' ') {
+		return 0, 0, false
+	}
+	if line[7] != '0' && line[7] != '1' {
+		return 0, 0, false
+	}
+	for _, d := range line[9:12] {
+		if d < '0' || d > '9' {
+			return 0, 0, false
+		}
+		code = code*10 + int(d-'0')
+	}
+	if code < 100 {
+		return 0, 0, false
+	}
+	return code, int(line[7] - '0'), true
+}
+
+func equalFold(b []byte, lower string) bool {
+	if len(b) != len(lower) {
+		return false
+	}
+	for i := range b {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Body is a response body read from the connection's buffered reader.
+type Body struct {
+	cn     *conn
+	client *Client
+	key    string
+	stop   func() bool // stops the context's deadline hook
+	br     *bufio.Reader
+
+	chunked   io.Reader // set for Transfer-Encoding: chunked
+	remaining int64     // bytes left of a Content-Length body; -1: until EOF
+	done      bool      // read to its end cleanly
+	reuse     bool      // the connection may serve another request once done
+	failed    bool      // a read failed: the connection is out of step
+	closed    bool
+}
+
+// Read reads the body; it returns io.EOF at its end.
+func (b *Body) Read(p []byte) (int, error) {
+	if b.closed {
+		return 0, errors.New("h1: read on a closed body")
+	}
+	if b.done {
+		return 0, io.EOF
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	var n int
+	var err error
+	switch {
+	case b.chunked != nil:
+		n, err = b.chunked.Read(p)
+		if err == io.EOF {
+			if terr := b.skipTrailers(); terr != nil {
+				err = terr
+			} else {
+				b.done = true
+			}
+		}
+	case b.remaining < 0:
+		n, err = b.br.Read(p)
+		if err == io.EOF {
+			b.done = true
+		}
+	default:
+		if int64(len(p)) > b.remaining {
+			p = p[:b.remaining]
+		}
+		n, err = b.br.Read(p)
+		b.remaining -= int64(n)
+		if b.remaining == 0 {
+			b.done = true
+			err = nil
+		} else if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+	}
+	if err != nil && err != io.EOF {
+		b.failed = true
+	}
+	if b.done && err == nil && n == 0 {
+		err = io.EOF
+	}
+	return n, err
+}
+
+// skipTrailers reads what follows a chunked body's last chunk: trailer lines and a blank line.
+func (b *Body) skipTrailers() error {
+	for total := 0; ; {
+		line, err := readLine(b.br)
+		if err != nil {
+			return headErr(err)
+		}
+		if len(line) == 0 {
+			return nil
+		}
+		if total += len(line); total > maxHeaderBytes {
+			return protocolError("trailers larger than %d bytes", maxHeaderBytes)
+		}
+	}
+}
+
+// SetReadDeadline bounds the reads of the rest of the body (the connection is not reused
+// when the deadline fails a read).
+func (b *Body) SetReadDeadline(t time.Time) error { return b.cn.nc.SetReadDeadline(t) }
+
+// Close ends the response: a body read to its end puts the connection back in the pool; any
+// other closes it, as does a request whose context ended.
+func (b *Body) Close() error {
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	hookIdle := b.stop() // false: the context's hook ran, the deadline is in the past
+	if b.done && b.reuse && !b.failed && hookIdle {
+		b.client.put(b.key, b.cn)
+	} else {
+		b.cn.close()
+	}
+	return nil
+}
+
+var _ io.ReadCloser = (*Body)(nil)

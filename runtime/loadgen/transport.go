@@ -1,0 +1,117 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/lensfn/lensfn/runtime/loadgen/internal/h1"
+)
+
+// transport is how a run's requests travel: the lean HTTP/1.1 client (internal/h1) in the
+// common case, net/http's client for what the lean one does not do: a caller's Config.Client
+// (its own transport, HTTP/2, redirect policy) and a proxy the environment names for the
+// endpoint (only without Config.Dial: a proxy would connect past a dial policy).
+type transport struct {
+	client *http.Client // set when net/http carries the requests
+
+	lean          *h1.Client
+	target        *h1.Target
+	authorization string // "Bearer <key>", built once
+}
+
+// open picks the run's transport; the returned func releases it when the run ends.
+func (t *transport) open(cfg Config, endpoint string) (func(), error) {
+	switch {
+	case cfg.Client != nil:
+		t.client = cfg.Client
+		return func() {}, nil
+	case cfg.Dial == nil && proxied(endpoint):
+		t.client = newHTTPClient(nil)
+		// Idle keep-alive connections hold two goroutines each; a client of our own must not
+		// keep them after the run.
+		return t.client.CloseIdleConnections, nil
+	}
+	target, err := h1.NewTarget(http.MethodPost, endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: %w", err)
+	}
+	t.target = target
+	t.lean = h1.New(h1.Options{Dial: cfg.Dial, TLS: cfg.TLSConfig, ReadBufferSize: connReadBuffer})
+	if cfg.APIKey != "" {
+		t.authorization = "Bearer " + cfg.APIKey
+	}
+	return t.lean.Close, nil
+}
+
+// proxied: the environment (HTTP_PROXY, HTTPS_PROXY, NO_PROXY) sends endpoint through a proxy.
+func proxied(endpoint string) bool {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return false // endpoint() parsed it already
+	}
+	p, err := http.ProxyFromEnvironment(&http.Request{URL: u})
+	return err != nil || p != nil
+}
+
+// response is a response's status and headers the engine reads, and its body.
+type response struct {
+	status      int
+	contentType string
+	body        io.ReadCloser
+}
+
+// post sends request i's body; an error is already in the words a record uses.
+func (e *engine) post(ctx context.Context, r *Request, i int, body []byte, sent *time.Time) (response, error) {
+	accept := "application/json"
+	if e.cfg.Stream {
+		accept = "text/event-stream"
+	}
+	if e.lean != nil {
+		var headers [5]h1.Header
+		h := append(headers[:0], h1.Header{Name: "Content-Type", Value: "application/json"},
+			h1.Header{Name: "Accept", Value: accept}, h1.Header{Name: "X-Request-ID", Value: e.requestKey(i)})
+		if e.authorization != "" {
+			h = append(h, h1.Header{Name: "Authorization", Value: e.authorization})
+		}
+		if r.SessionID != "" {
+			h = append(h, h1.Header{Name: "X-Session-ID", Value: r.SessionID})
+		}
+		*sent = time.Now()
+		e.progress.sent.Add(1)
+		resp, err := e.lean.Do(ctx, e.target, h, body)
+		if err != nil {
+			return response{}, recordError(e.contextError(ctx, err))
+		}
+		return response{status: resp.StatusCode, contentType: resp.ContentType, body: resp.Body}, nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url, bytes.NewReader(body))
+	if err != nil {
+		return response{}, recordError("request: " + err.Error())
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", accept)
+	if e.cfg.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+e.cfg.APIKey)
+	}
+	req.Header.Set("X-Request-ID", e.requestKey(i))
+	if r.SessionID != "" {
+		req.Header.Set("X-Session-ID", r.SessionID)
+	}
+	*sent = time.Now()
+	e.progress.sent.Add(1)
+	resp, err := e.client.Do(req)
+	if err != nil {
+		return response{}, recordError(e.contextError(ctx, err))
+	}
+	return response{status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: resp.Body}, nil
+}
+
+// recordError is an error whose text is a record's Error as it stands.
+type recordError string
+
+func (e recordError) Error() string { return string(e) }
