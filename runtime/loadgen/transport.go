@@ -3,10 +3,12 @@ package loadgen
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/lensfn/lensfn/runtime/loadgen/internal/h1"
@@ -84,6 +86,9 @@ func (e *engine) post(ctx context.Context, r *Request, i int, body []byte, sent 
 		*sent = time.Now()
 		e.progress.sent.Add(1)
 		resp, err := e.lean.Do(ctx, e.target, h, body)
+		if err == nil && isRedirect(resp.StatusCode) {
+			resp, err = e.followRedirects(ctx, resp, h, body)
+		}
 		if err != nil {
 			return response{}, recordError(e.contextError(ctx, err))
 		}
@@ -115,3 +120,71 @@ func (e *engine) post(ctx context.Context, r *Request, i int, body []byte, sent 
 type recordError string
 
 func (e recordError) Error() string { return string(e) }
+
+func isRedirect(status int) bool {
+	switch status {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return true
+	}
+	return false
+}
+
+// maxRedirects is net/http's default limit.
+const maxRedirects = 10
+
+// errTooManyRedirects is net/http's wording.
+var errTooManyRedirects = errors.New("stopped after 10 redirects")
+
+// followRedirects follows resp's redirects as net/http's client does, so the transport does not
+// change what a run records: 307 and 308 resend the request, 301, 302 and 303 become a GET
+// without a body; at most 10; the Authorization header only to the same host or its
+// subdomains. Each hop dials through the same dialer, so an egress policy refuses a
+// destination outside it. A redirect without a Location is the response.
+func (e *engine) followRedirects(ctx context.Context, resp *h1.Response, headers []h1.Header, body []byte) (*h1.Response, error) {
+	current, err := url.Parse(e.url)
+	if err != nil {
+		return nil, err
+	}
+	initialHost := current.Hostname()
+	method := http.MethodPost
+	for hops := 0; isRedirect(resp.StatusCode); hops++ {
+		if resp.Location == "" {
+			return resp, nil
+		}
+		next, err := current.Parse(resp.Location)
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 2<<10)) // lets the connection be reused
+		resp.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("redirect to %q: %w", resp.Location, err)
+		}
+		if hops == maxRedirects {
+			return nil, errTooManyRedirects
+		}
+		if resp.StatusCode != http.StatusTemporaryRedirect && resp.StatusCode != http.StatusPermanentRedirect {
+			method, body = http.MethodGet, nil
+		}
+		if h := next.Hostname(); h != initialHost && !strings.HasSuffix(h, "."+initialHost) {
+			headers = withoutHeader(headers, "Authorization")
+		}
+		target, err := h1.NewTarget(method, next.String())
+		if err != nil {
+			return nil, fmt.Errorf("redirect to %s: %w", next.Redacted(), err)
+		}
+		if resp, err = e.lean.Do(ctx, target, headers, body); err != nil {
+			return nil, err
+		}
+		current = next
+	}
+	return resp, nil
+}
+
+func withoutHeader(headers []h1.Header, name string) []h1.Header {
+	kept := make([]h1.Header, 0, len(headers))
+	for _, h := range headers {
+		if !strings.EqualFold(h.Name, name) {
+			kept = append(kept, h)
+		}
+	}
+	return kept
+}

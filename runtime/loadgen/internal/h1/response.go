@@ -15,6 +15,8 @@ import (
 type Response struct {
 	StatusCode  int
 	ContentType string
+	// Location is a redirect's target (the header as sent); the client does not follow it.
+	Location string
 	// Close: the server said Connection: close (or spoke HTTP/1.0 without keep-alive), or the
 	// body runs to the connection's end; the connection is not reused.
 	Close bool
@@ -155,6 +157,8 @@ func readHead(br *bufio.Reader, resp *Response) error {
 			}
 		case equalFold(name, "content-type"):
 			resp.ContentType = string(value)
+		case equalFold(name, "location"):
+			resp.Location = string(value)
 		}
 	}
 	if proto1_0 && keepAlive && !chunked && length >= 0 {
