@@ -426,7 +426,10 @@ func (x *execution) stage(ctx context.Context, phase string, sched loadgen.Sched
 		}
 		cfg := loadgen.Config{BaseURL: x.run.Internal.Endpoint, APIKey: x.key, Model: x.run.Internal.Model,
 			API: x.api, Stream: x.stream, IgnoreEOS: x.ignoreEOS, InterTokenTimes: x.stream, RequestTimeout: timeout,
-			Concurrency: concurrency, Seed: x.seed + uint64(w)*7919, Progress: progress, Client: x.r.client,
+			Concurrency: concurrency, Seed: x.seed + uint64(w)*7919, Progress: progress,
+			// The engine's lean HTTP/1.1 client, dialling only where the endpoint policy allows
+			// (redirect targets included); x.r.client (net/http) serves the probes and the monitor.
+			Dial:  x.r.deps.Egress.DialContext,
 			RunID: fmt.Sprintf("%s-%s-w%d", x.run.ID()[:8], phase, w)}
 		go func() {
 			_, err := loadgen.RunSchedule(ctx, cfg, sched, loadgen.SinkFunc(func(rec loadgen.Record) error {

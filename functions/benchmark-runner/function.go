@@ -124,9 +124,10 @@ func NewRunner(d fn.Deps, s Settings, runs *evalrun.Repo) *Runner {
 	return r
 }
 
-// endpointClient is the load engine's client tuning (loadgen.TuneTransport: no per-host cap,
-// no gzip, small per-connection buffers) on a transport that dials only where the endpoint
-// policy allows, redirects included.
+// endpointClient is the client of the probes and the monitor (the load itself goes through the
+// engine's own lean client with Config.Dial): the load engine's tuning (loadgen.TuneTransport:
+// no per-host cap, no gzip, small per-connection buffers) on a transport that dials only where
+// the endpoint policy allows, redirects included.
 func endpointClient(p *egress.Policy) *http.Client {
 	t := p.Transport()
 	loadgen.TuneTransport(t)

@@ -3,6 +3,7 @@ package loadgen_test
 import (
 	"context"
 	"net"
+	"net/http"
 	"runtime"
 	"sync"
 	"testing"
@@ -18,6 +19,10 @@ func TestOpenConnectionsCostAFewKilobytes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("holds 512 connections")
 	}
+	transports(t, openConnectionsCost)
+}
+
+func openConnectionsCost(t *testing.T, client *http.Client) {
 	const conns = 512
 	// A bare TCP server that takes each request and answers none of them until the run
 	// ends, so every connection stays open with its request in flight; it allocates next to
@@ -50,7 +55,6 @@ func TestOpenConnectionsCostAFewKilobytes(t *testing.T) {
 	}()
 	t.Cleanup(func() { l.Close(); served.Wait() })
 
-	client := loadgen.NewHTTPClient()
 	cfg := loadgen.Config{BaseURL: "http://" + l.Addr().String(), Model: "m", API: loadgen.APICompletions, Stream: true,
 		Concurrency: conns, Client: client, Seed: 1}
 	schedule := make([]loadgen.Request, conns)
@@ -81,7 +85,6 @@ func TestOpenConnectionsCostAFewKilobytes(t *testing.T) {
 	if err := <-done; err != nil && ctx.Err() == nil {
 		t.Fatal(err)
 	}
-	client.CloseIdleConnections()
 	perConn := float64(int64(during.HeapInuse)-int64(before.HeapInuse)) / conns / 1024
 	t.Logf("%d open connections with a request in flight: %.1f KiB of heap each", conns, perConn)
 	if perConn > 32 {

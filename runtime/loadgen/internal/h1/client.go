@@ -136,12 +136,16 @@ var aLongTimeAgo = time.Unix(1, 0)
 func (c *Client) Do(ctx context.Context, t *Target, headers []Header, body []byte) (*Response, error) {
 	bp := requestBuffers.Get().(*[]byte)
 	req, err := appendRequest((*bp)[:0], t, headers, body)
-	defer func() {
-		if cap(req) <= maxPooledRequest {
+	// The buffer goes back once the request is written, not when the response comes: at
+	// thousands in flight, waiting requests would otherwise each hold one.
+	release := func() {
+		if bp != nil && cap(req) <= maxPooledRequest {
 			*bp = req[:0]
 			requestBuffers.Put(bp)
 		}
-	}()
+		bp = nil
+	}
+	defer release()
 	if err != nil {
 		return nil, err
 	}
@@ -154,16 +158,21 @@ func (c *Client) Do(ctx context.Context, t *Target, headers []Header, body []byt
 			return nil, err
 		}
 		stop := context.AfterFunc(ctx, func() { _ = cn.nc.SetDeadline(aLongTimeAgo) })
-		resp, err := c.roundTrip(cn, t.key, req, stop)
-		if err == nil {
-			return resp, nil
+		if _, err = cn.nc.Write(req); err == nil {
+			release()
+			var resp *Response
+			if resp, err = readResponse(c, cn, t.key, stop); err == nil {
+				return resp, nil
+			}
+		} else {
+			err = fmt.Errorf("writing the request: %w", err)
 		}
 		stop()
 		cn.close()
-		// A reused connection the server closed after the liveness check fails at once; the
-		// request never reached a server that answers on it, so one fresh connection is tried.
-		// A fresh connection's failure is the answer.
-		if reused && attempt == 0 && ctx.Err() == nil && errors.Is(err, errWrite) {
+		// A reused connection the server closed just after the liveness check fails the write
+		// at once; the request never reached a server that answers on it, so one fresh
+		// connection is tried. A fresh connection's failure is the answer.
+		if reused && attempt == 0 && ctx.Err() == nil && bp != nil {
 			continue
 		}
 		if ctx.Err() != nil {
@@ -173,12 +182,7 @@ func (c *Client) Do(ctx context.Context, t *Target, headers []Header, body []byt
 	}
 }
 
-var errWrite = errors.New("h1: writing the request")
-
-func (c *Client) roundTrip(cn *conn, key string, req []byte, stop func() bool) (*Response, error) {
-	if _, err := cn.nc.Write(req); err != nil {
-		return nil, fmt.Errorf("%w: %w", errWrite, err)
-	}
+func readResponse(c *Client, cn *conn, key string, stop func() bool) (*Response, error) {
 	resp := &Response{body: Body{cn: cn, client: c, key: key, stop: stop}}
 	if err := readHead(cn.br, resp); err != nil {
 		return nil, err
