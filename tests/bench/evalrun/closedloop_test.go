@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lensfn/lensfn/runtime/egress"
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/loadgen"
 	"github.com/lensfn/lensfn/tests/bench/benchkit"
@@ -132,7 +133,7 @@ func mean(v []float64) float64 {
 // zero-latency simulator per client and reports the client's CPU per request over the window.
 // Run with -benchtime 1x; -count repeats. Sub-benchmarks:
 //   - engine-stream: runtime/loadgen as the benchmark-runner drives it (completions, streamed,
-//     ignore_eos, inter-token times, the runner's client tuning), with the runner's per-record
+//     ignore_eos, inter-token times, its lean client dialling through an egress policy), with the runner's per-record
 //     work: three metrics builders (run, point, stage) and the JSONL artifact;
 //   - engine-plain: the same, not streamed (the like-for-like line for k6 and vegeta);
 //   - k6 and vegeta: the same non-streamed request from the tool as a child process, CPU from
@@ -192,9 +193,8 @@ func runEngineLoop(b *testing.B, shape loopShape, stream bool) {
 			b.Fatal(err)
 		}
 		progress := &loadgen.Progress{}
-		// NewHTTPClient is the tuning the runner's endpoint client copies (no per-host cap, no
-		// gzip, 32 KiB buffers); the runner's dials through its egress policy on top.
-		cfg := loadgen.Config{Client: loadgen.NewHTTPClient()}
+		// The engine's own lean client dialling through an egress policy, as the runner drives it.
+		cfg := loadgen.Config{Dial: egress.New(egress.Rules{}).DialContext}
 		cfg.BaseURL, cfg.Model, cfg.API = sim.base+"/v1", simModel, loadgen.APICompletions
 		cfg.Stream, cfg.IgnoreEOS, cfg.InterTokenTimes = stream, true, stream
 		cfg.Concurrency, cfg.Seed, cfg.Progress, cfg.RunID = shape.concurrency, 1, progress, "bench"
@@ -225,7 +225,6 @@ func runEngineLoop(b *testing.B, shape loopShape, stream bool) {
 		if err := closeSink(); err != nil {
 			b.Fatal(err)
 		}
-		cfg.Client.CloseIdleConnections()
 		rss, _ := procStatusKB(os.Getpid(), "VmHWM")
 		w.report(b, rss)
 	}
