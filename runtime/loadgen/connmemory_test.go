@@ -86,8 +86,14 @@ func openConnectionsCost(t *testing.T, client *http.Client) {
 		t.Fatal(err)
 	}
 	perConn := float64(int64(during.HeapInuse)-int64(before.HeapInuse)) / conns / 1024
-	t.Logf("%d open connections with a request in flight: %.1f KiB of heap each", conns, perConn)
+	stacks := float64(int64(during.StackInuse)-int64(before.StackInuse)) / conns / 1024
+	t.Logf("%d open connections with a request in flight: %.1f KiB of heap and %.1f KiB of goroutine stacks each", conns, perConn, stacks)
 	if perConn > 32 {
 		t.Errorf("an open connection costs %.1f KiB of heap, want <= 32 KiB (the transport's per-connection buffers?)", perConn)
+	}
+	if client == nil && stacks > 16 {
+		// The lean client's request runs on its own goroutine only; net/http adds a read
+		// and a write loop per connection.
+		t.Errorf("an open connection of the lean client costs %.1f KiB of goroutine stacks, want <= 16 KiB (one goroutine)", stacks)
 	}
 }
