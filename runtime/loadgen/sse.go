@@ -14,7 +14,8 @@ import (
 // with newlines, a blank line ends an event, ":" lines are comments, other fields are ignored,
 // and lines may end in \n, \r\n or \r.
 type sseReader struct {
-	r       *bufio.Reader
+	r       lineSource
+	pooled  *bufio.Reader // r when it came from the pool
 	data    []byte
 	hasData bool
 	line    []byte
@@ -30,17 +31,30 @@ var errSSELineTooLong = errors.New("sse: line longer than the limit")
 // streams a second and a fresh buffer each time is garbage the collector must clear.
 var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
 
+// lineSource is what the reader scans: a bufio.Reader, or the lean client's response body,
+// which offers the same over its connection's buffer, so a stream is read with no second one.
+type lineSource interface {
+	Buffered() int
+	Peek(n int) ([]byte, error)
+	Discard(n int) (int, error)
+}
+
 func newSSEReader(r io.Reader, maxLine int) *sseReader {
+	if src, ok := r.(lineSource); ok {
+		return &sseReader{r: src, maxLine: maxLine}
+	}
 	br := readers.Get().(*bufio.Reader)
 	br.Reset(r)
-	return &sseReader{r: br, maxLine: maxLine}
+	return &sseReader{r: br, pooled: br, maxLine: maxLine}
 }
 
 // release returns the buffer to the pool; the reader must not be used afterwards.
 func (s *sseReader) release() {
-	s.r.Reset(nil)
-	readers.Put(s.r)
-	s.r = nil
+	if s.pooled != nil {
+		s.pooled.Reset(nil)
+		readers.Put(s.pooled)
+	}
+	s.r, s.pooled = nil, nil
 }
 
 // next returns the data of the next event that has any. The slice is valid until the next

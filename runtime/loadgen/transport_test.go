@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -238,5 +239,25 @@ func TestAKeyWithALineBreakIsNotSent(t *testing.T) {
 	recs, _ := run(t, cfg, one())
 	if r := recs[0]; r.Successful || r.Error == nil || strings.Contains(*r.Error, "X-Injected") || len(fake.requests()) != 0 {
 		t.Fatalf("record %+v, server saw %d requests", r, len(fake.requests()))
+	}
+}
+
+// An SSE stream whose events and lines are split across chunks (as a proxy may re-chunk it)
+// is read event by event from the connection's buffer.
+func TestStreamSplitAcrossChunks(t *testing.T) {
+	events := `data: {"choices":[{"delta":{"content":"a"}}]}` + "\n\n" +
+		`data: {"choices":[{"delta":{"content":"b"},"finish_reason":"stop"}],"usage":{"prompt_tokens":4,"completion_tokens":2}}` + "\n\n" +
+		"data: [DONE]\n\n"
+	var chunked strings.Builder
+	for rest := events; rest != ""; {
+		n := min(7, len(rest))
+		fmt.Fprintf(&chunked, "%x\r\n%s\r\n", n, rest[:n])
+		rest = rest[n:]
+	}
+	chunked.WriteString("0\r\n\r\n")
+	url := rawOpenAI(t, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"+chunked.String())
+	recs, _ := run(t, baseConfig(url), one())
+	if r := recs[0]; !r.Successful || r.OutputTokens != 2 || r.TTFTMs == nil {
+		t.Fatalf("record %+v", r)
 	}
 }

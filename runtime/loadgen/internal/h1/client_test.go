@@ -207,7 +207,7 @@ func TestMalformedResponsesAreClearErrors(t *testing.T) {
 		"gzip encoding":    {"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n", "unsupported Transfer-Encoding"},
 		"closed mid-head":  {"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n", "unexpected EOF"},
 		"closed, no reply": {"", "closed the connection before responding"},
-		"line too long":    {"HTTP/1.1 200 OK\r\nX: " + strings.Repeat("a", 5000) + "\r\n\r\n", "response header line longer than 4096 bytes"},
+		"line too long":    {"HTTP/1.1 200 OK\r\nX: " + strings.Repeat("a", 5000) + "\r\n\r\n", "response line longer than 4096 bytes"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -441,5 +441,50 @@ func TestNewTargetRefusesWhatItCannotSend(t *testing.T) {
 	}
 	if tg.addr != "example.test:443" || tg.head != "POST /v1/chat?x=1 HTTP/1.1\r\nHost: example.test\r\n" || !tg.secure {
 		t.Fatalf("%+v", tg)
+	}
+}
+
+// Peek, Buffered and Discard see the body's bytes only, across chunk boundaries, and the
+// connection goes back to the pool once they reach the end.
+func TestPeekAndDiscardAcrossChunks(t *testing.T) {
+	for name, reply := range map[string]string{
+		"chunked":        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n4;ext=1\r\ndefg\r\n2\r\nhi\r\n0\r\nX-Trailer: 1\r\n\r\n",
+		"content-length": "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nabcdefghi",
+	} {
+		t.Run(name, func(t *testing.T) {
+			url := rawServer(t, func(c net.Conn, br *bufio.Reader) {
+				for readRequest(br) == nil {
+					_, _ = io.WriteString(c, reply)
+				}
+			})
+			c := New(Options{})
+			defer c.Close()
+			resp, err := c.Do(context.Background(), target(t, url), nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []byte
+			for {
+				if resp.Body.Buffered() == 0 {
+					if _, err := resp.Body.Peek(1); err == io.EOF {
+						break
+					} else if err != nil {
+						t.Fatal(err)
+					}
+				}
+				buf, err := resp.Body.Peek(resp.Body.Buffered())
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, buf...)
+				if _, err := resp.Body.Discard(len(buf)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			resp.Body.Close()
+			if string(got) != "abcdefghi" || c.IdleConns() != 1 {
+				t.Fatalf("read %q, %d idle connections", got, c.IdleConns())
+			}
+		})
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http/httputil"
 	"strconv"
 	"time"
 )
@@ -55,7 +54,7 @@ func quote(line []byte) string {
 func readLine(br *bufio.Reader) ([]byte, error) {
 	line, err := br.ReadSlice('\n')
 	if err == bufio.ErrBufferFull {
-		return nil, protocolError("response header line longer than %d bytes", br.Size())
+		return nil, protocolError("response line longer than %d bytes", br.Size())
 	}
 	if err != nil {
 		if err == io.EOF {
@@ -170,7 +169,7 @@ func readHead(br *bufio.Reader, resp *Response) error {
 	case resp.StatusCode == 204 || resp.StatusCode == 304:
 		b.done = true
 	case chunked:
-		b.chunked = httputil.NewChunkedReader(br)
+		b.chunked = true
 	case length >= 0:
 		b.remaining = length
 		b.done = length == 0
@@ -225,7 +224,9 @@ func equalFold(b []byte, lower string) bool {
 	return true
 }
 
-// Body is a response body read from the connection's buffered reader.
+// Body is a response body read from the connection's buffered reader. Besides Read it offers
+// Buffered, Peek and Discard over the body's bytes (framing removed) as bufio.Reader does, so
+// an SSE reader can scan lines in the connection's own buffer without a second one.
 type Body struct {
 	cn     *conn
 	client *Client
@@ -233,62 +234,190 @@ type Body struct {
 	stop   func() bool // stops the context's deadline hook
 	br     *bufio.Reader
 
-	chunked   io.Reader // set for Transfer-Encoding: chunked
-	remaining int64     // bytes left of a Content-Length body; -1: until EOF
-	done      bool      // read to its end cleanly
-	reuse     bool      // the connection may serve another request once done
-	failed    bool      // a read failed: the connection is out of step
-	closed    bool
+	chunked    bool  // Transfer-Encoding: chunked
+	chunkLeft  int64 // bytes left of the current chunk
+	afterChunk bool  // a chunk's data was read: its CRLF comes before the next size line
+	remaining  int64 // bytes left of a Content-Length body; -1: until EOF
+	done       bool  // read to its end cleanly
+	reuse      bool  // the connection may serve another request once done
+	failed     bool  // a read failed: the connection is out of step
+	closed     bool
+}
+
+// errClosedBody: Read after Close.
+var errClosedBody = errors.New("h1: read on a closed body")
+
+// available is how many body bytes are buffered (0 at the end, or before a chunk boundary that
+// prepare has not crossed yet).
+func (b *Body) available() int {
+	n := int64(b.br.Buffered())
+	switch {
+	case b.done:
+		return 0
+	case b.chunked:
+		n = min(n, b.chunkLeft)
+	case b.remaining >= 0:
+		n = min(n, b.remaining)
+	}
+	return int(n)
+}
+
+// prepare makes the next body bytes readable: it crosses a chunk boundary when one is due. At
+// the body's end it returns io.EOF.
+func (b *Body) prepare() error {
+	if b.closed {
+		return errClosedBody
+	}
+	if b.chunked && !b.done && b.chunkLeft == 0 {
+		if err := b.nextChunk(); err != nil {
+			b.failed = true
+			return err
+		}
+	}
+	if b.done {
+		return io.EOF
+	}
+	return nil
+}
+
+// nextChunk reads the CRLF after the previous chunk and the next chunk's size line; a last
+// chunk (size 0) is followed by trailers, which are read and dropped.
+func (b *Body) nextChunk() error {
+	if b.afterChunk {
+		line, err := readLine(b.br)
+		if err != nil {
+			return headErr(err)
+		}
+		if len(line) != 0 {
+			return protocolError("chunk data not followed by CRLF")
+		}
+		b.afterChunk = false
+	}
+	line, err := readLine(b.br)
+	if err != nil {
+		return headErr(err)
+	}
+	size, ok := parseChunkSize(line)
+	if !ok {
+		return protocolError("malformed chunk size line %s", quote(line))
+	}
+	if size == 0 {
+		if err := b.skipTrailers(); err != nil {
+			return err
+		}
+		b.done = true
+		return nil
+	}
+	b.chunkLeft, b.afterChunk = size, true
+	return nil
+}
+
+// parseChunkSize reads "hex[;extensions]" (at most 15 digits: a chunk under 2^60 bytes).
+func parseChunkSize(line []byte) (int64, bool) {
+	if i := bytes.IndexByte(line, ';'); i >= 0 {
+		line = line[:i]
+	}
+	line = bytes.TrimRight(line, " \t")
+	if len(line) == 0 || len(line) > 15 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range line {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		n = n<<4 | int64(c)
+	}
+	return n, true
+}
+
+// consumed accounts for n body bytes taken from the buffer.
+func (b *Body) consumed(n int) {
+	switch {
+	case b.chunked:
+		b.chunkLeft -= int64(n)
+	case b.remaining >= 0:
+		b.remaining -= int64(n)
+		b.done = b.remaining == 0
+	}
 }
 
 // Read reads the body; it returns io.EOF at its end.
 func (b *Body) Read(p []byte) (int, error) {
-	if b.closed {
-		return 0, errors.New("h1: read on a closed body")
-	}
-	if b.done {
-		return 0, io.EOF
+	if err := b.prepare(); err != nil {
+		return 0, err
 	}
 	if len(p) == 0 {
 		return 0, nil
 	}
-	var n int
-	var err error
+	if b.chunked {
+		p = p[:min(int64(len(p)), b.chunkLeft)]
+	} else if b.remaining >= 0 {
+		p = p[:min(int64(len(p)), b.remaining)]
+	}
+	n, err := b.br.Read(p)
+	b.consumed(n)
 	switch {
-	case b.chunked != nil:
-		n, err = b.chunked.Read(p)
-		if err == io.EOF {
-			if terr := b.skipTrailers(); terr != nil {
-				err = terr
-			} else {
-				b.done = true
-			}
-		}
-	case b.remaining < 0:
-		n, err = b.br.Read(p)
-		if err == io.EOF {
-			b.done = true
-		}
-	default:
-		if int64(len(p)) > b.remaining {
-			p = p[:b.remaining]
-		}
-		n, err = b.br.Read(p)
-		b.remaining -= int64(n)
-		if b.remaining == 0 {
-			b.done = true
-			err = nil
-		} else if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
+	case err == io.EOF && !b.chunked && b.remaining < 0:
+		b.done = true // the body ran to the connection's close
+	case err == io.EOF:
+		err = io.ErrUnexpectedEOF
 	}
 	if err != nil && err != io.EOF {
 		b.failed = true
 	}
-	if b.done && err == nil && n == 0 {
-		err = io.EOF
+	if n > 0 && err == io.EOF {
+		err = nil
 	}
 	return n, err
+}
+
+// Buffered is how many body bytes Peek can return without reading the connection.
+func (b *Body) Buffered() int { return b.available() }
+
+// Peek returns the next n body bytes (fewer when the body or its current chunk holds fewer),
+// reading the connection when they are not buffered; io.EOF at the body's end.
+func (b *Body) Peek(n int) ([]byte, error) {
+	if err := b.prepare(); err != nil {
+		return nil, err
+	}
+	if b.chunked {
+		n = int(min(int64(n), b.chunkLeft))
+	} else if b.remaining >= 0 {
+		n = int(min(int64(n), b.remaining))
+	}
+	buf, err := b.br.Peek(n)
+	switch {
+	case err == io.EOF && len(buf) == 0 && !b.chunked && b.remaining < 0:
+		b.done = true
+		return nil, io.EOF
+	case err == io.EOF:
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		if len(buf) > 0 && err != io.ErrUnexpectedEOF {
+			return buf, nil // fewer than asked, as the buffer holds
+		}
+		b.failed = true
+	}
+	return buf, err
+}
+
+// Discard skips n buffered body bytes (n <= Buffered()).
+func (b *Body) Discard(n int) (int, error) {
+	if n > b.available() {
+		return 0, errors.New("h1: discard beyond the buffered body")
+	}
+	d, err := b.br.Discard(n)
+	b.consumed(d)
+	return d, err
 }
 
 // skipTrailers reads what follows a chunked body's last chunk: trailer lines and a blank line.
