@@ -15,8 +15,18 @@
 // disk: the engine then keeps nothing per request for a schedule without sessions and ~5 bytes
 // per request with them, plus what is in flight); Record is
 // one request's outcome (one JSON line); JSONLWriter is the artifact sink; Progress holds live
-// counters another goroutine may read while Run works; NewHTTPClient is the tuned client and
-// TuneTransport applies the same tuning to a caller's own transport.
+// counters another goroutine may read while Run works.
+//
+// Transport: requests go over internal/h1, a lean HTTP/1.1 client (one goroutine per request,
+// pooled keep-alive connections, the request in one write, chunked decoding and SSE lines read
+// in the connection's own buffer, cancellation by conn deadline; see its doc.go for why not
+// net/http or fasthttp), dialling through Config.Dial (an egress policy) and verifying TLS as
+// net/http does (Config.TLSConfig, else the system roots). It follows redirects as net/http's
+// client does. net/http's client stays for what the lean one does not do: a caller-supplied
+// Config.Client (its own transport, HTTP/2, redirect policy) and an HTTP(S)_PROXY the
+// environment names for the endpoint (used only without Config.Dial, as a proxy would connect
+// past a dial policy). NewHTTPClient is that tuned net/http client and TuneTransport applies the
+// same tuning to a caller's own transport.
 //
 // SubagentLink and ContextMode are the engine's own types (AIPerf's semantics and names), so
 // the engine needs nothing of the trace formats; the replayer maps its parsed records onto
@@ -29,6 +39,6 @@
 // offsets. Synthesised prompts count one word as one token, which BPE tokenizers match only
 // approximately; equal hash ids always give byte-identical text.
 //
-// It may import the standard library, runtime/secret, runtime/jsoncursor (its SSE chunk decoder) and
-// wasm-modules/splitmix (the run id).
+// It may import the standard library, runtime/secret, runtime/jsoncursor (its SSE chunk decoder),
+// runtime/loadgen/internal/h1 (its HTTP/1.1 client) and wasm-modules/splitmix (the run id).
 package loadgen
