@@ -16,8 +16,10 @@
 // while idle noticed before reuse by a non-blocking peek), the request written with one write
 // from a pooled buffer, the status line and the few headers the engine reads parsed in place
 // (Content-Length, Transfer-Encoding: chunked, Connection, Content-Type; no header map),
-// chunked bodies decoded by net/http/httputil's chunked reader, a response body read straight
-// from the connection's small bufio.Reader. A request's context ending sets the connection's
+// chunked framing removed in place, and the body offered as Read and as Buffered/Peek/Discard
+// over the connection's own small bufio.Reader, so the engine's SSE reader scans lines there
+// with no second buffer per stream (net/http/httputil's chunked reader offers only Read, hence
+// the forty lines of chunk parsing here). A request's context ending sets the connection's
 // deadline in the past (context.AfterFunc), which unblocks any read or write at once; no
 // goroutine waits for it. A connection that saw an error, a cancelled request, an unread body or
 // Connection: close is closed, never reused. TLS uses crypto/tls with the caller's config (nil:
