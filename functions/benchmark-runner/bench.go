@@ -16,6 +16,7 @@ import (
 	"github.com/lensfn/lensfn/events"
 	"github.com/lensfn/lensfn/runtime/egress"
 	"github.com/lensfn/lensfn/runtime/evalrun"
+	"github.com/lensfn/lensfn/runtime/livesummary"
 	"github.com/lensfn/lensfn/runtime/loadgen"
 	"github.com/lensfn/lensfn/runtime/state"
 )
@@ -76,7 +77,10 @@ type execution struct {
 	records *loadgen.JSONLWriter
 	path    string
 	total   *evalrun.Builder
-	mu      sync.Mutex // guards the builders and the current phase
+	mu      sync.Mutex // guards the builders, the live summary and the current phase
+	// live summarises the measured requests as they complete (live_metrics.summary): this
+	// execution's own, or for the owner of a run with workers the merge of theirs.
+	live *livesummary.Summary
 
 	planned   atomic.Int64 // written by the workload, read by the progress reporter
 	completed atomic.Int64
@@ -108,7 +112,7 @@ type execution struct {
 // newExecution prepares the execution of a claimed run (or of one worker of it).
 func (r *Runner) newExecution(run *evalrun.Run, c *state.HeldLease) (*execution, error) {
 	x := &execution{r: r, run: run, claim: c, targets: run.SLATargets(), timeout: run.TimeoutSeconds(),
-		seed: loadgen.SeedOf(run.ID()), started: time.Now(), inFlight: func() int64 { return 0 },
+		seed: loadgen.SeedOf(run.ID()), started: time.Now(), inFlight: func() int64 { return 0 }, live: livesummary.New(),
 		api: loadgen.APICompletions, stream: true, ignoreEOS: true}
 	var err error
 	if x.spec, err = run.Spec(); err != nil {
@@ -256,6 +260,7 @@ func (x *execution) report(ctx context.Context) {
 	}
 	x.mu.Lock()
 	phase, inFlight := x.phase, x.inFlight
+	summary := x.live.Snapshot(time.Now())
 	x.mu.Unlock()
 	done := x.completed.Load()
 	pct := 0.0
@@ -265,7 +270,7 @@ func (x *execution) report(ctx context.Context) {
 	}
 	live := map[string]any{"phase": phase, "planned_requests": planned, "completed_requests": done,
 		"successful_requests": x.succeeded.Load(), "failed_requests": x.failed.Load(), "in_flight_requests": inFlight(),
-		"elapsed_seconds": math.Round(time.Since(x.started).Seconds()*10) / 10}
+		"elapsed_seconds": math.Round(time.Since(x.started).Seconds()*10) / 10, "summary": summary}
 	_, _ = x.r.runs.Patch(ctx, x.run.ID(), x.claim.Fence(), func(run *evalrun.Run) error {
 		run.Set("heartbeat_at", evalrun.Now())
 		run.Set("progress_percent", pct)
@@ -388,6 +393,25 @@ func (x *execution) invocation(ctx context.Context, phase string, body func(ctx 
 	return err
 }
 
+// observation is what a completed request adds to the live summary.
+func observation(rec loadgen.Record) livesummary.Observation {
+	o := livesummary.Observation{Successful: rec.Successful, LatencyMs: rec.LatencyMs, TTFTMs: -1, TPOTMs: -1, OutputTokens: rec.OutputTokens}
+	if rec.TTFTMs != nil {
+		o.TTFTMs = *rec.TTFTMs
+	}
+	if rec.TPOTMs != nil {
+		o.TPOTMs = *rec.TPOTMs
+	}
+	if !rec.Successful {
+		errText := ""
+		if rec.Error != nil {
+			errText = *rec.Error
+		}
+		o.Cause = livesummary.CauseOf(errText, rec.StatusCode)
+	}
+	return o
+}
+
 // sinkFunc receives a measured record and its inter-token gaps.
 type sinkFunc func(rec loadgen.Record, gaps []float64)
 
@@ -437,16 +461,17 @@ func (x *execution) stage(ctx context.Context, phase string, sched loadgen.Sched
 				if !measured {
 					return nil // warm-up requests are not recorded
 				}
+				x.mu.Lock()
+				x.live.Add(observation(rec), time.Now())
 				if x.worker != nil {
 					// A worker's records keep their gaps and stage number for the owner's merge.
 					rec.Metadata["seq"] = seq
 				} else {
 					gaps := takeGaps(rec.Metadata)
-					x.mu.Lock()
 					sink(rec, gaps)
 					x.total.Add(rec, gaps)
-					x.mu.Unlock()
 				}
+				x.mu.Unlock()
 				x.completed.Add(1)
 				if rec.Successful {
 					x.succeeded.Add(1)

@@ -21,7 +21,11 @@
 // still runs) and fails runs whose runner stopped renewing its lease ("runner lost"), within
 // one lease period.
 //
+// While a run sends, its live_metrics carry a summary of the requests so far
+// (runtime/livesummary: percentiles from mergeable sketches, windowed and overall throughput,
+// error causes); a worker stores its summary on its record and the owner merges the workers'.
+//
 // It may import events, runtime/fn, runtime/cloudevent, runtime/state,
-// runtime/egress, runtime/inventory, runtime/evalrun, runtime/leasedrun, runtime/loadgen and
-// runtime/promtargets.
+// runtime/egress, runtime/inventory, runtime/evalrun, runtime/leasedrun, runtime/livesummary,
+// runtime/loadgen and runtime/promtargets.
 package benchmarkrunner

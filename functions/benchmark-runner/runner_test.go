@@ -29,6 +29,7 @@ type fakeModel struct {
 	// echo makes token k of the request with X-Request-ID id read " <id>:<k>", so every reply
 	// is distinct text (echoReply); byID then keeps each request's prompt or messages.
 	echo      bool
+	failWith  int // a status every completion answers with (0: none)
 	mu        sync.Mutex
 	generated int
 	prompts   []string
@@ -71,6 +72,10 @@ func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer f.mu.Unlock()
 		fmt.Fprintf(w, "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"fake-model\"} %d\n"+
 			"# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{model_name=\"fake-model\"} %d\n", f.inFlight, f.generated)
+		return
+	}
+	if f.failWith != 0 {
+		http.Error(w, "the fake model is overloaded", f.failWith)
 		return
 	}
 	var body struct {

@@ -18,6 +18,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/cloudevent"
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/leasedrun"
+	"github.com/lensfn/lensfn/runtime/livesummary"
 	"github.com/lensfn/lensfn/runtime/loadgen"
 	"github.com/lensfn/lensfn/runtime/state"
 )
@@ -133,6 +134,7 @@ func (x *execution) await(ctx context.Context, n int) ([]*evalrun.Worker, error)
 				return workers, err
 			}
 		}
+		x.mergeLive(workers)
 		x.planned.Store(planned)
 		x.completed.Store(completed)
 		x.succeeded.Store(succeeded)
@@ -152,6 +154,28 @@ func (x *execution) await(ctx context.Context, n int) ([]*evalrun.Worker, error)
 		}
 		<-tick.C // not ctx: after a cancel the workers still end and report
 	}
+}
+
+// mergeLive makes the run's live summary the merge of its workers' latest ones (their sketches
+// merge into the sketch of every request sent so far; percentiles are never averaged).
+func (x *execution) mergeLive(workers []*evalrun.Worker) {
+	merged := livesummary.New()
+	for _, w := range workers {
+		if w == nil || len(w.LiveSummary) == 0 {
+			continue
+		}
+		one := livesummary.New()
+		if err := json.Unmarshal(w.LiveSummary, one); err != nil {
+			x.r.log.Warnw("a worker's live summary is unreadable; the run's leaves it out", "run", x.run.ID(), "worker", w.Index, "error", err)
+			continue
+		}
+		if err := merged.Merge(one); err != nil {
+			x.r.log.Warnw("a worker's live summary does not merge; the run's leaves it out", "run", x.run.ID(), "worker", w.Index, "error", err)
+		}
+	}
+	x.mu.Lock()
+	x.live = merged
+	x.mu.Unlock()
 }
 
 func (x *execution) currentPhase() string {
@@ -501,10 +525,15 @@ func (r *Runner) runWorker(ctx context.Context, w *evalrun.Worker, held *leasedr
 func (x *execution) reportWorker(ctx context.Context) {
 	x.mu.Lock()
 	phase, inFlight := x.phase, x.inFlight
+	summary, err := json.Marshal(x.live)
 	x.mu.Unlock()
+	if err != nil {
+		summary = nil // the owner then shows the others' summaries; the counts still go
+	}
 	_, _ = x.r.runs.TransitionWorker(ctx, x.worker.ID(), []string{evalrun.WorkerRunning}, evalrun.WorkerRunning, x.claim.Fence(), func(w *evalrun.Worker) error {
 		w.Planned, w.Completed, w.Succeeded, w.Failed = x.planned.Load(), x.completed.Load(), x.succeeded.Load(), x.failed.Load()
 		w.InFlight, w.Phase, w.HeartbeatAt = inFlight(), phase, evalrun.Now()
+		w.LiveSummary = summary
 		return nil
 	})
 }

@@ -46,6 +46,9 @@ type Worker struct {
 	Succeeded int64 `json:"succeeded"`
 	Failed    int64 `json:"failed"`
 	InFlight  int64 `json:"in_flight"`
+	// LiveSummary is its live summary in runtime/livesummary's stored form (the owner merges
+	// the workers' into the run's live_metrics.summary).
+	LiveSummary json.RawMessage `json:"live_summary,omitempty"`
 	// Error is why it failed; FailedStage the workload stage (in the order every worker sends
 	// them) it failed in, so the owner's merge fails at the same place.
 	Error       string `json:"error,omitempty"`

@@ -135,7 +135,9 @@ var homes = map[string][]string{
 	"knative.dev/pkg":                     {"runtime/fn", "runtime/knativeadmission"},
 	"github.com/parquet-go/parquet-go":    {"wasm-modules/tracefmt/baseten"},
 	"github.com/prometheus/client_golang": {"runtime/fn", "functions"},
-	"github.com/openai/openai-go/v3":      {}, // tests only
+	// Mergeable quantile sketches for the benchmark runs' live summaries.
+	"github.com/DataDog/sketches-go": {"runtime/livesummary"},
+	"github.com/openai/openai-go/v3": {}, // tests only
 	// The console's browser tests drive headless Chromium (tests/console only).
 	"github.com/chromedp/chromedp":       {},
 	"github.com/chromedp/cdproto":        {},
