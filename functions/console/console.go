@@ -121,12 +121,18 @@ func (c *Console) Routes() []fn.Route {
 		page("GET", "/runs/new", c.newRun),
 		page("POST", "/runs", c.createRun),
 		page("GET", "/runs/{id}", c.run),
+		page("GET", "/runs/{id}/events", c.runEvents),
 		page("POST", "/runs/{id}/cancel", c.runAction("cancel")),
 		page("POST", "/runs/{id}/delete", c.runAction("delete")),
 		page("GET", "/evaluations", c.listPage("evaluations", "Evaluations", evalAPI+"/workflow-runs", "items")),
 		page("GET", "/evaluations/new", c.newEvaluation),
 		page("POST", "/evaluations", c.createEvaluation),
 		page("GET", "/evaluations/{id}", c.evaluation),
+		page("GET", "/evaluations/{id}/report", c.evaluationReport),
+		page("POST", "/evaluations/{id}/cancel", c.evaluationAction("cancel")),
+		page("POST", "/evaluations/{id}/retry", c.evaluationAction("retry")),
+		page("POST", "/evaluations/{id}/delete", c.evaluationAction("delete")),
+		page("POST", "/evaluations/{id}/cases/{case}/cancel", c.evaluationAction("cancel-case")),
 		page("GET", "/inventory", c.inventory),
 	}
 }
@@ -283,7 +289,7 @@ func (c *Console) fail(w http.ResponseWriter, _ *http.Request, q *request, statu
 
 // parsePages parses each page with the layout.
 func parsePages() (map[string]*template.Template, error) {
-	funcs := template.FuncMap{"num": num, "pct": pct, "str": str, "get": get, "has": has, "dur": dur, "short": short, "final": func(v any) bool { return terminal(str(v)) }}
+	funcs := template.FuncMap{"num": num, "pct": pct, "percent": percent, "str": str, "get": get, "has": has, "dur": dur, "short": short, "final": func(v any) bool { return terminal(str(v)) }}
 	layout, err := fs.ReadFile(templateFS, "templates/layout.html")
 	if err != nil {
 		return nil, err

@@ -60,6 +60,38 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 			"report":{"comparison_version":2,"comparisons":[{"guide_case_id":"guide-1","baseline_case_id":"baseline-1","baseline_type":"direct-vllm",
 			"sla":{"met":true,"checks":{}},"matrix_statistics":{"case_count":1,"rows":[],"geometric_mean_ratio":{"ttft_ms":0.5,"throughput_tps":1.25}}}]}}`)
 	})
+	mux.HandleFunc("GET /api/v1/evaluate/workflow-runs/w2/details", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `{"workflow":{"id":"w2","name":"running comparison","status":"benchmarking"},"report":null,
+			"cases":[{"case":{"id":"guide-1","kind":"guide","status":"benchmarking"}},{"case":{"id":"baseline-1","kind":"baseline","status":"succeeded"}}]}`)
+	})
+	mux.HandleFunc("POST /api/v1/evaluate/workflow-runs/w2/cases/guide-1/cancel", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `{"id":"guide-1","status":"cancelled"}`)
+	})
+	mux.HandleFunc("POST /api/v1/evaluate/workflow-runs/w2/cases/baseline-1/cancel", func(w http.ResponseWriter, _ *http.Request) {
+		problem(w, 409, `{"title":"Conflict","status":409,"code":"conflict","detail":"case baseline-1 is succeeded; only an active case can be cancelled"}`)
+	})
+	mux.HandleFunc("GET /api/v1/evaluate/workflow-runs/w3/details", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `{"workflow":{"id":"w3","name":"failed comparison","status":"failed","error":"case guide-1 failed"},"report":{"comparisons":[]},
+			"cases":[{"case":{"id":"guide-1","kind":"guide","status":"failed","error":"deployment failed"}}]}`)
+	})
+	mux.HandleFunc("POST /api/v1/evaluate/workflow-runs/w3/retry", func(w http.ResponseWriter, _ *http.Request) {
+		problem(w, 409, `{"title":"Conflict","status":409,"code":"conflict","detail":"the workflow's cluster has no active session to retry on"}`)
+	})
+	mux.HandleFunc("GET /api/v1/evaluate/workflow-runs/w3/artifacts/report-html", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, `<html><body><h1>Comparison report w3</h1></body></html>`)
+	})
+	mux.HandleFunc("GET /api/v1/evaluate/runs/r1", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `{"id":"r1","status":"running","phase":"matrix-0","progress_percent":40,"progress_message":"matrix-0: 4 of 10 requests completed",
+			"live_metrics":{"phase":"matrix-0","planned_requests":10,"completed_requests":4,"successful_requests":3,"failed_requests":1,"in_flight_requests":2,"elapsed_seconds":1.5,
+			"summary":{"requests":4,"error_rate":0.25,"ttft_ms":{"p50":31.5,"p90":40.25,"p99":41.75},"tpot_ms":{"p50":5.125,"p99":6.5},"e2e_latency_ms":{"p50":62.5,"p99":80.75},
+			"throughput":{"window_seconds":1.5,"requests_per_second":2.667,"output_tokens_per_second":16,"overall_requests_per_second":2.667,"overall_output_tokens_per_second":16},
+			"top_errors":[{"cause":"HTTP 503","count":1}],"percentile_relative_accuracy":0.01}}}`)
+	})
+	mux.HandleFunc("GET /api/v1/evaluate/runs/r1/events", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "id: 1-0\nevent: status\ndata: {\"status\":\"running\",\"live_metrics\":{\"summary\":{\"requests\":5}}}\n\nid: 2-0\nevent: end\ndata: {\"status\":\"succeeded\"}\n\n")
+	})
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		raw, _ := io.ReadAll(r.Body)
 		f.mu.Lock()
@@ -339,5 +371,86 @@ func TestMetricsCountTheAPICalls(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+}
+
+// TestEvaluationCaseActions: a running evaluation offers a cancel for each active case and for
+// itself, each a CSRF-protected form; a cancel goes to the evaluation API's case route, and
+// what the API refuses (a 409 for a case that already finished) is shown on the page.
+func TestEvaluationCaseActions(t *testing.T) {
+	api := newFakeAPI(t)
+	s, srv := startConsole(t, api.URL, nil)
+	c := browser(t)
+	csrf := signIn(t, c, srv.URL, fntest.Token(t, s))
+	resp, page := fetch(t, c, "GET", srv.URL+"/evaluations/w2", nil)
+	if resp.StatusCode != 200 || !strings.Contains(page, `action="/evaluations/w2/cases/guide-1/cancel"`) || !strings.Contains(page, `id="cancel-workflow"`) {
+		t.Fatalf("%d: no cancel forms\n%s", resp.StatusCode, page)
+	}
+	if strings.Contains(page, `cases/baseline-1/cancel`) || strings.Contains(page, `id="retry-workflow"`) || strings.Contains(page, `id="delete-workflow"`) {
+		t.Fatalf("a finished case is offered a cancel, or a running evaluation a retry or delete:\n%s", page)
+	}
+	resp, _ = fetch(t, c, "POST", srv.URL+"/evaluations/w2/cases/guide-1/cancel", url.Values{})
+	if resp.StatusCode != http.StatusForbidden || api.called("POST /api/v1/evaluate/workflow-runs/w2/cases/guide-1/cancel") != 0 {
+		t.Fatalf("a cancel without the CSRF token: %d", resp.StatusCode)
+	}
+	resp, _ = fetch(t, c, "POST", srv.URL+"/evaluations/w2/cases/guide-1/cancel", url.Values{"csrf": {csrf}})
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/evaluations/w2" ||
+		api.called("POST /api/v1/evaluate/workflow-runs/w2/cases/guide-1/cancel") != 1 {
+		t.Fatalf("cancel case: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	resp, body := fetch(t, c, "POST", srv.URL+"/evaluations/w2/cases/baseline-1/cancel", url.Values{"csrf": {csrf}})
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "409 Conflict") ||
+		!strings.Contains(body, "case baseline-1 is succeeded; only an active case can be cancelled") || !strings.Contains(body, "running comparison") {
+		t.Fatalf("a refused cancel: %d\n%s", resp.StatusCode, body)
+	}
+	if strings.Contains(body, `http-equiv="refresh"`) {
+		t.Errorf("the page with the refusal refreshes itself away")
+	}
+}
+
+// TestEvaluationRetryAndReport: a failed evaluation offers a retry (the API's 409 is shown),
+// a delete, and its comparison report, relayed sandboxed.
+func TestEvaluationRetryAndReport(t *testing.T) {
+	api := newFakeAPI(t)
+	_, srv := startConsole(t, api.URL, map[string]string{"LENS_AUTH": "off"})
+	c := browser(t)
+	_, page := fetch(t, c, "GET", srv.URL+"/evaluations/w3", nil)
+	for _, want := range []string{`id="retry-workflow"`, `id="delete-workflow"`, `href="/evaluations/w3/report"`, "deployment failed"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %s", want)
+		}
+	}
+	if strings.Contains(page, `id="cancel-workflow"`) || strings.Contains(page, "Cancel case") {
+		t.Errorf("a failed evaluation offers a cancel")
+	}
+	resp, body := fetch(t, c, "POST", srv.URL+"/evaluations/w3/retry", url.Values{"csrf": {csrfOf(t, page)}})
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "no active session to retry on") || api.called("POST /api/v1/evaluate/workflow-runs/w3/retry") != 1 {
+		t.Fatalf("retry refused: %d\n%s", resp.StatusCode, body)
+	}
+	resp, body = fetch(t, c, "GET", srv.URL+"/evaluations/w3/report", nil)
+	if resp.StatusCode != 200 || !strings.Contains(body, "Comparison report w3") || !strings.HasPrefix(resp.Header.Get("Content-Security-Policy"), "sandbox") {
+		t.Fatalf("report: %d %q %s", resp.StatusCode, resp.Header.Get("Content-Security-Policy"), body)
+	}
+}
+
+// TestRunPageShowsTheLiveSummary: a running run's page shows its live_metrics summary (and
+// follows the run's relayed event stream instead of refreshing).
+func TestRunPageShowsTheLiveSummary(t *testing.T) {
+	api := newFakeAPI(t)
+	_, srv := startConsole(t, api.URL, map[string]string{"LENS_AUTH": "off"})
+	c := browser(t)
+	resp, page := fetch(t, c, "GET", srv.URL+"/runs/r1", nil)
+	for _, want := range []string{`data-live="summary.ttft_ms.p90">40.250<`, `data-live="summary.tpot_ms.p99">6.500<`, `data-live="summary.e2e_latency_ms.p50">62.500<`,
+		`data-live="summary.throughput.output_tokens_per_second">16<`, "1 × HTTP 503", `data-run="r1"`, `data-format="percent">25.0%<`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the run page lacks %s", want)
+		}
+	}
+	if resp.StatusCode != 200 || strings.Contains(page, "\n<meta http-equiv=\"refresh\"") || !strings.Contains(page, "<noscript><meta http-equiv=\"refresh\"") {
+		t.Errorf("%d: the live run page refreshes itself with JavaScript on", resp.StatusCode)
+	}
+	resp, body := fetch(t, c, "GET", srv.URL+"/runs/r1/events", nil)
+	if resp.StatusCode != 200 || !strings.Contains(body, `"live_metrics":{"summary":{"requests":5}}`) || !strings.Contains(body, "event: end") {
+		t.Fatalf("run events: %d %q", resp.StatusCode, body)
 	}
 }

@@ -244,6 +244,17 @@ func (c *Console) task(w http.ResponseWriter, r *http.Request, q *request) error
 
 // taskEvents relays the task's event stream: a browser's EventSource cannot send the token.
 func (c *Console) taskEvents(w http.ResponseWriter, r *http.Request, q *request) error {
+	return c.relayEvents(w, r, q, simAPI+"/tasks/"+url.PathEscape(r.PathValue("id"))+"/events")
+}
+
+// runEvents relays a benchmark run's event stream (status, phase, progress, live metrics).
+func (c *Console) runEvents(w http.ResponseWriter, r *http.Request, q *request) error {
+	return c.relayEvents(w, r, q, evalAPI+"/runs/"+url.PathEscape(r.PathValue("id"))+"/events")
+}
+
+// relayEvents relays an API's event stream to the page, resuming with the browser's
+// Last-Event-ID.
+func (c *Console) relayEvents(w http.ResponseWriter, r *http.Request, q *request, apiPath string) error {
 	select {
 	case c.watchers <- struct{}{}:
 		defer func() { <-c.watchers }()
@@ -256,7 +267,7 @@ func (c *Console) taskEvents(w http.ResponseWriter, r *http.Request, q *request)
 		header.Set("Last-Event-ID", id)
 	}
 	header.Set("Accept", "text/event-stream")
-	resp, err := c.api.send(r.Context(), c.api.stream, q.token(), http.MethodGet, simAPI+"/tasks/"+url.PathEscape(r.PathValue("id"))+"/events", nil, header)
+	resp, err := c.api.send(r.Context(), c.api.stream, q.token(), http.MethodGet, apiPath, nil, header)
 	if err != nil {
 		return err
 	}
@@ -296,16 +307,25 @@ func (c *Console) taskEvents(w http.ResponseWriter, r *http.Request, q *request)
 		return nil
 	})
 	if err != nil && r.Context().Err() == nil {
-		c.deps.Log.Infow("task event relay ended", "error", err)
+		c.deps.Log.Infow("event relay ended", "path", apiPath, "error", err)
 	}
 	return nil
 }
 
-// taskReport relays the task's self-contained HTML report, sandboxed: it runs no script and
-// loads nothing, so a report cannot act as the console.
+// taskReport relays the task's self-contained HTML report.
 func (c *Console) taskReport(w http.ResponseWriter, r *http.Request, q *request) error {
-	resp, err := c.api.send(r.Context(), c.api.stream, q.token(), http.MethodGet,
-		simAPI+"/tasks/"+url.PathEscape(r.PathValue("id"))+"/artifacts/report-html", nil, nil)
+	return c.relayReport(w, r, q, simAPI+"/tasks/"+url.PathEscape(r.PathValue("id"))+"/artifacts/report-html")
+}
+
+// evaluationReport relays an evaluation's comparison report.
+func (c *Console) evaluationReport(w http.ResponseWriter, r *http.Request, q *request) error {
+	return c.relayReport(w, r, q, evalAPI+"/workflow-runs/"+url.PathEscape(r.PathValue("id"))+"/artifacts/report-html")
+}
+
+// relayReport relays a self-contained HTML report, sandboxed: it runs no script and loads
+// nothing, so a report cannot act as the console.
+func (c *Console) relayReport(w http.ResponseWriter, r *http.Request, q *request, apiPath string) error {
+	resp, err := c.api.send(r.Context(), c.api.stream, q.token(), http.MethodGet, apiPath, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -477,8 +497,11 @@ func (c *Console) run(w http.ResponseWriter, r *http.Request, q *request) error 
 	if err := c.api.call(r.Context(), q.token(), http.MethodGet, evalAPI+"/runs/"+url.PathEscape(id), nil, &run); err != nil {
 		return err
 	}
+	// A running run is followed live over its event stream ("watch"; the page refreshes itself
+	// only without JavaScript).
 	c.render(w, http.StatusOK, q, "run", view{Title: "Benchmark run " + id, Nav: "runs",
-		Data: obj{"run": run, "id": id, "live": !terminal(str(run["status"])), "metrics": flatten(run["metrics"]), "sla": flatten(run["sla"])}})
+		Data: obj{"run": run, "id": id, "watch": !terminal(str(run["status"])), "live_metrics": run["live_metrics"],
+			"metrics": flatten(run["metrics"]), "sla": flatten(run["sla"])}})
 	return nil
 }
 
@@ -500,22 +523,59 @@ func (c *Console) runAction(action string) handler {
 // --- evaluations (workflow runs) ---
 
 func (c *Console) evaluation(w http.ResponseWriter, r *http.Request, q *request) error {
-	id := r.PathValue("id")
+	return c.showEvaluation(w, r, q, r.PathValue("id"), nil)
+}
+
+// showEvaluation renders an evaluation's details; failed, when not nil, is an action's problem
+// shown above them.
+func (c *Console) showEvaluation(w http.ResponseWriter, r *http.Request, q *request, id string, failed *apiError) error {
 	var details obj
 	if err := c.api.call(r.Context(), q.token(), http.MethodGet, evalAPI+"/workflow-runs/"+url.PathEscape(id)+"/details", nil, &details); err != nil {
 		e, _ := asAPIError(err)
 		if e.NotFound() {
-			c.render(w, http.StatusNotFound, q, "evaluation", view{Title: "Evaluation " + id, Nav: "evaluations", Problem: e, Data: obj{"id": id}})
+			c.render(w, http.StatusNotFound, q, "evaluation", view{Title: "Evaluation " + id, Nav: "evaluations", Problem: e, Data: obj{"id": id, "missing": true}})
 			return nil
 		}
 		return err
 	}
-	data := obj{"id": id, "details": details, "live": !terminal(str(get(details, "workflow.status")))}
+	status := str(get(details, "workflow.status"))
+	data := obj{"id": id, "details": details, "live": !terminal(status),
+		"retryable": status == "failed" || status == "cancelled", "hasReport": get(details, "report") != nil}
 	if rep, ok := get(details, "report").(map[string]any); ok {
 		data["comparisons"] = comparisonViews(rep)
 	}
-	c.render(w, http.StatusOK, q, "evaluation", view{Title: "Evaluation " + id, Nav: "evaluations", Data: data})
+	if failed != nil {
+		// The action's problem is the page's: no refresh may take it away before it is read.
+		data["live"] = false
+	}
+	c.render(w, http.StatusOK, q, "evaluation", view{Title: "Evaluation " + id, Nav: "evaluations", Data: data, Problem: failed})
 	return nil
+}
+
+// evaluationAction cancels, retries or deletes an evaluation, or cancels one of its cases,
+// through the evaluation API, which decides what is allowed: its problem (a 409 for a case
+// already finished, a workflow that cannot be retried) is shown on the evaluation's page.
+func (c *Console) evaluationAction(action string) handler {
+	return func(w http.ResponseWriter, r *http.Request, q *request) error {
+		id := r.PathValue("id")
+		base := evalAPI + "/workflow-runs/" + url.PathEscape(id)
+		method, path, next := http.MethodPost, base+"/"+action, "/evaluations/"+url.PathEscape(id)
+		switch action {
+		case "delete":
+			method, path, next = http.MethodDelete, base, "/evaluations"
+		case "cancel-case":
+			path = base + "/cases/" + url.PathEscape(r.PathValue("case")) + "/cancel"
+		}
+		if err := c.api.call(r.Context(), q.token(), method, path, nil, nil); err != nil {
+			e, ok := asAPIError(err)
+			if !ok {
+				return err
+			}
+			return c.showEvaluation(w, r, q, id, e)
+		}
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return nil
+	}
 }
 
 // comparisonView is one comparison of the v2 report: a guide case against a baseline.
@@ -664,6 +724,14 @@ func pct(v any) string {
 		return strconv.FormatFloat(f, 'f', 0, 64)
 	}
 	return "0"
+}
+
+// percent shows a fraction as a percentage (as the run page's script does).
+func percent(v any) string {
+	if f, ok := v.(float64); ok {
+		return strconv.FormatFloat(f*100, 'f', 1, 64) + "%"
+	}
+	return str(v)
 }
 
 func dur(v any) string {
