@@ -3,8 +3,10 @@
 // the network) over the existing APIs, which it calls over HTTP through the ingress
 // (LENS_API_URL) with the signed-in user's token: trace datasets (list, download, timeline),
 // simulation tasks (create, watch live over the task's event stream, results with the task's
-// HTML report, stop, rerun, delete, compare two), benchmark runs, evaluations (workflow runs
-// with their cases and comparison report), model services and deployments.
+// HTML report, stop, rerun, delete, compare two), benchmark runs (followed live over the run's
+// event stream with its live summary), evaluations (workflow runs with their cases, comparison
+// report and verdict; cancel a case or the evaluation, retry it, delete it, as the evaluation
+// API allows and with its refusals shown), model services and deployments.
 //
 // Scope rules: every console route is an fn.Route with Page set and Scope auth.Public, so the
 // runtime checks Host and Origin on every method and bounds every body, but asks for no bearer

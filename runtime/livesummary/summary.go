@@ -146,7 +146,13 @@ func (s *Summary) Merge(o *Summary) error {
 	if o.first != 0 && (s.first == 0 || o.first < s.first) {
 		s.first = o.first
 	}
-	for _, ob := range o.buckets {
+	s.addCounts(o.buckets[:], o.causes)
+	return nil
+}
+
+// addCounts adds another summary's seconds and causes.
+func (s *Summary) addCounts(buckets []bucket, causes map[string]int64) {
+	for _, ob := range buckets {
 		if ob.Requests == 0 && ob.OutputTokens == 0 {
 			continue
 		}
@@ -154,10 +160,9 @@ func (s *Summary) Merge(o *Summary) error {
 		b.Requests += ob.Requests
 		b.OutputTokens += ob.OutputTokens
 	}
-	for cause, n := range o.causes {
+	for cause, n := range causes {
 		s.addCause(cause, n)
 	}
-	return nil
 }
 
 // Count is how many requests were added.
@@ -319,14 +324,7 @@ func (s *Summary) UnmarshalJSON(raw []byte) error {
 		}
 	}
 	fresh.requests, fresh.succeeded, fresh.outputTokens, fresh.first = w.Requests, w.Succeeded, w.OutputTokens, w.First
-	for _, b := range w.Buckets {
-		nb := fresh.bucketAt(b.Second)
-		nb.Requests += b.Requests
-		nb.OutputTokens += b.OutputTokens
-	}
-	for cause, n := range w.Causes {
-		fresh.addCause(cause, n)
-	}
+	fresh.addCounts(w.Buckets, w.Causes)
 	*s = *fresh
 	return nil
 }

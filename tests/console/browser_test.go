@@ -82,8 +82,14 @@ func TestConsoleInABrowser(t *testing.T) {
 	if chromium == "" {
 		t.Skip("browser tests skipped: no chromium on PATH (apt-get install chromium, or set LENS_CHROMIUM)")
 	}
+	// The deployer's local provider starts an evaluation's simulators and routers as child
+	// processes from the stack's bin dir, reachable on loopback.
+	t.Setenv("POD_IP", "127.0.0.1")
+	stacktest.Build(t, "inference-router")
 	stack := stacktest.Start(t, stacktest.Options{Auth: "required",
-		Only: []string{"console", "simulation-api", "trace-replayer", "result-analyzer", "inference-sim", "evaluation-api", "inventory-api", "benchmark-runner"}})
+		Only: []string{"console", "simulation-api", "trace-replayer", "result-analyzer", "inference-sim", "evaluation-api", "inventory-api", "benchmark-runner",
+			"deployer", "workflow-orchestrator"},
+		Env: map[string]string{"LENS_LEASE_TTL": "3s", "LENS_SWEEP_INTERVAL": "500ms", "LENS_DEPLOY_TIMEOUT": "60s"}})
 	tokens, closeTokens, err := local.OpenTokens(context.Background(), stack.RedisURL, "")
 	if err != nil {
 		t.Fatal(err)
@@ -290,13 +296,23 @@ func TestConsoleInABrowser(t *testing.T) {
 	shot("runs", false)
 	do("benchmark run form", chromedp.Navigate(base+"/runs/new"), visible("#spec"), chromedp.Submit(chromedp.CSS("#spec")), visible("div.problem"))
 	shot("run-form-errors", false)
+	// Six seconds of traffic at a fixed rate: long enough for the live summary to show.
 	spec := `{"deployment_execution_id":"` + execID + `","cluster_session_id":"` + stack.LocalSessionID + `",
-  "matrix":[{"isl":64,"osl":16}],"concurrency_stages":[{"concurrency":2,"num_requests":8}],"warmup_requests":1,
+  "shared_prefix":{"num_groups":2,"num_prompts_per_group":15,"system_prompt_len":32,"question_len":8,"output_len":8,"stages":[{"rate":5,"duration":6}]},
   "sla_targets":{"ttft_ms":2000,"tpot_ms":200,"success_rate_min_percent":99}}`
 	do("create a benchmark run", chromedp.Navigate(base+"/runs/new"), visible("#spec"), chromedp.SetValue(chromedp.CSS("#spec"), spec),
 		chromedp.Submit(chromedp.CSS("#spec")))
 	leftPage("create a benchmark run", base+"/runs/new")
-	// The run page refreshes itself until the run is final; its metrics appear then.
+	// The run page follows the run's event stream: the live summary fills in while it sends.
+	do("the live summary", visible("#live-metrics"), chromedp.Poll[chromedp.Void](`(document.querySelector('[data-live="summary.ttft_ms.p50"]')?.textContent.trim() || "") !== "" && `+
+		`(document.querySelector('[data-live="summary.throughput.requests_per_second"]')?.textContent.trim() || "") !== ""`))
+	for _, sel := range []chromedp.CSS{"#live-ttft", "#live-tpot", "#live-latency", "#live-rps", "#live-tps"} {
+		if v := text("live summary", sel); !regexp.MustCompile(`^[0-9.]+ / [0-9.]+`).MatchString(v) {
+			t.Fatalf("live %s shows %q", sel, v)
+		}
+	}
+	shot("benchmark-run-live", true)
+	// The stream's end reloads the page with the final metrics.
 	do("watch the benchmark run", visible("#metrics"))
 	if st := text("run status", "#run-status"); st != "succeeded" {
 		t.Fatalf("the benchmark run ended %q", st)
@@ -304,6 +320,8 @@ func TestConsoleInABrowser(t *testing.T) {
 	shot("benchmark-run", true)
 	do("evaluations", chromedp.Navigate(base+"/evaluations"), visible("main h1"))
 	shot("evaluations", true)
+	evaluations(t, evaluationSteps{base: base, token: token, session: stack.LocalSessionID, do: do, text: text, location: location,
+		leftPage: leftPage, shot: shot, html: html})
 	do("inventory", chromedp.Navigate(base+"/inventory"), visible("main table"))
 	shot("inventory", false)
 
@@ -321,4 +339,92 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("signed out to %s", at)
 	}
 	do("sign out", visible("#token"))
+}
+
+// evaluationSteps are the browser helpers the evaluation walk uses.
+type evaluationSteps struct {
+	base, token, session string
+	do                   func(step string, steps ...chromedp.Action[chromedp.Void])
+	text                 func(step string, sel chromedp.CSS) string
+	location, html       func() string
+	leftPage             func(step, from string) string
+	shot                 func(name string, main bool)
+}
+
+// A tiny two-plan workload of the simulators' local deployments: 8 requests at 4 per second.
+const evalWorkload = `{"shared_prefix":{"num_groups":2,"num_prompts_per_group":4,"system_prompt_len":64,"question_len":8,"output_len":4,` +
+	`"stages":[{"rate":4,"duration":2}]},"sla_targets":{"ttft_ms":5000,"success_rate_min_percent":90}}`
+
+// evaluations drives the real evaluation flow through the stack from the console: a guide
+// configuration against its direct-vllm baseline (two configurations, each deployed by the
+// deployer's local provider), created from the console's form, watched until its comparison and
+// SLA verdict show, its report opened; then a second evaluation whose case is cancelled from its
+// page and which is retried from there to success.
+func evaluations(t *testing.T, s evaluationSteps) {
+	t.Helper()
+	guide := postJSON(t, s.base+"/api/v1/configurations", s.token, `{"name":"browser guide","schema_version":"deployable-configuration.v1",`+
+		`"type":"guide","format":"lensfn","provider_ref":"optimized-baseline","content":{"model":{"name":"sim-model"},"decode":{"replicas":1},`+
+		`"router":{"profile":"optimized"},"simulator":{"latency-calculator":"per-token","prefill-time-per-token":"1ms","inter-token-latency":"1ms"}}}`)
+	create := func(step, body string) string {
+		t.Helper()
+		s.do(step, chromedp.Navigate(s.base+"/evaluations/new"), chromedp.WaitVisible(chromedp.CSS("#spec")),
+			chromedp.SetValue(chromedp.CSS("#spec"), body), chromedp.Submit(chromedp.CSS("#spec")))
+		at := s.leftPage(step, s.base+"/evaluations/new")
+		if !regexp.MustCompile(`/evaluations/[^/]+$`).MatchString(at) {
+			t.Fatalf("%s: at %s\n%s", step, at, s.html())
+		}
+		return at
+	}
+	// statusIs waits, across the page's own refreshes, for the evaluation's status.
+	statusIs := func(step, want string, timeout time.Duration) {
+		t.Helper()
+		deadline := time.Now().Add(timeout)
+		for {
+			got := s.text(step, "#workflow-status")
+			if got == want {
+				return
+			}
+			if time.Now().After(deadline) || (want != "cancelled" && (got == "failed" || got == "cancelled")) {
+				t.Fatalf("%s: the evaluation is %q, want %q\n%s", step, got, want, s.html())
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+
+	started := time.Now()
+	url := create("create an evaluation", `{"name":"browser comparison","cluster_session_id":"`+s.session+`","benchmark_plans":[{"id":"small",`+
+		`"configuration_artifact_id":"`+guide+`","baseline_types":["direct-vllm"],"benchmark":`+evalWorkload+`}]}`)
+	s.do("watch the evaluation", chromedp.WaitVisible(chromedp.CSS(`#cases tr[data-case="guide-1"]`)), chromedp.WaitVisible(chromedp.CSS(`#cases tr[data-case="baseline-1"]`)))
+	s.shot("evaluation-live", true)
+	statusIs("watch the evaluation", "succeeded", 2*time.Minute)
+	s.do("the comparison", chromedp.WaitVisible(chromedp.CSS("section.comparison table")))
+	if v := s.text("the SLA verdict", "section.comparison h3"); !strings.Contains(v, "guide-1 vs baseline-1 (direct-vllm)") || !strings.Contains(v, "SLA") {
+		t.Fatalf("comparison heading %q", v)
+	}
+	if page := s.html(); strings.Contains(page, "No matched rows") || strings.Count(page, `class="status s-succeeded"`) < 3 {
+		t.Fatalf("the comparison has no rows or a case did not succeed:\n%s", page)
+	}
+	t.Logf("evaluation of two configurations succeeded in the browser in %s", time.Since(started).Round(100*time.Millisecond))
+	s.shot("evaluation", true)
+	s.do("open the evaluation report", chromedp.Click(chromedp.CSS("#report-link")))
+	s.leftPage("open the evaluation report", url)
+	s.do("open the evaluation report", chromedp.WaitVisible(chromedp.CSS("svg")))
+	s.shot("evaluation-report", true)
+
+	// Cancel the case of a second evaluation from its page, then retry it from there.
+	url = create("create an evaluation to cancel", `{"name":"browser cancel","cluster_session_id":"`+s.session+`","benchmark_plans":[{`+
+		`"configuration_artifact_id":"`+guide+`","include_baseline":false,"benchmark":`+evalWorkload+`}]}`)
+	s.do("cancel its case", chromedp.Click(chromedp.CSS(`tr[data-case="guide-1"] button.cancel-case`)))
+	statusIs("the case cancelled", "cancelled", time.Minute)
+	if v := s.text("the case's status", `tr[data-case="guide-1"] .status`); v != "cancelled" {
+		t.Fatalf("the case is %q", v)
+	}
+	s.shot("evaluation-cancelled", true)
+	s.do("retry it", chromedp.Click(chromedp.CSS("#retry-workflow")))
+	statusIs("the retry", "succeeded", 2*time.Minute)
+	if v := s.text("the case's status", `tr[data-case="guide-1"] .status`); v != "succeeded" {
+		t.Fatalf("after the retry the case is %q", v)
+	}
+	_ = url
+	t.Logf("both evaluations walked in %s", time.Since(started).Round(100*time.Millisecond))
 }

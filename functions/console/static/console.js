@@ -3,15 +3,15 @@
 // deleting. Everything works without it except the live views, which then refresh the page.
 "use strict";
 
-function watchTask(box) {
-  const id = box.dataset.task;
-  const final = ["completed", "succeeded", "failed", "cancelled", "stopped"];
-  if (final.includes(box.dataset.status)) return;
-  const status = document.getElementById("status");
+// follow relays a record's event stream into its page: status and progress on every event
+// (more, when given, shows the rest), log lines into the log, and a reload once the stream
+// ends, because the server renders the result.
+function follow(box, url, statusId, more) {
+  const status = document.getElementById(statusId);
   const bar = document.getElementById("progress");
   const text = document.getElementById("progress-text");
   const log = document.getElementById("log");
-  const source = new EventSource("/tasks/" + encodeURIComponent(id) + "/events");
+  const source = new EventSource(url);
   const show = (data) => {
     if (data.status) {
       status.textContent = data.status;
@@ -21,6 +21,7 @@ function watchTask(box) {
       bar.value = data.progress_percent;
       text.textContent = Math.round(data.progress_percent) + "% " + (data.progress_message || "");
     }
+    if (more) more(data);
   };
   source.addEventListener("status", (e) => show(JSON.parse(e.data)));
   source.addEventListener("log", (e) => {
@@ -31,11 +32,16 @@ function watchTask(box) {
   source.addEventListener("end", (e) => {
     show(JSON.parse(e.data));
     source.close();
-    // The result, its summary and the report are rendered by the server: reload to show them.
     box.dataset.status = "final";
     window.location.reload();
   });
   // EventSource reconnects by itself with Last-Event-ID; nothing to do on a transient error.
+}
+
+function watchTask(box) {
+  const final = ["completed", "succeeded", "failed", "cancelled", "stopped"];
+  if (final.includes(box.dataset.status)) return;
+  follow(box, "/tasks/" + encodeURIComponent(box.dataset.task) + "/events", "status");
 }
 
 // lookup reads a dotted path out of an event's JSON.
@@ -70,35 +76,10 @@ function showLive(live) {
 function watchRun(box) {
   const final = ["succeeded", "failed", "cancelled"];
   if (final.includes(box.dataset.status)) return;
-  const status = document.getElementById("run-status");
   const phase = document.getElementById("run-phase");
-  const bar = document.getElementById("progress");
-  const text = document.getElementById("progress-text");
-  const log = document.getElementById("log");
-  const source = new EventSource("/runs/" + encodeURIComponent(box.dataset.run) + "/events");
-  const show = (data) => {
-    if (data.status) {
-      status.textContent = data.status;
-      status.className = "status s-" + data.status;
-    }
+  follow(box, "/runs/" + encodeURIComponent(box.dataset.run) + "/events", "run-status", (data) => {
     if (data.phase) phase.textContent = data.phase;
-    if (typeof data.progress_percent === "number") {
-      bar.value = data.progress_percent;
-      text.textContent = Math.round(data.progress_percent) + "% " + (data.progress_message || "");
-    }
     if (data.live_metrics) showLive(data.live_metrics);
-  };
-  source.addEventListener("status", (e) => show(JSON.parse(e.data)));
-  source.addEventListener("log", (e) => {
-    log.hidden = false;
-    log.textContent += JSON.parse(e.data).line + "\n";
-    log.scrollTop = log.scrollHeight;
-  });
-  source.addEventListener("end", (e) => {
-    show(JSON.parse(e.data));
-    source.close();
-    // The final metrics and SLA are rendered by the server.
-    window.location.reload();
   });
 }
 
