@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -321,7 +322,9 @@ func TestConsoleInABrowser(t *testing.T) {
 	do("evaluations", chromedp.Navigate(base+"/evaluations"), visible("main h1"))
 	shot("evaluations", true)
 	evaluations(t, evaluationSteps{base: base, token: token, session: stack.LocalSessionID, do: do, text: text, location: location,
-		leftPage: leftPage, shot: shot, html: html})
+		leftPage: leftPage, shot: shot, html: html, eval: func(script string) (string, error) {
+			return chromedp.Run(ctx, chromedp.Evaluate[string](script))
+		}})
 	do("inventory", chromedp.Navigate(base+"/inventory"), visible("main table"))
 	shot("inventory", false)
 
@@ -349,11 +352,14 @@ type evaluationSteps struct {
 	location, html       func() string
 	leftPage             func(step, from string) string
 	shot                 func(name string, main bool)
+	// eval evaluates a script in the page; it fails while the page is being replaced.
+	eval func(script string) (string, error)
 }
 
-// A tiny two-plan workload of the simulators' local deployments: 8 requests at 4 per second.
-const evalWorkload = `{"shared_prefix":{"num_groups":2,"num_prompts_per_group":4,"system_prompt_len":64,"question_len":8,"output_len":4,` +
-	`"stages":[{"rate":4,"duration":2}]},"sla_targets":{"ttft_ms":5000,"success_rate_min_percent":90}}`
+// A plan's tiny workload on the simulators' local deployments (8 requests at 4 per second) and
+// its SLA targets.
+const evalWorkload = `"benchmark":{"shared_prefix":{"num_groups":2,"num_prompts_per_group":4,"system_prompt_len":64,"question_len":8,"output_len":4,` +
+	`"stages":[{"rate":4,"duration":2}]}},"sla_targets":{"ttft_ms":5000,"success_rate_min_percent":90}`
 
 // evaluations drives the real evaluation flow through the stack from the console: a guide
 // configuration against its direct-vllm baseline (two configurations, each deployed by the
@@ -375,25 +381,42 @@ func evaluations(t *testing.T, s evaluationSteps) {
 		}
 		return at
 	}
-	// statusIs waits, across the page's own refreshes, for the evaluation's status.
+	// statusIs waits, across the page's own refreshes (a read may meet the page being
+	// replaced: it is read again), for the evaluation's status.
 	statusIs := func(step, want string, timeout time.Duration) {
 		t.Helper()
 		deadline := time.Now().Add(timeout)
 		for {
-			got := s.text(step, "#workflow-status")
-			if got == want {
+			got, err := s.eval(`document.getElementById("workflow-status")?.textContent.trim() || ""`)
+			if err == nil && got == want {
 				return
 			}
-			if time.Now().After(deadline) || (want != "cancelled" && (got == "failed" || got == "cancelled")) {
-				t.Fatalf("%s: the evaluation is %q, want %q\n%s", step, got, want, s.html())
+			if time.Now().After(deadline) || err == nil && want != "cancelled" && (got == "failed" || got == "cancelled") {
+				t.Fatalf("%s: the evaluation is %q (%v), want %q\n%s", step, got, err, want, s.html())
 			}
 			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	// press clicks a button of the refreshing page by script (a node id would not survive a
+	// refresh), trying again until the button is there.
+	press := func(step, selector string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			got, err := s.eval(`(() => { const b = document.querySelector('` + selector + `'); if (!b) return "absent"; b.click(); return "pressed"; })()`)
+			if err == nil && got == "pressed" {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no %s to press (%s %v)\n%s", step, selector, got, err, s.html())
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 	}
 
 	started := time.Now()
 	url := create("create an evaluation", `{"name":"browser comparison","cluster_session_id":"`+s.session+`","benchmark_plans":[{"id":"small",`+
-		`"configuration_artifact_id":"`+guide+`","baseline_types":["direct-vllm"],"benchmark":`+evalWorkload+`}]}`)
+		`"configuration_artifact_id":"`+guide+`","baseline_types":["direct-vllm"],`+evalWorkload+`}]}`)
 	s.do("watch the evaluation", chromedp.WaitVisible(chromedp.CSS(`#cases tr[data-case="guide-1"]`)), chromedp.WaitVisible(chromedp.CSS(`#cases tr[data-case="baseline-1"]`)))
 	s.shot("evaluation-live", true)
 	statusIs("watch the evaluation", "succeeded", 2*time.Minute)
@@ -406,21 +429,43 @@ func evaluations(t *testing.T, s evaluationSteps) {
 	}
 	t.Logf("evaluation of two configurations succeeded in the browser in %s", time.Since(started).Round(100*time.Millisecond))
 	s.shot("evaluation", true)
-	s.do("open the evaluation report", chromedp.Click(chromedp.CSS("#report-link")))
-	s.leftPage("open the evaluation report", url)
-	s.do("open the evaluation report", chromedp.WaitVisible(chromedp.CSS("svg")))
+	// Opened by its address (as the task's): the sandboxed report runs no script, and the
+	// browser logs an error for a script run in it, the test's own included.
+	if page := s.html(); !strings.Contains(page, `href="/evaluations/`+path.Base(url)+`/report"`) {
+		t.Fatalf("the evaluation page has no report link:\n%s", page)
+	}
+	s.do("open the evaluation report", chromedp.Navigate(url+"/report"), chromedp.WaitVisible(chromedp.CSS("svg")))
 	s.shot("evaluation-report", true)
 
 	// Cancel the case of a second evaluation from its page, then retry it from there.
 	url = create("create an evaluation to cancel", `{"name":"browser cancel","cluster_session_id":"`+s.session+`","benchmark_plans":[{`+
-		`"configuration_artifact_id":"`+guide+`","include_baseline":false,"benchmark":`+evalWorkload+`}]}`)
-	s.do("cancel its case", chromedp.Click(chromedp.CSS(`tr[data-case="guide-1"] button.cancel-case`)))
+		`"configuration_artifact_id":"`+guide+`","include_baseline":false,`+evalWorkload+`}]}`)
+	press("cancel its case", `tr[data-case="guide-1"] button.cancel-case`)
 	statusIs("the case cancelled", "cancelled", time.Minute)
+	if page := s.html(); strings.Contains(page, `class="problem" role="alert"`) {
+		t.Fatalf("the cancel was refused:\n%s", page)
+	}
 	if v := s.text("the case's status", `tr[data-case="guide-1"] .status`); v != "cancelled" {
 		t.Fatalf("the case is %q", v)
 	}
 	s.shot("evaluation-cancelled", true)
-	s.do("retry it", chromedp.Click(chromedp.CSS("#retry-workflow")))
+	// The retry answers with the same page: it has been reloaded once the retry button is gone
+	// (the evaluation is queued again) or the API's refusal shows.
+	press("retry it", "#retry-workflow")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := s.eval(`String(document.readyState === "complete" && (!document.getElementById("retry-workflow") || document.querySelector("div.problem[role=alert]") !== null))`)
+		if err == nil && got == "true" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("retry it: the page did not answer (%s %v)\n%s", got, err, s.html())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if page := s.html(); strings.Contains(page, `class="problem" role="alert"`) {
+		t.Fatalf("the retry was refused:\n%s", page)
+	}
 	statusIs("the retry", "succeeded", 2*time.Minute)
 	if v := s.text("the case's status", `tr[data-case="guide-1"] .status`); v != "succeeded" {
 		t.Fatalf("after the retry the case is %q", v)
