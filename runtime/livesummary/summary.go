@@ -298,8 +298,14 @@ func (s *Summary) MarshalJSON() ([]byte, error) {
 // stored summary is data from another process and gets the same bounds as one built here.
 const maxWireBuckets = WindowSeconds
 
-// UnmarshalJSON decodes MarshalJSON's form into s (replacing what it held).
-func (s *Summary) UnmarshalJSON(raw []byte) error {
+// UnmarshalJSON decodes MarshalJSON's form into s (replacing what it held). Bytes that are no
+// sketch are an error, never a panic: the sketch decoder is not hardened against them.
+func (s *Summary) UnmarshalJSON(raw []byte) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("live summary: undecodable sketch: %v", p)
+		}
+	}()
 	var w wire
 	if err := json.Unmarshal(raw, &w); err != nil {
 		return err

@@ -208,3 +208,22 @@ func TestDecodeRejectsBadInput(t *testing.T) {
 		})
 	}
 }
+
+// FuzzDecode: a stored summary from another process decodes or fails, never panics, and what
+// decodes merges and snapshots.
+func FuzzDecode(f *testing.F) {
+	s := livesummary.New()
+	s.Add(livesummary.Observation{Successful: true, TTFTMs: 12, TPOTMs: 3, LatencyMs: 40, OutputTokens: 8}, t0)
+	s.Add(livesummary.Observation{Cause: "HTTP 500"}, t0)
+	good, _ := json.Marshal(s)
+	f.Add(good)
+	f.Add([]byte(`{"ttft":"AAAA//8="}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		d := livesummary.New()
+		if json.Unmarshal(raw, d) != nil {
+			return
+		}
+		_ = livesummary.New().Merge(d)
+		_ = d.Snapshot(t0)
+	})
+}
