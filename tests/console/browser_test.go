@@ -415,7 +415,7 @@ func evaluations(t *testing.T, s evaluationSteps) {
 	}
 
 	started := time.Now()
-	url := create("create an evaluation", `{"name":"browser comparison","cluster_session_id":"`+s.session+`","benchmark_plans":[{"id":"small",`+
+	first := create("create an evaluation", `{"name":"browser comparison","cluster_session_id":"`+s.session+`","benchmark_plans":[{"id":"small",`+
 		`"configuration_artifact_id":"`+guide+`","baseline_types":["direct-vllm"],`+evalWorkload+`}]}`)
 	s.do("watch the evaluation", chromedp.WaitVisible(chromedp.CSS(`#cases tr[data-case="guide-1"]`)), chromedp.WaitVisible(chromedp.CSS(`#cases tr[data-case="baseline-1"]`)))
 	s.shot("evaluation-live", true)
@@ -431,14 +431,14 @@ func evaluations(t *testing.T, s evaluationSteps) {
 	s.shot("evaluation", true)
 	// Opened by its address (as the task's): the sandboxed report runs no script, and the
 	// browser logs an error for a script run in it, the test's own included.
-	if page := s.html(); !strings.Contains(page, `href="/evaluations/`+path.Base(url)+`/report"`) {
+	if page := s.html(); !strings.Contains(page, `href="/evaluations/`+path.Base(first)+`/report"`) {
 		t.Fatalf("the evaluation page has no report link:\n%s", page)
 	}
-	s.do("open the evaluation report", chromedp.Navigate(url+"/report"), chromedp.WaitVisible(chromedp.CSS("svg")))
+	s.do("open the evaluation report", chromedp.Navigate(first+"/report"), chromedp.WaitVisible(chromedp.CSS("svg")))
 	s.shot("evaluation-report", true)
 
 	// Cancel the case of a second evaluation from its page, then retry it from there.
-	url = create("create an evaluation to cancel", `{"name":"browser cancel","cluster_session_id":"`+s.session+`","benchmark_plans":[{`+
+	url := create("create an evaluation to cancel", `{"name":"browser cancel","cluster_session_id":"`+s.session+`","benchmark_plans":[{`+
 		`"configuration_artifact_id":"`+guide+`","include_baseline":false,`+evalWorkload+`}]}`)
 	press("cancel its case", `tr[data-case="guide-1"] button.cancel-case`)
 	statusIs("the case cancelled", "cancelled", time.Minute)
@@ -470,6 +470,42 @@ func evaluations(t *testing.T, s evaluationSteps) {
 	if v := s.text("the case's status", `tr[data-case="guide-1"] .status`); v != "succeeded" {
 		t.Fatalf("after the retry the case is %q", v)
 	}
-	_ = url
 	t.Logf("both evaluations walked in %s", time.Since(started).Round(100*time.Millisecond))
+	// The deployer removes a finished case's deployment after it; the stack stops only then, so
+	// no simulator or router the evaluations started outlives the test.
+	for _, u := range []string{first, url} {
+		cleanedUp(t, s.base+"/api/v1/evaluate/workflow-runs/"+path.Base(u), s.token)
+	}
+}
+
+// cleanedUp waits until every deployment an evaluation's cases made is cleaned up.
+func cleanedUp(t *testing.T, workflowURL, token string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		req, _ := http.NewRequest(http.MethodGet, workflowURL, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		var wf struct {
+			Cases []map[string]any `json:"cases"`
+		}
+		pending := -1
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			if resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&wf) == nil {
+				pending = 0
+				for _, c := range wf.Cases {
+					if c["execution_id"] != nil && c["baseline_type"] != "kubernetes-service" && c["cleanup_status"] != "cleaned" {
+						pending++
+					}
+				}
+			}
+			resp.Body.Close()
+		}
+		if pending == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d deployments not cleaned up after a minute", workflowURL, pending)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
