@@ -16,6 +16,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/lensfn/lensfn/runtime/livesummary"
 	"github.com/lensfn/lensfn/runtime/sse"
 )
 
@@ -35,6 +36,27 @@ type progressEvent struct {
 	} `json:"sla"`
 	CaseID string `json:"case_id"` // a workflow's case event
 	SLAMet *bool  `json:"sla_met"` // a workflow's end: false if a comparison missed its SLA
+	// LiveMetrics is a benchmark run's live summary, on its status events.
+	LiveMetrics *struct {
+		Summary *livesummary.Snapshot `json:"summary"`
+	} `json:"live_metrics"`
+}
+
+// liveLine is a status event's live summary in one line ("" when it has none yet).
+func (ev progressEvent) liveLine() string {
+	if ev.LiveMetrics == nil || ev.LiveMetrics.Summary == nil || ev.LiveMetrics.Summary.Requests == 0 {
+		return ""
+	}
+	s := ev.LiveMetrics.Summary
+	ms := func(v *float64) string {
+		if v == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f", *v)
+	}
+	return fmt.Sprintf("TTFT p50 %s / p99 %s ms, TPOT p50 %s ms, %.1f req/s, %.1f tok/s, errors %.1f%%",
+		ms(s.TTFTMs.P50), ms(s.TTFTMs.P99), ms(s.TPOTMs.P50), s.Throughput.RequestsPerSecond,
+		s.Throughput.OutputTokensPerSecond, 100*s.ErrorRate)
 }
 
 // caseFinished tells whether a workflow case's status is final.
@@ -80,13 +102,17 @@ func (a *app) follow(cmd *cobra.Command, eventsPath, label string) (progressEven
 				if ev.Phase != "" {
 					what += " " + ev.Phase
 				}
+				message := ev.ProgressMessage
+				if live := ev.liveLine(); live != "" {
+					message += " | " + live
+				}
 				if bar != nil {
 					if len(cases) == 0 { // a workflow's bar counts its cases instead
 						_ = bar.Set(int(ev.ProgressPercent * 10))
 					}
-					bar.Describe(fmt.Sprintf("%s %s: %s", label, what, ev.ProgressMessage))
+					bar.Describe(fmt.Sprintf("%s %s: %s", label, what, message))
 				} else {
-					fmt.Fprintf(a.errOut, "%s %.1f%% %s\n", what, ev.ProgressPercent, ev.ProgressMessage)
+					fmt.Fprintf(a.errOut, "%s %.1f%% %s\n", what, ev.ProgressPercent, message)
 				}
 			case "case":
 				cases[ev.CaseID] = caseFinished(ev.Status)

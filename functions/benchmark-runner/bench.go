@@ -268,9 +268,9 @@ func (x *execution) report(ctx context.Context) {
 	if planned > 0 {
 		pct = math.Round(min(99, 100*float64(done)/float64(planned))*10) / 10
 	}
-	live := map[string]any{"phase": phase, "planned_requests": planned, "completed_requests": done,
-		"successful_requests": x.succeeded.Load(), "failed_requests": x.failed.Load(), "in_flight_requests": inFlight(),
-		"elapsed_seconds": math.Round(time.Since(x.started).Seconds()*10) / 10, "summary": summary}
+	live := evalrun.LiveMetrics{Phase: phase, PlannedRequests: planned, CompletedRequests: done,
+		SuccessfulRequests: x.succeeded.Load(), FailedRequests: x.failed.Load(), InFlightRequests: inFlight(),
+		ElapsedSeconds: math.Round(time.Since(x.started).Seconds()*10) / 10, Summary: &summary}
 	_, _ = x.r.runs.Patch(ctx, x.run.ID(), x.claim.Fence(), func(run *evalrun.Run) error {
 		run.Set("heartbeat_at", evalrun.Now())
 		run.Set("progress_percent", pct)

@@ -144,7 +144,7 @@ func TestMultiTurnChatWorkloadYAMLSendsAssistantMessages(t *testing.T) {
 func TestParallelMultiTurnWorkersHoldTheirOwnConversations(t *testing.T) {
 	model, _, sessions := runConversations(t, parallel(), `{"deployment_execution_id":"exec-1","parallelism":2,"shared_prefix":{"num_groups":1,
 		"num_prompts_per_group":2,"system_prompt_len":8,"question_len":4,"output_len":2,"enable_multi_turn_chat":true,
-		"stages":[{"rate":10,"duration":1}]}}`, 4)
+		"stages":[{"rate":10,"duration":3}]}}`, 4) // 3 s: a session's later turns wait for its first, which a loaded host can hold up
 	for sid, recs := range sessions {
 		if !strings.HasPrefix(sid, fmt.Sprintf("w%v-g0-p", recs[0].Metadata["worker"])) {
 			t.Fatalf("worker %v sent session %q", recs[0].Metadata["worker"], sid)

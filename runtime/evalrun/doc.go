@@ -10,5 +10,6 @@
 // fields as Go types: the evaluation API's OpenAPI schema of a run is generated from it.
 //
 // It may import runtime/rawjson (the run document), runtime/problem, runtime/state, runtime/secret,
-// runtime/recordrepo, runtime/loadgen (the per-request Record) and events.
+// runtime/recordrepo, runtime/loadgen (the per-request Record), runtime/livesummary (the live
+// summary a running run shows) and events.
 package evalrun

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/runtime/livesummary"
 )
 
 // View lists the fields of a benchmark run's public document (BenchmarkRunResponse) as the API
@@ -64,7 +65,7 @@ type View struct {
 	PhaseStartedAt     *string            `json:"phase_started_at,omitempty"`
 	ProgressPercent    *float64           `json:"progress_percent,omitempty"`
 	ProgressMessage    *string            `json:"progress_message,omitempty"`
-	LiveMetrics        json.RawMessage    `json:"live_metrics,omitempty" doc:"while running"`
+	LiveMetrics        *LiveMetrics       `json:"live_metrics,omitempty" doc:"while running"`
 	Logs               []string           `json:"logs,omitempty" doc:"left out of lists"`
 	LogsTruncated      *bool              `json:"logs_truncated,omitempty"`
 	Warmup             json.RawMessage    `json:"warmup,omitempty"`
@@ -79,4 +80,17 @@ type View struct {
 	Error              *string            `json:"error,omitempty"`
 	FinishedAt         *string            `json:"finished_at,omitempty"`
 	CleanupStatus      *string            `json:"cleanup_status,omitempty"`
+}
+
+// LiveMetrics is what a running run shows of itself (live_metrics): the benchmark-runner writes
+// it every report interval and the API documents it from this type.
+type LiveMetrics struct {
+	Phase              string                `json:"phase"`
+	PlannedRequests    int64                 `json:"planned_requests"`
+	CompletedRequests  int64                 `json:"completed_requests"`
+	SuccessfulRequests int64                 `json:"successful_requests"`
+	FailedRequests     int64                 `json:"failed_requests"`
+	InFlightRequests   int64                 `json:"in_flight_requests"`
+	ElapsedSeconds     float64               `json:"elapsed_seconds"`
+	Summary            *livesummary.Snapshot `json:"summary,omitempty" doc:"percentiles, throughput and error causes of the measured requests so far"`
 }

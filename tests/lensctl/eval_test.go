@@ -19,6 +19,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/fn/fntest"
+	"github.com/lensfn/lensfn/runtime/livesummary"
 	"github.com/lensfn/lensfn/runtime/loadgen"
 	"github.com/lensfn/lensfn/runtime/rawjson"
 	"github.com/lensfn/lensfn/runtime/secret"
@@ -97,6 +98,12 @@ func (es *evalStack) finishRun(t *testing.T, id, status string, ttftLimit float6
 		r.Set("phase", evalrun.PhaseMatrix(0))
 		r.Set("progress_percent", 50)
 		r.Set("progress_message", "matrix-0: 4 of 8 requests completed")
+		live := livesummary.New()
+		now := time.Now()
+		for range 4 {
+			live.Add(livesummary.Observation{Successful: true, TTFTMs: 40, TPOTMs: 10, LatencyMs: 200, OutputTokens: 16}, now)
+		}
+		r.Set("live_metrics", map[string]any{"phase": evalrun.PhaseMatrix(0), "completed_requests": 4, "summary": live.Snapshot(now)})
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -213,6 +220,10 @@ func TestEvalRunsWatchExitsByOutcomeAndSLA(t *testing.T) {
 		select {
 		case r := <-done:
 			if r.code != tc.want || !strings.Contains(r.stderr, "benchmarking fake-model") || !strings.Contains(r.stderr, "matrix-0") {
+				t.Errorf("%s: %+v", name, r)
+			}
+			// The live summary of the running run is shown (TTFT 40 ms within DDSketch's 1 %).
+			if !strings.Contains(r.stderr, "TTFT p50 40") && !strings.Contains(r.stderr, "TTFT p50 39") {
 				t.Errorf("%s: %+v", name, r)
 			}
 			if tc.status == evalrun.StatusFailed && !strings.Contains(r.stderr, "the endpoint stopped answering") {
