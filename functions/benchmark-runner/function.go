@@ -187,20 +187,23 @@ func (r *Runner) execute(ctx context.Context, run *evalrun.Run, held *leasedrun.
 // finish stores the outcome, releases the lease and emits run.finished.
 func (r *Runner) finish(ctx context.Context, run *evalrun.Run, c *state.HeldLease, res *result) {
 	id := run.ID()
+	// The closing log line goes first: a watcher's stream ends at the terminal status, so a line
+	// appended after it would never reach the watcher (nor a reader of the finished run's stream).
+	if res.err != "" {
+		r.runs.Logf(ctx, id, "Finished %s: %s", res.status, res.err)
+	} else {
+		r.runs.Logf(ctx, id, "Finished %s", res.status)
+	}
 	finished, err := r.runs.Transition(ctx, id, []string{evalrun.StatusRunning, evalrun.StatusCancelling}, res.status, c.Fence(), func(run *evalrun.Run) error {
 		res.apply(run)
 		return nil
 	})
 	if err != nil {
 		r.log.Errorw("could not record the run's outcome", "run", id, "status", res.status, "error", err)
+		r.runs.Logf(ctx, id, "Could not record the outcome %s: %v", res.status, err)
 		return
 	}
 	r.metrics.finished.WithLabelValues(res.status).Inc()
-	if res.err != "" {
-		r.runs.Logf(ctx, id, "Finished %s: %s", res.status, res.err)
-	} else {
-		r.runs.Logf(ctx, id, "Finished %s", res.status)
-	}
 	_ = r.deps.Store.ReleaseLease(ctx, c.Lease())
 	r.release(ctx, finished)
 	r.announce(ctx, finished)
