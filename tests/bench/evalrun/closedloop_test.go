@@ -188,46 +188,56 @@ func runnerSink(path string) (loadgen.Sink, func() error, error) {
 func runEngineLoop(b *testing.B, shape loopShape, stream bool) {
 	for b.Loop() {
 		sim := startSimulator(b, simLatency(b)...)
-		sink, closeSink, err := runnerSink(filepath.Join(b.TempDir(), evalrun.RecordsFile))
-		if err != nil {
-			b.Fatal(err)
-		}
-		progress := &loadgen.Progress{}
 		// The engine's own lean client dialling through an egress policy, as the runner drives it.
 		cfg := loadgen.Config{Dial: egress.New(egress.Rules{}).DialContext}
-		cfg.BaseURL, cfg.Model, cfg.API = sim.base+"/v1", simModel, loadgen.APICompletions
-		cfg.Stream, cfg.IgnoreEOS, cfg.InterTokenTimes = stream, true, stream
-		cfg.Concurrency, cfg.Seed, cfg.Progress, cfg.RunID = shape.concurrency, 1, progress, "bench"
-		// Long enough to hold the loop through the warm-up and the window; then no new sends.
-		cfg.Duration = 30*time.Second + shape.warm + shape.window
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		var runErr error
-		go func() {
-			defer close(done)
-			_, runErr = loadgen.RunSchedule(ctx, cfg, fixedLengths{n: shape.requests, isl: shape.isl, osl: shape.osl,
-				meta: map[string]any{"stage": 0, "concurrency": shape.concurrency, "isl": shape.isl, "osl": shape.osl}}, sink)
-		}()
-		cpu := func() (time.Duration, error) {
-			select {
-			case <-done:
-				return 0, fmt.Errorf("the engine's run ended: %v", runErr)
-			default:
-				return benchkit.CPUTime(), nil
-			}
-		}
-		w := measure(b, sim, shape, cpu, func() float64 { return float64(progress.Snapshot().InFlight) })
-		cancel()
-		<-done
-		if runErr != nil && ctx.Err() == nil {
-			b.Fatal(runErr)
-		}
-		if err := closeSink(); err != nil {
-			b.Fatal(err)
-		}
+		w := engineWindow(b, sim, shape, cfg, stream, "bench")
 		rss, _ := procStatusKB(os.Getpid(), "VmHWM")
 		w.report(b, rss)
 	}
+}
+
+// engineWindow runs the engine's closed loop against sim with cfg's transport (the runner's
+// settings and per-record work) and measures one window of it.
+func engineWindow(b *testing.B, sim *simulator, shape loopShape, cfg loadgen.Config, stream bool, runID string) window {
+	sink, closeSink, err := runnerSink(filepath.Join(b.TempDir(), evalrun.RecordsFile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	progress := &loadgen.Progress{}
+	cfg.BaseURL, cfg.Model, cfg.API = sim.base+"/v1", simModel, loadgen.APICompletions
+	cfg.Stream, cfg.IgnoreEOS, cfg.InterTokenTimes = stream, true, stream
+	cfg.Concurrency, cfg.Seed, cfg.Progress, cfg.RunID = shape.concurrency, 1, progress, runID
+	// Long enough to hold the loop through the warm-up and the window; then no new sends.
+	cfg.Duration = 30*time.Second + shape.warm + shape.window
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	var runErr error
+	go func() {
+		defer close(done)
+		_, runErr = loadgen.RunSchedule(ctx, cfg, fixedLengths{n: shape.requests, isl: shape.isl, osl: shape.osl,
+			meta: map[string]any{"stage": 0, "concurrency": shape.concurrency, "isl": shape.isl, "osl": shape.osl}}, sink)
+	}()
+	cpu := func() (time.Duration, error) {
+		select {
+		case <-done:
+			return 0, fmt.Errorf("the engine's run ended: %v", runErr)
+		default:
+			return benchkit.CPUTime(), nil
+		}
+	}
+	w := measure(b, sim, shape, cpu, func() float64 { return float64(progress.Snapshot().InFlight) })
+	cancel()
+	<-done
+	if runErr != nil && ctx.Err() == nil {
+		b.Fatal(runErr)
+	}
+	if err := closeSink(); err != nil {
+		b.Fatal(err)
+	}
+	if cfg.Client != nil {
+		cfg.Client.CloseIdleConnections()
+	}
+	return w
 }
 
 // plainBody is the non-streamed request k6 and vegeta send: what the engine sends for a

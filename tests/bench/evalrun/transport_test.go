@@ -1,15 +1,10 @@
 package evalrun_test
 
 import (
-	"context"
-	"fmt"
 	"net/http"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/lensfn/lensfn/runtime/egress"
-	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/loadgen"
 	"github.com/lensfn/lensfn/tests/bench/benchkit"
 )
@@ -38,7 +33,7 @@ func BenchmarkTransportSideBySide(b *testing.B) {
 					return &loadgen.Config{Client: &http.Client{Transport: tr}}
 				},
 			} {
-				w := sideLoop(b, sim, shape, client())
+				w := engineWindow(b, sim, shape, *client(), true, "side")
 				cpu[t] += float64(w.cpu.Microseconds())
 				requests[t] += w.requests
 				b.Logf("round %d %s: %.1f cpu-us/req over %.0f requests", round, []string{"lean", "net/http"}[t],
@@ -51,46 +46,4 @@ func BenchmarkTransportSideBySide(b *testing.B) {
 		b.ReportMetric(lean/std, "lean/nethttp")
 		b.ReportMetric(loadAverage(), "load-1m")
 	}
-}
-
-// sideLoop runs one closed loop with cfg's transport and measures it.
-func sideLoop(b *testing.B, sim *simulator, shape loopShape, cfg *loadgen.Config) window {
-	sink, closeSink, err := runnerSink(filepath.Join(b.TempDir(), evalrun.RecordsFile))
-	if err != nil {
-		b.Fatal(err)
-	}
-	progress := &loadgen.Progress{}
-	cfg.BaseURL, cfg.Model, cfg.API = sim.base+"/v1", simModel, loadgen.APICompletions
-	cfg.Stream, cfg.IgnoreEOS, cfg.InterTokenTimes = true, true, true
-	cfg.Concurrency, cfg.Seed, cfg.Progress, cfg.RunID = shape.concurrency, 1, progress, "side"
-	cfg.Duration = 30*time.Second + shape.warm + shape.window
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	var runErr error
-	go func() {
-		defer close(done)
-		_, runErr = loadgen.RunSchedule(ctx, *cfg, fixedLengths{n: shape.requests, isl: shape.isl, osl: shape.osl,
-			meta: map[string]any{"stage": 0, "concurrency": shape.concurrency, "isl": shape.isl, "osl": shape.osl}}, sink)
-	}()
-	cpu := func() (time.Duration, error) {
-		select {
-		case <-done:
-			return 0, fmt.Errorf("the engine's run ended: %v", runErr)
-		default:
-			return benchkit.CPUTime(), nil
-		}
-	}
-	w := measure(b, sim, shape, cpu, func() float64 { return float64(progress.Snapshot().InFlight) })
-	cancel()
-	<-done
-	if runErr != nil && ctx.Err() == nil {
-		b.Fatal(runErr)
-	}
-	if err := closeSink(); err != nil {
-		b.Fatal(err)
-	}
-	if cfg.Client != nil {
-		cfg.Client.CloseIdleConnections()
-	}
-	return w
 }
