@@ -292,6 +292,7 @@ func (x *execution) setPhase(ctx context.Context, phase string) {
 	_, _ = x.r.runs.Patch(ctx, x.run.ID(), x.claim.Fence(), func(run *evalrun.Run) error {
 		run.Set("phase", phase)
 		run.Set("phase_started_at", now)
+		run.Set("progress_message", phase+": starting") // not the last phase's count until the next report
 		run.Set("heartbeat_at", now)
 		if phase != evalrun.PhasePreparingMonitoring && !run.Has("benchmark_started_at") {
 			run.Set("benchmark_started_at", now)

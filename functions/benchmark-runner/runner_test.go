@@ -474,6 +474,11 @@ func TestProgressStreamCarriesStatusPhasesLiveMetricsAndLogs(t *testing.T) {
 				statuses = append(statuses, s)
 			}
 			sawPhase = sawPhase || d["phase"] == "matrix-0"
+			// A progress message that names a phase names the entry's own phase.
+			if msg, _ := d["progress_message"].(string); d["phase"] != nil && strings.Contains(msg, ": ") &&
+				!strings.HasPrefix(msg, d["phase"].(string)+": ") {
+				t.Errorf("status entry of phase %v says %q", d["phase"], msg)
+			}
 			if live, ok := d["live_metrics"].(json.RawMessage); ok && strings.Contains(string(live), `"completed_requests"`) {
 				sawLive = true
 			}
