@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lensfn/lensfn/runtime/wasmhost/wasmtest"
 )
 
 // SimulatorBinary returns LENS_SIM_BIN when set (tests/bench/run.sh builds it once), else builds
@@ -18,7 +20,7 @@ func SimulatorBinary(tb testing.TB) string {
 	if bin := os.Getenv("LENS_SIM_BIN"); bin != "" {
 		return bin
 	}
-	root := repoRoot(tb)
+	root := wasmtest.RepoRoot(tb)
 	bin := filepath.Join(tb.TempDir(), "inference-sim")
 	build := exec.Command("go", "build", "-o", bin, "./functions/inference-sim/cmd/inference-sim")
 	build.Dir = root
@@ -26,24 +28,6 @@ func SimulatorBinary(tb testing.TB) string {
 		tb.Fatalf("building the simulator: %v\n%s", err, out)
 	}
 	return bin
-}
-
-// repoRoot is the nearest directory above the working directory with a go.mod.
-func repoRoot(tb testing.TB) string {
-	dir, err := os.Getwd()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			tb.Fatal("benchkit: no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }
 
 // FreePort is a loopback TCP port nothing listens on now.
