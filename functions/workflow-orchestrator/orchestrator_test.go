@@ -351,6 +351,11 @@ func TestEvaluationRunsCasesInOrderAndReports(t *testing.T) {
 	if w.live() != 0 {
 		t.Fatalf("%d deployments left", w.live())
 	}
+	// workflow.finished is emitted after the terminal status is stored: wait for it, then
+	// check it went out exactly once.
+	for deadline := time.Now().Add(5 * time.Second); w.count(events.TypeWorkflowFinished) == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if n := w.count(events.TypeWorkflowFinished); n != 1 {
 		t.Fatalf("workflow.finished sent %d times", n)
 	}
