@@ -89,3 +89,65 @@ func TestEverySecretAManifestReadsIsCreated(t *testing.T) {
 		t.Error("inference-sim.yaml does not read LENS_SIM_ADMIN_TOKEN (--admin-token) from a Secret")
 	}
 }
+
+// Every Service that talks to the cluster's Redis authenticates to it (redis.yaml starts it with
+// --requirepass from the lensfn-redis Secret, so a Service without REDIS_PASSWORD could not reach
+// its store), and every function of the runtime (they are the ones with a store) needs bearer
+// tokens (#9: the manifests set LENS_AUTH=required) and accepts the bootstrap admin token.
+func TestEveryStoreUserAuthenticatesAndRequiresTokens(t *testing.T) {
+	users := 0
+	for _, o := range manifests(t) {
+		if !metaOf(o).is("serving.knative.dev/v1", "Service", "") {
+			continue
+		}
+		var doc any
+		if err := json.Unmarshal(o.JSON, &doc); err != nil {
+			t.Fatal(err)
+		}
+		refs := map[string]secretRef{}
+		secretRefs(doc, refs)
+		values := envValues(t, o)
+		if _, ok := values["REDIS_URL"]; !ok {
+			continue
+		}
+		users++
+		if pw, ok := refs["REDIS_PASSWORD"]; !ok || pw.Name != "lensfn-redis" || pw.Key != "password" || pw.Optional {
+			t.Errorf("%s: sets REDIS_URL but does not read REDIS_PASSWORD from Secret lensfn-redis key password (got %+v)", o.File, pw)
+		}
+		if values["LENS_AUTH"] != "required" {
+			t.Errorf("%s: LENS_AUTH is %q, want required", o.File, values["LENS_AUTH"])
+		}
+		if boot, ok := refs["LENS_BOOTSTRAP_TOKEN_SHA256"]; !ok || boot.Name != "lensfn-bootstrap-token" {
+			t.Errorf("%s: does not read LENS_BOOTSTRAP_TOKEN_SHA256 from Secret lensfn-bootstrap-token, so the admin token cannot sign in", o.File)
+		}
+	}
+	if users < 8 {
+		t.Fatalf("only %d Services set REDIS_URL; the check saw too few to mean anything", users)
+	}
+}
+
+// envValues maps a Service's container env names to their literal values ("" for valueFrom).
+func envValues(t *testing.T, o object) map[string]string {
+	t.Helper()
+	var svc struct {
+		Spec struct {
+			Template struct {
+				Spec struct {
+					Containers []struct {
+						Env []struct{ Name, Value string }
+					}
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal(o.JSON, &svc); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, c := range svc.Spec.Template.Spec.Containers {
+		for _, e := range c.Env {
+			out[e.Name] = e.Value
+		}
+	}
+	return out
+}
