@@ -78,6 +78,10 @@ type execution struct {
 	path    string
 	total   *evalrun.Builder
 	mu      sync.Mutex // guards the builders, the live summary and the current phase
+	// progressMu orders the stored progress: a phase change (memory and record) and a progress
+	// report (read and record) never interleave, so no stored entry pairs one phase with another
+	// phase's message, and a report never writes an older phase over a newer one.
+	progressMu sync.Mutex
 	// live summarises the measured requests as they complete (live_metrics.summary): this
 	// execution's own, or for the owner of a run with workers the merge of theirs.
 	live *livesummary.Summary
@@ -258,6 +262,8 @@ func (x *execution) report(ctx context.Context) {
 		x.reportWorker(ctx)
 		return
 	}
+	x.progressMu.Lock()
+	defer x.progressMu.Unlock()
 	x.mu.Lock()
 	phase, inFlight := x.phase, x.inFlight
 	summary := x.live.Snapshot(time.Now())
@@ -282,6 +288,8 @@ func (x *execution) report(ctx context.Context) {
 
 // setPhase records the phase the run enters.
 func (x *execution) setPhase(ctx context.Context, phase string) {
+	x.progressMu.Lock()
+	defer x.progressMu.Unlock()
 	x.mu.Lock()
 	x.phase = phase
 	x.mu.Unlock()
