@@ -1,17 +1,16 @@
 package inferencesim
 
 import (
-	"encoding/json"
 	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine"
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine/textgen"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/pacer"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/render"
 )
 
 // The generation endpoints' flow: decode and admit (prepare), then either
@@ -20,26 +19,22 @@ import (
 
 // handleGenerate serves /v1/chat/completions, /v1/completions and
 // /v1/responses.
-func (r *rank) handleGenerate(ctx *fasthttp.RequestCtx, kind, api int) {
-	g := r.getGen(kind)
-	g.api = api
-	g.arrival = pacer.Now()
+func (r *rank) handleGenerate(ctx *fasthttp.RequestCtx, kind engine.Kind, api render.API) {
+	g := r.getGen(kind, api)
+	g.req.Admission.Arrival = pacer.Now()
 	g.watch.watch(ctx.Conn())
 	if e := g.prepare(ctx); e != nil {
 		openai.WriteError(ctx, e)
 		g.finishEarly()
 		return
 	}
-	if g.stream {
+	if g.req.Params.Stream {
 		ctx.Response.Header.SetContentType("text/event-stream")
 		ctx.Response.Header.Set("Cache-Control", "no-cache")
 		ctx.Response.SetBodyStream(g, -1)
 		return // g is released by Close
 	}
-	end := g.admitted
-	for i := range g.choices {
-		end = max(end, g.choices[i].end)
-	}
+	end := g.req.End()
 	if !g.waitUntil(end) { // the client left: free the slot now, nobody reads the answer
 		ctx.SetConnectionClose()
 		g.finishEarly()
@@ -48,10 +43,10 @@ func (r *rank) handleGenerate(ctx *fasthttp.RequestCtx, kind, api int) {
 	now := pacer.Now()
 	ctx.Response.Header.SetContentType("application/json")
 	bp := openai.GetBuf()
-	if g.api == apiResponses {
-		*bp = g.appendResponseObject((*bp)[:0], true)
+	if g.api == render.Responses {
+		*bp = render.ResponseObject((*bp)[:0], &g.req, true)
 	} else {
-		*bp = g.appendFullResponse((*bp)[:0])
+		*bp = render.Full((*bp)[:0], &g.req)
 	}
 	if cap(*bp) > 1<<20 { // a large answer is handed over, not copied (the pool would drop it)
 		ctx.Response.SetBodyRaw(*bp)
@@ -59,15 +54,14 @@ func (r *rank) handleGenerate(ctx *fasthttp.RequestCtx, kind, api int) {
 		ctx.SetBody(*bp)
 		openai.PutBuf(bp)
 	}
-	g.complete = true
 	g.finishNonStream(now, end)
 }
 
 // finishEarly releases a request that ended before generation.
 func (g *genCtx) finishEarly() {
-	if g.acquired {
-		g.r.kvFinish(g)
-		g.r.sched.Release(g.lora)
+	if g.req.Admission.Acquired {
+		g.r.gen.Finish(&g.req)
+		g.r.sched.Release(g.req.LoRA)
 	}
 	g.release()
 }
@@ -75,107 +69,109 @@ func (g *genCtx) finishEarly() {
 // finishNonStream records metrics with the simulated timeline anchored at
 // the real admission time and the measured completion.
 func (g *genCtx) finishNonStream(now, end time.Duration) {
-	r := g.r
 	late := max(now-end, 0)
-	for i := range g.choices {
-		c := &g.choices[i]
-		first, last := g.admitted+c.ttft, c.end
-		if n := len(c.gaps); n > 0 {
-			for _, gap := range c.gaps[:n-1] {
+	for i := range g.req.Seqs {
+		s := &g.req.Seqs[i]
+		if n := len(s.Gaps); n > 0 {
+			for _, gap := range s.Gaps[:n-1] {
 				g.mm.ITL.Observe(gap.Seconds())
 			}
-			g.mm.ITL.Observe((c.gaps[n-1] + late).Seconds())
+			g.mm.ITL.Observe((s.Gaps[n-1] + late).Seconds())
 		}
-		st := metrics.Request{Arrival: g.arrival, Admitted: g.admitted, FirstToken: first, LastToken: last + late,
-			Finished: now, PromptTokens: c.promptTokens, CachedTokens: g.cachedTokens, GenTokens: len(c.tokens),
-			MaxTokens: c.maxTokens, FinishReason: c.finish, Queued: g.queued, KvCacheQueried: r.kv != nil}
-		g.mm.Observe(&st)
+		g.observe(s, g.req.Admission.Admitted+s.TTFT, s.End+late, now)
 	}
-	r.kvFinish(g)
-	r.sched.Release(g.lora)
-	g.acquired = false
+	g.end()
+}
+
+// observe records one finished sequence in the request metrics.
+func (g *genCtx) observe(s *engine.Sequence, first, last, now time.Duration) {
+	adm := &g.req.Admission
+	st := metrics.Request{Arrival: adm.Arrival, Admitted: adm.Admitted, FirstToken: first, LastToken: last,
+		Finished: now, PromptTokens: s.PromptTokens, CachedTokens: g.req.Prompt.Cached, GenTokens: len(s.Tokens),
+		MaxTokens: s.MaxTokens, FinishReason: s.Finish, Queued: adm.Queued, KvCacheQueried: g.r.kv != nil}
+	g.mm.Observe(&st)
+}
+
+// end frees the running slot and the request.
+func (g *genCtx) end() {
+	g.r.gen.Finish(&g.req)
+	g.r.sched.Release(g.req.LoRA)
+	g.req.Admission.Acquired = false
 	g.release()
 }
 
 // prepare parses, validates, admits and schedules the request. On success
 // the request holds a running slot.
 func (g *genCtx) prepare(ctx *fasthttp.RequestCtx) *openai.Error {
-	r := g.r
+	r, req := g.r, &g.req
 	if r.sim.draining.Load() {
 		return engine.ErrShuttingDown
 	}
-	g.counter = r.counter.Add(1)
-	g.rng = textgen.NewRNG(textgen.Mix(uint64(r.cfg.Seed), g.counter))
-	body := ctx.PostBody()
-	var err error
-	if g.api == apiResponses {
-		if e := openai.CheckJSONShape(body); e != nil {
-			return e
-		}
-		err = g.decodeResponses(body)
-	} else if !g.fastDecode(body) {
-		if e := openai.CheckJSONShape(body); e != nil {
-			return e
-		}
-		g.resetRequest()
-		if g.kind == kindChat {
-			err = json.Unmarshal(body, &g.chat)
-		} else {
-			err = json.Unmarshal(body, &g.text)
-		}
+	counter := r.counter.Add(1)
+	req.Begin(req.Kind, r.cfg.Seed, counter)
+	var e *openai.Error
+	if g.api == render.Responses {
+		e = req.Wire.DecodeResponses(ctx.PostBody())
+	} else {
+		e = req.Wire.Decode(ctx.PostBody(), req.Kind == engine.Chat)
 	}
-	if err != nil {
-		return openai.NewError(400, "Failed to read and parse request body, "+err.Error())
+	if e != nil {
+		return e
 	}
 	if e := returnErrorHeader(ctx); e != nil {
 		return e
 	}
-	common := &g.chat.CommonRequest
-	if g.kind == kindText {
-		common = &g.text.CommonRequest
-	}
+	common := req.Wire.Common(req.Kind == engine.Chat)
 	if st := r.sim.settings.Load(); st.failureRate > 0 {
-		if e := engine.InjectFailure(&g.rng.Rand, st.failureRate, st.failureTypes, common.Model); e != nil {
+		if e := engine.InjectFailure(&req.RNG.Rand, st.failureRate, st.failureTypes, common.Model); e != nil {
 			return e
 		}
 	}
-	if e := g.resolveModel(common.Model); e != nil {
-		return e
-	}
-	if e := g.readParams(common); e != nil {
-		return e
-	}
-	if e := g.tokenizePrompt(); e != nil {
-		return e
-	}
-	if e := g.checkOutputBudget(); e != nil {
-		return e
-	}
-	running, queued, e := r.sched.Acquire(g.lora, g.watch.goneCh)
+	model, lora, mm, e := r.resolveModel(common.Model)
 	if e != nil {
 		return e
 	}
-	g.acquired, g.running, g.queued = true, running, queued
-	g.admitted = pacer.Now()
-	g.created = time.Now().Unix()
-	prefix := "chatcmpl-"
-	if g.kind == kindText {
-		prefix = "cmpl-"
-	}
-	if g.api == apiResponses {
-		prefix = "resp_"
-	}
-	g.id = append(g.id[:0], prefix...)
-	g.id = appendUUID(g.id, r.cfg.Seed, r.port, g.counter)
-	if r.kv != nil {
-		if e := r.kvStart(g); e != nil {
-			return e
-		}
-	}
-	if e := g.generate(); e != nil {
+	req.Model, req.LoRA, g.mm = model, lora, mm
+	if e := r.gen.Check(req); e != nil {
 		return e
 	}
-	return g.schedule()
+	running, queued, e := r.sched.Acquire(req.LoRA, g.watch.goneCh)
+	if e != nil {
+		return e
+	}
+	req.Admission.Acquired, req.Admission.Running, req.Admission.Queued = true, running, queued
+	req.Admission.Admitted = pacer.Now()
+	req.Created = time.Now().Unix()
+	prefix := "chatcmpl-"
+	if req.Kind == engine.Text {
+		prefix = "cmpl-"
+	}
+	if g.api == render.Responses {
+		prefix = "resp_"
+	}
+	req.ID = append(req.ID[:0], prefix...)
+	req.ID = engine.AppendRequestID(req.ID, r.cfg.Seed, r.port, counter)
+	if e := r.gen.Start(req); e != nil {
+		return e
+	}
+	if e := r.gen.Generate(req); e != nil {
+		return e
+	}
+	return r.gen.Schedule(req, r.sim.settings.Load().calc)
+}
+
+// resolveModel maps a request's model to the base model or a known LoRA adapter (the
+// registry's copy of its name, also the adapter to run on) and its metric set.
+func (r *rank) resolveModel(name string) (model, lora string, mm *metrics.Model, e *openai.Error) {
+	for _, s := range r.cfg.ServedModelNames {
+		if s == name {
+			return name, "", r.metrics.ForModel(r.metrics.BaseModel), nil
+		}
+	}
+	if lora, ok := r.loras.Lookup(name); ok {
+		return lora, lora, r.metrics.ForModel(lora), nil
+	}
+	return "", "", nil, openai.NewParamError(404, "The model `"+name+"` does not exist.", "model")
 }
 
 func returnErrorHeader(ctx *fasthttp.RequestCtx) *openai.Error {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine/textgen"
 )
 
@@ -24,7 +25,7 @@ func TestDatasetResponses(t *testing.T) {
 	answer, _ := json.Marshal([]string{"The ", "capital ", "is ", "Paris", "."})
 	other, _ := json.Marshal([]string{"Something ", "else", "."})
 	if _, err := db.Exec(`INSERT INTO llmd (prompt_hash, gen_tokens, n_gen_tokens) VALUES (?, ?, 5), (?, ?, 3)`,
-		promptHash(textgen.AppendTokenIDs(nil, known)), string(answer), []byte("nohash"), string(other)); err != nil {
+		engine.PromptHash(textgen.AppendTokenIDs(nil, known)), string(answer), []byte("nohash"), string(other)); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()

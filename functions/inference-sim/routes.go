@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/render"
 )
 
 // route is one entry of the route table: the methods a path answers (none: any method, for
@@ -35,9 +38,9 @@ func on(handle func(*rank, *fasthttp.RequestCtx), methods ...string) route {
 // endpoints. Authentication by path prefix (/v1 and /admin) runs before it; a known path
 // asked with another method gets an OpenAI-style 405 naming the methods, an unknown one 404.
 var routes = map[string]route{
-	"/v1/chat/completions":    on(func(r *rank, ctx *fasthttp.RequestCtx) { r.handleGenerate(ctx, kindChat, apiCompletions) }, "POST"),
-	"/v1/completions":         on(func(r *rank, ctx *fasthttp.RequestCtx) { r.handleGenerate(ctx, kindText, apiCompletions) }, "POST"),
-	"/v1/responses":           on(func(r *rank, ctx *fasthttp.RequestCtx) { r.handleGenerate(ctx, kindChat, apiResponses) }, "POST"),
+	"/v1/chat/completions":    on(func(r *rank, ctx *fasthttp.RequestCtx) { r.handleGenerate(ctx, engine.Chat, render.Completions) }, "POST"),
+	"/v1/completions":         on(func(r *rank, ctx *fasthttp.RequestCtx) { r.handleGenerate(ctx, engine.Text, render.Completions) }, "POST"),
+	"/v1/responses":           on(func(r *rank, ctx *fasthttp.RequestCtx) { r.handleGenerate(ctx, engine.Chat, render.Responses) }, "POST"),
 	"/v1/models":              on((*rank).handleModels, "GET"),
 	"/v1/load_lora_adapter":   on((*rank).handleLoadLoRA, "POST"),
 	"/v1/unload_lora_adapter": on((*rank).handleUnloadLoRA, "POST"),

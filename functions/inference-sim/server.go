@@ -23,6 +23,7 @@ import (
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/pacer"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/render"
 	"github.com/lensfn/lensfn/wasm-modules/latency"
 )
 
@@ -73,7 +74,7 @@ type Simulator struct {
 	started  time.Time
 	draining atomic.Bool
 	tlsConf  *tls.Config
-	dataset  *dataset
+	dataset  *engine.Dataset
 
 	// beforeEmit, when set (by in-package tests only), runs after a stream's wait
 	// and before its due frames are built: a test makes the server late with it.
@@ -91,7 +92,7 @@ type rank struct {
 	metrics        *metrics.Set
 	loras          *engine.LoRARegistry
 	kv             *engine.KV
-	dataset        *dataset
+	gen            *engine.Generator
 	counter        atomic.Uint64
 	server         *fasthttp.Server
 	metricsHandler fasthttp.RequestHandler
@@ -136,7 +137,7 @@ func New(cfg *config.Config, opts ...Option) (*Simulator, error) {
 	}
 	for i, idx := range ranks {
 		port := cfg.Port + i
-		r := &rank{sim: s, cfg: cfg, index: idx, port: port, portStr: strconv.Itoa(port), dataset: s.dataset,
+		r := &rank{sim: s, cfg: cfg, index: idx, port: port, portStr: strconv.Itoa(port),
 			apiAuth: bearer(cfg.APIKey), adminAuth: bearer(cfg.AdminToken)}
 		r.loras = engine.NewLoRARegistry(cfg.LoRAModules)
 		r.metrics = metrics.New(metrics.Settings{Model: cfg.ServedModelNames[0], MaxModelLen: cfg.MaxModelLen, MaxLoRAs: cfg.MaxLoRAs,
@@ -158,6 +159,7 @@ func New(cfg *config.Config, opts ...Option) (*Simulator, error) {
 			}
 			r.kv = kv
 		}
+		r.gen = engine.NewGenerator(cfg, s.dataset, r.kv, r.loras)
 		r.server = &fasthttp.Server{
 			Handler:            r.handle,
 			ErrorHandler:       r.handleBadRequest,
@@ -302,39 +304,17 @@ func (r *rank) handle(ctx *fasthttp.RequestCtx) {
 }
 
 func (r *rank) handleModels(ctx *fasthttp.RequestCtx) {
-	created := strconv.FormatInt(time.Now().Unix(), 10)
-	bp := openai.GetBuf()
-	b := append((*bp)[:0], `{"object":"list","data":[`...)
-	first := true
-	entry := func(id, root, parent string) {
-		if !first {
-			b = append(b, ',')
-		}
-		first = false
-		b = append(b, `{"id":`...)
-		b = openai.AppendJSONString(b, id)
-		b = append(b, `,"object":"model","created":`...)
-		b = append(b, created...)
-		b = append(b, `,"owned_by":"vllm","root":`...)
-		b = openai.AppendJSONString(b, root)
-		b = append(b, `,"parent":`...)
-		if parent == "" {
-			b = append(b, "null"...)
-		} else {
-			b = openai.AppendJSONString(b, parent)
-		}
-		b = append(b, '}')
-	}
+	models := make([]render.Model, 0, len(r.cfg.ServedModelNames)+r.cfg.MaxLoRAs)
 	for _, name := range r.cfg.ServedModelNames {
-		entry(name, r.cfg.Model, "")
+		models = append(models, render.Model{ID: name, Root: r.cfg.Model})
 	}
 	for _, l := range r.loras.List() {
-		entry(l.Name, l.Path, r.cfg.ServedModelNames[0])
+		models = append(models, render.Model{ID: l.Name, Root: l.Path, Parent: r.cfg.ServedModelNames[0]})
 	}
-	b = append(b, "]}"...)
+	bp := openai.GetBuf()
+	*bp = render.Models((*bp)[:0], time.Now().Unix(), models)
 	ctx.Response.Header.SetContentType(ctJSON)
-	ctx.SetBody(b)
-	*bp = b
+	ctx.SetBody(*bp)
 	openai.PutBuf(bp)
 }
 

@@ -1,12 +1,12 @@
 package inferencesim
 
 import (
-	"strconv"
-
 	"github.com/valyala/fasthttp"
 
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine/textgen"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/render"
 )
 
 // /tokenize: {"prompt"} or {"messages"} → {"max_model_len","count","tokens","token_strs":null}.
@@ -25,24 +25,11 @@ func (r *rank) handleTokenize(ctx *fasthttp.RequestCtx) {
 	case req.Prompt != nil:
 		text = *req.Prompt
 	case req.Messages != nil:
-		text = string(appendChatPrompt(nil, req.Messages))
+		text = string(engine.AppendChatPrompt(nil, req.Messages))
 	default:
 		openai.WriteError(ctx, openai.NewParamError(400, "either prompt or messages is required", "prompt"))
 		return
 	}
-	ids := textgen.AppendTokenIDs(nil, text)
-	b := []byte(`{"max_model_len":`)
-	b = strconv.AppendInt(b, int64(r.cfg.MaxModelLen), 10)
-	b = append(b, `,"count":`...)
-	b = strconv.AppendInt(b, int64(len(ids)), 10)
-	b = append(b, `,"tokens":[`...)
-	for i, id := range ids {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendUint(b, uint64(id), 10)
-	}
-	b = append(b, `],"token_strs":null}`...)
 	ctx.Response.Header.SetContentType(ctJSON)
-	ctx.SetBody(b)
+	ctx.SetBody(render.Tokenize(nil, r.cfg.MaxModelLen, textgen.AppendTokenIDs(nil, text)))
 }

@@ -1,22 +1,14 @@
-package inferencesim
+package render
 
 import (
-	"crypto/sha1"
 	"strconv"
 
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine/textgen"
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 )
 
-// Finish reasons.
-const (
-	finishStop           = metrics.FinishStop
-	finishLength         = metrics.FinishLength
-	finishToolCalls      = "tool_calls"
-	finishRemoteDecode   = "remote_decode"
-	finishCacheThreshold = "cache_threshold"
-)
+// Chat and text completions: the non-streamed body (Full) and the streamed chunks, with
+// usage and logprobs, byte for byte as vLLM writes them.
 
 const (
 	objectChat      = "chat.completion"
@@ -24,117 +16,86 @@ const (
 	objectText      = "text_completion"
 )
 
-// appendUUID appends a UUID (version 5 layout) derived from seed, port and
-// a per-rank request counter, so ids are reproducible with --seed.
-func appendUUID(dst []byte, seed int64, port int, counter uint64) []byte {
-	var in [64]byte
-	b := strconv.AppendInt(in[:0], seed, 10)
-	b = append(b, '-')
-	b = strconv.AppendInt(b, int64(port), 10)
-	b = append(b, '-')
-	b = strconv.AppendUint(b, counter, 10)
-	sum := sha1.Sum(b)
-	sum[6] = (sum[6] & 0x0f) | 0x50
-	sum[8] = (sum[8] & 0x3f) | 0x80
-	for i := 0; i < 16; i++ {
-		if i == 4 || i == 6 || i == 8 || i == 10 {
-			dst = append(dst, '-')
-		}
-		dst = append(dst, openai.HexDigits[sum[i]>>4], openai.HexDigits[sum[i]&0xf])
-	}
-	return dst
-}
-
 // appendHead appends {"id":…,"model":…,"object":…[,"kv_transfer_params":…],"created":…
-func (g *genCtx) appendHead(dst []byte, object string, withKV bool) []byte {
+func appendHead(dst []byte, r *engine.Request, object string, withKV bool) []byte {
 	dst = append(dst, `{"id":"`...)
-	dst = append(dst, g.id...)
+	dst = append(dst, r.ID...)
 	dst = append(dst, `","model":`...)
-	dst = openai.AppendJSONString(dst, g.model)
+	dst = openai.AppendJSONString(dst, r.Model)
 	dst = append(dst, `,"object":"`...)
 	dst = append(dst, object...)
 	dst = append(dst, '"')
-	if withKV && g.remoteDecode {
+	if withKV && r.Params.RemoteDecode {
 		dst = append(dst, `,"kv_transfer_params":{"do_remote_decode":false,"do_remote_prefill":true,"remote_block_ids":["DUMMY_ID"],"remote_engine_id":"DUMMY_ID","remote_host":"DUMMY","remote_port":1234,"tp_size":1}`...)
 	}
 	dst = append(dst, `,"created":`...)
-	return strconv.AppendInt(dst, g.created, 10)
+	return strconv.AppendInt(dst, r.Created, 10)
 }
 
-func (g *genCtx) appendUsage(dst []byte) []byte {
-	completion := 0
-	for i := range g.choices {
-		completion += g.choices[i].completionTokens()
-	}
+func appendUsage(dst []byte, r *engine.Request) []byte {
+	completion := r.CompletionTokens()
 	dst = append(dst, `{"prompt_tokens":`...)
-	dst = strconv.AppendInt(dst, int64(g.promptTokens), 10)
+	dst = strconv.AppendInt(dst, int64(r.Prompt.Tokens), 10)
 	dst = append(dst, `,"completion_tokens":`...)
 	dst = strconv.AppendInt(dst, int64(completion), 10)
 	dst = append(dst, `,"total_tokens":`...)
-	dst = strconv.AppendInt(dst, int64(g.promptTokens+completion), 10)
+	dst = strconv.AppendInt(dst, int64(r.Prompt.Tokens+completion), 10)
 	dst = append(dst, `,"prompt_tokens_details":{"cached_tokens":`...)
-	dst = strconv.AppendInt(dst, int64(g.cachedTokens), 10)
+	dst = strconv.AppendInt(dst, int64(r.Prompt.Cached), 10)
 	return append(dst, "}}"...)
 }
 
-// appendFullResponse appends the non-streamed response body.
-func (g *genCtx) appendFullResponse(dst []byte) []byte {
+// Full appends the non-streamed body of a chat or text completion.
+func Full(dst []byte, r *engine.Request) []byte {
 	object := objectText
-	if g.kind == kindChat {
+	if r.Kind == engine.Chat {
 		object = objectChat
 	}
-	dst = g.appendHead(dst, object, true)
+	dst = appendHead(dst, r, object, true)
 	dst = append(dst, `,"usage":`...)
-	dst = g.appendUsage(dst)
+	dst = appendUsage(dst, r)
 	dst = append(dst, `,"choices":[`...)
-	for i := range g.choices {
-		c := &g.choices[i]
+	for i := range r.Seqs {
+		s := &r.Seqs[i]
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"index":`...)
-		dst = strconv.AppendInt(dst, int64(c.index), 10)
+		dst = strconv.AppendInt(dst, int64(s.Index), 10)
 		dst = append(dst, `,"finish_reason":"`...)
-		dst = append(dst, c.finish...)
+		dst = append(dst, s.Finish...)
 		dst = append(dst, '"')
-		if g.kind == kindChat {
+		if r.Kind == engine.Chat {
 			dst = append(dst, `,"message":{"role":"assistant"`...)
-			if len(c.toolCalls) > 0 {
-				dst = appendToolCalls(dst, c.toolCalls)
+			if len(s.ToolCalls) > 0 {
+				dst = appendToolCalls(dst, s.ToolCalls)
 			} else {
 				dst = append(dst, `,"content":"`...)
-				for _, t := range c.tokens {
+				for _, t := range s.Tokens {
 					dst = openai.AppendJSONStringBody(dst, t)
 				}
 				dst = append(dst, '"')
 			}
 			dst = append(dst, '}')
-			if g.logprobs {
-				dst = g.appendChatLogprobs(dst, c.tokens)
+			if r.Params.Logprobs {
+				dst = appendChatLogprobs(dst, r, s.Tokens)
 			}
 		} else {
 			dst = append(dst, `,"text":"`...)
-			if g.echoPrompt {
-				dst = openai.AppendJSONStringBody(dst, c.promptText)
+			if r.Params.Echo {
+				dst = openai.AppendJSONStringBody(dst, s.PromptText)
 			}
-			for _, t := range c.tokens {
+			for _, t := range s.Tokens {
 				dst = openai.AppendJSONStringBody(dst, t)
 			}
 			dst = append(dst, '"')
-			if g.logprobs {
-				dst = g.appendTextLogprobs(dst, c.tokens, 0)
+			if r.Params.Logprobs {
+				dst = appendTextLogprobs(dst, r, s.Tokens, 0)
 			}
 		}
 		dst = append(dst, '}')
 	}
 	return append(dst, "]}"...)
-}
-
-// Simulated log-probabilities: deterministic functions of the token, so
-// a response is reproducible.
-func fakeLogprob(tok string, rank int) float64 {
-	h := textgen.TokenID(tok)
-	return -float64(h%1000)/1000.0 - float64(rank)*0.5
 }
 
 func appendTokenBytes(dst []byte, tok string) []byte {
@@ -148,27 +109,24 @@ func appendTokenBytes(dst []byte, tok string) []byte {
 	return append(dst, ']')
 }
 
-func (g *genCtx) appendChatLogprobEntry(dst []byte, tok string) []byte {
+func appendChatLogprobEntry(dst []byte, r *engine.Request, tok string) []byte {
 	dst = append(dst, `{"token":`...)
 	dst = openai.AppendJSONString(dst, tok)
 	dst = append(dst, `,"logprob":`...)
-	dst = openai.AppendFloat(dst, fakeLogprob(tok, 0))
+	dst = openai.AppendFloat(dst, engine.Logprob(tok, 0))
 	dst = append(dst, `,"bytes":`...)
 	dst = appendTokenBytes(dst, tok)
-	if g.topLogprobs > 0 {
+	if r.Params.TopLogprobs > 0 {
 		dst = append(dst, `,"top_logprobs":[`...)
-		for k := 0; k < g.topLogprobs; k++ {
+		for k := 0; k < r.Params.TopLogprobs; k++ {
 			if k > 0 {
 				dst = append(dst, ',')
 			}
-			alt := tok
-			if k > 0 {
-				alt = textgen.PresetToken(int(textgen.TokenID(tok)) + k)
-			}
+			alt := engine.Alternative(tok, k)
 			dst = append(dst, `{"token":`...)
 			dst = openai.AppendJSONString(dst, alt)
 			dst = append(dst, `,"logprob":`...)
-			dst = openai.AppendFloat(dst, fakeLogprob(tok, k))
+			dst = openai.AppendFloat(dst, engine.Logprob(tok, k))
 			dst = append(dst, `,"bytes":`...)
 			dst = appendTokenBytes(dst, alt)
 			dst = append(dst, '}')
@@ -178,18 +136,18 @@ func (g *genCtx) appendChatLogprobEntry(dst []byte, tok string) []byte {
 	return append(dst, '}')
 }
 
-func (g *genCtx) appendChatLogprobs(dst []byte, toks []string) []byte {
+func appendChatLogprobs(dst []byte, r *engine.Request, toks []string) []byte {
 	dst = append(dst, `,"logprobs":{"content":[`...)
 	for i, t := range toks {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = g.appendChatLogprobEntry(dst, t)
+		dst = appendChatLogprobEntry(dst, r, t)
 	}
 	return append(dst, "]}"...)
 }
 
-func (g *genCtx) appendTextLogprobs(dst []byte, toks []string, offset int) []byte {
+func appendTextLogprobs(dst []byte, r *engine.Request, toks []string, offset int) []byte {
 	dst = append(dst, `,"logprobs":{"tokens":[`...)
 	for i, t := range toks {
 		if i > 0 {
@@ -202,7 +160,7 @@ func (g *genCtx) appendTextLogprobs(dst []byte, toks []string, offset int) []byt
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = openai.AppendFloat(dst, fakeLogprob(t, 0))
+		dst = openai.AppendFloat(dst, engine.Logprob(t, 0))
 	}
 	dst = append(dst, `],"top_logprobs":[`...)
 	for i, t := range toks {
@@ -210,15 +168,14 @@ func (g *genCtx) appendTextLogprobs(dst []byte, toks []string, offset int) []byt
 			dst = append(dst, ',')
 		}
 		dst = append(dst, '{')
-		for k := 0; k < max(g.topLogprobs, 1); k++ {
-			alt := t
+		for k := 0; k < max(r.Params.TopLogprobs, 1); k++ {
 			if k > 0 {
-				alt = textgen.PresetToken(int(textgen.TokenID(t)) + k)
 				dst = append(dst, ',')
 			}
+			alt := engine.Alternative(t, k)
 			dst = openai.AppendJSONString(dst, alt)
 			dst = append(dst, ':')
-			dst = openai.AppendFloat(dst, fakeLogprob(t, k))
+			dst = openai.AppendFloat(dst, engine.Logprob(t, k))
 		}
 		dst = append(dst, '}')
 	}
@@ -240,42 +197,42 @@ func appendSSEEnd(dst []byte) []byte   { return append(dst, "\n\n"...) }
 
 // appendChunkHead starts a streamed chunk; usage is null except in the
 // final usage chunk.
-func (g *genCtx) appendChunkHead(dst []byte) []byte {
+func appendChunkHead(dst []byte, r *engine.Request) []byte {
 	object := objectText
-	if g.kind == kindChat {
+	if r.Kind == engine.Chat {
 		object = objectChatChunk
 	}
 	dst = appendSSEStart(dst)
-	dst = g.appendHead(dst, object, false)
+	dst = appendHead(dst, r, object, false)
 	return append(dst, `,"usage":null,"choices":[{"index":`...)
 }
 
 // appendRoleChunk: the first chat chunk, announcing the assistant role.
-func (g *genCtx) appendRoleChunk(dst []byte, c *choice) []byte {
-	dst = g.appendChunkHead(dst)
-	dst = strconv.AppendInt(dst, int64(c.index), 10)
+func appendRoleChunk(dst []byte, r *engine.Request, s *engine.Sequence) []byte {
+	dst = appendChunkHead(dst, r)
+	dst = strconv.AppendInt(dst, int64(s.Index), 10)
 	dst = append(dst, `,"finish_reason":null,"delta":{"role":"assistant"}}]}`...)
 	return appendSSEEnd(dst)
 }
 
 // appendTokenChunk carries one token.
-func (g *genCtx) appendTokenChunk(dst []byte, c *choice, tok string) []byte {
-	dst = g.appendChunkHead(dst)
-	dst = strconv.AppendInt(dst, int64(c.index), 10)
-	if g.kind == kindChat {
+func appendTokenChunk(dst []byte, r *engine.Request, s *engine.Sequence, tok string) []byte {
+	dst = appendChunkHead(dst, r)
+	dst = strconv.AppendInt(dst, int64(s.Index), 10)
+	if r.Kind == engine.Chat {
 		dst = append(dst, `,"finish_reason":null,"delta":{"content":`...)
 		dst = openai.AppendJSONString(dst, tok)
 		dst = append(dst, '}')
-		if g.logprobs {
+		if r.Params.Logprobs {
 			dst = append(dst, `,"logprobs":{"content":[`...)
-			dst = g.appendChatLogprobEntry(dst, tok)
+			dst = appendChatLogprobEntry(dst, r, tok)
 			dst = append(dst, "]}"...)
 		}
 	} else {
 		dst = append(dst, `,"finish_reason":null,"text":`...)
 		dst = openai.AppendJSONString(dst, tok)
-		if g.logprobs {
-			dst = g.appendTextLogprobs(dst, []string{tok}, c.textOffset)
+		if r.Params.Logprobs {
+			dst = appendTextLogprobs(dst, r, []string{tok}, s.TextOffset)
 		}
 	}
 	dst = append(dst, "}]}"...)
@@ -283,12 +240,12 @@ func (g *genCtx) appendTokenChunk(dst []byte, c *choice, tok string) []byte {
 }
 
 // appendFinishChunk: empty delta (or text) with the finish reason.
-func (g *genCtx) appendFinishChunk(dst []byte, c *choice) []byte {
-	dst = g.appendChunkHead(dst)
-	dst = strconv.AppendInt(dst, int64(c.index), 10)
+func appendFinishChunk(dst []byte, r *engine.Request, s *engine.Sequence) []byte {
+	dst = appendChunkHead(dst, r)
+	dst = strconv.AppendInt(dst, int64(s.Index), 10)
 	dst = append(dst, `,"finish_reason":"`...)
-	dst = append(dst, c.finish...)
-	if g.kind == kindChat {
+	dst = append(dst, s.Finish...)
+	if r.Kind == engine.Chat {
 		dst = append(dst, `","delta":{}}]}`...)
 	} else {
 		dst = append(dst, `","text":""}]}`...)
@@ -297,15 +254,15 @@ func (g *genCtx) appendFinishChunk(dst []byte, c *choice) []byte {
 }
 
 // appendUsageChunk: sent only with stream_options.include_usage.
-func (g *genCtx) appendUsageChunk(dst []byte) []byte {
+func appendUsageChunk(dst []byte, r *engine.Request) []byte {
 	object := objectText
-	if g.kind == kindChat {
+	if r.Kind == engine.Chat {
 		object = objectChatChunk
 	}
 	dst = appendSSEStart(dst)
-	dst = g.appendHead(dst, object, false)
+	dst = appendHead(dst, r, object, false)
 	dst = append(dst, `,"usage":`...)
-	dst = g.appendUsage(dst)
+	dst = appendUsage(dst, r)
 	dst = append(dst, `,"choices":[]}`...)
 	return appendSSEEnd(dst)
 }

@@ -1,4 +1,4 @@
-package inferencesim
+package engine
 
 import (
 	"bytes"
@@ -9,16 +9,137 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine/textgen"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 )
 
-// toolCall is one generated function call.
-type toolCall struct {
-	id   string
-	name string
-	args string
+// Tools are a chat request's tools once checked: their definitions, each one's decoded
+// parameter schema (nil for a tool without parameters) and tool_choice.
+type Tools struct {
+	Defs    []openai.ToolDef
+	schemas []any
+	Choice  openai.ToolChoice
+}
+
+// ToolCall is one generated function call.
+type ToolCall struct {
+	ID   string
+	Name string
+	Args string
+}
+
+// read checks a chat request's tools and tool_choice. The structural checks always
+// apply, even with --skip-tool-validation: they are what keeps generation safe.
+func (t *Tools) read(c *openai.ChatRequest) *openai.Error {
+	if len(c.Tools) > 0 {
+		schemas, e := validateTools(c.Tools)
+		if e != nil {
+			return e
+		}
+		t.schemas = schemas
+	}
+	tc, err := openai.ParseToolChoice(c.ToolChoice, len(c.Tools) > 0)
+	if err != nil {
+		return openai.NewParamError(400, err.Error(), "tool_choice")
+	}
+	if tc.Mode == "function" && findTool(c.Tools, tc.Name) == nil {
+		return openai.NewParamError(400, "tool_choice names the function "+strconv.Quote(tc.Name)+" that is not in tools.", "tool_choice")
+	}
+	if tc.Mode == "required" && len(c.Tools) == 0 {
+		return openai.NewParamError(400, "tool_choice \"required\" needs at least one tool.", "tool_choice")
+	}
+	t.Defs, t.Choice = c.Tools, tc
+	return nil
+}
+
+// active reports whether generation may call a tool.
+func (t *Tools) active() bool { return t.Choice.Mode != "none" && len(t.Defs) > 0 }
+
+// pick chooses the tools a sequence calls (none: it answers in text): the named function,
+// or with "auto" half the time and with "required" always one random tool, then more with
+// --tool-call-extra-call-probability, at most five.
+func (t *Tools) pick(rng *textgen.RNG, extraCallPercent int) []int {
+	var picks []int
+	switch t.Choice.Mode {
+	case "function":
+		for i := range t.Defs {
+			if t.Defs[i].Function.Name == t.Choice.Name {
+				picks = append(picks, i)
+				break
+			}
+		}
+	case "auto":
+		if rng.Intn(2) == 0 {
+			return nil
+		}
+		fallthrough
+	case "required":
+		picks = append(picks, rng.Intn(len(t.Defs)))
+		for len(picks) < 5 && rng.Intn(100) < extraCallPercent {
+			picks = append(picks, rng.Intn(len(t.Defs)))
+		}
+	}
+	return picks
+}
+
+// generateToolCalls decides whether sequence s calls tools and, if so, fills its calls and
+// tokens. It reports false when s is a text answer. The arguments count against maxTokens
+// like any output: generation stops growing them past a byte budget, and the calls are cut
+// at maxTokens tokens with finish_reason "length", as a model's would be.
+func (r *Request) generateToolCalls(s *Sequence, maxTokens int, tc *config.ToolCallConfig) bool {
+	picks := r.Tools.pick(&r.RNG, tc.ExtraCallProbability)
+	if picks == nil && r.Tools.Choice.Mode == "auto" {
+		return false
+	}
+	args := argGen{rng: &r.RNG, cfg: tc}
+	start := len(r.tokens)
+	budget := min(limits.MaxToolArgBytes, maxTokens*16) // a token is at least one byte
+	s.Finish = FinishToolCalls
+	for k, ti := range picks {
+		def, schema := &r.Tools.Defs[ti], r.Tools.schemas[ti]
+		arg := []byte("{}")
+		if schema != nil {
+			arg = args.value(nil, schema, 0, max(budget, 1))
+		}
+		budget -= len(arg)
+		id := make([]byte, 0, 24)
+		id = append(id, "chatcmpl-tool-"...)
+		id = strconv.AppendUint(id, 1000000000+uint64(r.RNG.Intn(9000000000)), 10)
+		call := ToolCall{ID: string(id), Name: def.Function.Name, Args: string(arg)}
+		s.ToolCalls = append(s.ToolCalls, call)
+		before := len(r.tokens)
+		r.tokens = textgen.AppendTokens(r.tokens, call.Args)
+		if len(r.tokens) == before { // keep at least one chunk per call
+			r.tokens = append(r.tokens, "")
+		}
+		if keep := start + maxTokens; len(r.tokens) > keep {
+			s.Finish = FinishLength
+			if keep == before { // not one token of this call fits
+				r.tokens = r.tokens[:keep]
+				s.ToolCalls = s.ToolCalls[:k]
+				break
+			}
+			clear(r.tokens[keep:])
+			r.tokens = r.tokens[:keep]
+			s.ToolCalls[k].Args = strings.Join(r.tokens[before:keep], "")
+		}
+		for range len(r.tokens) - before {
+			s.ToolOfToken = append(s.ToolOfToken, k)
+		}
+		if s.Finish == FinishLength {
+			break
+		}
+	}
+	s.Tokens = r.tokens[start:len(r.tokens):len(r.tokens)]
+	return true
+}
+
+// argGen generates tool-call arguments that fit their schemas, within --tool-call-* bounds.
+type argGen struct {
+	rng *textgen.RNG
+	cfg *config.ToolCallConfig
 }
 
 var toolWords = []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
@@ -141,75 +262,6 @@ func schemaType(m map[string]any) (string, error) {
 	return "", fmt.Errorf("type must be a string")
 }
 
-// generateToolCalls decides whether choice c calls tools and, if so,
-// fills its calls and tokens. It reports false when c is a text answer.
-// The arguments count against maxTokens like any output: generation stops
-// growing them past a byte budget, and the calls are cut at maxTokens
-// tokens with finish_reason "length", as a model's would be.
-func (g *genCtx) generateToolCalls(c *choice, maxTokens int) (bool, *openai.Error) {
-	tc := g.r.cfg.Tools
-	var picks []int
-	switch g.toolChoice.Mode {
-	case "function":
-		for i := range g.tools {
-			if g.tools[i].Function.Name == g.toolChoice.Name {
-				picks = append(picks, i)
-				break
-			}
-		}
-	case "auto":
-		if g.rng.Intn(2) == 0 {
-			return false, nil
-		}
-		fallthrough
-	case "required":
-		picks = append(picks, g.rng.Intn(len(g.tools)))
-		for len(picks) < 5 && g.rng.Intn(100) < tc.ExtraCallProbability {
-			picks = append(picks, g.rng.Intn(len(g.tools)))
-		}
-	}
-	start := len(g.tokBuf)
-	budget := min(limits.MaxToolArgBytes, maxTokens*16) // a token is at least one byte
-	c.finish = finishToolCalls
-	for k, ti := range picks {
-		t, schema := &g.tools[ti], g.toolSchemas[ti]
-		args := []byte("{}")
-		if schema != nil {
-			args = g.appendArgValue(nil, schema, 0, max(budget, 1))
-		}
-		budget -= len(args)
-		id := make([]byte, 0, 24)
-		id = append(id, "chatcmpl-tool-"...)
-		id = strconv.AppendUint(id, 1000000000+uint64(g.rng.Intn(9000000000)), 10)
-		call := toolCall{id: string(id), name: t.Function.Name, args: string(args)}
-		c.toolCalls = append(c.toolCalls, call)
-		before := len(g.tokBuf)
-		g.tokBuf = textgen.AppendTokens(g.tokBuf, call.args)
-		if len(g.tokBuf) == before { // keep at least one chunk per call
-			g.tokBuf = append(g.tokBuf, "")
-		}
-		if keep := start + maxTokens; len(g.tokBuf) > keep {
-			c.finish = finishLength
-			if keep == before { // not one token of this call fits
-				g.tokBuf = g.tokBuf[:keep]
-				c.toolCalls = c.toolCalls[:k]
-				break
-			}
-			clear(g.tokBuf[keep:])
-			g.tokBuf = g.tokBuf[:keep]
-			c.toolCalls[k].args = strings.Join(g.tokBuf[before:keep], "")
-		}
-		for range len(g.tokBuf) - before {
-			c.toolOfToken = append(c.toolOfToken, k)
-		}
-		if c.finish == finishLength {
-			break
-		}
-	}
-	c.tokens = g.tokBuf[start:len(g.tokBuf):len(g.tokBuf)]
-	return true, nil
-}
-
 // schemaBound reads a numeric bound of a schema, clamped so that the
 // integer conversions and the arithmetic on it stay finite.
 func schemaBound(m map[string]any, key string, def, limit float64) float64 {
@@ -220,44 +272,44 @@ func schemaBound(m map[string]any, key string, def, limit float64) float64 {
 	return max(-limit, min(v, limit))
 }
 
-// appendArgValue appends a value for schema s; once dst reaches limit
+// value appends a value for schema s; once dst reaches limit
 // bytes, arrays and objects stop growing (the caller cuts what is over).
-func (g *genCtx) appendArgValue(dst []byte, s any, depth, limit int) []byte {
-	tc := g.r.cfg.Tools
+func (a *argGen) value(dst []byte, s any, depth, limit int) []byte {
+	tc := a.cfg
 	m, _ := s.(map[string]any)
 	if e, ok := m["enum"].([]any); ok && len(e) > 0 {
-		v, _ := json.Marshal(e[g.rng.Intn(len(e))])
+		v, _ := json.Marshal(e[a.rng.Intn(len(e))])
 		return append(dst, v...)
 	}
 	typ, _ := schemaType(m)
 	switch typ {
 	case "string":
-		return openai.AppendJSONString(dst, toolWords[g.rng.Intn(len(toolWords))])
+		return openai.AppendJSONString(dst, toolWords[a.rng.Intn(len(toolWords))])
 	case "integer":
 		const intLimit = 1 << 52 // exact in a float64, and hi-lo+1 cannot overflow
 		lo := int(math.Ceil(schemaBound(m, "minimum", float64(tc.MinIntegerParam), intLimit)))
 		hi := int(math.Floor(schemaBound(m, "maximum", float64(tc.MaxIntegerParam), intLimit)))
-		return strconv.AppendInt(dst, int64(g.rng.IntRange(lo, max(lo, hi))), 10)
+		return strconv.AppendInt(dst, int64(a.rng.IntRange(lo, max(lo, hi))), 10)
 	case "number":
 		const numLimit = 1e15 // hi-lo stays finite and two decimals stay meaningful
 		lo := schemaBound(m, "minimum", tc.MinNumberParam, numLimit)
 		hi := schemaBound(m, "maximum", tc.MaxNumberParam, numLimit)
-		v := lo + g.rng.Float64()*(max(hi, lo)-lo)
+		v := lo + a.rng.Float64()*(max(hi, lo)-lo)
 		return strconv.AppendFloat(dst, math.Round(v*100)/100, 'f', -1, 64)
 	case "boolean":
-		return strconv.AppendBool(dst, g.rng.Intn(2) == 1)
+		return strconv.AppendBool(dst, a.rng.Intn(2) == 1)
 	case "array":
 		// minItems: 1000000000 must not mean a billion items.
 		lo := int(schemaBound(m, "minItems", float64(tc.MinArrayParamLength), limits.MaxToolArrayItems))
 		hi := int(schemaBound(m, "maxItems", float64(tc.MaxArrayParamLength), limits.MaxToolArrayItems))
 		lo = max(lo, 0)
-		n := g.rng.IntRange(lo, max(lo, hi))
+		n := a.rng.IntRange(lo, max(lo, hi))
 		dst = append(dst, '[')
 		for i := 0; i < n && len(dst) < limit; i++ {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = g.appendArgValue(dst, m["items"], depth+1, limit)
+			dst = a.value(dst, m["items"], depth+1, limit)
 		}
 		return append(dst, ']')
 	case "object":
@@ -285,7 +337,7 @@ func (g *genCtx) appendArgValue(dst []byte, s any, depth, limit int) []byte {
 			if len(dst) >= limit {
 				break
 			}
-			if !required[k] && g.rng.Intn(100) >= prob {
+			if !required[k] && a.rng.Intn(100) >= prob {
 				continue
 			}
 			if !first {
@@ -294,52 +346,9 @@ func (g *genCtx) appendArgValue(dst []byte, s any, depth, limit int) []byte {
 			first = false
 			dst = openai.AppendJSONString(dst, k)
 			dst = append(dst, ':')
-			dst = g.appendArgValue(dst, props[k], depth+1, limit)
+			dst = a.value(dst, props[k], depth+1, limit)
 		}
 		return append(dst, '}')
 	}
 	return append(dst, "null"...)
-}
-
-// appendToolCalls appends ,"tool_calls":[…] of a complete message.
-func appendToolCalls(dst []byte, calls []toolCall) []byte {
-	dst = append(dst, `,"tool_calls":[`...)
-	for i, c := range calls {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, `{"function":{"name":`...)
-		dst = openai.AppendJSONString(dst, c.name)
-		dst = append(dst, `,"arguments":`...)
-		dst = openai.AppendJSONString(dst, c.args)
-		dst = append(dst, `},"id":`...)
-		dst = openai.AppendJSONString(dst, c.id)
-		dst = append(dst, `,"type":"function","index":`...)
-		dst = strconv.AppendInt(dst, int64(i), 10)
-		dst = append(dst, '}')
-	}
-	return append(dst, ']')
-}
-
-// appendToolCallChunk streams token j of a tool-calling choice: the first
-// token of each call carries its id, type and name.
-func (g *genCtx) appendToolCallChunk(dst []byte, c *choice, j int) []byte {
-	k := c.toolOfToken[j]
-	first := j == 0 || c.toolOfToken[j-1] != k
-	dst = g.appendChunkHead(dst)
-	dst = strconv.AppendInt(dst, int64(c.index), 10)
-	dst = append(dst, `,"finish_reason":null,"delta":{"tool_calls":[{"index":`...)
-	dst = strconv.AppendInt(dst, int64(k), 10)
-	if first {
-		dst = append(dst, `,"id":`...)
-		dst = openai.AppendJSONString(dst, c.toolCalls[k].id)
-		dst = append(dst, `,"type":"function","function":{"name":`...)
-		dst = openai.AppendJSONString(dst, c.toolCalls[k].name)
-		dst = append(dst, `,"arguments":`...)
-	} else {
-		dst = append(dst, `,"function":{"arguments":`...)
-	}
-	dst = openai.AppendJSONString(dst, c.tokens[j])
-	dst = append(dst, "}}]}}]}"...)
-	return appendSSEEnd(dst)
 }

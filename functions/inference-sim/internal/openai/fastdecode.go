@@ -1,6 +1,4 @@
-package inferencesim
-
-import "github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+package openai
 
 // A fast path for the request shapes that dominate real traffic: a flat
 // object with model, messages (string contents) or a string prompt, and
@@ -10,15 +8,13 @@ import "github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 // request goes through encoding/json, which handles the full API.
 
 // fastDecode tries the fast path; it reports false when the request needs
-// the general decoder. g.bodyCopy holds the strings it returns.
-func (g *genCtx) fastDecode(body []byte) bool {
-	g.bodyCopy = append(g.bodyCopy[:0], body...)
-	var s openai.Scanner
-	s.Reset(g.bodyCopy)
-	c := &g.chat.CommonRequest
-	if g.kind == kindText {
-		c = &g.text.CommonRequest
-	}
+// the general decoder. b.fast.copy holds the strings it returns.
+func (b *Body) fastDecode(body []byte, chat bool) bool {
+	f := &b.fast
+	f.copy = append(f.copy[:0], body...)
+	var s Scanner
+	s.Reset(f.copy)
+	c := b.Common(chat)
 	s.Object(func(key string) {
 		switch key {
 		case "model":
@@ -28,38 +24,38 @@ func (g *genCtx) fastDecode(body []byte) bool {
 		case "ignore_eos":
 			c.IgnoreEOS = s.Boolean()
 		case "max_tokens":
-			g.fastMaxTokens = s.Integer()
-			c.MaxTokens = &g.fastMaxTokens
+			f.maxTokens = s.Integer()
+			c.MaxTokens = &f.maxTokens
 		case "max_completion_tokens":
-			if g.kind != kindChat {
+			if !chat {
 				s.Bad = true
 				return
 			}
-			g.fastMaxCompletion = s.Integer()
-			g.chat.MaxCompletionTokens = &g.fastMaxCompletion
+			f.maxCompletion = s.Integer()
+			b.Chat.MaxCompletionTokens = &f.maxCompletion
 		case "n":
-			g.fastN = s.Integer()
-			c.N = &g.fastN
+			f.n = s.Integer()
+			c.N = &f.n
 		case "temperature":
-			c.Temperature = s.FloatField(&g.fastTemperature)
+			c.Temperature = s.FloatField(&f.temperature)
 		case "top_p":
-			c.TopP = s.FloatField(&g.fastTopP)
+			c.TopP = s.FloatField(&f.topP)
 		case "seed", "frequency_penalty", "presence_penalty":
 			if s.Peek() == 'n' && s.Null() {
 				return
 			}
 			s.SkipNumber()
 		case "stream_options":
-			c.StreamOptions = &g.fastStreamOptions
+			c.StreamOptions = &f.streamOptions
 			s.Object(func(k string) {
 				if k != "include_usage" {
 					s.Bad = true
 					return
 				}
-				g.fastStreamOptions.IncludeUsage = s.Boolean()
+				f.streamOptions.IncludeUsage = s.Boolean()
 			})
 		case "messages":
-			if g.kind != kindChat || !s.Token('[') {
+			if !chat || !s.Token('[') {
 				s.Bad = true
 				return
 			}
@@ -67,12 +63,12 @@ func (g *genCtx) fastDecode(body []byte) bool {
 				return
 			}
 			for !s.Bad {
-				if len(g.chat.Messages) == openai.MaxJSONContainers { // the general decoder refuses it
+				if len(b.Chat.Messages) == MaxJSONContainers { // the general decoder refuses it
 					s.Bad = true
 					return
 				}
-				g.chat.Messages = append(g.chat.Messages, openai.ChatMessage{})
-				m := &g.chat.Messages[len(g.chat.Messages)-1]
+				b.Chat.Messages = append(b.Chat.Messages, ChatMessage{})
+				m := &b.Chat.Messages[len(b.Chat.Messages)-1]
 				s.Object(func(k string) {
 					switch k {
 					case "role":
@@ -98,13 +94,13 @@ func (g *genCtx) fastDecode(body []byte) bool {
 				return
 			}
 		case "prompt":
-			if g.kind != kindText || s.Peek() != '"' {
+			if chat || s.Peek() != '"' {
 				s.Bad = true
 				return
 			}
 			start := s.I
 			s.Str()
-			g.text.Prompt = g.bodyCopy[start:s.I]
+			b.Text.Prompt = f.copy[start:s.I]
 		default:
 			s.Bad = true
 		}
