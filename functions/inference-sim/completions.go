@@ -25,7 +25,7 @@ func (r *rank) handleGenerate(ctx *fasthttp.RequestCtx, kind engine.Kind, api re
 	g.watch.watch(ctx.Conn())
 	if e := g.prepare(ctx); e != nil {
 		openai.WriteError(ctx, e)
-		g.finishEarly()
+		g.end()
 		return
 	}
 	if g.req.Params.Stream {
@@ -37,7 +37,7 @@ func (r *rank) handleGenerate(ctx *fasthttp.RequestCtx, kind engine.Kind, api re
 	end := g.req.End()
 	if !g.waitUntil(end) { // the client left: free the slot now, nobody reads the answer
 		ctx.SetConnectionClose()
-		g.finishEarly()
+		g.end()
 		return
 	}
 	now := pacer.Now()
@@ -57,15 +57,6 @@ func (r *rank) handleGenerate(ctx *fasthttp.RequestCtx, kind engine.Kind, api re
 	g.finishNonStream(now, end)
 }
 
-// finishEarly releases a request that ended before generation.
-func (g *genCtx) finishEarly() {
-	if g.req.Admission.Acquired {
-		g.r.gen.Finish(&g.req)
-		g.r.sched.Release(g.req.LoRA)
-	}
-	g.release()
-}
-
 // finishNonStream records metrics with the simulated timeline anchored at
 // the real admission time and the measured completion.
 func (g *genCtx) finishNonStream(now, end time.Duration) {
@@ -78,13 +69,13 @@ func (g *genCtx) finishNonStream(now, end time.Duration) {
 			}
 			g.mm.ITL.Observe((s.Gaps[n-1] + late).Seconds())
 		}
-		g.observe(s, g.req.Admission.Admitted+s.TTFT, s.End+late, now)
+		observe(g, s, g.req.Admission.Admitted+s.TTFT, s.End+late, now)
 	}
 	g.end()
 }
 
-// observe records one finished sequence in the request metrics.
-func (g *genCtx) observe(s *engine.Sequence, first, last, now time.Duration) {
+// observe records one finished sequence of g in the request metrics.
+func observe(g *genCtx, s *engine.Sequence, first, last, now time.Duration) {
 	adm := &g.req.Admission
 	st := metrics.Request{Arrival: adm.Arrival, Admitted: adm.Admitted, FirstToken: first, LastToken: last,
 		Finished: now, PromptTokens: s.PromptTokens, CachedTokens: g.req.Prompt.Cached, GenTokens: len(s.Tokens),
@@ -92,12 +83,17 @@ func (g *genCtx) observe(s *engine.Sequence, first, last, now time.Duration) {
 	g.mm.Observe(&st)
 }
 
-// end frees the running slot and the request.
+// end frees the running slot, if the request got one, and returns g to the pool.
 func (g *genCtx) end() {
-	g.r.gen.Finish(&g.req)
-	g.r.sched.Release(g.req.LoRA)
-	g.req.Admission.Acquired = false
-	g.release()
+	if g.req.Admission.Acquired {
+		g.r.gen.Finish(&g.req)
+		g.r.sched.Release(g.req.LoRA)
+	}
+	g.watch.stop()
+	g.req.Reset()
+	g.out.Reset(render.Completions, streamKeepBytes)
+	g.r, g.mm = nil, nil
+	genPool.Put(g)
 }
 
 // prepare parses, validates, admits and schedules the request. On success

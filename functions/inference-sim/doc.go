@@ -6,15 +6,22 @@
 // datasets and TLS.
 //
 // This package is the server on top: the ranks, the one route table
-// (routes.go), the handlers and the generation of each request. Below it,
-// by concern: internal/engine (admission and scheduling, the LoRA
-// registry, KV cache accounting, failure injection) with
-// internal/engine/textgen (dummy tokenizer, preset text, response lengths,
-// the seeded generator), internal/config
-// (flags, YAML, validation), internal/openai (the wire format: request
-// types, error bodies, JSON encoding), internal/metrics (the vLLM metric
-// set), internal/limits (the per-request bounds) and internal/pacer
-// (absolute-deadline waits).
+// (routes.go) and thin handlers that wire request -> engine -> writer: a
+// generation request (genCtx) is decoded into an engine.Request, checked,
+// admitted, generated and scheduled by the rank's engine.Generator, paced
+// here (internal/pacer, and a watch on the client's connection) and written
+// by internal/render, streamed (stream.go: genCtx is the body fasthttp reads)
+// or whole. Below it, by concern: internal/engine (the request's parts,
+// generation, admission and scheduling, the LoRA registry, KV cache
+// accounting, failure injection) with internal/engine/textgen (dummy
+// tokenizer, preset text, response lengths, the seeded generator),
+// internal/render (the answers' bytes: bodies, SSE chunks, Responses events,
+// usage, logprobs), internal/openai (the wire format on the way in: request
+// types, decoding, error bodies, JSON encoding), internal/config (flags,
+// YAML, validation), internal/metrics (the vLLM metric set),
+// internal/limits (the per-request bounds) and internal/pacer
+// (absolute-deadline waits). dataset.go opens the SQLite corpus (the driver
+// and the download) for the engine's Dataset.
 //
 // Timing is exact by construction: a latency.Calculator produces each
 // sequence's whole schedule once, and every token is sent at its absolute
@@ -25,7 +32,8 @@
 // functions/inference-sim/internal/engine, functions/inference-sim/internal/engine/textgen,
 // functions/inference-sim/internal/config, functions/inference-sim/internal/openai,
 // functions/inference-sim/internal/metrics, functions/inference-sim/internal/limits,
-// functions/inference-sim/internal/pacer, the latency core wasm-modules/latency
+// functions/inference-sim/internal/pacer, functions/inference-sim/internal/render,
+// the latency core wasm-modules/latency
 // (shared with the WASM guests), runtime/wasmhost (WASM calculators),
 // the standard library, client_golang, zmq4 (through engine and kvcache) and the
 // pure-Go SQLite driver; nothing else imports it except its cmd and tests/.

@@ -11,7 +11,7 @@ import (
 // genCtx carries one generation request over HTTP, from the body to the last byte: the
 // engine's request (decoded, generated and scheduled), the model's metric set, the watch on
 // the client's connection and the stream being written. It is pooled; a streamed request
-// returns it to the pool in Close (stream.go).
+// returns it to the pool in Close (stream.go), any other in end (completions.go).
 type genCtx struct {
 	r     *rank
 	api   render.API
@@ -34,11 +34,3 @@ func (r *rank) getGen(kind engine.Kind, api render.API) *genCtx {
 // streamKeepBytes bounds the stream buffer a pooled genCtx keeps: one huge answer must not
 // pin a large buffer in the pool.
 const streamKeepBytes = 64 << 10
-
-func (g *genCtx) release() {
-	g.watch.stop()
-	g.req.Reset()
-	g.out.Reset(render.Completions, streamKeepBytes)
-	g.r, g.mm = nil, nil
-	genPool.Put(g)
-}

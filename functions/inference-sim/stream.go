@@ -41,7 +41,7 @@ func (g *genCtx) Close() error {
 	if g.out.Done() {
 		for i := range g.req.Seqs {
 			s := &g.req.Seqs[i]
-			g.observe(s, s.FirstAt, s.LastAt, now)
+			observe(g, s, s.FirstAt, s.LastAt, now)
 		}
 	}
 	g.end()

@@ -1,6 +1,17 @@
-// Package engine is the simulator's serving state below the HTTP layer, the parts a
-// request passes through between decoding and the first byte of its answer:
+// Package engine is the simulator's serving state and generation below the HTTP layer,
+// everything a request passes through between its decoded body and the bytes of its answer:
 //
+//   - the request (request.go): Request, in parts a reader can hold, each with its own
+//     methods: the wire body (openai.Body), Params (params.go: lengths, n, logprobs,
+//     streaming, P/D), Tools (tools.go), Prompt (prompt.go: the tokenized prompts and the
+//     context window), Admission, and the Sequences (sequence.go), each with its Timeline
+//     (the calculator's schedule) and its Cursor (where its stream stands);
+//   - generation (generate.go): the Generator's steps, Check (parameters, prompts, the
+//     output budget of budget.go), Start (the prefix cache), Generate (echo, dataset,
+//     preset or tool-call tokens), Schedule (the latency calculator) and Finish; tool-call
+//     arguments from the tools' JSON schemas (tools.go); dataset-backed responses
+//     (dataset.go, over a *sql.DB the caller opens); the reproducible ids and logprobs
+//     (identity.go) and the embeddings' vectors (embed.go);
 //   - admission (admission.go): the Scheduler, at most max-num-seqs running, a bounded FIFO
 //     queue (429 when full), max-loras adapter slots with waiting requests for a loaded
 //     adapter first, and the shutdown that rejects the queue;
@@ -10,11 +21,13 @@
 //     them at the end, over package kvcache, with the usage gauge;
 //   - failure injection (failures.go): --failure-injection-rate and --failure-types.
 //
-// It knows nothing of fasthttp or of the request's wire format beyond the error bodies:
-// the root package decodes (internal/openai), asks the engine, and paces and encodes the
-// answer (internal/pacer). Metrics reach it only as callbacks (Hooks, NewKV's usage).
+// It knows nothing of fasthttp, of pacing or of how an answer is written: the root package
+// decodes into Request.Wire, runs the Generator, waits with internal/pacer, and hands the
+// request to internal/render. Metrics reach it only as callbacks (Hooks, NewKV's usage);
+// it shares the finish reasons' names with internal/metrics.
 //
-// It may import functions/inference-sim/internal/config, functions/inference-sim/internal/limits,
-// functions/inference-sim/internal/openai, functions/inference-sim/kvcache, wasm-modules/splitmix
-// and the standard library.
+// It may import functions/inference-sim/internal/config, functions/inference-sim/internal/engine/textgen,
+// functions/inference-sim/internal/limits, functions/inference-sim/internal/metrics (the finish
+// reasons), functions/inference-sim/internal/openai, functions/inference-sim/kvcache,
+// wasm-modules/latency (the calculator's input), wasm-modules/splitmix and the standard library.
 package engine

@@ -44,3 +44,52 @@ func FuzzFastDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestBodyDecode: the fast path and encoding/json read the same request; a body neither can
+// read is the OpenAI 400; Reset empties the request and drops a huge body copy.
+func TestBodyDecode(t *testing.T) {
+	var b Body
+	if e := b.Decode([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":4}`), true); e != nil {
+		t.Fatal(e)
+	}
+	if b.Chat.Model != "m" || len(b.Chat.Messages) != 1 || *b.Chat.MaxTokens != 4 || len(b.fast.copy) == 0 {
+		t.Fatalf("fast path: %+v", b.Chat)
+	}
+	b.Reset(1 << 10)
+	if e := b.Decode([]byte(`{"model":"m","messages":[{"role":"user","content":"h\u0069"}],"logprobs":true}`), true); e != nil {
+		t.Fatal(e)
+	}
+	if b.Chat.Messages[0].Content.Text != "hi" || !b.Chat.Logprobs || b.Chat.MaxTokens != nil {
+		t.Fatalf("general path: %+v", b.Chat)
+	}
+	if e := b.Decode([]byte(`{"model":`), false); e == nil || e.Status != 400 || e.Message[:len("Failed to read")] != "Failed to read" {
+		t.Fatalf("bad body: %+v", e)
+	}
+	b.fast.copy = make([]byte, 0, 1<<20)
+	b.Reset(1 << 10)
+	if b.Chat.Model != "" || cap(b.fast.copy) != 0 {
+		t.Fatal("Reset kept the request or a huge body copy")
+	}
+}
+
+// TestDecodeResponses: instructions become the system message and the input the user turns;
+// tools are refused.
+func TestDecodeResponses(t *testing.T) {
+	var b Body
+	if e := b.DecodeResponses([]byte(`{"model":"m","instructions":"be brief","input":"hello","max_output_tokens":3,"stream":true}`)); e != nil {
+		t.Fatal(e)
+	}
+	c := &b.Chat
+	if c.Model != "m" || !c.Stream || *c.MaxTokens != 3 || len(c.Messages) != 2 || c.Messages[0].Role != "system" || c.Messages[1].Content.Text != "hello" {
+		t.Fatalf("%+v", c)
+	}
+	var items Body
+	if e := items.DecodeResponses([]byte(`{"model":"m","input":[{"role":"user","content":"a"},{"content":[{"type":"text","text":"b"}]}]}`)); e != nil ||
+		len(items.Chat.Messages) != 2 || items.Chat.Messages[1].Role != "user" || items.Chat.Messages[1].Content.Text != "b" {
+		t.Fatalf("%v %+v", e, items.Chat.Messages)
+	}
+	var tools Body
+	if e := tools.DecodeResponses([]byte(`{"model":"m","input":"x","tools":[{"type":"function"}]}`)); e == nil || e.Status != 400 {
+		t.Fatalf("tools accepted: %v", e)
+	}
+}
