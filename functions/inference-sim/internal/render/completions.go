@@ -195,15 +195,20 @@ func appendTextLogprobs(dst []byte, r *engine.Request, toks []string, offset int
 func appendSSEStart(dst []byte) []byte { return append(dst, "data: "...) }
 func appendSSEEnd(dst []byte) []byte   { return append(dst, "\n\n"...) }
 
-// appendChunkHead starts a streamed chunk; usage is null except in the
-// final usage chunk.
-func appendChunkHead(dst []byte, r *engine.Request) []byte {
+// appendChunkStart starts a streamed chunk: the SSE data prefix and the head.
+func appendChunkStart(dst []byte, r *engine.Request) []byte {
 	object := objectText
 	if r.Kind == engine.Chat {
 		object = objectChatChunk
 	}
 	dst = appendSSEStart(dst)
-	dst = appendHead(dst, r, object, false)
+	return appendHead(dst, r, object, false)
+}
+
+// appendChunkHead starts a streamed chunk of one choice; usage is null except in the
+// final usage chunk.
+func appendChunkHead(dst []byte, r *engine.Request) []byte {
+	dst = appendChunkStart(dst, r)
 	return append(dst, `,"usage":null,"choices":[{"index":`...)
 }
 
@@ -255,12 +260,7 @@ func appendFinishChunk(dst []byte, r *engine.Request, s *engine.Sequence) []byte
 
 // appendUsageChunk: sent only with stream_options.include_usage.
 func appendUsageChunk(dst []byte, r *engine.Request) []byte {
-	object := objectText
-	if r.Kind == engine.Chat {
-		object = objectChatChunk
-	}
-	dst = appendSSEStart(dst)
-	dst = appendHead(dst, r, object, false)
+	dst = appendChunkStart(dst, r)
 	dst = append(dst, `,"usage":`...)
 	dst = appendUsage(dst, r)
 	dst = append(dst, `,"choices":[]}`...)
