@@ -20,10 +20,10 @@ import (
 // handleGenerate serves /v1/chat/completions, /v1/completions and
 // /v1/responses.
 func (r *rank) handleGenerate(ctx *fasthttp.RequestCtx, kind engine.Kind, api render.API) {
-	g := r.getGen(kind, api)
+	g := r.getGen(api)
 	g.req.Admission.Arrival = pacer.Now()
 	g.watch.watch(ctx.Conn())
-	if e := g.prepare(ctx); e != nil {
+	if e := g.prepare(ctx, kind); e != nil {
 		openai.WriteError(ctx, e)
 		g.end()
 		return
@@ -98,13 +98,13 @@ func (g *genCtx) end() {
 
 // prepare parses, validates, admits and schedules the request. On success
 // the request holds a running slot.
-func (g *genCtx) prepare(ctx *fasthttp.RequestCtx) *openai.Error {
+func (g *genCtx) prepare(ctx *fasthttp.RequestCtx, kind engine.Kind) *openai.Error {
 	r, req := g.r, &g.req
 	if r.sim.draining.Load() {
 		return engine.ErrShuttingDown
 	}
 	counter := r.counter.Add(1)
-	req.Begin(req.Kind, r.cfg.Seed, counter)
+	req.Begin(kind, r.cfg.Seed, counter)
 	var e *openai.Error
 	if g.api == render.Responses {
 		e = req.Wire.DecodeResponses(ctx.PostBody())

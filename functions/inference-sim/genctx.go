@@ -23,10 +23,9 @@ type genCtx struct {
 
 var genPool = sync.Pool{New: func() any { return &genCtx{} }}
 
-func (r *rank) getGen(kind engine.Kind, api render.API) *genCtx {
+func (r *rank) getGen(api render.API) *genCtx {
 	g := genPool.Get().(*genCtx)
 	g.r, g.api = r, api
-	g.req.Kind = kind
 	g.out.Reset(api, streamKeepBytes)
 	return g
 }
