@@ -27,24 +27,38 @@ func (d Delay) Total() time.Duration { return d.CPUWait + d.Steal }
 
 // Window measures the host's delay from its start.
 type Window struct {
-	start Delay
-	ok    bool
+	pids  []string
+	waits []time.Duration // per process at the start; -1: not readable
+	steal time.Duration
 }
 
-// Start opens a window.
-func Start() Window {
-	d, ok := sample()
-	return Window{start: d, ok: ok}
+// Start opens a window over this process and the processes pids (those the measurement depends
+// on: a server it started, say). A process not readable at both ends of the window is left out.
+func Start(pids ...int) Window {
+	w := Window{pids: []string{"self"}}
+	for _, pid := range pids {
+		w.pids = append(w.pids, strconv.Itoa(pid))
+	}
+	w.waits = w.sample()
+	w.steal = steal()
+	return w
 }
 
 // Delay is the host's delay since Start; ok is false where it cannot be read (not Linux, no
 // schedstat): then every failure counts.
 func (w Window) Delay() (Delay, bool) {
-	d, ok := sample()
-	if !ok || !w.ok {
+	now := w.sample()
+	if w.waits[0] < 0 || now[0] < 0 {
 		return Delay{}, false
 	}
-	return Delay{CPUWait: max(d.CPUWait-w.start.CPUWait, 0), Steal: max(d.Steal-w.start.Steal, 0)}, true
+	var d Delay
+	for i := range now {
+		if w.waits[i] >= 0 && now[i] >= 0 {
+			d.CPUWait += max(now[i]-w.waits[i], 0)
+		}
+	}
+	d.Steal = max(steal()-w.steal, 0)
+	return d, true
 }
 
 // Retry runs measure, whose error is a failed timing assertion, until it passes. A window that
@@ -55,10 +69,25 @@ func (w Window) Delay() (Delay, bool) {
 // measurement could be made, which is not a pass.
 func Retry(t testing.TB, attempts int, allowed time.Duration, measure func() error) {
 	t.Helper()
+	RetryWith(t, nil, attempts, allowed, measure)
+}
+
+// RetryWith is Retry counting the delay of the processes pids as well (their threads' waits
+// add up with this process's).
+func RetryWith(t testing.TB, pids []int, attempts int, allowed time.Duration, measure func() error) {
+	t.Helper()
+	RetryTimed(t, pids, attempts, allowed, func(func()) error { return measure() })
+}
+
+// RetryTimed is RetryWith for a measurement that prepares before the timed part: measure calls
+// begin when the part its bound is about begins (the window then counts from there; without a
+// call it covers all of measure).
+func RetryTimed(t testing.TB, pids []int, attempts int, allowed time.Duration, measure func(begin func()) error) {
+	t.Helper()
 	var spoiled []string
 	for range max(attempts, 1) {
-		w := Start()
-		err := measure()
+		w := Start(pids...)
+		err := measure(func() { w = Start(pids...) })
 		if err == nil {
 			return
 		}
@@ -79,19 +108,24 @@ func Retry(t testing.TB, attempts int, allowed time.Duration, measure func() err
 // userHz is the unit of /proc/stat (USER_HZ, 100 on every Linux ABI Go supports).
 const userHz = 100
 
-func sample() (Delay, bool) {
-	wait, ok := cpuWait()
-	if !ok {
-		return Delay{}, false
+// sample reads each process's CPU wait (-1 where it cannot be read).
+func (w Window) sample() []time.Duration {
+	out := make([]time.Duration, len(w.pids))
+	for i, pid := range w.pids {
+		wait, ok := cpuWait(pid)
+		if !ok {
+			wait = -1
+		}
+		out[i] = wait
 	}
-	return Delay{CPUWait: wait, Steal: steal()}, true
+	return out
 }
 
-// cpuWait sums the run-queue wait (the second field of schedstat, in ns) of every thread. A
-// thread that exits takes its count with it, which only under-reports; Go keeps its threads
-// (it ends one only when a goroutine locked to it exits).
-func cpuWait() (time.Duration, bool) {
-	tasks, err := filepath.Glob("/proc/self/task/*/schedstat")
+// cpuWait sums the run-queue wait (the second field of schedstat, in ns) of every thread of
+// process pid ("self" or a number). A thread that exits takes its count with it, which only
+// under-reports; Go keeps its threads (it ends one only when a goroutine locked to it exits).
+func cpuWait(pid string) (time.Duration, bool) {
+	tasks, err := filepath.Glob("/proc/" + pid + "/task/*/schedstat")
 	if err != nil || len(tasks) == 0 {
 		return 0, false
 	}

@@ -3,6 +3,8 @@ package timingtest_test
 import (
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"sync"
@@ -126,6 +128,50 @@ func TestEveryWindowSpoiledSkipsRatherThanPasses(t *testing.T) {
 	calls := 0
 	r := retry(2, time.Millisecond, func() error { calls++; contend(50 * time.Millisecond); return errors.New("late") })
 	if r.ended != "skip" || calls != 2 || !strings.Contains(r.reason, "none measured the code") {
+		t.Fatalf("ended %q after %d calls: %s", r.ended, calls, r.reason)
+	}
+}
+
+func TestAWindowCountsTheProcessesItIsGiven(t *testing.T) {
+	needSchedstat(t)
+	// A child that keeps more threads busy than there are CPUs: its own waits, not this process's.
+	if os.Getenv("TIMINGTEST_CONTEND") != "" {
+		contend(300 * time.Millisecond)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestAWindowCountsTheProcessesItIsGiven$")
+	cmd.Env = append(os.Environ(), "TIMINGTEST_CONTEND=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w := timingtest.Start(cmd.Process.Pid)
+	time.Sleep(250 * time.Millisecond) // sample while the child still runs: a reaped child's counts are gone
+	d, _ := w.Delay()
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if d.CPUWait < 50*time.Millisecond {
+		t.Fatalf("%s while the child kept %d threads busy on %d CPUs", d, 4*runtime.NumCPU(), runtime.NumCPU())
+	}
+}
+
+func TestTheWindowCountsFromBegin(t *testing.T) {
+	needSchedstat(t)
+	calls := 0
+	r := &recorder{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		timingtest.RetryTimed(r, nil, 3, 50*time.Millisecond, func(begin func()) error {
+			calls++
+			contend(100 * time.Millisecond) // the preparation: not what the bound is about
+			begin()
+			return errors.New("late")
+		})
+	}()
+	<-done
+	// The host's delay came before begin, so the failure is the code's: at once, no retry.
+	if r.ended != "fatal" || calls != 1 {
 		t.Fatalf("ended %q after %d calls: %s", r.ended, calls, r.reason)
 	}
 }
