@@ -45,6 +45,10 @@ type world struct {
 	cleanups  int
 	changed   chan struct{}
 	dropReady bool // lose deployment.ready events (the sweep must recover)
+	// answering counts the world's goroutines still answering an event (a late answer to a
+	// resent request can come after the test saw the workflow finish); the test's cleanup
+	// waits for them before the store closes.
+	answering sync.WaitGroup
 }
 
 func newWorld(t *testing.T) (*world, map[string]string) {
@@ -56,11 +60,13 @@ func newWorld(t *testing.T) (*world, map[string]string) {
 		w.seen = append(w.seen, e)
 		w.mu.Unlock()
 		rw.WriteHeader(http.StatusAccepted)
-		go w.answer(e)
+		w.answering.Add(1)
+		go func() { defer w.answering.Done(); w.answer(e) }()
 	}))
 	t.Cleanup(srv.Close)
 	env := fntest.Env(t, map[string]string{"K_SINK": srv.URL, "LENS_SECRET_KEY": secret.NewKey()})
 	w.deps = fntest.Deps(t, workfloworchestrator.Name, env)
+	t.Cleanup(w.answering.Wait) // before the store closes (cleanups run last first)
 	sealer, _ := secret.FromEnv(env["LENS_SECRET_KEY"])
 	w.inv = &inventory.Repo{Store: w.deps.Store, Sealer: sealer}
 	w.runs = &evalrun.Repo{Store: w.deps.Store, Sealer: sealer, DataDir: w.deps.Config.DataDir}
@@ -176,7 +182,9 @@ func (w *world) runRun(id string) {
 	ttft := w.ttft[run.String("evaluation_case_id")]
 	w.mu.Unlock()
 	if hold {
+		w.answering.Add(1)
 		go func() {
+			defer w.answering.Done()
 			for range 200 {
 				time.Sleep(20 * time.Millisecond)
 				cur, err := w.runs.Load(ctx, id)
