@@ -11,9 +11,10 @@ import (
 	"time"
 )
 
-// Delay is what the host took from this process during a window: the time its threads were
-// runnable but waiting for a CPU, and the time the hypervisor ran something else on the
-// machine's CPUs (steal, at the kernel's tick granularity).
+// Delay is what the host took from the processes a window watches: the time their threads were
+// runnable but waiting for a CPU (summed over the threads, so it can exceed the window), and the
+// time the hypervisor ran something else on the machine's CPUs (steal, at the kernel's tick
+// granularity).
 type Delay struct {
 	CPUWait, Steal time.Duration
 }
