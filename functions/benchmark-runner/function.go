@@ -253,6 +253,14 @@ func (r *Runner) reapLost(ctx context.Context) error {
 		return err
 	}
 	for _, run := range active {
+		from := run.Status()
+		if from != evalrun.StatusRunning && from != evalrun.StatusCancelling {
+			// The listing picks the ids from the status index and reads the records in a second
+			// round trip, so a run that ended in between is listed with its terminal status (and
+			// its lease released): it has its outcome, and a transition from that status would
+			// overwrite it with "runner lost".
+			continue
+		}
 		if _, err := r.deps.Store.LeaseHolder(ctx, evalrun.LeaseName(run.ID())); !errors.Is(err, state.ErrNotFound) {
 			continue
 		}
@@ -265,10 +273,12 @@ func (r *Runner) reapLost(ctx context.Context) error {
 		}
 		msg := fmt.Sprintf("The runner was lost: %s stopped renewing its lease on this run (the process crashed or was killed)", owner)
 		to := evalrun.StatusFailed
-		if run.Status() == evalrun.StatusCancelling {
+		if from == evalrun.StatusCancelling {
 			to = evalrun.StatusCancelled
 		}
-		ended, err := r.runs.Transition(ctx, run.ID(), []string{run.Status()}, to, state.Fence{}, func(run *evalrun.Run) error {
+		// Only from the active status the listing saw: a run that ended (or was cancelled) since
+		// is left as it is now.
+		ended, err := r.runs.Transition(ctx, run.ID(), []string{from}, to, state.Fence{}, func(run *evalrun.Run) error {
 			run.Set("error", msg)
 			run.Set("finished_at", evalrun.Now())
 			run.Set("progress_message", "Runner lost")

@@ -2,6 +2,8 @@ package inferencesim
 
 import (
 	"bufio"
+	"errors"
+	"fmt"
 	"net/http"
 	"sort"
 	"strings"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
+	"github.com/lensfn/lensfn/runtime/timingtest"
 )
 
 // streamTimes sends a streamed chat request and returns when each content
@@ -39,34 +42,40 @@ func median(d []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-// TestStreamTimingFollowsModel: statistical check on medians with
-// generous bounds, so it holds on a busy 2-core machine. Deadlines are
-// absolute, so the total must not drift by more than scheduling noise.
+// TestStreamTimingFollowsModel: statistical check on medians. Deadlines are absolute, so the
+// total must not drift by more than scheduling noise. The bounds are the model's; a window in
+// which the host kept this process (client and simulator alike) off the CPU for longer than their
+// 10 ms slack is measured again (timingtest.Retry): that delay, not the simulator, would have
+// moved the medians (the median gap needs far more: half of its 203 gaps late by 0.5 ms).
 func TestStreamTimingFollowsModel(t *testing.T) {
 	ts := startSim(t, "--time-to-first-token", "20ms", "--inter-token-latency", "2ms")
 	body := `{"model":"fake-model","messages":[{"role":"user","content":"hi"}],"max_tokens":30,"ignore_eos":true,"stream":true}`
-	var ttfts, totals, gaps []time.Duration
-	for i := 0; i < 7; i++ {
-		times := streamTimes(t, ts.url(), body)
-		if len(times) != 30 {
-			t.Fatalf("%d tokens", len(times))
+	timingtest.Retry(t, 3, 10*time.Millisecond, func() error {
+		var ttfts, totals, gaps []time.Duration
+		for i := 0; i < 7; i++ {
+			times := streamTimes(t, ts.url(), body)
+			if len(times) != 30 {
+				t.Fatalf("%d tokens", len(times))
+			}
+			ttfts = append(ttfts, times[0])
+			totals = append(totals, times[29])
+			for j := 1; j < len(times); j++ {
+				gaps = append(gaps, times[j]-times[j-1])
+			}
 		}
-		ttfts = append(ttfts, times[0])
-		totals = append(totals, times[29])
-		for j := 1; j < len(times); j++ {
-			gaps = append(gaps, times[j]-times[j-1])
+		model := 20*time.Millisecond + 29*2*time.Millisecond
+		var errs []error
+		if m := median(ttfts); m < 20*time.Millisecond || m > 30*time.Millisecond {
+			errs = append(errs, fmt.Errorf("median TTFT %v, model 20ms", m))
 		}
-	}
-	model := 20*time.Millisecond + 29*2*time.Millisecond
-	if m := median(ttfts); m < 20*time.Millisecond || m > 30*time.Millisecond {
-		t.Errorf("median TTFT %v, model 20ms", m)
-	}
-	if m := median(totals); m < model || m > model+10*time.Millisecond {
-		t.Errorf("median total %v, model %v", m, model)
-	}
-	if m := median(gaps); m < 1500*time.Microsecond || m > 2500*time.Microsecond {
-		t.Errorf("median gap %v, model 2ms", m)
-	}
+		if m := median(totals); m < model || m > model+10*time.Millisecond {
+			errs = append(errs, fmt.Errorf("median total %v, model %v", m, model))
+		}
+		if m := median(gaps); m < 1500*time.Microsecond || m > 2500*time.Microsecond {
+			errs = append(errs, fmt.Errorf("median gap %v, model 2ms", m))
+		}
+		return errors.Join(errs...)
+	})
 }
 
 // TestSubMillisecondITL: a 500 us inter-token latency is honoured (the
@@ -84,18 +93,24 @@ func TestSubMillisecondITL(t *testing.T) {
 	}
 }
 
+// TestNonStreamDelay: a non-streamed reply comes after the model's whole latency (15 ms + 10 x
+// 1 ms), within 8 ms; a window in which the host kept this process off the CPU for longer than
+// that slack is measured again (timingtest.Retry).
 func TestNonStreamDelay(t *testing.T) {
 	ts := startSim(t, "--time-to-first-token", "15ms", "--inter-token-latency", "1ms")
 	body := `{"model":"fake-model","messages":[{"role":"user","content":"hi"}],"max_tokens":11,"ignore_eos":true}`
-	var d []time.Duration
-	for i := 0; i < 7; i++ {
-		start := time.Now()
-		post(t, ts.url()+"/v1/chat/completions", body)
-		d = append(d, time.Since(start))
-	}
-	if m := median(d); m < 25*time.Millisecond || m > 33*time.Millisecond {
-		t.Fatalf("median %v, model 25ms", m)
-	}
+	timingtest.Retry(t, 3, 8*time.Millisecond, func() error {
+		var d []time.Duration
+		for i := 0; i < 7; i++ {
+			start := time.Now()
+			post(t, ts.url()+"/v1/chat/completions", body)
+			d = append(d, time.Since(start))
+		}
+		if m := median(d); m < 25*time.Millisecond || m > 33*time.Millisecond {
+			return fmt.Errorf("median %v, model 25ms", m)
+		}
+		return nil
+	})
 }
 
 // TestQueueing: with max-num-seqs 1 a second request waits for the

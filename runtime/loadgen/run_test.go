@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"runtime"
 	"sort"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lensfn/lensfn/runtime/loadgen"
+	"github.com/lensfn/lensfn/runtime/timingtest"
 )
 
 type memSink struct {
@@ -240,34 +242,41 @@ func TestScheduleFollowsTheAbsoluteClock(t *testing.T) {
 	for i := range schedule {
 		schedule[i] = loadgen.Request{ArrivalMs: f64(float64(i) * gapMs), OutputTokens: 1}
 	}
-	recs, st := run(t, baseConfig(srv.URL), schedule)
-	if st.Successful != n {
-		t.Fatalf("stats %+v", st)
-	}
-	drift := make([]float64, n)
-	for i, r := range recs {
-		if math.Abs(r.ScheduledAtSeconds-float64(i)*gapMs/1000) > 1e-9 {
-			t.Fatalf("request %d scheduled at %v", r.RequestID, r.ScheduledAtSeconds)
+	// The bounds are on the engine's lateness; a run in which the host kept this process (the
+	// engine and the fake endpoint) off the CPU for longer than the median's 10 ms slack is
+	// measured again rather than blamed on the engine (timingtest.Retry).
+	timingtest.Retry(t, 3, 10*time.Millisecond, func() error {
+		recs, st := run(t, baseConfig(srv.URL), schedule)
+		if st.Successful != n {
+			t.Fatalf("stats %+v", st)
 		}
-		drift[i] = (r.StartedAtSeconds - r.ScheduledAtSeconds) * 1000
-		if drift[i] < -0.05 {
-			t.Fatalf("request %d sent %.3f ms early", r.RequestID, -drift[i])
+		drift := make([]float64, n)
+		for i, r := range recs {
+			if math.Abs(r.ScheduledAtSeconds-float64(i)*gapMs/1000) > 1e-9 {
+				t.Fatalf("request %d scheduled at %v", r.RequestID, r.ScheduledAtSeconds)
+			}
+			drift[i] = (r.StartedAtSeconds - r.ScheduledAtSeconds) * 1000
+			if drift[i] < -0.05 {
+				t.Fatalf("request %d sent %.3f ms early", r.RequestID, -drift[i])
+			}
 		}
-	}
-	// Absolute scheduling: lateness does not add up. Sleeping each 4 ms gap instead would
-	// overshoot ~1 ms per sleep on Linux, so the last tenth of the run would be ~250 ms later
-	// than the first. Medians keep the check robust to the stalls of a busy shared machine.
-	first, last := median(drift[:n/10]), median(drift[n-n/10:])
-	if last-first > 20 {
-		t.Errorf("median drift grew from %.2f ms to %.2f ms over the run: drift accumulates", first, last)
-	}
-	sort.Float64s(drift)
-	if p50 := drift[n/2-1]; p50 > 10 {
-		t.Errorf("median drift %.2f ms", p50)
-	}
-	if p99 := drift[int(math.Ceil(n*0.99))-1]; p99 > 250 {
-		t.Errorf("p99 drift %.2f ms", p99)
-	}
+		// Absolute scheduling: lateness does not add up. Sleeping each 4 ms gap instead would
+		// overshoot ~1 ms per sleep on Linux, so the last tenth of the run would be ~250 ms later
+		// than the first. Medians keep the check robust to the stalls of a busy shared machine.
+		var errs []error
+		first, last := median(drift[:n/10]), median(drift[n-n/10:])
+		if last-first > 20 {
+			errs = append(errs, fmt.Errorf("median drift grew from %.2f ms to %.2f ms over the run: drift accumulates", first, last))
+		}
+		sort.Float64s(drift)
+		if p50 := drift[n/2-1]; p50 > 10 {
+			errs = append(errs, fmt.Errorf("median drift %.2f ms", p50))
+		}
+		if p99 := drift[int(math.Ceil(n*0.99))-1]; p99 > 250 {
+			errs = append(errs, fmt.Errorf("p99 drift %.2f ms", p99))
+		}
+		return errors.Join(errs...)
+	})
 }
 
 func median(v []float64) float64 {

@@ -3,6 +3,7 @@ package loadgen_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lensfn/lensfn/runtime/loadgen"
+	"github.com/lensfn/lensfn/runtime/timingtest"
 )
 
 // link is a subagent link to parent session p.
@@ -194,47 +196,56 @@ func TestRecordedOffsetsPlaceSubagentsAndJoinsOnTheRecordedTimeline(t *testing.T
 
 	cfg := baseConfig(url)
 	cfg.SubagentTiming = loadgen.SubagentsAtRecordedOffsets
-	recs, st := run(t, cfg, schedule())
-	if st.Successful != 5 {
-		t.Fatalf("stats %+v", st)
-	}
-	r := bySessionTurn(recs)
-	p0, p1, c1, c2, c21 := r["p/0"], r["p/1"], r["c1/0"], r["c2/0"], r["c2/1"]
-	for name, c := range map[string]struct {
-		rec    loadgen.Record
-		offset float64
-	}{"c1": {c1, 0.040}, "c2": {c2, 0.080}} {
-		if got := c.rec.ScheduledAtSeconds - p0.ScheduledAtSeconds; math.Abs(got-c.offset) > 0.001 {
-			t.Errorf("%s released %.4f s after its spawning turn, want the recorded %.3f", name, got, c.offset)
+	// The offsets hold only when the parent's turn 0 completes before the first recorded one
+	// (40 ms), and the drifts are measured lateness with 5 ms of slack: a run in which the host
+	// kept this process (the engine and the fake endpoint) off the CPU for longer than that is
+	// measured again rather than blamed on the engine (timingtest.Retry).
+	timingtest.Retry(t, 3, 5*time.Millisecond, func() error {
+		recs, st := run(t, cfg, schedule())
+		if st.Successful != 5 {
+			t.Fatalf("stats %+v", st)
 		}
-		if c.rec.StartedAtSeconds+slack < p0.CompletedAtSeconds {
-			t.Errorf("%s started before its spawning turn completed", name)
+		var errs []error
+		r := bySessionTurn(recs)
+		p0, p1, c1, c2, c21 := r["p/0"], r["p/1"], r["c1/0"], r["c2/0"], r["c2/1"]
+		for name, c := range map[string]struct {
+			rec    loadgen.Record
+			offset float64
+		}{"c1": {c1, 0.040}, "c2": {c2, 0.080}} {
+			if got := c.rec.ScheduledAtSeconds - p0.ScheduledAtSeconds; math.Abs(got-c.offset) > 0.001 {
+				errs = append(errs, fmt.Errorf("%s released %.4f s after its spawning turn, want the recorded %.3f", name, got, c.offset))
+			}
+			if c.rec.StartedAtSeconds+slack < p0.CompletedAtSeconds {
+				t.Errorf("%s started before its spawning turn completed", name)
+			}
 		}
-	}
-	if c21.ScheduledAtSeconds+slack < c2.CompletedAtSeconds+0.005 {
-		t.Errorf("a subagent's later turn must still follow its previous turn: %.4f vs %.4f", c21.ScheduledAtSeconds, c2.CompletedAtSeconds)
-	}
-	if got := p1.ScheduledAtSeconds - c21.CompletedAtSeconds; math.Abs(got-0.015) > 0.001 {
-		t.Errorf("join turn released %.4f s after the last subagent completed, want the recorded gap 0.015", got)
-	}
-	// Every request carries how far it drifted from the recorded timeline; on this fake endpoint
-	// the subagents land on it, and the join only as late as the subagents' extra service time.
-	for key, rec := range r {
-		if rec.TimelineDriftMs == nil {
-			t.Fatalf("%s has no timeline drift", key)
+		if c21.ScheduledAtSeconds+slack < c2.CompletedAtSeconds+0.005 {
+			t.Errorf("a subagent's later turn must still follow its previous turn: %.4f vs %.4f", c21.ScheduledAtSeconds, c2.CompletedAtSeconds)
 		}
-	}
-	for _, rec := range []loadgen.Record{p0, c1, c2} {
-		if d := *rec.TimelineDriftMs; d < -0.5 || d > 5 {
-			t.Errorf("%s/%d timeline drift %.3f ms, want about 0", rec.SessionID, rec.Turn, d)
+		if got := p1.ScheduledAtSeconds - c21.CompletedAtSeconds; math.Abs(got-0.015) > 0.001 {
+			errs = append(errs, fmt.Errorf("join turn released %.4f s after the last subagent completed, want the recorded gap 0.015", got))
 		}
-	}
+		// Every request carries how far it drifted from the recorded timeline; on this fake
+		// endpoint the subagents land on it, and the join only as late as the subagents' extra
+		// service time.
+		for key, rec := range r {
+			if rec.TimelineDriftMs == nil {
+				t.Fatalf("%s has no timeline drift", key)
+			}
+		}
+		for _, rec := range []loadgen.Record{p0, c1, c2} {
+			if d := *rec.TimelineDriftMs; d < -0.5 || d > 5 {
+				errs = append(errs, fmt.Errorf("%s/%d timeline drift %.3f ms, want about 0", rec.SessionID, rec.Turn, d))
+			}
+		}
+		return errors.Join(errs...)
+	})
 
 	// The default places the subagents at the spawning turn's completion instead, and adds the
 	// join turn's full delay after the last of them.
-	recs, _ = run(t, baseConfig(url), schedule())
-	r = bySessionTurn(recs)
-	p0, p1, c1, c21 = r["p/0"], r["p/1"], r["c1/0"], r["c2/1"]
+	recs, _ := run(t, baseConfig(url), schedule())
+	r := bySessionTurn(recs)
+	p0, p1, c1, c21 := r["p/0"], r["p/1"], r["c1/0"], r["c2/1"]
 	if got := c1.ScheduledAtSeconds - p0.CompletedAtSeconds; math.Abs(got) > 0.001 {
 		t.Errorf("spawn_completion: c1 released %.4f s after its spawning turn completed, want 0", got)
 	}
