@@ -1,12 +1,15 @@
 package benchkit
 
 import (
+	"bytes"
+	"fmt"
 	"math"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -17,15 +20,22 @@ import (
 // SimulatorBinary returns LENS_SIM_BIN when set (tests/bench/run.sh builds it once), else builds
 // the simulator into the benchmark's temporary directory.
 func SimulatorBinary(tb testing.TB) string {
-	if bin := os.Getenv("LENS_SIM_BIN"); bin != "" {
+	return Binary(tb, "LENS_SIM_BIN", "./functions/inference-sim/cmd/inference-sim")
+}
+
+// Binary returns the path the environment variable env names when set, else builds the main
+// package pkg (a path from the repository root, "./functions/NAME/cmd/NAME") into the
+// benchmark's temporary directory.
+func Binary(tb testing.TB, env, pkg string) string {
+	if bin := os.Getenv(env); bin != "" {
 		return bin
 	}
 	root := wasmtest.RepoRoot(tb)
-	bin := filepath.Join(tb.TempDir(), "inference-sim")
-	build := exec.Command("go", "build", "-o", bin, "./functions/inference-sim/cmd/inference-sim")
+	bin := filepath.Join(tb.TempDir(), filepath.Base(pkg))
+	build := exec.Command("go", "build", "-o", bin, pkg)
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
-		tb.Fatalf("building the simulator: %v\n%s", err, out)
+		tb.Fatalf("building %s: %v\n%s", pkg, err, out)
 	}
 	return bin
 }
@@ -84,4 +94,30 @@ func CPUTime() time.Duration {
 		panic(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// ProcessCPUTime is the CPU another process has used so far, user + system (utime and stime of
+// /proc/PID/stat, in the kernel's fixed 100 Hz USER_HZ ticks): what a server under the
+// benchmark's load spent, apart from the machine's other work.
+func ProcessCPUTime(pid int) (time.Duration, error) {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// the command name (field 2) may hold spaces and parentheses: fields count from its last ')'
+	i := bytes.LastIndexByte(stat, ')')
+	var fields []string
+	if i >= 0 {
+		fields = strings.Fields(string(stat[i+1:]))
+	}
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: utime %q, stime %q", pid, fields[11], fields[12])
+	}
+	const userHZ = 100
+	return time.Duration(utime+stime) * time.Second / userHZ, nil
 }

@@ -1,21 +1,17 @@
+//go:build linux
+
 package router_test
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"sort"
 	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	inferencerouter "github.com/lensfn/lensfn/functions/inference-router"
 	"github.com/lensfn/lensfn/tests/bench/benchkit"
 )
 
@@ -33,120 +29,119 @@ func waitHealthy(b *testing.B, base string) {
 	b.Fatalf("%s never became healthy", base)
 }
 
-// BenchmarkAddedLatency sends the same zero-latency chat request at a constant rate to a
-// simulator (LENS_SIM_BIN) directly, then through a router (LENS_ROUTER_PROFILE, default random)
-// in front of it, and reports both latency distributions and their difference.
-func BenchmarkAddedLatency(b *testing.B) {
-	bin := os.Getenv("LENS_SIM_BIN")
-	if bin == "" {
-		b.Skip("LENS_SIM_BIN: path of a built inference-sim")
+// startPinned starts bin as a child process, on CPU cpu when cpu >= 0 (taskset), and stops it
+// when the benchmark ends.
+func startPinned(b *testing.B, cpu int, bin string, args ...string) *exec.Cmd {
+	if cpu >= 0 {
+		args = append([]string{"-c", strconv.Itoa(cpu), bin}, args...)
+		bin = "taskset"
 	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd
+}
+
+// BenchmarkAddedLatency sends the same zero-latency chat request open loop at a constant rate
+// (LENS_ROUTER_RATE req/s for LENS_ROUTER_SECONDS) to a simulator process (LENS_SIM_BIN)
+// directly, then through a router process (LENS_ROUTER_BIN, profile LENS_ROUTER_PROFILE,
+// default random) in front of it, and reports both latency distributions, their difference,
+// and what each process spent in CPU per request: the sender's own (this process, which does
+// nothing else meanwhile), the simulator's and the router's. With LENS_ROUTER_PIN=1 the
+// simulator runs on CPU 0 and the router on CPU 1 (taskset), the sender unpinned.
+func BenchmarkAddedLatency(b *testing.B) {
+	simBin := benchkit.SimulatorBinary(b)
+	routerBin := benchkit.Binary(b, "LENS_ROUTER_BIN", "./functions/inference-router/cmd/inference-router")
 	rate := benchkit.EnvInt(b, "LENS_ROUTER_RATE", 10000)
 	seconds := benchkit.EnvInt(b, "LENS_ROUTER_SECONDS", 10)
 	profile := os.Getenv("LENS_ROUTER_PROFILE")
 	if profile == "" {
 		profile = "random"
 	}
-	simPort := benchkit.FreePort(b)
-	sim := exec.Command(bin, "--model", "fake-model", "--port", strconv.Itoa(simPort), "--max-num-seqs", "4096", "--seed", "1")
-	sim.Stderr = io.Discard
-	if err := sim.Start(); err != nil {
-		b.Fatal(err)
+	simCPU, routerCPU := -1, -1
+	if os.Getenv("LENS_ROUTER_PIN") == "1" {
+		if _, err := exec.LookPath("taskset"); err != nil {
+			b.Fatal("LENS_ROUTER_PIN=1 needs taskset (util-linux)")
+		}
+		simCPU, routerCPU = 0, 1
 	}
-	defer func() { sim.Process.Kill(); sim.Wait() }()
-	simURL := "http://127.0.0.1:" + strconv.Itoa(simPort)
-	waitHealthy(b, simURL)
+	simPort, routerPort := strconv.Itoa(benchkit.FreePort(b)), strconv.Itoa(benchkit.FreePort(b))
+	simAddr, routerAddr := "127.0.0.1:"+simPort, "127.0.0.1:"+routerPort
+	sim := startPinned(b, simCPU, simBin, "--model", "fake-model", "--port", simPort, "--max-num-seqs", "4096", "--seed", "1")
+	waitHealthy(b, "http://"+simAddr)
+	router := startPinned(b, routerCPU, routerBin, "--host", "127.0.0.1", "--port", routerPort, "--profile", profile,
+		"--replicas", "http://"+simAddr, "--scrape-interval", "0", "--seed", "1")
+	waitHealthy(b, "http://"+routerAddr)
 
-	cfg, err := inferencerouter.ParseConfig([]string{"--replicas", simURL, "--profile", profile, "--seed", "1", "--scrape-interval", "0"},
-		func(string) string { return "" }, io.Discard)
-	if err != nil {
-		b.Fatal(err)
+	leg := func(addr string, d time.Duration) legResult {
+		o, err := newOpenLoop(addr, "/v1/chat/completions", []byte(chatBody), rate, d)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sim0, router0 := processCPU(b, sim.Process.Pid), processCPU(b, router.Process.Pid)
+		res, err := o.run()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return legResult{openLoopResult: res, simCPU: processCPU(b, sim.Process.Pid) - sim0, routerCPU: processCPU(b, router.Process.Pid) - router0}
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- inferencerouter.Serve(ctx, cfg, ln, io.Discard) }()
-	defer func() { cancel(); <-done }()
-	routerURL := "http://" + ln.Addr().String()
-	waitHealthy(b, routerURL)
-
+	// a second of the same load on each first: connections (the router's to the simulator
+	// too) are open and both processes past their start before anything is measured
+	leg(simAddr, time.Second)
+	leg(routerAddr, time.Second)
 	for b.Loop() {
-		direct := constantRate(b, simURL+"/v1/chat/completions", rate, seconds)
-		routed := constantRate(b, routerURL+"/v1/chat/completions", rate, seconds)
+		d := time.Duration(seconds) * time.Second
+		direct := leg(simAddr, d)
+		routed := leg(routerAddr, d)
+		direct.print("direct", rate, false)
+		routed.print("routed", rate, true)
 		for _, q := range []float64{50, 90, 99} {
-			d, r := percentile(direct.lat, q), percentile(routed.lat, q)
-			b.ReportMetric(d, fmt.Sprintf("direct-p%.0f-us", q))
-			b.ReportMetric(r, fmt.Sprintf("routed-p%.0f-us", q))
-			b.ReportMetric(r-d, fmt.Sprintf("added-p%.0f-us", q))
+			dq, rq := benchkit.Percentile(direct.latencyUS, q), benchkit.Percentile(routed.latencyUS, q)
+			b.ReportMetric(dq, fmt.Sprintf("direct-p%.0f-us", q))
+			b.ReportMetric(rq, fmt.Sprintf("routed-p%.0f-us", q))
+			b.ReportMetric(rq-dq, fmt.Sprintf("added-p%.0f-us", q))
 		}
 		b.ReportMetric(direct.achieved, "direct-req/s")
 		b.ReportMetric(routed.achieved, "routed-req/s")
+		b.ReportMetric(routed.perRequestUS(routed.routerCPU), "router-cpu-us/req")
+		b.ReportMetric(direct.perRequestUS(direct.cpu), "sender-cpu-us/req")
 		b.ReportMetric(float64(direct.errors+routed.errors), "errors")
 	}
 }
 
-type run struct {
-	lat      []float64 // microseconds, from send to the end of the body
-	achieved float64
-	errors   int
+type legResult struct {
+	openLoopResult
+	simCPU, routerCPU time.Duration
 }
 
-// constantRate sends rate req/s for seconds from a pool of workers fed on an absolute schedule.
-func constantRate(b *testing.B, url string, rate, seconds int) run {
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, MaxIdleConns: 1024, DisableCompression: true}}
-	n := rate * seconds
-	jobs := make(chan struct{}, 4096)
-	var mu sync.Mutex
-	out := run{lat: make([]float64, 0, n)}
-	var wg sync.WaitGroup
-	for range 512 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			local := make([]float64, 0, n/256)
-			errs := 0
-			for range jobs {
-				t0 := time.Now()
-				resp, err := client.Post(url, "application/json", strings.NewReader(chatBody))
-				if err != nil {
-					errs++
-					continue
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != 200 {
-					errs++
-					continue
-				}
-				local = append(local, float64(time.Since(t0).Nanoseconds())/1e3)
-			}
-			mu.Lock()
-			out.lat = append(out.lat, local...)
-			out.errors += errs
-			mu.Unlock()
-		}()
-	}
-	start := time.Now()
-	for i := range n {
-		if d := time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(rate))); d > 0 {
-			time.Sleep(d)
-		}
-		jobs <- struct{}{}
-	}
-	close(jobs)
-	wg.Wait()
-	out.achieved = float64(len(out.lat)) / time.Since(start).Seconds()
-	sort.Float64s(out.lat)
-	client.CloseIdleConnections()
-	return out
-}
-
-func percentile(sorted []float64, q float64) float64 {
-	if len(sorted) == 0 {
+func (r legResult) perRequestUS(cpu time.Duration) float64 {
+	if len(r.latencyUS) == 0 {
 		return 0
 	}
-	return sorted[min(len(sorted)-1, int(q/100*float64(len(sorted))))]
+	return float64(cpu.Microseconds()) / float64(len(r.latencyUS))
+}
+
+// print is one leg's line of figures, as BENCHMARKS.md quotes them.
+func (r legResult) print(name string, rate int, routed bool) {
+	fmt.Printf("%s: asked %d req/s, achieved %.0f req/s, %d errors, %d connections; latency p50 %.0f us, p90 %.0f us, p99 %.0f us; "+
+		"send lag p50 %.0f us, p99 %.0f us; CPU per request: sender %.1f us, simulator %.1f us",
+		name, rate, r.achieved, r.errors, r.conns, benchkit.Percentile(r.latencyUS, 50), benchkit.Percentile(r.latencyUS, 90),
+		benchkit.Percentile(r.latencyUS, 99), benchkit.Percentile(r.lagUS, 50), benchkit.Percentile(r.lagUS, 99),
+		r.perRequestUS(r.cpu), r.perRequestUS(r.simCPU))
+	if routed {
+		fmt.Printf(", router %.1f us", r.perRequestUS(r.routerCPU))
+	}
+	fmt.Println()
+}
+
+// processCPU is a child process's CPU time so far.
+func processCPU(b *testing.B, pid int) time.Duration {
+	d, err := benchkit.ProcessCPUTime(pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return d
 }

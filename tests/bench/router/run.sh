@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The inference router's added latency, as BENCHMARKS.md ("Inference router") quotes it:
 # 1. the in-memory Go benchmark of the router's own work per request, by profile;
-# 2. the open-loop Go benchmark: LENS_ROUTER_RATE req/s (default 10000) for LENS_ROUTER_SECONDS
-#    against a zero-latency simulator directly, then through the router (its p50 difference);
-# 3. wrk (closed loop, one thread, CONNS connections) against the same pair, simulator on core 0,
-#    router on core 1 (taskset), wrk unpinned.
+# 2. the open-loop Go benchmark: RATE req/s (default 10000) for SECONDS_PER_RUN against a
+#    zero-latency simulator process directly, then through a router process in front of it (the
+#    p50 difference is the figure), simulator on core 0, router on core 1 (taskset), the
+#    benchmark's own lean sender unpinned; each leg's line gives the achieved rate, p50/p90/p99,
+#    and CPU per request of the sender, the simulator and the router;
+# 3. wrk (closed loop, one thread, CONNS connections) against the same pair, pinned the same way,
+#    wrk unpinned; the router's CPU per request after the routed pass.
 # Usage: tests/bench/router/run.sh    Env: RATE, SECONDS_PER_RUN, PROFILE (default random),
 #        CONNS (default 32), DURATION (wrk, default 10s), PORT (default 18100).
 set -euo pipefail
@@ -22,7 +25,10 @@ go build -o "$DIR/inference-sim" ./functions/inference-sim/cmd/inference-sim
 go build -o "$DIR/inference-router" ./functions/inference-router/cmd/inference-router
 
 go test -run '^$' -bench ServeHTTP -benchtime 1s -count 3 ./functions/inference-router/
-LENS_SIM_BIN="$DIR/inference-sim" LENS_ROUTER_RATE="$RATE" LENS_ROUTER_SECONDS="$SECONDS_PER_RUN" LENS_ROUTER_PROFILE="$PROFILE" \
+PIN=1
+command -v taskset >/dev/null || { echo "taskset is missing (util-linux): the open loop runs unpinned" >&2; PIN=0; }
+LENS_SIM_BIN="$DIR/inference-sim" LENS_ROUTER_BIN="$DIR/inference-router" LENS_ROUTER_PIN="$PIN" \
+  LENS_ROUTER_RATE="$RATE" LENS_ROUTER_SECONDS="$SECONDS_PER_RUN" LENS_ROUTER_PROFILE="$PROFILE" \
   go test -run '^$' -bench AddedLatency -benchtime 1x -count 3 ./tests/bench/router/
 
 command -v wrk >/dev/null || { echo "wrk is missing (apt-get install -y wrk): skipping the wrk pass" >&2; exit 0; }
