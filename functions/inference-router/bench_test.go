@@ -11,19 +11,19 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// cannedUpstream answers every upstream call in memory, as a streamed body
-// the way the replicas' HostClient hands it over, so the benchmark
+// cannedUpstream answers every upstream call in memory, read whole the way
+// hostUpstream hands over a small answer of known length, so the benchmark
 // measures the router's own work per request (prompt peek, pick, header
 // copies, the relay and writing the response) without the loopback hop.
 type cannedUpstream struct{}
 
 const cannedAnswer = `{"id":"x","choices":[{"index":0,"message":{"role":"assistant","content":"hi"}}]}`
 
-func (cannedUpstream) DoDeadline(req *fasthttp.Request, resp *fasthttp.Response, _ time.Time) error {
+func (cannedUpstream) exchange(req *fasthttp.Request, resp *fasthttp.Response, _ time.Duration) (func(bool), error) {
 	resp.SetStatusCode(200)
 	resp.Header.SetContentType("application/json")
-	resp.SetBodyStream(strings.NewReader(cannedAnswer), len(cannedAnswer))
-	return nil
+	resp.SetBodyString(cannedAnswer)
+	return nil, nil
 }
 
 // cannedRouter is a router of profile over n replicas answered by

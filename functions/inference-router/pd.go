@@ -46,20 +46,20 @@ func (rt *Router) servePD(ctx *fasthttp.RequestCtx, path, body []byte, start tim
 			return
 		}
 		rt.metrics.decisions.WithLabelValues(string(ProfilePD), "prefill-least-load").Inc()
-		resp, ok := rt.roundTrip(ctx, rt.prefill, rep, path, prefillBody, "", start)
+		ans, ok := rt.roundTrip(ctx, rt.prefill, rep, path, prefillBody, "", start)
 		if !ok {
 			exclude |= 1 << rep.index
 			continue
 		}
-		if resp == nil {
+		if ans.resp == nil {
 			return
 		}
-		if resp.StatusCode() != fasthttp.StatusOK {
-			rt.relay(ctx, resp, rt.prefill, rep, string(ProfilePD))
+		if ans.resp.StatusCode() != fasthttp.StatusOK {
+			rt.relay(ctx, ans, rt.prefill, rep, string(ProfilePD))
 			return
 		}
-		raw, err := readUpstreamBody(resp, maxPrefillResponse)
-		rt.finish(rt.prefill, rep, resp)
+		raw, done, err := readUpstreamBody(ans.resp, maxPrefillResponse)
+		rt.finish(rt.prefill, rep, ans, done)
 		rt.metrics.requests.WithLabelValues(string(ProfilePD), rt.prefill.name, rep.base, "200").Inc()
 		var answer struct {
 			KVTransferParams json.RawMessage `json:"kv_transfer_params"`

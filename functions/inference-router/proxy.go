@@ -14,46 +14,6 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// upstream is what the router needs of a replica's HTTP client: one call
-// with a whole-request deadline (a *fasthttp.HostClient; the in-memory
-// benchmark substitutes a canned one).
-type upstream interface {
-	DoDeadline(req *fasthttp.Request, resp *fasthttp.Response, deadline time.Time) error
-}
-
-// newHostClient is the pooled HTTP/1.1 client of one replica. Replicas are
-// loopback or in-cluster peers, so the client is lean: no User-Agent of its
-// own, header names and paths passed through as the client sent them, and
-// response bodies streamed (StreamResponseBody) so an SSE stream reaches the
-// client chunk by chunk and no answer is ever buffered whole in the router.
-// A POST is never replayed (MaxIdemponentCallAttempts 1) except on a pooled
-// connection the replica closed before answering anything, where net/http
-// retries too.
-func newHostClient(r *replica) *fasthttp.HostClient {
-	return &fasthttp.HostClient{
-		Addr:                          r.hostPort,
-		IsTLS:                         r.target.Scheme == "https",
-		Dial:                          (&fasthttp.TCPDialer{Concurrency: 0}).Dial,
-		MaxConns:                      4096,
-		MaxConnWaitTimeout:            5 * time.Second,
-		MaxIdleConnDuration:           30 * time.Second,
-		ReadBufferSize:                16 << 10,
-		WriteBufferSize:               16 << 10,
-		MaxIdemponentCallAttempts:     2,
-		RetryIfErr:                    retryClosedIdle,
-		StreamResponseBody:            true,
-		DisableHeaderNamesNormalizing: true,
-		DisablePathNormalizing:        true,
-		NoDefaultUserAgentHeader:      true,
-	}
-}
-
-// retryClosedIdle retries a request once when a pooled connection turned
-// out closed before the replica sent a byte of its answer.
-func retryClosedIdle(_ *fasthttp.Request, attempts int, err error) (resetTimeout, retry bool) {
-	return false, attempts < 2 && errors.Is(err, fasthttp.ErrConnectionClosed)
-}
-
 // hopHeaders are connection-level headers a proxy must not forward, plus
 // the framing headers the router sets itself (Host, Content-Length).
 var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
@@ -72,19 +32,26 @@ func isHopHeader(key []byte) bool {
 // only when the replica refused the connection (nothing was sent, so the
 // caller may try another replica); every other outcome is answered here.
 func (rt *Router) forward(ctx *fasthttp.RequestCtx, p *pool, rep *replica, path, body []byte, profile string, start time.Time) bool {
-	resp, ok := rt.roundTrip(ctx, p, rep, path, body, profile, start)
-	if !ok || resp == nil {
+	ans, ok := rt.roundTrip(ctx, p, rep, path, body, profile, start)
+	if !ok || ans.resp == nil {
 		return ok
 	}
-	rt.relay(ctx, resp, p, rep, profile)
+	rt.relay(ctx, ans, p, rep, profile)
 	return true
 }
 
+// upstreamAnswer is a replica's response as roundTrip got it: resp, and release
+// when its body is still a stream on the replica's connection.
+type upstreamAnswer struct {
+	resp    *fasthttp.Response
+	release func(done bool)
+}
+
 // roundTrip sends one upstream request with rep counted in flight. On a
-// refused connection it marks rep down and returns (nil, false); on any
-// other failure it answers 502 and returns (nil, true). A non-nil response
-// is the caller's: relay it, or release it with rt.finish.
-func (rt *Router) roundTrip(ctx *fasthttp.RequestCtx, p *pool, rep *replica, path, body []byte, profile string, start time.Time) (*fasthttp.Response, bool) {
+// refused connection it marks rep down and returns (upstreamAnswer{}, false); on any
+// other failure it answers 502 and returns (upstreamAnswer{}, true). A non-nil
+// answer is the caller's: relay it, or release it with rt.finish.
+func (rt *Router) roundTrip(ctx *fasthttp.RequestCtx, p *pool, rep *replica, path, body []byte, profile string, start time.Time) (upstreamAnswer, bool) {
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
 	in := &ctx.Request
@@ -104,45 +71,52 @@ func (rt *Router) roundTrip(ctx *fasthttp.RequestCtx, p *pool, rep *replica, pat
 	}
 	u.SetQueryStringBytes(in.URI().QueryString())
 	req.SetBodyRaw(body)
-	resp := fasthttp.AcquireResponse()
+	ans := upstreamAnswer{resp: fasthttp.AcquireResponse()}
 	rep.inflight.Add(1)
 	rep.inflightGauge.Inc()
 	if profile != "" {
 		rt.metrics.observeAdded(profile, time.Since(start))
 	}
-	if err := rep.client.DoDeadline(req, resp, time.Now().Add(rt.cfg.UpstreamTimeout)); err != nil {
-		rt.finish(p, rep, resp)
+	var err error
+	if ans.release, err = rep.client.exchange(req, ans.resp, rt.cfg.UpstreamTimeout); err != nil {
+		rt.finish(p, rep, ans, false)
 		if isConnectError(err) {
 			rt.metrics.upstreamErrs.WithLabelValues(p.name, rep.base, "connect").Inc()
 			rt.markDown(p, rep)
-			return nil, false
+			return upstreamAnswer{}, false
 		}
 		rt.metrics.upstreamErrs.WithLabelValues(p.name, rep.base, "transport").Inc()
 		writeError(ctx, fasthttp.StatusBadGateway, "replica "+rep.base+" failed: "+err.Error())
-		return nil, true
+		return upstreamAnswer{}, true
 	}
-	return resp, true
+	return ans, true
 }
 
-// finish releases an upstream response (closing its stream: an unread one
-// drops the connection, so the replica sees the client go) and takes the
-// request off rep's in-flight count.
-func (rt *Router) finish(p *pool, rep *replica, resp *fasthttp.Response) {
-	_ = resp.CloseBodyStream()
-	fasthttp.ReleaseResponse(resp)
+// finish releases an upstream answer (its stream closed and its connection
+// back in the pool when done says the body was read to its end, else
+// closed, so the replica sees the client go) and takes the request off
+// rep's in-flight count.
+func (rt *Router) finish(p *pool, rep *replica, ans upstreamAnswer, done bool) {
+	_ = ans.resp.CloseBodyStream()
+	if ans.release != nil {
+		ans.release(done)
+	}
+	fasthttp.ReleaseResponse(ans.resp)
 	rep.inflight.Add(-1)
 	rep.inflightGauge.Dec()
 }
 
-// relay answers the client with resp: status, headers and body. The body
-// is not copied into the router: it is the client response's body stream,
-// written as the replica sends it. A body of unknown length (every SSE
-// stream) goes out chunked, each read from the replica a chunk flushed at
-// once, so tokens are never held back. The response is released, and rep
-// leaves the in-flight count, when the body has been written or the
-// client went away.
-func (rt *Router) relay(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, p *pool, rep *replica, profile string) {
+// relay answers the client with the replica's answer: status, headers and
+// body. A body read whole (every small answer of known length) is written
+// from memory; a stream is not copied into the router: it becomes the
+// client response's body stream, written as the replica sends it. A body of
+// unknown length (every SSE stream) goes out chunked, each read from the
+// replica a chunk flushed at once, so tokens are never held back. The
+// answer is released, and rep leaves the in-flight count, when the body has
+// been written or the client went away.
+func (rt *Router) relay(ctx *fasthttp.RequestCtx, ans upstreamAnswer, p *pool, rep *replica, profile string) {
 	out := &ctx.Response
+	resp := ans.resp
 	for k, v := range resp.Header.All() {
 		if !isHopHeader(k) {
 			out.Header.AddBytesKV(k, v)
@@ -158,7 +132,7 @@ func (rt *Router) relay(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, p *po
 	stream := resp.BodyStream()
 	if stream == nil {
 		out.SetBody(resp.Body())
-		rt.finish(p, rep, resp)
+		rt.finish(p, rep, ans, true)
 		return
 	}
 	size := resp.Header.ContentLength()
@@ -166,7 +140,7 @@ func (rt *Router) relay(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, p *po
 		size = -1 // chunked or read-until-close upstream: chunked to the client
 	}
 	b := bodies.Get().(*upstreamBody)
-	*b = upstreamBody{rt: rt, p: p, rep: rep, resp: resp, stream: stream}
+	*b = upstreamBody{rt: rt, p: p, rep: rep, ans: ans, stream: stream}
 	out.SetBodyStream(b, size)
 }
 
@@ -176,36 +150,47 @@ type upstreamBody struct {
 	rt     *Router
 	p      *pool
 	rep    *replica
-	resp   *fasthttp.Response
+	ans    upstreamAnswer
 	stream io.Reader
+	done   bool // read to its end (the server reads a sized body to its EOF too)
 }
 
 var bodies = sync.Pool{New: func() any { return new(upstreamBody) }}
 
 func (b *upstreamBody) Read(buf []byte) (int, error) {
 	n, err := b.stream.Read(buf)
-	if err != nil && err != io.EOF {
+	if err == io.EOF {
+		b.done = true
+	} else if err != nil {
 		b.rt.metrics.upstreamErrs.WithLabelValues(b.p.name, b.rep.base, "transport").Inc()
 	}
 	return n, err
 }
 
 func (b *upstreamBody) Close() error {
-	if b.resp == nil {
+	if b.ans.resp == nil {
 		return nil
 	}
-	b.rt.finish(b.p, b.rep, b.resp)
+	b.rt.finish(b.p, b.rep, b.ans, b.done)
 	*b = upstreamBody{}
 	bodies.Put(b)
 	return nil
 }
 
-// readUpstreamBody reads a whole (bounded) upstream body, streamed or not.
-func readUpstreamBody(resp *fasthttp.Response, limit int64) ([]byte, error) {
-	if s := resp.BodyStream(); s != nil {
-		return io.ReadAll(io.LimitReader(s, limit))
+// readUpstreamBody reads a whole (bounded) upstream body, streamed or not;
+// done says it was read to its end.
+func readUpstreamBody(resp *fasthttp.Response, limit int64) (body []byte, done bool, err error) {
+	s := resp.BodyStream()
+	if s == nil {
+		return append([]byte(nil), resp.Body()...), true, nil
 	}
-	return append([]byte(nil), resp.Body()...), nil
+	body, err = io.ReadAll(io.LimitReader(s, limit))
+	if err != nil {
+		return nil, false, err
+	}
+	var probe [1]byte
+	n, end := s.Read(probe[:])
+	return body, n == 0 && end == io.EOF, nil
 }
 
 // isConnectError says whether err means the replica refused or could not

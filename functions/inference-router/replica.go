@@ -44,7 +44,7 @@ func newReplica(i int, base string) *replica {
 		}
 	}
 	r := &replica{index: i, base: base, hostPort: hp, target: u}
-	r.client = newHostClient(r)
+	r.client = hostUpstream{newHostClient(r)}
 	return r
 }
 
