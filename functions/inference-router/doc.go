@@ -24,13 +24,17 @@
 // reach whatever the routing cost. fasthttp reuses request and response
 // objects and buffers per connection and runs one goroutine per
 // connection on each side. What net/http gave for free is kept
-// explicitly: upstream bodies are streamed (StreamResponseBody) and become
-// the client response's body stream, written chunked with a flush per read
-// for SSE (tokens are never held back); a refused connection marks the
-// replica down and the request is retried elsewhere; a pooled connection
-// the replica closed before answering is retried once; hop-by-hop headers
-// are dropped both ways; the whole-request timeout is the client's
-// deadline; drain closes the listener and lets in-flight streams finish.
+// explicitly: an upstream body is streamed (it becomes the client
+// response's body stream, written chunked with a flush per read for SSE:
+// tokens are never held back) unless it is a small answer of known length,
+// which is read whole and written in one go (upstream.go: the exchange on
+// the HostClient's pooled connections decides per answer, where fasthttp's
+// HostClient.Do decides for the client as a whole); a refused connection
+// marks the replica down and the request is retried elsewhere; a pooled
+// connection the replica closed before answering is retried once; hop-by-hop
+// headers are dropped both ways; the whole-request timeout is the
+// connection's deadline; drain closes the listener and lets in-flight
+// streams finish.
 // fasthttp is a dependency already (the simulator's front end), so this
 // adds a second home for it, not a second HTTP stack to the module graph;
 // probes, queue scrapes and /tokenize calls stay on net/http (off the hot

@@ -30,6 +30,27 @@ func countingServer(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic
 	return srv, &conns
 }
 
+// rawReplica serves each loopback connection with serveConn (closing it
+// after) and returns its base URL: a replica speaking HTTP by hand.
+func rawReplica(t *testing.T, serveConn func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); serveConn(c) }()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
 // Answers of every framing reach the client whole, and each leaves the
 // replica's connection reusable: a small Content-Length answer (read whole),
 // one over maxBufferedAnswer and a chunked one (both streamed through), an
@@ -85,31 +106,17 @@ func TestAnswersOfEveryFramingKeepTheConnection(t *testing.T) {
 // on a new one, not answered 502: the replica here closes every connection
 // after one answer, without saying so.
 func TestClosedPooledConnectionIsRetried(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	var served atomic.Int64
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				req, err := http.ReadRequest(bufio.NewReader(c))
-				if err != nil {
-					return
-				}
-				io.Copy(io.Discard, req.Body)
-				served.Add(1)
-				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
-			}()
+	replica := rawReplica(t, func(c net.Conn) {
+		req, err := http.ReadRequest(bufio.NewReader(c))
+		if err != nil {
+			return
 		}
-	}()
-	rt := New(testConfig(t, "--replicas", "http://"+ln.Addr().String()))
+		io.Copy(io.Discard, req.Body)
+		served.Add(1)
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+	})
+	rt := New(testConfig(t, "--replicas", replica))
 	for i := range 5 {
 		if rec := post(t, rt, "/v1/chat/completions", `{}`); rec.Code != 200 || rec.Body.String() != "{}" {
 			t.Fatalf("request %d: %d %q", i, rec.Code, rec.Body.String())
@@ -145,39 +152,26 @@ func TestSmallAnswerExchangeAllocatesNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are meaningless under the race detector")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() { // a replica that allocates nothing per request either: fixed buffers, one canned answer
+	// a replica that allocates nothing per request either: fixed buffers, one canned answer
+	replica := rawReplica(t, func(c net.Conn) {
+		buf := make([]byte, 4096)
+		answer := []byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\":true}")
+		n := 0
 		for {
-			c, err := ln.Accept()
+			k, err := c.Read(buf[n:])
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 4096)
-				answer := []byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\":true}")
-				n := 0
-				for {
-					k, err := c.Read(buf[n:])
-					if err != nil {
-						return
-					}
-					n += k
-					if bytes.HasSuffix(buf[:n], []byte("\r\n\r\n{}")) { // the whole request (its body is {})
-						n = 0
-						if _, err := c.Write(answer); err != nil {
-							return
-						}
-					}
+			n += k
+			if bytes.HasSuffix(buf[:n], []byte("\r\n\r\n{}")) { // the whole request (its body is {})
+				n = 0
+				if _, err := c.Write(answer); err != nil {
+					return
 				}
-			}()
+			}
 		}
-	}()
-	rt := New(testConfig(t, "--replicas", "http://"+ln.Addr().String()))
+	})
+	rt := New(testConfig(t, "--replicas", replica))
 	ctx := new(fasthttp.RequestCtx)
 	ctx.Init(new(fasthttp.Request), nil, nil)
 	allocs := testing.AllocsPerRun(300, func() {
