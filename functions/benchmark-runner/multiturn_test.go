@@ -131,11 +131,61 @@ func TestMultiTurnChatWorkloadYAMLSendsAssistantMessages(t *testing.T) {
 		for k, rec := range recs {
 			reqID := rec.Metadata["x_request_id"].(string)
 			got := model.byID[reqID].Messages
-			if len(got) != 2*k+1 || !slices.Equal(got[:2*k], want) || got[2*k].Role != "user" {
+			if k == 0 {
+				// The conversation opens with the group's system prompt as the system message.
+				if len(got) != 2 || got[0].Role != "system" || len(strings.Fields(got[0].Content)) != 16 ||
+					got[1].Role != "user" || len(strings.Fields(got[1].Content)) != 4 {
+					t.Fatalf("session %s opens with %v; want a 16-word system message, then a 4-word user message", sid, got)
+				}
+				want = append(want, got[0])
+			}
+			n := len(want)
+			if len(got) != n+1 || !slices.Equal(got[:n], want) || got[n].Role != "user" {
 				t.Fatalf("session %s turn %d sent %v; want the earlier messages %v, then a user message", sid, k, got, want)
 			}
-			want = append(want, got[2*k], chatMessage{Role: "assistant", Content: echoReply(reqID, 3)})
+			want = append(want, got[n], chatMessage{Role: "assistant", Content: echoReply(reqID, 3)})
 		}
+	}
+}
+
+// A chat shared-prefix workload sends each group's system prompt as the system message and
+// the question as the user message, as inference-perf does (not one user message holding both).
+func TestChatSharedPrefixSendsTheSystemPromptAsTheSystemMessage(t *testing.T) {
+	yaml := "load: {type: poisson, stages: [{rate: 40, duration: 1}]}\napi: {type: chat, streaming: true}\n" +
+		"data:\n  type: shared_prefix\n  shared_prefix: {num_groups: 2, num_prompts_per_group: 3, system_prompt_len: 12, question_len: 5, output_len: 2}\n"
+	body, _ := json.Marshal(map[string]any{"deployment_execution_id": "exec-1", "workload_yaml": yaml})
+	model := &fakeModel{ttft: time.Millisecond, itl: time.Millisecond, echo: true}
+	h := start(t, model, fast())
+	id := h.create(t, string(body))
+	if m := doc(t, h.waitFor(t, id, 30*time.Second, terminal)); m["status"] != "succeeded" {
+		t.Fatalf("status %v %v", m["status"], m["error"])
+	}
+	model.mu.Lock()
+	defer model.mu.Unlock()
+	systems := map[any]string{} // group -> its system prompt
+	questions := map[string]bool{}
+	n := 0
+	for _, recs := range sessionRecords(t, h, id) {
+		for _, rec := range recs {
+			n++
+			got := model.byID[rec.Metadata["x_request_id"].(string)].Messages
+			if len(got) != 2 || got[0].Role != "system" || got[1].Role != "user" ||
+				len(strings.Fields(got[0].Content)) != 12 || len(strings.Fields(got[1].Content)) != 5 {
+				t.Fatalf("request %v sent %v; want a 12-word system message, then a 5-word user message", rec.Metadata["x_request_id"], got)
+			}
+			group := rec.Metadata["group"]
+			if other, ok := systems[group]; ok && other != got[0].Content {
+				t.Fatalf("group %v's requests carry different system prompts:\n%q\n%q", group, other, got[0].Content)
+			}
+			systems[group] = got[0].Content
+			questions[got[1].Content] = true
+		}
+	}
+	if n < 10 || len(systems) != 2 || systems[float64(0)] == systems[float64(1)] {
+		t.Fatalf("%d requests, system prompts per group %v", n, systems)
+	}
+	if len(questions) != n {
+		t.Fatalf("%d distinct questions for %d requests", len(questions), n)
 	}
 }
 

@@ -44,7 +44,8 @@ func rateStages(rng *rand.Rand, stages []events.RateStage) (arrivals []float64, 
 // sharedPrefixSchedule is a shared-prefix workload's rate stages: request k belongs to group
 // k mod num_groups and sends that group's system prompt followed by its own question. The
 // system prompt is one hash block (its length the system prompt's), so every request of a group
-// shares it byte for byte and the server's prefix cache can reuse it.
+// shares it byte for byte and the server's prefix cache can reuse it. On the chat API the system
+// prompt is the request's system message and the question its user message.
 //
 // With enable_multi_turn_chat the requests are turns of conversations instead, laid out as
 // inference-perf's generator does (evalrun.PlanMultiTurn): one session per (group, prompt),
@@ -96,6 +97,8 @@ func (s *sharedPrefixSchedule) Load(i int, r *loadgen.Request) error {
 		// the request (the question).
 		r.HashIDs = []int64{s.seed<<20 | group}
 		r.BlockSize = s.sp.SystemPromptLen
+		// On chat it travels as the system message, as inference-perf sends it.
+		r.SystemPromptTokens = s.sp.SystemPromptLen
 	}
 	return nil
 }

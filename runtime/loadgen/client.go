@@ -120,14 +120,16 @@ func (e *engine) body(r *Request, i int, earlier *history) (body, own []byte, er
 			case deltas:
 				if len(r.Messages) > 0 {
 					own = arrayElements(r.Messages)
-				} else if own, err = json.Marshal(chatMessage{Role: "user", Content: prompt}); err != nil {
+				} else if own, err = json.Marshal(promptMessages(prompt, r)); err != nil {
 					return nil, nil, err
+				} else {
+					own = own[1 : len(own)-1] // the turn's messages as array elements
 				}
 				fields["messages"] = json.RawMessage(earlier.messages(own))
 			case len(r.Messages) > 0:
 				fields["messages"] = r.Messages
 			default:
-				fields["messages"] = []chatMessage{{Role: "user", Content: prompt}}
+				fields["messages"] = promptMessages(prompt, r)
 			}
 			if len(r.Tools) > 0 {
 				fields["tools"] = r.Tools
@@ -247,6 +249,18 @@ func arrayElements(raw json.RawMessage) []byte {
 	inner := bytes.TrimSpace(raw)
 	inner = bytes.TrimSpace(inner[1 : len(inner)-1])
 	return inner
+}
+
+// promptMessages is a synthesised chat prompt as messages: one user message, or with
+// r.SystemPromptTokens a system message of the prompt's first that many words and a user
+// message of the rest (each without the synthesiser's leading space).
+func promptMessages(prompt string, r *Request) []chatMessage {
+	if r.SystemPromptTokens <= 0 || r.Prompt != nil {
+		return []chatMessage{{Role: "user", Content: prompt}}
+	}
+	cut := wordsPrefixLen([]byte(prompt), r.SystemPromptTokens)
+	return []chatMessage{{Role: "system", Content: strings.TrimPrefix(prompt[:cut], " ")},
+		{Role: "user", Content: strings.TrimPrefix(prompt[cut:], " ")}}
 }
 
 type chatMessage struct {

@@ -43,6 +43,11 @@ type Request struct {
 	// requests sharing leading ids share a prompt prefix.
 	HashIDs   []int64
 	BlockSize int
+	// SystemPromptTokens, on the chat API, sends the first SystemPromptTokens words of the
+	// synthesised prompt (a shared-prefix group's system prompt, its leading hash blocks) as a
+	// system message and the rest as the user message, as inference-perf's chat requests do.
+	// On completions the prompt stays one text. Ignored when Prompt or Messages is set.
+	SystemPromptTokens int
 	// Prompt is a literal prompt sent instead of a synthesised one.
 	Prompt *string
 	// Messages is a literal JSON array of OpenAI chat messages (chat API only).
@@ -225,6 +230,9 @@ func checkRequest(r *Request, id int, api API) error {
 	}
 	if r.InputTokens < 0 || r.OutputTokens < 0 {
 		return fmt.Errorf("request %d: token counts must be >= 0 (input %d, output %d)", id, r.InputTokens, r.OutputTokens)
+	}
+	if r.SystemPromptTokens < 0 || (r.InputTokens > 0 && r.SystemPromptTokens > r.InputTokens) {
+		return fmt.Errorf("request %d: system prompt tokens must be between 0 and the input tokens (%d), got %d", id, r.InputTokens, r.SystemPromptTokens)
 	}
 	if len(r.HashIDs) > 0 && r.BlockSize <= 0 && r.Prompt == nil && len(r.Messages) == 0 {
 		return fmt.Errorf("request %d: hash ids need a block size > 0", id)
