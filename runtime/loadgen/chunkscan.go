@@ -101,14 +101,14 @@ func scanChunkText(data, reply []byte, keep bool) (info chunkInfo, text []byte, 
 			return ok
 		case fold(key, "object"):
 			v, null, ok := s.plainString()
-			if !null && v == "error" {
+			if !null && string(v) == "error" { // compared without a copy: every chunk has an object
 				info.isError = true
 			}
 			return ok
 		case fold(key, "message"):
 			v, null, ok := s.plainString()
 			if !null {
-				info.message = v
+				info.message = string(v)
 			}
 			return ok
 		}
@@ -239,15 +239,21 @@ func (s *scanner) usage(info *chunkInfo) bool {
 		info.usage = nil
 		return true
 	}
-	u := &usage{}
+	// One allocation holds the usage, its details and their numbers.
+	block := &struct {
+		usage
+		details                   tokenDetails
+		prompt, completion, cache int
+	}{}
+	u := &block.usage
 	if !s.objectMembers(func(key []byte) bool {
 		switch {
 		case fold(key, "prompt_tokens"):
-			return s.intOrNull(&u.PromptTokens)
+			return s.intOrNull(&u.PromptTokens, &block.prompt)
 		case fold(key, "completion_tokens"):
-			return s.intOrNull(&u.CompletionTokens)
+			return s.intOrNull(&u.CompletionTokens, &block.completion)
 		case fold(key, "prompt_tokens_details"):
-			return s.tokenDetails(&u.PromptTokensDetails)
+			return s.tokenDetails(&u.PromptTokensDetails, &block.details, &block.cache)
 		}
 		_, ok := s.SkipValue()
 		return ok
@@ -259,15 +265,15 @@ func (s *scanner) usage(info *chunkInfo) bool {
 }
 
 // tokenDetails reads usage.prompt_tokens_details (null leaves *dst nil).
-func (s *scanner) tokenDetails(dst **tokenDetails) bool {
+func (s *scanner) tokenDetails(dst **tokenDetails, d *tokenDetails, cached *int) bool {
 	if s.Null() {
 		*dst = nil
 		return true
 	}
-	d := &tokenDetails{}
+	*d = tokenDetails{}
 	if !s.objectMembers(func(key []byte) bool {
 		if fold(key, "cached_tokens") {
-			return s.intOrNull(&d.CachedTokens)
+			return s.intOrNull(&d.CachedTokens, cached)
 		}
 		_, ok := s.SkipValue()
 		return ok
@@ -351,13 +357,13 @@ func fold(key []byte, name string) bool {
 }
 
 // plainString reads null or a string without escapes (control characters and non-ASCII bytes
-// are left to encoding/json).
-func (s *scanner) plainString() (v string, null bool, ok bool) {
+// are left to encoding/json). v points into the chunk.
+func (s *scanner) plainString() (v []byte, null bool, ok bool) {
 	if s.Null() {
-		return "", true, true
+		return nil, true, true
 	}
-	b, ok := s.PlainString()
-	return string(b), false, ok
+	v, ok = s.PlainString()
+	return v, false, ok
 }
 
 // stringOrNull validates a string (any valid escapes, any bytes >= 0x20) or null.
@@ -368,8 +374,9 @@ func (s *scanner) stringOrNull() (null bool, ok bool) {
 	return false, s.SkipString()
 }
 
-// intOrNull reads null (leaving *dst nil) or a plain integer of at most 15 digits.
-func (s *scanner) intOrNull(dst **int) bool {
+// intOrNull reads null (leaving *dst nil) or a plain integer of at most 15 digits, which it
+// stores in *store and points *dst at.
+func (s *scanner) intOrNull(dst **int, store *int) bool {
 	if s.Null() {
 		*dst = nil
 		return true
@@ -397,6 +404,7 @@ func (s *scanner) intOrNull(dst **int) bool {
 	if literal[0] == '-' {
 		n = -n
 	}
-	*dst = &n
+	*store = n
+	*dst = store
 	return true
 }

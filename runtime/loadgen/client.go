@@ -94,6 +94,14 @@ func (e *engine) contextError(ctx context.Context, err error) string {
 // (nil for a session's first turn) in front and also returns the turn's own part, which the
 // session adds to its history once the turn is sent.
 func (e *engine) body(r *Request, i int, earlier *history) (body, own []byte, err error) {
+	if plain, ok := e.plainBody(r, i); ok {
+		return plain, nil, nil
+	}
+	return e.mappedBody(r, i, earlier)
+}
+
+// mappedBody is body through encoding/json, for every request shape.
+func (e *engine) mappedBody(r *Request, i int, earlier *history) (body, own []byte, err error) {
 	deltas := r.ContextMode == ContextDeltas
 	payload, err := decodeObject(r.Payload)
 	if err != nil {
@@ -337,6 +345,7 @@ type outcome struct {
 	lastToken    time.Time
 	chunks       int
 	gaps         []float64 // ms between content chunks, when kept
+	expectTokens int       // the requested output tokens: room for the gaps in one allocation
 	usage        *usage
 	completedAt  time.Time
 	responseSeen bool
@@ -354,7 +363,7 @@ func (e *engine) exchange(ctx context.Context, r *Request, i int, body []byte, s
 		return outcome{err: err.Error(), completedAt: time.Now()}
 	}
 	defer resp.body.Close()
-	out := outcome{status: resp.status, responseSeen: true, keepReply: r.KeepReplies}
+	out := outcome{status: resp.status, responseSeen: true, keepReply: r.KeepReplies, expectTokens: r.OutputTokens}
 	if resp.status < 200 || resp.status > 299 {
 		msg, rerr := io.ReadAll(io.LimitReader(resp.body, 64<<10))
 		out.completedAt = time.Now()
@@ -424,6 +433,9 @@ func (e *engine) readStream(ctx context.Context, body io.ReadCloser, out *outcom
 			if out.chunks == 0 {
 				out.firstToken = now
 			} else if e.cfg.InterTokenTimes {
+				if out.gaps == nil {
+					out.gaps = make([]float64, 0, min(max(out.expectTokens-1, 8), 4096))
+				}
 				out.gaps = append(out.gaps, ms(now.Sub(out.lastToken)))
 			}
 			out.lastToken = now

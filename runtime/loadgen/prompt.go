@@ -72,7 +72,7 @@ const (
 
 // appendWords appends n words, each with a leading space, drawn from a PCG stream.
 func appendWords(dst []byte, seed, stream uint64, n int) []byte {
-	r := rand.New(rand.NewPCG(seed, stream))
+	r := rand.NewPCG(seed, stream) // the source itself (rand.New's Uint64 is its Uint64), on the stack
 	var bits uint64
 	for i := 0; i < n; i++ {
 		if i%8 == 0 {
@@ -121,13 +121,26 @@ func (s *synth) blockText(id int64, blockSize int) []byte {
 // is shorter (inputTokens - (len(ids)-1)*blockSize words) falls out of the cut, so a row's
 // shorter last block is a prefix of the same id's full block elsewhere.
 func (s *synth) prompt(i int, inputTokens int, ids []int64, blockSize int) string {
+	return string(s.appendPrompt(make([]byte, 0, promptBytes(inputTokens, ids, blockSize)), i, inputTokens, ids, blockSize))
+}
+
+// promptBytes is about the length of a synthesised prompt (words average under 6 bytes).
+func promptBytes(inputTokens int, ids []int64, blockSize int) int {
+	if inputTokens <= 0 && blockSize > 0 {
+		inputTokens = len(ids) * blockSize
+	}
+	return max(inputTokens, 0) * 6
+}
+
+// appendPrompt appends prompt's text to buf. The text is printable ASCII words, each led by a
+// space, so it goes into a JSON string as it is.
+func (s *synth) appendPrompt(buf []byte, i int, inputTokens int, ids []int64, blockSize int) []byte {
 	if len(ids) == 0 || blockSize <= 0 {
-		return string(appendWords(make([]byte, 0, inputTokens*6), s.seed^domainFresh, uint64(i), inputTokens))
+		return appendWords(buf, s.seed^domainFresh, uint64(i), inputTokens)
 	}
 	if inputTokens <= 0 { // a row with ids but no length: whole blocks
 		inputTokens = len(ids) * blockSize
 	}
-	buf := make([]byte, 0, inputTokens*6)
 	have := 0
 	for _, id := range ids {
 		if have >= inputTokens {
@@ -146,7 +159,7 @@ func (s *synth) prompt(i int, inputTokens int, ids []int64, blockSize int) strin
 	if have < inputTokens {
 		buf = appendWords(buf, s.seed^domainTail, uint64(i), inputTokens-have)
 	}
-	return string(buf)
+	return buf
 }
 
 // wordsPrefixLen is the byte length of the first n space-led words of text.

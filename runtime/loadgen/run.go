@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -744,4 +745,4 @@ func (e *engine) emit(rec Record) {
 }
 
 // requestKey is request i's X-Request-ID: the run id and the 1-based request id.
-func (e *engine) requestKey(i int) string { return fmt.Sprintf("%s-%d", e.runID, i+1) }
+func (e *engine) requestKey(i int) string { return e.runID + "-" + strconv.Itoa(i+1) }

@@ -34,6 +34,7 @@ type JSONLWriter struct {
 	mu        sync.Mutex
 	w         *bufio.Writer
 	enc       *json.Encoder
+	line      []byte // appendRecordLine's buffer, reused line after line
 	lastFlush time.Time
 	n         int64
 	closer    io.Closer
@@ -54,8 +55,16 @@ func NewJSONLWriter(w io.Writer) *JSONLWriter {
 func (j *JSONLWriter) Record(r Record) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if err := j.enc.Encode(r); err != nil {
+	if line, ok := appendRecordLine(j.line[:0], &r); ok {
+		j.line = line
+		if _, err := j.w.Write(line); err != nil {
+			return err
+		}
+	} else if err := j.enc.Encode(r); err != nil {
 		return err
+	}
+	if cap(j.line) > 64<<10 {
+		j.line = nil // one long record does not pin its buffer for the rest of the run
 	}
 	j.n++
 	every := j.FlushEvery

@@ -39,22 +39,42 @@ type lineSource interface {
 	Discard(n int) (int, error)
 }
 
+// sseReaders recycles the readers themselves with their line and data buffers, which every
+// stream would otherwise grow afresh (three or four allocations a request).
+var sseReaders = sync.Pool{New: func() any { return new(sseReader) }}
+
+// maxPooledSSEBuffer bounds the buffers a pooled reader keeps: one long event does not pin its
+// memory for the rest of the run.
+const maxPooledSSEBuffer = 16 << 10
+
 func newSSEReader(r io.Reader, maxLine int) *sseReader {
+	s := sseReaders.Get().(*sseReader)
+	*s = sseReader{data: s.data[:0], line: s.line[:0], maxLine: maxLine}
 	if src, ok := r.(lineSource); ok {
-		return &sseReader{r: src, maxLine: maxLine}
+		s.r = src
+		return s
 	}
 	br := readers.Get().(*bufio.Reader)
 	br.Reset(r)
-	return &sseReader{r: br, pooled: br, maxLine: maxLine}
+	s.r, s.pooled = br, br
+	return s
 }
 
-// release returns the buffer to the pool; the reader must not be used afterwards.
+// release returns the reader and its buffer to the pools; it must not be used afterwards, nor
+// any slice it returned.
 func (s *sseReader) release() {
 	if s.pooled != nil {
 		s.pooled.Reset(nil)
 		readers.Put(s.pooled)
 	}
 	s.r, s.pooled = nil, nil
+	if cap(s.data) > maxPooledSSEBuffer {
+		s.data = nil
+	}
+	if cap(s.line) > maxPooledSSEBuffer {
+		s.line = nil
+	}
+	sseReaders.Put(s)
 }
 
 // next returns the data of the next event that has any. The slice is valid until the next

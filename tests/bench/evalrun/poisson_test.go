@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -78,9 +79,12 @@ func BenchmarkPoissonStage(b *testing.B) {
 		})
 		cfg := loadgen.Config{BaseURL: sim.base + "/v1", Model: simModel, API: loadgen.APICompletions, Stream: true, IgnoreEOS: true,
 			InterTokenTimes: true, Seed: 1, RunID: "bench", RequestTimeout: 120 * time.Second}
+		var mem0, mem1 runtime.MemStats
+		runtime.ReadMemStats(&mem0)
 		cpu0 := benchkit.CPUTime()
 		st, err := loadgen.RunSchedule(context.Background(), cfg, stage, collect)
 		cpu := benchkit.CPUTime() - cpu0
+		runtime.ReadMemStats(&mem1)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -102,6 +106,12 @@ func BenchmarkPoissonStage(b *testing.B) {
 		b.ReportMetric(100*math.Abs(achieved-rate)/rate, "nominal-rate-err-%")
 		b.ReportMetric(100*float64(successful)/float64(n), "success-%")
 		b.ReportMetric(float64(cpu.Microseconds())/float64(n), "cpu-us/req")
+		// The whole test process's allocations over the run (the engine, the sink's builders
+		// and artifact, this collector's three numbers per request), per request.
+		b.ReportMetric(float64(mem1.Mallocs-mem0.Mallocs)/float64(n), "allocs/req")
+		b.ReportMetric(float64(mem1.TotalAlloc-mem0.TotalAlloc)/float64(n), "bytes/req")
+		b.ReportMetric(float64(mem1.NumGC-mem0.NumGC), "gc-cycles")
+		b.ReportMetric(float64(mem1.PauseTotalNs-mem0.PauseTotalNs)/1e6, "gc-pause-ms")
 		b.ReportMetric(loadAverage(), "load-1m")
 	}
 }
