@@ -76,6 +76,9 @@ type execution struct {
 
 	records *loadgen.JSONLWriter
 	path    string
+	// samples holds every measured request's numbers once for all the builders: the run's
+	// (total), each matrix point's and each stage's.
+	samples *evalrun.Samples
 	total   *evalrun.Builder
 	mu      sync.Mutex // guards the builders, the live summary and the current phase
 	// progressMu orders the stored progress: a phase change (memory and record) and a progress
@@ -149,7 +152,8 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 	}
 	x.records = loadgen.NewJSONLWriter(f)
 	defer x.records.Close()
-	x.total = evalrun.NewBuilder(x.targets)
+	x.samples = evalrun.NewSamples()
+	x.total = x.samples.NewBuilder(x.targets)
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -421,8 +425,9 @@ func observation(rec loadgen.Record) livesummary.Observation {
 	return o
 }
 
-// sinkFunc receives a measured record and its inter-token gaps.
-type sinkFunc func(rec loadgen.Record, gaps []float64)
+// sinkFunc names the builders that count a measured record (the run's total among them); the
+// stage stores its numbers once in x.samples for all of them.
+type sinkFunc func(rec loadgen.Record) []*evalrun.Builder
 
 // stage sends a schedule with the run's parallelism: each of the N workers sends the whole
 // schedule, as N harness pods would. concurrency > 0 makes it a closed loop.
@@ -476,9 +481,7 @@ func (x *execution) stage(ctx context.Context, phase string, sched loadgen.Sched
 					// A worker's records keep their gaps and stage number for the owner's merge.
 					rec.Metadata["seq"] = seq
 				} else {
-					gaps := takeGaps(rec.Metadata)
-					sink(rec, gaps)
-					x.total.Add(rec, gaps)
+					x.samples.Add(rec, takeGaps(rec.Metadata), sink(rec)...)
 				}
 				x.mu.Unlock()
 				x.completed.Add(1)
@@ -502,6 +505,9 @@ func (x *execution) stage(ctx context.Context, phase string, sched loadgen.Sched
 	}
 	return first
 }
+
+// totalOnly is the sink of a stage counted in the run's metrics only.
+func (x *execution) totalOnly(loadgen.Record) []*evalrun.Builder { return []*evalrun.Builder{x.total} }
 
 // workerSessions is a schedule as worker w sends it: its sessions are the worker's own
 // (w<k>-<session>), as they would be in N harness pods, so X-Session-ID never ties two workers'
@@ -590,14 +596,15 @@ func (x *execution) matrix(ctx context.Context, fields map[string]any) error {
 	defer func() { fields["matrix_results"] = results }()
 	for i, p := range spec.Matrix {
 		phase := evalrun.PhaseMatrix(i)
-		point := evalrun.NewBuilder(x.targets)
+		point := x.samples.NewBuilder(x.targets)
 		var stageMetrics []map[string]any
 		err := x.invocation(ctx, phase, func(ctx context.Context) error {
 			for j, st := range stages {
-				b := evalrun.NewBuilder(x.targets)
+				b := x.samples.NewBuilder(x.targets)
+				counting := []*evalrun.Builder{b, point, x.total}
 				meta := map[string]any{"stage": j, "concurrency": st.Concurrency, "isl": p.ISL, "osl": p.OSL}
 				err := x.stage(ctx, phase, fixedSchedule{n: st.NumRequests, isl: p.ISL, osl: p.OSL, meta: meta}, st.Concurrency, 0, true,
-					func(rec loadgen.Record, gaps []float64) { b.Add(rec, gaps); point.Add(rec, gaps) })
+					func(loadgen.Record) []*evalrun.Builder { return counting })
 				x.mu.Lock()
 				stageMetrics = append(stageMetrics, map[string]any{"concurrency": st.Concurrency, "num_requests": st.NumRequests,
 					"metrics": b.Metrics(x.recordsURI())})
@@ -639,15 +646,18 @@ func (x *execution) sharedPrefixStages(ctx context.Context, sp *events.SharedPre
 	sched := newSharedPrefixSchedule(sp, seed)
 	x.planned.Store(int64(sched.Len()) * int64(x.senders))
 	builders := make([]*evalrun.Builder, len(sp.Stages))
+	counting := make([][]*evalrun.Builder, len(sp.Stages)) // a stage's builder and the run's
 	for i := range builders {
-		builders[i] = evalrun.NewBuilder(x.targets)
+		builders[i] = x.samples.NewBuilder(x.targets)
+		counting[i] = []*evalrun.Builder{builders[i], x.total}
 	}
 	x.rateStart = time.Since(x.started).Seconds()
 	err := x.invocation(ctx, evalrun.PhaseBenchmark, func(ctx context.Context) error {
-		return x.stage(ctx, evalrun.PhaseBenchmark, sched, 0, timeout, true, func(rec loadgen.Record, gaps []float64) {
-			if k, ok := rec.Metadata["stage"].(int); ok && k < len(builders) {
-				builders[k].Add(rec, gaps)
+		return x.stage(ctx, evalrun.PhaseBenchmark, sched, 0, timeout, true, func(rec loadgen.Record) []*evalrun.Builder {
+			if k, ok := rec.Metadata["stage"].(int); ok && k >= 0 && k < len(builders) {
+				return counting[k]
 			}
+			return x.totalOnly(rec)
 		})
 	})
 	x.rateResults(fields, builders, sp.Stages)
@@ -678,7 +688,7 @@ func (x *execution) named(ctx context.Context, w evalrun.Workload, fields map[st
 		return x.invocation(ctx, evalrun.PhaseBenchmark, func(ctx context.Context) error {
 			for j, st := range w.ConcurrencyStages {
 				sched := lengthSchedule{n: st.NumRequests, in: w.Input, out: w.Output, seed: x.seed, stage: uint64(j)}
-				if err := x.stage(ctx, evalrun.PhaseBenchmark, sched, st.Concurrency, timeout, true, func(loadgen.Record, []float64) {}); err != nil {
+				if err := x.stage(ctx, evalrun.PhaseBenchmark, sched, st.Concurrency, timeout, true, x.totalOnly); err != nil {
 					return err
 				}
 			}
@@ -688,7 +698,7 @@ func (x *execution) named(ctx context.Context, w evalrun.Workload, fields map[st
 	sched := newNamedSchedule(w, x.seed)
 	x.planned.Store(int64(sched.Len()) * workers)
 	return x.invocation(ctx, evalrun.PhaseBenchmark, func(ctx context.Context) error {
-		return x.stage(ctx, evalrun.PhaseBenchmark, sched, 0, timeout, true, func(loadgen.Record, []float64) {})
+		return x.stage(ctx, evalrun.PhaseBenchmark, sched, 0, timeout, true, x.totalOnly)
 	})
 }
 

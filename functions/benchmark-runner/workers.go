@@ -270,8 +270,7 @@ func (m *mergeSource) replay(x *execution, seq int, measured bool, sink sinkFunc
 			delete(rec.Metadata, "seq")
 			gaps := takeGaps(rec.Metadata)
 			x.mu.Lock()
-			sink(*rec, gaps)
-			x.total.Add(*rec, gaps)
+			x.samples.Add(*rec, gaps, sink(*rec)...)
 			x.mu.Unlock()
 			if err := x.records.Record(*rec); err != nil {
 				return err
@@ -489,7 +488,8 @@ func (r *Runner) runWorker(ctx context.Context, w *evalrun.Worker, held *leasedr
 		end(evalrun.WorkerFailed, "cannot create the worker's records: "+err.Error(), nil, nil)
 		return
 	}
-	x.path, x.records, x.total = path, loadgen.NewJSONLWriter(f), evalrun.NewBuilder(x.targets)
+	x.path, x.records, x.samples = path, loadgen.NewJSONLWriter(f), evalrun.NewSamples()
+	x.total = x.samples.NewBuilder(x.targets)
 	r.runs.Logf(ctx, w.RunID, "Worker %d of %d started on %s", w.Index, w.Workers, r.owner())
 
 	wctx, cancel := context.WithCancelCause(ctx)

@@ -9,19 +9,48 @@ import (
 	"github.com/lensfn/lensfn/runtime/loadgen"
 )
 
-// maxPooledGaps bounds the inter-token gaps kept for the ITL distribution; past it the gaps are
-// a uniform reservoir sample (exact below it).
+// maxPooledGaps bounds the inter-token gaps a builder keeps for its ITL distribution; past it
+// the gaps are a uniform reservoir sample (exact below it).
 const maxPooledGaps = 1 << 20
 
+// maxSharedGaps bounds the gaps a Samples keeps for all its builders. Below it every builder's
+// reservoir is computed when its metrics are, from the shared gaps; past it each builder keeps
+// its own reservoir from there on, as a lone builder does.
+const maxSharedGaps = 2 * maxPooledGaps
+
+// Samples holds the per-request numbers of a run once, for all the builders fed from it (the
+// run's, each matrix point's and each stage's): a builder keeps only the rows it was given.
+// Three builders fed the same 100,000 records used to keep three copies (~40-80 MB with the
+// inter-token gaps); now they keep one, plus 4 bytes per row and builder. The metrics are the
+// same, byte for byte: a builder reads its rows back in the order they came.
+type Samples struct {
+	// Per row (one measured request): the schedule delay, and for successful requests the
+	// rest; ttft and tpot are NaN when the record had none (records never hold NaN).
+	delay, latency, inTok, outTok, ttft, tpot []float64
+	ok                                        []bool
+	// gapEnd[row] is where the row's gaps end in gaps (they start at the previous row's end);
+	// nil once the shared gaps were given up (shared false).
+	gapEnd   []int64
+	gaps     []float64
+	shared   bool
+	builders []*Builder
+}
+
+// NewSamples returns an empty set of per-request numbers.
+func NewSamples() *Samples { return &Samples{shared: true} }
+
 // Builder turns per-request records into the metrics block of reference/lens-evaluation.md §5.
-// It keeps a few numbers per request (never the records), so a 100,000-request run costs a few
-// MB. Distributions are over successful requests, as inference-perf reports them; percentiles
-// interpolate linearly between order statistics (numpy's default, which inference-perf uses).
+// It keeps a few numbers per request (never the records), in its Samples, so a 100,000-request
+// run costs a few MB. Distributions are over successful requests, as inference-perf reports
+// them; percentiles interpolate linearly between order statistics (numpy's default, which
+// inference-perf uses).
 type Builder struct {
-	latency, ttft, tpot, ntpot, inTok, outTok, delay []float64
-	gaps                                             []float64
-	gapsSeen                                         int64
-	rng                                              *rand.Rand
+	samples *Samples
+	rows    []int32 // the rows of samples this builder was given, in order
+	// own is the builder's own gap reservoir once samples gave up the shared gaps.
+	own      []float64
+	gapsSeen int64
+	rng      *rand.Rand
 
 	successes, failures, emptyOutputs int64
 	good                              int64
@@ -31,9 +60,13 @@ type Builder struct {
 	constraints                       map[string]float64 // ms, by metric
 }
 
-// NewBuilder returns an empty builder; targets' TTFT/TPOT limits define SLO goodput.
-func NewBuilder(targets *events.SLATargets) *Builder {
-	b := &Builder{firstStart: math.Inf(1), lastEnd: math.Inf(-1), rng: rand.New(rand.NewPCG(1, 2)), constraints: map[string]float64{}}
+// NewBuilder returns an empty builder with samples of its own; targets' TTFT/TPOT limits define
+// SLO goodput.
+func NewBuilder(targets *events.SLATargets) *Builder { return NewSamples().NewBuilder(targets) }
+
+// NewBuilder returns an empty builder reading its requests' numbers from s.
+func (s *Samples) NewBuilder(targets *events.SLATargets) *Builder {
+	b := &Builder{samples: s, firstStart: math.Inf(1), lastEnd: math.Inf(-1), constraints: map[string]float64{}}
 	if targets != nil {
 		if targets.TTFTMs != nil {
 			b.constraints["ttft"] = *targets.TTFTMs
@@ -42,47 +75,128 @@ func NewBuilder(targets *events.SLATargets) *Builder {
 			b.constraints["tpot"] = *targets.TPOTMs
 		}
 	}
+	s.builders = append(s.builders, b)
 	return b
 }
 
-// Add takes one measured request's record and its inter-token gaps (ms; may be nil).
-func (b *Builder) Add(rec loadgen.Record, gaps []float64) {
+// Add takes one measured request's record and its inter-token gaps (ms; may be nil) for b.
+// Feed records that several builders count through their Samples' Add instead, once.
+func (b *Builder) Add(rec loadgen.Record, gaps []float64) { b.samples.Add(rec, gaps, b) }
+
+// Add stores one measured request's numbers once and gives the row to each of builders (all of
+// them made from s).
+func (s *Samples) Add(rec loadgen.Record, gaps []float64, builders ...*Builder) {
+	row := int32(len(s.delay))
+	nan := math.NaN()
+	ttft, tpot := nan, nan
+	if rec.TTFTMs != nil {
+		ttft = *rec.TTFTMs
+	}
+	if rec.TPOTMs != nil {
+		tpot = *rec.TPOTMs
+	}
+	s.delay = append(s.delay, 1000*(rec.StartedAtSeconds-rec.ScheduledAtSeconds))
+	s.ok = append(s.ok, rec.Successful)
+	if rec.Successful {
+		s.latency = append(s.latency, rec.LatencyMs)
+		s.inTok = append(s.inTok, rec.InputTokens)
+		s.outTok = append(s.outTok, rec.OutputTokens)
+		s.ttft = append(s.ttft, ttft)
+		s.tpot = append(s.tpot, tpot)
+	} else {
+		s.latency = append(s.latency, nan)
+		s.inTok = append(s.inTok, nan)
+		s.outTok = append(s.outTok, nan)
+		s.ttft = append(s.ttft, nan)
+		s.tpot = append(s.tpot, nan)
+	}
+	if !rec.Successful {
+		gaps = nil // a failed request's gaps never counted
+	}
+	if s.shared && int64(len(s.gaps)+len(gaps)) > maxSharedGaps {
+		s.unshare()
+	}
+	if s.shared {
+		s.gaps = append(s.gaps, gaps...)
+		s.gapEnd = append(s.gapEnd, int64(len(s.gaps)))
+	}
+	for _, b := range builders {
+		b.add(row, rec)
+		if !s.shared {
+			b.pool(gaps)
+		}
+	}
+}
+
+// unshare gives every builder its own reservoir of the gaps so far (as it would hold had it
+// kept them itself) and drops the shared gaps.
+func (s *Samples) unshare() {
+	for _, b := range s.builders {
+		b.own, b.gapsSeen, b.rng = b.reservoir()
+	}
+	s.shared, s.gaps, s.gapEnd = false, nil, nil
+}
+
+// add counts row (rec's numbers) in b.
+func (b *Builder) add(row int32, rec loadgen.Record) {
+	b.rows = append(b.rows, row)
 	b.scheduled++
 	b.firstStart = min(b.firstStart, rec.StartedAtSeconds)
 	b.lastEnd = max(b.lastEnd, rec.CompletedAtSeconds)
-	b.delay = append(b.delay, 1000*(rec.StartedAtSeconds-rec.ScheduledAtSeconds))
 	if !rec.Successful {
 		b.failures++
 		return
 	}
 	b.successes++
-	b.latency = append(b.latency, rec.LatencyMs)
-	b.inTok = append(b.inTok, rec.InputTokens)
-	b.outTok = append(b.outTok, rec.OutputTokens)
 	b.totalIn += rec.InputTokens
 	b.totalOut += rec.OutputTokens
-	if rec.OutputTokens > 0 {
-		b.ntpot = append(b.ntpot, rec.LatencyMs/rec.OutputTokens)
-	} else {
+	if rec.OutputTokens <= 0 {
 		b.emptyOutputs++
-	}
-	if rec.TTFTMs != nil {
-		b.ttft = append(b.ttft, *rec.TTFTMs)
-	}
-	if rec.TPOTMs != nil {
-		b.tpot = append(b.tpot, *rec.TPOTMs)
 	}
 	if b.isGood(rec) {
 		b.good++
 	}
+}
+
+// pool adds gaps to b's own reservoir: every gap up to maxPooledGaps, then a uniform sample.
+func (b *Builder) pool(gaps []float64) {
 	for _, g := range gaps {
 		b.gapsSeen++
-		if len(b.gaps) < maxPooledGaps {
-			b.gaps = append(b.gaps, g)
-		} else if j := b.rng.Int64N(b.gapsSeen); j < maxPooledGaps {
-			b.gaps[j] = g
+		if len(b.own) < maxPooledGaps {
+			b.own = append(b.own, g)
+			continue
+		}
+		if b.rng == nil {
+			b.rng = rand.New(rand.NewPCG(1, 2))
+		}
+		if j := b.rng.Int64N(b.gapsSeen); j < maxPooledGaps {
+			b.own[j] = g
 		}
 	}
+}
+
+// reservoir is the gap reservoir b would have built from its rows' shared gaps, with the count
+// and random source to go on with.
+func (b *Builder) reservoir() ([]float64, int64, *rand.Rand) {
+	r := &Builder{}
+	s := b.samples
+	for _, row := range b.rows {
+		from := int64(0)
+		if row > 0 {
+			from = s.gapEnd[row-1]
+		}
+		r.pool(s.gaps[from:s.gapEnd[row]])
+	}
+	return r.own, r.gapsSeen, r.rng
+}
+
+// itlGaps is the gaps b's ITL distribution is over, in a slice of their own.
+func (b *Builder) itlGaps() []float64 {
+	if !b.samples.shared {
+		return slices.Clone(b.own)
+	}
+	gaps, _, _ := b.reservoir()
+	return gaps
 }
 
 func (b *Builder) isGood(rec loadgen.Record) bool {
@@ -142,9 +256,10 @@ func (b *Builder) Metrics(artifactPath string) Metrics {
 		m["success_rate"] = round(100*float64(b.successes)/float64(count), 3)
 		m["error_rate"] = round(100*float64(b.failures)/float64(count), 3)
 	}
+	v := b.values() // fresh slices, which the distributions may reorder
 	dists := map[string]any{}
-	for name, values := range map[string][]float64{"request_latency": b.latency, "ttft": b.ttft, "itl": b.gaps, "tpot": b.tpot, "ntpot": b.ntpot} {
-		d := distribution(values, "_ms")
+	for name, values := range map[string][]float64{"request_latency": v.latency, "ttft": v.ttft, "itl": b.itlGaps(), "tpot": v.tpot, "ntpot": v.ntpot} {
+		d := distributionOf(values, "_ms")
 		dists[name] = d
 		scalar := name + "_ms"
 		if p50, ok := d["p50_ms"]; ok {
@@ -154,10 +269,43 @@ func (b *Builder) Metrics(artifactPath string) Metrics {
 		}
 	}
 	m["latency_distributions"] = dists
-	m["token_distributions"] = map[string]any{"input": distribution(b.inTok, ""), "output": distribution(b.outTok, "")}
-	m["schedule_delay"] = distribution(b.delay, "_ms")
+	m["token_distributions"] = map[string]any{"input": distributionOf(v.inTok, ""), "output": distributionOf(v.outTok, "")}
+	m["schedule_delay"] = distributionOf(v.delay, "_ms")
 	m["request_slo_goodput"] = b.goodput(elapsed, artifactPath)
 	return m
+}
+
+// builderValues are a builder's numbers, gathered from its rows in the order they came.
+type builderValues struct {
+	latency, ttft, tpot, ntpot, inTok, outTok, delay []float64
+}
+
+func (b *Builder) values() builderValues {
+	s := b.samples
+	v := builderValues{delay: make([]float64, 0, len(b.rows))}
+	n := int(b.successes)
+	v.latency, v.inTok, v.outTok = make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
+	v.ttft, v.tpot, v.ntpot = make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
+	for _, row := range b.rows {
+		v.delay = append(v.delay, s.delay[row])
+		if !s.ok[row] {
+			continue
+		}
+		latency, out := s.latency[row], s.outTok[row]
+		v.latency = append(v.latency, latency)
+		v.inTok = append(v.inTok, s.inTok[row])
+		v.outTok = append(v.outTok, out)
+		if out > 0 {
+			v.ntpot = append(v.ntpot, latency/out)
+		}
+		if t := s.ttft[row]; !math.IsNaN(t) {
+			v.ttft = append(v.ttft, t)
+		}
+		if t := s.tpot[row]; !math.IsNaN(t) {
+			v.tpot = append(v.tpot, t)
+		}
+	}
+	return v
 }
 
 func (b *Builder) goodput(elapsed float64, artifactPath string) map[string]any {
@@ -188,11 +336,15 @@ var distributionPercentiles = []int{50, 75, 90, 95, 99}
 // request ends, and sorting the ~1.5 M inter-token gaps of a 100,000-request run once per
 // builder (run, matrix point, stage) took ~0.3 s each on a busy 2-core host.
 func distribution(values []float64, suffix string) map[string]float64 {
+	return distributionOf(slices.Clone(values), suffix)
+}
+
+// distributionOf is distribution over work, which it reorders.
+func distributionOf(work []float64, suffix string) map[string]float64 {
 	d := map[string]float64{}
-	if len(values) == 0 {
+	if len(work) == 0 {
 		return d
 	}
-	work := slices.Clone(values)
 	sum, lo, hi := 0.0, work[0], work[0]
 	for _, v := range work {
 		sum += v

@@ -169,16 +169,15 @@ func runnerSink(path string) (loadgen.Sink, func() error, error) {
 		return nil, nil, err
 	}
 	jsonl := loadgen.NewJSONLWriter(f)
-	stage, point, total := evalrun.NewBuilder(nil), evalrun.NewBuilder(nil), evalrun.NewBuilder(nil)
+	samples := evalrun.NewSamples()
+	stage, point, total := samples.NewBuilder(nil), samples.NewBuilder(nil), samples.NewBuilder(nil)
 	var mu sync.Mutex
 	sink := loadgen.SinkFunc(func(rec loadgen.Record) error {
 		gaps, _ := rec.Metadata["inter_token_ms"].([]float64)
 		delete(rec.Metadata, "inter_token_ms")
 		rec.Metadata["phase"], rec.Metadata["worker"] = "matrix-0", 0
 		mu.Lock()
-		stage.Add(rec, gaps)
-		point.Add(rec, gaps)
-		total.Add(rec, gaps)
+		samples.Add(rec, gaps, stage, point, total)
 		mu.Unlock()
 		return jsonl.Record(rec)
 	})
