@@ -274,8 +274,14 @@ func (e *engine) dispatch(ahead int) {
 	}()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	var w *waker // spinning, when asked for, replaces it
+	if e.spin == 0 {
+		if w = newWaker(); w != nil {
+			defer w.close()
+		}
+	}
 	for d := range ready {
-		if !e.waitUntil(d.at, timer) {
+		if !e.waitUntil(d.at, timer, w) {
 			return
 		}
 		started++
@@ -322,9 +328,15 @@ func offset(msec float64) time.Duration {
 	return time.Duration(msec * float64(time.Millisecond))
 }
 
+// preciseWindow is the last stretch before a send time that the dispatcher's waker sleeps
+// (without watching the run's context: a stop waits at most this long); a timer covers the
+// rest, and it may wake a millisecond late.
+const preciseWindow = 2 * time.Millisecond
+
 // waitUntil blocks until start+at, sleeping, and spinning through the last SpinWindow when
-// one is set. False means the run was cancelled.
-func (e *engine) waitUntil(at time.Duration, timer *time.Timer) bool {
+// one is set; with a waker (the dispatcher's), the last preciseWindow is the waker's. False
+// means the run was cancelled.
+func (e *engine) waitUntil(at time.Duration, timer *time.Timer, w *waker) bool {
 	target := e.start.Add(at)
 	for {
 		if e.ctx.Err() != nil {
@@ -334,9 +346,16 @@ func (e *engine) waitUntil(at time.Duration, timer *time.Timer) bool {
 		if rem <= 0 {
 			return true
 		}
+		if w != nil && rem <= preciseWindow {
+			w.sleep(rem)
+			continue
+		}
 		if rem > e.spin {
 			sleep := rem
-			if e.spin > 0 {
+			switch {
+			case w != nil:
+				sleep -= preciseWindow
+			case e.spin > 0:
 				sleep -= e.spin
 			}
 			timer.Reset(sleep)
@@ -477,7 +496,7 @@ func (e *engine) session(s sessionStart) {
 			if timer == nil {
 				timer = time.NewTimer(time.Hour)
 			}
-			if !e.waitUntil(at, timer) {
+			if !e.waitUntil(at, timer, nil) {
 				e.abandon(i, &e.runEnded, false)
 				return
 			}
