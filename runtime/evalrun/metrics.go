@@ -26,14 +26,49 @@ const maxSharedGaps = 2 * maxPooledGaps
 type Samples struct {
 	// Per row (one measured request): the schedule delay, and for successful requests the
 	// rest; ttft and tpot are NaN when the record had none (records never hold NaN).
-	delay, latency, inTok, outTok, ttft, tpot []float64
-	ok                                        []bool
+	delay, latency, inTok, outTok, ttft, tpot column[float64]
+	ok                                        column[bool]
 	// gapEnd[row] is where the row's gaps end in gaps (they start at the previous row's end);
-	// nil once the shared gaps were given up (shared false).
-	gapEnd   []int64
-	gaps     []float64
+	// empty once the shared gaps were given up (shared false).
+	gapEnd   column[int64]
+	gaps     column[float64]
 	shared   bool
 	builders []*Builder
+}
+
+// columnChunk is how many values a column holds per chunk (32 KiB of float64).
+const columnChunk = 1 << 12
+
+// column is an append-only sequence kept in fixed chunks: it grows without copying what it
+// holds, so a 100,000-request run's numbers never exist twice while a slice doubles, and the
+// heap holds no block of tens of MB that only the next collection frees.
+type column[T any] struct {
+	chunks [][]T
+	n      int
+}
+
+func (c *column[T]) add(v T) {
+	if c.n%columnChunk == 0 {
+		c.chunks = append(c.chunks, make([]T, 0, columnChunk))
+	}
+	last := &c.chunks[len(c.chunks)-1]
+	*last = append(*last, v)
+	c.n++
+}
+
+func (c *column[T]) at(i int) T { return c.chunks[i/columnChunk][i%columnChunk] }
+
+// each calls f with the values from..to-1 in order.
+func (c *column[T]) each(from, to int, f func(T)) {
+	for i := from; i < to; {
+		chunk := c.chunks[i/columnChunk]
+		k := i % columnChunk
+		end := min(len(chunk), k+(to-i))
+		for _, v := range chunk[k:end] {
+			f(v)
+		}
+		i += end - k
+	}
 }
 
 // NewSamples returns an empty set of per-request numbers.
@@ -86,7 +121,7 @@ func (b *Builder) Add(rec loadgen.Record, gaps []float64) { b.samples.Add(rec, g
 // Add stores one measured request's numbers once and gives the row to each of builders (all of
 // them made from s).
 func (s *Samples) Add(rec loadgen.Record, gaps []float64, builders ...*Builder) {
-	row := int32(len(s.delay))
+	row := int32(s.delay.n)
 	nan := math.NaN()
 	ttft, tpot := nan, nan
 	if rec.TTFTMs != nil {
@@ -95,30 +130,30 @@ func (s *Samples) Add(rec loadgen.Record, gaps []float64, builders ...*Builder) 
 	if rec.TPOTMs != nil {
 		tpot = *rec.TPOTMs
 	}
-	s.delay = append(s.delay, 1000*(rec.StartedAtSeconds-rec.ScheduledAtSeconds))
-	s.ok = append(s.ok, rec.Successful)
+	s.delay.add(1000 * (rec.StartedAtSeconds - rec.ScheduledAtSeconds))
+	s.ok.add(rec.Successful)
 	if rec.Successful {
-		s.latency = append(s.latency, rec.LatencyMs)
-		s.inTok = append(s.inTok, rec.InputTokens)
-		s.outTok = append(s.outTok, rec.OutputTokens)
-		s.ttft = append(s.ttft, ttft)
-		s.tpot = append(s.tpot, tpot)
+		s.latency.add(rec.LatencyMs)
+		s.inTok.add(rec.InputTokens)
+		s.outTok.add(rec.OutputTokens)
+		s.ttft.add(ttft)
+		s.tpot.add(tpot)
 	} else {
-		s.latency = append(s.latency, nan)
-		s.inTok = append(s.inTok, nan)
-		s.outTok = append(s.outTok, nan)
-		s.ttft = append(s.ttft, nan)
-		s.tpot = append(s.tpot, nan)
+		for _, c := range []*column[float64]{&s.latency, &s.inTok, &s.outTok, &s.ttft, &s.tpot} {
+			c.add(nan)
+		}
 	}
 	if !rec.Successful {
 		gaps = nil // a failed request's gaps never counted
 	}
-	if s.shared && int64(len(s.gaps)+len(gaps)) > maxSharedGaps {
+	if s.shared && int64(s.gaps.n+len(gaps)) > maxSharedGaps {
 		s.unshare()
 	}
 	if s.shared {
-		s.gaps = append(s.gaps, gaps...)
-		s.gapEnd = append(s.gapEnd, int64(len(s.gaps)))
+		for _, g := range gaps {
+			s.gaps.add(g)
+		}
+		s.gapEnd.add(int64(s.gaps.n))
 	}
 	for _, b := range builders {
 		b.add(row, rec)
@@ -134,7 +169,7 @@ func (s *Samples) unshare() {
 	for _, b := range s.builders {
 		b.own, b.gapsSeen, b.rng = b.reservoir()
 	}
-	s.shared, s.gaps, s.gapEnd = false, nil, nil
+	s.shared, s.gaps, s.gapEnd = false, column[float64]{}, column[int64]{}
 }
 
 // add counts row (rec's numbers) in b.
@@ -161,17 +196,21 @@ func (b *Builder) add(row int32, rec loadgen.Record) {
 // pool adds gaps to b's own reservoir: every gap up to maxPooledGaps, then a uniform sample.
 func (b *Builder) pool(gaps []float64) {
 	for _, g := range gaps {
-		b.gapsSeen++
-		if len(b.own) < maxPooledGaps {
-			b.own = append(b.own, g)
-			continue
-		}
-		if b.rng == nil {
-			b.rng = rand.New(rand.NewPCG(1, 2))
-		}
-		if j := b.rng.Int64N(b.gapsSeen); j < maxPooledGaps {
-			b.own[j] = g
-		}
+		b.poolOne(g)
+	}
+}
+
+func (b *Builder) poolOne(g float64) {
+	b.gapsSeen++
+	if len(b.own) < maxPooledGaps {
+		b.own = append(b.own, g)
+		return
+	}
+	if b.rng == nil {
+		b.rng = rand.New(rand.NewPCG(1, 2))
+	}
+	if j := b.rng.Int64N(b.gapsSeen); j < maxPooledGaps {
+		b.own[j] = g
 	}
 }
 
@@ -180,12 +219,21 @@ func (b *Builder) pool(gaps []float64) {
 func (b *Builder) reservoir() ([]float64, int64, *rand.Rand) {
 	r := &Builder{}
 	s := b.samples
-	for _, row := range b.rows {
-		from := int64(0)
+	gapsOf := func(row int32) (from, to int) {
 		if row > 0 {
-			from = s.gapEnd[row-1]
+			from = int(s.gapEnd.at(int(row) - 1))
 		}
-		r.pool(s.gaps[from:s.gapEnd[row]])
+		return from, int(s.gapEnd.at(int(row)))
+	}
+	n := 0
+	for _, row := range b.rows {
+		from, to := gapsOf(row)
+		n += to - from
+	}
+	r.own = make([]float64, 0, min(n, maxPooledGaps)) // grown once, not by doubling
+	for _, row := range b.rows {
+		from, to := gapsOf(row)
+		s.gaps.each(from, to, r.poolOne)
 	}
 	return r.own, r.gapsSeen, r.rng
 }
@@ -286,22 +334,23 @@ func (b *Builder) values() builderValues {
 	n := int(b.successes)
 	v.latency, v.inTok, v.outTok = make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
 	v.ttft, v.tpot, v.ntpot = make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
-	for _, row := range b.rows {
-		v.delay = append(v.delay, s.delay[row])
-		if !s.ok[row] {
+	for _, r := range b.rows {
+		row := int(r)
+		v.delay = append(v.delay, s.delay.at(row))
+		if !s.ok.at(row) {
 			continue
 		}
-		latency, out := s.latency[row], s.outTok[row]
+		latency, out := s.latency.at(row), s.outTok.at(row)
 		v.latency = append(v.latency, latency)
-		v.inTok = append(v.inTok, s.inTok[row])
+		v.inTok = append(v.inTok, s.inTok.at(row))
 		v.outTok = append(v.outTok, out)
 		if out > 0 {
 			v.ntpot = append(v.ntpot, latency/out)
 		}
-		if t := s.ttft[row]; !math.IsNaN(t) {
+		if t := s.ttft.at(row); !math.IsNaN(t) {
 			v.ttft = append(v.ttft, t)
 		}
-		if t := s.tpot[row]; !math.IsNaN(t) {
+		if t := s.tpot.at(row); !math.IsNaN(t) {
 			v.tpot = append(v.tpot, t)
 		}
 	}
