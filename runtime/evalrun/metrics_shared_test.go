@@ -3,6 +3,8 @@ package evalrun
 import (
 	"encoding/json"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/lensfn/lensfn/events"
@@ -57,72 +59,87 @@ func metricsJSON(t *testing.T, m Metrics) string {
 	return string(raw)
 }
 
-// The builders of one run share one set of per-request numbers and still compute, byte for
-// byte, the metrics the builders computed when each kept its own (legacyBuilder): per stage,
-// per matrix point (its stages' records) and for the whole run, with rate stages whose records
-// interleave, and past the limits where the shared gaps give way to per-builder reservoirs
-// (maxSharedGaps over the run, maxPooledGaps per builder), including builders made after that.
-func TestSharedBuildersMatchTheirOwnCopies(t *testing.T) {
+// sharedBuilderCases are the recorded runs the shared builders are checked on: matrix points
+// (their stages' records one after the other), rate stages whose records interleave at their
+// edges, and a run past both gap limits (maxSharedGaps over the run, maxPooledGaps per builder)
+// with builders made after the shared gaps gave way.
+var sharedBuilderCases = []struct {
+	name                    string
+	n, points, stages, gaps int
+	interleaved             bool
+}{
+	{name: "matrix", n: 6000, points: 2, stages: 3, gaps: 8},
+	{name: "rate-stages", n: 5000, points: 1, stages: 4, gaps: 8, interleaved: true},
+	{name: "past-the-pools", n: 60000, points: 2, stages: 2, gaps: 48},
+}
+
+// feedSharedBuilders feeds a recorded run to one Samples' builders as the benchmark-runner does
+// (a stage's and a point's builder made when they begin) and returns every builder's metrics
+// as JSON: the run's, each stage's, each point's, then the run's computed again.
+func feedSharedBuilders(t *testing.T, n, points, stages, gaps int, interleaved bool) []string {
 	targets := &events.SLATargets{TTFTMs: f(25), TPOTMs: f(3)}
-	for name, c := range map[string]struct {
-		n, points, stages, gaps int
-		interleaved             bool
-	}{
-		"matrix":         {n: 6000, points: 2, stages: 3, gaps: 8},
-		"rate stages":    {n: 5000, points: 1, stages: 4, gaps: 8, interleaved: true},
-		"past the pools": {n: 60000, points: 2, stages: 2, gaps: 48},
-	} {
-		t.Run(name, func(t *testing.T) {
-			run := recordedRun(c.n, c.points*c.stages, c.gaps, c.interleaved)
-			samples := NewSamples()
-			total, legacyTotal := samples.NewBuilder(targets), newLegacyBuilder(targets)
-			stages := make([]*Builder, c.points*c.stages)
-			legacyStages := make([]*legacyBuilder, len(stages))
-			points := make([]*Builder, c.points)
-			legacyPoints := make([]*legacyBuilder, c.points)
-			for _, req := range run {
-				k, p := req.stage, req.stage/c.stages
-				if stages[k] == nil { // made when its stage begins, as the runner makes them
-					stages[k], legacyStages[k] = samples.NewBuilder(targets), newLegacyBuilder(targets)
+	run := recordedRun(n, points*stages, gaps, interleaved)
+	samples := NewSamples()
+	total := samples.NewBuilder(targets)
+	stageBuilders := make([]*Builder, points*stages)
+	pointBuilders := make([]*Builder, points)
+	for _, req := range run {
+		k, p := req.stage, req.stage/stages
+		if stageBuilders[k] == nil {
+			stageBuilders[k] = samples.NewBuilder(targets)
+		}
+		if pointBuilders[p] == nil {
+			pointBuilders[p] = samples.NewBuilder(targets)
+		}
+		samples.Add(req.rec, req.gaps, stageBuilders[k], pointBuilders[p], total)
+	}
+	if n*gaps > 2*maxSharedGaps && samples.shared {
+		t.Fatal("the run never went past the shared gaps")
+	}
+	out := []string{metricsJSON(t, total.Metrics("/runs/x.jsonl"))}
+	for _, b := range append(stageBuilders, pointBuilders...) {
+		out = append(out, metricsJSON(t, b.Metrics("/runs/x.jsonl")))
+	}
+	return append(out, metricsJSON(t, total.Metrics("/runs/x.jsonl")))
+}
+
+// The builders of one run share one set of per-request numbers and still compute, byte for byte,
+// the metrics the builders computed when each kept its own copy: testdata/shared-builders holds
+// what those builders (main at 1649308, before Samples) computed from the same recorded runs.
+func TestSharedBuildersMatchTheMetricsOfSeparateBuilders(t *testing.T) {
+	for _, c := range sharedBuilderCases {
+		t.Run(c.name, func(t *testing.T) {
+			got := feedSharedBuilders(t, c.n, c.points, c.stages, c.gaps, c.interleaved)
+			raw, err := os.ReadFile(filepath.Join("testdata", "shared-builders", c.name+".json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			if err := json.Unmarshal(raw, &want); err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%d builders, the recording has %d", len(got), len(want))
+			}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("builder %d (0: the run, then stages, points, the run again):\n got %s\nwant %s", i, got[i], want[i])
 				}
-				if points[p] == nil {
-					points[p], legacyPoints[p] = samples.NewBuilder(targets), newLegacyBuilder(targets)
-				}
-				samples.Add(req.rec, req.gaps, stages[k], points[p], total)
-				legacyStages[k].Add(req.rec, req.gaps)
-				legacyPoints[p].Add(req.rec, req.gaps)
-				legacyTotal.Add(req.rec, req.gaps)
 			}
-			if name == "past the pools" && samples.shared {
-				t.Fatal("the run never went past the shared gaps")
-			}
-			compare := func(what string, b *Builder, legacy *legacyBuilder) {
-				got, want := metricsJSON(t, b.Metrics("/runs/x.jsonl")), metricsJSON(t, legacy.Metrics("/runs/x.jsonl"))
-				if got != want {
-					t.Fatalf("%s: shared builder\n%s\nits own copy\n%s", what, got, want)
-				}
-			}
-			compare("run", total, legacyTotal)
-			for k := range stages {
-				compare("stage", stages[k], legacyStages[k])
-			}
-			for p := range points {
-				compare("point", points[p], legacyPoints[p])
-			}
-			// Metrics can be computed again (the results and the live view both read them).
-			compare("run, again", total, legacyTotal)
 		})
 	}
 }
 
-// A lone builder (NewBuilder, fed through its own Add) is the legacy builder too.
-func TestLoneBuilderMatchesItsOwnCopy(t *testing.T) {
-	b, legacy := NewBuilder(nil), newLegacyBuilder(nil)
+// A lone builder (NewBuilder, fed through its own Add) computes what the run's builder does.
+func TestLoneBuilderMatchesASharedOne(t *testing.T) {
+	b := NewBuilder(nil)
+	samples := NewSamples()
+	shared := samples.NewBuilder(nil)
 	for _, req := range recordedRun(3000, 1, 6, false) {
 		b.Add(req.rec, req.gaps)
-		legacy.Add(req.rec, req.gaps)
+		samples.Add(req.rec, req.gaps, shared)
 	}
-	if got, want := metricsJSON(t, b.Metrics("a")), metricsJSON(t, legacy.Metrics("a")); got != want {
-		t.Fatalf("lone builder\n%s\nlegacy\n%s", got, want)
+	if got, want := metricsJSON(t, b.Metrics("a")), metricsJSON(t, shared.Metrics("a")); got != want {
+		t.Fatalf("lone builder\n%s\nshared\n%s", got, want)
 	}
 }
