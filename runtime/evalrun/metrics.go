@@ -58,19 +58,6 @@ func (c *column[T]) add(v T) {
 
 func (c *column[T]) at(i int) T { return c.chunks[i/columnChunk][i%columnChunk] }
 
-// each calls f with the values from..to-1 in order.
-func (c *column[T]) each(from, to int, f func(T)) {
-	for i := from; i < to; {
-		chunk := c.chunks[i/columnChunk]
-		k := i % columnChunk
-		end := min(len(chunk), k+(to-i))
-		for _, v := range chunk[k:end] {
-			f(v)
-		}
-		i += end - k
-	}
-}
-
 // NewSamples returns an empty set of per-request numbers.
 func NewSamples() *Samples { return &Samples{shared: true} }
 
@@ -195,6 +182,11 @@ func (b *Builder) add(row int32, rec loadgen.Record) {
 
 // pool adds gaps to b's own reservoir: every gap up to maxPooledGaps, then a uniform sample.
 func (b *Builder) pool(gaps []float64) {
+	if len(b.own)+len(gaps) <= maxPooledGaps { // below the limit every gap is kept
+		b.own = append(b.own, gaps...)
+		b.gapsSeen += int64(len(gaps))
+		return
+	}
 	for _, g := range gaps {
 		b.poolOne(g)
 	}
@@ -233,7 +225,13 @@ func (b *Builder) reservoir() ([]float64, int64, *rand.Rand) {
 	r.own = make([]float64, 0, min(n, maxPooledGaps)) // grown once, not by doubling
 	for _, row := range b.rows {
 		from, to := gapsOf(row)
-		s.gaps.each(from, to, r.poolOne)
+		for from < to { // the row's gaps, chunk by chunk
+			chunk := s.gaps.chunks[from/columnChunk]
+			k := from % columnChunk
+			end := min(len(chunk), k+to-from)
+			r.pool(chunk[k:end])
+			from += end - k
+		}
 	}
 	return r.own, r.gapsSeen, r.rng
 }
