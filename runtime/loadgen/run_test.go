@@ -547,6 +547,8 @@ func TestBadInputIsRejectedBeforeSending(t *testing.T) {
 		{"messages not an array", nil, []loadgen.Request{{Messages: json.RawMessage(`{"role":"user"}`)}}, "must be a JSON array"},
 		{"extra not JSON", nil, []loadgen.Request{{Extra: json.RawMessage(`{x`)}}, "request 1: extra: not valid JSON"},
 		{"negative tokens", nil, []loadgen.Request{{OutputTokens: -1}}, "token counts"},
+		{"system prompt longer than the prompt", nil, []loadgen.Request{{InputTokens: 4, SystemPromptTokens: 5}}, "request 1: system prompt tokens"},
+		{"negative system prompt", nil, []loadgen.Request{{InputTokens: 4, SystemPromptTokens: -1}}, "system prompt tokens"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
