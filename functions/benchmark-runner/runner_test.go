@@ -337,14 +337,9 @@ func TestTimeoutFailsTheRun(t *testing.T) {
 
 func TestDeadEndpointFailsBeforeTraffic(t *testing.T) {
 	h := start(t, &fakeModel{}, fast())
-	id := h.create(t, `{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":4}],"wait_timeout_seconds":1}`)
-	// Point the run at nothing: the model list never answers.
-	if _, err := h.runs.Patch(context.Background(), id, state.Fence{}, func(r *evalrun.Run) error {
-		r.Internal.Endpoint = "http://127.0.0.1:1/v1"
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	// The run points at nothing from its creation (the model list never answers): patching a
+	// created run raced the runner's sweep, which could claim it first.
+	id := h.createAgainst(t, "http://127.0.0.1:1/v1", "sk-test", `{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":4}],"wait_timeout_seconds":1}`)
 	run := h.waitFor(t, id, 10*time.Second, terminal)
 	if run.Status() != evalrun.StatusFailed || !strings.Contains(run.String("error"), "not ready") || run.String("phase") != "preparing-monitoring" {
 		t.Fatalf("status %s phase %s error %q", run.Status(), run.String("phase"), run.String("error"))
