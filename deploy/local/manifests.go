@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -37,10 +38,13 @@ type Manifests struct {
 
 // Service is a Knative Service reduced to what a local process needs.
 type Service struct {
-	Name   string
-	Image  string // a ko:// reference to the function's cmd
-	Binary string // the cmd name of the ko:// image reference
-	Env    map[string]string
+	Name  string
+	Image string // a ko:// reference to the function's cmd
+	// Package is the cmd (module-relative) the local stack runs: the image's, or the local
+	// build LocalBuilds names for it; Binary is its name in the bin dir.
+	Package string
+	Binary  string
+	Env     map[string]string
 	// ClusterEnv names the variables the manifest fills from Secrets or fields (valueFrom); the
 	// stack supplies local equivalents only for these (LENS_SECRET_KEY goes only where a
 	// manifest asks for it).
@@ -74,6 +78,14 @@ type Filter struct {
 }
 
 const koPrefix = "ko://github.com/lensfn/lensfn/"
+
+// LocalBuilds maps the image cmd of a function that the local stack runs from a build of its own
+// to that build's cmd (both module-relative; `make build` builds the local one instead). The
+// deployer's image has the local and the knative provider; a local stack deploys on local
+// cluster sessions only, so it runs the deployer with the local provider alone, which links none
+// of the knative provider's Kubernetes and Knative Serving packages (#11: a cold make run
+// compiles about 110 packages fewer).
+var LocalBuilds = map[string]string{"functions/deployer/cmd/deployer": "functions/deployer/cmd/deployer-local"}
 
 // LoadManifests reads every *.yaml file of dir.
 func LoadManifests(dir string) (*Manifests, error) {
@@ -189,7 +201,11 @@ func serviceOf(obj Object) (Service, error) {
 	if !strings.HasPrefix(c.Image, koPrefix) {
 		return Service{}, fmt.Errorf("image %q is not a %s reference", c.Image, koPrefix)
 	}
-	s := Service{Name: obj.Metadata.Name, Image: c.Image, Binary: filepath.Base(c.Image), Env: map[string]string{}, Args: c.Args,
+	pkg := strings.TrimPrefix(c.Image, koPrefix)
+	if local, ok := LocalBuilds[pkg]; ok {
+		pkg = local
+	}
+	s := Service{Name: obj.Metadata.Name, Image: c.Image, Package: pkg, Binary: path.Base(pkg), Env: map[string]string{}, Args: c.Args,
 		ReadinessPath: "/readyz", PathPrefix: obj.Metadata.Annotations["lensfn.dev/path-prefix"], Object: obj}
 	for _, e := range c.Env {
 		if e.ValueFrom == nil { // field and secret references only exist on a cluster

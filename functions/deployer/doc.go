@@ -11,13 +11,13 @@
 // lease expired), reaps what the dead worker started and carries on, so a killed deployer leaves
 // nothing orphaned. Redelivered events find the record and answer from it.
 //
-// Providers: `local` (a cluster session of kind local: inference-sim replicas and an
-// inference-router as child processes on loopback) and `knative` (kind kubernetes: Knative
-// Services through client-go's dynamic client, each checked first with Knative Serving's own
-// SetDefaults and Validate under the features deploy/knative declares and against the Service
-// CRD schema, by runtime/knativeadmission: an object a cluster would refuse is never sent).
+// Providers (each a ProviderFactory a command wires with Builder): `local` (a cluster session of
+// kind local: inference-sim replicas and an inference-router as child processes on loopback),
+// here, and `knative` (kind kubernetes: Knative Services), in functions/deployer/knative. The
+// Knative image's command (cmd/deployer) has both; the local stack's (cmd/deployer-local) has
+// the local one only, and a deployment its build has no provider for fails saying which build
+// has it.
 //
 // It may import events, runtime/fn, runtime/cloudevent, runtime/state,
-// runtime/problem, runtime/inventory, runtime/deployconfig, runtime/knativeadmission and
-// runtime/promtargets.
+// runtime/problem, runtime/inventory, runtime/deployconfig and runtime/promtargets.
 package deployer

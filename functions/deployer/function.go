@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -64,23 +67,39 @@ func settingsFrom(c fn.Config) Settings {
 		LogDir: filepath.Join(c.DataDir, "logs", "deployments"), TargetsDir: c.PrometheusTargetsDir}
 }
 
-// Build is the function's fn.Builder.
-func Build(_ context.Context, d fn.Deps) (*fn.Function, error) {
-	sealer, err := d.Config.Sealer()
-	if err != nil {
-		return nil, err
+// ProviderFactory makes one provider of a deployer. A command wires the providers it links
+// (Builder): the Knative image's deployer (cmd/deployer) has the local and the knative provider,
+// the local stack's (cmd/deployer-local) only the local one, so it links none of the Kubernetes
+// and Knative Serving packages the knative provider needs.
+type ProviderFactory struct {
+	Name string // ProviderLocal or ProviderKnative: the cluster kinds it deploys on map to it
+	New  func(s Settings, repo *inventory.Repo) (Provider, error)
+}
+
+// LocalProvider is the factory of the local provider.
+var LocalProvider = ProviderFactory{Name: ProviderLocal, New: func(s Settings, _ *inventory.Repo) (Provider, error) {
+	return &Local{BinDir: s.BinDir, LogDir: s.LogDir, ReadyTimeout: s.DeployTimeout, TargetsDir: s.TargetsDir}, nil
+}}
+
+// Builder is the fn.Builder of a deployer with the given providers.
+func Builder(factories ...ProviderFactory) fn.Builder {
+	return func(_ context.Context, d fn.Deps) (*fn.Function, error) {
+		sealer, err := d.Config.Sealer()
+		if err != nil {
+			return nil, err
+		}
+		s := settingsFrom(d.Config)
+		repo := &inventory.Repo{Store: d.Store, Sealer: sealer}
+		providers := map[string]Provider{}
+		for _, f := range factories {
+			p, err := f.New(s, repo)
+			if err != nil {
+				return nil, fmt.Errorf("%s provider: %w", f.Name, err)
+			}
+			providers[f.Name] = p
+		}
+		return New(d, s, repo, providers).Function(), nil
 	}
-	s := settingsFrom(d.Config)
-	repo := &inventory.Repo{Store: d.Store, Sealer: sealer}
-	admission, err := NewAdmission()
-	if err != nil {
-		return nil, err
-	}
-	providers := map[string]Provider{
-		ProviderLocal:   &Local{BinDir: s.BinDir, LogDir: s.LogDir, ReadyTimeout: s.DeployTimeout, TargetsDir: s.TargetsDir},
-		ProviderKnative: &Knative{Inventory: repo, ReadyTimeout: s.DeployTimeout, Admission: admission},
-	}
-	return New(d, s, repo, providers).Function(), nil
 }
 
 // Deployer runs deployments; New builds one (tests pass their own providers).
@@ -434,7 +453,7 @@ func (x *Deployer) deploy(ctx context.Context, fence state.Fence, d Deployment) 
 	}
 	provider := x.providers[d.Provider]
 	if provider == nil {
-		fail(fmt.Errorf("no provider deploys on a %q cluster", session.ClusterKind))
+		fail(x.missingProvider(d.Provider, session.ClusterKind))
 		return
 	}
 	save := func(ctx context.Context) error {
@@ -531,6 +550,19 @@ func (x *Deployer) emitReady(ctx context.Context, d Deployment) error {
 func (x *Deployer) emitFailed(ctx context.Context, d Deployment, operation string, attempt int) error {
 	return x.deps.Events.Send(ctx, events.TypeDeploymentFailed, d.ExecutionID+"/"+operation+"-failed/"+strconv.Itoa(attempt), d.ExecutionID,
 		events.DeploymentFailed{ExecutionID: d.ExecutionID, ConfigurationID: d.ConfigurationID, CaseRef: d.CaseRef, Operation: operation, Error: d.Error})
+}
+
+// missingProvider says why a deployment on a cluster kind no provider of this build serves
+// fails: which provider it needs, which this build has, and which build has it.
+func (x *Deployer) missingProvider(name, clusterKind string) error {
+	if name == "" {
+		return fmt.Errorf("no provider deploys on a %q cluster", clusterKind)
+	}
+	linked := slices.Sorted(maps.Keys(x.providers))
+	return fmt.Errorf("a %q cluster needs the %s provider, which this deployer build does not have (it has: %s): "+
+		"the local stack's deployer (functions/deployer/cmd/deployer-local) has the local provider only; "+
+		"deploy on a Kubernetes cluster with the deployer of the Knative image (functions/deployer/cmd/deployer), which has both",
+		clusterKind, name, strings.Join(linked, ", "))
 }
 
 // problemText is an error's client-facing text: a problem's detail with its field errors.

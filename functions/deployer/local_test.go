@@ -442,3 +442,44 @@ func TestCleanupStopsAChildTheRecordNeverNamed(t *testing.T) {
 		t.Fatalf("record after cleanup: %+v", d.Processes)
 	}
 }
+
+// The local stack's deployer build (deployer.Builder(deployer.LocalProvider), what
+// cmd/deployer-local runs) has no knative provider: a deployment on a kubernetes cluster session
+// fails with deployment.failed saying which provider it needs and which build has it, and starts
+// nothing.
+func TestLocalBuildRefusesAKubernetesClusterClearly(t *testing.T) {
+	h := newHarness(t)
+	d := h.deps
+	d.Config.InstanceID = "deployer-local"
+	f, err := deployer.Builder(deployer.LocalProvider)(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { f.Start(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	time.Sleep(50 * time.Millisecond) // Start records its context before the first event
+
+	_, session, err := h.repo.CreateCluster(context.Background(), inventory.ClusterSpec{Name: "k8s", Kind: inventory.ClusterKubernetes,
+		Namespace: "eval", Kubeconfig: "apiVersion: v1\nkind: Config\nclusters: []\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := inventory.NewID()
+	req := events.DeploymentRequested{ExecutionID: id, ConfigurationID: h.configuration(t, "optimized-baseline", optimized2),
+		ClusterSessionID: session.ID, CaseRef: "wf-1/guide-1"}
+	if err := deliver(t, f, events.TypeDeploymentRequested, "e1", req); err != nil {
+		t.Fatal(err)
+	}
+	var failed events.DeploymentFailed
+	_ = json.Unmarshal(h.events.wait(t, events.TypeDeploymentFailed, 30*time.Second).Data, &failed)
+	for _, want := range []string{`"kubernetes" cluster needs the knative provider`, "it has: local", "functions/deployer/cmd/deployer)"} {
+		if failed.Operation != "deploy" || !strings.Contains(failed.Error, want) {
+			t.Fatalf("failed = %+v, want an error containing %q", failed, want)
+		}
+	}
+	if rec := record(t, h, id); rec.Status != deployer.StatusFailed || len(rec.Processes) != 0 || len(rec.Objects) != 0 {
+		t.Fatalf("record = %+v", rec)
+	}
+}

@@ -11,7 +11,8 @@ import (
 	"os"
 	"time"
 
-	_ "github.com/ncruces/go-sqlite3/driver" // pure-Go SQLite (WASM on wazero)
+	_ "github.com/ncruces/go-sqlite3/driver" // pure-Go SQLite: SQLite's WASM build run by wazero
+	_ "github.com/ncruces/go-sqlite3/embed"  // that WASM build (v0.32: v0.33+ translate it to Go instead, 55 CPU s more to compile)
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine"

@@ -179,7 +179,7 @@ func TestStackLeavesNothingBehind(t *testing.T) {
 	}
 	var names []string
 	for _, svc := range manifests.Services {
-		names = append(names, svc.Binary)
+		names = append(names, svc.Package)
 	}
 	bin := buildFunctions(t, names)
 	cmd := exec.Command("go", "build", "-o", filepath.Join(bin, "lensfn-local"), "./deploy/local/cmd/lensfn-local")

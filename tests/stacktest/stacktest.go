@@ -24,7 +24,8 @@ var (
 )
 
 // Build compiles the named commands (function names, or paths such as deploy/local/cmd/lensfn-local)
-// once per test binary, as `make build` does, and returns their directory.
+// once per test binary, as `make build` does (a function's local build where deploy/local runs
+// one, local.LocalBuilds), and returns their directory.
 func Build(t testing.TB, names ...string) string {
 	t.Helper()
 	buildMu.Lock()
@@ -40,10 +41,14 @@ func Build(t testing.TB, names ...string) string {
 		if built[name] {
 			continue
 		}
-		pkg := "./" + name
+		pkg := name
 		if filepath.Base(name) == name {
-			pkg = "./functions/" + name + "/cmd/" + name
+			pkg = "functions/" + name + "/cmd/" + name
+			if localBuild, ok := local.LocalBuilds[pkg]; ok {
+				pkg = localBuild // the build the stack runs (the deployer's with the local provider only)
+			}
 		}
+		pkg = "./" + pkg
 		cmd := exec.Command("go", "build", "-o", binDir+"/", pkg)
 		cmd.Dir = wasmtest.RepoRoot(t)
 		if out, err := cmd.CombinedOutput(); err != nil {

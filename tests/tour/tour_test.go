@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lensfn/lensfn/deploy/local"
 	"github.com/lensfn/lensfn/runtime/wasmhost/wasmtest"
 )
 
@@ -94,7 +95,8 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// build compiles what `make build` does (every function and lensfn-local) into a temp dir.
+// build compiles what `make build` does (every function's cmd, the local build in place of an
+// image cmd the stack replaces with one, and lensfn-local) into a temp dir.
 func build(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -102,6 +104,9 @@ func build(t *testing.T) string {
 	args := []string{"build", "-o", dir + "/"}
 	for _, c := range cmds {
 		rel, _ := filepath.Rel(repoRoot, c)
+		if _, replaced := local.LocalBuilds[filepath.ToSlash(rel)]; replaced {
+			continue
+		}
 		args = append(args, "./"+rel)
 	}
 	args = append(args, "./deploy/local/cmd/lensfn-local")

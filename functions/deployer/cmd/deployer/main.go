@@ -2,7 +2,8 @@ package main
 
 import (
 	"github.com/lensfn/lensfn/functions/deployer"
+	"github.com/lensfn/lensfn/functions/deployer/knative"
 	"github.com/lensfn/lensfn/runtime/fn"
 )
 
-func main() { fn.Main(deployer.Name, deployer.Build) }
+func main() { fn.Main(deployer.Name, deployer.Builder(deployer.LocalProvider, knative.Factory)) }

@@ -1,4 +1,4 @@
-package deployer_test
+package knative_test
 
 import (
 	"context"
@@ -17,10 +17,24 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/lensfn/lensfn/functions/deployer"
+	"github.com/lensfn/lensfn/functions/deployer/knative"
 	"github.com/lensfn/lensfn/runtime/deployconfig"
+	"github.com/lensfn/lensfn/runtime/fn/fntest"
 	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/knativeadmission"
+	"github.com/lensfn/lensfn/runtime/secret"
 )
+
+// newRepo is an inventory on a fresh store: where the provider reads a session's kubeconfig.
+func newRepo(t *testing.T) *inventory.Repo {
+	key := secret.NewKey()
+	deps := fntest.Deps(t, "deployer", fntest.Env(t, map[string]string{"LENS_SECRET_KEY": key}))
+	sealer, err := secret.FromEnv(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &inventory.Repo{Store: deps.Store, Sealer: sealer}
+}
 
 const kubeconfig = "apiVersion: v1\nkind: Config\nclusters: []\n# secret-token-xyz\n"
 
@@ -28,14 +42,14 @@ const kubeconfig = "apiVersion: v1\nkind: Config\nclusters: []\n# secret-token-x
 // dynamic client, with the kubeconfig the session's cluster holds, waits for Ready and deletes
 // them all on cleanup.
 func TestKnativeDeployAndCleanup(t *testing.T) {
-	h := newHarness(t)
+	repo := newRepo(t)
 	ctx := context.Background()
-	_, session, err := h.repo.CreateCluster(ctx, inventory.ClusterSpec{Name: "k8s", Kind: inventory.ClusterKubernetes, Namespace: "eval", Kubeconfig: kubeconfig})
+	_, session, err := repo.CreateCluster(ctx, inventory.ClusterSpec{Name: "k8s", Kind: inventory.ClusterKubernetes, Namespace: "eval", Kubeconfig: kubeconfig})
 	if err != nil {
 		t.Fatal(err)
 	}
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schemaGVR]string{deployer.ServiceGVR: "ServiceList"})
+		map[schemaGVR]string{knative.ServiceGVR: "ServiceList"})
 	ready := true
 	client.PrependReactor("create", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		u := a.(k8stesting.CreateAction).GetObject().(*unstructured.Unstructured)
@@ -48,7 +62,7 @@ func TestKnativeDeployAndCleanup(t *testing.T) {
 		return false, nil, nil
 	})
 	var gotKubeconfig string
-	k := &deployer.Knative{Inventory: h.repo, ReadyTimeout: 5 * time.Second, Poll: 10 * time.Millisecond,
+	k := &knative.Provider{Inventory: repo, ReadyTimeout: 5 * time.Second, Poll: 10 * time.Millisecond,
 		NewClient: func(raw []byte) (dynamic.Interface, error) { gotKubeconfig = string(raw); return client, nil }}
 	cfg, err := deployconfig.Parse("pd-disaggregation", []byte(`{"model":{"name":"m"},"decode":{"replicas":2},"prefill":{"replicas":1}}`))
 	if err != nil {
@@ -63,11 +77,11 @@ func TestKnativeDeployAndCleanup(t *testing.T) {
 		!strings.HasSuffix(d.Endpoint, "-router.eval.example.com/v1") || d.Namespace != "eval" {
 		t.Fatalf("deployment = %+v (saves %d)", d, saves)
 	}
-	list, err := client.Resource(deployer.ServiceGVR).Namespace("eval").List(ctx, listOptions)
+	list, err := client.Resource(knative.ServiceGVR).Namespace("eval").List(ctx, listOptions)
 	if err != nil || len(list.Items) != 4 {
 		t.Fatalf("services: %v %v", list, err)
 	}
-	router, _ := client.Resource(deployer.ServiceGVR).Namespace("eval").Get(ctx, d.Objects[3].Name, getOptions)
+	router, _ := client.Resource(knative.ServiceGVR).Namespace("eval").Get(ctx, d.Objects[3].Name, getOptions)
 	args, _, _ := unstructured.NestedSlice(router.Object, "spec", "template", "spec", "containers")
 	raw, _ := json.Marshal(args)
 	if !strings.Contains(string(raw), `"--profile","pd","--block-size","16","--prefill-replicas"`) || !strings.Contains(string(raw), ".eval.svc.cluster.local") {
@@ -76,7 +90,7 @@ func TestKnativeDeployAndCleanup(t *testing.T) {
 	if err := k.Cleanup(ctx, d); err != nil || len(d.Objects) != 0 {
 		t.Fatalf("cleanup: %v %+v", err, d.Objects)
 	}
-	if list, _ := client.Resource(deployer.ServiceGVR).Namespace("eval").List(ctx, listOptions); len(list.Items) != 0 {
+	if list, _ := client.Resource(knative.ServiceGVR).Namespace("eval").List(ctx, listOptions); len(list.Items) != 0 {
 		t.Fatalf("left after cleanup: %d", len(list.Items))
 	}
 
@@ -93,7 +107,7 @@ func TestKnativeDeployAndCleanup(t *testing.T) {
 // Every object Objects renders is a Knative Service with the restricted security context and
 // the configuration's replicas; baseline-vllm with one replica has no router.
 func TestObjects(t *testing.T) {
-	admission, err := deployer.NewAdmission()
+	admission, err := knative.NewAdmission()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +125,7 @@ func TestObjects(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		objs := deployer.Objects(deployer.ObjectSpec{ExecutionID: "0b7c4f0e-1111-2222-3333-444455556666", Namespace: "eval"}, cfg)
+		objs := knative.Objects(knative.ObjectSpec{ExecutionID: "0b7c4f0e-1111-2222-3333-444455556666", Namespace: "eval"}, cfg)
 		if len(objs) != tc.services || (objs[len(objs)-1].GetLabels()["lensfn.dev/role"] == "router") != tc.router {
 			t.Fatalf("%s: %d objects", tc.provider, len(objs))
 		}
@@ -144,14 +158,14 @@ var (
 // (gated by kubernetes.podspec-fieldref, which deploy/knative does not declare). The fake
 // dynamic client sees no action at all, so no Service of the deployment was created.
 func TestKnativeRefusesWhatKnativeWouldNotAdmit(t *testing.T) {
-	h := newHarness(t)
+	repo := newRepo(t)
 	ctx := context.Background()
-	_, session, err := h.repo.CreateCluster(ctx, inventory.ClusterSpec{Name: "k8s", Kind: inventory.ClusterKubernetes, Namespace: "eval", Kubeconfig: kubeconfig})
+	_, session, err := repo.CreateCluster(ctx, inventory.ClusterSpec{Name: "k8s", Kind: inventory.ClusterKubernetes, Namespace: "eval", Kubeconfig: kubeconfig})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fieldRef := func(spec deployer.ObjectSpec, cfg deployconfig.Deployment) []*unstructured.Unstructured {
-		objs := deployer.Objects(spec, cfg)
+	fieldRef := func(spec knative.ObjectSpec, cfg deployconfig.Deployment) []*unstructured.Unstructured {
+		objs := knative.Objects(spec, cfg)
 		containers, _, _ := unstructured.NestedSlice(objs[len(objs)-1].Object, "spec", "template", "spec", "containers")
 		containers[0].(map[string]any)["env"] = []any{map[string]any{"name": "POD_NAME",
 			"valueFrom": map[string]any{"fieldRef": map[string]any{"fieldPath": "metadata.name"}}}}
@@ -160,15 +174,15 @@ func TestKnativeRefusesWhatKnativeWouldNotAdmit(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name, content string
-		render        func(deployer.ObjectSpec, deployconfig.Deployment) []*unstructured.Unstructured
+		render        func(knative.ObjectSpec, deployconfig.Deployment) []*unstructured.Unstructured
 		want          string
 	}{
 		{"image", `{"model":{"name":"m"},"decode":{"replicas":2},"runtime":{"image":"Not An Image!"}}`, nil, "Failed to parse image reference"},
 		{"fieldRef", `{"model":{"name":"m"},"decode":{"replicas":2}}`, fieldRef, "must not set the field(s): spec.template.spec.containers[0].env[0].valueFrom.fieldRef"},
 	} {
 		client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-			map[schemaGVR]string{deployer.ServiceGVR: "ServiceList"})
-		k := &deployer.Knative{Inventory: h.repo, ReadyTimeout: time.Second, Poll: 10 * time.Millisecond, Render: tc.render,
+			map[schemaGVR]string{knative.ServiceGVR: "ServiceList"})
+		k := &knative.Provider{Inventory: repo, ReadyTimeout: time.Second, Poll: 10 * time.Millisecond, Render: tc.render,
 			NewClient: func([]byte) (dynamic.Interface, error) { return client, nil }}
 		cfg, err := deployconfig.Parse("optimized-baseline", []byte(tc.content))
 		if err != nil {
@@ -188,11 +202,11 @@ func TestKnativeRefusesWhatKnativeWouldNotAdmit(t *testing.T) {
 // The knative provider validates under exactly the knative-serving configuration deploy/knative
 // declares.
 func TestServingConfigIsTheDeclaredOne(t *testing.T) {
-	declared, err := knativeadmission.ServingConfigIn("../../deploy/knative")
+	declared, err := knativeadmission.ServingConfigIn("../../../deploy/knative")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(declared, deployer.ServingConfig) {
-		t.Fatalf("deploy/knative declares %v, the deployer validates under %v", declared, deployer.ServingConfig)
+	if !reflect.DeepEqual(declared, knative.ServingConfig) {
+		t.Fatalf("deploy/knative declares %v, the deployer validates under %v", declared, knative.ServingConfig)
 	}
 }

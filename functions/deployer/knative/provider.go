@@ -1,4 +1,4 @@
-package deployer
+package knative
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/lensfn/lensfn/functions/deployer"
 	"github.com/lensfn/lensfn/runtime/deployconfig"
 	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/knativeadmission"
@@ -47,11 +48,11 @@ func NewAdmission() (*knativeadmission.Validator, error) {
 	return knativeadmission.New(knativeadmission.Options{ServingConfig: ServingConfig})
 }
 
-// Knative is the knative provider: one Knative Service per replica (min = max scale 1, so the
+// Provider is the knative provider: one Knative Service per replica (min = max scale 1, so the
 // replica count is the configuration's and the router can address each replica) and, where the
 // configuration routes, a router Service in front, created with client-go's dynamic client
 // and the cluster session's kubeconfig.
-type Knative struct {
+type Provider struct {
 	Inventory      *inventory.Repo
 	ReadyTimeout   time.Duration
 	SimulatorImage string // default DefaultSimulatorImage
@@ -195,7 +196,7 @@ func service(spec ObjectSpec, name, role, image string, args []string, port int6
 	}}
 }
 
-func (k *Knative) client(ctx context.Context, d *Deployment) (dynamic.Interface, string, error) {
+func (k *Provider) client(ctx context.Context, d *deployer.Deployment) (dynamic.Interface, string, error) {
 	session, err := k.Inventory.Session(ctx, d.ClusterSessionID)
 	if err != nil {
 		return nil, "", err
@@ -224,7 +225,7 @@ func (k *Knative) client(ctx context.Context, d *Deployment) (dynamic.Interface,
 }
 
 // Deploy creates the Services, records each one, and waits for every Ready condition.
-func (k *Knative) Deploy(ctx context.Context, d *Deployment, cfg deployconfig.Deployment, save func(context.Context) error) error {
+func (k *Provider) Deploy(ctx context.Context, d *deployer.Deployment, cfg deployconfig.Deployment, save func(context.Context) error) error {
 	c, ns, err := k.client(ctx, d)
 	if err != nil {
 		return err
@@ -243,7 +244,7 @@ func (k *Knative) Deploy(ctx context.Context, d *Deployment, cfg deployconfig.De
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create Service %s/%s: %w", ns, o.GetName(), err)
 		}
-		d.Objects = append(d.Objects, Object{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Namespace: ns, Name: o.GetName(),
+		d.Objects = append(d.Objects, deployer.Object{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Namespace: ns, Name: o.GetName(),
 			Role: o.GetLabels()["lensfn.dev/role"]})
 		if err := save(ctx); err != nil {
 			return err
@@ -285,7 +286,7 @@ func (k *Knative) Deploy(ctx context.Context, d *Deployment, cfg deployconfig.De
 
 // admit checks every object the way the cluster's admission would, all of them before the first
 // is sent: a deployment Knative would refuse part-way creates nothing.
-func (k *Knative) admit(ctx context.Context, objs []*unstructured.Unstructured) error {
+func (k *Provider) admit(ctx context.Context, objs []*unstructured.Unstructured) error {
 	v := k.Admission
 	if v == nil {
 		var err error
@@ -310,7 +311,7 @@ func (k *Knative) admit(ctx context.Context, objs []*unstructured.Unstructured) 
 }
 
 // waitReady polls the Service until its Ready condition is True and returns its status.url.
-func (k *Knative) waitReady(ctx context.Context, c dynamic.Interface, o Object, poll time.Duration) (string, error) {
+func (k *Provider) waitReady(ctx context.Context, c dynamic.Interface, o deployer.Object, poll time.Duration) (string, error) {
 	last := "not observed yet"
 	for {
 		u, err := c.Resource(ServiceGVR).Namespace(o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
@@ -348,7 +349,7 @@ func (k *Knative) waitReady(ctx context.Context, c dynamic.Interface, o Object, 
 }
 
 // Cleanup deletes every recorded Service (one already gone counts as deleted).
-func (k *Knative) Cleanup(ctx context.Context, d *Deployment) error {
+func (k *Provider) Cleanup(ctx context.Context, d *deployer.Deployment) error {
 	if len(d.Objects) == 0 {
 		return nil
 	}
@@ -356,7 +357,7 @@ func (k *Knative) Cleanup(ctx context.Context, d *Deployment) error {
 	if err != nil {
 		return err
 	}
-	var left []Object
+	var left []deployer.Object
 	var errs []error
 	for _, o := range d.Objects {
 		err := c.Resource(ServiceGVR).Namespace(o.Namespace).Delete(ctx, o.Name, metav1.DeleteOptions{})
