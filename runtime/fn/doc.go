@@ -5,7 +5,8 @@
 // runtime owns everything the Knative runtime contract asks of a container: listening on PORT,
 // kubelet and K-Network-Probe probes through knative's Drainer, /healthz and /readyz, /metrics on
 // a private Prometheus registry (requests and latency per route, events in and out, store
-// operations), structured logging through knative's logging package, the CloudEvents receiver at
+// operations), structured logging as Knative's config-logging configures it (K_LOGGING_CONFIG,
+// zap with Stackdriver-style fields), the CloudEvents receiver at
 // /events with deduplication, and a graceful drain on SIGTERM that finishes in-flight work.
 //
 // A Builder only wires: background loops (queue sweeps, janitors) go in Function.Start, which
@@ -19,6 +20,6 @@
 //
 // It may import runtime/problem, runtime/cloudevent, runtime/state,
 // runtime/state/redisstore, runtime/auth, runtime/egress and runtime/secret, and the
-// third-party packages knative.dev/pkg (signals, network, logging only), zap and
+// third-party packages knative.dev/pkg (signals, network only), zap, zapdriver and
 // prometheus/client_golang.
 package fn

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"knative.dev/pkg/logging"
 	"knative.dev/pkg/network/handlers"
 	"knative.dev/pkg/signals"
 
@@ -100,7 +99,7 @@ type Server struct {
 // Tests serve Handler with httptest; Run serves it on PORT.
 func NewServer(ctx context.Context, cfg Config, name string, build Builder) (_ *Server, err error) {
 	name = cfg.Name(name)
-	log, _ := logging.NewLogger(cfg.LoggingConfig, cfg.LogLevel)
+	log := newLogger(cfg.LoggingConfig, cfg.LogLevel)
 	log = log.With("function", name, "instance", cfg.InstanceID)
 	metrics := newMetrics(name)
 	s := &Server{}
