@@ -80,7 +80,9 @@ type execution struct {
 	// (total), each matrix point's and each stage's.
 	samples *evalrun.Samples
 	total   *evalrun.Builder
-	mu      sync.Mutex // guards the builders, the live summary and the current phase
+	// totalSinks is totalOnly's answer, built once (a sink runs for every record).
+	totalSinks []*evalrun.Builder
+	mu         sync.Mutex // guards the builders, the live summary and the current phase
 	// progressMu orders the stored progress: a phase change (memory and record) and a progress
 	// report (read and record) never interleave, so no stored entry pairs one phase with another
 	// phase's message, and a report never writes an older phase over a newer one.
@@ -154,6 +156,7 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 	defer x.records.Close()
 	x.samples = evalrun.NewSamples()
 	x.total = x.samples.NewBuilder(x.targets)
+	x.totalSinks = []*evalrun.Builder{x.total}
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -507,7 +510,7 @@ func (x *execution) stage(ctx context.Context, phase string, sched loadgen.Sched
 }
 
 // totalOnly is the sink of a stage counted in the run's metrics only.
-func (x *execution) totalOnly(loadgen.Record) []*evalrun.Builder { return []*evalrun.Builder{x.total} }
+func (x *execution) totalOnly(loadgen.Record) []*evalrun.Builder { return x.totalSinks }
 
 // workerSessions is a schedule as worker w sends it: its sessions are the worker's own
 // (w<k>-<session>), as they would be in N harness pods, so X-Session-ID never ties two workers'

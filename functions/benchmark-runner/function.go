@@ -255,10 +255,10 @@ func (r *Runner) reapLost(ctx context.Context) error {
 	for _, run := range active {
 		from := run.Status()
 		if from != evalrun.StatusRunning && from != evalrun.StatusCancelling {
-			// The listing picks the ids from the status index and reads the records in a second
-			// round trip, so a run that ended in between is listed with its terminal status (and
-			// its lease released): it has its outcome, and a transition from that status would
-			// overwrite it with "runner lost".
+			// A run listed with a terminal status has its outcome, and a transition from that
+			// status would overwrite it with "runner lost". The Redis store leaves out records
+			// that left the listed statuses between its index pick and its read; this keeps the
+			// sweep safe over any state.Store that does not.
 			continue
 		}
 		if _, err := r.deps.Store.LeaseHolder(ctx, evalrun.LeaseName(run.ID())); !errors.Is(err, state.ErrNotFound) {

@@ -490,6 +490,7 @@ func (r *Runner) runWorker(ctx context.Context, w *evalrun.Worker, held *leasedr
 	}
 	x.path, x.records, x.samples = path, loadgen.NewJSONLWriter(f), evalrun.NewSamples()
 	x.total = x.samples.NewBuilder(x.targets)
+	x.totalSinks = []*evalrun.Builder{x.total}
 	r.runs.Logf(ctx, w.RunID, "Worker %d of %d started on %s", w.Index, w.Workers, r.owner())
 
 	wctx, cancel := context.WithCancelCause(ctx)

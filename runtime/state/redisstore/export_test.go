@@ -37,3 +37,7 @@ func (s *Store) CreateBatch(ctx context.Context, records []state.Record) error {
 	}
 	return nil
 }
+
+// SetAfterListPick runs f between List's two round trips (the window in which a listed record
+// can change); nil removes it.
+func SetAfterListPick(f func()) { afterListPick = f }

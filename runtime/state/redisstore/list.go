@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -77,13 +78,43 @@ func (s *Store) List(ctx context.Context, q state.Query) (page state.Page, err e
 	if err != nil {
 		return state.Page{}, fmt.Errorf("redisstore: list %s: %w", q.Kind, err)
 	}
+	if afterListPick != nil {
+		afterListPick()
+	}
 	records, err := s.fetch(ctx, q.Kind, ids)
 	if err != nil {
 		return state.Page{}, err
 	}
-	// A record deleted between the two round trips is left out of the page and the total.
-	total -= len(ids) - len(records)
-	return state.Page{Records: records, Total: total}, nil
+	// A record deleted between the two round trips is left out of the page and the total, and
+	// so is one whose status or attributes changed in between: it no longer matches the query
+	// (a sweep over "every running run" must not be handed one that has just ended).
+	matching := records[:0]
+	for _, r := range records {
+		if stillMatches(r, statuses, attrs) {
+			matching = append(matching, r)
+		}
+	}
+	total -= len(ids) - len(matching)
+	return state.Page{Records: matching, Total: total}, nil
+}
+
+// afterListPick, set by tests only, runs between List's two round trips.
+var afterListPick func()
+
+// stillMatches reports whether a fetched record still has one of the listed statuses (sorted;
+// none: any) and every listed attribute.
+func stillMatches(r state.Record, statuses []string, attrs map[string]string) bool {
+	if len(statuses) > 0 {
+		if _, found := slices.BinarySearch(statuses, r.Status); !found {
+			return false
+		}
+	}
+	for name, v := range attrs {
+		if r.Attrs[name] != v {
+			return false
+		}
+	}
+	return true
 }
 
 func parseListReply(reply []any) (int, []string, error) {

@@ -380,3 +380,39 @@ func TestUnreachableServerIsErrUnavailable(t *testing.T) {
 		}
 	}
 }
+
+// A record whose status or attributes change between List's two round trips (the index pick and
+// the read) no longer matches the query, so it is not listed: a sweep over "every running run"
+// was handed a run that had just ended and overwrote its outcome.
+func TestListLeavesOutARecordThatChangedMeanwhile(t *testing.T) {
+	s := openStore(t, redisstore.Options{})
+	ctx := context.Background()
+	for _, id := range []string{"ends", "moves", "stays"} {
+		if _, err := s.Create(ctx, state.Record{Kind: "run", ID: id, Status: "running", Attrs: map[string]string{"pool": "a"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	change := func(id string, edit func(*state.Record)) {
+		r, err := s.Get(ctx, "run", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		edit(&r)
+		if _, err := s.Update(ctx, r, state.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	redisstore.SetAfterListPick(func() {
+		redisstore.SetAfterListPick(nil)
+		change("ends", func(r *state.Record) { r.Status = "succeeded" })
+		change("moves", func(r *state.Record) { r.Attrs = map[string]string{"pool": "b"} })
+	})
+	t.Cleanup(func() { redisstore.SetAfterListPick(nil) })
+	p, err := s.List(ctx, state.Query{Kind: "run", Status: []string{"running"}, Attrs: map[string]string{"pool": "a"}, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Records) != 1 || p.Records[0].ID != "stays" || p.Total != 1 {
+		t.Fatalf("listed %d records (total %d): %+v; want only the one that still matches", len(p.Records), p.Total, p.Records)
+	}
+}
