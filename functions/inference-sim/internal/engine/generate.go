@@ -110,16 +110,23 @@ func (g *Generator) Generate(r *Request) *openai.Error {
 		r.Seqs = make([]Sequence, total)
 	}
 	r.Seqs = r.Seqs[:total]
+	// The echo text is the answer only in echo mode, and the prompt text of an `echo` text
+	// completion: build it (a token-id prompt's text allocates) only then.
+	wantEcho := g.cfg.Mode == config.ModeEcho || r.Kind == Text && r.Params.Echo
 	for p := 0; p < nPrompts; p++ {
 		promptTokens, echo := r.Prompt.Tokens, ""
 		if r.Kind == Chat {
-			echo = lastUserText(r.Wire.Chat.Messages)
+			if wantEcho {
+				echo = lastUserText(r.Wire.Chat.Messages)
+			}
 		} else {
 			t := &r.Prompt.Texts[p]
 			promptTokens = t.Tokens
-			if t.IsIDs {
+			switch {
+			case !wantEcho:
+			case t.IsIDs:
 				echo = openai.IDsText(t.IDs)
-			} else {
+			default:
 				echo = t.Text
 			}
 		}

@@ -71,21 +71,21 @@ func (p *Prompt) tokenize(kind Kind, msgs []openai.ChatMessage, needIDs bool) (l
 	for i := range p.Texts {
 		t := &p.Texts[i]
 		n := len(t.IDs)
-		if !t.IsIDs {
+		switch {
+		case t.IsIDs:
+		case needIDs && i == 0: // one walk gives both the ids and their count
+			p.ids = textgen.AppendTokenIDs(p.ids[:0], t.Text)
+			n = len(p.ids)
+		default:
 			n = textgen.CountTokens(t.Text)
 		}
 		t.Tokens = n
 		p.Tokens += n
 		longest = max(longest, n)
 	}
-	if needIDs && len(p.Texts) > 0 {
-		t := &p.Texts[0]
-		if t.IsIDs {
-			for _, id := range t.IDs {
-				p.ids = append(p.ids, uint32(id))
-			}
-		} else {
-			p.ids = textgen.AppendTokenIDs(p.ids[:0], t.Text)
+	if needIDs && len(p.Texts) > 0 && p.Texts[0].IsIDs {
+		for _, id := range p.Texts[0].IDs {
+			p.ids = append(p.ids, uint32(id))
 		}
 	}
 	return longest, "prompt"
