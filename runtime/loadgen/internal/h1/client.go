@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"strconv"
@@ -80,6 +81,7 @@ type Target struct {
 	addr       string // host:port to dial
 	serverName string // TLS server name
 	secure     bool
+	idempotent bool   // the method is one net/http resends: GET, HEAD, OPTIONS, TRACE
 	head       string // request line and Host header
 }
 
@@ -111,7 +113,8 @@ func NewTarget(method, rawURL string) (*Target, error) {
 		path += "?" + u.RawQuery
 	}
 	return &Target{key: u.Scheme + "://" + addr, addr: addr, serverName: host, secure: u.Scheme == "https",
-		head: method + " " + path + " HTTP/1.1\r\nHost: " + u.Host + "\r\n"}, nil
+		idempotent: method == "GET" || method == "HEAD" || method == "OPTIONS" || method == "TRACE",
+		head:       method + " " + path + " HTTP/1.1\r\nHost: " + u.Host + "\r\n"}, nil
 }
 
 // Header is one request header.
@@ -137,7 +140,8 @@ func (c *Client) Do(ctx context.Context, t *Target, headers []Header, body []byt
 	bp := requestBuffers.Get().(*[]byte)
 	req, err := appendRequest((*bp)[:0], t, headers, body)
 	// The buffer goes back once the request is written, not when the response comes: at
-	// thousands in flight, waiting requests would otherwise each hold one.
+	// thousands in flight, waiting requests would otherwise each hold one. (A replayable
+	// request on a reused connection keeps it until the response starts: it may be resent.)
 	release := func() {
 		if bp != nil && cap(req) <= maxPooledRequest {
 			*bp = req[:0]
@@ -152,27 +156,38 @@ func (c *Client) Do(ctx context.Context, t *Target, headers []Header, body []byt
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	replayable := t.idempotent || hasIdempotencyKey(headers)
 	for attempt := 0; ; attempt++ {
 		cn, reused, err := c.get(ctx, t)
 		if err != nil {
 			return nil, err
 		}
 		stop := context.AfterFunc(ctx, func() { _ = cn.nc.SetDeadline(aLongTimeAgo) })
-		if _, err = cn.nc.Write(req); err == nil {
-			release()
+		retry := false
+		var n int
+		if n, err = cn.nc.Write(req); err == nil {
+			mayResend := reused && attempt == 0 && replayable
+			if !mayResend {
+				release()
+			}
 			var resp *Response
 			if resp, err = readResponse(c, cn, t.key, stop); err == nil {
 				return resp, nil
 			}
+			// Nothing of a response arrived: the server closed or reset a connection it
+			// may have been closing while the request was written (the keep-alive race).
+			var early *beforeResponseError
+			retry = errors.As(err, &early) && mayResend
 		} else {
 			err = fmt.Errorf("writing the request: %w", err)
+			retry = n == 0 || replayable
 		}
 		stop()
 		cn.close()
-		// A reused connection the server closed just after the liveness check fails the write
-		// at once; the request never reached a server that answers on it, so one fresh
-		// connection is tried. A fresh connection's failure is the answer.
-		if reused && attempt == 0 && ctx.Err() == nil && bp != nil {
+		// net/http's rule (Transport's shouldRetryRequest): only a reused connection, once,
+		// on a fresh one (a fresh connection's failure is the answer), and only when nothing
+		// was written, or the request is replayable and no byte of a response was read.
+		if reused && attempt == 0 && retry && ctx.Err() == nil {
 			continue
 		}
 		if ctx.Err() != nil {
@@ -182,7 +197,32 @@ func (c *Client) Do(ctx context.Context, t *Target, headers []Header, body []byt
 	}
 }
 
+// hasIdempotencyKey: the headers mark a request as safe to send twice (net/http's
+// Request.isReplayable: the non-standard but widely used Idempotency-Key, or X-Idempotency-Key).
+func hasIdempotencyKey(headers []Header) bool {
+	for _, h := range headers {
+		if strings.EqualFold(h.Name, "Idempotency-Key") || strings.EqualFold(h.Name, "X-Idempotency-Key") {
+			return true
+		}
+	}
+	return false
+}
+
+// beforeResponseError: reading failed before the first byte of a response (an EOF is
+// errClosedBeforeResponse, net/http's errServerClosedIdle; otherwise a reset or other read
+// error, its transportReadFromServerError).
+type beforeResponseError struct{ err error }
+
+func (e *beforeResponseError) Error() string { return e.err.Error() }
+func (e *beforeResponseError) Unwrap() error { return e.err }
+
 func readResponse(c *Client, cn *conn, key string, stop func() bool) (*Response, error) {
+	if _, err := cn.br.Peek(1); err != nil {
+		if err == io.EOF {
+			err = errClosedBeforeResponse
+		}
+		return nil, &beforeResponseError{err}
+	}
 	resp := &Response{body: Body{cn: cn, client: c, key: key, stop: stop}}
 	if err := readHead(cn.br, resp); err != nil {
 		return nil, err

@@ -488,3 +488,140 @@ func TestPeekAndDiscardAcrossChunks(t *testing.T) {
 		})
 	}
 }
+
+// raceServer answers every request, except that on its first connection it reads the second
+// request and then ends the connection without a byte of response (closing it, or resetting it
+// when reset is set): the keep-alive race, a server closing an idle connection just as a
+// request is written on it. It counts connections and the requests it read.
+func raceServer(t *testing.T, reset bool) (url string, conns, requests *atomic.Int32) {
+	conns, requests = new(atomic.Int32), new(atomic.Int32)
+	url = rawServer(t, func(c net.Conn, br *bufio.Reader) {
+		first := conns.Add(1) == 1
+		for n := 1; ; n++ {
+			if readRequest(br) != nil {
+				return
+			}
+			requests.Add(1)
+			if first && n == 2 {
+				if reset {
+					_ = c.(*net.TCPConn).SetLinger(0) // Close sends RST
+				}
+				return
+			}
+			if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"); err != nil {
+				return
+			}
+		}
+	})
+	return url, conns, requests
+}
+
+// A reused connection that ends before the first response byte is retried once on a fresh
+// connection when net/http would: the method is idempotent or the request carries an
+// Idempotency-Key; a plain POST is not resent (the server may have acted on it).
+func TestReusedConnectionEndingBeforeTheResponse(t *testing.T) {
+	cases := []struct {
+		name    string
+		method  string
+		headers []Header
+		reset   bool
+		retried bool
+	}{
+		{"POST with Idempotency-Key, closed", http.MethodPost, []Header{{"idempotency-key", "k-2"}}, false, true},
+		{"POST with X-Idempotency-Key, reset", http.MethodPost, []Header{{"X-Idempotency-Key", "k-2"}}, true, true},
+		{"GET, closed", http.MethodGet, nil, false, true},
+		{"GET, reset", http.MethodGet, nil, true, true},
+		{"plain POST, closed", http.MethodPost, nil, false, false},
+		{"plain POST, reset", http.MethodPost, nil, true, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			url, conns, requests := raceServer(t, tc.reset)
+			c := New(Options{})
+			defer c.Close()
+			tg, err := NewTarget(tc.method, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			do := func() (string, error) {
+				resp, err := c.Do(context.Background(), tg, tc.headers, []byte("{}"))
+				if err != nil {
+					return "", err
+				}
+				defer resp.Body.Close()
+				raw, err := io.ReadAll(resp.Body)
+				return string(raw), err
+			}
+			if body, err := do(); err != nil || body != "ok" {
+				t.Fatalf("first request: %q, %v", body, err)
+			}
+			body, err := do() // on the reused connection, which the server ends
+			if tc.retried {
+				if err != nil || body != "ok" {
+					t.Fatalf("second request: %q, %v; want it resent on a fresh connection", body, err)
+				}
+				if n, r := conns.Load(), requests.Load(); n != 2 || r != 3 {
+					t.Errorf("%d connections and %d requests at the server, want 2 and 3", n, r)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("second request answered %q; want the connection's end as its error", body)
+			}
+			if !tc.reset && !errors.Is(err, errClosedBeforeResponse) {
+				t.Errorf("error %v, want %v", err, errClosedBeforeResponse)
+			}
+			if n, r := conns.Load(), requests.Load(); n != 1 || r != 2 {
+				t.Errorf("%d connections and %d requests at the server, want 1 and 2 (not resent)", n, r)
+			}
+		})
+	}
+}
+
+// A fresh connection's failure is the answer, and so is one that ended after a response began.
+func TestNoRetryOnAFreshConnectionOrAfterTheResponseBegan(t *testing.T) {
+	var requests atomic.Int32
+	url := rawServer(t, func(c net.Conn, br *bufio.Reader) {
+		if readRequest(br) == nil {
+			requests.Add(1)
+		}
+	})
+	c := New(Options{})
+	defer c.Close()
+	tg, err := NewTarget(http.MethodGet, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Do(context.Background(), tg, nil, nil); !errors.Is(err, errClosedBeforeResponse) {
+		t.Fatalf("error %v, want %v", err, errClosedBeforeResponse)
+	}
+	if n := requests.Load(); n != 1 {
+		t.Errorf("%d requests at the server, want 1 (a fresh connection is not retried)", n)
+	}
+
+	var conns, begun atomic.Int32
+	url = rawServer(t, func(c net.Conn, br *bufio.Reader) {
+		first := conns.Add(1) == 1
+		for n := 1; readRequest(br) == nil; n++ {
+			if first && n == 2 {
+				begun.Add(1)
+				_, _ = io.WriteString(c, "HTTP/1.1 20") // a response begun, then the end
+				return
+			}
+			if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"); err != nil {
+				return
+			}
+		}
+	})
+	tg, err = NewTarget(http.MethodGet, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get(t, c, tg, "")
+	if _, err := c.Do(context.Background(), tg, nil, nil); err == nil {
+		t.Fatal("a response cut off in its status line was answered")
+	}
+	if n := conns.Load(); n != 1 || begun.Load() != 1 {
+		t.Errorf("%d connections, want 1 (a begun response is not retried)", n)
+	}
+}

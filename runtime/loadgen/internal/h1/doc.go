@@ -16,7 +16,11 @@
 //
 // What it does: one goroutine per request (the caller's): a pooled connection per request with
 // keep-alive reuse (LIFO, idle ones closed after IdleTimeout, a connection the server closed
-// while idle noticed before reuse by a non-blocking peek), the request written with one write
+// while idle noticed before reuse by a non-blocking peek; one reused connection that fails a
+// request is replaced once by a fresh one on net/http's rule: when nothing was written, or
+// when the request is replayable (GET, HEAD, OPTIONS, TRACE, or an Idempotency-Key header) and
+// no byte of a response arrived; the load engine's POSTs carry no such key, so the server's
+// close before their answer is their error), the request written with one write
 // from a pooled buffer, the status line and the few headers the engine reads parsed in place
 // (Content-Length, Transfer-Encoding: chunked, Connection, Content-Type; no header map),
 // chunked framing removed in place, and the body offered as Read and as Buffered/Peek/Discard
