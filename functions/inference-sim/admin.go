@@ -13,6 +13,7 @@ import (
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+	"github.com/lensfn/lensfn/runtime/jsonstr"
 	"github.com/lensfn/lensfn/wasm-modules/latency"
 )
 
@@ -45,7 +46,7 @@ func adminView(st *settings) []byte {
 		} else {
 			b = append(b, ',')
 		}
-		b = openai.AppendJSONString(b, key)
+		b = jsonstr.Append(b, key)
 		b = append(b, ':')
 		raw, _ := json.Marshal(v) // strings, numbers and the fake-metrics document: cannot fail
 		b = append(b, raw...)

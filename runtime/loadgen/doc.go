@@ -40,5 +40,6 @@
 // approximately; equal hash ids always give byte-identical text.
 //
 // It may import the standard library, runtime/secret, runtime/jsoncursor (its SSE chunk decoder),
+// runtime/jsonstr (the strings of its hand-written bodies and record lines),
 // runtime/loadgen/internal/h1 (its HTTP/1.1 client) and wasm-modules/splitmix (the run id).
 package loadgen

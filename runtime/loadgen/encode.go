@@ -4,29 +4,18 @@ import (
 	"math"
 	"slices"
 	"strconv"
+
+	"github.com/lensfn/lensfn/runtime/jsonstr"
 )
 
 // Hand-written encoders for the two JSON documents every request costs: its body and its
 // record line. encoding/json spends ~40 allocations per request on them (a map's keys are
 // sorted through reflection, every map entry is copied out), and at 5,000 requests a second
-// that garbage is what sets the collector's pace. Each encoder covers the common shape only and
-// says so (ok false) for anything else, which then goes through encoding/json as before; the
-// tests hold both to byte-identical output.
-
-// appendPlainString appends s as a JSON string when it needs no escaping in encoding/json's
-// output (printable ASCII without quotes and backslashes; with escapeHTML also without <, >
-// and &, which json.Marshal escapes). ok false: s was not appended.
-func appendPlainString(dst []byte, s string, escapeHTML bool) ([]byte, bool) {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || (escapeHTML && (c == '<' || c == '>' || c == '&')) {
-			return dst, false
-		}
-	}
-	dst = append(dst, '"')
-	dst = append(dst, s...)
-	return append(dst, '"'), true
-}
+// that garbage is what sets the collector's pace. Strings, whatever they hold, are
+// runtime/jsonstr's (encoding/json's bytes, escapes included); each encoder covers the common
+// shape of the document only and says so (ok false) for anything else (a payload, extras,
+// metadata of other types, NaN), which then goes through encoding/json; the tests hold both to
+// byte-identical output.
 
 // appendJSONFloat appends f exactly as encoding/json writes a float64 ('f' format, 'e' for
 // very small and very large magnitudes, without a leading zero in the exponent). ok false for
@@ -63,11 +52,7 @@ func appendOptionalFloat(dst []byte, f *float64) ([]byte, bool) {
 // (plain strings, numbers, booleans, []float64 metadata). ok false: use encoding/json.
 func appendRecordLine(dst []byte, r *Record) ([]byte, bool) {
 	ok := true
-	str := func(s string) {
-		if ok {
-			dst, ok = appendPlainString(dst, s, false)
-		}
-	}
+	str := func(s string) { dst = jsonstr.Append(dst, s) }
 	num := func(f float64) {
 		if ok {
 			dst, ok = appendJSONFloat(dst, f)
@@ -147,9 +132,7 @@ func appendMetadata(dst []byte, m map[string]any) ([]byte, bool) {
 		if n > 0 {
 			dst = append(dst, ',')
 		}
-		if dst, ok = appendPlainString(dst, k, false); !ok {
-			return dst, false
-		}
+		dst = jsonstr.Append(dst, k)
 		dst = append(dst, ':')
 		if dst, ok = appendValue(dst, m[k]); !ok {
 			return dst, false
@@ -165,7 +148,7 @@ func appendValue(dst []byte, v any) ([]byte, bool) {
 	case nil:
 		return append(dst, "null"...), true
 	case string:
-		return appendPlainString(dst, v, false)
+		return jsonstr.Append(dst, v), true
 	case int:
 		return strconv.AppendInt(dst, int64(v), 10), true
 	case int64:
@@ -238,9 +221,7 @@ func (e *engine) plainBody(r *Request, i int) ([]byte, bool) {
 		dst = append(dst, ',')
 	}
 	dst = append(dst, `"model":`...)
-	if dst, ok = appendPlainString(dst, e.cfg.Model, true); !ok {
-		return nil, false
-	}
+	dst = jsonstr.AppendHTML(dst, e.cfg.Model)
 	if !chat {
 		dst = append(dst, `,"prompt":`...)
 		if dst, ok = e.appendPromptText(dst, r, i, false); !ok {
@@ -263,7 +244,7 @@ func (e *engine) appendPromptText(dst []byte, r *Request, i int, asMessages bool
 		if asMessages {
 			dst = append(dst, `"user","content":`...)
 		}
-		return appendPlainString(dst, *r.Prompt, true)
+		return jsonstr.AppendHTML(dst, *r.Prompt), true
 	}
 	if !asMessages || r.SystemPromptTokens <= 0 {
 		if asMessages {

@@ -29,5 +29,6 @@
 // It may import functions/inference-sim/internal/config, functions/inference-sim/internal/engine/textgen,
 // functions/inference-sim/internal/limits, functions/inference-sim/internal/metrics (the finish
 // reasons), functions/inference-sim/internal/openai, functions/inference-sim/kvcache,
-// wasm-modules/latency (the calculator's input), wasm-modules/splitmix and the standard library.
+// wasm-modules/latency (the calculator's input), wasm-modules/splitmix, runtime/jsonstr (tool
+// call arguments' strings) and the standard library.
 package engine

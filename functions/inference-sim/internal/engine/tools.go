@@ -13,6 +13,7 @@ import (
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine/textgen"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+	"github.com/lensfn/lensfn/runtime/jsonstr"
 )
 
 // Tools are a chat request's tools once checked: their definitions, each one's decoded
@@ -284,7 +285,7 @@ func (a *argGen) value(dst []byte, s any, depth, limit int) []byte {
 	typ, _ := schemaType(m)
 	switch typ {
 	case "string":
-		return openai.AppendJSONString(dst, toolWords[a.rng.Intn(len(toolWords))])
+		return jsonstr.Append(dst, toolWords[a.rng.Intn(len(toolWords))])
 	case "integer":
 		const intLimit = 1 << 52 // exact in a float64, and hi-lo+1 cannot overflow
 		lo := int(math.Ceil(schemaBound(m, "minimum", float64(tc.MinIntegerParam), intLimit)))
@@ -344,7 +345,7 @@ func (a *argGen) value(dst []byte, s any, depth, limit int) []byte {
 				dst = append(dst, ',')
 			}
 			first = false
-			dst = openai.AppendJSONString(dst, k)
+			dst = jsonstr.Append(dst, k)
 			dst = append(dst, ':')
 			dst = a.value(dst, props[k], depth+1, limit)
 		}

@@ -7,6 +7,6 @@
 // append-style JSON string encoding the answers are written with (package render writes
 // them), and the pooled buffers.
 //
-// It may import runtime/jsoncursor (the fast decoder's cursor), the standard library and
-// fasthttp (the simulator's server).
+// It may import runtime/jsoncursor (the fast decoder's cursor), runtime/jsonstr (the strings of
+// error bodies), the standard library and fasthttp (the simulator's server).
 package openai

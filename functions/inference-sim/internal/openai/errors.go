@@ -3,6 +3,7 @@ package openai
 import (
 	"strconv"
 
+	"github.com/lensfn/lensfn/runtime/jsonstr"
 	"github.com/valyala/fasthttp"
 )
 
@@ -47,14 +48,14 @@ func errorType(status int) string {
 
 func AppendErrorBody(dst []byte, e *Error) []byte {
 	dst = append(dst, `{"error":{"message":`...)
-	dst = AppendJSONString(dst, e.Message)
+	dst = jsonstr.Append(dst, e.Message)
 	dst = append(dst, `,"type":`...)
-	dst = AppendJSONString(dst, errorType(e.Status))
+	dst = jsonstr.Append(dst, errorType(e.Status))
 	dst = append(dst, `,"param":`...)
 	if e.Param == "" {
 		dst = append(dst, "null"...)
 	} else {
-		dst = AppendJSONString(dst, e.Param)
+		dst = jsonstr.Append(dst, e.Param)
 	}
 	dst = append(dst, `,"code":`...)
 	dst = strconv.AppendInt(dst, int64(e.Status), 10)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+	"github.com/lensfn/lensfn/runtime/jsonstr"
 )
 
 // Chat and text completions: the non-streamed body (Full) and the streamed chunks, with
@@ -21,7 +22,7 @@ func appendHead(dst []byte, r *engine.Request, object string, withKV bool) []byt
 	dst = append(dst, `{"id":"`...)
 	dst = append(dst, r.ID...)
 	dst = append(dst, `","model":`...)
-	dst = openai.AppendJSONString(dst, r.Model)
+	dst = jsonstr.Append(dst, r.Model)
 	dst = append(dst, `,"object":"`...)
 	dst = append(dst, object...)
 	dst = append(dst, '"')
@@ -72,7 +73,7 @@ func Full(dst []byte, r *engine.Request) []byte {
 			} else {
 				dst = append(dst, `,"content":"`...)
 				for _, t := range s.Tokens {
-					dst = openai.AppendJSONStringBody(dst, t)
+					dst = jsonstr.AppendContents(dst, t)
 				}
 				dst = append(dst, '"')
 			}
@@ -83,10 +84,10 @@ func Full(dst []byte, r *engine.Request) []byte {
 		} else {
 			dst = append(dst, `,"text":"`...)
 			if r.Params.Echo {
-				dst = openai.AppendJSONStringBody(dst, s.PromptText)
+				dst = jsonstr.AppendContents(dst, s.PromptText)
 			}
 			for _, t := range s.Tokens {
-				dst = openai.AppendJSONStringBody(dst, t)
+				dst = jsonstr.AppendContents(dst, t)
 			}
 			dst = append(dst, '"')
 			if r.Params.Logprobs {
@@ -111,7 +112,7 @@ func appendTokenBytes(dst []byte, tok string) []byte {
 
 func appendChatLogprobEntry(dst []byte, r *engine.Request, tok string) []byte {
 	dst = append(dst, `{"token":`...)
-	dst = openai.AppendJSONString(dst, tok)
+	dst = jsonstr.Append(dst, tok)
 	dst = append(dst, `,"logprob":`...)
 	dst = openai.AppendFloat(dst, engine.Logprob(tok, 0))
 	dst = append(dst, `,"bytes":`...)
@@ -124,7 +125,7 @@ func appendChatLogprobEntry(dst []byte, r *engine.Request, tok string) []byte {
 			}
 			alt := engine.Alternative(tok, k)
 			dst = append(dst, `{"token":`...)
-			dst = openai.AppendJSONString(dst, alt)
+			dst = jsonstr.Append(dst, alt)
 			dst = append(dst, `,"logprob":`...)
 			dst = openai.AppendFloat(dst, engine.Logprob(tok, k))
 			dst = append(dst, `,"bytes":`...)
@@ -153,7 +154,7 @@ func appendTextLogprobs(dst []byte, r *engine.Request, toks []string, offset int
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = openai.AppendJSONString(dst, t)
+		dst = jsonstr.Append(dst, t)
 	}
 	dst = append(dst, `],"token_logprobs":[`...)
 	for i, t := range toks {
@@ -173,7 +174,7 @@ func appendTextLogprobs(dst []byte, r *engine.Request, toks []string, offset int
 				dst = append(dst, ',')
 			}
 			alt := engine.Alternative(t, k)
-			dst = openai.AppendJSONString(dst, alt)
+			dst = jsonstr.Append(dst, alt)
 			dst = append(dst, ':')
 			dst = openai.AppendFloat(dst, engine.Logprob(t, k))
 		}
@@ -226,7 +227,7 @@ func appendTokenChunk(dst []byte, r *engine.Request, s *engine.Sequence, tok str
 	dst = strconv.AppendInt(dst, int64(s.Index), 10)
 	if r.Kind == engine.Chat {
 		dst = append(dst, `,"finish_reason":null,"delta":{"content":`...)
-		dst = openai.AppendJSONString(dst, tok)
+		dst = jsonstr.Append(dst, tok)
 		dst = append(dst, '}')
 		if r.Params.Logprobs {
 			dst = append(dst, `,"logprobs":{"content":[`...)
@@ -235,7 +236,7 @@ func appendTokenChunk(dst []byte, r *engine.Request, s *engine.Sequence, tok str
 		}
 	} else {
 		dst = append(dst, `,"finish_reason":null,"text":`...)
-		dst = openai.AppendJSONString(dst, tok)
+		dst = jsonstr.Append(dst, tok)
 		if r.Params.Logprobs {
 			dst = appendTextLogprobs(dst, r, []string{tok}, s.TextOffset)
 		}

@@ -11,6 +11,6 @@
 // internal/pacer) and knows nothing of fasthttp.
 //
 // It may import functions/inference-sim/internal/engine, functions/inference-sim/internal/limits
-// (the stream batch bound), functions/inference-sim/internal/openai (the JSON string encoder)
-// and the standard library.
+// (the stream batch bound), functions/inference-sim/internal/openai (numbers and keys),
+// runtime/jsonstr (the JSON string encoder) and the standard library.
 package render

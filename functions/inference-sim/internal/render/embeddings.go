@@ -6,7 +6,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+	"github.com/lensfn/lensfn/runtime/jsonstr"
 )
 
 // Embeddings writes a /v1/embeddings answer: Add each input's vector in order, then Body.
@@ -62,7 +62,7 @@ func (e *Embeddings) Add(vec []float32) {
 // Body ends the answer with the model and the usage (promptTokens over every input).
 func (e *Embeddings) Body(model string, promptTokens int) []byte {
 	b := append(e.b, `],"model":`...)
-	b = openai.AppendJSONString(b, model)
+	b = jsonstr.Append(b, model)
 	b = append(b, `,"usage":{"prompt_tokens":`...)
 	b = strconv.AppendInt(b, int64(promptTokens), 10)
 	b = append(b, `,"total_tokens":`...)

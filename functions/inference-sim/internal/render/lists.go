@@ -3,7 +3,7 @@ package render
 import (
 	"strconv"
 
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+	"github.com/lensfn/lensfn/runtime/jsonstr"
 )
 
 // Tokenize appends /tokenize's answer: {"max_model_len","count","tokens","token_strs":null}.
@@ -33,16 +33,16 @@ func Models(dst []byte, created int64, models []Model) []byte {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"id":`...)
-		dst = openai.AppendJSONString(dst, m.ID)
+		dst = jsonstr.Append(dst, m.ID)
 		dst = append(dst, `,"object":"model","created":`...)
 		dst = strconv.AppendInt(dst, created, 10)
 		dst = append(dst, `,"owned_by":"vllm","root":`...)
-		dst = openai.AppendJSONString(dst, m.Root)
+		dst = jsonstr.Append(dst, m.Root)
 		dst = append(dst, `,"parent":`...)
 		if m.Parent == "" {
 			dst = append(dst, "null"...)
 		} else {
-			dst = openai.AppendJSONString(dst, m.Parent)
+			dst = jsonstr.Append(dst, m.Parent)
 		}
 		dst = append(dst, '}')
 	}

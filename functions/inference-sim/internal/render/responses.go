@@ -4,7 +4,7 @@ import (
 	"strconv"
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine"
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+	"github.com/lensfn/lensfn/runtime/jsonstr"
 )
 
 // The OpenAI Responses API's rendering of a chat request (text only): the response object
@@ -19,12 +19,12 @@ func ResponseObject(dst []byte, r *engine.Request, done bool) []byte {
 	dst = strconv.AppendInt(dst, r.Created, 10)
 	if !done {
 		dst = append(dst, `,"status":"in_progress","model":`...)
-		dst = openai.AppendJSONString(dst, r.Model)
+		dst = jsonstr.Append(dst, r.Model)
 		return append(dst, `,"output":[],"usage":null}`...)
 	}
 	s := &r.Seqs[0]
 	dst = append(dst, `,"status":"completed","model":`...)
-	dst = openai.AppendJSONString(dst, r.Model)
+	dst = jsonstr.Append(dst, r.Model)
 	dst = append(dst, `,"output":[`...)
 	dst = appendOutputItem(dst, r, s, true)
 	dst = append(dst, `],"usage":{"input_tokens":`...)
@@ -47,7 +47,7 @@ func appendMessageID(dst []byte, r *engine.Request) []byte {
 func appendOutputText(dst []byte, s *engine.Sequence) []byte {
 	dst = append(dst, '"')
 	for _, t := range s.Tokens {
-		dst = openai.AppendJSONStringBody(dst, t)
+		dst = jsonstr.AppendContents(dst, t)
 	}
 	return append(dst, '"')
 }
@@ -105,7 +105,7 @@ func (ev *events) delta(dst []byte, r *engine.Request, tok string) []byte {
 	dst = ev.start(dst, "response.output_text.delta")
 	dst = appendPartRef(dst, r)
 	dst = append(dst, `,"delta":`...)
-	dst = openai.AppendJSONString(dst, tok)
+	dst = jsonstr.Append(dst, tok)
 	return append(dst, `,"logprobs":[]}`+"\n\n"...)
 }
 

@@ -4,7 +4,7 @@ import (
 	"strconv"
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine"
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+	"github.com/lensfn/lensfn/runtime/jsonstr"
 )
 
 // appendToolCalls appends ,"tool_calls":[…] of a complete message.
@@ -15,11 +15,11 @@ func appendToolCalls(dst []byte, calls []engine.ToolCall) []byte {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"function":{"name":`...)
-		dst = openai.AppendJSONString(dst, c.Name)
+		dst = jsonstr.Append(dst, c.Name)
 		dst = append(dst, `,"arguments":`...)
-		dst = openai.AppendJSONString(dst, c.Args)
+		dst = jsonstr.Append(dst, c.Args)
 		dst = append(dst, `},"id":`...)
-		dst = openai.AppendJSONString(dst, c.ID)
+		dst = jsonstr.Append(dst, c.ID)
 		dst = append(dst, `,"type":"function","index":`...)
 		dst = strconv.AppendInt(dst, int64(i), 10)
 		dst = append(dst, '}')
@@ -38,14 +38,14 @@ func appendToolCallChunk(dst []byte, r *engine.Request, s *engine.Sequence, j in
 	dst = strconv.AppendInt(dst, int64(k), 10)
 	if first {
 		dst = append(dst, `,"id":`...)
-		dst = openai.AppendJSONString(dst, s.ToolCalls[k].ID)
+		dst = jsonstr.Append(dst, s.ToolCalls[k].ID)
 		dst = append(dst, `,"type":"function","function":{"name":`...)
-		dst = openai.AppendJSONString(dst, s.ToolCalls[k].Name)
+		dst = jsonstr.Append(dst, s.ToolCalls[k].Name)
 		dst = append(dst, `,"arguments":`...)
 	} else {
 		dst = append(dst, `,"function":{"arguments":`...)
 	}
-	dst = openai.AppendJSONString(dst, s.Tokens[j])
+	dst = jsonstr.Append(dst, s.Tokens[j])
 	dst = append(dst, "}}]}}]}"...)
 	return appendSSEEnd(dst)
 }
