@@ -62,6 +62,12 @@ type Config struct {
 	SpinWindow time.Duration
 	// PrepareAhead is how many request bodies are built ahead of their send time (default 256).
 	PrepareAhead int
+	// GCHeadroomBytes, when > 0, lets the heap grow at least this far past the live heap
+	// between garbage collections while the run lasts (the process's GC percent is raised, and
+	// restored when the last such run ends; never below the GOGC in force; GOMEMLIMIT still
+	// bounds the heap). Fewer collections during an open-loop stage mean fewer sends scheduled
+	// inside a concurrent mark (gcpace.go). At most 1 TiB. 0 leaves the collector alone.
+	GCHeadroomBytes int64
 	// PromptCacheBytes bounds the memory of cached prompt blocks (default 64 MiB).
 	PromptCacheBytes int
 	// MaxResponseBytes caps a non-streamed response body or an error body (default 16 MiB).
@@ -120,6 +126,7 @@ const (
 	defaultPromptCacheBytes = 64 << 20
 	defaultMaxResponseBytes = 16 << 20
 	defaultMaxReplyBytes    = 256 << 10
+	maxGCHeadroomBytes      = 1 << 40
 )
 
 // String describes the config without the API key.
@@ -152,6 +159,9 @@ func (c Config) endpoint() (string, error) {
 	}
 	if c.PrepareAhead < 0 || c.PromptCacheBytes < 0 || c.MaxResponseBytes < 0 || c.MaxReplyBytes < 0 || c.Concurrency < 0 {
 		return "", errors.New("loadgen: prepare-ahead, prompt cache, response caps and concurrency must be >= 0")
+	}
+	if c.GCHeadroomBytes < 0 || c.GCHeadroomBytes > maxGCHeadroomBytes {
+		return "", fmt.Errorf("loadgen: GC headroom must be between 0 and %d bytes, got %d", int64(maxGCHeadroomBytes), c.GCHeadroomBytes)
 	}
 	switch c.SubagentTiming {
 	case "", SubagentsAtSpawn, SubagentsAtRecordedOffsets:

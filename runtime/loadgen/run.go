@@ -159,6 +159,7 @@ func RunSchedule(ctx context.Context, cfg Config, schedule Schedule, sink Sink) 
 	if ahead == 0 {
 		ahead = defaultPrepareAhead
 	}
+	defer pacer.paceGC(cfg.GCHeadroomBytes)()
 	e.start = time.Now()
 	if cfg.Duration > 0 {
 		end := time.AfterFunc(cfg.Duration+cfg.GracePeriod, func() { cancel(errRunEnded) })

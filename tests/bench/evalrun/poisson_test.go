@@ -1,11 +1,15 @@
 package evalrun_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -55,6 +59,16 @@ func (s *poissonStage) Load(i int, r *loadgen.Request) error {
 func BenchmarkPoissonStage(b *testing.B) {
 	rate := float64(benchkit.EnvInt(b, "LENS_EVAL_RATE", 5000))
 	seconds := float64(benchkit.EnvInt(b, "LENS_EVAL_SECONDS", 30))
+	// The benchmark-runner's setting (its runGCHeadroomBytes); 0 leaves the collector alone,
+	// for comparing.
+	gcHeadroomMiB := 64
+	if v := os.Getenv("LENS_EVAL_GC_HEADROOM_MIB"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 1<<20 {
+			b.Fatalf("LENS_EVAL_GC_HEADROOM_MIB=%q: want a number of MiB >= 0", v)
+		}
+		gcHeadroomMiB = n
+	}
 	checkFileLimit(b, 4096)
 	for b.Loop() {
 		sim := startSimulator(b)
@@ -78,7 +92,8 @@ func BenchmarkPoissonStage(b *testing.B) {
 			return sink.Record(r)
 		})
 		cfg := loadgen.Config{BaseURL: sim.base + "/v1", Model: simModel, API: loadgen.APICompletions, Stream: true, IgnoreEOS: true,
-			InterTokenTimes: true, Seed: 1, RunID: "bench", RequestTimeout: 120 * time.Second}
+			InterTokenTimes: true, Seed: 1, RunID: "bench", RequestTimeout: 120 * time.Second,
+			GCHeadroomBytes: int64(gcHeadroomMiB) << 20}
 		var mem0, mem1 runtime.MemStats
 		runtime.ReadMemStats(&mem0)
 		cpu0 := benchkit.CPUTime()
@@ -113,5 +128,30 @@ func BenchmarkPoissonStage(b *testing.B) {
 		b.ReportMetric(float64(mem1.NumGC-mem0.NumGC), "gc-cycles")
 		b.ReportMetric(float64(mem1.PauseTotalNs-mem0.PauseTotalNs)/1e6, "gc-pause-ms")
 		b.ReportMetric(loadAverage(), "load-1m")
+		b.ReportMetric(float64(gcHeadroomMiB), "gc-headroom-MiB")
+		if path := os.Getenv("LENS_EVAL_DELAY_DUMP"); path != "" {
+			dumpDelays(b, path, st.Started, scheduled, starts, &mem1)
+		}
+	}
+}
+
+// dumpDelays writes, for telling what a delay tail is made of offline, the run's start (Unix
+// ns), every request's scheduled and started offsets (s), and the end and length of every
+// garbage collection's pauses (Unix ns, ns) that MemStats still holds (the last 256). With
+// GODEBUG=gctrace=1 on the same run, each cycle's trace line gives its concurrent phase's
+// wall-clock length, which the pause ends place on the run's clock. Nothing of this runs
+// unless LENS_EVAL_DELAY_DUMP names the file.
+func dumpDelays(b *testing.B, path string, start time.Time, scheduled, started []float64, mem *runtime.MemStats) {
+	var out bytes.Buffer
+	fmt.Fprintf(&out, "start %d\n", start.UnixNano())
+	for k := range scheduled {
+		fmt.Fprintf(&out, "r %.9f %.9f\n", scheduled[k], started[k])
+	}
+	for k := uint32(0); k < min(mem.NumGC, 256); k++ {
+		at := (mem.NumGC - 1 - k) % 256
+		fmt.Fprintf(&out, "gc %d %d %d\n", mem.NumGC-k, mem.PauseEnd[at], mem.PauseNs[at])
+	}
+	if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
+		b.Fatal(err)
 	}
 }
