@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/lensfn/lensfn/tests/stacktest"
+
 	"github.com/lensfn/lensfn/tests/tracefixture"
 )
 
@@ -16,7 +18,7 @@ import (
 // one line naming them. The core cases run on the generated datasets below either way.
 var shared tracefixture.Shared
 
-func TestMain(m *testing.M) { shared.Main(m, "tests/e2e") }
+func TestMain(m *testing.M) { shared.Main(m, "tests/e2e", stacktest.RemoveBuilt) }
 
 // The generated datasets every stack gets, registered as an operator would register a trace
 // of their own (<name>.dataset.json beside the file in <data dir>/datasets).

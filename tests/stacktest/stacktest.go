@@ -59,6 +59,27 @@ func Build(t testing.TB, names ...string) string {
 	return binDir
 }
 
+// Main is the TestMain of a package that uses Build: it runs the tests, then removes what Build
+// compiled. Each test binary builds its commands into a new temporary directory (hundreds of MB
+// with the simulator and the stack), and without this every `go test` run left one behind.
+func Main(m *testing.M) {
+	code := m.Run()
+	RemoveBuilt()
+	os.Exit(code)
+}
+
+// RemoveBuilt removes the directory Build compiled into, for a TestMain that does more than
+// Main; a later Build starts a new one.
+func RemoveBuilt() {
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+		binDir = ""
+		clear(built)
+	}
+}
+
 // Options choose what a test stack runs.
 type Options struct {
 	Only []string          // the functions to start

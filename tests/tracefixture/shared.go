@@ -65,10 +65,14 @@ func (s *Shared) Report(suite string) string {
 		suite, len(names), s.reason, strings.Join(names, ", "))
 }
 
-// Main is a suite's TestMain: it runs the tests, prints Report's line when something was
-// skipped, and exits with the tests' status.
-func (s *Shared) Main(m *testing.M, suite string) {
+// Main is a suite's TestMain: it runs the tests, then each of after (clean-ups such as
+// stacktest.RemoveBuilt), prints Report's line when something was skipped, and exits with the
+// tests' status.
+func (s *Shared) Main(m *testing.M, suite string, after ...func()) {
 	code := m.Run()
+	for _, f := range after {
+		f()
+	}
 	if line := s.Report(suite); line != "" {
 		fmt.Println(line)
 	}
