@@ -33,6 +33,7 @@ const (
 	MaxReplicas       = 64 // replica sets are uint64 masks in the prefix indexes
 	maxIndexBlocks    = 1 << 24
 	maxBodyBytesLimit = 256 << 20
+	maxUpstreamConns  = 65536
 )
 
 // Config is the router's whole configuration, read once from flags with
@@ -56,6 +57,10 @@ type Config struct {
 	UpstreamTimeout time.Duration
 	MaxBodyBytes    int64
 	ShutdownTimeout time.Duration
+	// UpstreamMaxConns bounds each replica's pooled connections; a request
+	// finding them all busy waits for one (up to UpstreamConnWait), then 503
+	UpstreamMaxConns int
+	UpstreamConnWait time.Duration
 }
 
 // ParseConfig reads flags, falling back to the environment variables named
@@ -90,6 +95,8 @@ func ParseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	health := fs.String("health-interval", env("ROUTER_HEALTH_INTERVAL", "1s"), "how often a down replica is probed (env ROUTER_HEALTH_INTERVAL)")
 	timeout := fs.String("upstream-timeout", env("ROUTER_UPSTREAM_TIMEOUT", "10m"), "whole-request timeout towards a replica (env ROUTER_UPSTREAM_TIMEOUT)")
 	fs.IntVar(&maxBodyMB, "max-request-body-size-mb", 0, "largest request body in MiB (env ROUTER_MAX_BODY_MB, default 16)")
+	maxConns := fs.String("upstream-max-conns", env("ROUTER_UPSTREAM_MAX_CONNS", "4096"), "connections to each replica at most; a request finding them all busy waits for one (env ROUTER_UPSTREAM_MAX_CONNS)")
+	connWait := fs.String("upstream-conn-wait", env("ROUTER_UPSTREAM_CONN_WAIT", "5s"), "how long a request waits for a free replica connection before a 503 (env ROUTER_UPSTREAM_CONN_WAIT)")
 	shutdown := fs.String("shutdown-timeout", env("ROUTER_SHUTDOWN_TIMEOUT", "30s"), "how long in-flight requests may finish after SIGTERM (env ROUTER_SHUTDOWN_TIMEOUT)")
 	if err := fs.Parse(args); err != nil {
 		return c, ErrUsage
@@ -117,6 +124,7 @@ func ParseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	c.CharsPerToken = intIn("chars-per-token", *cpt, 1, 64)
 	c.IndexBlocks = intIn("index-blocks", *indexBlocks, 1, maxIndexBlocks)
 	c.SaturationQueue = intIn("saturation-queue", *satq, 0, 1_000_000)
+	c.UpstreamMaxConns = intIn("upstream-max-conns", *maxConns, 1, maxUpstreamConns)
 	s, err := strconv.ParseInt(*seed, 10, 64)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--seed %q: want an integer", *seed))
@@ -126,6 +134,7 @@ func ParseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	c.HealthInterval = dur("health-interval", *health, 10*time.Millisecond)
 	c.UpstreamTimeout = dur("upstream-timeout", *timeout, time.Millisecond)
 	c.ShutdownTimeout = dur("shutdown-timeout", *shutdown, 0)
+	c.UpstreamConnWait = dur("upstream-conn-wait", *connWait, time.Millisecond)
 	if maxBodyMB == 0 {
 		maxBodyMB = intIn("ROUTER_MAX_BODY_MB", env("ROUTER_MAX_BODY_MB", "16"), 1, maxBodyBytesLimit>>20)
 	} else if maxBodyMB < 1 || maxBodyMB > maxBodyBytesLimit>>20 {

@@ -42,7 +42,7 @@ func newMetrics() *metrics {
 	m.hitBlocks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "inference_router_prefix_predicted_hit_blocks_total",
 		Help: "Prompt blocks predicted cached on the chosen replica."}, []string{"profile"})
 	m.upstreamErrs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "inference_router_upstream_errors_total",
-		Help: "Failed upstream calls: connect (replica marked down), transport, or status (5xx answers)."}, []string{"pool", "replica", "kind"})
+		Help: "Failed upstream calls: connect (replica marked down), transport, pool (no free connection within --upstream-conn-wait: a 503), or status (5xx answers)."}, []string{"pool", "replica", "kind"})
 	m.replicaUp = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "inference_router_replica_up",
 		Help: "1 while a replica accepts connections, 0 while it is skipped."}, []string{"pool", "replica"})
 	m.inflight = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "inference_router_inflight_requests",

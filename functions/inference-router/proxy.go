@@ -85,6 +85,15 @@ func (rt *Router) roundTrip(ctx *fasthttp.RequestCtx, p *pool, rep *replica, pat
 			rt.markDown(p, rep)
 			return upstreamAnswer{}, false
 		}
+		if errors.Is(err, fasthttp.ErrNoFreeConns) {
+			// every pooled connection stayed busy for --upstream-conn-wait:
+			// the replica is saturated, not broken, so the client may retry
+			rt.metrics.upstreamErrs.WithLabelValues(p.name, rep.base, "pool").Inc()
+			writeError(ctx, fasthttp.StatusServiceUnavailable, "replica "+rep.base+": all "+strconv.Itoa(rt.cfg.UpstreamMaxConns)+
+				" connections stayed busy for "+rt.cfg.UpstreamConnWait.String())
+			ctx.Response.Header.Set("Retry-After", "1")
+			return upstreamAnswer{}, true
+		}
 		rt.metrics.upstreamErrs.WithLabelValues(p.name, rep.base, "transport").Inc()
 		writeError(ctx, fasthttp.StatusBadGateway, "replica "+rep.base+" failed: "+err.Error())
 		return upstreamAnswer{}, true

@@ -33,7 +33,7 @@ type replica struct {
 	answeredOK    map[string]prometheus.Counter // by profile; read-only after New
 }
 
-func newReplica(i int, base string) *replica {
+func newReplica(i int, base string, cfg Config) *replica {
 	u, _ := url.Parse(base) // validated by ParseConfig
 	hp := u.Host
 	if u.Port() == "" {
@@ -44,7 +44,7 @@ func newReplica(i int, base string) *replica {
 		}
 	}
 	r := &replica{index: i, base: base, hostPort: hp, target: u}
-	r.client = hostUpstream{newHostClient(r)}
+	r.client = hostUpstream{newHostClient(r, cfg.UpstreamMaxConns, cfg.UpstreamConnWait)}
 	return r
 }
 
@@ -60,10 +60,10 @@ type pool struct {
 	rr       atomic.Uint64 // the balanced endpoint's round-robin cursor
 }
 
-func newPool(name string, bases []string) *pool {
+func newPool(name string, bases []string, cfg Config) *pool {
 	p := &pool{name: name}
 	for i, b := range bases {
-		p.replicas = append(p.replicas, newReplica(i, b))
+		p.replicas = append(p.replicas, newReplica(i, b, cfg))
 	}
 	return p
 }

@@ -66,10 +66,10 @@ func New(cfg Config) *Router {
 	}
 	rt.maxBlocks = min(cfg.IndexBlocks, 1<<16)
 	if cfg.Profile == ProfilePD {
-		rt.prefill = newPool("prefill", cfg.PrefillReplicas)
-		rt.main = newPool("decode", cfg.DecodeReplicas)
+		rt.prefill = newPool("prefill", cfg.PrefillReplicas, cfg)
+		rt.main = newPool("decode", cfg.DecodeReplicas, cfg)
 	} else {
-		rt.main = newPool("", cfg.Replicas)
+		rt.main = newPool("", cfg.Replicas, cfg)
 	}
 	rt.metrics.ownProfile = string(cfg.Profile)
 	rt.metrics.ownAdded = rt.metrics.addedLatency.WithLabelValues(string(cfg.Profile))

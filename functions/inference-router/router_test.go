@@ -34,6 +34,9 @@ func TestParseConfigRejectsBadInput(t *testing.T) {
 		{"--profile", "pd", "--replicas", "http://h:1"},
 		{"--profile", "precise-prefix", "--replicas", "http://h:1"}, // no zmq endpoint
 		{"--replicas", "http://h:1", "--block-size", "0"},
+		{"--replicas", "http://h:1", "--upstream-max-conns", "0"},
+		{"--replicas", "http://h:1", "--upstream-max-conns", "100000"},
+		{"--replicas", "http://h:1", "--upstream-conn-wait", "0s"},
 		{"--replicas", strings.Repeat("http://h:1,", MaxReplicas+1)},
 	} {
 		if _, err := ParseConfig(args, func(string) string { return "" }, io.Discard); err == nil {

@@ -42,13 +42,13 @@ type hostUpstream struct{ hc *fasthttp.HostClient }
 // newHostClient is the connection pool of one replica. Replicas are
 // loopback or in-cluster peers, so the client is lean: no User-Agent of its
 // own, header names and paths passed through as the client sent them.
-func newHostClient(r *replica) *fasthttp.HostClient {
+func newHostClient(r *replica, maxConns int, connWait time.Duration) *fasthttp.HostClient {
 	return &fasthttp.HostClient{
 		Addr:                          r.hostPort,
 		IsTLS:                         r.target.Scheme == "https",
 		Dial:                          (&fasthttp.TCPDialer{Concurrency: 0}).Dial,
-		MaxConns:                      4096,
-		MaxConnWaitTimeout:            5 * time.Second,
+		MaxConns:                      maxConns,
+		MaxConnWaitTimeout:            connWait,
 		MaxIdleConnDuration:           30 * time.Second,
 		ReadBufferSize:                16 << 10,
 		WriteBufferSize:               16 << 10,

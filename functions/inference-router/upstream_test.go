@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -188,5 +189,81 @@ func TestSmallAnswerExchangeAllocatesNothing(t *testing.T) {
 	})
 	if allocs > 0 {
 		t.Fatalf("%.1f allocations per request through a real replica connection, want none", allocs)
+	}
+}
+
+// --upstream-max-conns bounds the connections to a replica: requests beyond
+// it wait for a pooled connection and are all answered; one that waits
+// longer than --upstream-conn-wait is a 503 with Retry-After, counted as a
+// pool error, and the replica is not marked down.
+func TestUpstreamConnectionsAreBounded(t *testing.T) {
+	release := make(chan struct{})
+	var open, peak atomic.Int64
+	upstream, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		n := open.Add(1)
+		defer open.Add(-1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		<-release
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{}`)
+	})
+	rt := New(testConfig(t, "--replicas", upstream.URL, "--upstream-max-conns", "2", "--upstream-conn-wait", "10s"))
+	base := serve(t, rt)
+	const requests = 6
+	codes := make(chan int, requests)
+	for range requests {
+		go func() {
+			resp, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(`{}`))
+			if err != nil {
+				codes <- 0
+				return
+			}
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		}()
+	}
+	waitUntil(t, func() bool { return open.Load() == 2 && rt.main.replicas[0].inflight.Load() == requests }) // 2 on the replica, 4 waiting
+	close(release)
+	for range requests {
+		if c := <-codes; c != 200 {
+			t.Fatalf("a request answered %d, want every one 200 after waiting for a connection", c)
+		}
+	}
+	if conns.Load() != 2 || peak.Load() != 2 {
+		t.Fatalf("%d connections, %d requests at once on the replica: want 2 and 2", conns.Load(), peak.Load())
+	}
+
+	block := make(chan struct{})
+	defer close(block)
+	slow, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) { <-block })
+	rt = New(testConfig(t, "--replicas", slow.URL, "--upstream-max-conns", "1", "--upstream-conn-wait", "50ms", "--upstream-timeout", "10s"))
+	base = serve(t, rt)
+	go http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(`{}`)) // holds the one connection
+	waitUntil(t, func() bool { return rt.main.replicas[0].inflight.Load() == 1 })
+	resp, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "1" || !strings.Contains(string(body), `"ServiceUnavailableError"`) {
+		t.Fatalf("waiting past --upstream-conn-wait: %d Retry-After %q %s; want a 503 OpenAI error with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	if rt.main.replicas[0].down.Load() {
+		t.Fatal("a saturated replica was marked down")
+	}
+	if got := metricSum(t, base, `inference_router_upstream_errors_total{kind="pool",pool="",replica="`+slow.URL+`"}`); got != 1 {
+		t.Fatalf("pool errors %v, want 1", got)
+	}
+}
+
+// waitUntil polls cond (every millisecond, for up to 10 s).
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out waiting")
+		}
 	}
 }
