@@ -8,7 +8,8 @@
 // Two upstreams, each with its own router: an inference simulator process (what the router
 // really fronts), and the lean responder (responder_linux_test.go), which answers every request
 // with the bytes the simulator answered the benchmark's request, captured once at start, from
-// one epoll loop at ~10-15 µs of CPU per request where the simulator spends ~60 µs. Measuring a
+// one epoll loop: one read and one write per request, about what the sender costs, where the
+// simulator also tokenizes, schedules and encodes (BENCHMARKS.md has both figures). Measuring a
 // proxy against such a canned upstream is how proxy benchmarks isolate the hop: the router's
 // added latency does not depend on the upstream's own work, but on two cores that work competes
 // with the router for the CPU and, once the leg queues, inflates every process's cost. The
