@@ -202,26 +202,14 @@ func requestSize(buf []byte) (size int, closeAfter bool, err error) {
 	if !bytes.Contains(line, []byte(" HTTP/1.")) {
 		return 0, false, fmt.Errorf("not an HTTP/1.x request line: %q", line)
 	}
-	body := 0
-	for len(rest) > 0 {
-		var field []byte
-		field, rest, _ = bytes.Cut(rest, []byte("\r\n"))
-		name, value, ok := bytes.Cut(field, []byte(":"))
-		if !ok {
-			continue
-		}
-		value = bytes.TrimSpace(value)
-		switch {
-		case bytes.EqualFold(name, []byte("Content-Length")):
-			if body, err = strconv.Atoi(string(value)); err != nil || body < 0 || body > maxRequestBytes {
-				return 0, false, fmt.Errorf("Content-Length %q", value)
-			}
-		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
-			return 0, false, fmt.Errorf("Transfer-Encoding %q: the responder frames Content-Length requests only", value)
-		case bytes.EqualFold(name, []byte("Connection")):
-			closeAfter = bytes.EqualFold(value, []byte("close"))
-		}
+	body, closeAfter, err := headerFraming(rest)
+	if err != nil {
+		return 0, false, err
 	}
+	if body > maxRequestBytes {
+		return 0, false, fmt.Errorf("a body of %d bytes: at most %d", body, maxRequestBytes)
+	}
+	body = max(body, 0)
 	if total := end + 4 + body; len(buf) >= total {
 		return total, closeAfter, nil
 	}

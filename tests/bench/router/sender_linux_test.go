@@ -296,25 +296,9 @@ func parseAnswer(buf []byte) (status int, closeAfter, done bool, err error) {
 	if status, err = strconv.Atoi(string(line[9:12])); err != nil {
 		return 0, false, false, fmt.Errorf("status line %q: %w", line, err)
 	}
-	size := -1
-	for len(rest) > 0 {
-		var field []byte
-		field, rest, _ = bytes.Cut(rest, []byte("\r\n"))
-		name, value, ok := bytes.Cut(field, []byte(":"))
-		if !ok {
-			continue
-		}
-		value = bytes.TrimSpace(value)
-		switch {
-		case bytes.EqualFold(name, []byte("Content-Length")):
-			if size, err = strconv.Atoi(string(value)); err != nil || size < 0 {
-				return 0, false, false, fmt.Errorf("Content-Length %q", value)
-			}
-		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
-			return 0, false, false, fmt.Errorf("Transfer-Encoding %q: the sender reads Content-Length answers only", value)
-		case bytes.EqualFold(name, []byte("Connection")):
-			closeAfter = bytes.EqualFold(value, []byte("close"))
-		}
+	size, closeAfter, err := headerFraming(rest)
+	if err != nil {
+		return 0, false, false, err
 	}
 	if size < 0 {
 		return 0, false, false, errors.New("an answer without Content-Length")
@@ -327,4 +311,31 @@ func parseAnswer(buf []byte) (status int, closeAfter, done bool, err error) {
 		return 0, false, false, fmt.Errorf("%d bytes past the answer", len(buf)-total)
 	}
 	return status, closeAfter, true, nil
+}
+
+// headerFraming reads the framing of an HTTP/1.1 header block's fields (after the start line):
+// the Content-Length (-1 when there is none) and whether Connection says close. Transfer-Encoding
+// is an error: the sender and the lean responder frame by Content-Length only.
+func headerFraming(fields []byte) (size int, closeAfter bool, err error) {
+	size = -1
+	for len(fields) > 0 {
+		var field []byte
+		field, fields, _ = bytes.Cut(fields, []byte("\r\n"))
+		name, value, ok := bytes.Cut(field, []byte(":"))
+		if !ok {
+			continue
+		}
+		value = bytes.TrimSpace(value)
+		switch {
+		case bytes.EqualFold(name, []byte("Content-Length")):
+			if size, err = strconv.Atoi(string(value)); err != nil || size < 0 {
+				return 0, false, fmt.Errorf("Content-Length %q", value)
+			}
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+			return 0, false, fmt.Errorf("Transfer-Encoding %q: only Content-Length framing is read here", value)
+		case bytes.EqualFold(name, []byte("Connection")):
+			closeAfter = bytes.EqualFold(value, []byte("close"))
+		}
+	}
+	return size, closeAfter, nil
 }

@@ -141,7 +141,7 @@ func TestParseAnswer(t *testing.T) {
 		{in: "HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello", status: 200, done: true},
 		{in: "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", status: 503, closeAfter: true, done: true},
 		{in: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhello", wantErr: "past the answer"},
-		{in: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", wantErr: "Content-Length answers only"},
+		{in: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", wantErr: "only Content-Length framing"},
 		{in: "HTTP/1.1 200 OK\r\nServer: x\r\n\r\n", wantErr: "without Content-Length"},
 		{in: "SSH-2.0-OpenSSH\r\n\r\n", wantErr: "status line"},
 	} {
