@@ -43,7 +43,7 @@ LENS_SIM_BIN="$DIR/inference-sim" LENS_ROUTER_BIN="$DIR/inference-router" LENS_R
 summary() {
   echo "== added latency at $RATE req/s (routed minus direct), pinned=$PIN, per run:"
   sed -n 's/.*added_latency_test.go:[0-9]*: \([a-z]*: added latency.*\) (target.*/  \1/p' "$DIR/open-loop.txt"
-  summary
+  echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 [ "$WRK" = 0 ] && { summary; exit 0; }
 
