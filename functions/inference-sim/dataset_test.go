@@ -52,3 +52,64 @@ func TestDatasetResponses(t *testing.T) {
 		t.Fatal("--dataset-url without --dataset-path accepted")
 	}
 }
+
+// A text completion is answered from the dataset by each prompt's own token ids (a text
+// prompt tokenized, a token-id prompt as given), every one of its n sequences alike. The
+// stored answers claim more tokens than max_tokens allows, so the random fallback (rows that
+// fit) can never pick them: a lookup that missed answers "Something else." instead.
+func TestDatasetAnswersTextCompletionsByEachPrompt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "completions.sqlite3")
+	db, err := sql.Open("sqlite3", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE llmd (id INTEGER PRIMARY KEY, prompt_hash BLOB, gen_tokens JSON, n_gen_tokens INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	france, germany := "The capital of France is", "The capital of Germany is"
+	paris, _ := json.Marshal([]string{" Paris", "."})
+	berlin, _ := json.Marshal([]string{" Berlin", "."})
+	other, _ := json.Marshal([]string{"Something ", "else", "."})
+	if _, err := db.Exec(`INSERT INTO llmd (prompt_hash, gen_tokens, n_gen_tokens) VALUES (?, ?, 1000), (?, ?, 1000), (?, ?, 3)`,
+		engine.PromptHash(textgen.AppendTokenIDs(nil, france)), string(paris),
+		engine.PromptHash(textgen.AppendTokenIDs(nil, germany)), string(berlin),
+		[]byte("nohash"), string(other)); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	germanyIDs, _ := json.Marshal(textgen.AppendTokenIDs(nil, germany))
+
+	for _, kv := range []string{"false", "true"} { // with the prefix cache, the first prompt's ids are already known
+		ts := startSimEnv(t, config.Environment{PodIP: "127.0.0.1"}, "--dataset-path", path, "--enable-kvcache="+kv)
+		for _, tc := range []struct {
+			name, prompt string
+			want         []string // each choice's text, by index
+		}{
+			{"one text prompt", `"` + france + `"`, []string{" Paris."}},
+			{"two prompts, n=2", `["` + france + `","` + germany + `"]`, []string{" Paris.", " Paris.", " Berlin.", " Berlin."}},
+			{"token ids", string(germanyIDs), []string{" Berlin."}},
+			{"a list of token-id lists", `[` + string(germanyIDs) + `]`, []string{" Berlin."}},
+		} {
+			n := len(tc.want)
+			if tc.name == "two prompts, n=2" {
+				n = 2
+			}
+			status, _, body := post(t, ts.url()+"/v1/completions",
+				`{"model":"fake-model","prompt":`+tc.prompt+`,"n":`+itoa(n)+`,"max_tokens":20}`)
+			var resp struct {
+				Choices []struct {
+					Index int    `json:"index"`
+					Text  string `json:"text"`
+				} `json:"choices"`
+			}
+			if err := json.Unmarshal([]byte(body), &resp); status != 200 || err != nil || len(resp.Choices) != len(tc.want) {
+				t.Fatalf("kvcache=%s %s: %d %s", kv, tc.name, status, body)
+			}
+			for _, c := range resp.Choices {
+				if c.Text != tc.want[c.Index] {
+					t.Fatalf("kvcache=%s %s: choice %d says %q, want %q (%s)", kv, tc.name, c.Index, c.Text, tc.want[c.Index], body)
+				}
+			}
+		}
+	}
+}
