@@ -13,22 +13,9 @@ import (
 	"testing"
 
 	"github.com/valyala/fasthttp"
-)
 
-// countingServer is an httptest server that counts the connections it accepted.
-func countingServer(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.Int64) {
-	t.Helper()
-	var conns atomic.Int64
-	srv := httptest.NewUnstartedServer(h)
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv, &conns
-}
+	"github.com/lensfn/lensfn/runtime/conntest"
+)
 
 // rawReplica serves each loopback connection with serveConn (closing it
 // after) and returns its base URL: a replica speaking HTTP by hand.
@@ -57,7 +44,7 @@ func rawReplica(t *testing.T, serveConn func(net.Conn)) string {
 // empty 204 and a HEAD. One connection carries them all, one after another.
 func TestAnswersOfEveryFramingKeepTheConnection(t *testing.T) {
 	large := strings.Repeat("0123456789abcdef", (maxBufferedAnswer+1000)/16)
-	upstream, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+	upstream, conns := conntest.CountingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/v1/small":
 			w.Header().Set("Content-Length", "11")
@@ -77,7 +64,7 @@ func TestAnswersOfEveryFramingKeepTheConnection(t *testing.T) {
 				io.WriteString(w, "hello")
 			}
 		}
-	})
+	}))
 	router := serve(t, New(testConfig(t, "--replicas", upstream.URL)))
 	client := &http.Client{}
 	for round := range 3 {
