@@ -12,23 +12,40 @@ import (
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine/textgen"
 )
 
-func TestDatasetResponses(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "conversations.sqlite3")
+// datasetRow is one stored answer of a test dataset: the prompt's hash, the answer's tokens
+// and the token count the row claims.
+type datasetRow struct {
+	hash   []byte
+	tokens []string
+	n      int
+}
+
+// writeDataset writes a SQLite dataset in llm-d's layout (table llmd) and returns its path.
+func writeDataset(t *testing.T, rows ...datasetRow) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "dataset.sqlite3")
 	db, err := sql.Open("sqlite3", "file:"+path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer db.Close()
 	if _, err := db.Exec(`CREATE TABLE llmd (id INTEGER PRIMARY KEY, prompt_hash BLOB, gen_tokens JSON, n_gen_tokens INTEGER)`); err != nil {
 		t.Fatal(err)
 	}
-	known := "### user: What is the capital of France?\n"
-	answer, _ := json.Marshal([]string{"The ", "capital ", "is ", "Paris", "."})
-	other, _ := json.Marshal([]string{"Something ", "else", "."})
-	if _, err := db.Exec(`INSERT INTO llmd (prompt_hash, gen_tokens, n_gen_tokens) VALUES (?, ?, 5), (?, ?, 3)`,
-		engine.PromptHash(textgen.AppendTokenIDs(nil, known)), string(answer), []byte("nohash"), string(other)); err != nil {
-		t.Fatal(err)
+	for _, r := range rows {
+		toks, _ := json.Marshal(r.tokens)
+		if _, err := db.Exec(`INSERT INTO llmd (prompt_hash, gen_tokens, n_gen_tokens) VALUES (?, ?, ?)`, r.hash, string(toks), r.n); err != nil {
+			t.Fatal(err)
+		}
 	}
-	db.Close()
+	return path
+}
+
+func TestDatasetResponses(t *testing.T) {
+	known := "### user: What is the capital of France?\n"
+	path := writeDataset(t,
+		datasetRow{engine.PromptHash(textgen.AppendTokenIDs(nil, known)), []string{"The ", "capital ", "is ", "Paris", "."}, 5},
+		datasetRow{[]byte("nohash"), []string{"Something ", "else", "."}, 3})
 
 	for _, inMemory := range []string{"false", "true"} {
 		ts := startSim(t, "--dataset-path", path, "--dataset-in-memory="+inMemory)
@@ -58,25 +75,11 @@ func TestDatasetResponses(t *testing.T) {
 // stored answers claim more tokens than max_tokens allows, so the random fallback (rows that
 // fit) can never pick them: a lookup that missed answers "Something else." instead.
 func TestDatasetAnswersTextCompletionsByEachPrompt(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "completions.sqlite3")
-	db, err := sql.Open("sqlite3", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`CREATE TABLE llmd (id INTEGER PRIMARY KEY, prompt_hash BLOB, gen_tokens JSON, n_gen_tokens INTEGER)`); err != nil {
-		t.Fatal(err)
-	}
 	france, germany := "The capital of France is", "The capital of Germany is"
-	paris, _ := json.Marshal([]string{" Paris", "."})
-	berlin, _ := json.Marshal([]string{" Berlin", "."})
-	other, _ := json.Marshal([]string{"Something ", "else", "."})
-	if _, err := db.Exec(`INSERT INTO llmd (prompt_hash, gen_tokens, n_gen_tokens) VALUES (?, ?, 1000), (?, ?, 1000), (?, ?, 3)`,
-		engine.PromptHash(textgen.AppendTokenIDs(nil, france)), string(paris),
-		engine.PromptHash(textgen.AppendTokenIDs(nil, germany)), string(berlin),
-		[]byte("nohash"), string(other)); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	path := writeDataset(t,
+		datasetRow{engine.PromptHash(textgen.AppendTokenIDs(nil, france)), []string{" Paris", "."}, 1000},
+		datasetRow{engine.PromptHash(textgen.AppendTokenIDs(nil, germany)), []string{" Berlin", "."}, 1000},
+		datasetRow{[]byte("nohash"), []string{"Something ", "else", "."}, 3})
 	germanyIDs, _ := json.Marshal(textgen.AppendTokenIDs(nil, germany))
 
 	for _, kv := range []string{"false", "true"} { // with the prefix cache, the first prompt's ids are already known
