@@ -423,11 +423,18 @@ func TestEvaluationRunsCasesInOrderAndReports(t *testing.T) {
 // create, or never given back by a runner that died between its end and its release) does not
 // keep the deployment forever: with no sweep, the evaluation still ends with both
 // deployments cleaned and their uses given back (seen under load: the baseline's cleanup
-// waited on "used by 1 active run" for a run that had succeeded).
+// waited on "used by 1 active run" for a run that had succeeded). The world takes the use back
+// just after the run ended, so a cleanup asked for in between is refused and retried.
 func TestAUseLeftByAnEndedRunDoesNotBlockCleanup(t *testing.T) {
 	w, _ := newWorld(t)
-	w.orchestrator("a", time.Hour)
+	f := w.orchestrator("a", time.Hour) // started: a cleanup refused meanwhile is retried on its timer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { f.Start(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	w.mu.Lock()
 	w.keepUse = true
+	w.mu.Unlock()
 	id := w.startGuideAndBaseline()
 	wf := w.waitFor(id, "succeeded and cleaned", func(wf *workflow.Workflow) bool {
 		return wf.Status() == "succeeded" && wf.Case("guide-1").String("cleanup_status") == "cleaned" &&
