@@ -17,6 +17,9 @@ import (
 	"github.com/lensfn/lensfn/runtime/conntest"
 )
 
+// countingServer is conntest's, under the name the router's tests call it by.
+var countingServer = conntest.CountingServer
+
 // rawReplica serves each loopback connection with serveConn (closing it
 // after) and returns its base URL: a replica speaking HTTP by hand.
 func rawReplica(t *testing.T, serveConn func(net.Conn)) string {
@@ -44,7 +47,7 @@ func rawReplica(t *testing.T, serveConn func(net.Conn)) string {
 // empty 204 and a HEAD. One connection carries them all, one after another.
 func TestAnswersOfEveryFramingKeepTheConnection(t *testing.T) {
 	large := strings.Repeat("0123456789abcdef", (maxBufferedAnswer+1000)/16)
-	upstream, conns := conntest.CountingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	upstream, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/v1/small":
 			w.Header().Set("Content-Length", "11")
@@ -64,7 +67,7 @@ func TestAnswersOfEveryFramingKeepTheConnection(t *testing.T) {
 				io.WriteString(w, "hello")
 			}
 		}
-	}))
+	})
 	router := serve(t, New(testConfig(t, "--replicas", upstream.URL)))
 	client := &http.Client{}
 	for round := range 3 {

@@ -10,7 +10,7 @@ import (
 
 // CountingServer starts an httptest server serving h that counts the connections it accepted;
 // the test's cleanup closes it.
-func CountingServer(t testing.TB, h http.Handler) (*httptest.Server, *atomic.Int64) {
+func CountingServer(t testing.TB, h http.HandlerFunc) (*httptest.Server, *atomic.Int64) {
 	t.Helper()
 	var conns atomic.Int64
 	srv := httptest.NewUnstartedServer(h)

@@ -11,7 +11,7 @@ import (
 // Requests over one kept-alive connection count once; a client that keeps none opens one per
 // request.
 func TestCountingServerCountsConnections(t *testing.T) {
-	srv, conns := conntest.CountingServer(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }))
+	srv, conns := conntest.CountingServer(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
 	get := func(c *http.Client) {
 		t.Helper()
 		resp, err := c.Get(srv.URL)

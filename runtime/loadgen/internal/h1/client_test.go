@@ -47,13 +47,13 @@ func get(t *testing.T, c *Client, tg *Target, body string) (*Response, string) {
 
 func TestContentLengthBodyAndKeepAliveReuse(t *testing.T) {
 	var gotBody, gotType, gotHost string
-	srv, conns := conntest.CountingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv, conns := conntest.CountingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		raw, _ := io.ReadAll(r.Body)
 		gotBody, gotType, gotHost = string(raw), r.Header.Get("Content-Type"), r.Host
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Length", "11")
 		_, _ = io.WriteString(w, `{"ok":true}`)
-	}))
+	})
 	c := New(Options{})
 	defer c.Close()
 	tg := target(t, srv.URL+"/v1/completions")
@@ -75,13 +75,13 @@ func TestContentLengthBodyAndKeepAliveReuse(t *testing.T) {
 }
 
 func TestChunkedBodyIsDecodedAndTheConnectionReused(t *testing.T) {
-	srv, conns := conntest.CountingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv, conns := conntest.CountingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		for i := range 5 {
 			fmt.Fprintf(w, "data: %d\n\n", i)
 			w.(http.Flusher).Flush() // each event its own chunk
 		}
-	}))
+	})
 	c := New(Options{})
 	defer c.Close()
 	tg := target(t, srv.URL)
@@ -97,10 +97,10 @@ func TestChunkedBodyIsDecodedAndTheConnectionReused(t *testing.T) {
 }
 
 func TestConnectionCloseIsNotReused(t *testing.T) {
-	srv, conns := conntest.CountingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv, conns := conntest.CountingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Connection", "close")
 		_, _ = io.WriteString(w, "bye")
-	}))
+	})
 	c := New(Options{})
 	defer c.Close()
 	tg := target(t, srv.URL)
@@ -117,7 +117,7 @@ func TestConnectionCloseIsNotReused(t *testing.T) {
 // A server that closes a keep-alive connection while it is idle: the next request notices
 // before writing to it and dials a fresh one.
 func TestServerClosingAnIdleConnection(t *testing.T) {
-	srv, conns := conntest.CountingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") }))
+	srv, conns := conntest.CountingServer(t, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
 	c := New(Options{})
 	defer c.Close()
 	tg := target(t, srv.URL)
@@ -312,7 +312,7 @@ func goroutinesSettle(t *testing.T, want int) {
 // connection behind.
 func TestCancelMidStream(t *testing.T) {
 	release := make(chan struct{})
-	srv, _ := conntest.CountingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv, _ := conntest.CountingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = io.WriteString(w, "data: first\n\n")
 		w.(http.Flusher).Flush()
@@ -320,7 +320,7 @@ func TestCancelMidStream(t *testing.T) {
 		case <-release:
 		case <-r.Context().Done():
 		}
-	}))
+	})
 	defer close(release)
 	c := New(Options{})
 	tg := target(t, srv.URL)
@@ -357,7 +357,7 @@ func TestCancelMidStream(t *testing.T) {
 
 // A finished request's context ending later must not touch a connection the pool has reused.
 func TestContextEndingAfterCloseLeavesThePooledConnectionAlone(t *testing.T) {
-	srv, conns := conntest.CountingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") }))
+	srv, conns := conntest.CountingServer(t, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
 	c := New(Options{})
 	defer c.Close()
 	tg := target(t, srv.URL)
@@ -403,7 +403,7 @@ func TestTLSVerifiesTheServer(t *testing.T) {
 
 func TestHeaderInjectionIsRefused(t *testing.T) {
 	var hits atomic.Int32
-	srv, _ := conntest.CountingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	srv, _ := conntest.CountingServer(t, func(w http.ResponseWriter, r *http.Request) { hits.Add(1) })
 	c := New(Options{})
 	defer c.Close()
 	for _, h := range []Header{{"Authorization", "Bearer x\r\nX-Evil: 1"}, {"Bad Name", "v"}, {"", "v"}} {
