@@ -184,7 +184,8 @@ func (r *Runner) execute(ctx context.Context, run *evalrun.Run, held *leasedrun.
 	r.finish(context.WithoutCancel(ctx), run, held.HeldLease, res)
 }
 
-// finish stores the outcome, releases the lease and emits run.finished.
+// finish gives back the run's use of its deployment, stores the outcome, releases the lease
+// and emits run.finished.
 func (r *Runner) finish(ctx context.Context, run *evalrun.Run, c *state.HeldLease, res *result) {
 	id := run.ID()
 	// The closing log line goes first: a watcher's stream ends at the terminal status, so a line
@@ -194,6 +195,11 @@ func (r *Runner) finish(ctx context.Context, run *evalrun.Run, c *state.HeldLeas
 	} else {
 		r.runs.Logf(ctx, id, "Finished %s", res.status)
 	}
+	// The use of the deployment goes before the terminal status: whoever sees the run ended
+	// (the orchestrator, a user deleting the deployment) finds it free. The load is over by
+	// now; should this process die before the status is written, the lost-runner sweep ends
+	// the run.
+	r.release(ctx, run)
 	finished, err := r.runs.Transition(ctx, id, []string{evalrun.StatusRunning, evalrun.StatusCancelling}, res.status, c.Fence(), func(run *evalrun.Run) error {
 		res.apply(run)
 		return nil
@@ -205,11 +211,11 @@ func (r *Runner) finish(ctx context.Context, run *evalrun.Run, c *state.HeldLeas
 	}
 	r.metrics.finished.WithLabelValues(res.status).Inc()
 	_ = r.deps.Store.ReleaseLease(ctx, c.Lease())
-	r.release(ctx, finished)
 	r.announce(ctx, finished)
 }
 
-// release gives up the run's use of its deployment execution (so it may be deleted again).
+// release gives up the run's use of its deployment execution (so it may be deleted again),
+// before the run's terminal status is written.
 func (r *Runner) release(ctx context.Context, run *evalrun.Run) {
 	if err := r.uses.ReleaseUse(ctx, run.String("deployment_execution_id"), run.ID()); err != nil {
 		r.log.Warnw("could not release the run's use of its execution", "run", run.ID(), "error", err)
@@ -277,7 +283,9 @@ func (r *Runner) reapLost(ctx context.Context) error {
 			to = evalrun.StatusCancelled
 		}
 		// Only from the active status the listing saw: a run that ended (or was cancelled) since
-		// is left as it is now.
+		// is left as it is now (it released its use as it ended). The use goes first, as in
+		// finish.
+		r.release(ctx, run)
 		ended, err := r.runs.Transition(ctx, run.ID(), []string{from}, to, state.Fence{}, func(run *evalrun.Run) error {
 			run.Set("error", msg)
 			run.Set("finished_at", evalrun.Now())
@@ -288,7 +296,6 @@ func (r *Runner) reapLost(ctx context.Context) error {
 			r.metrics.lost.Inc()
 			r.runs.Logf(ctx, run.ID(), "%s: %s", to, msg)
 			r.log.Warnw("ended a run whose runner was lost", "run", run.ID(), "owner", owner, "status", to)
-			r.release(ctx, ended)
 			r.announce(ctx, ended)
 		}
 	}

@@ -14,22 +14,12 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/lensfn/lensfn/runtime/conntest"
 )
 
-// countingServer is an httptest server that counts the connections it accepted.
-func countingServer(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.Int64) {
-	t.Helper()
-	var conns atomic.Int64
-	srv := httptest.NewUnstartedServer(h)
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv, &conns
-}
+// countingServer is conntest's, under the name the router's tests call it by.
+var countingServer = conntest.CountingServer
 
 // rawReplica serves each loopback connection with serveConn (closing it
 // after) and returns its base URL: a replica speaking HTTP by hand.

@@ -150,9 +150,7 @@ func (g *genCtx) prepare(ctx *fasthttp.RequestCtx, kind engine.Kind) *openai.Err
 	if e := r.gen.Start(req); e != nil {
 		return e
 	}
-	if e := r.gen.Generate(req); e != nil {
-		return e
-	}
+	r.gen.Generate(req)
 	return r.gen.Schedule(req, r.sim.settings.Load().calc)
 }
 

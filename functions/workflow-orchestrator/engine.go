@@ -286,13 +286,27 @@ func (s *step) benchmark(c *workflow.Case) error {
 	return nil
 }
 
-// createRun stores a case's run, holds its execution for it and announces it.
+// createRun stores a case's run, holds its execution for it and announces it. A repeat (an
+// advance that found the run missing before its first creation landed) leaves a stored run
+// alone: taking the use again could hold the execution for a run that already ended and
+// released it, and nothing would ever release it again.
 func (o *Orchestrator) createRun(ctx context.Context, run *evalrun.Run, target evalrun.Target) error {
+	if _, err := o.runs.Load(ctx, run.ID()); err == nil {
+		return nil
+	} else if !errors.Is(err, state.ErrNotFound) {
+		return err
+	}
+	// The use is taken before the run exists, so no runner can end it unheld.
 	if err := o.inv.AcquireUse(ctx, target.ExecutionID, run.ID()); err != nil {
 		return err
 	}
 	err := o.runs.Create(ctx, run, target.APIKey)
 	if errors.Is(err, state.ErrExists) {
+		// Created meanwhile by the racing advance; if it has ended too, the use just taken is
+		// one its runner already gave back.
+		if cur, lerr := o.runs.Load(ctx, run.ID()); lerr == nil && evalrun.Terminal(cur.Status()) {
+			return o.inv.ReleaseUse(ctx, target.ExecutionID, run.ID())
+		}
 		return nil
 	}
 	if err != nil {
@@ -490,8 +504,9 @@ func (s *step) cleanup(c *workflow.Case, force bool) {
 	if s.inUse(exec, c) {
 		return
 	}
-	if e, err := s.o.inv.Execution(s.ctx, exec); err == nil && e.ActiveUses > 0 {
-		return // a run still holds it (its runner releases it as the run ends): the sweep looks again
+	ended, live := s.uses(exec)
+	if live {
+		return // a run still holds it: its run.finished (sent after its runner released it) advances again
 	}
 	if status != "requested" {
 		s.setCase(c, "cleanup_status", "requested")
@@ -500,9 +515,33 @@ func (s *step) cleanup(c *workflow.Case, force bool) {
 	s.setCase(c, "cleanup_requested_at", evalrun.Now())
 	data := events.DeploymentCleanupRequested{ExecutionID: exec, CaseRef: s.wf.ID() + "/" + c.ID()}
 	s.do(func(ctx context.Context) error {
+		for _, id := range ended {
+			if err := s.o.inv.ReleaseUse(ctx, exec, id); err != nil {
+				return err
+			}
+		}
 		s.o.m.cleanups.Inc()
 		return s.o.send(ctx, events.TypeDeploymentCleanupRequested, exec+"/cleanup/"+evalrun.Now(), exec, data)
 	})
+}
+
+// uses reads who holds the execution: live when a run that has not ended does (or one not
+// stored yet: its creator takes the use first), else the ended runs whose use is left over (a
+// use re-taken after its run had ended, a runner that died between its end and its release),
+// which the cleanup gives back before it asks for the delete, since nothing else will.
+func (s *step) uses(exec string) (ended []string, live bool) {
+	users, err := s.o.inv.ExecutionUsers(s.ctx, exec)
+	if err != nil {
+		return nil, false // gone (or unreadable): the deployer's delete has the last word
+	}
+	for _, id := range users {
+		run, err := s.o.runs.Load(s.ctx, id)
+		if err != nil || !evalrun.Terminal(run.Status()) {
+			return nil, true
+		}
+		ended = append(ended, id)
+	}
+	return ended, false
 }
 
 // cancelCase carries out a cancel on one case: its run is stopped, then its owned deployment

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,6 +45,10 @@ type Orchestrator struct {
 	inv       *inventory.Repo
 	m         metrics
 	now       func() time.Time
+
+	lifeMu  sync.Mutex
+	life    context.Context // Run's, while it runs: the lifetime of the cleanup retries
+	retries sync.WaitGroup  // cleanup retries timed and not yet over
 }
 
 type metrics struct {
@@ -107,7 +112,17 @@ func (o *Orchestrator) Function() *fn.Function {
 }
 
 // Run is the Start hook: a sweep at start (work a killed instance left) and every interval.
+// It returns once the cleanup retries it timed have stopped.
 func (o *Orchestrator) Run(ctx context.Context) {
+	o.lifeMu.Lock()
+	o.life = ctx
+	o.lifeMu.Unlock()
+	defer func() {
+		o.lifeMu.Lock()
+		o.life = nil
+		o.lifeMu.Unlock()
+		o.retries.Wait()
+	}()
 	tick := time.NewTicker(o.settings.SweepInterval)
 	defer tick.Stop()
 	for {
@@ -235,7 +250,7 @@ func (o *Orchestrator) onDeploymentFailed(ctx context.Context, e cloudevent.Even
 	if err := e.DecodeData(&data); err != nil {
 		return err
 	}
-	return o.recordCase(ctx, data.CaseRef, data.ExecutionID, func(c *workflow.Case) {
+	err := o.recordCase(ctx, data.CaseRef, data.ExecutionID, func(c *workflow.Case) {
 		if data.Operation == "cleanup" {
 			c.Set("cleanup_status", "failed")
 			c.Set("cleanup_error", data.Error)
@@ -243,6 +258,42 @@ func (o *Orchestrator) onDeploymentFailed(ctx context.Context, e cloudevent.Even
 		}
 		c.Set("deployment_status", "failed")
 		c.Set("deployment_error", data.Error)
+	})
+	if err == nil && data.Operation == "cleanup" {
+		if wfID, _, ok := splitRef(data.CaseRef); ok {
+			o.retryCleanupLater(wfID)
+		}
+	}
+	return err
+}
+
+// retryCleanupLater advances the workflow again once its failed cleanup may be repeated
+// (ResendAfter): a cleanup the deployer refused because a run took the deployment back for a
+// moment is retried then, not at the next sweep, which may be long after (a cancel still waits
+// for its retry: Advance decides). The timer lives while Run does (an instance not started
+// leaves the retry to the next event); the sweep covers a restart.
+func (o *Orchestrator) retryCleanupLater(id string) {
+	o.lifeMu.Lock()
+	ctx := o.life
+	if ctx == nil {
+		o.lifeMu.Unlock()
+		return
+	}
+	o.retries.Add(1)
+	o.lifeMu.Unlock()
+	timer := time.AfterFunc(o.settings.ResendAfter, func() {
+		defer o.retries.Done()
+		if ctx.Err() != nil {
+			return
+		}
+		if err := o.advanceEvent(ctx, id); err != nil && ctx.Err() == nil {
+			o.deps.Log.Warnw("retrying a failed cleanup failed; the sweep repeats it", "workflow", id, "error", err)
+		}
+	})
+	context.AfterFunc(ctx, func() {
+		if timer.Stop() {
+			o.retries.Done()
+		}
 	})
 }
 

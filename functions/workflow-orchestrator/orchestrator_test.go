@@ -45,6 +45,9 @@ type world struct {
 	cleanups  int
 	changed   chan struct{}
 	dropReady bool // lose deployment.ready events (the sweep must recover)
+	// keepUse leaves each run's use of its deployment held after the run ended (as a use
+	// re-taken after the end, or a runner that died between its end and its release, leaves it).
+	keepUse bool
 	// answering counts the world's goroutines still answering an event (a late answer to a
 	// resent request can come after the test saw the workflow finish); the test's cleanup
 	// waits for them before the store closes.
@@ -202,9 +205,17 @@ func (w *world) runRun(id string) {
 	w.finishRun(id, evalrun.StatusSucceeded, map[string]any{"ttft_ms": ttft, "throughput_tps": 100.0, "prefix_cache_hit_rate": 0.5})
 }
 
+// finishRun ends a run the way the benchmark runner's finish does: its use of the deployment
+// released, then its terminal status, then run.finished.
 func (w *world) finishRun(id, status string, metrics map[string]any) {
 	ctx := context.Background()
-	run, err := w.runs.Transition(ctx, id, []string{evalrun.StatusRunning, evalrun.StatusCancelling}, status, state.Fence{}, func(r *evalrun.Run) error {
+	cur, err := w.runs.Load(ctx, id)
+	if err != nil {
+		return
+	}
+	exec := cur.String("deployment_execution_id")
+	_ = w.inv.ReleaseUse(ctx, exec, id)
+	_, err = w.runs.Transition(ctx, id, []string{evalrun.StatusRunning, evalrun.StatusCancelling}, status, state.Fence{}, func(r *evalrun.Run) error {
 		if metrics != nil {
 			r.Set("metrics", metrics)
 		}
@@ -214,7 +225,12 @@ func (w *world) finishRun(id, status string, metrics map[string]any) {
 	if err != nil {
 		return
 	}
-	_ = w.inv.ReleaseUse(ctx, run.String("deployment_execution_id"), id)
+	w.mu.Lock()
+	keep := w.keepUse
+	w.mu.Unlock()
+	if keep {
+		_ = w.inv.AcquireUse(ctx, exec, id)
+	}
 	w.deliver(events.TypeRunFinished, events.RunFinished{RunID: id, Status: status})
 }
 
@@ -401,6 +417,37 @@ func TestEvaluationRunsCasesInOrderAndReports(t *testing.T) {
 		t.Fatalf("workflow.finished repeated: %d sends, %d before", n, before)
 	}
 	_ = f
+}
+
+// A use of a deployment left held by a run that ended (re-taken after the end by a repeated
+// create, or never given back by a runner that died between its end and its release) does not
+// keep the deployment forever: with no sweep, the evaluation still ends with both
+// deployments cleaned and their uses given back (seen under load: the baseline's cleanup
+// waited on "used by 1 active run" for a run that had succeeded). The world takes the use back
+// just after the run ended, so a cleanup asked for in between is refused and retried.
+func TestAUseLeftByAnEndedRunDoesNotBlockCleanup(t *testing.T) {
+	w, _ := newWorld(t)
+	f := w.orchestrator("a", time.Hour) // started: a cleanup refused meanwhile is retried on its timer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { f.Start(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	w.mu.Lock()
+	w.keepUse = true
+	w.mu.Unlock()
+	id := w.startGuideAndBaseline()
+	wf := w.waitFor(id, "succeeded and cleaned", func(wf *workflow.Workflow) bool {
+		return wf.Status() == "succeeded" && wf.Case("guide-1").String("cleanup_status") == "cleaned" &&
+			wf.Case("baseline-1").String("cleanup_status") == "cleaned"
+	})
+	if w.live() != 0 {
+		t.Fatalf("%d deployments left", w.live())
+	}
+	for _, c := range wf.Cases() {
+		if _, err := w.inv.Execution(context.Background(), c.String("execution_id")); problem.CodeOf(err) != problem.CodeNotFound {
+			t.Fatalf("case %s: execution still recorded (%v)", c.ID(), err)
+		}
+	}
 }
 
 // A kubernetes-service baseline runs right after its guide on the guide's balanced endpoint;

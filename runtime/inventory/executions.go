@@ -132,6 +132,16 @@ func (r *Repo) AcquireUse(ctx context.Context, executionID, holder string) error
 	return err
 }
 
+// ExecutionUsers returns the holders (run ids) that use the execution now; an unknown
+// execution is a 404 problem.
+func (r *Repo) ExecutionUsers(ctx context.Context, id string) ([]string, error) {
+	var d executionDoc
+	if _, err := r.load(ctx, KindExecution, id, &d); err != nil {
+		return nil, err
+	}
+	return d.Users, nil
+}
+
 // ReleaseUse undoes AcquireUse; releasing a use that is not held, or of an execution that is
 // gone, is not an error (a finished run releases whatever it holds).
 func (r *Repo) ReleaseUse(ctx context.Context, executionID, holder string) error {

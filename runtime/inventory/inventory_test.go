@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -123,6 +124,9 @@ func TestUsesBlockDeleteUntilReleased(t *testing.T) {
 	if got.ActiveUses != 1 {
 		t.Fatalf("active uses = %d, want 1", got.ActiveUses)
 	}
+	if users, err := r.ExecutionUsers(ctx, e.ID); err != nil || !slices.Equal(users, []string{"run-1"}) {
+		t.Fatalf("users %v %v, want run-1", users, err)
+	}
 	wantCode(t, r.DeleteExecution(ctx, e.ID), problem.CodeConflict)
 	if err := r.ReleaseUse(ctx, e.ID, "run-1"); err != nil {
 		t.Fatal(err)
@@ -131,6 +135,8 @@ func TestUsesBlockDeleteUntilReleased(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := r.Execution(ctx, e.ID)
+	wantCode(t, err, problem.CodeNotFound)
+	_, err = r.ExecutionUsers(ctx, e.ID)
 	wantCode(t, err, problem.CodeNotFound)
 	if err := r.ReleaseUse(ctx, e.ID, "run-1"); err != nil {
 		t.Fatalf("releasing on a deleted execution: %v", err)

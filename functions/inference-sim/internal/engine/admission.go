@@ -25,7 +25,6 @@ type Scheduler struct {
 	closed     bool
 
 	onChange func(running, waiting int)
-	watch    func(running, waiting int) // a test's listener (Watch), after onChange
 	onLoRA   func(running, waiting string)
 }
 
@@ -58,22 +57,20 @@ func NewScheduler(maxRunning, maxWaiting, maxLoRAs int, h Hooks) *Scheduler {
 	return s
 }
 
-// Watch adds a listener told of every count change after the hooks, under the lock (tests
-// wait on it instead of sleeping); it must not block.
+// Watch adds f to the OnChange hook of a running scheduler, after what it already calls
+// (tests wait on it instead of sleeping); like the hook it runs under the lock and must not
+// block.
 func (s *Scheduler) Watch(f func(running, waiting int)) {
 	s.mu.Lock()
-	s.watch = f
-	s.mu.Unlock()
-}
-
-func (s *Scheduler) changed() { s.report(s.running, len(s.waiting)) }
-
-func (s *Scheduler) report(running, waiting int) {
-	s.onChange(running, waiting)
-	if s.watch != nil {
-		s.watch(running, waiting)
+	defer s.mu.Unlock()
+	before := s.onChange
+	s.onChange = func(running, waiting int) {
+		before(running, waiting)
+		f(running, waiting)
 	}
 }
+
+func (s *Scheduler) changed() { s.onChange(s.running, len(s.waiting)) }
 
 // canRun reports whether a request for lora may start now, loading the
 // adapter (evicting an idle one if needed) when it may.
@@ -128,7 +125,7 @@ func (s *Scheduler) Acquire(lora string, gone func() <-chan struct{}) (running i
 	// may overtake them only without evicting an adapter.
 	if s.canRun(lora, len(s.waiting) == 0) {
 		r := s.start(lora)
-		s.report(s.running, 0)
+		s.onChange(s.running, 0)
 		if lora != "" {
 			s.reportLoRA()
 		}

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -217,5 +219,25 @@ func TestAdmissionQueueBound(t *testing.T) {
 	}
 	if r, w := s.Counts(); r != 1 || w != 0 {
 		t.Fatalf("after the client left: running %d waiting %d", r, w)
+	}
+}
+
+// TestWatchAddsToTheHook: a listener added by Watch is told of each change after the
+// OnChange hook, which keeps being called (the metrics gauges stay live under a test's watch).
+func TestWatchAddsToTheHook(t *testing.T) {
+	var calls []string
+	s := NewScheduler(1, 1, 0, Hooks{OnChange: func(running, waiting int) {
+		calls = append(calls, "hook "+strconv.Itoa(running)+"/"+strconv.Itoa(waiting))
+	}})
+	s.Watch(func(running, waiting int) {
+		calls = append(calls, "watch "+strconv.Itoa(running)+"/"+strconv.Itoa(waiting))
+	})
+	if _, _, e := s.Acquire("", nil); e != nil {
+		t.Fatal(e)
+	}
+	s.Release("")
+	want := []string{"hook 1/0", "watch 1/0", "hook 0/0", "watch 0/0"}
+	if !slices.Equal(calls, want) {
+		t.Fatalf("calls %v, want %v", calls, want)
 	}
 }

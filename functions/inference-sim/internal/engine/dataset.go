@@ -97,14 +97,13 @@ func PromptHash(ids []uint32) []byte {
 	return h.Sum(nil)
 }
 
-// AppendResponse appends a response for the flattened prompt: a stored answer to the same
-// prompt if any (trimmed to maxTokens), else a random one that fits; with ignore_eos it is
-// padded with preset tokens. It returns the finish reason.
-func (d *Dataset) AppendResponse(dst []string, r *textgen.RNG, flatPrompt []byte, maxTokens int, ignoreEOS, maxSet bool) ([]string, string) {
+// AppendResponse appends a response for the prompt whose PromptHash is promptHash: a stored
+// answer to the same prompt if any (trimmed to maxTokens), else a random one that fits; with
+// ignore_eos it is padded with preset tokens. It returns the finish reason.
+func (d *Dataset) AppendResponse(dst []string, r *textgen.RNG, promptHash []byte, maxTokens int, ignoreEOS, maxSet bool) ([]string, string) {
 	start := len(dst)
-	ids := textgen.AppendTokenIDs(nil, string(flatPrompt))
 	var toks []string
-	rows, err := d.byHash.Query(PromptHash(ids))
+	rows, err := d.byHash.Query(promptHash)
 	if err == nil {
 		var all [][]byte
 		for rows.Next() {

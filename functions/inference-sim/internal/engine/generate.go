@@ -98,8 +98,10 @@ func (g *Generator) Finish(r *Request) {
 	}
 }
 
-// Generate produces the tokens of every sequence: n per prompt.
-func (g *Generator) Generate(r *Request) *openai.Error {
+// Generate produces the tokens of every sequence: n per prompt. It cannot fail: Check
+// refused what could not be generated, and a dataset that cannot answer falls back to
+// preset tokens.
+func (g *Generator) Generate(r *Request) {
 	nPrompts := 1
 	if r.Kind == Text {
 		nPrompts = len(r.Prompt.Texts)
@@ -113,8 +115,14 @@ func (g *Generator) Generate(r *Request) *openai.Error {
 	// The echo text is the answer only in echo mode, and the prompt text of an `echo` text
 	// completion: build it (a token-id prompt's text allocates) only then.
 	wantEcho := g.cfg.Mode == config.ModeEcho || r.Kind == Text && r.Params.Echo
+	// A dataset answers by the prompt's hash: each prompt is hashed once for its n sequences.
+	wantKey := g.dataset != nil && g.cfg.Mode != config.ModeEcho && !r.Prompt.CacheMiss
 	for p := 0; p < nPrompts; p++ {
 		promptTokens, echo := r.Prompt.Tokens, ""
+		var key []byte
+		if wantKey {
+			key = r.Prompt.Hash(r.Kind, p)
+		}
 		if r.Kind == Chat {
 			if wantEcho {
 				echo = lastUserText(r.Wire.Chat.Messages)
@@ -138,7 +146,7 @@ func (g *Generator) Generate(r *Request) *openai.Error {
 				s.PromptText = echo
 			}
 			s.MaxTokens = r.Params.Limit(promptTokens, g.cfg.MaxModelLen)
-			g.generateSequence(r, s, echo)
+			g.generateSequence(r, s, echo, key)
 		}
 	}
 	// r.tokens may have been reallocated while appending: re-slice the sequences.
@@ -149,13 +157,12 @@ func (g *Generator) Generate(r *Request) *openai.Error {
 		s.Tokens = r.tokens[off : off+n : off+n]
 		off += n
 	}
-	return nil
 }
 
 // generateSequence fills one sequence: nothing on a cache miss, tool calls when it calls a
-// tool, else the echoed prompt (--mode echo), a dataset answer, or preset tokens of a
-// length drawn like the reference's.
-func (g *Generator) generateSequence(r *Request, s *Sequence, echo string) {
+// tool, else the echoed prompt (--mode echo), the dataset's answer to the prompt whose hash
+// is datasetKey, or preset tokens of a length drawn like the reference's.
+func (g *Generator) generateSequence(r *Request, s *Sequence, echo string, datasetKey []byte) {
 	if r.Prompt.CacheMiss {
 		s.Finish = FinishCacheThreshold
 		return
@@ -173,7 +180,7 @@ func (g *Generator) generateSequence(r *Request, s *Sequence, echo string) {
 			s.Finish = FinishLength
 		}
 	case g.dataset != nil:
-		r.tokens, s.Finish = g.dataset.AppendResponse(r.tokens, &r.RNG, r.Prompt.Flat, maxResp, params.IgnoreEOS, params.MaxTokensSet)
+		r.tokens, s.Finish = g.dataset.AppendResponse(r.tokens, &r.RNG, datasetKey, maxResp, params.IgnoreEOS, params.MaxTokensSet)
 	default:
 		var n int
 		switch {

@@ -21,6 +21,7 @@ type Prompt struct {
 
 	store    [1]openai.Prompt
 	ids      []uint32 // the first prompt's token ids, when the KV cache needs them
+	keyIDs   []uint32 // scratch: the token ids of the prompt a dataset answer is looked up for
 	kvBlocks []uint64 // the blocks pinned in the KV cache
 }
 
@@ -30,7 +31,33 @@ func (p *Prompt) reset() Prompt {
 	if cap(flat) > keepBytes {
 		flat = nil
 	}
-	return Prompt{Flat: flat, ids: p.ids[:0], kvBlocks: p.kvBlocks[:0]}
+	keyIDs := p.keyIDs[:0]
+	if cap(keyIDs) > keepBytes/4 {
+		keyIDs = nil
+	}
+	return Prompt{Flat: flat, ids: p.ids[:0], keyIDs: keyIDs, kvBlocks: p.kvBlocks[:0]}
+}
+
+// Hash is the dataset key of prompt i (PromptHash of its token ids): a chat's flattened
+// messages, a text completion's i-th prompt. The first prompt's ids are reused when the KV
+// cache already needed them.
+func (p *Prompt) Hash(kind Kind, i int) []byte {
+	if i == 0 && len(p.ids) > 0 {
+		return PromptHash(p.ids)
+	}
+	ids := p.keyIDs[:0]
+	switch {
+	case kind == Chat:
+		ids = textgen.AppendTokenIDs(ids, openai.UnsafeString(p.Flat))
+	case p.Texts[i].IsIDs:
+		for _, id := range p.Texts[i].IDs {
+			ids = append(ids, uint32(id))
+		}
+	default:
+		ids = textgen.AppendTokenIDs(ids, p.Texts[i].Text)
+	}
+	p.keyIDs = ids
+	return PromptHash(ids)
 }
 
 // readTexts takes a text completion's prompts: a string, strings, token ids or lists of

@@ -17,22 +17,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-)
 
-// countingServer is an httptest server that counts the connections it accepted.
-func countingServer(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.Int32) {
-	t.Helper()
-	var conns atomic.Int32
-	srv := httptest.NewUnstartedServer(h)
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv, &conns
-}
+	"github.com/lensfn/lensfn/runtime/conntest"
+)
 
 func target(t *testing.T, rawURL string) *Target {
 	t.Helper()
@@ -60,7 +47,7 @@ func get(t *testing.T, c *Client, tg *Target, body string) (*Response, string) {
 
 func TestContentLengthBodyAndKeepAliveReuse(t *testing.T) {
 	var gotBody, gotType, gotHost string
-	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+	srv, conns := conntest.CountingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		raw, _ := io.ReadAll(r.Body)
 		gotBody, gotType, gotHost = string(raw), r.Header.Get("Content-Type"), r.Host
 		w.Header().Set("Content-Type", "application/json")
@@ -88,7 +75,7 @@ func TestContentLengthBodyAndKeepAliveReuse(t *testing.T) {
 }
 
 func TestChunkedBodyIsDecodedAndTheConnectionReused(t *testing.T) {
-	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+	srv, conns := conntest.CountingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		for i := range 5 {
 			fmt.Fprintf(w, "data: %d\n\n", i)
@@ -110,7 +97,7 @@ func TestChunkedBodyIsDecodedAndTheConnectionReused(t *testing.T) {
 }
 
 func TestConnectionCloseIsNotReused(t *testing.T) {
-	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+	srv, conns := conntest.CountingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Connection", "close")
 		_, _ = io.WriteString(w, "bye")
 	})
@@ -130,7 +117,7 @@ func TestConnectionCloseIsNotReused(t *testing.T) {
 // A server that closes a keep-alive connection while it is idle: the next request notices
 // before writing to it and dials a fresh one.
 func TestServerClosingAnIdleConnection(t *testing.T) {
-	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
+	srv, conns := conntest.CountingServer(t, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
 	c := New(Options{})
 	defer c.Close()
 	tg := target(t, srv.URL)
@@ -325,7 +312,7 @@ func goroutinesSettle(t *testing.T, want int) {
 // connection behind.
 func TestCancelMidStream(t *testing.T) {
 	release := make(chan struct{})
-	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+	srv, _ := conntest.CountingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = io.WriteString(w, "data: first\n\n")
 		w.(http.Flusher).Flush()
@@ -370,7 +357,7 @@ func TestCancelMidStream(t *testing.T) {
 
 // A finished request's context ending later must not touch a connection the pool has reused.
 func TestContextEndingAfterCloseLeavesThePooledConnectionAlone(t *testing.T) {
-	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
+	srv, conns := conntest.CountingServer(t, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
 	c := New(Options{})
 	defer c.Close()
 	tg := target(t, srv.URL)
@@ -416,7 +403,7 @@ func TestTLSVerifiesTheServer(t *testing.T) {
 
 func TestHeaderInjectionIsRefused(t *testing.T) {
 	var hits atomic.Int32
-	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) { hits.Add(1) })
+	srv, _ := conntest.CountingServer(t, func(w http.ResponseWriter, r *http.Request) { hits.Add(1) })
 	c := New(Options{})
 	defer c.Close()
 	for _, h := range []Header{{"Authorization", "Bearer x\r\nX-Evil: 1"}, {"Bad Name", "v"}, {"", "v"}} {
