@@ -105,6 +105,8 @@ cd "$root"
 # terminal write the same files).
 exec 9>"$out/.build.lock"
 flock 9
+# A stopped build (Ctrl-C on make run stops its background build) leaves no partial output.
+trap 'rm -f "$out"/*.wasm.tmp "$out"/manifest.json.tmp' EXIT
 
 # What every module may read (the guests import nothing of ours outside wasm-modules).
 source_sum=$({
