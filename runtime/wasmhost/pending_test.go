@@ -227,3 +227,27 @@ func TestPendingManifestIsChecked(t *testing.T) {
 		}
 	}
 }
+
+// A module present at start whose file does not match its manifest fails on its own (its
+// lookups say why) while the others load; the quick warm-cache path and the background load
+// record it once (it used to be recorded twice: a panic).
+func TestOpenRefusesAModuleThatDoesNotMatch(t *testing.T) {
+	dir, mooncake := pendingDir(t, "")
+	arrive(t, dir, mooncake[:len(mooncake)/2], mooncake) // the manifest pins the whole file
+	h, err := wasmhost.Open(context.Background(), wasmhost.Dirs{Builtin: dir, Cache: wasmtest.CacheDir(t)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	for _, name := range []string{"mooncake_trace", "constant"} {
+		if err := h.Wait(context.Background(), name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := h.Parser("mooncake_trace"); !errors.Is(err, wasmhost.ErrChecksum) {
+		t.Fatalf("a module that does not match its manifest: %v", err)
+	}
+	if _, err := h.Calculator("constant", []byte(`{"time-to-first-token":"1ms"}`)); err != nil {
+		t.Fatalf("the module beside it: %v", err)
+	}
+}
