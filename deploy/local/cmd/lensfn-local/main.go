@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"os/signal"
@@ -87,7 +88,7 @@ func main() {
 	}
 	// make run builds the Baseten parser behind the first answer: build what the manifest
 	// lists as pending now that the stack serves.
-	build, reported := startModuleBuild(ctx, *buildScript, opts)
+	build, reported := startModuleBuild(ctx, os.Stdout, *buildScript, opts.ModuleDir, opts.DataDir)
 	// On a first start (a new data dir) the functions compile their WASM modules in the
 	// background: say so, and say when they are done, module by module.
 	if warming := stack.Warming(ctx); len(warming) > 0 {
@@ -124,30 +125,30 @@ func main() {
 // lists as pending, printing that it runs and how it ends; nil when there is nothing to build
 // (a warm start, `make wasm`'s full set) or it cannot start (printed). reported is closed
 // once its outcome is printed.
-func startModuleBuild(ctx context.Context, script string, opts local.Options) (build *local.ModuleBuild, reported <-chan struct{}) {
-	pending, err := local.PendingModules(opts.ModuleDir)
+func startModuleBuild(ctx context.Context, out io.Writer, script, moduleDir, dataDir string) (build *local.ModuleBuild, reported <-chan struct{}) {
+	pending, err := local.PendingModules(moduleDir)
 	if err != nil {
-		fmt.Printf("WARNING: reading the WASM modules' manifest: %v\n", err)
+		fmt.Fprintf(out, "WARNING: reading the WASM modules' manifest: %v\n", err)
 		return nil, nil
 	}
 	if len(pending) == 0 || script == "" {
 		return nil, nil
 	}
 	names := "WASM module " + strings.Join(pending, ", ")
-	build, err = local.StartModuleBuild(ctx, script, opts.ModuleDir, filepath.Join(opts.DataDir, "logs", "wasm-build.log"), pending)
+	build, err = local.StartModuleBuild(ctx, script, moduleDir, filepath.Join(dataDir, "logs", "wasm-build.log"), pending)
 	if err != nil {
-		fmt.Printf("WARNING: not building %s: %v\n", names, err)
+		fmt.Fprintf(out, "WARNING: not building %s: %v\n", names, err)
 		return nil, nil
 	}
-	fmt.Printf("  Building: %s in the background (first start only; log: %s)\n", names, build.LogPath)
+	fmt.Fprintf(out, "  Building: %s in the background (first start only; log: %s)\n", names, build.LogPath)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		switch err := build.Err(); {
 		case err == nil:
-			fmt.Printf("built %s in %.0fs\n", names, build.Elapsed().Seconds())
+			fmt.Fprintf(out, "built %s in %.0fs\n", names, build.Elapsed().Seconds())
 		case ctx.Err() == nil:
-			fmt.Printf("FAILED to build %s after %.0fs: %v\nWhat needs it answers with that failure until it builds (make wasm, then restart). The end of %s:\n%s\n",
+			fmt.Fprintf(out, "FAILED to build %s after %.0fs: %v\nWhat needs it answers with that failure until it builds (make wasm, then restart). The end of %s:\n%s\n",
 				names, build.Elapsed().Seconds(), err, build.LogPath, build.LogTail(20))
 		}
 	}()
