@@ -16,6 +16,9 @@
 //     the manifest's environment, health-checked on its readiness probe before the stack reports
 //     ready, and restarted with backoff when it exits.
 //   - An ingress on one address that routes by the lensfn.dev/path-prefix annotation.
+//   - ModuleBuild: the background build of the WASM modules the modules' manifest lists as
+//     pending (make run defers the Baseten parser), wasm-modules/build.sh --only in its own
+//     process group, logged to a file and stopped with the stack.
 //
 // Every child gets SIGTERM as its parent-death signal, so nothing outlives the stack, and the
 // stack holds its data dir with a flock so a second stack cannot share it.

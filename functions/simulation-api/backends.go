@@ -30,6 +30,9 @@ type FormatCapabilities struct {
 	SupportsTraceRange  bool   `json:"supports_trace_range"`
 	SupportsScaleFactor bool   `json:"supports_scale_factor"`
 	TraceRange          string `json:"trace_range"`
+	// State is "building" or "compiling" while the format's parser module is not ready (a
+	// first start: the capabilities above are then not known yet); omitted once it is.
+	State string `json:"state,omitempty"`
 }
 
 // DefaultTraceRange is what a range selects in a format whose parser does not say otherwise:
@@ -160,7 +163,7 @@ func capabilitiesFor(formats []TraceFormat) Capabilities {
 				described = DefaultTraceRange
 			}
 		}
-		caps.TraceFormatCapabilities[f.Name] = FormatCapabilities{f.SupportsTraceRange, f.SupportsScaleFactor, described}
+		caps.TraceFormatCapabilities[f.Name] = FormatCapabilities{f.SupportsTraceRange, f.SupportsScaleFactor, described, f.State}
 		caps.SupportsTraceRange = caps.SupportsTraceRange || f.SupportsTraceRange
 		if f.SupportsScaleFactor {
 			caps.ScaleFactorTraceFormats = append(caps.ScaleFactorTraceFormats, f.Name)

@@ -28,6 +28,13 @@ func (w wasmParsers) Formats() []TraceFormat {
 		out = append(out, TraceFormat{Name: m.Name, SupportsTraceRange: m.Capabilities[wasmhost.CapabilityTraceRange],
 			SupportsScaleFactor: m.Capabilities[wasmhost.CapabilityScaleFactor], TraceRange: m.TraceRange})
 	}
+	// A parser still being built or compiling (a first start) is listed too, with its state:
+	// its capabilities are known once it is loaded.
+	for _, s := range w.host.Status() {
+		if s.Kind == kindTraceParser && (s.State == wasmhost.StateBuilding || s.State == wasmhost.StateCompiling) {
+			out = append(out, TraceFormat{Name: s.Name, State: string(s.State)})
+		}
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }

@@ -201,10 +201,12 @@ func (a *API) buildTask(ctx context.Context, req *CreateTaskRequest) (*simtask.T
 	if *req.Scenario != d.Scenario {
 		return nil, problem.New(problem.CodeBadRequest, "dataset %q belongs to scenario %q, not %q", d.Name, d.Scenario, *req.Scenario)
 	}
-	caps, ok := backend.Capabilities.TraceFormatCapabilities[d.TraceFormat]
-	if err := pending(a.catalogue.Parsers, d.TraceFormat); !ok && err != nil {
+	// Every backend needs the format's parser (the timeline below reads the trace): while it is
+	// being built or compiling, the answer is a 503 naming it.
+	if err := pending(a.catalogue.Parsers, d.TraceFormat); err != nil {
 		return nil, err
 	}
+	caps, ok := backend.Capabilities.TraceFormatCapabilities[d.TraceFormat]
 	if !ok {
 		return nil, problem.New(problem.CodeBadRequest, "backend %q cannot replay the %s format", backendName, d.TraceFormat)
 	}

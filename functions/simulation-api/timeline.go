@@ -24,11 +24,15 @@ type TraceFormat struct {
 	SupportsScaleFactor bool
 	// TraceRange says what a trace range selects (empty: DefaultTraceRange).
 	TraceRange string
+	// State is "building" or "compiling" while the format's parser module is not ready yet
+	// (a first start; its capabilities are then unknown), empty once it is.
+	State string
 }
 
 // TraceParsers reads traces through the parser modules.
 type TraceParsers interface {
-	// Formats lists the loaded parser modules, built-in and user, sorted by name.
+	// Formats lists the parser modules, built-in and user, sorted by name: the loaded ones
+	// and those still being built or compiling (with their State).
 	Formats() []TraceFormat
 	// Arrivals calls emit with the arrival time of every request of the trace at path, in
 	// seconds on the format's normalised axis (0 = the first request of the file).

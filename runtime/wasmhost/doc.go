@@ -5,8 +5,10 @@
 // It owns: reading module manifests and checking each module's sha256; compiling every
 // module once through an on-disk compilation cache (once per machine: hosts sharing a cache
 // take a per-module flock while compiling), in the background when asked (Open), with each
-// module's state (compiling, ready, failed) and a CompilingError naming a module a caller
-// needs before it is ready; refusing a module whose ABI version,
+// module's state (building, compiling, ready, failed) and a CompilingError naming a module a
+// caller needs before it is ready; modules a manifest lists as pending (a build still under
+// way: make run builds the Baseten parser behind the first answer), re-reading the manifest
+// until it pins them and loading them then with the same sha256 check; refusing a module whose ABI version,
 // exports or descriptor do not fit, at load time; a bounded pool of instances per module
 // (an instance is never shared between goroutines and is discarded after any error or when
 // its memory has grown large); memory limits; and per-call timeouts for user modules only

@@ -48,6 +48,10 @@ type Config struct {
 	// cache) begins, with a context Close cancels: tests block it to hold a module in
 	// StateCompiling, as a slow first compilation does.
 	BeforeLoad func(ctx context.Context, name string)
+	// PendingPoll is how often a host with pending modules (a manifest's "pending": a build
+	// still under way) re-reads the manifest when nothing looks one up; default 1 s. A
+	// lookup of a pending module re-reads it at once.
+	PendingPoll time.Duration
 }
 
 // ModuleInfo describes a loaded module.
@@ -91,6 +95,14 @@ type Host struct {
 	loadCtx    context.Context // the background loads'; Close cancels it
 	cancelLoad context.CancelFunc
 	loading    sync.WaitGroup
+	loadErrs   []error // the background loads' failures, under mu
+
+	// Pending modules: refreshMu serializes re-reading the manifests that list them;
+	// manifests is what each such directory's manifest was when last read; watching says
+	// the watcher (a loading member) still runs, so a refresh may start loads.
+	refreshMu sync.Mutex
+	manifests map[string]os.FileInfo
+	watching  bool
 }
 
 // New loads, verifies and compiles every module in cfg.BuiltinDir and cfg.ModuleDirs, and
@@ -107,7 +119,11 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = 10 * time.Second
 	}
-	h := &Host{cfg: cfg, modules: map[string]*module{}, extra: map[string]*module{}, states: map[string]*moduleState{}}
+	if cfg.PendingPoll <= 0 {
+		cfg.PendingPoll = time.Second
+	}
+	h := &Host{cfg: cfg, modules: map[string]*module{}, extra: map[string]*module{}, states: map[string]*moduleState{},
+		manifests: map[string]os.FileInfo{}}
 	h.loadCtx, h.cancelLoad = context.WithCancel(context.WithoutCancel(ctx))
 	rc := wazero.NewRuntimeConfigCompiler().WithMemoryLimitPages(cfg.MemoryLimitPages)
 	if cfg.CacheDir != "" {
@@ -138,11 +154,33 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		dirs = append([]string{cfg.BuiltinDir}, dirs...)
 	}
 	where := map[string]string{}
+	building := 0
 	for i, dir := range dirs {
+		// Stat before reading: a manifest replaced after the stat is seen as changed later.
+		seen, _ := os.Stat(filepath.Join(dir, ManifestFile))
 		m, err := ReadManifest(dir)
 		if err != nil {
 			h.Close(ctx)
 			return nil, fmt.Errorf("module directory %s: %w", dir, err)
+		}
+		builtin := cfg.BuiltinDir != "" && i == 0
+		for _, p := range m.Pending {
+			path := filepath.Join(dir, ManifestFile) + " (pending)"
+			if prev, ok := where[p.Name]; ok {
+				h.Close(ctx)
+				return nil, fmt.Errorf("module name %q is used by both %s and %s", p.Name, prev, path)
+			}
+			where[p.Name] = path
+			st := &moduleState{kind: p.Kind, done: make(chan struct{}), building: true, dir: dir, builtin: builtin}
+			h.states[p.Name] = st
+			if p.Error != "" {
+				st.building, st.err = false, buildFailed(p)
+				close(st.done)
+				continue
+			}
+			building++
+			h.manifests[dir] = seen
+			h.logf("WASM module %s is being built (pending in %s); what needs it answers 503 until it is built and compiled", p.Name, dir)
 		}
 		for _, e := range m.Modules {
 			path := filepath.Join(dir, e.File)
@@ -153,30 +191,37 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 				return nil, fmt.Errorf("module name %q is used by both %s and %s", e.Name, prev, path)
 			}
 			where[e.Name] = path
-			jobs = append(jobs, job{dir, e, cfg.BuiltinDir != "" && i == 0})
+			jobs = append(jobs, job{dir, e, builtin})
 			h.states[e.Name] = &moduleState{kind: e.Kind, done: make(chan struct{})}
 		}
 	}
+	if building > 0 && !cfg.Async {
+		h.Close(ctx)
+		return nil, fmt.Errorf("%d WASM module(s) are still being built (a manifest's pending list) and this host does not load in the background", building)
+	}
 	// Compile in parallel: even from a warm cache, loading is dominated by per-module work.
 	started := time.Now()
-	errs := make([]error, len(jobs))
-	for i, j := range jobs {
+	for _, j := range jobs {
 		// A warm cache loads a module in milliseconds (no compilation): it is ready when New
 		// returns, so a warm start has nothing in the background. A module with a load hook
 		// always loads in the background, as on a cold cache.
-		if cfg.Async && cfg.BeforeLoad == nil && h.loadInto(j.dir, j.entry, j.builtin, true) == nil {
-			continue
+		if cfg.Async && cfg.BeforeLoad == nil && !errors.Is(h.loadInto(j.dir, j.entry, j.builtin, true), errNotVerified) {
+			continue // ready, or failed (a checksum): recorded either way
 		}
+		h.startLoad(j.dir, j.entry, j.builtin)
+	}
+	if building > 0 {
+		h.watching = true
 		h.loading.Add(1)
-		go func() {
-			defer h.loading.Done()
-			errs[i] = h.loadInto(j.dir, j.entry, j.builtin, false)
-		}()
+		go h.watchPending()
 	}
 	if cfg.Async {
 		go func() {
 			h.loading.Wait()
-			if err := errors.Join(errs...); err != nil {
+			h.mu.Lock()
+			err := errors.Join(h.loadErrs...)
+			h.mu.Unlock()
+			if err != nil {
 				h.logf("WASM modules: some failed to load (their routes answer with the cause): %v", err)
 			} else if d := time.Since(started); d > time.Second {
 				h.logf("WASM modules ready in %.1fs", d.Seconds())
@@ -185,19 +230,156 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		return h, nil
 	}
 	h.loading.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(h.loadErrs...); err != nil {
 		h.Close(ctx)
 		return nil, err
 	}
 	return h, nil
 }
 
+// startLoad loads one manifest entry in the background (a loading member).
+func (h *Host) startLoad(dir string, e ManifestEntry, builtin bool) {
+	h.loading.Add(1)
+	go func() {
+		defer h.loading.Done()
+		if err := h.loadInto(dir, e, builtin, false); err != nil {
+			h.mu.Lock()
+			h.loadErrs = append(h.loadErrs, err)
+			h.mu.Unlock()
+		}
+	}()
+}
+
+// buildFailed is the error of a pending module whose build failed.
+func buildFailed(p PendingEntry) error {
+	return fmt.Errorf("building WASM module %s failed: %s", p.Name, p.Error)
+}
+
+// watchPending re-reads the manifests listing pending modules every PendingPoll until none
+// is pending or the host closes.
+func (h *Host) watchPending() {
+	defer h.loading.Done()
+	tick := time.NewTicker(h.cfg.PendingPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-h.loadCtx.Done():
+		case <-tick.C:
+			if h.refreshPending() {
+				continue
+			}
+		}
+		h.refreshMu.Lock()
+		h.watching = false
+		h.refreshMu.Unlock()
+		return
+	}
+}
+
+// refreshPending re-reads each manifest that lists a pending module and has changed since
+// it was read (another file, size or modification time): a module now listed under "modules" is
+// loaded from it (its sha256 checked against the new manifest, as every module is; a file
+// that does not match is refused); one whose pending entry now carries an error, or that
+// the manifest no longer names, fails with the reason. It reports whether some module is
+// still pending. A manifest that cannot be read (never so while build.sh renames it into
+// place) is tried again next time. Changes to modules already loaded are not taken: the
+// host runs the files it verified.
+func (h *Host) refreshPending() bool {
+	h.refreshMu.Lock()
+	defer h.refreshMu.Unlock()
+	if !h.watching || h.loadCtx.Err() != nil {
+		return false
+	}
+	for dir, last := range h.manifests {
+		path := filepath.Join(dir, ManifestFile)
+		now, err := os.Stat(path)
+		if err != nil || (last != nil && os.SameFile(last, now) && now.ModTime().Equal(last.ModTime()) && now.Size() == last.Size()) {
+			continue
+		}
+		m, err := ReadManifest(dir)
+		if err != nil {
+			h.logf("WASM modules: re-reading %s for a pending module: %v", path, err)
+			continue
+		}
+		h.manifests[dir] = now
+		h.takeManifest(dir, m)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for dir := range h.manifests {
+		still := false
+		for _, st := range h.states {
+			if st.building && st.dir == dir {
+				still = true
+			}
+		}
+		if !still {
+			delete(h.manifests, dir)
+		}
+	}
+	return len(h.manifests) > 0
+}
+
+// takeManifest moves the pending modules of dir on by its manifest m (refreshMu held).
+func (h *Host) takeManifest(dir string, m Manifest) {
+	listed := map[string]ManifestEntry{}
+	for _, e := range m.Modules {
+		listed[e.Name] = e
+	}
+	pending := map[string]PendingEntry{}
+	for _, p := range m.Pending {
+		pending[p.Name] = p
+	}
+	h.mu.Lock()
+	var arrived []string
+	for name, st := range h.states {
+		if !st.building || st.dir != dir {
+			continue
+		}
+		if e, ok := listed[name]; ok && e.Kind == st.kind {
+			st.building = false
+			arrived = append(arrived, name)
+			continue
+		}
+		p, ok := pending[name]
+		switch {
+		case ok && p.Kind == st.kind && p.Error == "":
+			continue // still being built
+		case ok && p.Kind == st.kind:
+			st.err = buildFailed(p)
+		default:
+			st.err = fmt.Errorf("WASM module %s was pending in %s, which no longer lists it as a %s", name, filepath.Join(dir, ManifestFile), st.kind)
+		}
+		st.building = false
+		close(st.done)
+		h.logf("%v", st.err)
+	}
+	builtin := map[string]bool{}
+	for _, name := range arrived {
+		builtin[name] = h.states[name].builtin
+	}
+	h.mu.Unlock()
+	sort.Strings(arrived)
+	for _, name := range arrived {
+		e := listed[name]
+		h.logf("WASM module %s is built (%s)", name, filepath.Join(dir, e.File))
+		// A module verified before (a warm cache) is ready at once, as in New; one that fails
+		// its checksum is failed at once.
+		if !errors.Is(h.loadInto(dir, e, builtin[name], true), errNotVerified) {
+			continue
+		}
+		h.startLoad(dir, e, builtin[name])
+	}
+}
+
 // ModuleState is where a configured module is in its loading.
 type ModuleState string
 
-// The states of a module: it is compiling (a cold cache: seconds), ready to use, or failed
-// to load (its error says why).
+// The states of a module: it is being built (pending in its manifest: a build still under
+// way), compiling (a cold cache: seconds), ready to use, or failed to load (its error says
+// why).
 const (
+	StateBuilding  ModuleState = "building"
 	StateCompiling ModuleState = "compiling"
 	StateReady     ModuleState = "ready"
 	StateFailed    ModuleState = "failed"
@@ -214,22 +396,34 @@ type ModuleStatus struct {
 // ErrCompiling is what a lookup of a module that is still compiling wraps; Wait waits for it.
 var ErrCompiling = errors.New("WASM module still compiling")
 
-// CompilingError says which module a caller needs is still compiling.
-type CompilingError struct{ Module string }
+// CompilingError says which module a caller needs is still compiling, or still being built
+// (Building: the module is pending in its manifest).
+type CompilingError struct {
+	Module   string
+	Building bool
+}
 
 func (e *CompilingError) Error() string {
-	return "compiling WASM module " + e.Module + ", first start only; try again shortly"
+	verb := "compiling"
+	if e.Building {
+		verb = "building"
+	}
+	return verb + " WASM module " + e.Module + ", first start only; try again shortly"
 }
 
 // Is makes errors.Is(err, ErrCompiling) hold.
 func (e *CompilingError) Is(target error) bool { return target == ErrCompiling }
 
 // moduleState tracks one configured module until it is loaded: done is closed when it is
-// ready (its module in Host.modules) or failed (err).
+// ready (its module in Host.modules) or failed (err). A pending module is building until its
+// manifest (in dir) lists it; builtin is the runtime it then loads into.
 type moduleState struct {
-	kind string
-	done chan struct{}
-	err  error
+	kind     string
+	done     chan struct{}
+	err      error
+	building bool
+	dir      string
+	builtin  bool
 }
 
 // errNotVerified: the module has to be compiled and checked (a cold cache).
@@ -282,6 +476,9 @@ func (h *Host) Status() []ModuleStatus {
 			}
 		default:
 			s.State = StateCompiling
+			if st.building {
+				s.State = StateBuilding
+			}
 		}
 		out = append(out, s)
 	}
@@ -511,6 +708,14 @@ func (h *Host) Modules() []ModuleInfo {
 
 func (h *Host) lookup(name, kind string) (*module, error) {
 	h.mu.Lock()
+	st := h.states[name]
+	building := st != nil && st.building
+	h.mu.Unlock()
+	if building {
+		// The build may have finished since the watcher last looked: look now.
+		h.refreshPending()
+	}
+	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
 		return nil, ErrClosed
@@ -521,7 +726,7 @@ func (h *Host) lookup(name, kind string) (*module, error) {
 		case <-st.done:
 			return nil, fmt.Errorf("WASM module %s failed to load: %w", name, st.err)
 		default:
-			return nil, &CompilingError{Module: name}
+			return nil, &CompilingError{Module: name, Building: st.building}
 		}
 	}
 	if m == nil || m.info.Kind != kind {
@@ -530,12 +735,14 @@ func (h *Host) lookup(name, kind string) (*module, error) {
 	return m, nil
 }
 
-// Warming names each module still compiling as "compiling WASM module NAME", for a
-// function's readiness (fn.Function.Warming).
+// Warming names each module still being built or compiling ("building WASM module NAME",
+// "compiling WASM module NAME"), for a function's readiness (fn.Function.Warming).
 func (h *Host) Warming() []string {
 	var out []string
-	for _, name := range h.Compiling() {
-		out = append(out, "compiling WASM module "+name)
+	for _, s := range h.Status() {
+		if s.State == StateCompiling || s.State == StateBuilding {
+			out = append(out, string(s.State)+" WASM module "+s.Name)
+		}
 	}
 	return out
 }

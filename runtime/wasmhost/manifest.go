@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/lensfn/lensfn/wasm-modules/abi"
 )
 
 // ManifestFile is the name of the manifest in a module directory.
@@ -22,6 +24,19 @@ const ManifestFile = "manifest.json"
 type Manifest struct {
 	ManifestVersion int             `json:"manifest_version"`
 	Modules         []ManifestEntry `json:"modules"`
+	// Pending names modules a build still under way adds to the directory later (`make run`
+	// builds the Baseten parser behind the first answer; wasm-modules/build.sh --defer writes
+	// it). A host answers for them as building (a CompilingError) and re-reads the manifest
+	// until they are listed under Modules, each pinned by its sha256 like the others.
+	Pending []PendingEntry `json:"pending,omitempty"`
+}
+
+// PendingEntry is a module the directory does not hold yet.
+type PendingEntry struct {
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+	// Error says why its build failed; empty while the build is still to come.
+	Error string `json:"error,omitempty"`
 }
 
 // ManifestEntry is one module of a manifest. Kind and Name must match what the module
@@ -58,6 +73,22 @@ func ReadManifest(dir string) (Manifest, error) {
 		case e.Name == "":
 			return m, fmt.Errorf("%s: module %q: name is empty", path, e.File)
 		}
+	}
+	named := map[string]bool{}
+	for _, e := range m.Modules {
+		named[e.Name] = true
+	}
+	for i, p := range m.Pending {
+		switch {
+		case p.Name == "":
+			return m, fmt.Errorf("%s: pending module %d: name is empty", path, i)
+		case named[p.Name]:
+			return m, fmt.Errorf("%s: module %q is listed twice (pending, or a module too)", path, p.Name)
+		}
+		if _, ok := kindExports[p.Kind]; !ok {
+			return m, fmt.Errorf("%s: pending module %q: kind %q is neither %q nor %q", path, p.Name, p.Kind, abi.KindTraceParser, abi.KindLatencyCalculator)
+		}
+		named[p.Name] = true
 	}
 	return m, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"os/signal"
@@ -44,6 +45,8 @@ func main() {
 	flag.StringVar(&opts.BinDir, "bin", "bin", "directory of the function binaries (make build)")
 	flag.StringVar(&opts.ModuleDir, "modules", filepath.Join("bin", "modules"), "directory of the built-in WASM modules (make wasm)")
 	flag.StringVar(&opts.ManifestDir, "manifests", filepath.Join("deploy", "knative"), "Knative manifests to run")
+	buildScript := flag.String("build-script", filepath.Join("wasm-modules", "build.sh"),
+		"builds, in the background, the WASM modules the modules' manifest lists as pending (make run defers baseten_trace); empty: none")
 	flag.Parse()
 	for _, name := range []string{"LENS_DATASET_MIRROR", "LENS_MODULE_DIR", "LOG_LEVEL"} {
 		if v := os.Getenv(name); v != "" {
@@ -83,6 +86,9 @@ func main() {
 	} else {
 		fmt.Printf("  Auth:   required; create a token with: %s token create --data-dir %s --scopes simulation:read,simulation:run\n", os.Args[0], opts.DataDir)
 	}
+	// make run builds the Baseten parser behind the first answer: build what the manifest
+	// lists as pending now that the stack serves.
+	build, reported := startModuleBuild(ctx, os.Stdout, *buildScript, opts.ModuleDir, opts.DataDir)
 	// On a first start (a new data dir) the functions compile their WASM modules in the
 	// background: say so, and say when they are done, module by module.
 	if warming := stack.Warming(ctx); len(warming) > 0 {
@@ -93,13 +99,58 @@ func main() {
 			err := stack.WaitWarm(ctx, func(item string) {
 				fmt.Printf("%s: done in %.0fs\n", item, time.Since(started).Seconds())
 			})
-			if err == nil {
-				fmt.Printf("%s in %.0fs.\n", modulesReady, time.Since(started).Seconds())
+			if err != nil {
+				return
 			}
+			if build != nil {
+				<-reported // its outcome first
+				if build.Err() != nil {
+					fmt.Printf("WASM modules: %s failed to build; the others are ready in %.0fs.\n", strings.Join(build.Modules, ", "), time.Since(started).Seconds())
+					return
+				}
+			}
+			fmt.Printf("%s in %.0fs.\n", modulesReady, time.Since(started).Seconds())
 		}()
 	}
 	fmt.Println("Ctrl-C (or closing the terminal) stops and drains everything.")
 	<-ctx.Done()
 	logger.Print("stopping: draining functions")
+	if build != nil {
+		<-build.Done() // the context stopped it, with everything it started
+	}
 	stack.Stop()
+}
+
+// startModuleBuild starts the background build of the modules opts.ModuleDir's manifest
+// lists as pending, printing that it runs and how it ends; nil when there is nothing to build
+// (a warm start, `make wasm`'s full set) or it cannot start (printed). reported is closed
+// once its outcome is printed.
+func startModuleBuild(ctx context.Context, out io.Writer, script, moduleDir, dataDir string) (build *local.ModuleBuild, reported <-chan struct{}) {
+	pending, err := local.PendingModules(moduleDir)
+	if err != nil {
+		fmt.Fprintf(out, "WARNING: reading the WASM modules' manifest: %v\n", err)
+		return nil, nil
+	}
+	if len(pending) == 0 || script == "" {
+		return nil, nil
+	}
+	names := "WASM module " + strings.Join(pending, ", ")
+	build, err = local.StartModuleBuild(ctx, script, moduleDir, filepath.Join(dataDir, "logs", "wasm-build.log"), pending)
+	if err != nil {
+		fmt.Fprintf(out, "WARNING: not building %s: %v\n", names, err)
+		return nil, nil
+	}
+	fmt.Fprintf(out, "  Building: %s in the background (first start only; log: %s)\n", names, build.LogPath)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		switch err := build.Err(); {
+		case err == nil:
+			fmt.Fprintf(out, "built %s in %.0fs\n", names, build.Elapsed().Seconds())
+		case ctx.Err() == nil:
+			fmt.Fprintf(out, "FAILED to build %s after %.0fs: %v\nWhat needs it answers with that failure until it builds (make wasm, then restart). The end of %s:\n%s\n",
+				names, build.Elapsed().Seconds(), err, build.LogPath, build.LogTail(20))
+		}
+	}()
+	return build, done
 }

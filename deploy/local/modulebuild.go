@@ -1,0 +1,156 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// make run builds the Baseten trace parser behind the first answer (parquet-go and protobuf
+// are most of the WASM build's CPU): `build.sh --defer baseten_trace` lists it as pending in
+// the modules' manifest, the stack starts, and ModuleBuild builds it in the background. The
+// functions answer 503 for it meanwhile and load it when the manifest lists it (wasmhost).
+
+// PendingModules names the modules dir's manifest lists as pending (a build still to come)
+// with no error, in manifest order. A directory without a manifest has none.
+func PendingModules(dir string) ([]string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var m struct {
+		Pending []struct {
+			Name  string `json:"name"`
+			Error string `json:"error"`
+		} `json:"pending"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "manifest.json"), err)
+	}
+	var out []string
+	for _, p := range m.Pending {
+		if p.Error == "" {
+			out = append(out, p.Name)
+		}
+	}
+	return out, nil
+}
+
+// ModuleBuild is a background build of pending modules: the script (wasm-modules/build.sh)
+// run as `script DIR --only NAME...` in its own process group, its output in a log file.
+type ModuleBuild struct {
+	Modules []string
+	LogPath string
+	started time.Time
+	done    chan struct{}
+	err     error
+}
+
+// moduleBuildStopGrace is how long a build stopped by its context has to exit after SIGTERM
+// before its process group is killed.
+const moduleBuildStopGrace = 3 * time.Second
+
+// StartModuleBuild starts building modules into dir with script, logging to logPath; ctx
+// ending (Ctrl-C) stops the build and everything it started. Done and Err say how it ended.
+func StartModuleBuild(ctx context.Context, script, dir, logPath string, modules []string) (*ModuleBuild, error) {
+	if len(modules) == 0 {
+		return nil, errors.New("no modules to build")
+	}
+	if _, err := os.Stat(script); err != nil {
+		return nil, fmt.Errorf("the modules %s are pending in %s, but their build script is not here (%v): run `make wasm`", strings.Join(modules, ", "), dir, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return nil, err
+	}
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	args := []string{dir}
+	for _, m := range modules {
+		args = append(args, "--only", m)
+	}
+	cmd := exec.Command(script, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Its own group, so stopping it stops the go build and compiler processes under it too;
+	// SIGTERM if the stack dies without stopping it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("start %s: %w", script, err)
+	}
+	b := &ModuleBuild{Modules: modules, LogPath: logPath, started: time.Now(), done: make(chan struct{})}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	go func() {
+		defer close(b.done)
+		defer logFile.Close()
+		select {
+		case err := <-exited:
+			if err != nil {
+				b.err = fmt.Errorf("%s %s: %w", script, strings.Join(args, " "), err)
+			}
+			return
+		case <-ctx.Done():
+		}
+		pgid := cmd.Process.Pid
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(moduleBuildStopGrace):
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			<-exited
+		}
+		// Anything of the group still left (a compiler the script did not wait for) is killed,
+		// and Done waits until the group is gone (bounded: a process stuck in the kernel).
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		for deadline := time.Now().Add(moduleBuildStopGrace); syscall.Kill(-pgid, 0) == nil && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		b.err = fmt.Errorf("stopped: %w", ctx.Err())
+	}()
+	return b, nil
+}
+
+// Done is closed when the build has ended (and, if stopped, every process of it is gone).
+func (b *ModuleBuild) Done() <-chan struct{} { return b.done }
+
+// Err is why the build failed or stopped (nil: the modules are built); valid after Done.
+func (b *ModuleBuild) Err() error {
+	<-b.done
+	return b.err
+}
+
+// Elapsed is how long the build has run.
+func (b *ModuleBuild) Elapsed() time.Duration { return time.Since(b.started) }
+
+// LogTail is the last n lines of the build's log (what a failure prints).
+func (b *ModuleBuild) LogTail(n int) string {
+	f, err := os.Open(b.LogPath)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	const max = 16 << 10
+	if st, err := f.Stat(); err == nil && st.Size() > max {
+		_, _ = f.Seek(st.Size()-max, io.SeekStart)
+	}
+	raw, _ := io.ReadAll(io.LimitReader(f, max))
+	lines := bytes.Split(bytes.TrimRight(raw, "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
