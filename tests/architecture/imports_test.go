@@ -125,7 +125,7 @@ func TestLayersImportInOneDirection(t *testing.T) {
 
 // homes gives each third-party module the one package tree allowed to import it directly.
 var homes = map[string][]string{
-	"github.com/redis/go-redis/v9":        {"runtime/state/redisstore"},
+	"github.com/gomodule/redigo":          {"runtime/state/redisstore"},
 	"github.com/alicebob/miniredis/v2":    {"runtime/state/redisstore"},
 	"github.com/tetratelabs/wazero":       {"runtime/wasmhost"},
 	"github.com/valyala/fasthttp":         {"functions/inference-sim", "functions/inference-router"}, // the two data-plane servers: the simulator, and the router in front of it (its package doc argues why)

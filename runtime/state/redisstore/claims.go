@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gomodule/redigo/redis"
+
 	"github.com/lensfn/lensfn/runtime/state"
 )
 
@@ -38,8 +40,8 @@ func (s *Store) Claim(ctx context.Context, key string, owner state.ClaimOwner, p
 	if err := validateTTL("pending ttl", pendingTTL); err != nil {
 		return state.Claim{}, err
 	}
-	reply, err := claimScript.Run(ctx, s.rdb, []string{s.keys.claim(key)}, pendingTTL.Milliseconds(),
-		owner.Incarnation, owner.Instance).StringSlice()
+	reply, err := redis.Strings(s.eval(ctx, claimScript, []string{s.keys.claim(key)}, pendingTTL.Milliseconds(),
+		owner.Incarnation, owner.Instance))
 	if err != nil {
 		return state.Claim{}, fmt.Errorf("redisstore: claim %s: %w", key, err)
 	}
@@ -69,7 +71,7 @@ func (s *Store) RenewClaim(ctx context.Context, key string, owner state.ClaimOwn
 	if err := validateTTL("pending ttl", pendingTTL); err != nil {
 		return err
 	}
-	n, err := renewClaimScript.Run(ctx, s.rdb, []string{s.keys.claim(key)}, pendingTTL.Milliseconds(), pendingValue(owner)).Int()
+	n, err := redis.Int(s.eval(ctx, renewClaimScript, []string{s.keys.claim(key)}, pendingTTL.Milliseconds(), pendingValue(owner)))
 	if err != nil {
 		return fmt.Errorf("redisstore: renew claim %s: %w", key, err)
 	}
@@ -88,7 +90,7 @@ func (s *Store) CompleteClaim(ctx context.Context, key, result string, doneTTL t
 	if err := validateTTL("done ttl", doneTTL); err != nil {
 		return err
 	}
-	if err := s.rdb.Set(ctx, s.keys.claim(key), "d:"+result, doneTTL).Err(); err != nil {
+	if _, err := s.do(ctx, "SET", s.keys.claim(key), "d:"+result, "PX", doneTTL.Milliseconds()); err != nil {
 		return fmt.Errorf("redisstore: complete claim %s: %w", key, err)
 	}
 	return nil
@@ -104,7 +106,7 @@ func (s *Store) AbandonClaim(ctx context.Context, key string, owner state.ClaimO
 	if err := validateOwner(owner); err != nil {
 		return err
 	}
-	if err := abandonClaimScript.Run(ctx, s.rdb, []string{s.keys.claim(key)}, pendingValue(owner)).Err(); err != nil {
+	if _, err := s.eval(ctx, abandonClaimScript, []string{s.keys.claim(key)}, pendingValue(owner)); err != nil {
 		return fmt.Errorf("redisstore: abandon claim %s: %w", key, err)
 	}
 	return nil

@@ -1,4 +1,4 @@
-// Package redisstore implements the state.Store contract on Redis 7.0 (go-redis v9), and
+// Package redisstore implements the state.Store contract on Redis 7.0 (the redigo client), and
 // runs an embedded Redis-compatible server (miniredis) for the local stack and for tests.
 //
 // Keyspace (every key under one prefix carrying a hash tag, default "lens:{v1}:", so all keys
@@ -29,6 +29,14 @@
 // search over 100,000 unfiltered tasks holds Redis for ~0.1 s), then pages the cached matches.
 //
 // Every multi-key change is one Lua script that receives all its keys in KEYS; listings never
-// SCAN. Imports: runtime/state, go-redis and miniredis. This is the only package in the module
-// allowed to import those two.
+// SCAN.
+//
+// Connections come from one bounded pool (Options.PoolSize, default 10 per CPU): an exhausted pool
+// waits, up to the caller's deadline or 4 s; a command waits 3 s for its reply (less when its
+// context ends sooner), a blocking XREAD its BLOCK plus 10 s; a borrowed idle connection is
+// checked first (its socket, or a PING over TLS), so a restarted server costs no failed command.
+// Errors meaning Redis cannot be reached come back as state.ErrUnavailable.
+//
+// Imports: runtime/state, redigo and miniredis. This is the only package in the module allowed
+// to import those two.
 package redisstore

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gomodule/redigo/redis"
+
 	"github.com/lensfn/lensfn/runtime/state"
 )
 
@@ -30,8 +32,8 @@ func (s *Store) AcquireLease(ctx context.Context, name, owner string, ttl time.D
 	}
 	// The expiry is computed from the time before the request, so the holder's view errs early.
 	start := time.Now()
-	reply, err := acquireLeaseScript.Run(ctx, s.rdb, []string{s.keys.lease(name), s.keys.fence(name)},
-		owner, ttl.Milliseconds()).Slice()
+	reply, err := redis.Values(s.eval(ctx, acquireLeaseScript, []string{s.keys.lease(name), s.keys.fence(name)},
+		owner, ttl.Milliseconds()))
 	if err != nil {
 		return state.Lease{}, fmt.Errorf("redisstore: acquire lease %s: %w", name, err)
 	}
@@ -39,7 +41,7 @@ func (s *Store) AcquireLease(ctx context.Context, name, owner string, ttl time.D
 		return state.Lease{}, fmt.Errorf("redisstore: acquire lease %s: unexpected reply %v", name, reply)
 	}
 	if ok, _ := reply[0].(int64); ok != 1 {
-		return state.Lease{}, fmt.Errorf("%w: %s is held by %v", state.ErrLeaseHeld, name, reply[1])
+		return state.Lease{}, fmt.Errorf("%w: %s is held by %s", state.ErrLeaseHeld, name, text(reply[1]))
 	}
 	token, _ := reply[1].(int64)
 	return state.Lease{Name: name, Owner: owner, Token: token, ExpiresAt: start.Add(ttl)}, nil
@@ -55,8 +57,8 @@ func (s *Store) RenewLease(ctx context.Context, l state.Lease, ttl time.Duration
 		return state.Lease{}, err
 	}
 	start := time.Now()
-	ok, err := renewLeaseScript.Run(ctx, s.rdb, []string{s.keys.lease(l.Name)},
-		l.Owner, strconv.FormatInt(l.Token, 10), ttl.Milliseconds()).Int64()
+	ok, err := redis.Int64(s.eval(ctx, renewLeaseScript, []string{s.keys.lease(l.Name)},
+		l.Owner, strconv.FormatInt(l.Token, 10), ttl.Milliseconds()))
 	if err != nil {
 		return state.Lease{}, fmt.Errorf("redisstore: renew lease %s: %w", l.Name, err)
 	}
@@ -73,8 +75,8 @@ func (s *Store) ReleaseLease(ctx context.Context, l state.Lease) (err error) {
 	if err := state.ValidateKey("lease name", l.Name); err != nil {
 		return err
 	}
-	ok, err := releaseLeaseScript.Run(ctx, s.rdb, []string{s.keys.lease(l.Name)},
-		l.Owner, strconv.FormatInt(l.Token, 10)).Int64()
+	ok, err := redis.Int64(s.eval(ctx, releaseLeaseScript, []string{s.keys.lease(l.Name)},
+		l.Owner, strconv.FormatInt(l.Token, 10)))
 	if err != nil {
 		return fmt.Errorf("redisstore: release lease %s: %w", l.Name, err)
 	}
@@ -91,15 +93,19 @@ func (s *Store) LeaseHolder(ctx context.Context, name string) (l state.Lease, er
 		return state.Lease{}, err
 	}
 	start := time.Now()
-	pipe := s.rdb.TxPipeline()
-	fields := pipe.HMGet(ctx, s.keys.lease(name), "owner", "token")
-	pttl := pipe.PTTL(ctx, s.keys.lease(name))
-	if _, err := pipe.Exec(ctx); err != nil {
+	replies, err := s.transaction(ctx, []command{
+		{"HMGET", []any{s.keys.lease(name), "owner", "token"}},
+		{"PTTL", []any{s.keys.lease(name)}},
+	})
+	if err != nil {
 		return state.Lease{}, fmt.Errorf("redisstore: lease holder %s: %w", name, err)
 	}
-	vals := fields.Val()
-	owner, _ := vals[0].(string)
-	tokenText, _ := vals[1].(string)
+	vals, _ := replies[0].([]any)
+	pttl, _ := replies[1].(int64)
+	if len(vals) != 2 {
+		return state.Lease{}, fmt.Errorf("redisstore: lease holder %s: unexpected reply %v", name, replies[0])
+	}
+	owner, tokenText := text(vals[0]), text(vals[1])
 	if owner == "" {
 		return state.Lease{}, fmt.Errorf("%w: lease %s is free", state.ErrNotFound, name)
 	}
@@ -107,5 +113,7 @@ func (s *Store) LeaseHolder(ctx context.Context, name string) (l state.Lease, er
 	if err != nil {
 		return state.Lease{}, fmt.Errorf("redisstore: lease %s has a corrupt token %q", name, tokenText)
 	}
-	return state.Lease{Name: name, Owner: owner, Token: token, ExpiresAt: start.Add(pttl.Val())}, nil
+	// PTTL is -1 for a lease without expiry and -2 for one gone meanwhile: expires now.
+	remaining := time.Duration(max(pttl, 0)) * time.Millisecond
+	return state.Lease{Name: name, Owner: owner, Token: token, ExpiresAt: start.Add(remaining)}, nil
 }

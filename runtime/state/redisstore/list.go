@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/gomodule/redigo/redis"
 
 	"github.com/lensfn/lensfn/runtime/state"
 )
@@ -70,7 +70,7 @@ func (s *Store) List(ctx context.Context, q state.Query) (page state.Page, err e
 	}, sources...)
 	args := []any{mode, len(statuses), len(names), s.opts.ListCacheTTL.Milliseconds(), minScore, maxScore,
 		q.Offset, q.Limit, needle}
-	reply, err := listScript.Run(ctx, s.rdb, keys, args...).Slice()
+	reply, err := redis.Values(s.eval(ctx, listScript, keys, args...))
 	if err != nil {
 		return state.Page{}, fmt.Errorf("redisstore: list %s: %w", q.Kind, err)
 	}
@@ -128,11 +128,11 @@ func parseListReply(reply []any) (int, []string, error) {
 	raw, _ := reply[1].([]any)
 	ids := make([]string, 0, len(raw))
 	for _, v := range raw {
-		id, ok := v.(string)
+		id, ok := v.([]byte)
 		if !ok {
 			return 0, nil, fmt.Errorf("unexpected list id %T", v)
 		}
-		ids = append(ids, id)
+		ids = append(ids, string(id))
 	}
 	return int(total), ids, nil
 }
@@ -142,19 +142,20 @@ func (s *Store) fetch(ctx context.Context, kind string, ids []string) ([]state.R
 	if len(ids) == 0 {
 		return []state.Record{}, nil
 	}
-	cmds := make([]*redis.MapStringStringCmd, len(ids))
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range ids {
-			cmds[i] = p.HGetAll(ctx, s.keys.record(kind, id))
-		}
-		return nil
-	})
+	cmds := make([]command, len(ids))
+	for i, id := range ids {
+		cmds[i] = command{"HGETALL", []any{s.keys.record(kind, id)}}
+	}
+	replies, err := s.pipeline(ctx, cmds)
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: fetch %d %s records: %w", len(ids), kind, err)
 	}
 	out := make([]state.Record, 0, len(ids))
-	for _, cmd := range cmds {
-		h := cmd.Val()
+	for _, reply := range replies {
+		h, err := redis.StringMap(reply, nil)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: fetch %d %s records: %w", len(ids), kind, err)
+		}
 		if len(h) == 0 {
 			continue
 		}
@@ -173,25 +174,28 @@ func (s *Store) Counts(ctx context.Context, kind string) (counts map[string]int,
 	if err := state.ValidateName("kind", kind); err != nil {
 		return nil, err
 	}
-	statuses, err := s.rdb.SMembers(ctx, s.keys.statuses(kind)).Result()
+	statuses, err := redis.Strings(s.do(ctx, "SMEMBERS", s.keys.statuses(kind)))
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: counts %s: %w", kind, err)
 	}
-	cmds := make([]*redis.IntCmd, len(statuses))
-	if len(statuses) > 0 {
-		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, st := range statuses {
-				cmds[i] = p.ZCard(ctx, s.keys.status(kind, st))
-			}
-			return nil
-		})
+	counts = make(map[string]int, len(statuses))
+	if len(statuses) == 0 {
+		return counts, nil
+	}
+	cmds := make([]command, len(statuses))
+	for i, st := range statuses {
+		cmds[i] = command{"ZCARD", []any{s.keys.status(kind, st)}}
+	}
+	replies, err := s.pipeline(ctx, cmds)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: counts %s: %w", kind, err)
+	}
+	for i, st := range statuses {
+		n, err := redis.Int(replies[i], nil)
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: counts %s: %w", kind, err)
 		}
-	}
-	counts = make(map[string]int, len(statuses))
-	for i, st := range statuses {
-		counts[st] = int(cmds[i].Val())
+		counts[st] = n
 	}
 	return counts, nil
 }
@@ -207,21 +211,23 @@ func (s *Store) Facets(ctx context.Context, kind string, attrs ...string) (facet
 			return nil, err
 		}
 	}
-	cmds := make([]*redis.StringSliceCmd, len(attrs))
-	if len(attrs) > 0 {
-		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, a := range attrs {
-				cmds[i] = p.SMembers(ctx, s.keys.facet(kind, a))
-			}
-			return nil
-		})
+	facets = make(map[string][]string, len(attrs))
+	if len(attrs) == 0 {
+		return facets, nil
+	}
+	cmds := make([]command, len(attrs))
+	for i, a := range attrs {
+		cmds[i] = command{"SMEMBERS", []any{s.keys.facet(kind, a)}}
+	}
+	replies, err := s.pipeline(ctx, cmds)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: facets %s: %w", kind, err)
+	}
+	for i, a := range attrs {
+		values, err := redis.Strings(replies[i], nil)
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: facets %s: %w", kind, err)
 		}
-	}
-	facets = make(map[string][]string, len(attrs))
-	for i, a := range attrs {
-		values := cmds[i].Val()
 		sort.Strings(values)
 		if values == nil {
 			values = []string{}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/gomodule/redigo/redis"
 
 	"github.com/lensfn/lensfn/runtime/state"
 )
@@ -29,16 +29,12 @@ func (s *Store) AppendProgress(ctx context.Context, kind, id string, fields map[
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	values := make([]any, 0, 2*len(names))
+	args := make([]any, 0, 5+2*len(names))
+	args = append(args, s.keys.progress(kind, id), "MAXLEN", "~", s.opts.StreamMaxLen, "*")
 	for _, name := range names {
-		values = append(values, name, fields[name])
+		args = append(args, name, fields[name])
 	}
-	entryID, err = s.rdb.XAdd(ctx, &redis.XAddArgs{
-		Stream: s.keys.progress(kind, id),
-		MaxLen: s.opts.StreamMaxLen,
-		Approx: true,
-		Values: values,
-	}).Result()
+	entryID, err = redis.String(s.do(ctx, "XADD", args...))
 	if err != nil {
 		return "", fmt.Errorf("redisstore: append progress of %s %s: %w", kind, id, err)
 	}
@@ -60,29 +56,78 @@ func (s *Store) ReadProgress(ctx context.Context, kind, id, after string, count 
 	if !validStreamID(after) {
 		return nil, fmt.Errorf("%w: progress cursor %q is not a stream id (<ms>-<seq>)", state.ErrInvalid, after)
 	}
-	args := &redis.XReadArgs{
-		Streams: []string{s.keys.progress(kind, id), after},
-		Count:   int64(count),
-		Block:   -1, // go-redis sends no BLOCK for a negative value; 0 would block forever
-	}
+	args := []any{"COUNT", count}
 	if block > 0 {
-		args.Block = max(block, time.Millisecond)
+		args = append(args, "BLOCK", max(block, time.Millisecond).Milliseconds())
 	}
-	streams, err := s.rdb.XRead(ctx, args).Result()
-	if isNil(err) {
-		return []state.ProgressEntry{}, nil
-	}
+	args = append(args, "STREAMS", s.keys.progress(kind, id), after)
+	reply, err := s.readStream(ctx, block, args)
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: read progress of %s %s after %s: %w", kind, id, after, err)
 	}
-	entries = []state.ProgressEntry{}
+	entries, err = parseStreams(reply)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: read progress of %s %s after %s: %w", kind, id, after, err)
+	}
+	return entries, nil
+}
+
+// readStream runs XREAD on its own pooled connection. A blocking read waits for its reply up to
+// its BLOCK plus blockSlack (the default read timeout would cut it short), or until ctx's deadline.
+func (s *Store) readStream(ctx context.Context, block time.Duration, args []any) (any, error) {
+	if block <= 0 {
+		return s.do(ctx, "XREAD", args...)
+	}
+	c, err := s.conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	timeout := block + blockSlack
+	if dl, ok := ctx.Deadline(); ok {
+		if until := time.Until(dl); until <= 0 {
+			return nil, context.DeadlineExceeded
+		} else if until < timeout {
+			timeout = until
+		}
+	}
+	return redis.DoWithTimeout(c, timeout, "XREAD", args...)
+}
+
+// parseStreams reads an XREAD reply: nil when nothing came, else [[stream, [[id, [field,
+// value, ...]], ...]], ...].
+func parseStreams(reply any) ([]state.ProgressEntry, error) {
+	entries := []state.ProgressEntry{}
+	if reply == nil {
+		return entries, nil
+	}
+	streams, err := redis.Values(reply, nil)
+	if err != nil {
+		return nil, err
+	}
 	for _, st := range streams {
-		for _, m := range st.Messages {
-			fields := make(map[string]string, len(m.Values))
-			for k, v := range m.Values {
-				fields[k] = fmt.Sprint(v)
+		pair, err := redis.Values(st, nil)
+		if err != nil || len(pair) != 2 {
+			return nil, fmt.Errorf("unexpected stream reply %v", st)
+		}
+		messages, err := redis.Values(pair[1], nil)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range messages {
+			idAndFields, err := redis.Values(m, nil)
+			if err != nil || len(idAndFields) != 2 {
+				return nil, fmt.Errorf("unexpected stream entry %v", m)
 			}
-			entries = append(entries, state.ProgressEntry{ID: m.ID, Fields: fields})
+			id, err := redis.String(idAndFields[0], nil)
+			if err != nil {
+				return nil, err
+			}
+			fields, err := redis.StringMap(idAndFields[1], nil)
+			if err != nil {
+				return nil, err
+			}
+			entries = append(entries, state.ProgressEntry{ID: id, Fields: fields})
 		}
 	}
 	return entries, nil
@@ -110,7 +155,7 @@ func (s *Store) AppendLogs(ctx context.Context, kind, id string, lines ...string
 		args = append(args, l)
 	}
 	keys := []string{s.keys.logs(kind, id), s.keys.logsDropped(kind, id)}
-	if err := appendLogsScript.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
+	if _, err := s.eval(ctx, appendLogsScript, keys, args...); err != nil {
 		return fmt.Errorf("redisstore: append logs of %s %s: %w", kind, id, err)
 	}
 	return nil
@@ -122,17 +167,23 @@ func (s *Store) ReadLogs(ctx context.Context, kind, id string) (logs state.Logs,
 	if err := validateRef(kind, id); err != nil {
 		return state.Logs{}, err
 	}
-	pipe := s.rdb.TxPipeline()
-	lines := pipe.LRange(ctx, s.keys.logs(kind, id), 0, -1)
-	dropped := pipe.Get(ctx, s.keys.logsDropped(kind, id))
-	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
+	replies, err := s.transaction(ctx, []command{
+		{"LRANGE", []any{s.keys.logs(kind, id), 0, -1}},
+		{"GET", []any{s.keys.logsDropped(kind, id)}},
+	})
+	if err != nil {
 		return state.Logs{}, fmt.Errorf("redisstore: read logs of %s %s: %w", kind, id, err)
 	}
-	n, err := dropped.Int64()
-	if err != nil && !isNil(err) {
-		return state.Logs{}, fmt.Errorf("redisstore: read logs of %s %s: corrupt drop count: %w", kind, id, err)
+	out, err := redis.Strings(replies[0], nil)
+	if err != nil {
+		return state.Logs{}, fmt.Errorf("redisstore: read logs of %s %s: %w", kind, id, err)
 	}
-	out := lines.Val()
+	var n int64
+	if replies[1] != nil {
+		if n, err = redis.Int64(replies[1], nil); err != nil {
+			return state.Logs{}, fmt.Errorf("redisstore: read logs of %s %s: corrupt drop count: %w", kind, id, err)
+		}
+	}
 	if out == nil {
 		out = []string{}
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/gomodule/redigo/redis"
 
 	"github.com/lensfn/lensfn/runtime/state"
 )
@@ -21,7 +21,7 @@ func (s *Store) Create(ctx context.Context, r state.Record) (out state.Record, e
 	if err != nil {
 		return state.Record{}, err
 	}
-	if err := createScript.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
+	if _, err := s.eval(ctx, createScript, keys, args...); err != nil {
 		return state.Record{}, scriptError(err, r.Kind+" "+r.ID)
 	}
 	return r, nil
@@ -76,7 +76,7 @@ func (s *Store) Get(ctx context.Context, kind, id string) (r state.Record, err e
 
 // get reads a record without reporting to the observer (for use inside other operations).
 func (s *Store) get(ctx context.Context, kind, id string) (state.Record, error) {
-	h, err := s.rdb.HGetAll(ctx, s.keys.record(kind, id)).Result()
+	h, err := redis.StringMap(s.do(ctx, "HGETALL", s.keys.record(kind, id)))
 	if err != nil {
 		return state.Record{}, fmt.Errorf("redisstore: get %s %s: %w", kind, id, err)
 	}
@@ -167,7 +167,7 @@ func (s *Store) Update(ctx context.Context, r state.Record, opts state.UpdateOpt
 	for _, name := range sortedNames(next.Attrs) {
 		args = append(args, attrField+name, next.Attrs[name])
 	}
-	version, err := updateScript.Run(ctx, s.rdb, keys, args...).Int64()
+	version, err := redis.Int64(s.eval(ctx, updateScript, keys, args...))
 	if err != nil {
 		return state.Record{}, scriptError(err, what)
 	}
@@ -205,7 +205,8 @@ func (s *Store) Delete(ctx context.Context, kind, id string, opts state.DeleteOp
 			keys = append(keys, s.keys.attr(kind, name, cur.Attrs[name]), s.keys.facet(kind, name))
 			args = append(args, cur.Attrs[name])
 		}
-		err = scriptError(deleteScript.Run(ctx, s.rdb, keys, args...).Err(), what)
+		_, err = s.eval(ctx, deleteScript, keys, args...)
+		err = scriptError(err, what)
 		if err == nil || opts.Version != 0 || !errors.Is(err, state.ErrVersionConflict) {
 			return err
 		}
@@ -271,6 +272,3 @@ func decodeRecord(h map[string]string) (state.Record, error) {
 	}
 	return r, err
 }
-
-// isNil reports a missing key or empty reply.
-func isNil(err error) bool { return errors.Is(err, redis.Nil) }

@@ -1,8 +1,10 @@
 package redisstore
 
-import "github.com/redis/go-redis/v9"
+import "github.com/gomodule/redigo/redis"
 
-// Script errors are returned with redis.error_reply and mapped to state errors in errors.go.
+// Script errors are returned with redis.error_reply and mapped to state errors by scriptError.
+// Every script is made with key count -1 (most take a variable number of keys): Store.eval
+// passes the count first.
 // Scores are concatenated as strings (created_ms .. %03d) because Lua numbers print with 14
 // significant digits, which would round a 16-digit score.
 
@@ -14,7 +16,7 @@ import "github.com/redis/go-redis/v9"
 // ARGV: 1 id, 2 created_ms, 3 status, 4 search text, 5 attribute count n,
 //
 //	6..5+n attribute values (same order as the key pairs), then hash field/value pairs.
-var createScript = redis.NewScript(`
+var createScript = redis.NewScript(-1, `
 if redis.call('EXISTS', KEYS[1]) == 1 then return redis.error_reply('LENS_EXISTS') end
 local id = ARGV[1]
 local n = tonumber(ARGV[5])
@@ -43,7 +45,7 @@ return score
 //
 //	changes, 5 search text, 6 new status, 7 nRem, 8 nAdd, 9 nDel, then nRem values,
 //	nAdd values, nDel hash fields to delete, then hash field/value pairs to set.
-var updateScript = redis.NewScript(`
+var updateScript = redis.NewScript(-1, `
 local v = redis.call('HGET', KEYS[1], 'version')
 if not v then return redis.error_reply('LENS_NOTFOUND') end
 if v ~= ARGV[2] then return redis.error_reply('LENS_VERSION') end
@@ -91,7 +93,7 @@ return redis.call('HINCRBY', KEYS[1], 'version', 1)
 //	8 logs dropped, then one (attr index, facet set) pair per attribute.
 //
 // ARGV: 1 id, 2 expected version, 3 attribute count n, 4..3+n attribute values.
-var deleteScript = redis.NewScript(`
+var deleteScript = redis.NewScript(-1, `
 local v = redis.call('HGET', KEYS[1], 'version')
 if not v then return redis.error_reply('LENS_NOTFOUND') end
 if v ~= ARGV[2] then return redis.error_reply('LENS_VERSION') end
@@ -129,7 +131,7 @@ return 1
 // sets). Every index holds the same score for an id, so AGGREGATE MAX keeps the exact
 // created score (a weighted SUM would round). Pages are cut by rank, not by score: rank
 // ranges cost O(log N + page) at any depth and never skip members that share a score.
-var listScript = redis.NewScript(`
+var listScript = redis.NewScript(-1, `
 local ttl = tonumber(ARGV[4])
 local gen = redis.call('GET', KEYS[1]) or '0'
 local target = KEYS[2]
@@ -200,7 +202,7 @@ return {total, ids}
 // acquireLeaseScript takes a free lease (issuing the next fencing token) or extends one the
 // owner already holds. KEYS: 1 lease, 2 fence counter. ARGV: 1 owner, 2 ttl ms.
 // Returns {1, token} on success, {0, holder} when someone else holds it.
-var acquireLeaseScript = redis.NewScript(`
+var acquireLeaseScript = redis.NewScript(-1, `
 local holder = redis.call('HGET', KEYS[1], 'owner')
 if holder then
   if holder ~= ARGV[1] then return {0, holder} end
@@ -215,7 +217,7 @@ return {1, token}
 
 // renewLeaseScript extends the lease only for its holder. KEYS: 1 lease.
 // ARGV: 1 owner, 2 token, 3 ttl ms. Returns 1 when renewed, 0 when lost.
-var renewLeaseScript = redis.NewScript(`
+var renewLeaseScript = redis.NewScript(-1, `
 if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] and redis.call('HGET', KEYS[1], 'token') == ARGV[2] then
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
   return 1
@@ -225,7 +227,7 @@ return 0
 
 // releaseLeaseScript deletes the lease only for its holder (never a bare DEL).
 // KEYS: 1 lease. ARGV: 1 owner, 2 token. Returns 1 when released, 0 when lost.
-var releaseLeaseScript = redis.NewScript(`
+var releaseLeaseScript = redis.NewScript(-1, `
 if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] and redis.call('HGET', KEYS[1], 'token') == ARGV[2] then
   redis.call('DEL', KEYS[1])
   return 1
@@ -238,7 +240,7 @@ return 0
 // claimScript marks an unknown key pending for the owner (taking over one an earlier incarnation
 // of the same instance left), or reports what is there.
 // KEYS: 1 claim. ARGV: 1 pending ttl ms, 2 incarnation, 3 instance. Returns {state, result or holder}.
-var claimScript = redis.NewScript(`
+var claimScript = redis.NewScript(-1, `
 local v = redis.call('GET', KEYS[1])
 if v and string.sub(v, 1, 2) == 'p:' then
   local rest = string.sub(v, 3)
@@ -257,21 +259,21 @@ return {'done', string.sub(v, 3)}
 
 // renewClaimScript extends the owner's pending claim. KEYS: 1 claim. ARGV: 1 pending ttl ms,
 // 2 the pending value. Returns 1, or 0 when the owner no longer holds it.
-var renewClaimScript = redis.NewScript(`
+var renewClaimScript = redis.NewScript(-1, `
 if redis.call('GET', KEYS[1]) == ARGV[2] then return redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return 0
 `)
 
 // abandonClaimScript drops the owner's pending claim and leaves any other. KEYS: 1 claim.
 // ARGV: 1 the pending value.
-var abandonClaimScript = redis.NewScript(`
+var abandonClaimScript = redis.NewScript(-1, `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 `)
 
 // appendLogsScript appends lines and trims the list to the newest cap lines, counting drops.
 // KEYS: 1 logs, 2 dropped counter. ARGV: 1 cap, 2 lines already dropped by the caller, 3.. lines.
-var appendLogsScript = redis.NewScript(`
+var appendLogsScript = redis.NewScript(-1, `
 local cap = tonumber(ARGV[1])
 local dropped = tonumber(ARGV[2])
 local n = redis.call('RPUSH', KEYS[1], unpack(ARGV, 3))

@@ -5,16 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"net"
-	"net/url"
-	"os"
+	"runtime"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/gomodule/redigo/redis"
 
 	"github.com/lensfn/lensfn/runtime/state"
 )
@@ -33,7 +31,7 @@ type Options struct {
 	LogCap int
 	// ListCacheTTL is how long a combined filter set is kept for the next pages. Default 10s.
 	ListCacheTTL time.Duration
-	// PoolSize overrides the connection pool size (go-redis default: 10 per CPU).
+	// PoolSize overrides the connection pool size (default 10 per CPU, as go-redis had).
 	PoolSize int
 }
 
@@ -63,25 +61,14 @@ func (o Options) withDefaults() (Options, error) {
 
 // Store is the Redis implementation of state.Store. It is safe for concurrent use.
 type Store struct {
-	rdb  *redis.Client
-	keys keyspace
-	opts Options
+	pool   *redis.Pool
+	addr   string // host:port, for messages (never the URL: it may carry a password)
+	closed atomic.Bool
+	keys   keyspace
+	opts   Options
 }
 
 var _ state.Store = (*Store)(nil)
-
-// redisLogger is go-redis's logger minus its dial failures, which repeat for every operation
-// while the server is down: the store reports them as state.ErrUnavailable instead, and the
-// runtime logs an outage once.
-type redisLogger struct{ out *log.Logger }
-
-func (l redisLogger) Printf(_ context.Context, format string, v ...any) {
-	if msg := fmt.Sprintf(format, v...); !strings.Contains(msg, "failed to dial") {
-		l.out.Print(msg)
-	}
-}
-
-var quietDialsOnce sync.Once
 
 // Open connects to redisURL (redis://[user:password@]host:port/db or rediss://...), checks
 // the server answers and loads the scripts.
@@ -90,40 +77,51 @@ func Open(ctx context.Context, redisURL string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	quietDialsOnce.Do(func() { redis.SetLogger(redisLogger{log.New(os.Stderr, "redis: ", log.LstdFlags)}) })
-	ro, err := redis.ParseURL(redisURL)
+	ep, err := parseURL(redisURL)
 	if err != nil {
-		// url.Error repeats the whole URL, password included: report only the cause.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
 		return nil, fmt.Errorf("redisstore: invalid Redis URL: %w", err)
 	}
-	if opts.PoolSize > 0 {
-		ro.PoolSize = opts.PoolSize
+	size := opts.PoolSize
+	if size == 0 {
+		size = 10 * runtime.GOMAXPROCS(0)
 	}
-	rdb := redis.NewClient(ro)
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		_ = rdb.Close()
-		return nil, fmt.Errorf("redisstore: Redis at %s does not answer: %w", ro.Addr, err)
+	s := &Store{pool: newPool(ep, size), addr: ep.addr, keys: keyspace{prefix: opts.Prefix}, opts: opts}
+	if _, err := s.do(ctx, "PING"); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("redisstore: Redis at %s does not answer: %w", ep.addr, err)
 	}
-	for _, s := range allScripts {
-		if err := s.Load(ctx, rdb).Err(); err != nil {
-			_ = rdb.Close()
-			return nil, fmt.Errorf("redisstore: loading scripts into Redis at %s: %w", ro.Addr, err)
-		}
+	if err := s.loadScripts(ctx); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("redisstore: loading scripts into Redis at %s: %w", ep.addr, err)
 	}
-	return &Store{rdb: rdb, keys: keyspace{prefix: opts.Prefix}, opts: opts}, nil
+	return s, nil
 }
 
-// Close releases the connections.
-func (s *Store) Close() error { return s.rdb.Close() }
+func (s *Store) loadScripts(ctx context.Context) error {
+	c, err := s.conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	for _, script := range allScripts {
+		if err := script.Load(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close releases the connections; later operations fail (not as an outage).
+func (s *Store) Close() error {
+	s.closed.Store(true)
+	return s.pool.Close()
+}
 
 // Ping checks the server answers.
 func (s *Store) Ping(ctx context.Context) (err error) {
 	defer s.observe("ping", time.Now(), &err)
-	return s.rdb.Ping(ctx).Err()
+	_, err = s.do(ctx, "PING")
+	return err
 }
 
 // Incr increments the named counter.
@@ -132,7 +130,7 @@ func (s *Store) Incr(ctx context.Context, name string) (n int64, err error) {
 	if err := state.ValidateKey("counter name", name); err != nil {
 		return 0, err
 	}
-	return s.rdb.Incr(ctx, s.keys.counter(name)).Result()
+	return redis.Int64(s.do(ctx, "INCR", s.keys.counter(name)))
 }
 
 // observe runs after every operation: it marks errors that mean the server cannot be reached
@@ -155,11 +153,11 @@ func unreachable(err error) bool {
 	case errors.As(err, &redisErr):
 		msg := redisErr.Error()
 		return strings.HasPrefix(msg, "LOADING ") || strings.HasPrefix(msg, "MASTERDOWN ")
-	case errors.Is(err, redis.ErrClosed), errors.Is(err, context.Canceled):
+	case errors.Is(err, errStoreClosed), errors.Is(err, context.Canceled):
 		return false // our own shutdown or the caller gave up
 	case errors.As(err, &netErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
-		errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, context.DeadlineExceeded):
+		errors.Is(err, redis.ErrPoolExhausted), errors.Is(err, context.DeadlineExceeded):
 		return true
 	}
 	return false

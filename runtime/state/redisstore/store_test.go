@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/gomodule/redigo/redis"
 
 	"github.com/lensfn/lensfn/runtime/state"
 	"github.com/lensfn/lensfn/runtime/state/redisstore"
@@ -85,33 +85,29 @@ func openStore(t testing.TB, opts redisstore.Options) *redisstore.Store {
 
 // dropPrefix removes a test's keys. Only test cleanup scans; the store itself never does.
 func dropPrefix(url, prefix string) error {
-	ro, err := redis.ParseURL(url)
+	c, err := redis.DialURL(url)
 	if err != nil {
 		return err
 	}
-	rdb := redis.NewClient(ro)
-	defer rdb.Close()
-	ctx := context.Background()
-	iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-	var batch []string
-	for iter.Next(ctx) {
-		batch = append(batch, iter.Val())
-		if len(batch) == 1000 {
-			if err := rdb.Unlink(ctx, batch...).Err(); err != nil {
+	defer c.Close()
+	for cursor := "0"; ; {
+		reply, err := redis.Values(c.Do("SCAN", cursor, "MATCH", prefix+"*", "COUNT", 1000))
+		if err != nil {
+			return fmt.Errorf("cleanup of %s: %w", prefix, err)
+		}
+		var keys []any
+		if _, err := redis.Scan(reply, &cursor, &keys); err != nil {
+			return fmt.Errorf("cleanup of %s: %w", prefix, err)
+		}
+		if len(keys) > 0 {
+			if _, err := c.Do("UNLINK", keys...); err != nil {
 				return err
 			}
-			batch = batch[:0]
+		}
+		if cursor == "0" {
+			return nil
 		}
 	}
-	if len(batch) > 0 {
-		if err := rdb.Unlink(ctx, batch...).Err(); err != nil {
-			return err
-		}
-	}
-	if err := iter.Err(); err != nil {
-		return fmt.Errorf("cleanup of %s: %w", prefix, err)
-	}
-	return nil
 }
 
 func TestConformance(t *testing.T) {
@@ -294,13 +290,12 @@ func TestProgressCursorValidation(t *testing.T) {
 // listKeys returns the keys under a store's prefix (test inspection only).
 func listKeys(t *testing.T, url, prefix string) []string {
 	t.Helper()
-	ro, err := redis.ParseURL(url)
+	c, err := redis.DialURL(url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb := redis.NewClient(ro)
-	defer rdb.Close()
-	keys, err := rdb.Keys(context.Background(), prefix+"*").Result()
+	defer c.Close()
+	keys, err := redis.Strings(c.Do("KEYS", prefix+"*"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,313 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// Timeouts of one command, as go-redis's defaults were: a command waits at most readTimeout for
+// its reply (less when its context ends sooner), a blocking read its BLOCK plus blockSlack.
+const (
+	dialTimeout  = 5 * time.Second
+	readTimeout  = 3 * time.Second
+	writeTimeout = 3 * time.Second
+	blockSlack   = 10 * time.Second
+	// poolTimeout bounds the wait for a free connection when the caller's context does not.
+	poolTimeout = readTimeout + time.Second
+	// idleTimeout closes connections unused this long.
+	idleTimeout = 30 * time.Minute
+	// pingAfterIdle: a borrowed connection whose socket cannot be checked (TLS) is pinged
+	// first when it was idle this long, so a restarted server does not fail the first command.
+	pingAfterIdle = 2 * time.Second
+)
+
+// errStoreClosed is what operations return after Close: our own shutdown, not an outage.
+var errStoreClosed = errors.New("redisstore: the store is closed")
+
+// endpoint is what a Redis URL says: where to dial and how to log in.
+type endpoint struct {
+	addr     string // host:port, safe to show
+	username string
+	password string
+	db       int
+	tls      *tls.Config // nil for redis://
+}
+
+// parseURL reads redis://[user:password@]host:port/db or rediss://... (TLS). Its errors never
+// repeat the URL: it may carry a password.
+func parseURL(raw string) (endpoint, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url.Error repeats the whole URL, password included: report only the cause.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return endpoint{}, err
+	}
+	var ep endpoint
+	switch u.Scheme {
+	case "redis":
+	case "rediss":
+	default:
+		return endpoint{}, fmt.Errorf("scheme %q is not redis:// or rediss://", u.Scheme)
+	}
+	if u.Opaque != "" || u.RawQuery != "" || u.Fragment != "" {
+		return endpoint{}, errors.New("a Redis URL is redis://[user:password@]host:port/db, without query or fragment")
+	}
+	host, port, err := net.SplitHostPort(u.Host)
+	if err != nil {
+		host, port = u.Host, "6379" // no port given
+	}
+	if host == "" {
+		host = "localhost"
+	}
+	ep.addr = net.JoinHostPort(host, port)
+	if u.User != nil {
+		ep.username = u.User.Username()
+		ep.password, _ = u.User.Password()
+	}
+	if path := strings.TrimPrefix(u.Path, "/"); path != "" {
+		db, err := strconv.Atoi(path)
+		if err != nil || db < 0 {
+			return endpoint{}, fmt.Errorf("database %q is not a number", path)
+		}
+		ep.db = db
+	}
+	if u.Scheme == "rediss" {
+		ep.tls = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+	}
+	return ep, nil
+}
+
+// checkedConn is a pooled connection together with its socket, so a borrowed connection the
+// server has closed meanwhile (a restart) is noticed before a command is sent on it.
+type checkedConn struct {
+	redisConn
+	socket net.Conn // nil over TLS, whose records may be pending on an idle socket
+}
+
+type redisConn interface {
+	redis.ConnWithTimeout
+	redis.ConnWithContext
+}
+
+func newPool(ep endpoint, size int) *redis.Pool {
+	return &redis.Pool{
+		DialContext: func(ctx context.Context) (redis.Conn, error) { return dial(ctx, ep) },
+		TestOnBorrow: func(c redis.Conn, lastUsed time.Time) error {
+			if cc, ok := c.(*checkedConn); ok && cc.socket != nil {
+				if err := socketAlive(cc.socket); !errors.Is(err, errNoSocketCheck) {
+					return err
+				}
+			}
+			if time.Since(lastUsed) < pingAfterIdle {
+				return nil
+			}
+			_, err := c.Do("PING")
+			return err
+		},
+		MaxActive:   size,
+		MaxIdle:     size,
+		Wait:        true,
+		IdleTimeout: idleTimeout,
+	}
+}
+
+func dial(ctx context.Context, ep endpoint) (redis.Conn, error) {
+	// AUTH and SELECT follow ctx: bound it, or a server that accepts but never answers would
+	// hold the caller.
+	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	var socket net.Conn
+	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 5 * time.Minute}
+	opts := []redis.DialOption{
+		redis.DialContextFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dialer.DialContext(ctx, network, addr)
+			socket = c
+			return c, err
+		}),
+		redis.DialReadTimeout(readTimeout),
+		redis.DialWriteTimeout(writeTimeout),
+		redis.DialDatabase(ep.db),
+	}
+	if ep.password != "" {
+		opts = append(opts, redis.DialUsername(ep.username), redis.DialPassword(ep.password))
+	}
+	if ep.tls != nil {
+		opts = append(opts, redis.DialUseTLS(true), redis.DialTLSConfig(ep.tls), redis.DialTLSHandshakeTimeout(dialTimeout))
+	}
+	c, err := redis.DialContext(ctx, "tcp", ep.addr, opts...)
+	if err != nil {
+		return nil, err
+	}
+	rc, ok := c.(redisConn)
+	if !ok {
+		_ = c.Close()
+		return nil, errors.New("redisstore: the Redis connection does not take timeouts")
+	}
+	if ep.tls != nil {
+		socket = nil
+	}
+	return &checkedConn{redisConn: rc, socket: socket}, nil
+}
+
+// conn borrows a pooled connection; the caller closes it. An exhausted pool waits until ctx
+// ends, or poolTimeout when ctx has no sooner deadline.
+func (s *Store) conn(ctx context.Context) (redis.Conn, error) {
+	if s.closed.Load() {
+		return nil, errStoreClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > poolTimeout {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, poolTimeout)
+		defer cancel()
+	}
+	c, err := s.pool.GetContext(ctx)
+	if err != nil {
+		if s.closed.Load() {
+			return nil, errStoreClosed
+		}
+		return nil, fmt.Errorf("redisstore: no connection to Redis at %s: %w", s.addr, err)
+	}
+	return c, nil
+}
+
+// endsSoon says whether ctx ends before a command's default read timeout: then the command
+// follows ctx (redigo's DoContext, a goroutine per command), else the connection's own
+// timeouts bound it.
+func endsSoon(ctx context.Context) bool {
+	dl, ok := ctx.Deadline()
+	return ok && time.Until(dl) < readTimeout
+}
+
+// do runs one command on a pooled connection.
+func (s *Store) do(ctx context.Context, cmd string, args ...any) (any, error) {
+	c, err := s.conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	if endsSoon(ctx) {
+		return redis.DoContext(c, ctx, cmd, args...)
+	}
+	return c.Do(cmd, args...)
+}
+
+// eval runs a script with EVALSHA, falling back to EVAL when the server lost it (a restart).
+func (s *Store) eval(ctx context.Context, script *redis.Script, keys []string, args ...any) (any, error) {
+	c, err := s.conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	keysAndArgs := make([]any, 0, 1+len(keys)+len(args))
+	keysAndArgs = append(keysAndArgs, len(keys))
+	for _, k := range keys {
+		keysAndArgs = append(keysAndArgs, k)
+	}
+	keysAndArgs = append(keysAndArgs, args...)
+	if endsSoon(ctx) {
+		return script.DoContext(ctx, c, keysAndArgs...)
+	}
+	return script.Do(c, keysAndArgs...)
+}
+
+// command is one command of a pipeline.
+type command struct {
+	name string
+	args []any
+}
+
+// pipeline sends the commands on one connection in one write and returns their replies in
+// order; the first error reply is returned as the error.
+func (s *Store) pipeline(ctx context.Context, cmds []command) ([]any, error) {
+	c, err := s.conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	for _, cmd := range cmds {
+		if err := c.Send(cmd.name, cmd.args...); err != nil {
+			return nil, err
+		}
+	}
+	var reply any
+	if endsSoon(ctx) {
+		reply, err = redis.DoContext(c, ctx, "") // flush and read every pending reply
+	} else {
+		reply, err = c.Do("")
+	}
+	replies, _ := reply.([]any)
+	if err != nil {
+		return nil, err
+	}
+	if len(replies) != len(cmds) {
+		return nil, fmt.Errorf("redisstore: %d replies to a pipeline of %d commands", len(replies), len(cmds))
+	}
+	for _, r := range replies {
+		if e, ok := r.(redis.Error); ok {
+			return nil, e
+		}
+	}
+	return replies, nil
+}
+
+// transaction runs the commands in MULTI/EXEC and returns EXEC's replies.
+func (s *Store) transaction(ctx context.Context, cmds []command) ([]any, error) {
+	c, err := s.conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	if err := c.Send("MULTI"); err != nil {
+		return nil, err
+	}
+	for _, cmd := range cmds {
+		if err := c.Send(cmd.name, cmd.args...); err != nil {
+			return nil, err
+		}
+	}
+	var reply any
+	if endsSoon(ctx) {
+		reply, err = redis.DoContext(c, ctx, "EXEC")
+	} else {
+		reply, err = c.Do("EXEC")
+	}
+	replies, rerr := redis.Values(reply, err)
+	if rerr != nil {
+		return nil, rerr
+	}
+	if len(replies) != len(cmds) {
+		return nil, fmt.Errorf("redisstore: %d replies to a transaction of %d commands", len(replies), len(cmds))
+	}
+	for _, r := range replies {
+		if e, ok := r.(redis.Error); ok {
+			return nil, e
+		}
+	}
+	return replies, nil
+}
+
+// text is a bulk or status reply as a string ("" for nil or another type).
+func text(v any) string {
+	switch v := v.(type) {
+	case []byte:
+		return string(v)
+	case string:
+		return v
+	}
+	return ""
+}
