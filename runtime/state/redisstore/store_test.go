@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/lensfn/lensfn/runtime/state"
@@ -409,5 +410,160 @@ func TestListLeavesOutARecordThatChangedMeanwhile(t *testing.T) {
 	}
 	if len(p.Records) != 1 || p.Records[0].ID != "stays" || p.Total != 1 {
 		t.Fatalf("listed %d records (total %d): %+v; want only the one that still matches", len(p.Records), p.Total, p.Records)
+	}
+}
+
+// A server that lost the loaded scripts (a restart, SCRIPT FLUSH) still runs them: EVALSHA
+// falls back to EVAL on NOSCRIPT.
+func TestScriptsRunAfterTheServerLostThem(t *testing.T) {
+	s := openStore(t, redisstore.Options{})
+	ctx := context.Background()
+	c, err := redis.DialURL(redisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Do("SCRIPT", "FLUSH"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Create(ctx, state.Record{Kind: "task", ID: "a", Status: "queued"})
+	if err != nil {
+		t.Fatalf("create after SCRIPT FLUSH: %v", err)
+	}
+	if _, err := c.Do("SCRIPT", "FLUSH"); err != nil {
+		t.Fatal(err)
+	}
+	r.Status = "running"
+	if _, err := s.Update(ctx, r, state.UpdateOptions{}); err != nil {
+		t.Fatalf("update after SCRIPT FLUSH: %v", err)
+	}
+	if p, err := s.List(ctx, state.Query{Kind: "task", Status: []string{"running"}}); err != nil || p.Total != 1 {
+		t.Fatalf("list after SCRIPT FLUSH: %+v, %v", p, err)
+	}
+}
+
+// After the server restarts, the pool's idle connections are dead: the first command must not
+// be sent on one of them (it would fail as an outage although the server is back).
+func TestARestartedServerFailsNoCommand(t *testing.T) {
+	m := miniredis.NewMiniRedis()
+	if err := m.StartAddr("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ctx := context.Background()
+	s, err := redisstore.Open(ctx, "redis://"+m.Addr()+"/0", redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// Leave several idle connections in the pool.
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			if _, err := s.Get(ctx, "task", "x"); !errors.Is(err, state.ErrNotFound) {
+				t.Errorf("before the restart: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	m.Close()
+	if err := m.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		if _, err := s.Get(ctx, "task", "x"); !errors.Is(err, state.ErrNotFound) {
+			t.Fatalf("command %d after the restart: %v, want ErrNotFound", i, err)
+		}
+	}
+}
+
+// An exhausted pool makes a caller wait for a connection, up to the caller's deadline (then the
+// store is unavailable to it); a caller without a deadline gets the connection once it is free.
+func TestAnExhaustedPoolWaitsUpToTheDeadline(t *testing.T) {
+	s := openStore(t, redisstore.Options{PoolSize: 1})
+	ctx := context.Background()
+	held := make(chan error, 1)
+	go func() {
+		_, err := s.ReadProgress(ctx, "task", "a", "", 10, 1500*time.Millisecond)
+		held <- err
+	}()
+	// Wait until the blocking read holds the only connection.
+	for deadline := time.Now().Add(time.Second); ; {
+		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		_, err := s.Get(short, "task", "a")
+		cancel()
+		if errors.Is(err, state.ErrUnavailable) {
+			break
+		}
+		if !errors.Is(err, state.ErrNotFound) || time.Now().After(deadline) {
+			t.Fatalf("a caller with a 100 ms deadline on an exhausted pool: %v, want ErrUnavailable", err)
+		}
+	}
+	if _, err := s.AppendProgress(ctx, "task", "a", map[string]string{"pct": "1"}); err != nil {
+		t.Fatalf("a caller without a deadline did not get the connection once free: %v", err)
+	}
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A blocking progress read longer than a command's reply timeout (3 s) waits for its whole
+// BLOCK and returns the entry appended meanwhile.
+func TestABlockingReadOutlastsTheReplyTimeout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits 3.3 s")
+	}
+	s := openStore(t, redisstore.Options{})
+	ctx := context.Background()
+	got := make(chan []state.ProgressEntry, 1)
+	failed := make(chan error, 1)
+	go func() {
+		entries, err := s.ReadProgress(ctx, "task", "a", "0-0", 10, 5*time.Second)
+		if err != nil {
+			failed <- err
+			return
+		}
+		got <- entries
+	}()
+	time.Sleep(3300 * time.Millisecond) // past the reply timeout, within the BLOCK
+	if _, err := s.AppendProgress(ctx, "task", "a", map[string]string{"pct": "7"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-failed:
+		t.Fatalf("the blocking read: %v", err)
+	case entries := <-got:
+		if len(entries) != 1 || entries[0].Fields["pct"] != "7" {
+			t.Fatalf("the blocking read returned %+v", entries)
+		}
+	}
+}
+
+// A caller that gave up (context cancelled) is not an outage; a wrong password is refused
+// without repeating it.
+func TestCancelledCallerAndWrongPassword(t *testing.T) {
+	s := openStore(t, redisstore.Options{})
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.Get(cancelled, "task", "a"); !errors.Is(err, context.Canceled) || errors.Is(err, state.ErrUnavailable) {
+		t.Errorf("a cancelled caller: %v, want context.Canceled and no ErrUnavailable", err)
+	}
+
+	e, err := redisstore.StartEmbeddedWithPassword("pa55word")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	good, err := redisstore.Open(ctx, e.URL(), redisstore.Options{})
+	if err != nil {
+		t.Fatalf("the right password: %v", err)
+	}
+	defer good.Close()
+	if _, err := good.Incr(ctx, "n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := redisstore.Open(ctx, "redis://:wr0ngpass@"+e.Addr()+"/0", redisstore.Options{}); err == nil || strings.Contains(err.Error(), "wr0ngpass") {
+		t.Errorf("a wrong password: %v (must fail without repeating it)", err)
 	}
 }
