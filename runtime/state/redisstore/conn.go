@@ -93,7 +93,7 @@ func parseURL(raw string) (endpoint, error) {
 // server has closed meanwhile (a restart) is noticed before a command is sent on it.
 type checkedConn struct {
 	redisConn
-	socket net.Conn // nil over TLS, whose records may be pending on an idle socket
+	socket *socketCheck // nil over TLS, whose records may be pending on an idle socket
 }
 
 type redisConn interface {
@@ -101,12 +101,15 @@ type redisConn interface {
 	redis.ConnWithContext
 }
 
+// newPool makes the connection pool. It does not limit or wait itself (MaxActive 0): the Store's
+// slots do, because redigo bounds its wait only by a context, a timer per borrowed connection
+// when the caller's context has no deadline.
 func newPool(ep endpoint, size int) *redis.Pool {
 	return &redis.Pool{
 		DialContext: func(ctx context.Context) (redis.Conn, error) { return dial(ctx, ep) },
 		TestOnBorrow: func(c redis.Conn, lastUsed time.Time) error {
 			if cc, ok := c.(*checkedConn); ok && cc.socket != nil {
-				if err := socketAlive(cc.socket); !errors.Is(err, errNoSocketCheck) {
+				if err := cc.socket.alive(); !errors.Is(err, errNoSocketCheck) {
 					return err
 				}
 			}
@@ -116,9 +119,7 @@ func newPool(ep endpoint, size int) *redis.Pool {
 			_, err := c.Do("PING")
 			return err
 		},
-		MaxActive:   size,
 		MaxIdle:     size,
-		Wait:        true,
 		IdleTimeout: idleTimeout,
 	}
 }
@@ -155,14 +156,18 @@ func dial(ctx context.Context, ep endpoint) (redis.Conn, error) {
 		_ = c.Close()
 		return nil, errors.New("redisstore: the Redis connection does not take timeouts")
 	}
-	if ep.tls != nil {
-		socket = nil
+	cc := &checkedConn{redisConn: rc}
+	if ep.tls == nil {
+		cc.socket = newSocketCheck(socket)
 	}
-	return &checkedConn{redisConn: rc, socket: socket}, nil
+	return cc, nil
 }
 
-// conn borrows a pooled connection; the caller closes it. An exhausted pool waits until ctx
-// ends, or poolTimeout when ctx has no sooner deadline.
+// errPoolTimeout: every connection stayed busy for poolTimeout (an outage, as for go-redis).
+var errPoolTimeout = errors.New("redisstore: every connection to Redis stayed busy")
+
+// conn borrows a pooled connection; the caller gives it back with release. When all PoolSize
+// connections are out, it waits until ctx ends, or poolTimeout when ctx has no sooner deadline.
 func (s *Store) conn(ctx context.Context) (redis.Conn, error) {
 	if s.closed.Load() {
 		return nil, errStoreClosed
@@ -170,19 +175,41 @@ func (s *Store) conn(ctx context.Context) (redis.Conn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > poolTimeout {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, poolTimeout)
-		defer cancel()
+	select {
+	case s.slots <- struct{}{}:
+	default:
+		if err := s.waitSlot(ctx); err != nil {
+			return nil, err
+		}
 	}
 	c, err := s.pool.GetContext(ctx)
 	if err != nil {
+		<-s.slots
 		if s.closed.Load() {
 			return nil, errStoreClosed
 		}
 		return nil, fmt.Errorf("redisstore: no connection to Redis at %s: %w", s.addr, err)
 	}
 	return c, nil
+}
+
+func (s *Store) waitSlot(ctx context.Context) error {
+	wait := time.NewTimer(poolTimeout)
+	defer wait.Stop()
+	select {
+	case s.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("redisstore: waiting for a free connection to Redis at %s: %w", s.addr, ctx.Err())
+	case <-wait.C:
+		return fmt.Errorf("%w for %s (pool of %d)", errPoolTimeout, poolTimeout, cap(s.slots))
+	}
+}
+
+// release gives a borrowed connection back to the pool (closing it after a network error).
+func (s *Store) release(c redis.Conn) {
+	_ = c.Close()
+	<-s.slots
 }
 
 // endsSoon says whether ctx ends before a command's default read timeout: then the command
@@ -199,7 +226,7 @@ func (s *Store) do(ctx context.Context, cmd string, args ...any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
+	defer s.release(c)
 	if endsSoon(ctx) {
 		return redis.DoContext(c, ctx, cmd, args...)
 	}
@@ -212,17 +239,28 @@ func (s *Store) eval(ctx context.Context, script *redis.Script, keys []string, a
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
-	keysAndArgs := make([]any, 0, 1+len(keys)+len(args))
-	keysAndArgs = append(keysAndArgs, len(keys))
+	defer s.release(c)
+	// One slice for EVALSHA's arguments: the hash, the key count, keys, then args.
+	evalArgs := make([]any, 0, 2+len(keys)+len(args))
+	evalArgs = append(evalArgs, script.Hash(), len(keys))
 	for _, k := range keys {
-		keysAndArgs = append(keysAndArgs, k)
+		evalArgs = append(evalArgs, k)
 	}
-	keysAndArgs = append(keysAndArgs, args...)
+	evalArgs = append(evalArgs, args...)
+	var reply any
 	if endsSoon(ctx) {
-		return script.DoContext(ctx, c, keysAndArgs...)
+		reply, err = redis.DoContext(c, ctx, "EVALSHA", evalArgs...)
+	} else {
+		reply, err = c.Do("EVALSHA", evalArgs...)
 	}
-	return script.Do(c, keysAndArgs...)
+	if e, ok := err.(redis.Error); ok && strings.HasPrefix(string(e), "NOSCRIPT ") {
+		// redigo's Script sends EVAL when EVALSHA finds no script.
+		if endsSoon(ctx) {
+			return script.DoContext(ctx, c, evalArgs[1:]...)
+		}
+		return script.Do(c, evalArgs[1:]...)
+	}
+	return reply, err
 }
 
 // command is one command of a pipeline.
@@ -238,7 +276,7 @@ func (s *Store) pipeline(ctx context.Context, cmds []command) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
+	defer s.release(c)
 	for _, cmd := range cmds {
 		if err := c.Send(cmd.name, cmd.args...); err != nil {
 			return nil, err
@@ -271,7 +309,7 @@ func (s *Store) transaction(ctx context.Context, cmds []command) ([]any, error) 
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
+	defer s.release(c)
 	if err := c.Send("MULTI"); err != nil {
 		return nil, err
 	}

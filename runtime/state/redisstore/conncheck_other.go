@@ -9,5 +9,9 @@ import (
 
 var errNoSocketCheck = errors.New("redisstore: no socket check")
 
-// socketAlive cannot look at a socket here: the pool pings connections idle for a while instead.
-func socketAlive(net.Conn) error { return errNoSocketCheck }
+// socketCheck cannot look at a socket here: the pool pings connections idle for a while instead.
+type socketCheck struct{}
+
+func newSocketCheck(net.Conn) *socketCheck { return nil }
+
+func (*socketCheck) alive() error { return errNoSocketCheck }

@@ -152,18 +152,13 @@ func (s *Store) fetch(ctx context.Context, kind string, ids []string) ([]state.R
 	}
 	out := make([]state.Record, 0, len(ids))
 	for _, reply := range replies {
-		h, err := redis.StringMap(reply, nil)
+		r, found, err := decodeRecord(reply)
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: fetch %d %s records: %w", len(ids), kind, err)
 		}
-		if len(h) == 0 {
-			continue
+		if found {
+			out = append(out, r)
 		}
-		r, err := decodeRecord(h)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
 	}
 	return out, nil
 }

@@ -82,7 +82,7 @@ func (s *Store) readStream(ctx context.Context, block time.Duration, args []any)
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
+	defer s.release(c)
 	timeout := block + blockSlack
 	if dl, ok := ctx.Deadline(); ok {
 		if until := time.Until(dl); until <= 0 {

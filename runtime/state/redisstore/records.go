@@ -76,14 +76,15 @@ func (s *Store) Get(ctx context.Context, kind, id string) (r state.Record, err e
 
 // get reads a record without reporting to the observer (for use inside other operations).
 func (s *Store) get(ctx context.Context, kind, id string) (state.Record, error) {
-	h, err := redis.StringMap(s.do(ctx, "HGETALL", s.keys.record(kind, id)))
+	reply, err := s.do(ctx, "HGETALL", s.keys.record(kind, id))
 	if err != nil {
 		return state.Record{}, fmt.Errorf("redisstore: get %s %s: %w", kind, id, err)
 	}
-	if len(h) == 0 {
-		return state.Record{}, fmt.Errorf("%w: %s %s", state.ErrNotFound, kind, id)
+	r, found, err := decodeRecord(reply)
+	if err == nil && !found {
+		err = fmt.Errorf("%w: %s %s", state.ErrNotFound, kind, id)
 	}
-	return decodeRecord(h)
+	return r, err
 }
 
 // Update rewrites the record at r.Version and moves its index entries.
@@ -242,33 +243,61 @@ func sortedNames(attrs map[string]string) []string {
 	return names
 }
 
-func decodeRecord(h map[string]string) (state.Record, error) {
-	r := state.Record{
-		Kind:   h[fieldKind],
-		ID:     h[fieldID],
-		Status: h[fieldStatus],
-		Search: h[fieldSearch],
-		Attrs:  map[string]string{},
+// decodeRecord reads a record from its HGETALL reply (field, value, ...) as redigo returns it,
+// without an intermediate map: found is false when the record does not exist.
+func decodeRecord(reply any) (r state.Record, found bool, err error) {
+	flat, err := redis.Values(reply, nil)
+	if err != nil {
+		return state.Record{}, false, err
 	}
-	if doc, ok := h[fieldDoc]; ok && doc != "" {
-		r.Doc = []byte(doc)
+	if len(flat) == 0 {
+		return state.Record{}, false, nil
 	}
-	var err error
-	parse := func(field string) int64 {
-		n, perr := strconv.ParseInt(h[field], 10, 64)
+	if len(flat)%2 != 0 {
+		return state.Record{}, false, fmt.Errorf("redisstore: a record reply of %d elements", len(flat))
+	}
+	r.Attrs = map[string]string{}
+	var version, created, updated, fence []byte
+	for i := 0; i < len(flat); i += 2 {
+		field, _ := flat[i].([]byte)
+		value, _ := flat[i+1].([]byte)
+		switch string(field) {
+		case fieldKind:
+			r.Kind = string(value)
+		case fieldID:
+			r.ID = string(value)
+		case fieldStatus:
+			r.Status = string(value)
+		case fieldSearch:
+			r.Search = string(value)
+		case fieldDoc:
+			if len(value) > 0 {
+				r.Doc = value // redigo allocates every reply afresh
+			}
+		case fieldVersion:
+			version = value
+		case fieldCreatedMS:
+			created = value
+		case fieldUpdatedMS:
+			updated = value
+		case fieldFence:
+			fence = value
+		default:
+			if name, ok := strings.CutPrefix(string(field), attrField); ok {
+				r.Attrs[name] = string(value)
+			}
+		}
+	}
+	parse := func(field string, raw []byte) int64 {
+		n, perr := strconv.ParseInt(string(raw), 10, 64)
 		if perr != nil && err == nil {
-			err = fmt.Errorf("redisstore: record %s %s has a corrupt %s field %q", r.Kind, r.ID, field, h[field])
+			err = fmt.Errorf("redisstore: record %s %s has a corrupt %s field %q", r.Kind, r.ID, field, raw)
 		}
 		return n
 	}
-	r.Version = parse(fieldVersion)
-	r.CreatedAt = time.UnixMilli(parse(fieldCreatedMS)).UTC()
-	r.UpdatedAt = time.UnixMilli(parse(fieldUpdatedMS)).UTC()
-	r.Fence = parse(fieldFence)
-	for field, value := range h {
-		if name, ok := strings.CutPrefix(field, attrField); ok {
-			r.Attrs[name] = value
-		}
-	}
-	return r, err
+	r.Version = parse(fieldVersion, version)
+	r.CreatedAt = time.UnixMilli(parse(fieldCreatedMS, created)).UTC()
+	r.UpdatedAt = time.UnixMilli(parse(fieldUpdatedMS, updated)).UTC()
+	r.Fence = parse(fieldFence, fence)
+	return r, true, err
 }

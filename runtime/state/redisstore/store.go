@@ -62,7 +62,8 @@ func (o Options) withDefaults() (Options, error) {
 // Store is the Redis implementation of state.Store. It is safe for concurrent use.
 type Store struct {
 	pool   *redis.Pool
-	addr   string // host:port, for messages (never the URL: it may carry a password)
+	slots  chan struct{} // one per connection that may be out of the pool at a time
+	addr   string        // host:port, for messages (never the URL: it may carry a password)
 	closed atomic.Bool
 	keys   keyspace
 	opts   Options
@@ -85,7 +86,7 @@ func Open(ctx context.Context, redisURL string, opts Options) (*Store, error) {
 	if size == 0 {
 		size = 10 * runtime.GOMAXPROCS(0)
 	}
-	s := &Store{pool: newPool(ep, size), addr: ep.addr, keys: keyspace{prefix: opts.Prefix}, opts: opts}
+	s := &Store{pool: newPool(ep, size), slots: make(chan struct{}, size), addr: ep.addr, keys: keyspace{prefix: opts.Prefix}, opts: opts}
 	if _, err := s.do(ctx, "PING"); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("redisstore: Redis at %s does not answer: %w", ep.addr, err)
@@ -102,7 +103,7 @@ func (s *Store) loadScripts(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer s.release(c)
 	for _, script := range allScripts {
 		if err := script.Load(c); err != nil {
 			return err
@@ -157,7 +158,7 @@ func unreachable(err error) bool {
 		return false // our own shutdown or the caller gave up
 	case errors.As(err, &netErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
-		errors.Is(err, redis.ErrPoolExhausted), errors.Is(err, context.DeadlineExceeded):
+		errors.Is(err, errPoolTimeout), errors.Is(err, context.DeadlineExceeded):
 		return true
 	}
 	return false
