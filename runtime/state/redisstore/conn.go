@@ -272,46 +272,26 @@ type command struct {
 // pipeline sends the commands on one connection in one write and returns their replies in
 // order; the first error reply is returned as the error.
 func (s *Store) pipeline(ctx context.Context, cmds []command) ([]any, error) {
-	c, err := s.conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer s.release(c)
-	for _, cmd := range cmds {
-		if err := c.Send(cmd.name, cmd.args...); err != nil {
-			return nil, err
-		}
-	}
-	var reply any
-	if endsSoon(ctx) {
-		reply, err = redis.DoContext(c, ctx, "") // flush and read every pending reply
-	} else {
-		reply, err = c.Do("")
-	}
-	replies, _ := reply.([]any)
-	if err != nil {
-		return nil, err
-	}
-	if len(replies) != len(cmds) {
-		return nil, fmt.Errorf("redisstore: %d replies to a pipeline of %d commands", len(replies), len(cmds))
-	}
-	for _, r := range replies {
-		if e, ok := r.(redis.Error); ok {
-			return nil, e
-		}
-	}
-	return replies, nil
+	return s.batch(ctx, cmds, false)
 }
 
 // transaction runs the commands in MULTI/EXEC and returns EXEC's replies.
 func (s *Store) transaction(ctx context.Context, cmds []command) ([]any, error) {
+	return s.batch(ctx, cmds, true)
+}
+
+func (s *Store) batch(ctx context.Context, cmds []command, atomic bool) ([]any, error) {
 	c, err := s.conn(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer s.release(c)
-	if err := c.Send("MULTI"); err != nil {
-		return nil, err
+	final := "" // Do("") flushes and reads every pending reply
+	if atomic {
+		final = "EXEC" // Do("EXEC") returns EXEC's reply, the first error reply before it as err
+		if err := c.Send("MULTI"); err != nil {
+			return nil, err
+		}
 	}
 	for _, cmd := range cmds {
 		if err := c.Send(cmd.name, cmd.args...); err != nil {
@@ -320,16 +300,16 @@ func (s *Store) transaction(ctx context.Context, cmds []command) ([]any, error) 
 	}
 	var reply any
 	if endsSoon(ctx) {
-		reply, err = redis.DoContext(c, ctx, "EXEC")
+		reply, err = redis.DoContext(c, ctx, final)
 	} else {
-		reply, err = c.Do("EXEC")
+		reply, err = c.Do(final)
 	}
-	replies, rerr := redis.Values(reply, err)
-	if rerr != nil {
-		return nil, rerr
+	replies, err := redis.Values(reply, err)
+	if err != nil {
+		return nil, err
 	}
 	if len(replies) != len(cmds) {
-		return nil, fmt.Errorf("redisstore: %d replies to a transaction of %d commands", len(replies), len(cmds))
+		return nil, fmt.Errorf("redisstore: %d replies to %d commands", len(replies), len(cmds))
 	}
 	for _, r := range replies {
 		if e, ok := r.(redis.Error); ok {

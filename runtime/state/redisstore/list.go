@@ -142,11 +142,11 @@ func (s *Store) fetch(ctx context.Context, kind string, ids []string) ([]state.R
 	if len(ids) == 0 {
 		return []state.Record{}, nil
 	}
-	cmds := make([]command, len(ids))
+	keys := make([]string, len(ids))
 	for i, id := range ids {
-		cmds[i] = command{"HGETALL", []any{s.keys.record(kind, id)}}
+		keys[i] = s.keys.record(kind, id)
 	}
-	replies, err := s.pipeline(ctx, cmds)
+	replies, err := s.eachKey(ctx, "HGETALL", keys)
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: fetch %d %s records: %w", len(ids), kind, err)
 	}
@@ -177,11 +177,11 @@ func (s *Store) Counts(ctx context.Context, kind string) (counts map[string]int,
 	if len(statuses) == 0 {
 		return counts, nil
 	}
-	cmds := make([]command, len(statuses))
+	keys := make([]string, len(statuses))
 	for i, st := range statuses {
-		cmds[i] = command{"ZCARD", []any{s.keys.status(kind, st)}}
+		keys[i] = s.keys.status(kind, st)
 	}
-	replies, err := s.pipeline(ctx, cmds)
+	replies, err := s.eachKey(ctx, "ZCARD", keys)
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: counts %s: %w", kind, err)
 	}
@@ -210,11 +210,11 @@ func (s *Store) Facets(ctx context.Context, kind string, attrs ...string) (facet
 	if len(attrs) == 0 {
 		return facets, nil
 	}
-	cmds := make([]command, len(attrs))
+	keys := make([]string, len(attrs))
 	for i, a := range attrs {
-		cmds[i] = command{"SMEMBERS", []any{s.keys.facet(kind, a)}}
+		keys[i] = s.keys.facet(kind, a)
 	}
-	replies, err := s.pipeline(ctx, cmds)
+	replies, err := s.eachKey(ctx, "SMEMBERS", keys)
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: facets %s: %w", kind, err)
 	}
@@ -230,6 +230,15 @@ func (s *Store) Facets(ctx context.Context, kind string, attrs ...string) (facet
 		facets[a] = values
 	}
 	return facets, nil
+}
+
+// eachKey runs a one-key read command for every key in one pipeline.
+func (s *Store) eachKey(ctx context.Context, cmd string, keys []string) ([]any, error) {
+	cmds := make([]command, len(keys))
+	for i, k := range keys {
+		cmds[i] = command{cmd, []any{k}}
+	}
+	return s.pipeline(ctx, cmds)
 }
 
 func compactSorted(s []string) []string {
