@@ -539,9 +539,9 @@ func TestABlockingReadOutlastsTheReplyTimeout(t *testing.T) {
 	}
 }
 
-// A caller that gave up (context cancelled) is not an outage; a wrong password is refused
-// without repeating it.
-func TestCancelledCallerAndWrongPassword(t *testing.T) {
+// A caller that gave up (context cancelled) and a store closed by its owner are not outages; a
+// wrong password is refused without repeating it.
+func TestCancelledCallerClosedStoreAndWrongPassword(t *testing.T) {
 	s := openStore(t, redisstore.Options{})
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -565,5 +565,9 @@ func TestCancelledCallerAndWrongPassword(t *testing.T) {
 	}
 	if _, err := redisstore.Open(ctx, "redis://:wr0ngpass@"+e.Addr()+"/0", redisstore.Options{}); err == nil || strings.Contains(err.Error(), "wr0ngpass") {
 		t.Errorf("a wrong password: %v (must fail without repeating it)", err)
+	}
+	_ = good.Close()
+	if _, err := good.Incr(ctx, "n"); err == nil || errors.Is(err, state.ErrUnavailable) {
+		t.Errorf("a closed store: %v, want an error that is not ErrUnavailable", err)
 	}
 }
