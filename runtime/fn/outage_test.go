@@ -68,7 +68,7 @@ func TestStoreOutageIs503EverywhereAndLoggedOnce(t *testing.T) {
 		t.Fatalf("an event during the outage: %d, want 503 (redelivered)", resp.StatusCode)
 	}
 	store.Restore()
-	// The client probes the server again about once a second after a run of failed dials.
+	// The store dials again on the next command once the server is back.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		resp, body := do(t, "GET", srv.URL+"/api/things/1", "", nil)
 		if resp.StatusCode == 200 {

@@ -14,8 +14,8 @@ import (
 	"github.com/gomodule/redigo/redis"
 )
 
-// Timeouts of one command, as go-redis's defaults were: a command waits at most readTimeout for
-// its reply (less when its context ends sooner), a blocking read its BLOCK plus blockSlack.
+// Timeouts of one command: it waits at most readTimeout for its reply (less when its context
+// ends sooner), a blocking read its BLOCK plus blockSlack.
 const (
 	dialTimeout  = 5 * time.Second
 	readTimeout  = 3 * time.Second
@@ -163,7 +163,7 @@ func dial(ctx context.Context, ep endpoint) (redis.Conn, error) {
 	return cc, nil
 }
 
-// errPoolTimeout: every connection stayed busy for poolTimeout (an outage, as for go-redis).
+// errPoolTimeout: every connection stayed busy for poolTimeout (an outage).
 var errPoolTimeout = errors.New("redisstore: every connection to Redis stayed busy")
 
 // conn borrows a pooled connection; the caller gives it back with release. When all PoolSize

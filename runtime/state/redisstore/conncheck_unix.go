@@ -15,8 +15,8 @@ var errUnexpectedRead = errors.New("redisstore: unexpected data on an idle conne
 // errNoSocketCheck: the socket cannot be checked (not a plain TCP socket).
 var errNoSocketCheck = errors.New("redisstore: no socket check")
 
-// socketCheck looks, without blocking, at an idle connection's socket (go-redis's check on every
-// borrowed connection): a read that would block means alive, EOF means the server closed it,
+// socketCheck looks, without blocking, at an idle connection's socket before it is lent out
+// again: a read that would block means alive, EOF means the server closed it,
 // data means the connection is out of step. Made once per connection (the raw connection and the
 // read callback would otherwise be allocated on every borrow); used by one borrower at a time.
 type socketCheck struct {

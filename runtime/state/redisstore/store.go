@@ -31,7 +31,7 @@ type Options struct {
 	LogCap int
 	// ListCacheTTL is how long a combined filter set is kept for the next pages. Default 10s.
 	ListCacheTTL time.Duration
-	// PoolSize overrides the connection pool size (default 10 per CPU, as go-redis had).
+	// PoolSize overrides the connection pool size (default 10 per CPU).
 	PoolSize int
 }
 
