@@ -92,15 +92,19 @@ func testClaimExpiry(t *testing.T, s state.Store) {
 	if c, _ := s.Claim(ctx, "crash", other, 150*time.Millisecond); c.State != state.ClaimNew {
 		t.Fatalf("first claim %v", c.State)
 	}
-	if c, _ := s.Claim(ctx, "kept", other, 300*time.Millisecond); c.State != state.ClaimNew {
+	// "kept" is renewed every 100 ms for 800 ms, past its 600 ms TTL: it expires only if one
+	// renewal comes 600 ms late (a host that stalls the test that long), where a 300 ms TTL
+	// failed under load.
+	const keptTTL = 600 * time.Millisecond
+	if c, _ := s.Claim(ctx, "kept", other, keptTTL); c.State != state.ClaimNew {
 		t.Fatalf("first claim %v", c.State)
 	}
 	if err := s.CompleteClaim(ctx, "done", "r", 150*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	for range 4 {
+	for range 8 {
 		time.Sleep(100 * time.Millisecond)
-		if err := s.RenewClaim(ctx, "kept", other, 300*time.Millisecond); err != nil {
+		if err := s.RenewClaim(ctx, "kept", other, keptTTL); err != nil {
 			t.Fatal(err)
 		}
 	}
