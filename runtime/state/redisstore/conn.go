@@ -47,12 +47,9 @@ type endpoint struct {
 func parseURL(raw string) (endpoint, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		// url.Error repeats the whole URL, password included: report only the cause.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return endpoint{}, err
+		// Neither url.Error (the whole URL) nor its cause ("invalid port \":ab\" after host" for a
+		// password with an unescaped '?' or '/') may be shown: both can carry the password.
+		return endpoint{}, errors.New("not a valid URL (percent-encode any '/', '?', '#' or '@' in the password)")
 	}
 	var ep endpoint
 	switch u.Scheme {
@@ -64,9 +61,9 @@ func parseURL(raw string) (endpoint, error) {
 	if u.Opaque != "" || u.RawQuery != "" || u.Fragment != "" {
 		return endpoint{}, errors.New("a Redis URL is redis://[user:password@]host:port/db, without query or fragment")
 	}
-	host, port, err := net.SplitHostPort(u.Host)
-	if err != nil {
-		host, port = u.Host, "6379" // no port given
+	host, port := u.Hostname(), u.Port() // Hostname drops an IPv6 literal's brackets
+	if port == "" {
+		port = "6379"
 	}
 	if host == "" {
 		host = "localhost"
