@@ -47,8 +47,7 @@ func (p *gcPacer) paceGC(headroom int64) (release func()) {
 	defer p.mu.Unlock()
 	mine := &headroom
 	if len(p.runs) == 0 {
-		p.base = debug.SetGCPercent(100)
-		debug.SetGCPercent(p.base)
+		p.base = gcPercent()
 		if p.base < 0 { // GOGC=off: nothing to pace
 			return func() {}
 		}
@@ -99,7 +98,9 @@ func (p *gcPacer) adjustLocked() {
 	}
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	metrics.Read(sample)
-	live := int64(1 << 20)
+	// At least the runtime's 4 MiB minimum heap, which it scales by the percent: a smaller floor
+	// would give a nearly empty heap several times the headroom asked for.
+	live := int64(4 << 20)
 	if sample[0].Value.Kind() == metrics.KindUint64 {
 		live = max(live, int64(min(sample[0].Value.Uint64(), math.MaxInt64)))
 	}
@@ -108,4 +109,20 @@ func (p *gcPacer) adjustLocked() {
 		debug.SetGCPercent(want)
 		p.current = want
 	}
+}
+
+// gcPercent is the GC percent in force (-1 for GOGC=off), read without changing it: setting it
+// to read it back would turn a GOGC=off process's collector on for a moment.
+func gcPercent() int {
+	sample := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 {
+		p := debug.SetGCPercent(100) // a runtime without the metric
+		debug.SetGCPercent(p)
+		return p
+	}
+	if v := sample[0].Value.Uint64(); v <= math.MaxInt32 {
+		return int(v)
+	}
+	return -1 // the runtime stores off (-1) as an int64, which the metric reads as a huge uint64
 }
