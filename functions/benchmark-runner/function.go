@@ -297,6 +297,15 @@ func (r *Runner) reapLost(ctx context.Context) error {
 			r.runs.Logf(ctx, run.ID(), "%s: %s", to, msg)
 			r.log.Warnw("ended a run whose runner was lost", "run", run.ID(), "owner", owner, "status", to)
 			r.announce(ctx, ended)
+			continue
+		}
+		// Not ended here: if it is still active (its status moved on meanwhile, a cancel say),
+		// it still holds its deployment, so take back the use released above; a run that ended
+		// meanwhile released its own.
+		if now, gerr := r.runs.Load(ctx, run.ID()); gerr == nil && evalrun.Active(now.Status()) {
+			if aerr := r.uses.AcquireUse(ctx, run.String("deployment_execution_id"), run.ID()); aerr != nil {
+				r.log.Warnw("could not take back the use of a run left active", "run", run.ID(), "error", aerr)
+			}
 		}
 	}
 	return nil

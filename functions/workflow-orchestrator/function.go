@@ -281,8 +281,14 @@ func (o *Orchestrator) retryCleanupLater(id string) {
 	}
 	o.retries.Add(1)
 	o.lifeMu.Unlock()
+	// The timer and the hook on ctx each stop the other, so neither outlives the retry (a hook
+	// left registered per failed cleanup would pile up on Run's context).
+	var stopHook func() bool
+	ready := make(chan struct{})
 	timer := time.AfterFunc(o.settings.ResendAfter, func() {
 		defer o.retries.Done()
+		<-ready
+		stopHook()
 		if ctx.Err() != nil {
 			return
 		}
@@ -290,11 +296,12 @@ func (o *Orchestrator) retryCleanupLater(id string) {
 			o.deps.Log.Warnw("retrying a failed cleanup failed; the sweep repeats it", "workflow", id, "error", err)
 		}
 	})
-	context.AfterFunc(ctx, func() {
+	stopHook = context.AfterFunc(ctx, func() {
 		if timer.Stop() {
 			o.retries.Done()
 		}
 	})
+	close(ready)
 }
 
 func (o *Orchestrator) onDeploymentCleaned(ctx context.Context, e cloudevent.Event) error {
