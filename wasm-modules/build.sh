@@ -177,6 +177,12 @@ for b in "${builtins[@]}"; do
 	read -r name kind _ <<<"$b"
 	if current "$name"; then
 		modules+="$name $kind $name.wasm"$'\n'
+	elif [ ${#only[@]} -gt 0 ] && ! listed "$name" "${only[@]}" && [ -f "$out/$name.wasm" ]; then
+		# Built earlier, by the run that deferred this one, from sources that changed since
+		# (an edit or a checkout during the background build): --only was not asked to build
+		# it, so it stays as built (its sha256 from its file) rather than turning pending with
+		# no build to come; `make wasm` rebuilds it.
+		modules+="$name $kind $name.wasm"$'\n'
 	elif [ ${#failed[@]} -gt 0 ] && listed "$name" "${failed[@]}"; then
 		pending+="$name $kind go build failed; see the output of wasm-modules/build.sh (make run prints it)"$'\n'
 	else

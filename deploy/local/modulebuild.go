@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -153,4 +154,59 @@ func (b *ModuleBuild) LogTail(n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// MarkPendingFailed records reason as the error of each of modules the manifest in dir still
+// lists as pending without one, so the functions stop waiting for a build that ended without
+// saying so (killed, exited before writing the manifest, or never started) and answer with
+// the failure instead. It takes build.sh's lock on dir, so it does not race a build.
+func MarkPendingFailed(dir string, modules []string, reason string) error {
+	lock, err := os.OpenFile(filepath.Join(dir, ".build.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return err
+	}
+	path := filepath.Join(dir, "manifest.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	var pending []map[string]any
+	if raw, ok := m["pending"]; ok {
+		if err := json.Unmarshal(raw, &pending); err != nil {
+			return fmt.Errorf("%s: pending: %w", path, err)
+		}
+	}
+	changed := false
+	for _, p := range pending {
+		name, _ := p["name"].(string)
+		if e, _ := p["error"].(string); e == "" && slices.Contains(modules, name) {
+			p["error"] = reason
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	raw, err := json.Marshal(pending)
+	if err != nil {
+		return err
+	}
+	m["pending"] = raw
+	out, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(out, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path) // whole or not at all, as build.sh writes it
 }

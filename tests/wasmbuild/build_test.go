@@ -77,9 +77,29 @@ func TestDeferredModuleSet(t *testing.T) {
 		t.Fatal("a run that built nothing replaced the manifest")
 	}
 
-	// The background build: baseten_trace added, pinned by its sha256, nothing pending.
+	// The background build: baseten_trace added, pinned by its sha256, nothing pending. The
+	// six others' stamps say their sources changed since they were built (an edit during the
+	// background build): --only does not build them, so they must stay listed as built, not
+	// turn pending with no build to come.
+	stamps := map[string][]byte{}
+	for _, name := range light {
+		path := filepath.Join(out, ".stamps", name)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stamps[path] = b
+		if err := os.WriteFile(path, []byte("sources-changed-since\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if log, err := buildSh(t, nil, out, "--only", "baseten_trace"); err != nil {
 		t.Fatalf("--only: %v\n%s", err, log)
+	}
+	for path, b := range stamps {
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	m, err = wasmhost.ReadManifest(out)
 	if err != nil {

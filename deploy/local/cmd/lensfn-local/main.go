@@ -138,6 +138,7 @@ func startModuleBuild(ctx context.Context, out io.Writer, script, moduleDir, dat
 	build, err = local.StartModuleBuild(ctx, script, moduleDir, filepath.Join(dataDir, "logs", "wasm-build.log"), pending)
 	if err != nil {
 		fmt.Fprintf(out, "WARNING: not building %s: %v\n", names, err)
+		markFailed(out, moduleDir, pending, fmt.Sprintf("not built: %v", err))
 		return nil, nil
 	}
 	fmt.Fprintf(out, "  Building: %s in the background (first start only; log: %s)\n", names, build.LogPath)
@@ -148,9 +149,20 @@ func startModuleBuild(ctx context.Context, out io.Writer, script, moduleDir, dat
 		case err == nil:
 			fmt.Fprintf(out, "built %s in %.0fs\n", names, build.Elapsed().Seconds())
 		case ctx.Err() == nil:
+			// A build that died without writing its failure (killed, or stopped before its
+			// manifest) would leave the module "building" for good.
+			markFailed(out, moduleDir, build.Modules, fmt.Sprintf("the background build failed (%v); see %s, then run make wasm and restart", err, build.LogPath))
 			fmt.Fprintf(out, "FAILED to build %s after %.0fs: %v\nWhat needs it answers with that failure until it builds (make wasm, then restart). The end of %s:\n%s\n",
 				names, build.Elapsed().Seconds(), err, build.LogPath, build.LogTail(20))
 		}
 	}()
 	return build, done
+}
+
+// markFailed records reason in the manifest for modules still pending without an error, so
+// the functions answer with it instead of waiting for a build that is over.
+func markFailed(out io.Writer, moduleDir string, modules []string, reason string) {
+	if err := local.MarkPendingFailed(moduleDir, modules, reason); err != nil {
+		fmt.Fprintf(out, "WARNING: could not record the failed build in %s: %v\n", moduleDir, err)
+	}
 }

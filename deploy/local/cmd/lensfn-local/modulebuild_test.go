@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lensfn/lensfn/deploy/local"
 )
 
 // lockedBuffer is the stack's stdout: the build's goroutine writes to it.
@@ -82,6 +84,26 @@ func TestStartModuleBuildPrintsItsProgress(t *testing.T) {
 	if got := out.String(); build.Err() == nil || !strings.Contains(got, "FAILED to build WASM module baseten_trace after ") ||
 		!strings.Contains(got, "exit status 1") || !strings.HasSuffix(got, "The end of "+log+":\nparquet.go:1: undefined: x\n") {
 		t.Fatalf("a failed build printed:\n%s", got)
+	}
+	// The script died without writing its failure: the manifest now says it, so the functions
+	// stop answering "building" and nothing is left pending.
+	if left, err := local.PendingModules(modules); err != nil || len(left) != 0 {
+		t.Fatalf("still pending after the build failed: %v %v", left, err)
+	}
+	if raw, _ := os.ReadFile(filepath.Join(modules, "manifest.json")); !strings.Contains(string(raw), `"error":"the background build failed (`) ||
+		!strings.Contains(string(raw), `"name":"baseten_trace"`) {
+		t.Fatalf("the manifest after a failed build: %s", raw)
+	}
+
+	// A build that cannot start marks the module failed too.
+	out = lockedBuffer{}
+	modules = pendingModuleDir(t)
+	if build, _ := startModuleBuild(context.Background(), &out, filepath.Join(t.TempDir(), "no-such-build.sh"), modules, data); build != nil ||
+		!strings.Contains(out.String(), "WARNING: not building WASM module baseten_trace") {
+		t.Fatalf("a missing script: %q", out.String())
+	}
+	if left, _ := local.PendingModules(modules); len(left) != 0 {
+		t.Fatalf("still pending when the build could not start: %v", left)
 	}
 
 	out = lockedBuffer{}
