@@ -357,8 +357,8 @@ type outcome struct {
 }
 
 // exchange sends one request and reads its response.
-func (e *engine) exchange(ctx context.Context, r *Request, i int, body []byte, sent *time.Time) outcome {
-	resp, err := e.post(ctx, r, i, body, sent)
+func (e *engine) exchange(ctx context.Context, r *Request, key string, body []byte, sent *time.Time) outcome {
+	resp, err := e.post(ctx, r, key, body, sent)
 	if err != nil {
 		return outcome{err: err.Error(), completedAt: time.Now()}
 	}

@@ -643,6 +643,7 @@ func (e *engine) send(r *Request, i int, at time.Duration, body []byte, buildErr
 	}
 	var sent time.Time
 	var out outcome
+	key := e.requestKey(i) // the X-Request-ID header and the record's x_request_id
 	if buildErr != nil {
 		sent = time.Now()
 		e.progress.sent.Add(1)
@@ -652,7 +653,7 @@ func (e *engine) send(r *Request, i int, at time.Duration, body []byte, buildErr
 		if e.cfg.RequestTimeout > 0 {
 			ctx, cancel = context.WithTimeoutCause(e.ctx, e.cfg.RequestTimeout, requestTimeoutError{e.cfg.RequestTimeout})
 		}
-		out = e.exchange(ctx, r, i, body, &sent)
+		out = e.exchange(ctx, r, key, body, &sent)
 		cancel()
 	}
 	if sent.IsZero() { // the request could not even be built
@@ -669,7 +670,7 @@ func (e *engine) send(r *Request, i int, at time.Duration, body []byte, buildErr
 		CompletedAtSeconds: out.completedAt.Sub(e.start).Seconds(),
 		LatencyMs:          ms(out.completedAt.Sub(sent)),
 		InputTokens:        float64(r.InputTokens + contextTokens),
-		Metadata:           e.metadata(r, i, at, &out),
+		Metadata:           e.metadata(r, key, at, &out),
 	}
 	if contextTokens > 0 {
 		rec.Metadata["turn_input_tokens"] = r.InputTokens
@@ -722,12 +723,12 @@ func (e *engine) send(r *Request, i int, at time.Duration, body []byte, buildErr
 }
 
 // metadata is the request's own metadata plus what the engine knows about the exchange.
-func (e *engine) metadata(r *Request, i int, at time.Duration, out *outcome) map[string]any {
+func (e *engine) metadata(r *Request, key string, at time.Duration, out *outcome) map[string]any {
 	m := make(map[string]any, len(r.Metadata)+5)
 	for k, v := range r.Metadata {
 		m[k] = v
 	}
-	m["x_request_id"] = e.requestKey(i)
+	m["x_request_id"] = key
 	if r.OutputTokens > 0 {
 		m["requested_output_tokens"] = r.OutputTokens
 	}

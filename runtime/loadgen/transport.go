@@ -67,8 +67,9 @@ type response struct {
 	body        io.ReadCloser
 }
 
-// post sends request i's body; an error is already in the words a record uses.
-func (e *engine) post(ctx context.Context, r *Request, i int, body []byte, sent *time.Time) (response, error) {
+// post sends a request's body under its key (X-Request-ID); an error is already in the words a
+// record uses.
+func (e *engine) post(ctx context.Context, r *Request, key string, body []byte, sent *time.Time) (response, error) {
 	accept := "application/json"
 	if e.cfg.Stream {
 		accept = "text/event-stream"
@@ -76,7 +77,7 @@ func (e *engine) post(ctx context.Context, r *Request, i int, body []byte, sent 
 	if e.lean != nil {
 		var headers [5]h1.Header
 		h := append(headers[:0], h1.Header{Name: "Content-Type", Value: "application/json"},
-			h1.Header{Name: "Accept", Value: accept}, h1.Header{Name: "X-Request-ID", Value: e.requestKey(i)})
+			h1.Header{Name: "Accept", Value: accept}, h1.Header{Name: "X-Request-ID", Value: key})
 		if e.authorization != "" {
 			h = append(h, h1.Header{Name: "Authorization", Value: e.authorization})
 		}
@@ -103,7 +104,7 @@ func (e *engine) post(ctx context.Context, r *Request, i int, body []byte, sent 
 	if e.cfg.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+e.cfg.APIKey)
 	}
-	req.Header.Set("X-Request-ID", e.requestKey(i))
+	req.Header.Set("X-Request-ID", key)
 	if r.SessionID != "" {
 		req.Header.Set("X-Session-ID", r.SessionID)
 	}
