@@ -21,27 +21,45 @@ import (
 // the modules' manifest, the stack starts, and ModuleBuild builds it in the background. The
 // functions answer 503 for it meanwhile and load it when the manifest lists it (wasmhost).
 
+// pendingEntry is one of the manifest's "pending" modules (wasmhost.PendingEntry's shape).
+type pendingEntry struct {
+	Name  string `json:"name"`
+	Kind  string `json:"kind"`
+	Error string `json:"error,omitempty"`
+}
+
+// readPending reads the manifest at path as a whole (the fields MarkPendingFailed writes back
+// untouched) and its pending entries.
+func readPending(path string) (map[string]json.RawMessage, []pendingEntry, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	var m map[string]json.RawMessage
+	var pending []pendingEntry
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if raw, ok := m["pending"]; ok {
+		if err := json.Unmarshal(raw, &pending); err != nil {
+			return nil, nil, fmt.Errorf("%s: pending: %w", path, err)
+		}
+	}
+	return m, pending, nil
+}
+
 // PendingModules names the modules dir's manifest lists as pending (a build still to come)
 // with no error, in manifest order. A directory without a manifest has none.
 func PendingModules(dir string) ([]string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	_, pending, err := readPending(filepath.Join(dir, "manifest.json"))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	var m struct {
-		Pending []struct {
-			Name  string `json:"name"`
-			Error string `json:"error"`
-		} `json:"pending"`
-	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "manifest.json"), err)
-	}
 	var out []string
-	for _, p := range m.Pending {
+	for _, p := range pending {
 		if p.Error == "" {
 			out = append(out, p.Name)
 		}
@@ -170,25 +188,14 @@ func MarkPendingFailed(dir string, modules []string, reason string) error {
 		return err
 	}
 	path := filepath.Join(dir, "manifest.json")
-	b, err := os.ReadFile(path)
+	m, pending, err := readPending(path)
 	if err != nil {
 		return err
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	var pending []map[string]any
-	if raw, ok := m["pending"]; ok {
-		if err := json.Unmarshal(raw, &pending); err != nil {
-			return fmt.Errorf("%s: pending: %w", path, err)
-		}
-	}
 	changed := false
-	for _, p := range pending {
-		name, _ := p["name"].(string)
-		if e, _ := p["error"].(string); e == "" && slices.Contains(modules, name) {
-			p["error"] = reason
+	for i := range pending {
+		if pending[i].Error == "" && slices.Contains(modules, pending[i].Name) {
+			pending[i].Error = reason
 			changed = true
 		}
 	}
