@@ -121,3 +121,43 @@ func ProcessCPUTime(pid int) (time.Duration, error) {
 	const userHZ = 100
 	return time.Duration(utime+stime) * time.Second / userHZ, nil
 }
+
+// HostCPU is a reading of the machine's CPU time counters (the "cpu" line of /proc/stat, in
+// USER_HZ ticks): busy, idle and steal summed over all cores.
+type HostCPU struct{ total, steal int64 }
+
+// ReadHostCPU reads the machine's counters now.
+func ReadHostCPU() (HostCPU, error) {
+	stat, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return HostCPU{}, err
+	}
+	line, _, _ := bytes.Cut(stat, []byte("\n"))
+	fields := strings.Fields(string(line))
+	// cpu user nice system idle iowait irq softirq steal [guest guest_nice: inside user already]
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return HostCPU{}, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	var h HostCPU
+	for i, f := range fields[1:9] {
+		v, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return HostCPU{}, fmt.Errorf("/proc/stat: field %d %q", i+1, f)
+		}
+		h.total += v
+		if i == 7 {
+			h.steal = v
+		}
+	}
+	return h, nil
+}
+
+// StealPercent is the share of the machine's CPU time between since and h that the hypervisor
+// gave to other guests (steal): on a shared VM, a leg measured while it was high measured the
+// neighbours (every process's latency queues, direct legs too), not the code under test.
+func (h HostCPU) StealPercent(since HostCPU) float64 {
+	if h.total <= since.total {
+		return 0
+	}
+	return 100 * float64(h.steal-since.steal) / float64(h.total-since.total)
+}

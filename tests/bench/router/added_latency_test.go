@@ -123,11 +123,13 @@ func BenchmarkAddedLatency(b *testing.B) {
 			b.Fatal(err)
 		}
 		up0, router0 := processCPU(b, u.pid), processCPU(b, u.routerPID)
+		host0 := hostCPU(b)
 		res, err := o.run()
 		if err != nil {
 			b.Fatal(err)
 		}
-		r := legResult{openLoopResult: res, upstream: u.name, upstreamCPU: processCPU(b, u.pid) - up0, routerCPU: processCPU(b, u.routerPID) - router0}
+		r := legResult{openLoopResult: res, upstream: u.name, upstreamCPU: processCPU(b, u.pid) - up0, routerCPU: processCPU(b, u.routerPID) - router0,
+			stealPercent: hostCPU(b).StealPercent(host0)}
 		if addr == u.routerAddr {
 			r.routerConns = establishedTo(b, u.upstreamPort)
 		}
@@ -146,9 +148,11 @@ func BenchmarkAddedLatency(b *testing.B) {
 			routed := leg(u, u.routerAddr, d)
 			b.Log(direct.line("direct", rate, false))
 			b.Log(routed.line("routed", rate, true))
-			b.Logf("%s: added latency (routed minus direct) p50 %.0f us, p99 %.0f us (target: p50 <= 100 us at 10,000 req/s)", u.name,
+			steal := max(direct.stealPercent, routed.stealPercent)
+			b.Logf("%s: added latency (routed minus direct) p50 %.0f us, p99 %.0f us, host steal up to %.1f %% (target: p50 <= 100 us at 10,000 req/s)", u.name,
 				benchkit.Percentile(routed.latencyUS, 50)-benchkit.Percentile(direct.latencyUS, 50),
-				benchkit.Percentile(routed.latencyUS, 99)-benchkit.Percentile(direct.latencyUS, 99))
+				benchkit.Percentile(routed.latencyUS, 99)-benchkit.Percentile(direct.latencyUS, 99), steal)
+			b.ReportMetric(steal, u.name+"-max-steal-%")
 			for _, q := range []float64{50, 90, 99} {
 				dq, rq := benchkit.Percentile(direct.latencyUS, q), benchkit.Percentile(routed.latencyUS, q)
 				b.ReportMetric(dq, fmt.Sprintf("%s-direct-p%.0f-us", u.name, q))
@@ -188,7 +192,8 @@ type legResult struct {
 	openLoopResult
 	upstream               string
 	upstreamCPU, routerCPU time.Duration
-	routerConns            int // the router's connections to its upstream after the leg (routed only)
+	routerConns            int     // the router's connections to its upstream after the leg (routed only)
+	stealPercent           float64 // the host's CPU time stolen by other guests during the leg
 }
 
 func (r legResult) perRequestUS(cpu time.Duration) float64 {
@@ -208,7 +213,16 @@ func (r legResult) line(name string, rate int, routed bool) string {
 	if routed {
 		s += fmt.Sprintf(", router %.1f us; router's connections to the %s %d", r.perRequestUS(r.routerCPU), r.upstream, r.routerConns)
 	}
-	return s
+	return s + fmt.Sprintf("; host steal %.1f %%", r.stealPercent)
+}
+
+// hostCPU reads the machine's CPU counters (for the steal share of a leg).
+func hostCPU(b *testing.B) benchkit.HostCPU {
+	h, err := benchkit.ReadHostCPU()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return h
 }
 
 // processCPU is a child process's CPU time so far.

@@ -6,9 +6,10 @@
 #    difference is the issue's figure). The upstreams: a zero-latency simulator process, and the
 #    lean responder (an epoll loop in the benchmark answering the bytes the simulator answered,
 #    at a fraction of its CPU: the router's hop measured apart from the simulator's own work, as
-#    proxy benchmarks do). With PIN=1 (the default when taskset is there) the upstreams run on
-#    core 0 and the routers on core 1, the benchmark's lean sender unpinned; PIN=0 lets all of
-#    them share both cores. Each leg's line gives the achieved rate, p50/p90/p99, CPU per request
+#    proxy benchmarks do). By default (PIN=0, the figure's form: nobody pins a router in a
+#    deployment) all the processes share both cores; with PIN=1 the upstreams run on core 0 and
+#    the routers on core 1, the benchmark's lean sender unpinned (a diagnostic: one core each
+#    queues sooner than two shared). Each leg's line gives the achieved rate, p50/p90/p99, CPU per request
 #    of the sender, the upstream and the router, and the router's upstream connections;
 # 3. wrk (closed loop, one thread, CONNS connections) against the simulator and a router in front
 #    of it, pinned the same way, wrk unpinned; the router's CPU per request after the routed pass.
@@ -17,7 +18,8 @@
 #        UPSTREAMS (default simulator,lean), PIN, PROFILE (default random), CONNS (default 32),
 #        DURATION (wrk, default 10s; WRK=0 skips it), PORT (default 18100),
 #        ROUTER_ARGS / ROUTER_ENV (extra flags / NAME=value for the routers of 2).
-# The quiet sitting's short form (about a minute): PIN=0 COUNT=2 WRK=0 tests/bench/router/run.sh
+# The last lines are the added p50/p99 of every run and their medians per upstream (the figure).
+# The quiet sitting's short form (about two minutes): COUNT=3 WRK=0 tests/bench/router/run.sh
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 cd "$ROOT"
@@ -34,7 +36,7 @@ go build -o "$DIR/inference-sim" ./functions/inference-sim/cmd/inference-sim
 go build -o "$DIR/inference-router" ./functions/inference-router/cmd/inference-router
 
 go test -run '^$' -bench ServeHTTP -benchtime 1s -count 3 ./functions/inference-router/
-PIN="${PIN:-1}"
+PIN="${PIN:-0}"
 [ "$PIN" = 0 ] || command -v taskset >/dev/null || { echo "taskset is missing (util-linux): the open loop runs unpinned" >&2; PIN=0; }
 LENS_SIM_BIN="$DIR/inference-sim" LENS_ROUTER_BIN="$DIR/inference-router" LENS_ROUTER_PIN="$PIN" \
   LENS_ROUTER_RATE="$RATE" LENS_ROUTER_SECONDS="$SECONDS_PER_RUN" LENS_ROUTER_PROFILE="$PROFILE" \
@@ -43,6 +45,14 @@ LENS_SIM_BIN="$DIR/inference-sim" LENS_ROUTER_BIN="$DIR/inference-router" LENS_R
 summary() {
   echo "== added latency at $RATE req/s (routed minus direct), pinned=$PIN, per run:"
   sed -n 's/.*added_latency_test.go:[0-9]*: \([a-z]*: added latency.*\) (target.*/  \1/p' "$DIR/open-loop.txt"
+  # the figure: per upstream, the median over the runs of each run's added p50 (and p99)
+  sed -n 's/.*added_latency_test.go:[0-9]*: \([a-z]*\): added latency (routed minus direct) p50 \(-*[0-9]*\) us, p99 \(-*[0-9]*\) us.*/\1 \2 \3/p' \
+    "$DIR/open-loop.txt" >"$DIR/added.txt"
+  median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+  for name in $(cut -d' ' -f1 "$DIR/added.txt" | sort -u); do
+    echo "  $name: median over $(grep -c "^$name " "$DIR/added.txt") runs: added p50 $(awk -v n="$name" '$1 == n { print $2 }' "$DIR/added.txt" | median) us," \
+      "p99 $(awk -v n="$name" '$1 == n { print $3 }' "$DIR/added.txt" | median) us (target: p50 <= 100 us)"
+  done
   echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 [ "$WRK" = 0 ] && { summary; exit 0; }
