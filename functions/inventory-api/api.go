@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lensfn/lensfn/runtime/auth"
+	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/openapi"
@@ -85,7 +86,8 @@ func New(d fn.Deps, cfg Config) (*fn.Function, *API, error) {
 	// API key is only ever sent to the endpoint it was given for.
 	client := &http.Client{Transport: d.Egress.Transport(),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	repo := &inventory.Repo{Store: d.Store, Sealer: sealer}
+	// a delete is not refused for a use a cancelled or finished run left behind
+	repo := &inventory.Repo{Store: d.Store, Sealer: sealer, HolderEnded: (&evalrun.Repo{Store: d.Store}).Ended}
 	a := &API{deps: d, cfg: cfg, repo: repo, client: client, endpoint: endpointProbes}
 	a.prober = &Prober{Repo: repo, Store: d.Store, Client: client, Owner: d.Config.InstanceID, Interval: cfg.ProbeInterval,
 		Timeout: cfg.ProbeTimeout, Probes: memberProbes, Sweeps: sweeps,

@@ -19,6 +19,7 @@ import (
 
 	inventoryapi "github.com/lensfn/lensfn/functions/inventory-api"
 	"github.com/lensfn/lensfn/runtime/auth"
+	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/fn/fntest"
 	"github.com/lensfn/lensfn/runtime/inventory"
@@ -337,6 +338,25 @@ func TestExecutions(t *testing.T) {
 		t.Fatalf("409 does not say which run: %s", raw)
 	}
 	if err := h.api.Repo().ReleaseUse(ctx, e.ID, "run-1"); err != nil {
+		t.Fatal(err)
+	}
+	// A use left behind by a run that ended (a process stopped between cancelling a queued run
+	// and releasing its use) does not block the delete; a running run's use still does.
+	runs := &evalrun.Repo{Store: h.api.Repo().Store}
+	for id, status := range map[string]string{"run-cancelled": evalrun.StatusCancelled, "run-running": evalrun.StatusRunning} {
+		run := evalrun.New(id)
+		run.Set("status", status)
+		if err := runs.Create(ctx, run, ""); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.api.Repo().AcquireUse(ctx, e.ID, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if raw := h.expect(t, "DELETE", "/api/v1/deployments/executions/"+e.ID, "", 409); !strings.Contains(raw, "run-running") {
+		t.Fatalf("409 does not name the running run: %s", raw)
+	}
+	if err := h.api.Repo().ReleaseUse(ctx, e.ID, "run-running"); err != nil {
 		t.Fatal(err)
 	}
 	h.expect(t, "DELETE", "/api/v1/deployments/executions/"+e.ID, "", 204)

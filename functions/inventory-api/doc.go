@@ -10,6 +10,7 @@
 // The records themselves, their storage and their rules live in runtime/inventory, which the
 // evaluation functions use too. It may import runtime/fn, runtime/auth, runtime/openapi, runtime/problem,
 // runtime/deployconfig (the provider refs its document lists),
-// runtime/state and runtime/inventory, and prometheus/client_golang; nothing imports it but its
+// runtime/state, runtime/inventory and runtime/evalrun (whether a use's run has ended, so a use
+// a stopped process left behind does not block a delete), and prometheus/client_golang; nothing imports it but its
 // cmd and tests/.
 package inventoryapi

@@ -100,6 +100,20 @@ func (r *Repo) Create(ctx context.Context, run *Run, apiKey string) error {
 // Load returns the run without its logs (what runners poll).
 func (r *Repo) Load(ctx context.Context, id string) (*Run, error) { return r.docs().Load(ctx, id) }
 
+// Ended says whether run id has ended for good (a terminal status), for
+// inventory.Repo.HolderEnded: a run not found is not ended (a run takes its deployment's use
+// before its record is created), nor is one whose record cannot be read.
+func (r *Repo) Ended(ctx context.Context, id string) (bool, error) {
+	rec, err := r.Store.Get(ctx, Kind, id)
+	if errors.Is(err, state.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return Terminal(rec.Status), nil
+}
+
 // Get returns the run with its retained logs and logs_truncated.
 func (r *Repo) Get(ctx context.Context, id string) (*Run, error) {
 	docs := r.docs()

@@ -165,8 +165,15 @@ func (r *Repo) DeleteExecution(ctx context.Context, id string) error {
 			return err
 		}
 		if len(d.Users) > 0 {
-			return problem.New(problem.CodeConflict, "deployment execution %q is used by %d active run(s) (%s); cancel or finish them first",
-				id, len(d.Users), strings.Join(d.Users[:min(len(d.Users), 5)], ", "))
+			pruned, err := r.pruneEndedUsers(ctx, id, d.Users)
+			if err != nil {
+				return err
+			}
+			if !pruned {
+				return problem.New(problem.CodeConflict, "deployment execution %q is used by %d active run(s) (%s); cancel or finish them first",
+					id, len(d.Users), strings.Join(d.Users[:min(len(d.Users), 5)], ", "))
+			}
+			continue // every use was left behind by an ended run: look again without them
 		}
 		if group, err := r.groupWithMember(ctx, id); err != nil {
 			return err
@@ -182,6 +189,27 @@ func (r *Repo) DeleteExecution(ctx context.Context, id string) error {
 		}
 	}
 	return problem.New(problem.CodeConflict, "deployment execution %q keeps changing; try again", id)
+}
+
+// pruneEndedUsers removes users' uses from the execution when every one of them has ended
+// (HolderEnded), and says whether it did. It stops at the first active holder: the delete is
+// refused anyway, and a delete costs at most one look per holder up to it. Only the ended
+// holders are removed, so a use taken meanwhile stays.
+func (r *Repo) pruneEndedUsers(ctx context.Context, id string, users []string) (bool, error) {
+	if r.HolderEnded == nil {
+		return false, nil
+	}
+	for _, u := range users {
+		ended, err := r.HolderEnded(ctx, u)
+		if err != nil || !ended {
+			return false, err
+		}
+	}
+	_, err := update(ctx, r, KindExecution, id, func(d *executionDoc, _ *state.Record) error {
+		d.Users = slices.DeleteFunc(d.Users, func(u string) bool { return slices.Contains(users, u) })
+		return nil
+	})
+	return err == nil, err
 }
 
 func searchOf(parts ...string) string { return strings.Join(parts, " ") }

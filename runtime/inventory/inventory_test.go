@@ -3,6 +3,7 @@ package inventory_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -142,6 +143,56 @@ func TestUsesBlockDeleteUntilReleased(t *testing.T) {
 		t.Fatalf("releasing on a deleted execution: %v", err)
 	}
 	wantCode(t, r.AcquireUse(ctx, e.ID, "run-2"), problem.CodeNotFound)
+}
+
+// Uses left behind by ended runs do not block a delete once HolderEnded says so; a holder not
+// known to have ended, and a use taken while the delete looks, still do.
+func TestDeleteDropsUsesOfEndedHolders(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	e := putExecution(t, r, localSession(t, r).ID, "")
+	ended := map[string]bool{"run-cancelled": true, "run-failed": true}
+	r.HolderEnded = func(_ context.Context, holder string) (bool, error) {
+		if holder == "run-failed" {
+			// a run takes its use while the delete is looking at the others
+			if err := r.AcquireUse(ctx, e.ID, "run-new"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return ended[holder], nil
+	}
+	for _, id := range []string{"run-cancelled", "run-failed"} {
+		if err := r.AcquireUse(ctx, e.ID, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := r.DeleteExecution(ctx, e.ID)
+	wantCode(t, err, problem.CodeConflict)
+	if !strings.Contains(err.Error(), "run-new") {
+		t.Fatalf("the 409 does not name the run that took its use meanwhile: %v", err)
+	}
+	if users, _ := r.ExecutionUsers(ctx, e.ID); !slices.Equal(users, []string{"run-new"}) {
+		t.Fatalf("users after the delete = %v, want only run-new (the ended runs' uses dropped)", users)
+	}
+	ended["run-new"] = true
+	if err := r.DeleteExecution(ctx, e.ID); err != nil {
+		t.Fatalf("delete with only an ended run's use: %v", err)
+	}
+	_, err = r.Execution(ctx, e.ID)
+	wantCode(t, err, problem.CodeNotFound)
+
+	// An error from HolderEnded is the delete's, and nothing is dropped.
+	e = putExecution(t, r, localSession(t, r).ID, "")
+	if err := r.AcquireUse(ctx, e.ID, "run-cancelled"); err != nil {
+		t.Fatal(err)
+	}
+	r.HolderEnded = func(context.Context, string) (bool, error) { return false, errors.New("store down") }
+	if err := r.DeleteExecution(ctx, e.ID); err == nil || !strings.Contains(err.Error(), "store down") {
+		t.Fatalf("delete with a failing HolderEnded = %v", err)
+	}
+	if users, _ := r.ExecutionUsers(ctx, e.ID); !slices.Equal(users, []string{"run-cancelled"}) {
+		t.Fatalf("users = %v, want run-cancelled kept", users)
+	}
 }
 
 func TestConcurrentAcquiresAreAllKept(t *testing.T) {

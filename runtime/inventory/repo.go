@@ -21,6 +21,12 @@ var ErrNoSealer = errors.New("inventory: LENS_SECRET_KEY is not configured, so s
 type Repo struct {
 	Store  state.Store
 	Sealer *secret.Sealer // nil: records carrying a secret are refused
+	// HolderEnded, when set, says whether a use's holder (a run id) has ended for good.
+	// DeleteExecution then drops the uses of ended holders instead of refusing the delete:
+	// a process stopped between ending a run and releasing its use (a cancel of a queued run,
+	// say) must not pin the execution forever. It must answer false for a holder it cannot
+	// find (a run is created after it takes its use). Nil: every holder counts as active.
+	HolderEnded func(ctx context.Context, holder string) (bool, error)
 }
 
 // NewID returns a random UUID, the id format of every inventory record.
