@@ -37,6 +37,10 @@
 // checked first (its socket, or a PING over TLS), so a restarted server costs no failed command.
 // Errors meaning Redis cannot be reached come back as state.ErrUnavailable.
 //
+// TLS: a rediss:// URL verifies the server's certificate against the system's roots, or against
+// the PEM CA certificates of Options.TLSCAFile (REDIS_CA_FILE in the runtime) for a private CA;
+// an untrusted certificate fails Open saying so. No client certificate is sent.
+//
 // Imports: runtime/state, redigo and miniredis. This is the only package in the module allowed
 // to import those two.
 package redisstore
