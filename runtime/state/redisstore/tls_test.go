@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -142,4 +143,73 @@ func TestTLSUsesTheURLPasswordAndNeverShowsIt(t *testing.T) {
 		t.Error("Open succeeds with the TLS server stopped")
 	}
 	noPassword(t, "Open with the server stopped", err)
+}
+
+// Over TLS the pool checks an idle connection's TCP socket under the TLS layer, where a byte read
+// would put the TLS stream out of step: a healthy idle connection has nothing pending and passes,
+// so commands in a row reuse the pool's connection rather than dial a new one each.
+func TestTLSReusesIdleConnections(t *testing.T) {
+	server, files := startTLSServer(t)
+	ctx := context.Background()
+	s, err := redisstore.Open(ctx, server.URL(), redisstore.Options{Prefix: uniquePrefix(), TLSCAFile: files.CA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := server.ConnectionsReceived()
+	const commands = 20
+	for i := range commands {
+		if _, err := s.Incr(ctx, "n"); err != nil {
+			t.Fatalf("command %d: %v", i, err)
+		}
+		time.Sleep(5 * time.Millisecond) // idle in the pool between commands
+	}
+	// One more connection is the count's own.
+	if dialed := server.ConnectionsReceived() - before - 1; dialed != 0 {
+		t.Errorf("%d commands in a row dialed %d new TLS connections, want 0 (the idle one reused)", commands, dialed)
+	}
+}
+
+// The twins of TestARestartedServerFailsNoCommand on a real redis-server, plain and over TLS:
+// after a restart (SIGTERM, then the same port again) the pool's idle connections are dead, and
+// no command may fail on one of them, although they were idle for less than pingAfterIdle.
+func TestARestartedRealServerFailsNoCommand(t *testing.T) {
+	for name, useTLS := range map[string]bool{"plain": false, "TLS": true} {
+		t.Run(name, func(t *testing.T) {
+			opts := redistest.ServerOptions{Password: tlsPassword}
+			storeOpts := redisstore.Options{Prefix: uniquePrefix()}
+			if useTLS {
+				files := redistest.NewTLSFiles(t)
+				opts.TLS, storeOpts.TLSCAFile = &files, files.CA
+			}
+			server := redistest.StartServer(t, opts)
+			ctx := context.Background()
+			s, err := redisstore.Open(ctx, server.URL(), storeOpts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			// Leave several idle connections in the pool.
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Go(func() {
+					if _, err := s.Get(ctx, "task", "x"); !errors.Is(err, state.ErrNotFound) {
+						t.Errorf("before the restart: %v", err)
+					}
+				})
+			}
+			wg.Wait()
+			server.Restart()
+			for i := range 4 {
+				_, err := s.Get(ctx, "task", "x")
+				if !errors.Is(err, state.ErrNotFound) {
+					t.Errorf("command %d after the restart: %v, want ErrNotFound", i, err)
+				}
+				noPassword(t, "after the restart", err)
+			}
+		})
+	}
 }
