@@ -30,6 +30,9 @@ type Config struct {
 	// whose data lives only as long as the process. REDIS_PASSWORD (from a Secret) is added to
 	// it when the URL carries none.
 	RedisURL string
+	// RedisCAFile is a PEM file of the CA certificates a rediss:// server's certificate must
+	// chain to (REDIS_CA_FILE, a mounted Secret or ConfigMap); empty: the system's roots.
+	RedisCAFile string
 	// StorePrefix starts every state-store key (LENS_STORE_PREFIX, default "lens:{v1}:"); it
 	// must hold a {hash tag} and end with ':'. Separate prefixes let tests share one server.
 	StorePrefix string
@@ -203,6 +206,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			u.User = url.UserPassword(u.User.Username(), pw)
 			c.RedisURL = u.String()
 		}
+	}
+	if c.RedisCAFile = getenv("REDIS_CA_FILE"); c.RedisCAFile != "" && c.RedisURL == "" {
+		return c, errors.New("REDIS_CA_FILE is set but REDIS_URL is not: the embedded store has no TLS (set REDIS_URL to the rediss:// server)")
 	}
 	if c.PrometheusURL != "" {
 		if u, perr := url.Parse(c.PrometheusURL); perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -50,6 +50,12 @@ func TestLoadConfig(t *testing.T) {
 				t.Fatalf("%+v", c)
 			}
 		}},
+		{name: "redis CA file", env: map[string]string{"REDIS_URL": "rediss://r:6379/0", "REDIS_CA_FILE": "/etc/lensfn/redis-ca.pem"}, check: func(t *testing.T, c fn.Config) {
+			if c.RedisCAFile != "/etc/lensfn/redis-ca.pem" {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		{name: "redis CA file, embedded store", env: map[string]string{"REDIS_CA_FILE": "/etc/lensfn/redis-ca.pem"}, wantErr: "REDIS_CA_FILE is set but REDIS_URL is not"},
 		{name: "bad auth", env: map[string]string{"LENS_AUTH": "maybe"}, wantErr: "LENS_AUTH"},
 		{name: "bad bootstrap hash", env: map[string]string{"LENS_BOOTSTRAP_TOKEN_SHA256": "abc"}, wantErr: "LENS_BOOTSTRAP_TOKEN_SHA256"},
 		{name: "bad endpoint policy", env: map[string]string{"LENS_ENDPOINT_ALLOW": "10.0.0.0/99"}, wantErr: "LENS_ENDPOINT_ALLOW"},

@@ -236,7 +236,7 @@ func openStore(ctx context.Context, cfg Config, m *Metrics, log *zap.SugaredLogg
 		m.observeStore(op, d, err)
 		health.observe(op, err)
 	}
-	store, err := redisstore.Open(ctx, url, redisstore.Options{Prefix: cfg.StorePrefix, Observe: observe})
+	store, err := redisstore.Open(ctx, url, redisstore.Options{Prefix: cfg.StorePrefix, Observe: observe, TLSCAFile: cfg.RedisCAFile})
 	if err != nil {
 		stop()
 		return nil, nil, fmt.Errorf("open state store: %w", err)

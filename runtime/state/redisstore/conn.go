@@ -25,8 +25,9 @@ const (
 	poolTimeout = readTimeout + time.Second
 	// idleTimeout closes connections unused this long.
 	idleTimeout = 30 * time.Minute
-	// pingAfterIdle: a borrowed connection whose socket cannot be checked (TLS) is pinged
-	// first when it was idle this long, so a restarted server does not fail the first command.
+	// pingAfterIdle: a borrowed connection whose socket cannot be checked (a platform without
+	// the check) is pinged first when it was idle this long, so a restarted server does not fail
+	// the first command.
 	pingAfterIdle = 2 * time.Second
 )
 
@@ -88,9 +89,15 @@ func parseURL(raw string) (endpoint, error) {
 
 // checkedConn is a pooled connection together with its socket, so a borrowed connection the
 // server has closed meanwhile (a restart) is noticed before a command is sent on it.
+//
+// Over TLS the check looks at the TCP socket under the TLS layer too: nothing to read (alive) and
+// EOF (closed) consume nothing, and a byte it does read (a TLS record pending on an idle
+// connection) fails the check, so that connection, out of step now, is closed and another
+// dialed. Without the check, a TLS connection idle under pingAfterIdle would carry the first
+// command after a restart onto a dead socket.
 type checkedConn struct {
 	redisConn
-	socket *socketCheck // nil over TLS, whose records may be pending on an idle socket
+	socket *socketCheck // nil where sockets cannot be checked: PING after pingAfterIdle instead
 }
 
 type redisConn interface {
@@ -153,11 +160,7 @@ func dial(ctx context.Context, ep endpoint) (redis.Conn, error) {
 		_ = c.Close()
 		return nil, errors.New("redisstore: the Redis connection does not take timeouts")
 	}
-	cc := &checkedConn{redisConn: rc}
-	if ep.tls == nil {
-		cc.socket = newSocketCheck(socket)
-	}
-	return cc, nil
+	return &checkedConn{redisConn: rc, socket: newSocketCheck(socket)}, nil
 }
 
 // errPoolTimeout: every connection stayed busy for poolTimeout (an outage).

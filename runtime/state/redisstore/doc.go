@@ -33,9 +33,14 @@
 //
 // Connections come from one bounded pool (Options.PoolSize, default 10 per CPU): an exhausted pool
 // waits, up to the caller's deadline or 4 s; a command waits 3 s for its reply (less when its
-// context ends sooner), a blocking XREAD its BLOCK plus 10 s; a borrowed idle connection is
-// checked first (its socket, or a PING over TLS), so a restarted server costs no failed command.
-// Errors meaning Redis cannot be reached come back as state.ErrUnavailable.
+// context ends sooner), a blocking XREAD its BLOCK plus 10 s; a borrowed idle connection's TCP
+// socket is checked first (under TLS too; a PING where a platform cannot check sockets), so a
+// restarted server costs no failed command. Errors meaning Redis cannot be reached come back as
+// state.ErrUnavailable.
+//
+// TLS: a rediss:// URL verifies the server's certificate against the system's roots, or against
+// the PEM CA certificates of Options.TLSCAFile (REDIS_CA_FILE in the runtime) for a private CA;
+// an untrusted certificate fails Open saying so. No client certificate is sent.
 //
 // Imports: runtime/state, redigo and miniredis. This is the only package in the module allowed
 // to import those two.

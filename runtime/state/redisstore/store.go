@@ -2,10 +2,13 @@ package redisstore
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -33,6 +36,10 @@ type Options struct {
 	ListCacheTTL time.Duration
 	// PoolSize overrides the connection pool size (default 10 per CPU).
 	PoolSize int
+	// TLSCAFile is a PEM file of the CA certificates a rediss:// server's certificate must chain
+	// to, for a server whose CA is private (REDIS_CA_FILE in the runtime). Empty: the system's
+	// roots. Setting it for a redis:// URL is refused: that connection would not use TLS.
+	TLSCAFile string
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -82,6 +89,14 @@ func Open(ctx context.Context, redisURL string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: invalid Redis URL: %w", err)
 	}
+	if opts.TLSCAFile != "" {
+		if ep.tls == nil {
+			return nil, fmt.Errorf("redisstore: a TLS CA file (%s) is given for Redis at %s, but its URL is redis://, which does not use TLS (use rediss://)", opts.TLSCAFile, ep.addr)
+		}
+		if ep.tls.RootCAs, err = loadCAFile(opts.TLSCAFile); err != nil {
+			return nil, err
+		}
+	}
 	size := opts.PoolSize
 	if size == 0 {
 		size = 10 * runtime.GOMAXPROCS(0)
@@ -89,6 +104,9 @@ func Open(ctx context.Context, redisURL string, opts Options) (*Store, error) {
 	s := &Store{pool: newPool(ep, size), slots: make(chan struct{}, size), addr: ep.addr, keys: keyspace{prefix: opts.Prefix}, opts: opts}
 	if _, err := s.do(ctx, "PING"); err != nil {
 		_ = s.Close()
+		if untrusted := (*tls.CertificateVerificationError)(nil); errors.As(err, &untrusted) {
+			return nil, fmt.Errorf("redisstore: the TLS certificate of Redis at %s is not trusted (is TLSCAFile, REDIS_CA_FILE, the CA that signed it?): %w", ep.addr, err)
+		}
 		return nil, fmt.Errorf("redisstore: Redis at %s does not answer: %w", ep.addr, err)
 	}
 	if err := s.loadScripts(ctx); err != nil {
@@ -96,6 +114,19 @@ func Open(ctx context.Context, redisURL string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("redisstore: loading scripts into Redis at %s: %w", ep.addr, err)
 	}
 	return s, nil
+}
+
+// loadCAFile reads the PEM certificates a TLS server's certificate may chain to.
+func loadCAFile(path string) (*x509.CertPool, error) {
+	pemBytes, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: reading the TLS CA file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pemBytes) {
+		return nil, fmt.Errorf("redisstore: the TLS CA file %s holds no PEM certificate", path)
+	}
+	return pool, nil
 }
 
 func (s *Store) loadScripts(ctx context.Context) error {
