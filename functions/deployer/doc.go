@@ -19,5 +19,6 @@
 // has it.
 //
 // It may import events, runtime/fn, runtime/cloudevent, runtime/state,
-// runtime/problem, runtime/inventory, runtime/deployconfig and runtime/promtargets.
+// runtime/problem, runtime/inventory, runtime/deployconfig, runtime/promtargets and
+// runtime/secret (its redaction of recorded text, for the child-log excerpts in errors).
 package deployer

@@ -107,7 +107,7 @@ func (l *Local) Deploy(ctx context.Context, d *Deployment, cfg deployconfig.Depl
 // lostPort says whether a child of d exited because its port was in use.
 func (l *Local) lostPort(d *Deployment) bool {
 	for _, p := range d.Processes {
-		if !alive(p) && strings.Contains(logTail(p.Log), "address already in use") {
+		if tail, _ := readTail(p.Log, excerptBytes); !alive(p) && strings.Contains(tail, "address already in use") {
 			return true
 		}
 	}
@@ -242,17 +242,25 @@ func (l *Local) writeTargets(d *Deployment) error {
 	return promtargets.Write(l.TargetsDir, d.ExecutionID, targets, map[string]string{"lens_execution_id": d.ExecutionID})
 }
 
-// start runs one child and appends it to the record.
+// start runs one child and appends it to the record. Its log is the deployer's alone (0600 in
+// 0700 directories): the router logs requests, which may carry a client's credentials.
 func (l *Local) start(d *Deployment, role, bin string, port int, args []string) (Process, error) {
 	logPath := filepath.Join(l.LogDir, d.ExecutionID, fmt.Sprintf("%s-%d.log", role, len(d.Processes)))
-	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o700); err != nil {
 		return Process{}, err
 	}
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	// A directory or log an older build created keeps its mode when reused.
+	if err := os.Chmod(filepath.Dir(logPath), 0o700); err != nil {
+		return Process{}, err
+	}
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return Process{}, err
 	}
 	defer logFile.Close()
+	if err := logFile.Chmod(0o600); err != nil {
+		return Process{}, err
+	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Only what the simulator and router need: the deployer's own secrets stay with it.
@@ -296,7 +304,7 @@ func (l *Local) waitReady(ctx context.Context, p Process, model string) error {
 	last := errors.New("not probed yet")
 	for {
 		if !alive(p) {
-			return fmt.Errorf("%s (pid %d, %s) exited before it was ready: %s", p.Role, p.PID, p.URL, logTail(p.Log))
+			return fmt.Errorf("%s (pid %d, %s) exited before it was ready: %s", p.Role, p.PID, p.URL, logExcerpt(p.Log))
 		}
 		if last = probe(ctx, p.URL+"/health", ""); last == nil {
 			if last = probe(ctx, p.URL+"/v1/models", model); last == nil {
@@ -344,15 +352,6 @@ func probe(ctx context.Context, url, model string) error {
 		}
 	}
 	return fmt.Errorf("GET %s does not list %q", url, model)
-}
-
-func logTail(path string) string {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return "no log"
-	}
-	raw = raw[max(0, len(raw)-400):]
-	return strings.TrimSpace(string(raw))
 }
 
 // Cleanup stops every recorded process that is still the one started (SIGTERM to its group,

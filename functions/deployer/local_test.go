@@ -483,3 +483,80 @@ func TestLocalBuildRefusesAKubernetesClusterClearly(t *testing.T) {
 		t.Fatalf("record = %+v", rec)
 	}
 }
+
+// fakeSimulator is a BinDir whose inference-sim is the shell script body (for tests that need
+// a child process, not a simulator).
+func fakeSimulator(t *testing.T, body string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, deployer.SimulatorBinary), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// A child that dies before it is ready fails the deployment with the end of its log, which is
+// the deployer's alone (0600 in a 0700 directory) and loses the credentials it held: the
+// router logs requests, the simulator echoes its flags.
+func TestAChildsLogIsPrivateAndItsExcerptHoldsNoCredentials(t *testing.T) {
+	cases := []struct {
+		name, line, secret string
+	}{
+		{"authorization header", `GET /v1/models Authorization: Basic dXNlcjpodW50ZXIy`, "dXNlcjpodW50ZXIy"},
+		{"bearer token in a body", `{"error":"rejected","auth":"Bearer sk-live-4242abcd"}`, "sk-live-4242abcd"},
+		{"api key flag", `invalid value for flag --api-key=sk-flag-9999: too long`, "sk-flag-9999"},
+		{"api key flag, separate value", `usage: inference-sim --api-key sk-flag-8888 --port 1`, "sk-flag-8888"},
+		{"api_key query parameter", `GET /v1/models?api_key=qk-7777zz&x=1 401`, "qk-7777zz"},
+		{"x-api-key header", `x-api-key: hk-6666yy`, "hk-6666yy"},
+		{"json api key", `config {"apiKey": "jk-5555ww", "port": 8000}`, "jk-5555ww"},
+		{"admin token", `admin-token=at-4444vv`, "at-4444vv"},
+		{"lensfn token", `client token lens_ab12cd34_` + strings.Repeat("0f", 32) + ` refused`, "lens_ab12cd34_" + strings.Repeat("0f", 32)},
+	}
+	cfg, err := deployconfig.Parse("baseline-vllm", []byte(`{"model":{"name":"m"},"decode":{"replicas":1}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			// A line long enough to push most of it out of the excerpt, the secret at its end.
+			script := "echo 'starting " + strings.Repeat("x", 600) + "'\necho '" + tc.line + "'\necho 'shutting down'\nexit 1"
+			local := &deployer.Local{BinDir: fakeSimulator(t, script), LogDir: t.TempDir(), ReadyTimeout: 10 * time.Second, StopGrace: time.Second}
+			d := &deployer.Deployment{ExecutionID: "exec-log-" + strconv.Itoa(len(tc.name))}
+			err := local.Deploy(context.Background(), d, cfg, func(context.Context) error { return nil })
+			t.Cleanup(func() { _ = local.Cleanup(context.Background(), d) })
+			if err == nil || !strings.Contains(err.Error(), "exited before it was ready") || !strings.Contains(err.Error(), "shutting down") {
+				t.Fatalf("deploy of a child that exits: %v", err)
+			}
+			if strings.Contains(err.Error(), tc.secret) {
+				t.Fatalf("the error carries the secret %q: %v", tc.secret, err)
+			}
+			if !strings.Contains(err.Error(), "[REDACTED]") {
+				t.Fatalf("the error does not say a value was redacted: %v", err)
+			}
+			log := d.Processes[0].Log
+			for path, want := range map[string]os.FileMode{log: 0o600, filepath.Dir(log): 0o700 | os.ModeDir} {
+				st, err := os.Stat(path)
+				if err != nil || st.Mode() != want {
+					t.Fatalf("%s: mode %v (%v), want %v", path, st.Mode(), err, want)
+				}
+			}
+		})
+	}
+}
+
+// What is not a credential stays readable in the excerpt: counts of tokens, prose about keys.
+func TestALogExcerptKeepsWhatIsNoCredential(t *testing.T) {
+	lines := "echo 'max_tokens: 16 --max-num-batched-tokens 256 tokens=4'\necho 'the API key is missing'"
+	local := &deployer.Local{BinDir: fakeSimulator(t, lines+"\nexit 1"), LogDir: t.TempDir(), ReadyTimeout: 10 * time.Second}
+	cfg, err := deployconfig.Parse("baseline-vllm", []byte(`{"model":{"name":"m"},"decode":{"replicas":1}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &deployer.Deployment{ExecutionID: "exec-log-plain"}
+	err = local.Deploy(context.Background(), d, cfg, func(context.Context) error { return nil })
+	for _, want := range []string{"max_tokens: 16", "--max-num-batched-tokens 256", "the API key is missing", "tokens=4"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("error %v, want it to keep %q", err, want)
+		}
+	}
+}
