@@ -305,19 +305,32 @@ func (x *Deployer) sweep(ctx context.Context) error {
 func leaseName(id string) string { return "deployment:" + id }
 
 // work drives one deployment until its record is settled (ready, failed, cleanup-failed or
-// gone), under the deployment's lease.
+// gone), under the deployment's lease. The worker gives up its busy entry only under the lock
+// and only when no event arrived since its last look: an event that came while it was
+// finishing (up to the lease's release) set again, and the worker takes the lease once more and
+// acts on it now rather than leaving it to the next sweep.
 func (x *Deployer) work(ctx context.Context, id string) {
-	defer func() {
+	for {
+		held := x.workLeased(ctx, id)
 		x.mu.Lock()
-		delete(x.busy, id)
+		if w := x.busy[id]; !held || !w.again || ctx.Err() != nil {
+			delete(x.busy, id)
+			x.mu.Unlock()
+			return
+		}
 		x.mu.Unlock()
-	}()
+	}
+}
+
+// workLeased is work under one acquisition of the lease; it reports whether it got the lease
+// (not: another instance works on the deployment, or the store is unreachable).
+func (x *Deployer) workLeased(ctx context.Context, id string) bool {
 	lease, err := x.deps.Store.AcquireLease(ctx, leaseName(id), x.deps.Config.InstanceID, x.settings.LeaseTTL)
 	if err != nil {
 		if !errors.Is(err, state.ErrLeaseHeld) && ctx.Err() == nil {
 			x.deps.Log.Warnw("deployment lease", "deployment", id, "error", err)
 		}
-		return
+		return false
 	}
 	fence := lease.Fence()
 	leaseCtx, stopRenew := context.WithCancel(ctx)
@@ -364,7 +377,7 @@ func (x *Deployer) work(ctx context.Context, id string) {
 		switch {
 		case errors.Is(err, state.ErrNotFound):
 			cancel()
-			return
+			return true
 		case err != nil:
 			x.deps.Log.Warnw("deployment read", "deployment", id, "error", err)
 		case d.Status == StatusDeploying:
@@ -377,9 +390,10 @@ func (x *Deployer) work(ctx context.Context, id string) {
 		again := w.again
 		x.mu.Unlock()
 		if !again {
-			return
+			return true
 		}
 	}
+	return true
 }
 
 // deploy brings d up. What an earlier, dead worker started is removed first (it cannot be

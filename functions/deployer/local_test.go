@@ -1,8 +1,10 @@
 package deployer_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -137,12 +139,30 @@ func newHarness(t *testing.T) *harness {
 
 // start runs a deployer instance named instance until the returned stop is called.
 func (h *harness) start(t *testing.T, instance string) (*fn.Function, func()) {
+	return h.startWith(t, instance, instanceOptions{})
+}
+
+// instanceOptions change what startWith runs: zero values keep start's.
+type instanceOptions struct {
+	store         func(state.Store) state.Store // wraps the instance's store (to freeze or fail it)
+	local         func(*deployer.Local)         // adjusts the local provider
+	leaseTTL      time.Duration
+	sweepInterval time.Duration
+}
+
+func (h *harness) startWith(t *testing.T, instance string, o instanceOptions) (*fn.Function, func()) {
 	d := h.deps
 	d.Config.InstanceID = instance
-	s := deployer.Settings{LeaseTTL: time.Second, SweepInterval: 200 * time.Millisecond, DeployTimeout: 15 * time.Second,
-		BinDir: h.env["LENS_BIN_DIR"], LogDir: t.TempDir()}
+	if o.store != nil {
+		d.Store = o.store(d.Store)
+	}
+	s := deployer.Settings{LeaseTTL: cmp.Or(o.leaseTTL, time.Second), SweepInterval: cmp.Or(o.sweepInterval, 200*time.Millisecond),
+		DeployTimeout: 15 * time.Second, BinDir: h.env["LENS_BIN_DIR"], LogDir: t.TempDir()}
 	d.Metrics = fntest.Deps(t, "deployer-"+instance, h.env).Metrics
 	local := &deployer.Local{BinDir: s.BinDir, LogDir: s.LogDir, ReadyTimeout: s.DeployTimeout, StopGrace: 3 * time.Second, TargetsDir: h.targets}
+	if o.local != nil {
+		o.local(local)
+	}
 	f := deployer.New(d, s, h.repo, map[string]deployer.Provider{deployer.ProviderLocal: local}).Function()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -560,5 +580,58 @@ func TestALogExcerptKeepsWhatIsNoCredential(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("error %v, want it to keep %q", err, want)
 		}
+	}
+}
+
+// releaseGate holds a worker's first ReleaseLease until proceed is closed, so a test can send
+// an event in the window between a worker's last look at the record and its exit.
+type releaseGate struct {
+	state.Store
+	once    sync.Once
+	entered chan struct{}
+	proceed chan struct{}
+}
+
+func (g *releaseGate) ReleaseLease(ctx context.Context, l state.Lease) error {
+	g.once.Do(func() { close(g.entered); <-g.proceed })
+	return g.Store.ReleaseLease(ctx, l)
+}
+
+// A cleanup requested while the worker is finishing (it has looked at the record for the last
+// time and is releasing the lease) is acted on at once, not at the next sweep (an hour away
+// here).
+func TestACleanupRequestedWhileTheWorkerFinishesIsActedOnAtOnce(t *testing.T) {
+	h := newHarness(t)
+	gate := &releaseGate{entered: make(chan struct{}), proceed: make(chan struct{})}
+	// No binaries: the deployment fails at once, and its worker releases the lease.
+	f, _ := h.startWith(t, "deployer-a", instanceOptions{sweepInterval: time.Hour,
+		store: func(s state.Store) state.Store { gate.Store = s; return gate },
+		local: func(l *deployer.Local) { l.BinDir = t.TempDir() }})
+	t.Cleanup(func() {
+		select {
+		case <-gate.proceed:
+		default:
+			close(gate.proceed)
+		}
+	})
+	id := inventory.NewID()
+	req := events.DeploymentRequested{ExecutionID: id, ConfigurationID: h.configuration(t, "baseline-vllm", `{"model":{"name":"m"},"decode":{"replicas":1}}`),
+		ClusterSessionID: h.session, CaseRef: "wf-3/guide-1"}
+	if err := deliver(t, f, events.TypeDeploymentRequested, "e1", req); err != nil {
+		t.Fatal(err)
+	}
+	h.events.wait(t, events.TypeDeploymentFailed, 30*time.Second)
+	select {
+	case <-gate.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker never released its lease")
+	}
+	if err := deliver(t, f, events.TypeDeploymentCleanupRequested, "c1", events.DeploymentCleanupRequested{ExecutionID: id, CaseRef: "wf-3/guide-1"}); err != nil {
+		t.Fatal(err)
+	}
+	close(gate.proceed)
+	h.events.wait(t, events.TypeDeploymentCleaned, 5*time.Second)
+	if _, err := h.deps.Store.Get(context.Background(), deployer.Kind, id); !errors.Is(err, state.ErrNotFound) {
+		t.Fatalf("record after cleanup: %v", err)
 	}
 }
