@@ -396,10 +396,26 @@ func (x *Deployer) workLeased(ctx context.Context, id string) bool {
 	return true
 }
 
-// deploy brings d up. What an earlier, dead worker started is removed first (it cannot be
-// trusted half-done), then the provider starts afresh.
+// holdsLease says whether this worker's lease (the one fence was issued with) is still the
+// lease's holder. A worker checks it right before a destructive step: the local provider's
+// cleanup stops every child carrying the deployment's id, so a worker whose lease expired and
+// was taken over would otherwise stop the new owner's children on the same host. A store that
+// cannot answer counts as not held; the step is then left to the next worker or sweep.
+func (x *Deployer) holdsLease(ctx context.Context, fence state.Fence) bool {
+	holder, err := x.deps.Store.LeaseHolder(ctx, fence.Lease)
+	return err == nil && holder.Owner == x.deps.Config.InstanceID && holder.Token == fence.Token
+}
+
+// deploy brings d up. What an earlier worker started is removed first (it cannot be trusted
+// half-done), then the provider starts afresh.
 func (x *Deployer) deploy(ctx context.Context, fence state.Fence, d Deployment) {
 	fail := func(err error) {
+		if !x.holdsLease(context.WithoutCancel(ctx), fence) {
+			// Taken over: what this worker started is the new owner's to reap, and its
+			// record is no longer this worker's to write.
+			x.deps.Log.Warnw("deployment failed after its lease was lost; left to the new owner", "deployment", d.ExecutionID, "error", err)
+			return
+		}
 		x.metrics.deployments.WithLabelValues(orUnknown(d.Provider), "failed").Inc()
 		if p := x.providers[d.Provider]; p != nil {
 			if cerr := p.Cleanup(context.WithoutCancel(ctx), &d); cerr != nil {
@@ -418,11 +434,19 @@ func (x *Deployer) deploy(ctx context.Context, fence state.Fence, d Deployment) 
 			_ = x.emitFailed(context.WithoutCancel(ctx), saved, "deploy", saved.Attempts)
 		}
 	}
-	if len(d.Processes) > 0 || len(d.Objects) > 0 {
+	// An earlier attempt (Attempts > 0) may have started children the record does not name: its
+	// worker saves the record after each start and can die in between. The provider's cleanup
+	// finds those too (the local one by the deployment id in their environment), so it runs on
+	// every takeover, not only when the record lists something. Its provider is in the record
+	// from before the first start.
+	if d.Attempts > 0 || len(d.Processes) > 0 || len(d.Objects) > 0 {
 		x.metrics.reaped.Inc()
 		x.deps.Log.Infow("taking over a deployment whose worker died", "deployment", d.ExecutionID,
-			"processes", len(d.Processes), "objects", len(d.Objects))
+			"attempts", d.Attempts, "processes", len(d.Processes), "objects", len(d.Objects))
 		if p := x.providers[d.Provider]; p != nil {
+			if !x.holdsLease(ctx, fence) {
+				return // taken over meanwhile
+			}
 			if err := p.Cleanup(ctx, &d); err != nil {
 				x.deps.Log.Warnw("reaping the dead worker's deployment", "deployment", d.ExecutionID, "error", err)
 				return // the next sweep retries
@@ -527,6 +551,9 @@ func (x *Deployer) cleanup(ctx context.Context, fence state.Fence, d Deployment)
 	}
 	if err == nil {
 		if p := x.providers[d.Provider]; p != nil {
+			if !x.holdsLease(ctx, fence) {
+				return // taken over: the new owner cleans up
+			}
 			err = p.Cleanup(ctx, &d)
 		}
 	}

@@ -89,10 +89,15 @@ const portAttempts = 3
 // probe. When a child could not bind the port it was given (another process took it after it
 // was handed out), what was started is stopped and the deployment starts again on new ports.
 func (l *Local) Deploy(ctx context.Context, d *Deployment, cfg deployconfig.Deployment, save func(context.Context) error) error {
-	for attempt := 1; ; attempt++ {
-		err := l.deployOnce(ctx, d, cfg, save)
-		if err == nil || attempt == portAttempts || !l.lostPort(d) {
+	for try := 1; ; try++ {
+		err := l.deployOnce(ctx, d, cfg, save, try)
+		if err == nil || try == portAttempts || !l.lostPort(d) {
 			return err
+		}
+		// save is fenced: a worker whose lease was taken over stops here, before its cleanup
+		// could stop the new owner's children (they carry the same deployment id).
+		if serr := save(ctx); serr != nil {
+			return errors.Join(err, serr)
 		}
 		if cerr := l.Cleanup(ctx, d); cerr != nil {
 			return errors.Join(err, cerr)
@@ -114,8 +119,8 @@ func (l *Local) lostPort(d *Deployment) bool {
 	return false
 }
 
-// deployOnce is one attempt of Deploy on newly chosen ports.
-func (l *Local) deployOnce(ctx context.Context, d *Deployment, cfg deployconfig.Deployment, save func(context.Context) error) error {
+// deployOnce is one try of Deploy on newly chosen ports.
+func (l *Local) deployOnce(ctx context.Context, d *Deployment, cfg deployconfig.Deployment, save func(context.Context) error, try int) error {
 	c := cfg.Content
 	if c.Runtime != nil && c.Runtime.Image != "" {
 		return fmt.Errorf("the local provider runs the simulator only; runtime.image %q needs the knative provider", c.Runtime.Image)
@@ -191,7 +196,7 @@ func (l *Local) deployOnce(ctx context.Context, d *Deployment, cfg deployconfig.
 				args = append(args, "--hash-seed", seed)
 			}
 		}
-		p, err := l.start(d, "router", bin, port, args)
+		p, err := l.start(d, try, "router", bin, port, args)
 		if err != nil {
 			return err
 		}
@@ -201,7 +206,7 @@ func (l *Local) deployOnce(ctx context.Context, d *Deployment, cfg deployconfig.
 		}
 	}
 	for _, pl := range plan {
-		if _, err := l.start(d, pl.role, sim, pl.port, append(slices.Clone(replicaArgs), "--host", "127.0.0.1", "--port", strconv.Itoa(pl.port))); err != nil {
+		if _, err := l.start(d, try, pl.role, sim, pl.port, append(slices.Clone(replicaArgs), "--host", "127.0.0.1", "--port", strconv.Itoa(pl.port))); err != nil {
 			return err
 		}
 		if err := save(ctx); err != nil {
@@ -244,8 +249,16 @@ func (l *Local) writeTargets(d *Deployment) error {
 
 // start runs one child and appends it to the record. Its log is the deployer's alone (0600 in
 // 0700 directories): the router logs requests, which may carry a client's credentials.
-func (l *Local) start(d *Deployment, role, bin string, port int, args []string) (Process, error) {
-	logPath := filepath.Join(l.LogDir, d.ExecutionID, fmt.Sprintf("%s-%d.log", role, len(d.Processes)))
+//
+// Each deploy attempt (and each try on new ports) logs to files of its own, named
+// <role>-<index>.attempt-<attempt>[.try-<try>].log: a taken-over deployment's new children do
+// not truncate the logs of the dead worker's, which may still be running until reaped.
+func (l *Local) start(d *Deployment, try int, role, bin string, port int, args []string) (Process, error) {
+	name := fmt.Sprintf("%s-%d.attempt-%d", role, len(d.Processes), d.Attempts)
+	if try > 1 {
+		name += fmt.Sprintf(".try-%d", try)
+	}
+	logPath := filepath.Join(l.LogDir, d.ExecutionID, name+".log")
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o700); err != nil {
 		return Process{}, err
 	}

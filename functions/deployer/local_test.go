@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -313,55 +314,228 @@ func TestLocalDeployAnswersAndCleansUp(t *testing.T) {
 	}
 }
 
-// A deployer that dies mid-deployment (its processes started, its lease left to expire) is
-// taken over by another instance, which stops the dead one's processes and deploys afresh;
-// cleanup then leaves nothing.
-func TestTakeoverReapsWhatADeadWorkerStarted(t *testing.T) {
+// freezer is the store of a worker that hangs (a stopped process, a partition) on the save of
+// the record naming its freezeAt-th child: that save is never written, the lease is no longer
+// renewed (it is left to expire), and both stay blocked until thaw is closed.
+type freezer struct {
+	state.Store
+	freezeAt int
+	once     sync.Once
+	frozen   chan struct{} // closed when the worker froze
+	thaw     chan struct{}
+	started  []deployer.Process // what the unwritten save named
+}
+
+func newFreezer(freezeAt int) *freezer {
+	return &freezer{freezeAt: freezeAt, frozen: make(chan struct{}), thaw: make(chan struct{})}
+}
+
+func (f *freezer) isFrozen() bool {
+	select {
+	case <-f.frozen:
+		return true
+	default:
+		return false
+	}
+}
+
+func (f *freezer) Update(ctx context.Context, rec state.Record, opts state.UpdateOptions) (state.Record, error) {
+	var d deployer.Deployment
+	if rec.Kind == deployer.Kind && json.Unmarshal(rec.Doc, &d) == nil && len(d.Processes) >= f.freezeAt {
+		f.once.Do(func() { f.started = d.Processes; close(f.frozen) })
+	}
+	if f.isFrozen() {
+		<-f.thaw
+	}
+	return f.Store.Update(ctx, rec, opts)
+}
+
+func (f *freezer) RenewLease(ctx context.Context, l state.Lease, ttl time.Duration) (state.Lease, error) {
+	if f.isFrozen() {
+		<-f.thaw
+	}
+	return f.Store.RenewLease(ctx, l, ttl)
+}
+
+// freePort is a loopback port nobody listens on (the local provider's default).
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// A deployer that hangs mid-deployment, its lease left to expire, is taken over by another
+// instance, which stops every child the hung worker started before it starts its own: the
+// recorded ones and the one started but never saved (the record names nothing in the first
+// row: a worker that died between the router's start and the first save). The new owner's
+// deployment is then ready, and its cleanup leaves nothing.
+func TestATakeoverAfterTheLeaseExpiredStopsTheHungWorkersChildrenFirst(t *testing.T) {
+	cases := []struct {
+		name, provider, content string
+		freezeAt                int // the child whose save never happens
+		recorded                int // what the record names when the worker hangs
+		want                    int // processes of the ready deployment
+	}{
+		{"nothing recorded", "baseline-vllm", `{"model":{"name":"sim-model"},"decode":{"replicas":1}}`, 1, 0, 1},
+		{"router recorded, replica not", "optimized-baseline",
+			`{"model":{"name":"sim-model"},"decode":{"replicas":1},"router":{"profile":"prefix-affinity"}}`, 2, 1, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			hung := newFreezer(tc.freezeAt)
+			fa, _ := h.startWith(t, "deployer-a", instanceOptions{store: func(s state.Store) state.Store { hung.Store = s; return hung }})
+			t.Cleanup(func() { close(hung.thaw) }) // before A stops (cleanups run last first)
+			id := inventory.NewID()
+			req := events.DeploymentRequested{ExecutionID: id, ConfigurationID: h.configuration(t, tc.provider, tc.content),
+				ClusterSessionID: h.session, CaseRef: "wf-2/guide-1"}
+			if err := deliver(t, fa, events.TypeDeploymentRequested, "e1", req); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-hung.frozen:
+			case <-time.After(60 * time.Second):
+				t.Fatal("deployer A started nothing")
+			}
+			if d := record(t, h, id); len(d.Processes) != tc.recorded || d.Attempts != 1 || d.Status != deployer.StatusDeploying {
+				t.Fatalf("record when A hung: %+v, want %d process(es) recorded, attempt 1", d, tc.recorded)
+			}
+			for _, p := range hung.started {
+				if !pidAlive(p.PID) {
+					t.Fatalf("A's %s (pid %d) is not running", p.Role, p.PID)
+				}
+			}
+			// B starts nothing before A's children are gone: its first port request is its
+			// first step towards a child.
+			var mu sync.Mutex
+			var survivors []deployer.Process
+			asked := false
+			ports := func() (int, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if !asked {
+					asked = true
+					for _, p := range hung.started {
+						if pidAlive(p.PID) {
+							survivors = append(survivors, p)
+						}
+					}
+				}
+				return freePort()
+			}
+			fb, _ := h.startWith(t, "deployer-b", instanceOptions{local: func(l *deployer.Local) { l.Ports = ports }})
+			h.events.wait(t, events.TypeDeploymentReady, 90*time.Second)
+			mu.Lock()
+			if len(survivors) > 0 {
+				t.Errorf("B started its children while A's still ran: %+v", survivors)
+			}
+			mu.Unlock()
+			after := record(t, h, id)
+			if after.Status != deployer.StatusReady || len(after.Processes) != tc.want || after.Attempts != 2 {
+				t.Fatalf("after takeover: %+v", after)
+			}
+			for _, p := range after.Processes {
+				if !pidAlive(p.PID) || !strings.Contains(p.Log, ".attempt-2") {
+					t.Fatalf("B's process %+v: not running, or its log not its attempt's", p)
+				}
+			}
+			if err := deliver(t, fb, events.TypeDeploymentCleanupRequested, "c1", events.DeploymentCleanupRequested{ExecutionID: id}); err != nil {
+				t.Fatal(err)
+			}
+			h.events.wait(t, events.TypeDeploymentCleaned, 30*time.Second)
+			for _, p := range append(after.Processes, hung.started...) {
+				if pidAlive(p.PID) {
+					t.Errorf("process %+v survived the cleanup", p)
+				}
+			}
+		})
+	}
+}
+
+// leaseLost is the store of a worker that can no longer renew its lease (the store answers
+// unavailable), so it does not learn that the lease expired and was taken over.
+type leaseLost struct {
+	state.Store
+	released chan struct{} // closed when the worker gives the lease up, its work done
+	once     sync.Once
+}
+
+func (l *leaseLost) RenewLease(context.Context, state.Lease, time.Duration) (state.Lease, error) {
+	return state.Lease{}, fmt.Errorf("%w: partitioned", state.ErrUnavailable)
+}
+
+func (l *leaseLost) ReleaseLease(ctx context.Context, lease state.Lease) error {
+	defer l.once.Do(func() { close(l.released) })
+	return l.Store.ReleaseLease(ctx, lease)
+}
+
+// A worker whose lease expired and was taken over, and whose deployment then fails, does not
+// run the provider's cleanup: it would stop the new owner's children on the same host (they
+// carry the same deployment id).
+func TestAWorkerThatLostItsLeaseLeavesTheNewOwnersChildrenAlone(t *testing.T) {
 	h := newHarness(t)
-	fa, stopA := h.start(t, "deployer-a")
-	cfg := h.configuration(t, "optimized-baseline", strings.Replace(optimized2, `"optimized"`, `"prefix-affinity"`, 1))
+	stale := &leaseLost{released: make(chan struct{})}
+	inPorts, failPorts := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	fa, _ := h.startWith(t, "deployer-a", instanceOptions{
+		store: func(s state.Store) state.Store { stale.Store = s; return stale },
+		local: func(l *deployer.Local) {
+			l.Ports = func() (int, error) {
+				once.Do(func() { close(inPorts) })
+				<-failPorts
+				return 0, errors.New("no port for the stale worker")
+			}
+		}})
+	t.Cleanup(func() {
+		select {
+		case <-failPorts:
+		default:
+			close(failPorts)
+		}
+	})
 	id := inventory.NewID()
-	req := events.DeploymentRequested{ExecutionID: id, ConfigurationID: cfg, ClusterSessionID: h.session, CaseRef: "wf-2/guide-1"}
+	// Whatever is left of the deployment's children when the test ends is stopped.
+	t.Cleanup(func() {
+		_ = (&deployer.Local{StopGrace: time.Second}).Cleanup(context.Background(), &deployer.Deployment{ExecutionID: id})
+	})
+	req := events.DeploymentRequested{ExecutionID: id, ConfigurationID: h.configuration(t, "baseline-vllm", `{"model":{"name":"m"},"decode":{"replicas":1}}`),
+		ClusterSessionID: h.session, CaseRef: "wf-4/guide-1"}
 	if err := deliver(t, fa, events.TypeDeploymentRequested, "e1", req); err != nil {
 		t.Fatal(err)
 	}
-	// Wait for A to have started processes, then "kill" it: its loops stop, its children stay.
-	var orphans []deployer.Process
-	for deadline := time.Now().Add(60 * time.Second); len(orphans) == 0; {
+	select {
+	case <-inPorts:
+	case <-time.After(30 * time.Second):
+		t.Fatal("deployer A never got to its deployment")
+	}
+	// B takes the expired lease and starts its child: a stand-in simulator that never gets
+	// ready, so it stays up for as long as the test needs.
+	h.startWith(t, "deployer-b", instanceOptions{local: func(l *deployer.Local) {
+		l.BinDir, l.ReadyTimeout = fakeSimulator(t, "exec sleep 60"), time.Minute
+	}})
+	var owned deployer.Deployment
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if owned = record(t, h, id); owned.Attempts == 2 && len(owned.Processes) == 1 {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatal("deployer A started nothing")
-		}
-		orphans = record(t, h, id).Processes
-		time.Sleep(5 * time.Millisecond)
-	}
-	stopA()
-	// A drained: the lease it released or left is free; B sweeps and takes over.
-	if d := record(t, h, id); d.Status != deployer.StatusDeploying && d.Status != deployer.StatusReady {
-		t.Fatalf("status after A stopped: %s", d.Status)
-	}
-	before := record(t, h, id)
-	if before.Status == deployer.StatusReady {
-		t.Skip("A finished before it was stopped; the takeover path was not exercised")
-	}
-	fb, _ := h.start(t, "deployer-b")
-	h.events.wait(t, events.TypeDeploymentReady, 90*time.Second)
-	for _, p := range before.Processes {
-		if pidAlive(p.PID) {
-			t.Errorf("A's process %+v was not reaped", p)
+			t.Fatalf("B did not take over: %+v", owned)
 		}
 	}
-	after := record(t, h, id)
-	if after.Status != deployer.StatusReady || len(after.Processes) != 3 || after.Attempts != 2 {
-		t.Fatalf("after takeover: %+v", after)
+	close(failPorts) // A's deployment fails now, with B's child running
+	select {
+	case <-stale.released:
+	case <-time.After(30 * time.Second):
+		t.Fatal("deployer A never finished")
 	}
-	if err := deliver(t, fb, events.TypeDeploymentCleanupRequested, "c1", events.DeploymentCleanupRequested{ExecutionID: id}); err != nil {
-		t.Fatal(err)
+	if p := owned.Processes[0]; !pidAlive(p.PID) {
+		t.Fatalf("the stale worker stopped the new owner's child %+v", p)
 	}
-	h.events.wait(t, events.TypeDeploymentCleaned, 30*time.Second)
-	for _, p := range after.Processes {
-		if pidAlive(p.PID) {
-			t.Errorf("process %+v survived the cleanup", p)
-		}
+	if d := record(t, h, id); d.Status != deployer.StatusDeploying || d.Error != "" {
+		t.Fatalf("the stale worker wrote the record: %+v", d)
 	}
 }
 
