@@ -112,7 +112,7 @@ func (l *Local) Deploy(ctx context.Context, d *Deployment, cfg deployconfig.Depl
 // lostPort says whether a child of d exited because its port was in use.
 func (l *Local) lostPort(d *Deployment) bool {
 	for _, p := range d.Processes {
-		if tail, _ := readTail(p.Log, excerptBytes); !alive(p) && strings.Contains(tail, "address already in use") {
+		if tail, _ := readTail(p.Log, excerptWindow); !alive(p) && strings.Contains(tail, "address already in use") {
 			return true
 		}
 	}
