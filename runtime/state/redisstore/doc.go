@@ -37,6 +37,6 @@
 // checked first (its socket, or a PING over TLS), so a restarted server costs no failed command.
 // Errors meaning Redis cannot be reached come back as state.ErrUnavailable.
 //
-// Imports: runtime/state, redigo and miniredis. This is the only package in the module allowed
-// to import those two.
+// Imports: runtime/state, runtime/sockpeek (the borrowed connection's socket check), redigo and
+// miniredis. This is the only package in the module allowed to import those two.
 package redisstore
