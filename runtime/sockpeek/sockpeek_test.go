@@ -97,35 +97,40 @@ func TestNowWithDataPendingLeavesTheData(t *testing.T) {
 	}
 }
 
-func TestNowAfterThePeerClosed(t *testing.T) {
-	local, peer := tcpPair(t)
-	p := newPeeker(t, local)
-	_ = peer.Close()
-	eventually(t, p, sockpeek.Closed)
-	if !errors.Is(p.Err(), io.EOF) {
-		t.Fatalf("Err() = %v, want io.EOF", p.Err())
-	}
-}
-
-// Bytes sent before the close are still there to read: the connection is Pending, not Closed.
-func TestNowWithDataBeforeTheClose(t *testing.T) {
-	local, peer := tcpPair(t)
-	p := newPeeker(t, local)
-	_, _ = peer.Write([]byte("x"))
-	_ = peer.Close()
-	eventually(t, p, sockpeek.Pending)
-}
-
-func TestNowAfterThePeerReset(t *testing.T) {
-	local, peer := tcpPair(t)
-	p := newPeeker(t, local)
-	if err := peer.SetLinger(0); err != nil { // close with RST
-		t.Fatal(err)
-	}
-	_ = peer.Close()
-	eventually(t, p, sockpeek.Closed)
-	if !errors.Is(p.Err(), syscall.ECONNRESET) {
-		t.Fatalf("Err() = %v, want ECONNRESET", p.Err())
+// The peer's end of the connection: its orderly close (FIN) or a reset (RST); bytes sent
+// before a close are still there to read, so that connection is Pending, not Closed.
+func TestNowAfterThePeerLeft(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		leave   func(peer *net.TCPConn) error
+		want    sockpeek.State
+		wantErr error
+	}{
+		{"closed", func(peer *net.TCPConn) error { return peer.Close() }, sockpeek.Closed, io.EOF},
+		{"reset", func(peer *net.TCPConn) error {
+			if err := peer.SetLinger(0); err != nil { // close with RST
+				return err
+			}
+			return peer.Close()
+		}, sockpeek.Closed, syscall.ECONNRESET},
+		{"closed after data", func(peer *net.TCPConn) error {
+			if _, err := peer.Write([]byte("x")); err != nil {
+				return err
+			}
+			return peer.Close()
+		}, sockpeek.Pending, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			local, peer := tcpPair(t)
+			p := newPeeker(t, local)
+			if err := tc.leave(peer); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, p, tc.want)
+			if err := p.Err(); !errors.Is(err, tc.wantErr) {
+				t.Fatalf("Err() = %v, want %v", err, tc.wantErr)
+			}
+		})
 	}
 }
 
