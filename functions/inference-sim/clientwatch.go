@@ -1,12 +1,12 @@
 package inferencesim
 
 import (
-	"crypto/tls"
 	"errors"
 	"net"
 	"time"
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/pacer"
+	"github.com/lensfn/lensfn/runtime/sockpeek"
 )
 
 // Noticing that a client left. fasthttp has no close notification, and a
@@ -15,8 +15,8 @@ import (
 // place in the metrics long after the client is gone. A watcher goroutine
 // peeks at the idle connection (MSG_PEEK, so a pipelined next request is
 // left where it is) and closes gone on EOF or a reset, as net/http's
-// background read does. It starts only for a wait longer than
-// watchAfter, so zero-latency traffic never pays for it.
+// background read does (runtime/sockpeek's Wait). It starts only for a
+// wait longer than watchAfter, so zero-latency traffic never pays for it.
 
 // watchAfter is the shortest wait worth a watcher.
 const watchAfter = 20 * time.Millisecond
@@ -31,30 +31,32 @@ type clientWatch struct {
 	started bool
 }
 
-// watch records the connection; nothing runs until wait needs it.
-func (w *clientWatch) watch(c net.Conn) {
-	if tc, ok := c.(*tls.Conn); ok {
-		// The TCP stream under TLS: a FIN or reset is seen; a client that
-		// sends close_notify first looks alive (data is pending) and is
-		// noticed at the next write instead.
-		c = tc.NetConn()
-	}
-	*w = clientWatch{conn: c}
-}
+// watch records the connection; nothing runs until wait needs it. Under
+// TLS the TCP stream is watched: a FIN or reset is seen; a client that sends
+// close_notify first looks alive (data is pending) and is noticed at the
+// next write instead.
+func (w *clientWatch) watch(c net.Conn) { *w = clientWatch{conn: c} }
 
 // goneCh starts the watcher if needed and returns the channel closed when
 // the client leaves (nil, never closed, when the connection cannot be
-// watched).
+// watched: no socket, or no peek on this system).
 func (w *clientWatch) goneCh() <-chan struct{} {
 	if w.conn == nil {
 		return nil
 	}
 	if !w.started {
+		peek := sockpeek.New(w.conn)
+		if peek == nil {
+			w.conn = nil
+			return nil
+		}
 		w.started = true
 		w.gone, w.done = make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(w.done)
-			if peekClosed(w.conn) {
+			// Pending (a pipelined next request) is not a departure; a read
+			// deadline (stop) interrupts the wait.
+			if peek.Wait() == sockpeek.Closed {
 				close(w.gone)
 			}
 		}()

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+
+	"github.com/lensfn/lensfn/runtime/sockpeek"
 )
 
 // Timeouts of one command: it waits at most readTimeout for its reply (less when its context
@@ -97,7 +99,30 @@ func parseURL(raw string) (endpoint, error) {
 // command after a restart onto a dead socket.
 type checkedConn struct {
 	redisConn
-	socket *socketCheck // nil where sockets cannot be checked: PING after pingAfterIdle instead
+	socket net.Conn
+	// peek is made once per connection, so a borrow allocates nothing; nil where the socket
+	// cannot be looked at (PING after pingAfterIdle instead).
+	peek *sockpeek.Peeker
+}
+
+var errUnexpectedRead = errors.New("redisstore: unexpected data on an idle connection")
+
+// socketAlive looks, without blocking, at an idle connection's socket before it is lent out
+// again: nothing to read means alive, EOF that the server closed it, data that the
+// connection is out of step.
+func (c *checkedConn) socketAlive() error {
+	// redigo leaves the last command's read deadline set; an expired one would fail the
+	// check without looking at the socket.
+	if err := c.socket.SetReadDeadline(time.Time{}); err != nil {
+		return err
+	}
+	switch c.peek.Now() {
+	case sockpeek.Idle:
+		return nil
+	case sockpeek.Pending:
+		return errUnexpectedRead
+	}
+	return c.peek.Err()
 }
 
 type redisConn interface {
@@ -112,10 +137,8 @@ func newPool(ep endpoint, size int) *redis.Pool {
 	return &redis.Pool{
 		DialContext: func(ctx context.Context) (redis.Conn, error) { return dial(ctx, ep) },
 		TestOnBorrow: func(c redis.Conn, lastUsed time.Time) error {
-			if cc, ok := c.(*checkedConn); ok && cc.socket != nil {
-				if err := cc.socket.alive(); !errors.Is(err, errNoSocketCheck) {
-					return err
-				}
+			if cc, ok := c.(*checkedConn); ok && cc.peek != nil {
+				return cc.socketAlive()
 			}
 			if time.Since(lastUsed) < pingAfterIdle {
 				return nil
@@ -160,7 +183,8 @@ func dial(ctx context.Context, ep endpoint) (redis.Conn, error) {
 		_ = c.Close()
 		return nil, errors.New("redisstore: the Redis connection does not take timeouts")
 	}
-	return &checkedConn{redisConn: rc, socket: newSocketCheck(socket)}, nil
+	// socket is the TCP connection, under the TLS layer for rediss://
+	return &checkedConn{redisConn: rc, socket: socket, peek: sockpeek.New(socket)}, nil
 }
 
 // errPoolTimeout: every connection stayed busy for poolTimeout (an outage).

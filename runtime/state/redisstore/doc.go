@@ -42,6 +42,6 @@
 // the PEM CA certificates of Options.TLSCAFile (REDIS_CA_FILE in the runtime) for a private CA;
 // an untrusted certificate fails Open saying so. No client certificate is sent.
 //
-// Imports: runtime/state, redigo and miniredis. This is the only package in the module allowed
-// to import those two.
+// Imports: runtime/state, runtime/sockpeek (the borrowed connection's socket check), redigo and
+// miniredis. This is the only package in the module allowed to import those two.
 package redisstore

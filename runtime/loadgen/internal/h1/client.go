@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/lensfn/lensfn/runtime/sockpeek"
 )
 
 // Dialer opens a connection (net.Dialer.DialContext, or an egress policy's).
@@ -266,9 +268,30 @@ type conn struct {
 	nc     net.Conn
 	br     *bufio.Reader
 	idleAt time.Time
+	peek   *sockpeek.Peeker // made once, so a reuse's look allocates nothing; nil: cannot look
+	secure bool             // TLS: pending bytes may be a record the TLS layer reads itself
 }
 
 func (cn *conn) close() { _ = cn.nc.Close() }
+
+// alive reports whether an idle connection is still open: nothing to read means the server
+// has neither closed it nor sent bytes out of turn. One non-blocking peek, so a connection the
+// server closed while idle is not written a request that then fails. Under TLS pending bytes
+// may be a record the TLS layer reads itself (a TLS 1.3 session ticket), so only the server's
+// close counts there. A connection that cannot be looked at counts as open: if it is dead its
+// write fails, which Do retries once on a fresh connection.
+func (cn *conn) alive() bool {
+	if cn.peek == nil {
+		return true
+	}
+	switch cn.peek.Now() {
+	case sockpeek.Idle:
+		return true
+	case sockpeek.Pending:
+		return cn.secure
+	}
+	return false
+}
 
 // get returns an idle connection to t that is still open, or dials a new one.
 func (c *Client) get(ctx context.Context, t *Target) (cn *conn, reused bool, err error) {
@@ -284,7 +307,7 @@ func (c *Client) get(ctx context.Context, t *Target) (cn *conn, reused bool, err
 		list[len(list)-1] = nil
 		c.idle[t.key] = list[:len(list)-1]
 		c.mu.Unlock()
-		if now.Sub(cn.idleAt) > c.opts.IdleTimeout || !alive(cn.nc) {
+		if now.Sub(cn.idleAt) > c.opts.IdleTimeout || !cn.alive() {
 			cn.close()
 			continue
 		}
@@ -314,7 +337,7 @@ func (c *Client) get(ctx context.Context, t *Target) (cn *conn, reused bool, err
 		}
 		nc = tc
 	}
-	return &conn{nc: nc, br: bufio.NewReaderSize(nc, c.opts.ReadBufferSize)}, false, nil
+	return &conn{nc: nc, br: bufio.NewReaderSize(nc, c.opts.ReadBufferSize), peek: sockpeek.New(nc), secure: t.secure}, false, nil
 }
 
 // put returns a connection whose response was read to its end to the pool.

@@ -128,7 +128,7 @@ func TestServerClosingAnIdleConnection(t *testing.T) {
 		c.mu.Lock()
 		cn := c.idle[tg.key][0]
 		c.mu.Unlock()
-		if !alive(cn.nc) {
+		if !cn.alive() {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -36,5 +36,5 @@
 // (a 3xx is returned as it is), request bodies other than a byte slice, response trailers
 // (read and dropped), 1xx other than 100 Continue.
 //
-// It may import the standard library only.
+// It may import runtime/sockpeek (the peek at an idle connection) and the standard library.
 package h1
