@@ -13,12 +13,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/rest"
 
 	"github.com/lensfn/lensfn/functions/deployer"
 	"github.com/lensfn/lensfn/runtime/deployconfig"
 	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/knativeadmission"
+	"github.com/lensfn/lensfn/runtime/kubeconfig"
 )
 
 // ServiceGVR is the resource of Knative Services.
@@ -57,8 +58,9 @@ type Provider struct {
 	ReadyTimeout   time.Duration
 	SimulatorImage string // default DefaultSimulatorImage
 	RouterImage    string // default DefaultRouterImage
-	// NewClient builds the client from a kubeconfig (default: client-go's; tests pass the fake).
-	NewClient func(kubeconfig []byte) (dynamic.Interface, error)
+	// NewClient builds the client from the REST config RESTConfig made of the session's
+	// kubeconfig (default: client-go's dynamic client; tests pass the fake).
+	NewClient func(*rest.Config) (dynamic.Interface, error)
 	// Poll is the Ready-condition poll period (default 1s).
 	Poll time.Duration
 	// Admission checks every object before it is created (default NewAdmission's).
@@ -201,9 +203,16 @@ func (k *Provider) client(ctx context.Context, d *deployer.Deployment) (dynamic.
 	if err != nil {
 		return nil, "", err
 	}
-	kubeconfig, err := k.Inventory.ClusterKubeconfig(ctx, session.ClusterID)
+	raw, err := k.Inventory.ClusterKubeconfig(ctx, session.ClusterID)
 	if err != nil {
 		return nil, "", err
+	}
+	// inventory-api refuses such a kubeconfig at registration; this check is for clusters
+	// registered before it did, and for whatever else writes the store.
+	creds, err := kubeconfig.Parse([]byte(raw))
+	if err != nil {
+		return nil, "", fmt.Errorf("cluster %s's kubeconfig is refused, so nothing was sent to the cluster "+
+			"(register the cluster again with inline credentials only): %w", session.ClusterName, err)
 	}
 	ns := session.Namespace
 	if ns == "" {
@@ -211,17 +220,22 @@ func (k *Provider) client(ctx context.Context, d *deployer.Deployment) (dynamic.
 	}
 	newClient := k.NewClient
 	if newClient == nil {
-		newClient = func(raw []byte) (dynamic.Interface, error) {
-			rc, err := clientcmd.RESTConfigFromKubeConfig(raw)
-			if err != nil {
-				return nil, errors.New("the cluster's kubeconfig cannot be read") // never its content
-			}
-			rc.Timeout = 30 * time.Second
-			return dynamic.NewForConfig(rc)
-		}
+		newClient = func(rc *rest.Config) (dynamic.Interface, error) { return dynamic.NewForConfig(rc) }
 	}
-	c, err := newClient([]byte(kubeconfig))
+	c, err := newClient(RESTConfig(creds))
 	return c, ns, err
+}
+
+// RESTConfig is the client configuration of creds and nothing else: no exec or auth-provider
+// plugin, no file, no proxy of the kubeconfig's choosing (clientcmd would honour all of them).
+func RESTConfig(creds kubeconfig.Credentials) *rest.Config {
+	return &rest.Config{
+		Host:        creds.Server,
+		BearerToken: creds.Token,
+		TLSClientConfig: rest.TLSClientConfig{ServerName: creds.TLSServerName, Insecure: creds.Insecure,
+			CAData: creds.CAData, CertData: creds.CertData, KeyData: creds.KeyData},
+		Timeout: 30 * time.Second,
+	}
 }
 
 // Deploy creates the Services, records each one, and waits for every Ready condition.

@@ -3,6 +3,11 @@ package knative_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -14,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/lensfn/lensfn/functions/deployer"
@@ -22,6 +28,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/fn/fntest"
 	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/knativeadmission"
+	"github.com/lensfn/lensfn/runtime/kubeconfig/kubeconfigtest"
 	"github.com/lensfn/lensfn/runtime/secret"
 )
 
@@ -36,7 +43,8 @@ func newRepo(t *testing.T) *inventory.Repo {
 	return &inventory.Repo{Store: deps.Store, Sealer: sealer}
 }
 
-const kubeconfig = "apiVersion: v1\nkind: Config\nclusters: []\n# secret-token-xyz\n"
+// kubeconfig is the inline kubeconfig the tests' clusters hold; its token must never show.
+var kubeconfig = kubeconfigtest.Token("https://k8s.example:6443", "secret-token-xyz")
 
 // The knative provider creates one Service per replica and a router Service through the
 // dynamic client, with the kubeconfig the session's cluster holds, waits for Ready and deletes
@@ -61,9 +69,9 @@ func TestKnativeDeployAndCleanup(t *testing.T) {
 			"conditions": []any{map[string]any{"type": "Ready", "status": status, "reason": "RevisionFailed", "message": "image pull"}}}
 		return false, nil, nil
 	})
-	var gotKubeconfig string
+	var got *rest.Config
 	k := &knative.Provider{Inventory: repo, ReadyTimeout: 5 * time.Second, Poll: 10 * time.Millisecond,
-		NewClient: func(raw []byte) (dynamic.Interface, error) { gotKubeconfig = string(raw); return client, nil }}
+		NewClient: func(rc *rest.Config) (dynamic.Interface, error) { got = rc; return client, nil }}
 	cfg, err := deployconfig.Parse("pd-disaggregation", []byte(`{"model":{"name":"m"},"decode":{"replicas":2},"prefill":{"replicas":1}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +81,7 @@ func TestKnativeDeployAndCleanup(t *testing.T) {
 	if err := k.Deploy(ctx, d, cfg, func(context.Context) error { saves++; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if gotKubeconfig != kubeconfig || saves != 4 || len(d.Objects) != 4 || len(d.ReplicaEndpoints) != 3 ||
+	if got == nil || got.Host != "https://k8s.example:6443" || got.BearerToken != "secret-token-xyz" || saves != 4 || len(d.Objects) != 4 || len(d.ReplicaEndpoints) != 3 ||
 		!strings.HasSuffix(d.Endpoint, "-router.eval.example.com/v1") || d.Namespace != "eval" {
 		t.Fatalf("deployment = %+v (saves %d)", d, saves)
 	}
@@ -183,7 +191,7 @@ func TestKnativeRefusesWhatKnativeWouldNotAdmit(t *testing.T) {
 		client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 			map[schemaGVR]string{knative.ServiceGVR: "ServiceList"})
 		k := &knative.Provider{Inventory: repo, ReadyTimeout: time.Second, Poll: 10 * time.Millisecond, Render: tc.render,
-			NewClient: func([]byte) (dynamic.Interface, error) { return client, nil }}
+			NewClient: func(*rest.Config) (dynamic.Interface, error) { return client, nil }}
 		cfg, err := deployconfig.Parse("optimized-baseline", []byte(tc.content))
 		if err != nil {
 			t.Fatal(err)
@@ -208,5 +216,50 @@ func TestServingConfigIsTheDeclaredOne(t *testing.T) {
 	}
 	if !reflect.DeepEqual(declared, knative.ServingConfig) {
 		t.Fatalf("deploy/knative declares %v, the deployer validates under %v", declared, knative.ServingConfig)
+	}
+}
+
+// A cluster stored with a kubeconfig inventory-api now refuses (registered before it did) fails
+// the deployment before anything reads the kubeconfig the way client-go would: its exec plugin,
+// which would create a file, never runs, and no request reaches its server. Each refused
+// feature fails the same way, naming the field and not the kubeconfig's content.
+func TestKnativeRefusesAStoredKubeconfigWithoutRunningIt(t *testing.T) {
+	repo := newRepo(t)
+	ctx := context.Background()
+	server := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("the deployer sent %s %s to the kubeconfig's server (Authorization %q)", r.Method, r.URL.Path, r.Header.Get("Authorization"))
+		w.WriteHeader(http.StatusForbidden)
+	}))
+	defer server.Close()
+	marker := filepath.Join(t.TempDir(), "exec-plugin-ran")
+	if !strings.HasPrefix(server.URL, "https://") {
+		t.Fatal(server.URL) // client-go reads no credentials at all for an http:// server
+	}
+	cfg, err := deployconfig.Parse("optimized-baseline", []byte(`{"model":{"name":"m"},"decode":{"replicas":1}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range kubeconfigtest.Refused(server.URL, marker) {
+		t.Run(tc.Name, func(t *testing.T) {
+			// The repo stores what it is given: inventory-api is where registration refuses.
+			_, session, err := repo.CreateCluster(ctx, inventory.ClusterSpec{Name: fmt.Sprintf("old-%d", i), Kind: inventory.ClusterKubernetes,
+				Namespace: "eval", Kubeconfig: tc.Kubeconfig})
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := &knative.Provider{Inventory: repo, ReadyTimeout: time.Second, Poll: 10 * time.Millisecond} // client-go's own client
+			d := &deployer.Deployment{ExecutionID: inventory.NewID(), ClusterSessionID: session.ID}
+			err = k.Deploy(ctx, d, cfg, func(context.Context) error { return nil })
+			if _, err := os.Stat(marker); !os.IsNotExist(err) {
+				t.Fatalf("the exec plugin ran: %s exists (%v)", marker, err)
+			}
+			if err == nil || !strings.Contains(err.Error(), "kubeconfig is refused") || !strings.Contains(err.Error(), tc.Field) ||
+				strings.Contains(err.Error(), kubeconfigtest.RefusedToken) || strings.Contains(err.Error(), marker) {
+				t.Fatalf("deploy = %v, want a refusal naming %q", err, tc.Field)
+			}
+			if len(d.Objects) != 0 {
+				t.Fatalf("objects recorded: %+v", d.Objects)
+			}
+		})
 	}
 }
