@@ -5,6 +5,11 @@
 // and Validate under the features deploy/knative declares and against the Service CRD schema, by
 // runtime/knativeadmission: an object a cluster would refuse is never sent.
 //
+// precise-prefix-cache-routing is refused (ErrLocalOnly): its router learns the replicas' KV
+// caches from ZMQ events, which a Knative Service (one HTTP port, addressed by its URL, while the
+// events name pod IPs) cannot carry, so on Knative it would silently route on load alone. The
+// local provider runs it.
+//
 // It is a package of its own so that only the deployer command of the Knative image
 // (functions/deployer/cmd/deployer) links it and the Kubernetes, apimachinery and Knative Serving
 // trees it needs; the local stack's deployer (cmd/deployer-local) does not (#11).

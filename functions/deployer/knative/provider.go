@@ -137,9 +137,6 @@ func Objects(spec ObjectSpec, cfg deployconfig.Deployment) []*unstructured.Unstr
 		} else {
 			rargs = append(rargs, "--replicas", strings.Join(decode, ","))
 		}
-		if profile == deployconfig.ProfilePrecisePrefix {
-			rargs = append(rargs, "--zmq-endpoint", "tcp://0.0.0.0:5557")
-		}
 		objs = append(objs, service(spec, serviceName(spec.ExecutionID, "router", -1), "router", routerImage, rargs, 8080))
 	}
 	return objs
@@ -238,8 +235,19 @@ func RESTConfig(creds kubeconfig.Credentials) *rest.Config {
 	}
 }
 
+// ErrLocalOnly is why the knative provider refuses precise-prefix-cache-routing: its router
+// follows the replicas' KV-cache events over ZMQ (replicas started with --enable-kvcache and
+// --zmq-endpoint, topics naming podIP:8000), and a Knative Service exposes one HTTP port and
+// is addressed by its Service URL, so the router would receive no event it could match and
+// silently route on load alone.
+var ErrLocalOnly = errors.New("is supported by the local provider only (deploy it on a local cluster session): " +
+	"a Knative Service exposes one HTTP port, so the router cannot receive the replicas' ZMQ KV-cache events")
+
 // Deploy creates the Services, records each one, and waits for every Ready condition.
 func (k *Provider) Deploy(ctx context.Context, d *deployer.Deployment, cfg deployconfig.Deployment, save func(context.Context) error) error {
+	if cfg.ProviderRef == deployconfig.ProviderPrecisePrefix || cfg.Profile() == deployconfig.ProfilePrecisePrefix {
+		return fmt.Errorf("%s (router profile %s) %w", cfg.ProviderRef, cfg.Profile(), ErrLocalOnly)
+	}
 	c, ns, err := k.client(ctx, d)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package knative_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -127,7 +128,7 @@ func TestObjects(t *testing.T) {
 		{"baseline-vllm", `{"model":{"name":"m"}}`, 1, false},
 		{"baseline-vllm", `{"model":{"name":"m"},"decode":{"replicas":3}}`, 4, true},
 		{"optimized-baseline", `{"model":{"name":"m"},"decode":{"replicas":2}}`, 3, true},
-		{"precise-prefix-cache-routing", `{"model":{"name":"m"},"decode":{"replicas":2},"runtime":{"image":"vllm/vllm-openai:v0.9"}}`, 3, true},
+		{"optimized-baseline", `{"model":{"name":"m"},"decode":{"replicas":2},"runtime":{"image":"vllm/vllm-openai:v0.9"}}`, 3, true},
 	} {
 		cfg, err := deployconfig.Parse(tc.provider, []byte(tc.content))
 		if err != nil {
@@ -261,5 +262,31 @@ func TestKnativeRefusesAStoredKubeconfigWithoutRunningIt(t *testing.T) {
 				t.Fatalf("objects recorded: %+v", d.Objects)
 			}
 		})
+	}
+}
+
+// precise-prefix-cache-routing fails on Knative before anything is sent, saying it is for the
+// local provider: its router would get no KV-cache event there and route on load alone.
+func TestKnativeRefusesPrecisePrefixCacheRouting(t *testing.T) {
+	repo := newRepo(t)
+	ctx := context.Background()
+	_, session, err := repo.CreateCluster(ctx, inventory.ClusterSpec{Name: "k8s", Kind: inventory.ClusterKubernetes, Namespace: "eval", Kubeconfig: kubeconfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schemaGVR]string{knative.ServiceGVR: "ServiceList"})
+	k := &knative.Provider{Inventory: repo, ReadyTimeout: time.Second, Poll: 10 * time.Millisecond,
+		NewClient: func(*rest.Config) (dynamic.Interface, error) { return client, nil }}
+	cfg, err := deployconfig.Parse(deployconfig.ProviderPrecisePrefix, []byte(`{"model":{"name":"m"},"decode":{"replicas":2}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &deployer.Deployment{ExecutionID: inventory.NewID(), ClusterSessionID: session.ID}
+	err = k.Deploy(ctx, d, cfg, func(context.Context) error { return nil })
+	if !errors.Is(err, knative.ErrLocalOnly) || !strings.Contains(err.Error(), "precise-prefix-cache-routing (router profile precise-prefix) is supported by the local provider only") {
+		t.Fatalf("deploy = %v, want the local-provider-only refusal", err)
+	}
+	if len(client.Actions()) != 0 || len(d.Objects) != 0 || d.Namespace != "" {
+		t.Fatalf("%d API calls, objects %+v, namespace %q: want nothing", len(client.Actions()), d.Objects, d.Namespace)
 	}
 }
