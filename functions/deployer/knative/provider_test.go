@@ -78,11 +78,11 @@ func TestKnativeDeployAndCleanup(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := &deployer.Deployment{ExecutionID: inventory.NewID(), ClusterSessionID: session.ID}
-	saves := 0
+	saves := 0 // the namespace, then each Service
 	if err := k.Deploy(ctx, d, cfg, func(context.Context) error { saves++; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if got == nil || got.Host != "https://k8s.example:6443" || got.BearerToken != "secret-token-xyz" || saves != 4 || len(d.Objects) != 4 || len(d.ReplicaEndpoints) != 3 ||
+	if got == nil || got.Host != "https://k8s.example:6443" || got.BearerToken != "secret-token-xyz" || saves != 5 || len(d.Objects) != 4 || len(d.ReplicaEndpoints) != 3 ||
 		!strings.HasSuffix(d.Endpoint, "-router.eval.example.com/v1") || d.Namespace != "eval" {
 		t.Fatalf("deployment = %+v (saves %d)", d, saves)
 	}
@@ -129,6 +129,7 @@ func TestObjects(t *testing.T) {
 		{"baseline-vllm", `{"model":{"name":"m"},"decode":{"replicas":3}}`, 4, true},
 		{"optimized-baseline", `{"model":{"name":"m"},"decode":{"replicas":2}}`, 3, true},
 		{"optimized-baseline", `{"model":{"name":"m"},"decode":{"replicas":2},"runtime":{"image":"vllm/vllm-openai:v0.9"}}`, 3, true},
+		{"pd-disaggregation", `{"model":{"name":"m"},"decode":{"replicas":32},"prefill":{"replicas":32}}`, 65, true}, // the longest names
 	} {
 		cfg, err := deployconfig.Parse(tc.provider, []byte(tc.content))
 		if err != nil {
@@ -143,7 +144,9 @@ func TestObjects(t *testing.T) {
 			if _, err := admission.Validate(context.Background(), raw); err != nil {
 				t.Fatalf("%s: %v", tc.provider, err)
 			}
-			if o.GetKind() != "Service" || o.GetAPIVersion() != "serving.knative.dev/v1" || len(o.GetName()) > 63 {
+			// Knative names the first Revision <name>-00001 and its private Kubernetes Service
+			// <revision>-private: both must fit in 63 characters too.
+			if o.GetKind() != "Service" || o.GetAPIVersion() != "serving.knative.dev/v1" || len(o.GetName()+"-00001-private") > 63 {
 				t.Fatalf("object %s %s %s", o.GetAPIVersion(), o.GetKind(), o.GetName())
 			}
 			image, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
@@ -288,5 +291,144 @@ func TestKnativeRefusesPrecisePrefixCacheRouting(t *testing.T) {
 	}
 	if len(client.Actions()) != 0 || len(d.Objects) != 0 || d.Namespace != "" {
 		t.Fatalf("%d API calls, objects %+v, namespace %q: want nothing", len(client.Actions()), d.Objects, d.Namespace)
+	}
+}
+
+// newServices is a fake cluster whose Services turn Ready as soon as they are created.
+func newServices() *dynamicfake.FakeDynamicClient {
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schemaGVR]string{knative.ServiceGVR: "ServiceList"})
+	client.PrependReactor("create", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		u := a.(k8stesting.CreateAction).GetObject().(*unstructured.Unstructured)
+		u.Object["status"] = map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": "True"}}}
+		return false, nil, nil
+	})
+	return client
+}
+
+func serviceNames(t *testing.T, client dynamic.Interface) []string {
+	t.Helper()
+	list, err := client.Resource(knative.ServiceGVR).Namespace("eval").List(context.Background(), listOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, u := range list.Items {
+		names = append(names, u.GetName())
+	}
+	return names
+}
+
+// A deployer that dies between creating a Service and saving its record leaves a record that
+// lists no Service: Cleanup of that record still deletes it (by the deployment's label), and a
+// new attempt adopts it, since it is this deployment's.
+func TestKnativeCleansUpAServiceCreatedButNotRecorded(t *testing.T) {
+	repo := newRepo(t)
+	ctx := context.Background()
+	_, session, err := repo.CreateCluster(ctx, inventory.ClusterSpec{Name: "k8s", Kind: inventory.ClusterKubernetes, Namespace: "eval", Kubeconfig: kubeconfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := newServices()
+	k := &knative.Provider{Inventory: repo, ReadyTimeout: 5 * time.Second, Poll: 10 * time.Millisecond,
+		NewClient: func(*rest.Config) (dynamic.Interface, error) { return client, nil }}
+	cfg, err := deployconfig.Parse("optimized-baseline", []byte(`{"model":{"name":"m"},"decode":{"replicas":2}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// crash saves what the store would hold: every save up to the one after the first Create,
+	// which never happens.
+	crash := func(stored *deployer.Deployment, d *deployer.Deployment) func(context.Context) error {
+		return func(context.Context) error {
+			if len(d.Objects) > 0 {
+				return errors.New("the deployer died")
+			}
+			*stored = *d
+			return nil
+		}
+	}
+	id := inventory.NewID()
+	var stored deployer.Deployment
+	d := &deployer.Deployment{ExecutionID: id, ClusterSessionID: session.ID}
+	if err := k.Deploy(ctx, d, cfg, crash(&stored, d)); err == nil {
+		t.Fatal("deploy survived its crash")
+	}
+	if names := serviceNames(t, client); len(names) != 1 || len(stored.Objects) != 0 || stored.Namespace != "eval" {
+		t.Fatalf("after the crash: Services %v, stored record %+v", names, stored)
+	}
+	if err := k.Cleanup(ctx, &stored); err != nil {
+		t.Fatal(err)
+	}
+	if names := serviceNames(t, client); len(names) != 0 {
+		t.Fatalf("Cleanup of the stored record left %v", names)
+	}
+
+	// The same crash, then the next worker deploys again: it adopts the Service and cleans up all.
+	stored = deployer.Deployment{}
+	d = &deployer.Deployment{ExecutionID: id, ClusterSessionID: session.ID}
+	_ = k.Deploy(ctx, d, cfg, crash(&stored, d))
+	again := &deployer.Deployment{ExecutionID: id, ClusterSessionID: session.ID}
+	if err := k.Deploy(ctx, again, cfg, func(context.Context) error { return nil }); err != nil || len(again.Objects) != 3 {
+		t.Fatalf("redeploy: %v, objects %+v", err, again.Objects)
+	}
+	if err := k.Cleanup(ctx, again); err != nil || len(serviceNames(t, client)) != 0 {
+		t.Fatalf("cleanup: %v, left %v", err, serviceNames(t, client))
+	}
+}
+
+// A Service that has a deployment's name but not its label (another deployment's, or nobody's)
+// is not adopted: the deployment fails saying so, and neither it nor its cleanup touches that
+// Service.
+func TestKnativeDoesNotAdoptAForeignService(t *testing.T) {
+	repo := newRepo(t)
+	ctx := context.Background()
+	_, session, err := repo.CreateCluster(ctx, inventory.ClusterSpec{Name: "k8s", Kind: inventory.ClusterKubernetes, Namespace: "eval", Kubeconfig: kubeconfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := deployconfig.Parse("optimized-baseline", []byte(`{"model":{"name":"m"},"decode":{"replicas":2}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, owner := range []string{inventory.NewID(), ""} {
+		client := newServices()
+		k := &knative.Provider{Inventory: repo, ReadyTimeout: 5 * time.Second, Poll: 10 * time.Millisecond,
+			NewClient: func(*rest.Config) (dynamic.Interface, error) { return client, nil }}
+		d := &deployer.Deployment{ExecutionID: inventory.NewID(), ClusterSessionID: session.ID}
+		foreign := knative.Objects(knative.ObjectSpec{ExecutionID: d.ExecutionID, Namespace: "eval"}, cfg)[1] // decode-1
+		foreign.SetLabels(map[string]string{knative.DeploymentLabel: owner, "team": "someone-else"})
+		if _, err := client.Resource(knative.ServiceGVR).Namespace("eval").Create(ctx, foreign, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		err := k.Deploy(ctx, d, cfg, func(context.Context) error { return nil })
+		if err == nil || !strings.Contains(err.Error(), "already exists and is not this deployment's") || !strings.Contains(err.Error(), foreign.GetName()) {
+			t.Fatalf("owner %q: deploy = %v, want a refusal to adopt", owner, err)
+		}
+		for _, o := range d.Objects {
+			if o.Name == foreign.GetName() {
+				t.Fatalf("owner %q: the foreign Service was recorded: %+v", owner, d.Objects)
+			}
+		}
+		if err := k.Cleanup(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		got, err := client.Resource(knative.ServiceGVR).Namespace("eval").Get(ctx, foreign.GetName(), getOptions)
+		if err != nil || got.GetLabels()["team"] != "someone-else" || len(serviceNames(t, client)) != 1 {
+			t.Fatalf("owner %q: the foreign Service after cleanup: %v, %v; Services %v", owner, got, err, serviceNames(t, client))
+		}
+	}
+}
+
+// Two deployments whose ids share their first characters get different Service names.
+func TestServiceNamesKeepTheWholeID(t *testing.T) {
+	cfg, err := deployconfig.Parse("optimized-baseline", []byte(`{"model":{"name":"m"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := knative.Objects(knative.ObjectSpec{ExecutionID: "0b7c4f0e-1111-2222-3333-444455556666", Namespace: "eval"}, cfg)
+	b := knative.Objects(knative.ObjectSpec{ExecutionID: "0b7c4f0e-1111-2222-3333-444455557777", Namespace: "eval"}, cfg)
+	for i := range a {
+		if a[i].GetName() == b[i].GetName() {
+			t.Fatalf("both deployments name a Service %s", a[i].GetName())
+		}
 	}
 }
