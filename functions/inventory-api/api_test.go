@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +25,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/fn/fntest"
 	"github.com/lensfn/lensfn/runtime/inventory"
+	"github.com/lensfn/lensfn/runtime/kubeconfig/kubeconfigtest"
 	"github.com/lensfn/lensfn/runtime/secret"
 )
 
@@ -172,6 +175,55 @@ func (h *harness) register(t *testing.T, session, endpoint, model, key string) i
 	return e
 }
 
+// A kubeconfig is accepted with inline credentials only: each refused feature (an exec plugin,
+// an auth-provider, a token or certificate file, a proxy, basic auth, a current context that
+// resolves nowhere, a refused field behind another context) is a 422 naming the field, with
+// nothing of the kubeconfig in the answer, and no cluster is registered; an inline token and an
+// inline client certificate are registered.
+func TestClustersTakeInlineKubeconfigsOnly(t *testing.T) {
+	h := newHarness(t, quietConfig)
+	register := func(name, kubeconfig string) (int, string) {
+		body, _ := json.Marshal(map[string]string{"name": name, "kind": "kubernetes", "kubeconfig": kubeconfig, "namespace": "eval"})
+		return h.call(t, "POST", "/api/cluster/clusters", string(body), nil)
+	}
+	for i, tc := range kubeconfigtest.Refused("https://k8s.example:6443", "/nonexistent/marker") {
+		t.Run(tc.Name, func(t *testing.T) {
+			code, raw := register(fmt.Sprintf("refused-%d", i), tc.Kubeconfig)
+			var p struct {
+				Detail []struct {
+					Loc  []string `json:"loc"`
+					Msg  string   `json:"msg"`
+					Type string   `json:"type"`
+				} `json:"detail"`
+			}
+			_ = json.Unmarshal([]byte(raw), &p)
+			wantLoc := []string{"body", "kubeconfig"}
+			if tc.Field != "" {
+				wantLoc = append(wantLoc, tc.Field)
+			}
+			if code != 422 || len(p.Detail) != 1 || !reflect.DeepEqual(p.Detail[0].Loc, wantLoc) || p.Detail[0].Type != "kubeconfig_refused" {
+				t.Fatalf("%d %s, want a 422 at %v", code, raw, wantLoc)
+			}
+			for _, leak := range []string{kubeconfigtest.RefusedToken, "/var/run", "touch", "proxy.example"} {
+				if strings.Contains(raw, leak) {
+					t.Fatalf("the answer quotes the kubeconfig (%q): %s", leak, raw)
+				}
+			}
+		})
+	}
+	if code, raw := h.call(t, "GET", "/api/cluster/clusters", "", nil); code != 200 || !strings.Contains(raw, `"total":0`) {
+		t.Fatalf("refused kubeconfigs registered clusters: %d %s", code, raw)
+	}
+	for name, kubeconfig := range map[string]string{
+		"token":       kubeconfigtest.Token("https://k8s.example:6443", "kube-secret-token"),
+		"certificate": kubeconfigtest.Certificate(t, "https://k8s.example:6443"),
+	} {
+		if code, raw := register(name, kubeconfig); code != 201 || !strings.Contains(raw, `"has_kubeconfig":true`) {
+			t.Fatalf("%s kubeconfig: %d %s", name, code, raw)
+		}
+	}
+}
+
 func TestClusters(t *testing.T) {
 	h := newHarness(t, quietConfig)
 	var local inventory.Cluster
@@ -179,7 +231,7 @@ func TestClusters(t *testing.T) {
 		local.ID == "" || local.SessionID == "" || local.Kind != "local" || local.HasKubeconfig {
 		t.Fatalf("create local: %d %s", code, raw)
 	}
-	kubeconfig := "apiVersion: v1\nkind: Config\nusers: [{name: u, user: {token: kube-secret-token}}]\n"
+	kubeconfig := kubeconfigtest.Token("https://k8s.example:6443", "kube-secret-token")
 	body, _ := json.Marshal(map[string]string{"name": "prod", "kind": "kubernetes", "kubeconfig": kubeconfig, "namespace": "eval"})
 	raw := h.expect(t, "POST", "/api/cluster/clusters", string(body), 201)
 	if strings.Contains(raw, "kube-secret-token") || !strings.Contains(raw, `"has_kubeconfig":true`) || !strings.Contains(raw, `"sessionId":"`) {

@@ -1,10 +1,12 @@
 package inventoryapi
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/inventory"
+	"github.com/lensfn/lensfn/runtime/kubeconfig"
 	"github.com/lensfn/lensfn/runtime/problem"
 )
 
@@ -40,6 +42,21 @@ func (a *API) createCluster(w http.ResponseWriter, r *http.Request) error {
 	if err := firstErr(text("name", spec.Name, 200, false), text("namespace", spec.Namespace, 63, true),
 		text("kubeconfig", spec.Kubeconfig, maxKubeconfigBytes, true)); err != nil {
 		return err
+	}
+	if spec.Kind == inventory.ClusterKubernetes && spec.Kubeconfig != "" {
+		// The deployer builds its client from this kubeconfig: only inline credentials, so it
+		// cannot be made to run a command or send its own files (runtime/kubeconfig).
+		if _, err := kubeconfig.Parse([]byte(spec.Kubeconfig)); err != nil {
+			var refusal *kubeconfig.Refusal
+			if !errors.As(err, &refusal) {
+				return err
+			}
+			loc := []string{"body", "kubeconfig"}
+			if refusal.Field != "" {
+				loc = append(loc, refusal.Field)
+			}
+			return problem.Validation(problem.Field(refusal.Error(), "kubeconfig_refused", loc...))
+		}
 	}
 	c, _, err := a.repo.CreateCluster(r.Context(), spec)
 	if err != nil {

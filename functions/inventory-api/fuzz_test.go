@@ -47,7 +47,7 @@ func fuzzSession(f *testing.F, h *harness) string {
 
 func FuzzCreateCluster(f *testing.F) {
 	fuzzRoute(f, "POST", "/api/cluster/clusters", `{"name":"x","kind":"local"}`,
-		`{"name":"k","kind":"kubernetes","namespace":"eval","kubeconfig":"apiVersion: v1\nkind: Config\n"}`,
+		`{"name":"k","kind":"kubernetes","namespace":"eval","kubeconfig":"apiVersion: v1\nkind: Config\n"}`, `{"name":"t","kind":"kubernetes","kubeconfig":"{\"clusters\":[{\"name\":\"c\",\"cluster\":{\"server\":\"https://k\"}}],\"contexts\":[{\"name\":\"x\",\"context\":{\"cluster\":\"c\"}}],\"current-context\":\"x\"}"}`,
 		`{"name":"x","kind":"local","extra":1}`, `{"name":"","kind":"docker"}`, `[]`, `null`, `{"name":1e308}`)
 }
 

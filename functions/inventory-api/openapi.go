@@ -43,7 +43,7 @@ func Document() *openapi.Doc {
 	notFound, conflict, bad := http.StatusNotFound, http.StatusConflict, http.StatusBadRequest
 
 	d.Add(openapi.Op{Method: "GET", Path: OpenAPIPath, Summary: "This document", Responses: ok("the OpenAPI 3.1 document", openapi.Schema{"type": "object"})})
-	d.Add(openapi.Op{Method: "POST", Path: "/api/cluster/clusters", Summary: "Register a cluster (its kubeconfig is sealed, never returned)", Scope: admin,
+	d.Add(openapi.Op{Method: "POST", Path: "/api/cluster/clusters", Summary: "Register a cluster (its kubeconfig, inline credentials only, is sealed, never returned)", Scope: admin,
 		Request: clusterRequest(d), Responses: created("the cluster with its first session", cluster), Errors: []int{bad, conflict}})
 	d.Add(openapi.Op{Method: "GET", Path: "/api/cluster/clusters", Summary: "List clusters", Scope: read, Query: filters("name"), Responses: ok("clusters", list(cluster))})
 	d.Add(openapi.Op{Method: "GET", Path: "/api/cluster/clusters/{id}", Summary: "Get a cluster", Scope: read, Responses: ok("the cluster", cluster), Errors: []int{notFound}})

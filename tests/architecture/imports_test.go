@@ -160,7 +160,8 @@ var homes = map[string][]string{
 	// deployer's knative provider runs on what it creates and tests/knative on every manifest.
 	"knative.dev/serving": {"runtime/knativeadmission"},
 	"k8s.io/api":          {"runtime/knativeadmission"},
-	"sigs.k8s.io/yaml":    {"runtime/knativeadmission"},
+	// runtime/kubeconfig reads kubeconfigs with the YAML-to-JSON conversion client-go's loader uses.
+	"sigs.k8s.io/yaml":                         {"runtime/knativeadmission", "runtime/kubeconfig"},
 	"github.com/santhosh-tekuri/jsonschema/v6": {"runtime/knativeadmission"},
 	"golang.org/x/text":                        {"runtime/knativeadmission"},
 }

@@ -1,13 +1,19 @@
 // Package knative is the deployer's knative provider (cluster sessions of kind kubernetes): one
 // Knative Service per replica and a router Service in front, created through client-go's dynamic
-// client with the session's kubeconfig, each checked first with Knative Serving's own SetDefaults
+// client built from the inline credentials of the session's kubeconfig alone (runtime/kubeconfig
+// refuses any other kubeconfig before client-go sees it), each checked first with Knative Serving's own SetDefaults
 // and Validate under the features deploy/knative declares and against the Service CRD schema, by
 // runtime/knativeadmission: an object a cluster would refuse is never sent.
+//
+// precise-prefix-cache-routing is refused (ErrLocalOnly): its router learns the replicas' KV
+// caches from ZMQ events, which a Knative Service (one HTTP port, addressed by its URL, while the
+// events name pod IPs) cannot carry, so on Knative it would silently route on load alone. The
+// local provider runs it.
 //
 // It is a package of its own so that only the deployer command of the Knative image
 // (functions/deployer/cmd/deployer) links it and the Kubernetes, apimachinery and Knative Serving
 // trees it needs; the local stack's deployer (cmd/deployer-local) does not (#11).
 //
-// It may import functions/deployer, runtime/deployconfig, runtime/inventory and
+// It may import functions/deployer, runtime/deployconfig, runtime/inventory, runtime/kubeconfig and
 // runtime/knativeadmission.
 package knative

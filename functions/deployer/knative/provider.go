@@ -2,6 +2,8 @@ package knative
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -11,14 +13,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/rest"
 
 	"github.com/lensfn/lensfn/functions/deployer"
 	"github.com/lensfn/lensfn/runtime/deployconfig"
 	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/knativeadmission"
+	"github.com/lensfn/lensfn/runtime/kubeconfig"
 )
 
 // ServiceGVR is the resource of Knative Services.
@@ -57,8 +61,9 @@ type Provider struct {
 	ReadyTimeout   time.Duration
 	SimulatorImage string // default DefaultSimulatorImage
 	RouterImage    string // default DefaultRouterImage
-	// NewClient builds the client from a kubeconfig (default: client-go's; tests pass the fake).
-	NewClient func(kubeconfig []byte) (dynamic.Interface, error)
+	// NewClient builds the client from the REST config RESTConfig made of the session's
+	// kubeconfig (default: client-go's dynamic client; tests pass the fake).
+	NewClient func(*rest.Config) (dynamic.Interface, error)
 	// Poll is the Ready-condition poll period (default 1s).
 	Poll time.Duration
 	// Admission checks every object before it is created (default NewAdmission's).
@@ -75,10 +80,22 @@ type ObjectSpec struct {
 	RouterImage    string
 }
 
+// DeploymentLabel labels every Service of a deployment with its execution id: Cleanup deletes by
+// it (a Service created but not yet recorded when the deployer died is found), and Deploy adopts
+// an existing Service of the same name only when it carries this deployment's id.
+const DeploymentLabel = "lensfn.dev/deployment"
+
+// serviceName is the Service of one role (and replica index, i >= 0) of a deployment. It keeps
+// the whole execution id (a UUID is 32 hex digits without its dashes), so two deployments never
+// share a name; a longer id is replaced by 32 hex digits of its SHA-256. The longest name,
+// lens-<32>-prefill-31, is 48 characters: under Kubernetes' 63 even with the "-00001" of its
+// Revision and the "-private" of that Revision's Kubernetes Service (TestObjects checks 63 and
+// Knative's own validation).
 func serviceName(executionID, role string, i int) string {
 	short := strings.ReplaceAll(executionID, "-", "")
-	if len(short) > 12 {
-		short = short[:12]
+	if len(short) > 32 {
+		sum := sha256.Sum256([]byte(executionID))
+		short = hex.EncodeToString(sum[:16])
 	}
 	if i < 0 {
 		return "lens-" + short + "-" + role
@@ -135,9 +152,6 @@ func Objects(spec ObjectSpec, cfg deployconfig.Deployment) []*unstructured.Unstr
 		} else {
 			rargs = append(rargs, "--replicas", strings.Join(decode, ","))
 		}
-		if profile == deployconfig.ProfilePrecisePrefix {
-			rargs = append(rargs, "--zmq-endpoint", "tcp://0.0.0.0:5557")
-		}
 		objs = append(objs, service(spec, serviceName(spec.ExecutionID, "router", -1), "router", routerImage, rargs, 8080))
 	}
 	return objs
@@ -160,7 +174,7 @@ func service(spec ObjectSpec, name, role, image string, args []string, port int6
 			"labels": map[string]any{
 				"app.kubernetes.io/part-of":         "lensfn",
 				"app.kubernetes.io/managed-by":      "lensfn-deployer",
-				"lensfn.dev/deployment":             spec.ExecutionID,
+				DeploymentLabel:                     spec.ExecutionID,
 				"lensfn.dev/role":                   role,
 				"networking.knative.dev/visibility": "cluster-local",
 			},
@@ -201,9 +215,16 @@ func (k *Provider) client(ctx context.Context, d *deployer.Deployment) (dynamic.
 	if err != nil {
 		return nil, "", err
 	}
-	kubeconfig, err := k.Inventory.ClusterKubeconfig(ctx, session.ClusterID)
+	raw, err := k.Inventory.ClusterKubeconfig(ctx, session.ClusterID)
 	if err != nil {
 		return nil, "", err
+	}
+	// inventory-api refuses such a kubeconfig at registration; this check is for clusters
+	// registered before it did, and for whatever else writes the store.
+	creds, err := kubeconfig.Parse([]byte(raw))
+	if err != nil {
+		return nil, "", fmt.Errorf("cluster %s's kubeconfig is refused, so nothing was sent to the cluster "+
+			"(register the cluster again with inline credentials only): %w", session.ClusterName, err)
 	}
 	ns := session.Namespace
 	if ns == "" {
@@ -211,26 +232,41 @@ func (k *Provider) client(ctx context.Context, d *deployer.Deployment) (dynamic.
 	}
 	newClient := k.NewClient
 	if newClient == nil {
-		newClient = func(raw []byte) (dynamic.Interface, error) {
-			rc, err := clientcmd.RESTConfigFromKubeConfig(raw)
-			if err != nil {
-				return nil, errors.New("the cluster's kubeconfig cannot be read") // never its content
-			}
-			rc.Timeout = 30 * time.Second
-			return dynamic.NewForConfig(rc)
-		}
+		newClient = func(rc *rest.Config) (dynamic.Interface, error) { return dynamic.NewForConfig(rc) }
 	}
-	c, err := newClient([]byte(kubeconfig))
+	c, err := newClient(RESTConfig(creds))
 	return c, ns, err
 }
 
+// RESTConfig is the client configuration of creds and nothing else: no exec or auth-provider
+// plugin, no file, no proxy of the kubeconfig's choosing (clientcmd would honour all of them).
+func RESTConfig(creds kubeconfig.Credentials) *rest.Config {
+	return &rest.Config{
+		Host:        creds.Server,
+		BearerToken: creds.Token,
+		TLSClientConfig: rest.TLSClientConfig{ServerName: creds.TLSServerName, Insecure: creds.Insecure,
+			CAData: creds.CAData, CertData: creds.CertData, KeyData: creds.KeyData},
+		Timeout: 30 * time.Second,
+	}
+}
+
+// ErrLocalOnly is why the knative provider refuses precise-prefix-cache-routing: its router
+// follows the replicas' KV-cache events over ZMQ (replicas started with --enable-kvcache and
+// --zmq-endpoint, topics naming podIP:8000), and a Knative Service exposes one HTTP port and
+// is addressed by its Service URL, so the router would receive no event it could match and
+// silently route on load alone.
+var ErrLocalOnly = errors.New("is supported by the local provider only (deploy it on a local cluster session): " +
+	"a Knative Service exposes one HTTP port, so the router cannot receive the replicas' ZMQ KV-cache events")
+
 // Deploy creates the Services, records each one, and waits for every Ready condition.
 func (k *Provider) Deploy(ctx context.Context, d *deployer.Deployment, cfg deployconfig.Deployment, save func(context.Context) error) error {
+	if cfg.ProviderRef == deployconfig.ProviderPrecisePrefix || cfg.Profile() == deployconfig.ProfilePrecisePrefix {
+		return fmt.Errorf("%s (router profile %s) %w", cfg.ProviderRef, cfg.Profile(), ErrLocalOnly)
+	}
 	c, ns, err := k.client(ctx, d)
 	if err != nil {
 		return err
 	}
-	d.Namespace = ns
 	render := k.Render
 	if render == nil {
 		render = Objects
@@ -239,10 +275,22 @@ func (k *Provider) Deploy(ctx context.Context, d *deployer.Deployment, cfg deplo
 	if err := k.admit(ctx, objs); err != nil {
 		return err
 	}
+	// The namespace is saved before the first Create: a record with a namespace may have Services
+	// in it that it does not list (the deployer died between a Create and its save), and Cleanup
+	// finds those by label.
+	d.Namespace = ns
+	if err := save(ctx); err != nil {
+		return err
+	}
 	for _, o := range objs {
 		_, err := c.Resource(ServiceGVR).Namespace(ns).Create(ctx, o, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create Service %s/%s: %w", ns, o.GetName(), err)
+		if apierrors.IsAlreadyExists(err) {
+			err = k.adopt(ctx, c, ns, o.GetName(), d.ExecutionID)
+		} else if err != nil {
+			err = fmt.Errorf("create Service %s/%s: %w", ns, o.GetName(), err)
+		}
+		if err != nil {
+			return err
 		}
 		d.Objects = append(d.Objects, deployer.Object{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Namespace: ns, Name: o.GetName(),
 			Role: o.GetLabels()["lensfn.dev/role"]})
@@ -280,6 +328,20 @@ func (k *Provider) Deploy(ctx context.Context, d *deployer.Deployment, cfg deplo
 		d.Endpoint, d.BaselineURL = router+"/v1", router+"/balanced/v1"
 	default:
 		d.Endpoint = d.ReplicaEndpoints[0] + "/v1"
+	}
+	return nil
+}
+
+// adopt takes over an existing Service of a deployment's name only when it is that deployment's
+// (one a dead worker created before it could record it); anything else is left alone.
+func (k *Provider) adopt(ctx context.Context, c dynamic.Interface, ns, name, executionID string) error {
+	existing, err := c.Resource(ServiceGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("Service %s/%s already exists and cannot be read: %w", ns, name, err)
+	}
+	if owner := existing.GetLabels()[DeploymentLabel]; owner != executionID {
+		return fmt.Errorf("Service %s/%s already exists and is not this deployment's (its %s label is %q), so it was left alone "+
+			"and the deployment stopped; delete or rename that Service", ns, name, DeploymentLabel, owner)
 	}
 	return nil
 }
@@ -348,22 +410,46 @@ func (k *Provider) waitReady(ctx context.Context, c dynamic.Interface, o deploye
 	}
 }
 
-// Cleanup deletes every recorded Service (one already gone counts as deleted).
+// Cleanup deletes every recorded Service and every Service in the deployment's namespace that
+// carries its DeploymentLabel, so a Service created but not yet recorded is deleted too (one
+// already gone counts as deleted). A record with neither objects nor a namespace never created
+// anything (Deploy saves the namespace before its first Create).
 func (k *Provider) Cleanup(ctx context.Context, d *deployer.Deployment) error {
-	if len(d.Objects) == 0 {
+	if len(d.Objects) == 0 && d.Namespace == "" {
 		return nil
 	}
-	c, _, err := k.client(ctx, d)
+	c, ns, err := k.client(ctx, d)
 	if err != nil {
 		return err
 	}
+	if d.Namespace != "" {
+		ns = d.Namespace
+	}
 	var left []deployer.Object
 	var errs []error
-	for _, o := range d.Objects {
+	deleted := map[string]bool{}
+	remove := func(o deployer.Object) {
 		err := c.Resource(ServiceGVR).Namespace(o.Namespace).Delete(ctx, o.Name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			left = append(left, o)
 			errs = append(errs, fmt.Errorf("delete Service %s/%s: %w", o.Namespace, o.Name, err))
+			return
+		}
+		deleted[o.Namespace+"/"+o.Name] = true
+	}
+	for _, o := range d.Objects {
+		remove(o)
+	}
+	labelled, err := c.Resource(ServiceGVR).Namespace(ns).List(ctx, metav1.ListOptions{
+		LabelSelector: labels.Set{DeploymentLabel: d.ExecutionID}.String()})
+	if err != nil {
+		errs = append(errs, fmt.Errorf("list the Services labelled %s=%s in %s: %w", DeploymentLabel, d.ExecutionID, ns, err))
+	} else {
+		for _, u := range labelled.Items {
+			if !deleted[ns+"/"+u.GetName()] {
+				remove(deployer.Object{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: ns, Name: u.GetName(),
+					Role: u.GetLabels()["lensfn.dev/role"]})
+			}
 		}
 	}
 	d.Objects = left
