@@ -149,9 +149,21 @@ func RunSchedule(ctx context.Context, cfg Config, schedule Schedule, sink Sink) 
 	}
 	e.progress.reset(int64(schedule.Len()))
 
-	runCtx, cancel := context.WithCancelCause(context.Background())
+	runCtx, cancelCtx := context.WithCancelCause(context.Background())
+	// The time goes down before the context ends, so a request that sees the run ended can
+	// tell whether that came before its own deadline (contextError).
+	cancel := func(cause error) {
+		e.endedAt.CompareAndSwap(0, time.Now().UnixNano())
+		cancelCtx(cause)
+	}
 	defer cancel(nil)
 	e.ctx, e.cancelRun = runCtx, cancel
+	if e.lean != nil {
+		// One hook for the run ends every request in flight when it stops, where a context
+		// per request would cost a handful of allocations each.
+		e.group = e.lean.Group(runCtx)
+		defer e.group.Close()
+	}
 	stopWatch := context.AfterFunc(ctx, func() { cancel(fmt.Errorf("%w: %w", errRunStopped, context.Cause(ctx))) })
 	defer stopWatch()
 
@@ -212,6 +224,7 @@ type engine struct {
 
 	ctx       context.Context
 	cancelRun context.CancelCauseFunc
+	endedAt   atomic.Int64 // when the run's context was ended (Unix ns), set just before it ends
 	start     time.Time
 	wg        sync.WaitGroup
 
@@ -649,12 +662,11 @@ func (e *engine) send(r *Request, i int, at time.Duration, body []byte, buildErr
 		e.progress.sent.Add(1)
 		out = outcome{err: "building the request body: " + buildErr.Error(), completedAt: sent}
 	} else {
-		ctx, cancel := e.ctx, context.CancelFunc(func() {})
+		var deadline time.Time // zero: no per-request timeout
 		if e.cfg.RequestTimeout > 0 {
-			ctx, cancel = context.WithTimeoutCause(e.ctx, e.cfg.RequestTimeout, requestTimeoutError{e.cfg.RequestTimeout})
+			deadline = time.Now().Add(e.cfg.RequestTimeout)
 		}
-		out = e.exchange(ctx, r, key, body, &sent)
-		cancel()
+		out = e.exchange(deadline, r, key, body, &sent)
 	}
 	if sent.IsZero() { // the request could not even be built
 		sent = out.completedAt
