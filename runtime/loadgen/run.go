@@ -687,14 +687,24 @@ func (e *engine) send(r *Request, i int, at time.Duration, body []byte, buildErr
 	if contextTokens > 0 {
 		rec.Metadata["turn_input_tokens"] = r.InputTokens
 	}
+	// The record's optional numbers share one allocation, made when the first is set.
+	var nums *recordNumbers
+	numbers := func() *recordNumbers {
+		if nums == nil {
+			nums = new(recordNumbers)
+		}
+		return nums
+	}
 	if anchor != nil && r.RecordedMs != nil {
 		d := ms(sent.Sub(e.start)-anchor.at) - (*r.RecordedMs - anchor.recordedMs)
-		d = math.Round(d*1e6) / 1e6 // whole nanoseconds
-		rec.TimelineDriftMs = &d
+		n := numbers()
+		n.drift = math.Round(d*1e6) / 1e6 // whole nanoseconds
+		rec.TimelineDriftMs = &n.drift
 	}
 	if out.responseSeen {
-		status := out.status
-		rec.StatusCode = &status
+		n := numbers()
+		n.status = out.status
+		rec.StatusCode = &n.status
 	}
 	if out.err != "" {
 		// Endpoints echo keys in error bodies; records, summaries and the API never show them.
@@ -722,16 +732,23 @@ func (e *engine) send(r *Request, i int, at time.Duration, body []byte, buildErr
 		}
 	}
 	if out.chunks > 0 {
-		first := out.firstToken.Sub(e.start).Seconds()
-		ttft := ms(out.firstToken.Sub(sent))
-		rec.FirstTokenAtSeconds, rec.TTFTMs = &first, &ttft
+		n := numbers()
+		n.first = out.firstToken.Sub(e.start).Seconds()
+		n.ttft = ms(out.firstToken.Sub(sent))
+		rec.FirstTokenAtSeconds, rec.TTFTMs = &n.first, &n.ttft
 		if rec.OutputTokens >= 2 {
-			tpot := ms(out.lastToken.Sub(out.firstToken)) / (rec.OutputTokens - 1)
-			rec.TPOTMs = &tpot
+			n.tpot = ms(out.lastToken.Sub(out.firstToken)) / (rec.OutputTokens - 1)
+			rec.TPOTMs = &n.tpot
 		}
 	}
 	e.emit(rec)
 	return out.completedAt.Sub(e.start), kept
+}
+
+// recordNumbers are the values a Record's optional number fields point to.
+type recordNumbers struct {
+	status                   int
+	drift, first, ttft, tpot float64
 }
 
 // metadata is the request's own metadata plus what the engine knows about the exchange.
@@ -772,10 +789,23 @@ func (e *engine) emit(rec Record) {
 	} else {
 		e.progress.failed.Add(1)
 	}
-	if err != nil && e.sinkErr.CompareAndSwap(nil, &err) {
+	if err != nil {
+		e.sinkFailed(err)
+	}
+}
+
+// sinkFailed stops the run on the sink's first error (its own function: taking err's address
+// in emit would move it to the heap for every record).
+func (e *engine) sinkFailed(err error) {
+	if e.sinkErr.CompareAndSwap(nil, &err) {
 		e.cancelRun(err)
 	}
 }
 
 // requestKey is request i's X-Request-ID: the run id and the 1-based request id.
-func (e *engine) requestKey(i int) string { return e.runID + "-" + strconv.Itoa(i+1) }
+// Built in a stack buffer, so the string is its one allocation.
+func (e *engine) requestKey(i int) string {
+	var buf [64]byte
+	b := append(append(buf[:0], e.runID...), '-')
+	return string(strconv.AppendInt(b, int64(i)+1, 10))
+}

@@ -155,7 +155,7 @@ func readHead(br *bufio.Reader, resp *Response) error {
 				}
 			}
 		case equalFold(name, "content-type"):
-			resp.ContentType = string(value)
+			resp.ContentType = contentType(value)
 		case equalFold(name, "location"):
 			resp.Location = string(value)
 		}
@@ -179,6 +179,22 @@ func readHead(br *bufio.Reader, resp *Response) error {
 	}
 	b.reuse = !resp.Close
 	return nil
+}
+
+// contentType is value as a string, without an allocation for the types a streaming
+// endpoint sends on every response.
+func contentType(value []byte) string {
+	switch string(value) { // compared in place, not converted
+	case "text/event-stream":
+		return "text/event-stream"
+	case "text/event-stream; charset=utf-8":
+		return "text/event-stream; charset=utf-8"
+	case "application/json":
+		return "application/json"
+	case "application/json; charset=utf-8":
+		return "application/json; charset=utf-8"
+	}
+	return string(value)
 }
 
 func headErr(err error) error {
