@@ -74,18 +74,28 @@ func (e requestTimeoutError) Error() string {
 	return fmt.Sprintf("timeout: no complete response within %s", e.after)
 }
 
-// contextError explains why ctx ended in words that belong in a record.
-func (e *engine) contextError(ctx context.Context, err error) string {
-	cause := context.Cause(ctx)
-	var timeout requestTimeoutError
-	switch {
-	case errors.As(cause, &timeout):
-		return timeout.Error()
-	case errors.Is(cause, errRunEnded):
-		return fmt.Sprintf("cancelled: the run ended (duration %s + grace period %s) while the request was in flight",
-			e.cfg.Duration, e.cfg.GracePeriod)
-	case cause != nil:
+// ended: a request with deadline (zero: none) was cut short, by the run's end or stop or by
+// its own timeout, so a failed read is that end's doing rather than the transport's.
+func (e *engine) ended(deadline time.Time) bool {
+	return e.ctx.Err() != nil || pastDeadline(deadline)
+}
+
+// pastDeadline: deadline is set and has passed.
+func pastDeadline(deadline time.Time) bool { return !deadline.IsZero() && !time.Now().Before(deadline) }
+
+// contextError explains why a request with deadline failed with err, in words that belong in
+// a record: the run's end or stop or the request's timeout, whichever came first, else err.
+func (e *engine) contextError(deadline time.Time, err error) string {
+	timedOut := pastDeadline(deadline)
+	if e.ctx.Err() != nil && (!timedOut || e.endedAt.Load() < deadline.UnixNano()) {
+		if errors.Is(context.Cause(e.ctx), errRunEnded) {
+			return fmt.Sprintf("cancelled: the run ended (duration %s + grace period %s) while the request was in flight",
+				e.cfg.Duration, e.cfg.GracePeriod)
+		}
 		return "cancelled: the run was stopped while the request was in flight"
+	}
+	if timedOut {
+		return requestTimeoutError{e.cfg.RequestTimeout}.Error()
 	}
 	return "transport: " + err.Error()
 }
@@ -356,33 +366,34 @@ type outcome struct {
 	replyCut  bool
 }
 
-// exchange sends one request and reads its response.
-func (e *engine) exchange(ctx context.Context, r *Request, key string, body []byte, sent *time.Time) outcome {
-	resp, err := e.post(ctx, r, key, body, sent)
+// exchange sends one request and reads its response; deadline (zero: none) bounds the whole
+// exchange, and the run's end cuts it short.
+func (e *engine) exchange(deadline time.Time, r *Request, key string, body []byte, sent *time.Time) outcome {
+	resp, err := e.post(deadline, r, key, body, sent)
 	if err != nil {
 		return outcome{err: err.Error(), completedAt: time.Now()}
 	}
-	defer resp.body.Close()
+	defer resp.close()
 	out := outcome{status: resp.status, responseSeen: true, keepReply: r.KeepReplies, expectTokens: r.OutputTokens}
 	if resp.status < 200 || resp.status > 299 {
 		msg, rerr := io.ReadAll(io.LimitReader(resp.body, 64<<10))
 		out.completedAt = time.Now()
 		out.err = fmt.Sprintf("HTTP %d: %s", resp.status, errorMessage(msg))
-		if rerr != nil && ctx.Err() != nil {
-			out.err += " (" + e.contextError(ctx, rerr) + ")"
+		if rerr != nil && e.ended(deadline) {
+			out.err += " (" + e.contextError(deadline, rerr) + ")"
 		}
 		return out
 	}
 	if e.cfg.Stream && !strings.HasPrefix(resp.contentType, "application/json") {
-		e.readStream(ctx, resp.body, &out)
+		e.readStream(deadline, resp.body, &out)
 	} else {
-		e.readWhole(ctx, resp.body, &out)
+		e.readWhole(deadline, resp.body, &out)
 	}
 	return out
 }
 
 // readStream reads SSE chunks as they arrive, timing every content chunk.
-func (e *engine) readStream(ctx context.Context, body io.ReadCloser, out *outcome) {
+func (e *engine) readStream(deadline time.Time, body io.ReadCloser, out *outcome) {
 	sse := newSSEReader(body, int(e.maxResponse))
 	defer sse.release()
 	finished := false
@@ -392,8 +403,8 @@ func (e *engine) readStream(ctx context.Context, body io.ReadCloser, out *outcom
 		if err != nil {
 			out.completedAt = now
 			switch {
-			case ctx.Err() != nil:
-				out.err = e.contextError(ctx, err)
+			case e.ended(deadline):
+				out.err = e.contextError(deadline, err)
 			case err == io.EOF:
 				if !finished {
 					out.err = "stream ended before [DONE] or a finish reason"
@@ -468,12 +479,12 @@ func drain(body io.ReadCloser) {
 }
 
 // readWhole reads a non-streamed response.
-func (e *engine) readWhole(ctx context.Context, body io.Reader, out *outcome) {
+func (e *engine) readWhole(deadline time.Time, body io.Reader, out *outcome) {
 	raw, err := io.ReadAll(io.LimitReader(body, e.maxResponse+1))
 	out.completedAt = time.Now()
 	if err != nil {
-		if ctx.Err() != nil {
-			out.err = e.contextError(ctx, err)
+		if e.ended(deadline) {
+			out.err = e.contextError(deadline, err)
 		} else {
 			out.err = "transport: reading the response: " + err.Error()
 		}

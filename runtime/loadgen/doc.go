@@ -19,7 +19,9 @@
 //
 // Transport: requests go over internal/h1, a lean HTTP/1.1 client (one goroutine per request,
 // pooled keep-alive connections, the request in one write, chunked decoding and SSE lines read
-// in the connection's own buffer, cancellation by conn deadline; see its doc.go for why not
+// in the connection's own buffer, cancellation by conn deadline: a request's timeout is its
+// connection's deadline and the run's stop reaches every request in flight through one
+// h1.Group, so a request costs no context of its own; see its doc.go for why not
 // net/http or fasthttp), dialling through Config.Dial (an egress policy) and verifying TLS as
 // net/http does (Config.TLSConfig, else the system roots). It follows redirects as net/http's
 // client does. net/http's client stays for what the lean one does not do: a caller-supplied

@@ -149,9 +149,21 @@ func RunSchedule(ctx context.Context, cfg Config, schedule Schedule, sink Sink) 
 	}
 	e.progress.reset(int64(schedule.Len()))
 
-	runCtx, cancel := context.WithCancelCause(context.Background())
+	runCtx, cancelCtx := context.WithCancelCause(context.Background())
+	// The time goes down before the context ends, so a request that sees the run ended can
+	// tell whether that came before its own deadline (contextError).
+	cancel := func(cause error) {
+		e.endedAt.CompareAndSwap(0, time.Now().UnixNano())
+		cancelCtx(cause)
+	}
 	defer cancel(nil)
 	e.ctx, e.cancelRun = runCtx, cancel
+	if e.lean != nil {
+		// One hook for the run ends every request in flight when it stops, where a context
+		// per request would cost a handful of allocations each.
+		e.group = e.lean.Group(runCtx)
+		defer e.group.Close()
+	}
 	stopWatch := context.AfterFunc(ctx, func() { cancel(fmt.Errorf("%w: %w", errRunStopped, context.Cause(ctx))) })
 	defer stopWatch()
 
@@ -212,6 +224,7 @@ type engine struct {
 
 	ctx       context.Context
 	cancelRun context.CancelCauseFunc
+	endedAt   atomic.Int64 // when the run's context was ended (Unix ns), set just before it ends
 	start     time.Time
 	wg        sync.WaitGroup
 
@@ -649,12 +662,11 @@ func (e *engine) send(r *Request, i int, at time.Duration, body []byte, buildErr
 		e.progress.sent.Add(1)
 		out = outcome{err: "building the request body: " + buildErr.Error(), completedAt: sent}
 	} else {
-		ctx, cancel := e.ctx, context.CancelFunc(func() {})
+		var deadline time.Time // zero: no per-request timeout
 		if e.cfg.RequestTimeout > 0 {
-			ctx, cancel = context.WithTimeoutCause(e.ctx, e.cfg.RequestTimeout, requestTimeoutError{e.cfg.RequestTimeout})
+			deadline = time.Now().Add(e.cfg.RequestTimeout)
 		}
-		out = e.exchange(ctx, r, key, body, &sent)
-		cancel()
+		out = e.exchange(deadline, r, key, body, &sent)
 	}
 	if sent.IsZero() { // the request could not even be built
 		sent = out.completedAt
@@ -675,14 +687,24 @@ func (e *engine) send(r *Request, i int, at time.Duration, body []byte, buildErr
 	if contextTokens > 0 {
 		rec.Metadata["turn_input_tokens"] = r.InputTokens
 	}
+	// The record's optional numbers share one allocation, made when the first is set.
+	var nums *recordNumbers
+	numbers := func() *recordNumbers {
+		if nums == nil {
+			nums = new(recordNumbers)
+		}
+		return nums
+	}
 	if anchor != nil && r.RecordedMs != nil {
 		d := ms(sent.Sub(e.start)-anchor.at) - (*r.RecordedMs - anchor.recordedMs)
-		d = math.Round(d*1e6) / 1e6 // whole nanoseconds
-		rec.TimelineDriftMs = &d
+		n := numbers()
+		n.drift = math.Round(d*1e6) / 1e6 // whole nanoseconds
+		rec.TimelineDriftMs = &n.drift
 	}
 	if out.responseSeen {
-		status := out.status
-		rec.StatusCode = &status
+		n := numbers()
+		n.status = out.status
+		rec.StatusCode = &n.status
 	}
 	if out.err != "" {
 		// Endpoints echo keys in error bodies; records, summaries and the API never show them.
@@ -710,16 +732,23 @@ func (e *engine) send(r *Request, i int, at time.Duration, body []byte, buildErr
 		}
 	}
 	if out.chunks > 0 {
-		first := out.firstToken.Sub(e.start).Seconds()
-		ttft := ms(out.firstToken.Sub(sent))
-		rec.FirstTokenAtSeconds, rec.TTFTMs = &first, &ttft
+		n := numbers()
+		n.first = out.firstToken.Sub(e.start).Seconds()
+		n.ttft = ms(out.firstToken.Sub(sent))
+		rec.FirstTokenAtSeconds, rec.TTFTMs = &n.first, &n.ttft
 		if rec.OutputTokens >= 2 {
-			tpot := ms(out.lastToken.Sub(out.firstToken)) / (rec.OutputTokens - 1)
-			rec.TPOTMs = &tpot
+			n.tpot = ms(out.lastToken.Sub(out.firstToken)) / (rec.OutputTokens - 1)
+			rec.TPOTMs = &n.tpot
 		}
 	}
 	e.emit(rec)
 	return out.completedAt.Sub(e.start), kept
+}
+
+// recordNumbers are the values a Record's optional number fields point to.
+type recordNumbers struct {
+	status                   int
+	drift, first, ttft, tpot float64
 }
 
 // metadata is the request's own metadata plus what the engine knows about the exchange.
@@ -760,10 +789,23 @@ func (e *engine) emit(rec Record) {
 	} else {
 		e.progress.failed.Add(1)
 	}
-	if err != nil && e.sinkErr.CompareAndSwap(nil, &err) {
+	if err != nil {
+		e.sinkFailed(err)
+	}
+}
+
+// sinkFailed stops the run on the sink's first error (its own function: taking err's address
+// in emit would move it to the heap for every record).
+func (e *engine) sinkFailed(err error) {
+	if e.sinkErr.CompareAndSwap(nil, &err) {
 		e.cancelRun(err)
 	}
 }
 
 // requestKey is request i's X-Request-ID: the run id and the 1-based request id.
-func (e *engine) requestKey(i int) string { return e.runID + "-" + strconv.Itoa(i+1) }
+// Built in a stack buffer, so the string is its one allocation.
+func (e *engine) requestKey(i int) string {
+	var buf [64]byte
+	b := append(append(buf[:0], e.runID...), '-')
+	return string(strconv.AppendInt(b, int64(i)+1, 10))
+}

@@ -22,6 +22,7 @@ type transport struct {
 	client *http.Client // set when net/http carries the requests
 
 	lean          *h1.Client
+	group         *h1.Group // the run's requests over lean, which end together (RunSchedule)
 	target        *h1.Target
 	authorization string // "Bearer <key>", built once
 }
@@ -65,11 +66,22 @@ type response struct {
 	status      int
 	contentType string
 	body        io.ReadCloser
+	cancel      context.CancelFunc // net/http's: ends the request's context once the body is closed
 }
 
-// post sends a request's body under its key (X-Request-ID); an error is already in the words a
-// record uses.
-func (e *engine) post(ctx context.Context, r *Request, key string, body []byte, sent *time.Time) (response, error) {
+// close ends the response: its body, then net/http's request context.
+func (r response) close() {
+	r.body.Close()
+	if r.cancel != nil {
+		r.cancel()
+	}
+}
+
+// post sends a request's body under its key (X-Request-ID) within deadline (zero: none); an
+// error is already in the words a record uses. The lean client takes the deadline as its
+// connection's and the run's end through the run's group, with no context per request;
+// net/http's needs one.
+func (e *engine) post(deadline time.Time, r *Request, key string, body []byte, sent *time.Time) (response, error) {
 	accept := "application/json"
 	if e.cfg.Stream {
 		accept = "text/event-stream"
@@ -86,17 +98,24 @@ func (e *engine) post(ctx context.Context, r *Request, key string, body []byte, 
 		}
 		*sent = time.Now()
 		e.progress.sent.Add(1)
-		resp, err := e.lean.Do(ctx, e.target, h, body)
+		resp, err := e.group.Do(deadline, e.target, h, body)
 		if err == nil && isRedirect(resp.StatusCode) {
-			resp, err = e.followRedirects(ctx, resp, h, body)
+			resp, err = e.followRedirects(deadline, resp, h, body)
 		}
 		if err != nil {
-			return response{}, recordError(e.contextError(ctx, err))
+			return response{}, recordError(e.contextError(deadline, err))
 		}
 		return response{status: resp.StatusCode, contentType: resp.ContentType, body: resp.Body}, nil
 	}
+	ctx, cancel := e.ctx, context.CancelFunc(nil)
+	if !deadline.IsZero() {
+		ctx, cancel = context.WithDeadline(e.ctx, deadline)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url, bytes.NewReader(body))
 	if err != nil {
+		if cancel != nil {
+			cancel()
+		}
 		return response{}, recordError("request: " + err.Error())
 	}
 	req.Header.Set("Content-Type", "application/json")
@@ -112,9 +131,12 @@ func (e *engine) post(ctx context.Context, r *Request, key string, body []byte, 
 	e.progress.sent.Add(1)
 	resp, err := e.client.Do(req)
 	if err != nil {
-		return response{}, recordError(e.contextError(ctx, err))
+		if cancel != nil {
+			cancel()
+		}
+		return response{}, recordError(e.contextError(deadline, err))
 	}
-	return response{status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: resp.Body}, nil
+	return response{status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: resp.Body, cancel: cancel}, nil
 }
 
 // recordError is an error whose text is a record's Error as it stands.
@@ -142,7 +164,7 @@ var errTooManyRedirects = errors.New("stopped after 10 redirects")
 // without a body; at most 10; the Authorization header only to the same host or its
 // subdomains. Each hop dials through the same dialer, so an egress policy refuses a
 // destination outside it. A redirect without a Location is the response.
-func (e *engine) followRedirects(ctx context.Context, resp *h1.Response, headers []h1.Header, body []byte) (*h1.Response, error) {
+func (e *engine) followRedirects(deadline time.Time, resp *h1.Response, headers []h1.Header, body []byte) (*h1.Response, error) {
 	current, err := url.Parse(e.url)
 	if err != nil {
 		return nil, err
@@ -172,7 +194,7 @@ func (e *engine) followRedirects(ctx context.Context, resp *h1.Response, headers
 		if err != nil {
 			return nil, fmt.Errorf("redirect to %s: %w", next.Redacted(), err)
 		}
-		if resp, err = e.lean.Do(ctx, target, headers, body); err != nil {
+		if resp, err = e.group.Do(deadline, target, headers, body); err != nil {
 			return nil, err
 		}
 		current = next

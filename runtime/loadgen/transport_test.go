@@ -261,3 +261,47 @@ func TestStreamSplitAcrossChunks(t *testing.T) {
 		t.Fatalf("record %+v", r)
 	}
 }
+
+// A request's timeout is recorded as such on both transports, whether it comes before the
+// response's head or mid-stream, and a run that ends before a request's timeout records the
+// run's end, not a timeout.
+func TestRequestTimeoutAndRunEndAreRecordedOnBothTransports(t *testing.T) {
+	midStream := (&fakeOpenAI{TTFT: 5 * time.Second}).start(t) // the head and role chunk, then nothing
+	release := make(chan struct{})
+	beforeHead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select { // the server notices a client's close only once the body is read
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer beforeHead.Close()
+	defer close(release)
+	transports(t, func(t *testing.T, client *http.Client) {
+		for _, tc := range []struct {
+			name, url   string
+			timeout     time.Duration
+			duration    time.Duration
+			wantErr     string
+			wantHasCode bool
+		}{
+			{"timeout before the head", beforeHead.URL, 100 * time.Millisecond, 0, "timeout: no complete response within 100ms", false},
+			{"timeout mid-stream", midStream.URL, 100 * time.Millisecond, 0, "timeout: no complete response within 100ms", true},
+			{"the run ends first", midStream.URL, 10 * time.Second, 100 * time.Millisecond, "cancelled: the run ended", true},
+		} {
+			cfg := baseConfig(tc.url)
+			cfg.Client, cfg.RequestTimeout, cfg.Duration = client, tc.timeout, tc.duration
+			began := time.Now()
+			recs, _ := run(t, cfg, one())
+			if took := time.Since(began); took > 3*time.Second {
+				t.Errorf("%s: the request ended after %s", tc.name, took)
+			}
+			r := recs[0]
+			if r.Successful || r.Error == nil || !strings.Contains(*r.Error, tc.wantErr) || (r.StatusCode != nil) != tc.wantHasCode {
+				t.Errorf("%s: record %+v, want error %q", tc.name, r, tc.wantErr)
+				if r.Error != nil {
+					t.Logf("error: %s", *r.Error)
+				}
+			}
+		}
+	})
+}

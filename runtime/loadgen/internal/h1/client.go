@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -137,8 +138,15 @@ var aLongTimeAgo = time.Unix(1, 0)
 
 // Do sends one request with headers (Host and Content-Length are added) and body, and returns
 // the response once its header has arrived. The caller must Close the response's body. ctx
-// bounds the whole exchange, reading the body included, until Close.
+// bounds the whole exchange, reading the body included, until Close: its end sets the
+// connection's deadline in the past through a context.AfterFunc of the request's own.
 func (c *Client) Do(ctx context.Context, t *Target, headers []Header, body []byte) (*Response, error) {
+	return c.do(ctx, nil, time.Time{}, t, headers, body)
+}
+
+// do is Do (group nil: ctx's end is watched for this request alone) and Group.Do (ctx is the
+// group's, which watches it for all its requests; deadline, when set, is the connection's).
+func (c *Client) do(ctx context.Context, g *Group, deadline time.Time, t *Target, headers []Header, body []byte) (*Response, error) {
 	bp := requestBuffers.Get().(*[]byte)
 	req, err := appendRequest((*bp)[:0], t, headers, body)
 	// The buffer goes back once the request is written, not when the response comes: at
@@ -155,16 +163,25 @@ func (c *Client) Do(ctx context.Context, t *Target, headers []Header, body []byt
 	if err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx) // as after a send the context's end cut short
+	}
+	if pastDeadline(deadline) {
+		return nil, fmt.Errorf("h1: the request's deadline passed before it was sent: %w", os.ErrDeadlineExceeded)
 	}
 	replayable := t.idempotent || hasIdempotencyKey(headers)
 	for attempt := 0; ; attempt++ {
-		cn, reused, err := c.get(ctx, t)
+		cn, reused, err := c.get(ctx, deadline, t)
 		if err != nil {
 			return nil, err
 		}
-		stop := context.AfterFunc(ctx, func() { _ = cn.nc.SetDeadline(aLongTimeAgo) })
+		w := watch{group: g}
+		if g == nil {
+			w.stop = context.AfterFunc(ctx, func() { _ = cn.nc.SetDeadline(aLongTimeAgo) })
+		} else if !g.enter(cn, deadline) {
+			cn.close()
+			return nil, fmt.Errorf("%w (h1: the request's group ended before it was sent)", context.Cause(ctx))
+		}
 		retry := false
 		var n int
 		if n, err = cn.nc.Write(req); err == nil {
@@ -173,7 +190,7 @@ func (c *Client) Do(ctx context.Context, t *Target, headers []Header, body []byt
 				release()
 			}
 			var resp *Response
-			if resp, err = readResponse(c, cn, t.key, stop); err == nil {
+			if resp, err = readResponse(c, cn, t.key, w, deadline); err == nil {
 				return resp, nil
 			}
 			// Nothing of a response arrived: the server closed or reset a connection it
@@ -184,12 +201,12 @@ func (c *Client) Do(ctx context.Context, t *Target, headers []Header, body []byt
 			err = fmt.Errorf("writing the request: %w", err)
 			retry = n == 0 || replayable
 		}
-		stop()
+		w.end(cn)
 		cn.close()
 		// net/http's rule (Transport's shouldRetryRequest): only a reused connection, once,
 		// on a fresh one (a fresh connection's failure is the answer), and only when nothing
 		// was written, or the request is replayable and no byte of a response was read.
-		if reused && attempt == 0 && retry && ctx.Err() == nil {
+		if reused && attempt == 0 && retry && ctx.Err() == nil && !pastDeadline(deadline) {
 			continue
 		}
 		if ctx.Err() != nil {
@@ -197,6 +214,112 @@ func (c *Client) Do(ctx context.Context, t *Target, headers []Header, body []byt
 		}
 		return nil, err
 	}
+}
+
+// pastDeadline: deadline is set and has passed.
+func pastDeadline(deadline time.Time) bool { return !deadline.IsZero() && !time.Now().Before(deadline) }
+
+// watch is what ends one request's I/O early: its own context hook (Do) or its group (Group.Do).
+type watch struct {
+	stop  func() bool // Do's context.AfterFunc stop; false once the hook ran
+	group *Group
+}
+
+// end stops watching the request on cn; false means its end already came and set the
+// connection's deadline in the past, so the connection must not be reused.
+func (w watch) end(cn *conn) bool {
+	if w.group != nil {
+		return w.group.leave(cn)
+	}
+	return w.stop()
+}
+
+// A Group is requests that end together when one context ends, as a load run's requests do
+// when the run stops: one context.AfterFunc for the group sets the deadline of every
+// connection it has in flight in the past, where Do registers one hook per request (a
+// context.AfterFunc costs a handful of allocations each time). Its requests also take their
+// own deadline, the connection's, where Do would need a context per request for it.
+type Group struct {
+	client   *Client
+	ctx      context.Context
+	stopHook func() bool
+
+	mu       sync.Mutex
+	ended    bool  // ctx ended: every connection in flight was given a past deadline
+	inFlight *conn // the connections of the group's requests in flight, linked by conn.next
+}
+
+// Group returns a group whose requests end when ctx does. Close it when no more requests
+// will be sent through it.
+func (c *Client) Group(ctx context.Context) *Group {
+	g := &Group{client: c, ctx: ctx}
+	g.stopHook = context.AfterFunc(ctx, g.endAll)
+	return g
+}
+
+// Close stops watching the group's context; requests in flight are left to run.
+func (g *Group) Close() { g.stopHook() }
+
+// Do is Client.Do for a request of the group: the group's context bounds it as a request's
+// own context bounds Client.Do, dialling included; deadline (zero: none) bounds the whole
+// exchange, reading the body included, as the connection's deadline. A request past its
+// deadline fails with an error that errors.Is os.ErrDeadlineExceeded; one the group's end stopped,
+// with one that wraps the context's cause.
+func (g *Group) Do(deadline time.Time, t *Target, headers []Header, body []byte) (*Response, error) {
+	return g.client.do(g.ctx, g, deadline, t, headers, body)
+}
+
+// endAll is the group context's hook.
+func (g *Group) endAll() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.ended = true
+	for cn := g.inFlight; cn != nil; cn = cn.next {
+		_ = cn.nc.SetDeadline(aLongTimeAgo)
+	}
+}
+
+// enter sets cn's deadline for a request and lists it in flight; false when the group has
+// ended. Under the lock, so endAll's past deadline cannot be overwritten.
+func (g *Group) enter(cn *conn, deadline time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ended || cn.nc.SetDeadline(deadline) != nil {
+		return false
+	}
+	cn.prev, cn.next = nil, g.inFlight
+	if g.inFlight != nil {
+		g.inFlight.prev = cn
+	}
+	g.inFlight = cn
+	return true
+}
+
+// leave takes cn off the in-flight list; false when the group ended while it was listed.
+func (g *Group) leave(cn *conn) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if cn.prev != nil {
+		cn.prev.next = cn.next
+	} else {
+		g.inFlight = cn.next
+	}
+	if cn.next != nil {
+		cn.next.prev = cn.prev
+	}
+	cn.prev, cn.next = nil, nil
+	return !g.ended
+}
+
+// setReadDeadline is Body.SetReadDeadline for a request of the group: an ended group's past
+// deadline stays.
+func (g *Group) setReadDeadline(cn *conn, t time.Time) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ended {
+		return nil
+	}
+	return cn.nc.SetReadDeadline(t)
 }
 
 // hasIdempotencyKey: the headers mark a request as safe to send twice (net/http's
@@ -218,14 +341,14 @@ type beforeResponseError struct{ err error }
 func (e *beforeResponseError) Error() string { return e.err.Error() }
 func (e *beforeResponseError) Unwrap() error { return e.err }
 
-func readResponse(c *Client, cn *conn, key string, stop func() bool) (*Response, error) {
+func readResponse(c *Client, cn *conn, key string, w watch, deadline time.Time) (*Response, error) {
 	if _, err := cn.br.Peek(1); err != nil {
 		if err == io.EOF {
 			err = errClosedBeforeResponse
 		}
 		return nil, &beforeResponseError{err}
 	}
-	resp := &Response{body: Body{cn: cn, client: c, key: key, stop: stop}}
+	resp := &Response{body: Body{cn: cn, client: c, key: key, watch: w, deadline: deadline}}
 	if err := readHead(cn.br, resp); err != nil {
 		return nil, err
 	}
@@ -270,6 +393,9 @@ type conn struct {
 	idleAt time.Time
 	peek   *sockpeek.Peeker // made once, so a reuse's look allocates nothing; nil: cannot look
 	secure bool             // TLS: pending bytes may be a record the TLS layer reads itself
+	// prev and next link the connection into its Group's in-flight list while it serves a
+	// request of the group.
+	prev, next *conn
 }
 
 func (cn *conn) close() { _ = cn.nc.Close() }
@@ -294,7 +420,8 @@ func (cn *conn) alive() bool {
 }
 
 // get returns an idle connection to t that is still open, or dials a new one.
-func (c *Client) get(ctx context.Context, t *Target) (cn *conn, reused bool, err error) {
+// A new connection's dial and TLS handshake are bounded by ctx and deadline (zero: none).
+func (c *Client) get(ctx context.Context, deadline time.Time, t *Target) (cn *conn, reused bool, err error) {
 	now := time.Now()
 	for {
 		c.mu.Lock()
@@ -312,6 +439,11 @@ func (c *Client) get(ctx context.Context, t *Target) (cn *conn, reused bool, err
 			continue
 		}
 		return cn, true, nil
+	}
+	if !deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
 	}
 	nc, err := c.opts.Dial(ctx, "tcp", t.addr)
 	if err != nil {

@@ -155,7 +155,7 @@ func readHead(br *bufio.Reader, resp *Response) error {
 				}
 			}
 		case equalFold(name, "content-type"):
-			resp.ContentType = string(value)
+			resp.ContentType = contentType(value)
 		case equalFold(name, "location"):
 			resp.Location = string(value)
 		}
@@ -179,6 +179,22 @@ func readHead(br *bufio.Reader, resp *Response) error {
 	}
 	b.reuse = !resp.Close
 	return nil
+}
+
+// contentType is value as a string, without an allocation for the types a streaming
+// endpoint sends on every response.
+func contentType(value []byte) string {
+	switch string(value) { // compared in place, not converted
+	case "text/event-stream":
+		return "text/event-stream"
+	case "text/event-stream; charset=utf-8":
+		return "text/event-stream; charset=utf-8"
+	case "application/json":
+		return "application/json"
+	case "application/json; charset=utf-8":
+		return "application/json; charset=utf-8"
+	}
+	return string(value)
 }
 
 func headErr(err error) error {
@@ -231,8 +247,10 @@ type Body struct {
 	cn     *conn
 	client *Client
 	key    string
-	stop   func() bool // stops the context's deadline hook
+	watch  watch // what ends the request early: its context's hook or its group
 	br     *bufio.Reader
+	// deadline is the request's own (Group.Do; zero: none), which SetReadDeadline keeps.
+	deadline time.Time
 
 	chunked    bool  // Transfer-Encoding: chunked
 	chunkLeft  int64 // bytes left of the current chunk
@@ -437,8 +455,17 @@ func (b *Body) skipTrailers() error {
 }
 
 // SetReadDeadline bounds the reads of the rest of the body (the connection is not reused
-// when the deadline fails a read).
-func (b *Body) SetReadDeadline(t time.Time) error { return b.cn.nc.SetReadDeadline(t) }
+// when the deadline fails a read). It never extends the request's own deadline (Group.Do),
+// and a request its group already ended keeps failing at once.
+func (b *Body) SetReadDeadline(t time.Time) error {
+	if !b.deadline.IsZero() && (t.IsZero() || t.After(b.deadline)) {
+		t = b.deadline
+	}
+	if b.watch.group != nil {
+		return b.watch.group.setReadDeadline(b.cn, t)
+	}
+	return b.cn.nc.SetReadDeadline(t)
+}
 
 // Close ends the response: a body read to its end puts the connection back in the pool; any
 // other closes it, as does a request whose context ended.
@@ -447,8 +474,8 @@ func (b *Body) Close() error {
 		return nil
 	}
 	b.closed = true
-	hookIdle := b.stop() // false: the context's hook ran, the deadline is in the past
-	if b.done && b.reuse && !b.failed && hookIdle {
+	notEnded := b.watch.end(b.cn) // false: the request's end came, the deadline is in the past
+	if b.done && b.reuse && !b.failed && notEnded {
 		b.client.put(b.key, b.cn)
 	} else {
 		b.cn.close()
