@@ -214,7 +214,7 @@ func isConnectError(err error) bool {
 
 // errorTypes are the OpenAI error types of the router's own answers.
 var errorTypes = map[int]string{400: "BadRequestError", 404: "NotFoundError", 413: "BadRequestError",
-	431: "BadRequestError", 502: "InternalServerError", 503: "ServiceUnavailableError"}
+	408: "BadRequestError", 431: "BadRequestError", 502: "InternalServerError", 503: "ServiceUnavailableError"}
 
 // writeError writes an OpenAI-style error body.
 func writeError(ctx *fasthttp.RequestCtx, status int, message string) {
@@ -230,8 +230,11 @@ func writeError(ctx *fasthttp.RequestCtx, status int, message string) {
 }
 
 // serverError answers what the server itself refused before the handler
-// ran (an oversized body or header block, a malformed request), as an
-// OpenAI error like every other answer of the router.
+// ran (an oversized body or header block, a malformed or too slow
+// request), as an OpenAI error like every other answer of the router. The
+// message is fixed per kind: fasthttp's error text quotes the request's
+// header block, the client's Authorization among it, and none of it may
+// go back out (to a client, or to a log a proxy in front might keep).
 func (rt *Router) serverError(ctx *fasthttp.RequestCtx, err error) {
 	var tooBig *fasthttp.ErrSmallBuffer
 	switch {
@@ -239,7 +242,9 @@ func (rt *Router) serverError(ctx *fasthttp.RequestCtx, err error) {
 		writeError(ctx, fasthttp.StatusRequestEntityTooLarge, "request body is over the router's limit of "+strconv.FormatInt(rt.cfg.MaxBodyBytes, 10)+" bytes")
 	case errors.As(err, &tooBig):
 		writeError(ctx, fasthttp.StatusRequestHeaderFieldsTooLarge, "request headers are over the router's limit of "+strconv.Itoa(maxHeaderBytes)+" bytes")
+	case isTimeout(err):
+		writeError(ctx, fasthttp.StatusRequestTimeout, "request was not received within the router's read timeout of "+requestReadTimeout.String())
 	default:
-		writeError(ctx, fasthttp.StatusBadRequest, "malformed request: "+err.Error())
+		writeError(ctx, fasthttp.StatusBadRequest, "malformed request: its request line, headers or body framing are not valid HTTP/1.1")
 	}
 }

@@ -133,7 +133,7 @@ func serve(t *testing.T, rt *Router) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := rt.server()
+	srv := rt.server(io.Discard)
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Shutdown() })
 	return "http://" + ln.Addr().String()
