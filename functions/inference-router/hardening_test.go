@@ -6,6 +6,10 @@ import (
 	"context"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -97,5 +101,88 @@ func TestUnparseableRequestsEchoNothing(t *testing.T) {
 	waitUntil(t, func() bool { return strings.Contains(stderr.String(), "error when serving connection") })
 	if log := stderr.String(); strings.Contains(log, token) || strings.Contains(log, "Broken line") {
 		t.Errorf("the router's stderr repeats a request:\n%s", log)
+	}
+}
+
+// A streaming client that stops reading loses its stream within
+// --stream-write-timeout: the replica connection it held is closed, the
+// replica leaves the in-flight count, and with --upstream-max-conns 1 the
+// next request gets that one connection.
+func TestStalledStreamClientReleasesItsReplicaConnection(t *testing.T) {
+	chunk := "data: " + strings.Repeat("t", 16<<10) + "\n\n"
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if r.URL.Path == "/v1/models" {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"object":"list","data":[]}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		if r.URL.Path == "/v1/completions" { // a short stream
+			io.WriteString(w, "data: one\n\n")
+			w.(http.Flusher).Flush()
+			io.WriteString(w, "data: [DONE]\n\n")
+			return
+		}
+		for { // an endless stream, as fast as the router takes it
+			if _, err := io.WriteString(w, chunk); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			default:
+			}
+		}
+	}))
+	t.Cleanup(upstream.Close)
+	rt := New(testConfig(t, "--replicas", upstream.URL, "--upstream-max-conns", "1", "--upstream-conn-wait", "5s",
+		"--stream-write-timeout", "200ms"))
+	base := serve(t, rt)
+
+	stalled, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled.Close()
+	stalled.(*net.TCPConn).SetReadBuffer(4 << 10)
+	body := `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	io.WriteString(stalled, "POST /v1/chat/completions HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\nContent-Length: "+
+		strconv.Itoa(len(body))+"\r\n\r\n"+body) // and never reads
+	waitUntil(t, func() bool { return rt.main.replicas[0].inflight.Load() == 1 })
+	waitUntil(t, func() bool { return rt.main.replicas[0].inflight.Load() == 0 })
+
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get(base + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(got) != `{"object":"list","data":[]}` {
+		t.Fatalf("after the stalled stream: %d %q, want the replica's 200", resp.StatusCode, got)
+	}
+
+	// a client that reads keeps its connection: the per-write deadline of
+	// its stream is gone once the stream ends, so a request on the same
+	// connection later than the timeout is answered
+	var reused []bool
+	trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = append(reused, i.Reused) }}
+	for i, path := range []string{"/v1/completions", "/v1/models"} {
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodPost, base+path, strings.NewReader(`{}`))
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || (i == 0 && string(got) != "data: one\n\ndata: [DONE]\n\n") {
+			t.Fatalf("%s: %d %q", path, resp.StatusCode, got)
+		}
+		time.Sleep(400 * time.Millisecond)
+	}
+	if len(reused) != 2 || !reused[1] {
+		t.Fatalf("connection reuse %v: the request after the stream did not get the stream's connection", reused)
 	}
 }

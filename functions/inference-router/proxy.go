@@ -149,7 +149,7 @@ func (rt *Router) relay(ctx *fasthttp.RequestCtx, ans upstreamAnswer, p *pool, r
 		size = -1 // chunked or read-until-close upstream: chunked to the client
 	}
 	b := bodies.Get().(*upstreamBody)
-	*b = upstreamBody{rt: rt, p: p, rep: rep, ans: ans, stream: stream}
+	*b = upstreamBody{rt: rt, p: p, rep: rep, ans: ans, stream: stream, client: ctx}
 	out.SetBodyStream(b, size)
 }
 
@@ -161,13 +161,26 @@ type upstreamBody struct {
 	rep    *replica
 	ans    upstreamAnswer
 	stream io.Reader
-	done   bool // read to its end (the server reads a sized body to its EOF too)
+	client *fasthttp.RequestCtx // whose connection the body is written to
+	done   bool                 // read to its end (the server reads a sized body to its EOF too)
 }
 
 var bodies = sync.Pool{New: func() any { return new(upstreamBody) }}
 
+// Read hands the server the next part of the replica's body, and gives its
+// write to the client --stream-write-timeout from now. The server writes
+// what Read returns before it reads again, so a client that stops reading
+// fails the write within the timeout, and the stream is closed (the
+// replica's connection with it, rep off the in-flight count) instead of
+// holding a replica connection for as long as the replica streams. A
+// whole-response deadline (fasthttp's Server.WriteTimeout) would cut long
+// SSE streams of clients that do read; this one only bounds each write.
+// fasthttp clears the deadline once the response is written.
 func (b *upstreamBody) Read(buf []byte) (int, error) {
 	n, err := b.stream.Read(buf)
+	// an in-memory context has no connection, and a failure to set the
+	// deadline shows as the write's own failure
+	_ = b.client.SetWriteDeadline(time.Now().Add(b.rt.cfg.StreamWriteTimeout))
 	if err == io.EOF {
 		b.done = true
 	} else if err != nil {

@@ -37,6 +37,7 @@ func TestParseConfigRejectsBadInput(t *testing.T) {
 		{"--replicas", "http://h:1", "--upstream-max-conns", "0"},
 		{"--replicas", "http://h:1", "--upstream-max-conns", "100000"},
 		{"--replicas", "http://h:1", "--upstream-conn-wait", "0s"},
+		{"--replicas", "http://h:1", "--stream-write-timeout", "0s"},
 		{"--replicas", strings.Repeat("http://h:1,", MaxReplicas+1)},
 	} {
 		if _, err := ParseConfig(args, func(string) string { return "" }, io.Discard); err == nil {
