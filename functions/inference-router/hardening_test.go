@@ -186,3 +186,59 @@ func TestStalledStreamClientReleasesItsReplicaConnection(t *testing.T) {
 		t.Fatalf("connection reuse %v: the request after the stream did not get the stream's connection", reused)
 	}
 }
+
+// nestedContentBody is a chat request whose content nests levels deep,
+// ~70 KB for 4900 levels (encoding/json's own limit is 10000).
+func nestedContentBody(levels int) string {
+	return `{"model":"m","messages":[{"role":"user","content":` + strings.Repeat(`[{"content":`, levels) + `"x"` + strings.Repeat(`}]`, levels) + `}]}`
+}
+
+// Reading a prompt's text costs a bounded number of passes over the body
+// however deep its content nests: counted in allocations, which each pass
+// makes per level it decodes (one pass per level was ~5 s of CPU here).
+// The shapes OpenAI defines, up to a Responses input item's parts, are
+// read for their text as before.
+func TestNestedContentIsReadInBoundedPasses(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are meaningless under the race detector")
+	}
+	for _, c := range []struct{ body, text string }{
+		{`{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"u"}}]}]}`, "user\x00a\x00"},
+		{`{"input":[{"role":"user","content":[{"type":"input_text","text":"b"}]},{"role":"user","content":"c"}]}`, "bc"},
+		{`{"prompt":["d","e"]}`, "de"},
+	} {
+		req, err := peekPrompt([]byte(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(req.appendPromptText(nil)); got != c.text {
+			t.Errorf("%s: text %q, want %q", c.body, got, c.text)
+		}
+	}
+	req, err := peekPrompt([]byte(nestedContentBody(4900)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a few buffers and the decoded parts of the levels read: ~100; a pass
+	// per level is several allocations a level, tens of thousands
+	if allocs := testing.AllocsPerRun(3, func() { req.appendPromptText(nil) }); allocs > 500 {
+		t.Fatalf("reading the prompt of content 4900 levels deep allocates %.0f times: work grows with depth", allocs)
+	}
+}
+
+// A body whose content nests thousands deep, under a prefix profile, is
+// answered (it is valid JSON, routed on its raw bytes) within a wall
+// time far under the seconds of CPU one parse per level took.
+func TestDeeplyNestedContentIsAnsweredQuickly(t *testing.T) {
+	urls, _, _ := fakeReplicas(t, 2)
+	base := serve(t, New(testConfig(t, "--replicas", strings.Join(urls, ","), "--profile", "prefix-affinity")))
+	start := time.Now()
+	resp, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(nestedContentBody(4900)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if took := time.Since(start); resp.StatusCode != 200 || took > 2*time.Second {
+		t.Fatalf("answered %d after %s, want 200 well within 2s", resp.StatusCode, took)
+	}
+}
