@@ -32,7 +32,7 @@
 // HostClient.Do decides for the client as a whole); a refused connection
 // marks the replica down and the request is retried elsewhere; a pooled
 // connection the replica closed before answering is retried once; hop-by-hop
-// headers are dropped both ways; the whole-request timeout is the
+// headers, and those a Connection header names, are dropped both ways; the whole-request timeout is the
 // connection's deadline; drain closes the listener and lets in-flight
 // streams finish. A client that stops reading a stream loses it after
 // --stream-write-timeout (a deadline per write, not per response, so long

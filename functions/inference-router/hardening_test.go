@@ -242,3 +242,41 @@ func TestDeeplyNestedContentIsAnsweredQuickly(t *testing.T) {
 		t.Fatalf("answered %d after %s, want 200 well within 2s", resp.StatusCode, took)
 	}
 }
+
+// Headers a Connection header names are this hop's, like the fixed
+// hop-by-hop set: neither the client's reach the replica nor the
+// replica's the client, and the others pass.
+func TestHeadersNamedByConnectionAreDropped(t *testing.T) {
+	got := make(chan http.Header, 1)
+	replica := rawReplica(t, func(c net.Conn) {
+		req, err := http.ReadRequest(bufio.NewReader(c))
+		if err != nil {
+			return
+		}
+		io.Copy(io.Discard, req.Body)
+		got <- req.Header
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nConnection: X-Replica-Hop, keep-alive\r\nConnection: X-Other-Hop\r\n"+
+			"X-Replica-Hop: internal\r\nX-Other-Hop: internal\r\nX-Replica-Says: hello\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+	})
+	base := serve(t, New(testConfig(t, "--replicas", replica)))
+	c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, "GET /v1/models HTTP/1.1\r\nHost: r\r\nConnection: keep-alive, X-Hop\r\nConnection: x-second-hop\r\n"+
+		"X-Hop: internal\r\nX-Second-Hop: internal\r\nX-Hop-Not: passes\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	h := <-got
+	if h.Get("X-Hop") != "" || h.Get("X-Second-Hop") != "" || h.Get("X-Hop-Not") != "passes" {
+		t.Errorf("the replica got %v: want X-Hop and X-Second-Hop dropped, X-Hop-Not passed", h)
+	}
+	if resp.StatusCode != 200 || resp.Header.Get("X-Replica-Hop") != "" || resp.Header.Get("X-Other-Hop") != "" || resp.Header.Get("X-Replica-Says") != "hello" {
+		t.Errorf("the client got %d %v: want X-Replica-Hop and X-Other-Hop dropped, X-Replica-Says passed", resp.StatusCode, resp.Header)
+	}
+}

@@ -28,6 +28,50 @@ func isHopHeader(key []byte) bool {
 	return false
 }
 
+// Headers a Connection header names are this hop's too (RFC 9110 7.6.1),
+// so both directions drop them with hopHeaders. The common Connection
+// values, keep-alive and close, name none; then the copy checks each
+// header against hopHeaders only. The loops over a header's All() stay at
+// the call sites: passed to a helper, the iterator would be allocated.
+
+var connectionHeader = []byte("Connection")
+
+func isConnection(key []byte) bool { return bytes.EqualFold(key, connectionHeader) }
+
+// nextToken splits a Connection value's first token (comma-separated,
+// whitespace around it trimmed) from the rest.
+func nextToken(value []byte) (token, rest []byte) {
+	token, rest, _ = bytes.Cut(value, []byte(","))
+	return bytes.Trim(token, " \t"), rest
+}
+
+// namesHeaders says whether a Connection value lists a token other than
+// keep-alive and close, the options that name no header.
+func namesHeaders(value []byte) bool {
+	for len(value) > 0 {
+		var token []byte
+		token, value = nextToken(value)
+		if len(token) > 0 && !bytes.EqualFold(token, []byte("keep-alive")) && !bytes.EqualFold(token, []byte("close")) {
+			return true
+		}
+	}
+	return false
+}
+
+// connectionListsHeader says whether one of the Connection values lists key.
+func connectionListsHeader(values [][]byte, key []byte) bool {
+	for _, v := range values {
+		for len(v) > 0 {
+			var token []byte
+			token, v = nextToken(v)
+			if bytes.EqualFold(token, key) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // forward sends the request to rep and relays the answer. It returns false
 // only when the replica refused the connection (nothing was sent, so the
 // caller may try another replica); every other outcome is answered here.
@@ -55,8 +99,15 @@ func (rt *Router) roundTrip(ctx *fasthttp.RequestCtx, p *pool, rep *replica, pat
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
 	in := &ctx.Request
+	var listsBuf [4][]byte
+	lists := listsBuf[:0] // the Connection values that name headers
 	for k, v := range in.Header.All() {
-		if !isHopHeader(k) {
+		if isConnection(k) && namesHeaders(v) {
+			lists = append(lists, v)
+		}
+	}
+	for k, v := range in.Header.All() {
+		if !isHopHeader(k) && (len(lists) == 0 || !connectionListsHeader(lists, k)) {
 			req.Header.AddBytesKV(k, v)
 		}
 	}
@@ -126,8 +177,15 @@ func (rt *Router) finish(p *pool, rep *replica, ans upstreamAnswer, done bool) {
 func (rt *Router) relay(ctx *fasthttp.RequestCtx, ans upstreamAnswer, p *pool, rep *replica, profile string) {
 	out := &ctx.Response
 	resp := ans.resp
+	var listsBuf [4][]byte
+	lists := listsBuf[:0] // the Connection values that name headers
 	for k, v := range resp.Header.All() {
-		if !isHopHeader(k) {
+		if isConnection(k) && namesHeaders(v) {
+			lists = append(lists, v)
+		}
+	}
+	for k, v := range resp.Header.All() {
+		if !isHopHeader(k) && (len(lists) == 0 || !connectionListsHeader(lists, k)) {
 			out.Header.AddBytesKV(k, v)
 		}
 	}
