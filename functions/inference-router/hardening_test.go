@@ -280,3 +280,39 @@ func TestHeadersNamedByConnectionAreDropped(t *testing.T) {
 		t.Errorf("the client got %d %v: want X-Replica-Hop and X-Other-Hop dropped, X-Replica-Says passed", resp.StatusCode, resp.Header)
 	}
 }
+
+// The replica gets the path exactly as the client sent it, escapes
+// undecoded, the query as it was; routing reads the decoded path, and a
+// /balanced/ prefix counts only as sent.
+func TestPathsReachTheReplicaAsSent(t *testing.T) {
+	lines := make(chan string, 1)
+	replica := rawReplica(t, func(c net.Conn) {
+		req, err := http.ReadRequest(bufio.NewReader(c))
+		if err != nil {
+			return
+		}
+		lines <- req.RequestURI
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+	})
+	addr := strings.TrimPrefix(serve(t, New(testConfig(t, "--replicas", replica))), "http://")
+	for _, c := range []struct{ sent, status, arrives string }{
+		{"/v1/models/a%2Fb", "200", "/v1/models/a%2Fb"},
+		{"/v1/models/id%25x?q=a%20b&r=%2F", "200", "/v1/models/id%25x?q=a%20b&r=%2F"},
+		{"/v1/%252e%252e/admin", "200", "/v1/%252e%252e/admin"},
+		{"/balanced/v1/models/a%2Fb?x=%2F", "200", "/v1/models/a%2Fb?x=%2F"},
+		{"/v1/%2e%2e/admin", "404", ""},      // decoded it is /admin: no route
+		{"/balanced%2Fv1/models", "404", ""}, // /balanced/ only once decoded
+	} {
+		got := rawExchange(t, addr, "GET "+c.sent+" HTTP/1.1\r\nHost: r\r\nConnection: close\r\n\r\n")
+		if !strings.HasPrefix(got, "HTTP/1.1 "+c.status+" ") {
+			t.Errorf("%s: answered %q, want %s", c.sent, got[:min(len(got), 120)], c.status)
+			continue
+		}
+		if c.arrives == "" {
+			continue
+		}
+		if line := <-lines; line != c.arrives {
+			t.Errorf("%s reached the replica as %s, want %s", c.sent, line, c.arrives)
+		}
+	}
+}

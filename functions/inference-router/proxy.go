@@ -91,7 +91,8 @@ type upstreamAnswer struct {
 	release func(done bool)
 }
 
-// roundTrip sends one upstream request with rep counted in flight. On a
+// roundTrip sends one upstream request for path (as the client sent it,
+// not decoded) with rep counted in flight. On a
 // refused connection it marks rep down and returns (upstreamAnswer{}, false); on any
 // other failure it answers 502 and returns (upstreamAnswer{}, true). A non-nil
 // answer is the caller's: relay it, or release it with rt.finish.
@@ -113,6 +114,7 @@ func (rt *Router) roundTrip(ctx *fasthttp.RequestCtx, p *pool, rep *replica, pat
 	}
 	req.Header.SetMethodBytes(in.Header.Method())
 	u := req.URI()
+	u.DisablePathNormalizing = true // path is sent as the client wrote it, escapes and all
 	u.SetScheme(rep.target.Scheme)
 	u.SetHost(rep.target.Host)
 	if rep.target.Path == "" {
