@@ -316,3 +316,49 @@ func TestPathsReachTheReplicaAsSent(t *testing.T) {
 		}
 	}
 }
+
+// A replica that does not answer within --upstream-timeout is a 504, one
+// whose answer is not HTTP a 502: OpenAI errors naming neither the
+// replica's address nor what it sent (the replica is in
+// X-Inference-Router-Replica, as on its answers), counted as transport
+// errors.
+func TestReplicaFailuresAnswerWithoutInternals(t *testing.T) {
+	block := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-block }))
+	t.Cleanup(slow.Close)
+	t.Cleanup(func() { close(block) }) // first: Close waits for the handler
+	garbled := rawReplica(t, func(c net.Conn) {
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+			io.WriteString(c, "HTTP/1.1 2x0 internal-detail\r\nX: y\r\n\r\n")
+		}
+	})
+	for _, c := range []struct {
+		name, replica string
+		status        int
+		message       string
+	}{
+		{"timeout", slow.URL, 504, "did not answer within the router's upstream timeout of 200ms"},
+		{"not HTTP", garbled, 502, "could not be read"},
+	} {
+		base := serve(t, New(testConfig(t, "--replicas", c.replica, "--upstream-timeout", "200ms")))
+		resp, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		hostPort := strings.TrimPrefix(c.replica, "http://")
+		if resp.StatusCode != c.status || !strings.Contains(string(body), c.message) || !strings.Contains(string(body), `"type":"InternalServerError"`) {
+			t.Errorf("%s: %d %s, want %d with %q", c.name, resp.StatusCode, body, c.status, c.message)
+		}
+		if strings.Contains(string(body), hostPort) || strings.Contains(string(body), "fasthttp") || strings.Contains(string(body), "internal-detail") {
+			t.Errorf("%s: the answer names internals: %s", c.name, body)
+		}
+		if got := resp.Header.Get("X-Inference-Router-Replica"); got != c.replica {
+			t.Errorf("%s: X-Inference-Router-Replica %q, want %q", c.name, got, c.replica)
+		}
+		if got := metricSum(t, base, `inference_router_upstream_errors_total{kind="transport",pool="",replica="`+c.replica+`"}`); got != 1 {
+			t.Errorf("%s: transport errors %v, want 1", c.name, got)
+		}
+	}
+}

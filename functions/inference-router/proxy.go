@@ -92,9 +92,10 @@ type upstreamAnswer struct {
 }
 
 // roundTrip sends one upstream request for path (as the client sent it,
-// not decoded) with rep counted in flight. On a
-// refused connection it marks rep down and returns (upstreamAnswer{}, false); on any
-// other failure it answers 502 and returns (upstreamAnswer{}, true). A non-nil
+// not decoded) with rep counted in flight. On a refused connection it
+// marks rep down and returns (upstreamAnswer{}, false); on any other
+// failure it answers (503 for a saturated pool, 504 for a timeout, else
+// 502) and returns (upstreamAnswer{}, true). A non-nil
 // answer is the caller's: relay it, or release it with rt.finish.
 func (rt *Router) roundTrip(ctx *fasthttp.RequestCtx, p *pool, rep *replica, path, body []byte, profile string, start time.Time) (upstreamAnswer, bool) {
 	req := fasthttp.AcquireRequest()
@@ -142,13 +143,22 @@ func (rt *Router) roundTrip(ctx *fasthttp.RequestCtx, p *pool, rep *replica, pat
 			// every pooled connection stayed busy for --upstream-conn-wait:
 			// the replica is saturated, not broken, so the client may retry
 			rt.metrics.upstreamErrs.WithLabelValues(p.name, rep.base, "pool").Inc()
-			writeError(ctx, fasthttp.StatusServiceUnavailable, "replica "+rep.base+": all "+strconv.Itoa(rt.cfg.UpstreamMaxConns)+
-				" connections stayed busy for "+rt.cfg.UpstreamConnWait.String())
+			writeReplicaError(ctx, rep, fasthttp.StatusServiceUnavailable, "the replica's "+strconv.Itoa(rt.cfg.UpstreamMaxConns)+
+				" connections all stayed busy for "+rt.cfg.UpstreamConnWait.String())
 			ctx.Response.Header.Set("Retry-After", "1")
 			return upstreamAnswer{}, true
 		}
 		rt.metrics.upstreamErrs.WithLabelValues(p.name, rep.base, "transport").Inc()
-		writeError(ctx, fasthttp.StatusBadGateway, "replica "+rep.base+" failed: "+err.Error())
+		// fixed messages: the error's own text names the replica's address
+		// and may quote what it sent
+		switch {
+		case isTimeout(err):
+			writeReplicaError(ctx, rep, fasthttp.StatusGatewayTimeout, "the replica did not answer within the router's upstream timeout of "+rt.cfg.UpstreamTimeout.String())
+		case errors.Is(err, fasthttp.ErrConnectionClosed):
+			writeReplicaError(ctx, rep, fasthttp.StatusBadGateway, "the replica closed the connection before answering")
+		default:
+			writeReplicaError(ctx, rep, fasthttp.StatusBadGateway, "the replica's answer could not be read as HTTP/1.1")
+		}
 		return upstreamAnswer{}, true
 	}
 	return ans, true
@@ -287,7 +297,7 @@ func isConnectError(err error) bool {
 
 // errorTypes are the OpenAI error types of the router's own answers.
 var errorTypes = map[int]string{400: "BadRequestError", 404: "NotFoundError", 413: "BadRequestError",
-	408: "BadRequestError", 431: "BadRequestError", 502: "InternalServerError", 503: "ServiceUnavailableError"}
+	408: "BadRequestError", 431: "BadRequestError", 502: "InternalServerError", 503: "ServiceUnavailableError", 504: "InternalServerError"}
 
 // writeError writes an OpenAI-style error body.
 func writeError(ctx *fasthttp.RequestCtx, status int, message string) {
@@ -300,6 +310,14 @@ func writeError(ctx *fasthttp.RequestCtx, status int, message string) {
 	ctx.SetContentType("application/json")
 	ctx.SetStatusCode(status)
 	ctx.SetBody(b)
+}
+
+// writeReplicaError is writeError for a failure of rep: the message names
+// no replica (its address is the deployment's, not the client's business)
+// and the answer carries X-Inference-Router-Replica, as rep's answers do.
+func writeReplicaError(ctx *fasthttp.RequestCtx, rep *replica, status int, message string) {
+	writeError(ctx, status, message)
+	ctx.Response.Header.Set("X-Inference-Router-Replica", rep.base)
 }
 
 // serverError answers what the server itself refused before the handler
