@@ -61,6 +61,10 @@ type Config struct {
 	// finding them all busy waits for one (up to UpstreamConnWait), then 503
 	UpstreamMaxConns int
 	UpstreamConnWait time.Duration
+	// StreamWriteTimeout bounds each write of a streamed answer to the
+	// client: a client that stops reading for longer loses its stream, and
+	// the replica connection it held is closed
+	StreamWriteTimeout time.Duration
 }
 
 // ParseConfig reads flags, falling back to the environment variables named
@@ -97,6 +101,7 @@ func ParseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	fs.IntVar(&maxBodyMB, "max-request-body-size-mb", 0, "largest request body in MiB (env ROUTER_MAX_BODY_MB, default 16)")
 	maxConns := fs.String("upstream-max-conns", env("ROUTER_UPSTREAM_MAX_CONNS", "4096"), "connections to each replica at most; a request finding them all busy waits for one (env ROUTER_UPSTREAM_MAX_CONNS)")
 	connWait := fs.String("upstream-conn-wait", env("ROUTER_UPSTREAM_CONN_WAIT", "5s"), "how long a request waits for a free replica connection before a 503 (env ROUTER_UPSTREAM_CONN_WAIT)")
+	streamWrite := fs.String("stream-write-timeout", env("ROUTER_STREAM_WRITE_TIMEOUT", "60s"), "how long a write of a streamed answer (SSE, chunked, over 64 KiB) may wait for a client that stopped reading before its stream and replica connection are closed (env ROUTER_STREAM_WRITE_TIMEOUT)")
 	shutdown := fs.String("shutdown-timeout", env("ROUTER_SHUTDOWN_TIMEOUT", "30s"), "how long in-flight requests may finish after SIGTERM (env ROUTER_SHUTDOWN_TIMEOUT)")
 	if err := fs.Parse(args); err != nil {
 		return c, ErrUsage
@@ -135,6 +140,7 @@ func ParseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	c.UpstreamTimeout = dur("upstream-timeout", *timeout, time.Millisecond)
 	c.ShutdownTimeout = dur("shutdown-timeout", *shutdown, 0)
 	c.UpstreamConnWait = dur("upstream-conn-wait", *connWait, time.Millisecond)
+	c.StreamWriteTimeout = dur("stream-write-timeout", *streamWrite, time.Millisecond)
 	if maxBodyMB == 0 {
 		maxBodyMB = intIn("ROUTER_MAX_BODY_MB", env("ROUTER_MAX_BODY_MB", "16"), 1, maxBodyBytesLimit>>20)
 	} else if maxBodyMB < 1 || maxBodyMB > maxBodyBytesLimit>>20 {

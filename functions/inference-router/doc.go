@@ -32,9 +32,12 @@
 // HostClient.Do decides for the client as a whole); a refused connection
 // marks the replica down and the request is retried elsewhere; a pooled
 // connection the replica closed before answering is retried once; hop-by-hop
-// headers are dropped both ways; the whole-request timeout is the
+// headers, and those a Connection header names, are dropped both ways; the whole-request timeout is the
 // connection's deadline; drain closes the listener and lets in-flight
-// streams finish.
+// streams finish. A client that stops reading a stream loses it after
+// --stream-write-timeout (a deadline per write, not per response, so long
+// streams to clients that read are never cut), and the replica connection
+// it held goes with it.
 // fasthttp is a dependency already (the simulator's front end), so this
 // adds a second home for it, not a second HTTP stack to the module graph;
 // probes, queue scrapes and /tokenize calls stay on net/http (off the hot

@@ -66,7 +66,7 @@ func (rt *Router) servePD(ctx *fasthttp.RequestCtx, path, body []byte, start tim
 		}
 		if err != nil || json.Unmarshal(raw, &answer) != nil {
 			rt.metrics.upstreamErrs.WithLabelValues(rt.prefill.name, rep.base, "transport").Inc()
-			writeError(ctx, fasthttp.StatusBadGateway, "prefill replica "+rep.base+" sent an unreadable answer")
+			writeReplicaError(ctx, rep, fasthttp.StatusBadGateway, "the prefill replica sent an unreadable answer")
 			return
 		}
 		kvParams = answer.KVTransferParams

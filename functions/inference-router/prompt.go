@@ -52,10 +52,22 @@ func (p *promptRequest) appendPromptText(dst []byte) []byte {
 	return appendContentText(dst, raw)
 }
 
+// maxContentDepth is how deep content is read for its text: a message's
+// (or a Responses input's) content, and the content of the items in it
+// (a Responses input item's parts). OpenAI content goes no deeper; below
+// this its raw bytes are hashed instead, so a body nested thousands deep
+// costs a bounded number of passes over its bytes, not one per level.
+const maxContentDepth = 2
+
 // appendContentText appends a JSON string's text, the texts of an array
-// of strings or content parts ({"type":"text","text":…}) or the raw bytes
-// of anything else (token ids), so equal content always hashes equally.
+// of strings or content parts ({"type":"text","text":…}, a part's own
+// content read too, down to maxContentDepth) or the raw bytes of anything
+// else (token ids), so equal content always hashes equally.
 func appendContentText(dst []byte, raw json.RawMessage) []byte {
+	return appendContentTextAt(dst, raw, 1)
+}
+
+func appendContentTextAt(dst []byte, raw json.RawMessage, depth int) []byte {
 	if len(raw) == 0 {
 		return dst
 	}
@@ -66,6 +78,9 @@ func appendContentText(dst []byte, raw json.RawMessage) []byte {
 			return append(dst, s...)
 		}
 	case '[':
+		if depth > maxContentDepth {
+			break
+		}
 		var parts []json.RawMessage
 		if json.Unmarshal(raw, &parts) == nil && len(parts) > 0 && (parts[0][0] == '"' || parts[0][0] == '{') {
 			for _, part := range parts {
@@ -76,11 +91,11 @@ func appendContentText(dst []byte, raw json.RawMessage) []byte {
 					}
 					if json.Unmarshal(part, &cp) == nil {
 						dst = append(dst, cp.Text...)
-						dst = appendContentText(dst, cp.Content)
+						dst = appendContentTextAt(dst, cp.Content, depth+1)
 						continue
 					}
 				}
-				dst = appendContentText(dst, part)
+				dst = appendContentTextAt(dst, part, depth+1)
 			}
 			return dst
 		}

@@ -203,8 +203,16 @@ func (rt *Router) handle(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, fasthttp.StatusServiceUnavailable, "router is shutting down")
 		return
 	}
+	// routing reads the decoded, normalised path; the replica gets the path
+	// as the client sent it (decoding it again here would let an escaped
+	// "%252e%252e" pass the /v1/ check and reach the replica as "..")
 	if rest, ok := bytes.CutPrefix(path, balancedPrefix); ok && len(rest) > 0 && rest[0] == '/' {
-		rt.serveBalanced(ctx, rest)
+		sent, ok := bytes.CutPrefix(ctx.URI().PathOriginal(), balancedPrefix)
+		if !ok || len(sent) == 0 || sent[0] != '/' {
+			writeError(ctx, fasthttp.StatusNotFound, "no route for "+string(path)+": a balanced path must start with /balanced/ as sent, not escaped")
+			return
+		}
+		rt.serveBalanced(ctx, sent)
 		return
 	}
 	if !bytes.HasPrefix(path, v1Prefix) && string(path) != "/tokenize" {
@@ -232,7 +240,7 @@ func (rt *Router) readBody(ctx *fasthttp.RequestCtx) ([]byte, bool) {
 }
 
 // serveBalanced is the plain round-robin endpoint: /balanced/<path> goes to
-// <replica>/<path>, with no look at the body.
+// <replica>/<path>, with no look at the body (path as the client sent it).
 func (rt *Router) serveBalanced(ctx *fasthttp.RequestCtx, path []byte) {
 	start := time.Now()
 	body, ok := rt.readBody(ctx)
@@ -260,16 +268,19 @@ func isCompletionPath(path []byte) bool {
 	return string(path) == "/v1/chat/completions" || string(path) == "/v1/completions" || string(path) == "/v1/responses"
 }
 
+// serveRouted routes on path, the normalised one, and forwards the path as
+// the client sent it.
 func (rt *Router) serveRouted(ctx *fasthttp.RequestCtx, path []byte) {
 	start := time.Now()
 	body, ok := rt.readBody(ctx)
 	if !ok {
 		return
 	}
+	sent := ctx.URI().PathOriginal()
 	post := ctx.IsPost()
 	profile := string(rt.cfg.Profile)
 	if rt.cfg.Profile == ProfilePD && post && (string(path) == "/v1/chat/completions" || string(path) == "/v1/completions") {
-		rt.servePD(ctx, path, body, start)
+		rt.servePD(ctx, sent, body, start)
 		return
 	}
 	var hashes []uint64
@@ -316,7 +327,7 @@ func (rt *Router) serveRouted(ctx *fasthttp.RequestCtx, path []byte) {
 			reason = "retry-" + reason
 		}
 		rt.metrics.decisions.WithLabelValues(profile, reason).Inc()
-		if rt.forward(ctx, p, rep, path, body, profile, start) {
+		if rt.forward(ctx, p, rep, sent, body, profile, start) {
 			return
 		}
 		exclude |= 1 << rep.index

@@ -37,6 +37,7 @@ func TestParseConfigRejectsBadInput(t *testing.T) {
 		{"--replicas", "http://h:1", "--upstream-max-conns", "0"},
 		{"--replicas", "http://h:1", "--upstream-max-conns", "100000"},
 		{"--replicas", "http://h:1", "--upstream-conn-wait", "0s"},
+		{"--replicas", "http://h:1", "--stream-write-timeout", "0s"},
 		{"--replicas", strings.Repeat("http://h:1,", MaxReplicas+1)},
 	} {
 		if _, err := ParseConfig(args, func(string) string { return "" }, io.Discard); err == nil {
@@ -133,7 +134,7 @@ func serve(t *testing.T, rt *Router) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := rt.server()
+	srv := rt.server(io.Discard)
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Shutdown() })
 	return "http://" + ln.Addr().String()

@@ -41,7 +41,7 @@ func Serve(ctx context.Context, cfg Config, ln net.Listener, stderr io.Writer) e
 		return err
 	}
 	defer stop()
-	srv := rt.server()
+	srv := rt.server(stderr)
 	fmt.Fprintf(stderr, "inference-router: profile %s, %d replica(s), listening on %s\n", cfg.Profile,
 		len(cfg.Replicas)+len(cfg.PrefillReplicas)+len(cfg.DecodeReplicas), ln.Addr())
 	errc := make(chan error, 1)
@@ -66,15 +66,21 @@ func Serve(ctx context.Context, cfg Config, ln net.Listener, stderr io.Writer) e
 // is the bound: a larger block is a 431).
 const maxHeaderBytes = 16 << 10
 
-// server is the router's HTTP/1.1 front end.
-func (rt *Router) server() *fasthttp.Server {
+// requestReadTimeout bounds the reading of a whole request, header and body.
+const requestReadTimeout = 30 * time.Second
+
+// server is the router's HTTP/1.1 front end; what fasthttp itself logs
+// goes to stderr without the request in it (redactedLogger).
+func (rt *Router) server(stderr io.Writer) *fasthttp.Server {
 	return &fasthttp.Server{
 		Handler:                       rt.handle,
 		ErrorHandler:                  rt.serverError,
+		Logger:                        redactedLogger{stderr},
+		SecureErrorLogMessage:         true, // parse errors carry no header contents in the first place
 		Name:                          "inference-router",
 		ReadBufferSize:                maxHeaderBytes,
 		WriteBufferSize:               16 << 10,
-		ReadTimeout:                   30 * time.Second, // a whole request, header and body
+		ReadTimeout:                   requestReadTimeout,
 		IdleTimeout:                   120 * time.Second,
 		MaxRequestBodySize:            int(rt.cfg.MaxBodyBytes),
 		DisablePreParseMultipartForm:  true, // a multipart body (audio uploads) is bytes to relay, not a form
@@ -84,4 +90,24 @@ func (rt *Router) server() *fasthttp.Server {
 		NoDefaultDate:                 true, // and the replica's Date
 		CloseOnShutdown:               true,
 	}
+}
+
+// redactedLogger is the front end's fasthttp Logger. fasthttp logs a
+// connection's failure with the error's text, and a request parse error's
+// text quotes the header block (a client's Authorization among it), so
+// only the format and its numeric arguments are printed: every string,
+// error or address argument becomes "[redacted]".
+type redactedLogger struct{ w io.Writer }
+
+func (l redactedLogger) Printf(format string, args ...any) {
+	safe := make([]any, len(args))
+	for i, a := range args {
+		switch a.(type) {
+		case int, int32, int64, uint, uint32, uint64, float64, bool, time.Duration:
+			safe[i] = a
+		default:
+			safe[i] = "[redacted]"
+		}
+	}
+	fmt.Fprintf(l.w, "inference-router: http server: "+format+"\n", safe...)
 }
