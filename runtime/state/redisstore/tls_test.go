@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -192,24 +191,7 @@ func TestARestartedRealServerFailsNoCommand(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			// Leave several idle connections in the pool.
-			var wg sync.WaitGroup
-			for range 4 {
-				wg.Go(func() {
-					if _, err := s.Get(ctx, "task", "x"); !errors.Is(err, state.ErrNotFound) {
-						t.Errorf("before the restart: %v", err)
-					}
-				})
-			}
-			wg.Wait()
-			server.Restart()
-			for i := range 4 {
-				_, err := s.Get(ctx, "task", "x")
-				if !errors.Is(err, state.ErrNotFound) {
-					t.Errorf("command %d after the restart: %v, want ErrNotFound", i, err)
-				}
-				noPassword(t, "after the restart", err)
-			}
+			restartFailsNoCommand(t, s, server.Restart)
 		})
 	}
 }

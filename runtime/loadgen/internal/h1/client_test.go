@@ -308,9 +308,9 @@ func goroutinesSettle(t *testing.T, want int) {
 	}
 }
 
-// Cancelling a request mid-stream unblocks its read at once and leaves no goroutine and no
-// connection behind.
-func TestCancelMidStream(t *testing.T) {
+// stalledStreamServer answers every request with one SSE event and then holds the stream open
+// until the client goes or the test ends.
+func stalledStreamServer(t *testing.T) *httptest.Server {
 	release := make(chan struct{})
 	srv, _ := conntest.CountingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -321,7 +321,14 @@ func TestCancelMidStream(t *testing.T) {
 		case <-r.Context().Done():
 		}
 	})
-	defer close(release)
+	t.Cleanup(func() { close(release) })
+	return srv
+}
+
+// Cancelling a request mid-stream unblocks its read at once and leaves no goroutine and no
+// connection behind.
+func TestCancelMidStream(t *testing.T) {
+	srv := stalledStreamServer(t)
 	c := New(Options{})
 	tg := target(t, srv.URL)
 	before := runtime.NumGoroutine()

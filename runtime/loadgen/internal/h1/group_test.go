@@ -105,17 +105,7 @@ func TestGroupRequestDeadline(t *testing.T) {
 // The group's context ending unblocks every request of the group in flight at once, leaves no
 // goroutine or connection behind, and fails the group's later requests with its cause.
 func TestGroupEndStopsEveryRequestInFlight(t *testing.T) {
-	release := make(chan struct{})
-	srv, _ := conntest.CountingServer(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = io.WriteString(w, "data: first\n\n")
-		w.(http.Flusher).Flush()
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	})
-	defer close(release)
+	srv := stalledStreamServer(t)
 	c := New(Options{})
 	tg := target(t, srv.URL)
 	before := runtime.NumGoroutine()
