@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -143,7 +144,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		return nil, fmt.Errorf("ingress on %s: %w", opts.Addr, err)
 	}
 	s.APIURL = "http://" + ingress.Addr().String()
-	for _, svc := range m.Services {
+	for _, svc := range simulatorFirst(m.Services) {
 		if len(opts.Only) > 0 && !contains(opts.Only, svc.Name) {
 			continue
 		}
@@ -415,7 +416,7 @@ func (s *Stack) startFunction(svc Service) error {
 	}
 	env := map[string]string{}
 	for k, v := range svc.Env {
-		env[k] = v
+		env[k] = rewriteClusterURLs(v, s.FunctionURL)
 	}
 	// The cluster values of the manifest are replaced by their loopback equivalents.
 	for k, v := range map[string]string{
@@ -525,6 +526,44 @@ func (s *Stack) cacheDir() string {
 		return dir
 	}
 	return filepath.Join(s.opts.DataDir, "cache")
+}
+
+// simulatorFirst orders services with the simulator first, so a function whose manifest names
+// it by its cluster address (the inference-router's ROUTER_REPLICAS) starts knowing its loopback
+// URL.
+func simulatorFirst(services []Service) []Service {
+	out := make([]Service, 0, len(services))
+	for _, svc := range services {
+		if svc.Name == SimulatorService {
+			out = append(out, svc)
+		}
+	}
+	for _, svc := range services {
+		if svc.Name != SimulatorService {
+			out = append(out, svc)
+		}
+	}
+	return out
+}
+
+// clusterURL is a Knative Service's in-cluster address as the manifests write it:
+// http://NAME.NAMESPACE.svc.cluster.local.
+var clusterURL = regexp.MustCompile(`http://([a-z0-9]([-a-z0-9]*[a-z0-9])?)\.[a-z0-9-]+\.svc\.cluster\.local`)
+
+// rewriteClusterURLs replaces, in a manifest's env value, each in-cluster address of a
+// function the stack already runs with that function's loopback URL (functionURL); an address
+// of anything else stays as it is.
+func rewriteClusterURLs(value string, functionURL func(name string) (string, bool)) string {
+	if !strings.Contains(value, ".svc.cluster.local") {
+		return value
+	}
+	return clusterURL.ReplaceAllStringFunc(value, func(addr string) string {
+		name := clusterURL.FindStringSubmatch(addr)[1]
+		if u, ok := functionURL(name); ok {
+			return u
+		}
+		return addr
+	})
 }
 
 // SimulatorService is the Knative Service of the inference simulator the stack starts as the
