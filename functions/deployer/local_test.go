@@ -27,6 +27,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/fn/fntest"
 	"github.com/lensfn/lensfn/runtime/inventory"
+	"github.com/lensfn/lensfn/runtime/kubeconfig/kubeconfigtest"
 	"github.com/lensfn/lensfn/runtime/problem"
 	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/state"
@@ -658,7 +659,7 @@ func TestLocalBuildRefusesAKubernetesClusterClearly(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // Start records its context before the first event
 
 	_, session, err := h.repo.CreateCluster(context.Background(), inventory.ClusterSpec{Name: "k8s", Kind: inventory.ClusterKubernetes,
-		Namespace: "eval", Kubeconfig: "apiVersion: v1\nkind: Config\nclusters: []\n"})
+		Namespace: "eval", Kubeconfig: kubeconfigtest.Token("https://127.0.0.1:6443", "test-token")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/lensfn/lensfn/runtime/kubeconfig"
 	"github.com/lensfn/lensfn/runtime/problem"
 	"github.com/lensfn/lensfn/runtime/state"
 )
@@ -33,6 +34,13 @@ func (r *Repo) CreateCluster(ctx context.Context, spec ClusterSpec) (Cluster, Se
 		return Cluster{}, Session{}, problem.New(problem.CodeBadRequest, "a kubernetes cluster needs a kubeconfig")
 	case spec.Kind == ClusterLocal && spec.Kubeconfig != "":
 		return Cluster{}, Session{}, problem.New(problem.CodeBadRequest, "a local cluster takes no kubeconfig")
+	}
+	if spec.Kubeconfig != "" {
+		// Every caller, not only inventory-api's route (which answers the same refusal as a 422
+		// naming the field): the deployer builds its client from what is stored here.
+		if _, err := kubeconfig.Parse([]byte(spec.Kubeconfig)); err != nil {
+			return Cluster{}, Session{}, problem.Wrap(problem.CodeBadRequest, err, "the kubeconfig is refused")
+		}
 	}
 	c := Cluster{ID: NewID(), Name: spec.Name, Kind: spec.Kind, Namespace: spec.Namespace,
 		HasKubeconfig: spec.Kubeconfig != "", CreatedAt: now()}

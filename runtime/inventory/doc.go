@@ -9,6 +9,6 @@
 // It also probes endpoints' model lists (ListModels, ProbeModel) for inventory-api and
 // simulation-api, through a client the caller builds on the egress policy.
 //
-// It may import runtime/state, runtime/secret, runtime/problem, runtime/egress and runtime/deployconfig, and
-// github.com/google/uuid.
+// It may import runtime/state, runtime/secret, runtime/problem, runtime/egress, runtime/deployconfig and
+// runtime/kubeconfig (a cluster's kubeconfig is checked before it is stored), and github.com/google/uuid.
 package inventory

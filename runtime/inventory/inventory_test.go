@@ -13,6 +13,7 @@ import (
 
 	"github.com/lensfn/lensfn/runtime/fn/fntest"
 	"github.com/lensfn/lensfn/runtime/inventory"
+	"github.com/lensfn/lensfn/runtime/kubeconfig/kubeconfigtest"
 	"github.com/lensfn/lensfn/runtime/problem"
 	"github.com/lensfn/lensfn/runtime/secret"
 )
@@ -218,7 +219,7 @@ func TestConcurrentAcquiresAreAllKept(t *testing.T) {
 func TestClustersSessionsAndNames(t *testing.T) {
 	ctx := context.Background()
 	r := newRepo(t)
-	c, s, err := r.CreateCluster(ctx, inventory.ClusterSpec{Name: "prod", Kind: inventory.ClusterKubernetes, Kubeconfig: "apiVersion: v1\nkind: Config\n"})
+	c, s, err := r.CreateCluster(ctx, inventory.ClusterSpec{Name: "prod", Kind: inventory.ClusterKubernetes, Kubeconfig: kubeconfigtest.Token("https://127.0.0.1:6443", "test-token")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,6 +239,18 @@ func TestClustersSessionsAndNames(t *testing.T) {
 	wantCode(t, err, problem.CodeBadRequest)
 	_, _, err = r.CreateCluster(ctx, inventory.ClusterSpec{Name: "x", Kind: inventory.ClusterLocal, Kubeconfig: "k"})
 	wantCode(t, err, problem.CodeBadRequest)
+	// Every kubeconfig runtime/kubeconfig refuses (an exec plugin, a token file...) is refused
+	// here too, whoever calls, and nothing is stored under the name.
+	for _, refused := range kubeconfigtest.Refused("https://127.0.0.1:6443", "marker") {
+		_, _, err = r.CreateCluster(ctx, inventory.ClusterSpec{Name: "refused", Kind: inventory.ClusterKubernetes, Kubeconfig: refused.Kubeconfig})
+		wantCode(t, err, problem.CodeBadRequest)
+		if strings.Contains(err.Error(), kubeconfigtest.RefusedToken) {
+			t.Fatalf("the refusal quotes the kubeconfig's token: %v", err)
+		}
+	}
+	if _, err := r.ClusterByName(ctx, "refused"); err == nil {
+		t.Fatal("a refused kubeconfig's cluster was stored")
+	}
 
 	byName, err := r.ClusterByName(ctx, "prod")
 	if err != nil || byName.ID != c.ID {
