@@ -31,6 +31,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/knativeadmission"
 	"github.com/lensfn/lensfn/runtime/kubeconfig/kubeconfigtest"
 	"github.com/lensfn/lensfn/runtime/secret"
+	"github.com/lensfn/lensfn/runtime/state"
 )
 
 // newRepo is an inventory on a fresh store: where the provider reads a session's kubeconfig.
@@ -227,6 +228,31 @@ func TestServingConfigIsTheDeclaredOne(t *testing.T) {
 // the deployment before anything reads the kubeconfig the way client-go would: its exec plugin,
 // which would create a file, never runs, and no request reaches its server. Each refused
 // feature fails the same way, naming the field and not the kubeconfig's content.
+// storeKubeconfigUnchecked replaces a cluster's stored kubeconfig with raw, sealed as the
+// repo seals it, without the repo's checks (a record from before they existed).
+func storeKubeconfigUnchecked(t *testing.T, repo *inventory.Repo, clusterID, raw string) {
+	t.Helper()
+	ctx := context.Background()
+	rec, err := repo.Store.Get(ctx, inventory.KindCluster, clusterID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(rec.Doc, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["sealed_kubeconfig"] = repo.Sealer.Seal(raw, inventory.KindCluster+":"+clusterID)
+	if rec.Doc, err = json.Marshal(doc); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.Store.Update(ctx, rec, state.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := repo.ClusterKubeconfig(ctx, clusterID); err != nil || got != raw {
+		t.Fatalf("the replaced kubeconfig does not read back: %v", err)
+	}
+}
+
 func TestKnativeRefusesAStoredKubeconfigWithoutRunningIt(t *testing.T) {
 	repo := newRepo(t)
 	ctx := context.Background()
@@ -245,12 +271,14 @@ func TestKnativeRefusesAStoredKubeconfigWithoutRunningIt(t *testing.T) {
 	}
 	for i, tc := range kubeconfigtest.Refused(server.URL, marker) {
 		t.Run(tc.Name, func(t *testing.T) {
-			// The repo stores what it is given: inventory-api is where registration refuses.
-			_, session, err := repo.CreateCluster(ctx, inventory.ClusterSpec{Name: fmt.Sprintf("old-%d", i), Kind: inventory.ClusterKubernetes,
-				Namespace: "eval", Kubeconfig: tc.Kubeconfig})
+			// A record stored before registration refused such kubeconfigs: a valid cluster
+			// whose stored kubeconfig is then replaced underneath the repo.
+			cluster, session, err := repo.CreateCluster(ctx, inventory.ClusterSpec{Name: fmt.Sprintf("old-%d", i), Kind: inventory.ClusterKubernetes,
+				Namespace: "eval", Kubeconfig: kubeconfig})
 			if err != nil {
 				t.Fatal(err)
 			}
+			storeKubeconfigUnchecked(t, repo, cluster.ID, tc.Kubeconfig)
 			k := &knative.Provider{Inventory: repo, ReadyTimeout: time.Second, Poll: 10 * time.Millisecond} // client-go's own client
 			d := &deployer.Deployment{ExecutionID: inventory.NewID(), ClusterSessionID: session.ID}
 			err = k.Deploy(ctx, d, cfg, func(context.Context) error { return nil })
