@@ -4,6 +4,6 @@
 // with a throwaway CA made by NewTLSFiles, for tests of what only a real server does (TLS,
 // restarts). StartServer skips the test where redis-server is missing or built without TLS.
 //
-// It may import runtime/state/redisstore, and only the standard library otherwise: it speaks the
-// few commands it needs to the server itself.
+// It may import runtime/state/redisstore and github.com/gomodule/redigo (the few commands it
+// sends a server itself, apart from the store under test), and the standard library.
 package redistest

@@ -10,7 +10,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -24,6 +23,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gomodule/redigo/redis"
 )
 
 // TLSFiles are PEM files written for one test: a throwaway CA and a server certificate it
@@ -298,101 +299,33 @@ func (s *Server) log() string {
 }
 
 // command runs one command on a fresh connection and returns its reply's text (a status or bulk
-// string). It speaks RESP itself so that the helper checks the server independently of the
+// string), through redigo directly, so that the helper checks the server independently of the
 // store under test.
 func (s *Server) command(args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", s.Addr())
-	if err != nil {
-		return "", err
+	opts := []redis.DialOption{redis.DialReadTimeout(2 * time.Second), redis.DialWriteTimeout(2 * time.Second)}
+	if s.opts.Password != "" {
+		opts = append(opts, redis.DialPassword(s.opts.Password))
 	}
 	if s.opts.TLS != nil {
 		pool, err := loadCA(s.opts.TLS.CA)
 		if err != nil {
-			_ = conn.Close()
 			return "", err
 		}
-		conn = tls.Client(conn, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12})
+		opts = append(opts, redis.DialUseTLS(true),
+			redis.DialTLSConfig(&tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}))
 	}
-	defer conn.Close()
-	deadline, _ := ctx.Deadline()
-	_ = conn.SetDeadline(deadline)
-	var req bytes.Buffer
-	if s.opts.Password != "" {
-		writeCommand(&req, "AUTH", s.opts.Password)
-	}
-	writeCommand(&req, args...)
-	if _, err := conn.Write(req.Bytes()); err != nil {
-		return "", err
-	}
-	r := &respReader{conn: conn}
-	if s.opts.Password != "" {
-		if _, err := r.reply(); err != nil {
-			return "", err
-		}
-	}
-	return r.reply()
-}
-
-func writeCommand(b *bytes.Buffer, args ...string) {
-	fmt.Fprintf(b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(b, "$%d\r\n%s\r\n", len(a), a)
-	}
-}
-
-// respReader reads the simple, error and bulk-string replies command needs.
-type respReader struct {
-	conn net.Conn
-	buf  []byte
-}
-
-func (r *respReader) line() (string, error) {
-	for {
-		if i := bytes.Index(r.buf, []byte("\r\n")); i >= 0 {
-			line := string(r.buf[:i])
-			r.buf = r.buf[i+2:]
-			return line, nil
-		}
-		chunk := make([]byte, 4096)
-		n, err := r.conn.Read(chunk)
-		r.buf = append(r.buf, chunk[:n]...)
-		if err != nil && n == 0 {
-			return "", err
-		}
-	}
-}
-
-func (r *respReader) reply() (string, error) {
-	line, err := r.line()
+	conn, err := redis.DialContext(ctx, "tcp", s.Addr(), opts...)
 	if err != nil {
 		return "", err
 	}
-	switch {
-	case strings.HasPrefix(line, "+"):
-		return line[1:], nil
-	case strings.HasPrefix(line, "-"):
-		return "", errors.New(line[1:])
-	case strings.HasPrefix(line, "$"):
-		n, err := strconv.Atoi(line[1:])
-		if err != nil || n < 0 {
-			return "", fmt.Errorf("unexpected reply %q", line)
-		}
-		for len(r.buf) < n+2 {
-			chunk := make([]byte, 4096)
-			m, err := r.conn.Read(chunk)
-			r.buf = append(r.buf, chunk[:m]...)
-			if err != nil && m == 0 {
-				return "", err
-			}
-		}
-		text := string(r.buf[:n])
-		r.buf = r.buf[n+2:]
-		return text, nil
+	defer conn.Close()
+	cmdArgs := make([]any, len(args)-1)
+	for i, a := range args[1:] {
+		cmdArgs[i] = a
 	}
-	return "", fmt.Errorf("unexpected reply %q", line)
+	return redis.String(conn.Do(args[0], cmdArgs...))
 }
 
 func loadCA(path string) (*x509.CertPool, error) {
