@@ -1,0 +1,10 @@
+// Command fidelity scores the engine model against real vLLM measurements (make fidelity).
+package main
+
+import (
+	"os"
+
+	"github.com/lensfn/lensfn/tests/fidelity"
+)
+
+func main() { os.Exit(fidelity.Main(os.Args[1:], os.Stdout, os.Stderr)) }
