@@ -111,15 +111,15 @@ type Engine struct {
 	whead   int
 	running []*Seq
 
-	sched    []*Seq
-	batch    stepcost.Batch
+	sched []*Seq
+	batch stepcost.Batch
 	// lastStart and lastEnd bound the last step; with async scheduling a step admits the
 	// requests that arrived before the previous step started (the engine was busy) or before
 	// now (it was idle).
 	lastStart, lastEnd float64
-	emitted  []*Seq
-	finished []*Seq
-	preempt  bool
+	emitted            []*Seq
+	finished           []*Seq
+	preempt            bool
 
 	Counters Counters
 }

@@ -106,25 +106,25 @@ func (a *Arch) Validate() error {
 // hfConfig is the part of a Hugging Face config.json the cost model reads; text_config holds
 // it for the multimodal models that nest their language model.
 type hfConfig struct {
-	Architectures       []string  `json:"architectures"`
-	ModelType           string    `json:"model_type"`
-	Layers              int       `json:"num_hidden_layers"`
-	Hidden              int       `json:"hidden_size"`
-	Heads               int       `json:"num_attention_heads"`
-	KVHeads             *int      `json:"num_key_value_heads"`
-	HeadDim             *int      `json:"head_dim"`
-	Intermediate        int       `json:"intermediate_size"`
-	MoEIntermediate     int       `json:"moe_intermediate_size"`
-	Vocab               int       `json:"vocab_size"`
-	LocalExperts        int       `json:"num_local_experts"`
-	Experts             int       `json:"num_experts"`
-	ExpertsPerToken     int       `json:"num_experts_per_tok"`
-	TieWordEmbeddings   bool      `json:"tie_word_embeddings"`
-	MaxPosition         int       `json:"max_position_embeddings"`
-	TorchDType          string    `json:"torch_dtype"`
-	DType               string    `json:"dtype"`
-	TextConfig          *hfConfig `json:"text_config"`
-	QuantizationConfig  any       `json:"quantization_config"`
+	Architectures      []string  `json:"architectures"`
+	ModelType          string    `json:"model_type"`
+	Layers             int       `json:"num_hidden_layers"`
+	Hidden             int       `json:"hidden_size"`
+	Heads              int       `json:"num_attention_heads"`
+	KVHeads            *int      `json:"num_key_value_heads"`
+	HeadDim            *int      `json:"head_dim"`
+	Intermediate       int       `json:"intermediate_size"`
+	MoEIntermediate    int       `json:"moe_intermediate_size"`
+	Vocab              int       `json:"vocab_size"`
+	LocalExperts       int       `json:"num_local_experts"`
+	Experts            int       `json:"num_experts"`
+	ExpertsPerToken    int       `json:"num_experts_per_tok"`
+	TieWordEmbeddings  bool      `json:"tie_word_embeddings"`
+	MaxPosition        int       `json:"max_position_embeddings"`
+	TorchDType         string    `json:"torch_dtype"`
+	DType              string    `json:"dtype"`
+	TextConfig         *hfConfig `json:"text_config"`
+	QuantizationConfig any       `json:"quantization_config"`
 }
 
 // ParseHFConfig reads a Hugging Face config.json into an Arch named name.
@@ -183,24 +183,24 @@ func ParseHFConfig(name string, b []byte) (Arch, error) {
 // Models is the catalogue of common models, by their Hugging Face ids (their config.json
 // figures). Look names up with LookupModel, which also takes the part after the slash.
 var Models = map[string]Arch{
-	"meta-llama/Llama-2-7b-hf":        llama("meta-llama/Llama-2-7b-hf", 32, 4096, 32, 32, 11008, 32000, false, 4096),
-	"meta-llama/Llama-2-13b-hf":       llama("meta-llama/Llama-2-13b-hf", 40, 5120, 40, 40, 13824, 32000, false, 4096),
-	"meta-llama/Llama-2-70b-hf":       llama("meta-llama/Llama-2-70b-hf", 80, 8192, 64, 8, 28672, 32000, false, 4096),
-	"meta-llama/Llama-3.1-8B":         llama("meta-llama/Llama-3.1-8B", 32, 4096, 32, 8, 14336, 128256, false, 131072),
-	"meta-llama/Llama-3.1-8B-Instruct": llama("meta-llama/Llama-3.1-8B-Instruct", 32, 4096, 32, 8, 14336, 128256, false, 131072),
-	"meta-llama/Llama-3.1-70B":        llama("meta-llama/Llama-3.1-70B", 80, 8192, 64, 8, 28672, 128256, false, 131072),
-	"meta-llama/Llama-3.1-70B-Instruct": llama("meta-llama/Llama-3.1-70B-Instruct", 80, 8192, 64, 8, 28672, 128256, false, 131072),
-	"meta-llama/Llama-3.3-70B-Instruct": llama("meta-llama/Llama-3.3-70B-Instruct", 80, 8192, 64, 8, 28672, 128256, false, 131072),
-	"meta-llama/Llama-3.2-1B":         withHeadDim(llama("meta-llama/Llama-3.2-1B", 16, 2048, 32, 8, 8192, 128256, true, 131072), 64),
-	"meta-llama/Llama-3.2-3B":         llama("meta-llama/Llama-3.2-3B", 28, 3072, 24, 8, 8192, 128256, true, 131072),
-	"Qwen/Qwen3-4B":                   qwen3("Qwen/Qwen3-4B", 36, 2560, 32, 8, 9728, true),
-	"Qwen/Qwen3-8B":                   qwen3("Qwen/Qwen3-8B", 36, 4096, 32, 8, 12288, false),
-	"Qwen/Qwen3-14B":                  qwen3("Qwen/Qwen3-14B", 40, 5120, 40, 8, 17408, false),
-	"Qwen/Qwen3-32B":                  qwen3("Qwen/Qwen3-32B", 64, 5120, 64, 8, 25600, false),
-	"Qwen/Qwen3-30B-A3B":              moe(qwen3("Qwen/Qwen3-30B-A3B", 48, 2048, 32, 4, 6144, false), "Qwen3MoeForCausalLM", 128, 8, 768),
-	"mistralai/Mixtral-8x7B-v0.1":     moe(llama("mistralai/Mixtral-8x7B-v0.1", 32, 4096, 32, 8, 14336, 32000, false, 32768), "MixtralForCausalLM", 8, 2, 0),
+	"meta-llama/Llama-2-7b-hf":             llama("meta-llama/Llama-2-7b-hf", 32, 4096, 32, 32, 11008, 32000, false, 4096),
+	"meta-llama/Llama-2-13b-hf":            llama("meta-llama/Llama-2-13b-hf", 40, 5120, 40, 40, 13824, 32000, false, 4096),
+	"meta-llama/Llama-2-70b-hf":            llama("meta-llama/Llama-2-70b-hf", 80, 8192, 64, 8, 28672, 32000, false, 4096),
+	"meta-llama/Llama-3.1-8B":              llama("meta-llama/Llama-3.1-8B", 32, 4096, 32, 8, 14336, 128256, false, 131072),
+	"meta-llama/Llama-3.1-8B-Instruct":     llama("meta-llama/Llama-3.1-8B-Instruct", 32, 4096, 32, 8, 14336, 128256, false, 131072),
+	"meta-llama/Llama-3.1-70B":             llama("meta-llama/Llama-3.1-70B", 80, 8192, 64, 8, 28672, 128256, false, 131072),
+	"meta-llama/Llama-3.1-70B-Instruct":    llama("meta-llama/Llama-3.1-70B-Instruct", 80, 8192, 64, 8, 28672, 128256, false, 131072),
+	"meta-llama/Llama-3.3-70B-Instruct":    llama("meta-llama/Llama-3.3-70B-Instruct", 80, 8192, 64, 8, 28672, 128256, false, 131072),
+	"meta-llama/Llama-3.2-1B":              withHeadDim(llama("meta-llama/Llama-3.2-1B", 16, 2048, 32, 8, 8192, 128256, true, 131072), 64),
+	"meta-llama/Llama-3.2-3B":              llama("meta-llama/Llama-3.2-3B", 28, 3072, 24, 8, 8192, 128256, true, 131072),
+	"Qwen/Qwen3-4B":                        qwen3("Qwen/Qwen3-4B", 36, 2560, 32, 8, 9728, true),
+	"Qwen/Qwen3-8B":                        qwen3("Qwen/Qwen3-8B", 36, 4096, 32, 8, 12288, false),
+	"Qwen/Qwen3-14B":                       qwen3("Qwen/Qwen3-14B", 40, 5120, 40, 8, 17408, false),
+	"Qwen/Qwen3-32B":                       qwen3("Qwen/Qwen3-32B", 64, 5120, 64, 8, 25600, false),
+	"Qwen/Qwen3-30B-A3B":                   moe(qwen3("Qwen/Qwen3-30B-A3B", 48, 2048, 32, 4, 6144, false), "Qwen3MoeForCausalLM", 128, 8, 768),
+	"mistralai/Mixtral-8x7B-v0.1":          moe(llama("mistralai/Mixtral-8x7B-v0.1", 32, 4096, 32, 8, 14336, 32000, false, 32768), "MixtralForCausalLM", 8, 2, 0),
 	"mistralai/Mixtral-8x7B-Instruct-v0.1": moe(llama("mistralai/Mixtral-8x7B-Instruct-v0.1", 32, 4096, 32, 8, 14336, 32000, false, 32768), "MixtralForCausalLM", 8, 2, 0),
-	"mistralai/Mixtral-8x22B-v0.1":    moe(llama("mistralai/Mixtral-8x22B-v0.1", 56, 6144, 48, 8, 16384, 32768, false, 65536), "MixtralForCausalLM", 8, 2, 0),
+	"mistralai/Mixtral-8x22B-v0.1":         moe(llama("mistralai/Mixtral-8x22B-v0.1", 56, 6144, 48, 8, 16384, 32768, false, 65536), "MixtralForCausalLM", 8, 2, 0),
 }
 
 func llama(name string, layers, hidden, heads, kvHeads, inter, vocab int, tied bool, ctx int) Arch {

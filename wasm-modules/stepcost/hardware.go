@@ -41,10 +41,10 @@ func (h *Hardware) Validate() error {
 // GPUs is the catalogue of common GPUs: NVIDIA datasheet figures. Memory is the marketed
 // size in GB as the driver reports it (an "80GB" H100 has 81,559 MiB = 85.5e9 bytes).
 var GPUs = map[string]Hardware{
-	"H100-SXM-80GB": {Name: "H100-SXM-80GB", TFLOPS: 989.5, MemoryBandwidthGBs: 3350, MemoryGB: 85.52, InterconnectGBs: 450},
+	"H100-SXM-80GB":  {Name: "H100-SXM-80GB", TFLOPS: 989.5, MemoryBandwidthGBs: 3350, MemoryGB: 85.52, InterconnectGBs: 450},
 	"H200-SXM-141GB": {Name: "H200-SXM-141GB", TFLOPS: 989.5, MemoryBandwidthGBs: 4800, MemoryGB: 150.7, InterconnectGBs: 450},
-	"A100-SXM-80GB": {Name: "A100-SXM-80GB", TFLOPS: 312, MemoryBandwidthGBs: 2039, MemoryGB: 85.9, InterconnectGBs: 300},
-	"L40S-48GB":     {Name: "L40S-48GB", TFLOPS: 362.05, MemoryBandwidthGBs: 864, MemoryGB: 48.3, InterconnectGBs: 32},
+	"A100-SXM-80GB":  {Name: "A100-SXM-80GB", TFLOPS: 312, MemoryBandwidthGBs: 2039, MemoryGB: 85.9, InterconnectGBs: 300},
+	"L40S-48GB":      {Name: "L40S-48GB", TFLOPS: 362.05, MemoryBandwidthGBs: 864, MemoryGB: 48.3, InterconnectGBs: 32},
 }
 
 // gpuAliases are other names users give the catalogue's GPUs.
