@@ -66,7 +66,7 @@ func Predict(arrivals []Arrival, opt Options) (*Prediction, error) {
 	for step := 0; ; step++ {
 		// Requests that reach the engine by now join the waiting queue.
 		for next < len(arrivals) && arrivals[next].At+opt.RequestOverhead <= now {
-			next = p.admit(e, arrivals, seqs, next, &inFlight)
+			next = p.admit(e, arrivals, seqs, next, opt.RequestOverhead, &inFlight)
 		}
 		for nextStage < len(stageEnds) && stageEnds[nextStage] <= now {
 			p.WaitingAtStageEnd[nextStage] = e.Waiting()
@@ -104,13 +104,13 @@ func Predict(arrivals []Arrival, opt Options) (*Prediction, error) {
 	return p, nil
 }
 
-func (p *Prediction) admit(e *Engine, arrivals []Arrival, seqs []Seq, i int, inFlight *[]*Seq) int {
+func (p *Prediction) admit(e *Engine, arrivals []Arrival, seqs []Seq, i int, overhead float64, inFlight *[]*Seq) int {
 	a := &arrivals[i]
 	s := &seqs[i]
 	*s = Seq{ID: uint64(i), PromptTokens: a.PromptTokens, BlockHashes: a.BlockHashes, MaxOutput: max(a.OutputTokens, 1)}
 	o := &p.Outcomes[i]
 	o.Stage = a.Stage
-	if err := e.Add(s, a.At); err != nil {
+	if err := e.Add(s, a.At+overhead); err != nil {
 		o.Failed, o.Reason = true, err.Error()
 		return i + 1
 	}

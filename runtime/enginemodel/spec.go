@@ -29,6 +29,8 @@ type Spec struct {
 	KVBlocks        int  `json:"kv_cache_blocks,omitempty"`
 	MaxModelLen     int  `json:"max_model_len,omitempty"`
 	NoPrefixCaching bool `json:"no_prefix_caching,omitempty"`
+	// NoAsyncScheduling turns vLLM's async scheduling (on by default since v0.14) off.
+	NoAsyncScheduling bool `json:"no_async_scheduling,omitempty"`
 	// Coefficients override the fitted step-cost coefficients.
 	Coefficients *stepcost.Coefficients `json:"coefficients,omitempty"`
 }
@@ -168,7 +170,7 @@ func (s Spec) Resolve(allowFiles bool) (*Resolved, error) {
 		maxLen = arch.MaxContext
 	}
 	cfg := Config{MaxNumSeqs: s.MaxNumSeqs, MaxNumBatchedTokens: s.MaxNumBatchedTokens, BlockSize: s.BlockSize,
-		KVBlocks: blocks, MaxModelLen: maxLen, NoPrefixCaching: s.NoPrefixCaching}
+		KVBlocks: blocks, MaxModelLen: maxLen, NoPrefixCaching: s.NoPrefixCaching, NoAsyncScheduling: s.NoAsyncScheduling}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
