@@ -120,6 +120,7 @@ type Engine struct {
 	emitted            []*Seq
 	finished           []*Seq
 	preempt            bool
+	hit                []int32 // scratch: the cached blocks of the request being admitted
 
 	Counters Counters
 }
@@ -287,7 +288,11 @@ func (e *Engine) Schedule(now float64) float64 {
 			continue
 		}
 		ok := true
-		for !e.grow(s, s.Computed+n) {
+		// A decode within its last block needs no block and fills no prompt block.
+		for s.Computed+n > len(s.blocks)*e.cfg.BlockSize || s.Computed < len(s.BlockHashes)*e.cfg.BlockSize {
+			if e.grow(s, s.Computed+n) {
+				break
+			}
 			if e.preemptLast() == s {
 				ok = false
 				break
@@ -306,16 +311,20 @@ func (e *Engine) Schedule(now float64) float64 {
 			if s == nil || s.Admitted > cutoff {
 				break
 			}
-			var hit []uint64
+			hit := e.hit[:0]
 			if s.Computed == 0 && !e.cfg.NoPrefixCaching {
 				// vLLM recomputes at least the last token: hits stop a token short of the prompt.
-				limit := (s.numTokens() - 1) / e.cfg.BlockSize
-				hit = s.BlockHashes[:e.kv.hits(s.BlockHashes, limit)]
+				hit = e.kv.hits(hit, s.BlockHashes, (s.numTokens()-1)/e.cfg.BlockSize)
 			}
+			e.hit = hit
 			cached := len(hit) * e.cfg.BlockSize
 			n := min(s.numTokens()-cached, budget)
 			if e.blocksFor(cached+n)-len(hit) > e.kv.freeAfterTouch(hit) {
 				break
+			}
+			if s.blocks == nil {
+				// Room for every block the request will hold, so it never grows its list.
+				s.blocks = make([]int32, 0, e.blocksFor(s.PromptTokens+s.MaxOutput))
 			}
 			s.blocks = e.kv.touch(s.blocks, hit)
 			s.Computed = cached

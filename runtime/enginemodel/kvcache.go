@@ -72,40 +72,38 @@ func (c *kvCache) popFree() int32 {
 	return b
 }
 
-// hits is how many of hashes' leading blocks are cached, at most limit.
-func (c *kvCache) hits(hashes []uint64, limit int) int {
-	n := 0
-	for n < len(hashes) && n < limit {
-		if _, ok := c.byHash[hashes[n]]; !ok {
+// hits appends to dst the cached blocks of hashes' leading blocks, at most limit of them.
+func (c *kvCache) hits(dst []int32, hashes []uint64, limit int) []int32 {
+	for n := 0; n < len(hashes) && n < limit; n++ {
+		b, ok := c.byHash[hashes[n]]
+		if !ok {
 			break
 		}
-		n++
+		dst = append(dst, b)
 	}
-	return n
+	return dst
 }
 
-// freeAfterTouch is how many blocks stay free once the cached blocks of hashes[:n] are taken.
-func (c *kvCache) freeAfterTouch(hashes []uint64) int {
+// freeAfterTouch is how many blocks stay free once the cached blocks hit are taken.
+func (c *kvCache) freeAfterTouch(hit []int32) int {
 	f := c.free
-	for _, h := range hashes {
-		if c.inFree[c.byHash[h]] {
+	for _, b := range hit {
+		if c.inFree[b] {
 			f--
 		}
 	}
 	return f
 }
 
-// touch takes a reference on the cached blocks of hashes, appending them to blocks.
-func (c *kvCache) touch(blocks []int32, hashes []uint64) []int32 {
-	for _, h := range hashes {
-		b := c.byHash[h]
+// touch takes a reference on the cached blocks hit, appending them to blocks.
+func (c *kvCache) touch(blocks []int32, hit []int32) []int32 {
+	for _, b := range hit {
 		if c.inFree[b] {
 			c.unlinkFree(b)
 		}
 		c.ref[b]++
-		blocks = append(blocks, b)
 	}
-	return blocks
+	return append(blocks, hit...)
 }
 
 // allocate appends n fresh blocks; the caller checked that n are free.
