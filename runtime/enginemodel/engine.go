@@ -85,19 +85,36 @@ func (s *Seq) numTokens() int { return s.PromptTokens + s.Generated }
 
 // Counters are the engine's running totals, what vLLM's metrics count.
 type Counters struct {
-	Steps             int64
-	Preemptions       int64
-	PrefixQueryTokens int64 // prompt tokens looked up in the prefix cache
-	PrefixHitTokens   int64
-	PromptTokens      int64 // prompt tokens computed (prefills, recomputation included)
-	GenerationTokens  int64
-	Evictions         int64
-	FinishedRequests  int64
-	BusySeconds       float64
-	MaxRunning        int
-	MaxWaiting        int
-	BatchTokensSummed int64 // the sum of each step's scheduled tokens (tokens per iteration)
-	BatchSeqsSummed   int64
+	Steps             int64   `json:"steps"`
+	Preemptions       int64   `json:"preemptions"`
+	PrefixQueryTokens int64   `json:"prefix_query_tokens"` // prompt tokens looked up in the prefix cache
+	PrefixHitTokens   int64   `json:"prefix_hit_tokens"`
+	PromptTokens      int64   `json:"prompt_tokens"` // prompt tokens computed (prefills, recomputation included)
+	GenerationTokens  int64   `json:"generation_tokens"`
+	Evictions         int64   `json:"evictions"`
+	FinishedRequests  int64   `json:"finished_requests"`
+	BusySeconds       float64 `json:"busy_seconds"`
+	MaxRunning        int     `json:"max_running"`
+	MaxWaiting        int     `json:"max_waiting"`
+	BatchTokensSummed int64   `json:"batch_tokens_summed"` // the sum of each step's scheduled tokens (tokens per iteration)
+	BatchSeqsSummed   int64   `json:"batch_seqs_summed"`
+}
+
+// Add sums o into c (several replicas' counters); maxima stay maxima.
+func (c *Counters) Add(o Counters) {
+	c.Steps += o.Steps
+	c.Preemptions += o.Preemptions
+	c.PrefixQueryTokens += o.PrefixQueryTokens
+	c.PrefixHitTokens += o.PrefixHitTokens
+	c.PromptTokens += o.PromptTokens
+	c.GenerationTokens += o.GenerationTokens
+	c.Evictions += o.Evictions
+	c.FinishedRequests += o.FinishedRequests
+	c.BusySeconds += o.BusySeconds
+	c.MaxRunning = max(c.MaxRunning, o.MaxRunning)
+	c.MaxWaiting = max(c.MaxWaiting, o.MaxWaiting)
+	c.BatchTokensSummed += o.BatchTokensSummed
+	c.BatchSeqsSummed += o.BatchSeqsSummed
 }
 
 // Engine is one vLLM engine (one data-parallel replica).

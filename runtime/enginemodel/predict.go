@@ -159,13 +159,24 @@ func cmpFloat(a, b float64) int {
 
 // Summary is one group of outcomes in a benchmark run's terms (milliseconds).
 type Summary struct {
-	Requests, Failed                    int
-	TTFTMean, TTFTP50, TTFTP90, TTFTP99 float64
-	E2EMean, E2EP50, E2EP90, E2EP99     float64
-	DecodeIntervalMean                  float64 // (E2E - TTFT) / (output - 1), the mean per request
-	DecodeIntervalOfMeans               float64 // (E2E mean - TTFT mean) / (mean output - 1)
-	OutputTokensMean, CachedTokensMean  float64
-	Preemptions                         int
+	Requests int     `json:"requests"`
+	Failed   int     `json:"failed"`
+	TTFTMean float64 `json:"ttft_mean_ms"`
+	TTFTP50  float64 `json:"ttft_p50_ms"`
+	TTFTP90  float64 `json:"ttft_p90_ms"`
+	TTFTP99  float64 `json:"ttft_p99_ms"`
+	E2EMean  float64 `json:"e2e_mean_ms"`
+	E2EP50   float64 `json:"e2e_p50_ms"`
+	E2EP90   float64 `json:"e2e_p90_ms"`
+	E2EP99   float64 `json:"e2e_p99_ms"`
+	// DecodeIntervalMean is the mean over requests of (E2E - TTFT) / (output - 1).
+	DecodeIntervalMean float64 `json:"decode_interval_mean_ms"`
+	// DecodeIntervalOfMeans is (E2E mean - TTFT mean) / (mean output - 1), as the ground
+	// truth's decode_interval_est_ms is computed.
+	DecodeIntervalOfMeans float64 `json:"decode_interval_of_means_ms"`
+	OutputTokensMean      float64 `json:"output_tokens_mean"`
+	CachedTokensMean      float64 `json:"cached_tokens_mean"`
+	Preemptions           int     `json:"preemptions"`
 }
 
 // Summarize computes the summary of the outcomes keep selects (nil: all).

@@ -77,33 +77,72 @@ func promptSegments(segs []enginemodel.Segment, i int, r *loadgen.Request) []eng
 type Run struct {
 	Prediction *enginemodel.Prediction
 	Stages     []events.RateStage
+	// Replicas is how many engines shared the load; Counters are theirs summed.
+	Replicas int
+}
+
+// Options shape a prediction beyond the engine.
+type Options struct {
+	// Timeout (seconds, 0: none) fails requests as a client's timeout would.
+	Timeout float64
+	// Replicas spreads the requests over this many identical engines in turn, as a
+	// round-robin router does (0 or 1: one engine).
+	Replicas int
 }
 
 // SharedPrefix predicts a shared-prefix workload on the resolved engine, with the benchmark
 // runner's schedule for seed. timeout (seconds, 0: none) fails requests as a client would.
 func SharedPrefix(sp *events.SharedPrefix, seed uint64, eng *enginemodel.Resolved, timeout float64) (*Run, error) {
-	return run(workload.NewSharedPrefix(sp, seed), sp.Stages, eng, timeout)
+	return Predict(workload.NewSharedPrefix(sp, seed), sp.Stages, eng, Options{Timeout: timeout})
 }
 
 // Named predicts a named workload's rate stages.
-func Named(w evalrun.Workload, seed uint64, eng *enginemodel.Resolved) (*Run, error) {
+func Named(w evalrun.Workload, seed uint64, eng *enginemodel.Resolved, replicas int) (*Run, error) {
 	if len(w.Stages) == 0 {
 		return nil, fmt.Errorf("workload %s runs closed-loop concurrency stages; the predictor takes rate stages", w.Name)
 	}
-	return run(workload.NewNamed(w, seed), w.Stages, eng, w.RequestTimeout)
+	return Predict(workload.NewNamed(w, seed), w.Stages, eng, Options{Timeout: w.RequestTimeout, Replicas: replicas})
 }
 
-func run(s Schedule, stages []events.RateStage, eng *enginemodel.Resolved, timeout float64) (*Run, error) {
+// MaxReplicas bounds Options.Replicas.
+const MaxReplicas = 1024
+
+// Predict runs schedule s (its rate stages are stages) on the resolved engine.
+func Predict(s Schedule, stages []events.RateStage, eng *enginemodel.Resolved, opt Options) (*Run, error) {
 	arrivals, err := Arrivals(s, eng.Engine.BlockSize)
 	if err != nil {
 		return nil, err
 	}
-	p, err := enginemodel.Predict(arrivals, enginemodel.Options{Engine: eng.Engine, Cost: eng.Cost,
-		RequestOverhead: eng.Cost.RequestOverhead(), Timeout: timeout})
-	if err != nil {
-		return nil, err
+	replicas := max(opt.Replicas, 1)
+	if replicas > MaxReplicas {
+		return nil, fmt.Errorf("replicas must be between 1 and %d, got %d", MaxReplicas, replicas)
 	}
-	return &Run{Prediction: p, Stages: stages}, nil
+	eo := enginemodel.Options{Engine: eng.Engine, Cost: eng.Cost, RequestOverhead: eng.Cost.RequestOverhead(), Timeout: opt.Timeout}
+	if replicas == 1 {
+		p, err := enginemodel.Predict(arrivals, eo)
+		if err != nil {
+			return nil, err
+		}
+		return &Run{Prediction: p, Stages: stages, Replicas: 1}, nil
+	}
+	// Round robin: replica r gets requests r, r+N, ...; each is its own engine.
+	merged := &enginemodel.Prediction{Outcomes: make([]enginemodel.Outcome, len(arrivals))}
+	for r := 0; r < replicas; r++ {
+		var part []enginemodel.Arrival
+		for i := r; i < len(arrivals); i += replicas {
+			part = append(part, arrivals[i])
+		}
+		p, err := enginemodel.Predict(part, eo)
+		if err != nil {
+			return nil, err
+		}
+		for k := range part {
+			merged.Outcomes[r+k*replicas] = p.Outcomes[k]
+		}
+		merged.Counters.Add(p.Counters)
+		merged.End = max(merged.End, p.End)
+	}
+	return &Run{Prediction: merged, Stages: stages, Replicas: replicas}, nil
 }
 
 // Stage summarises stage k.
