@@ -10,13 +10,13 @@ import (
 // (tests/fidelity, `make fidelity`; BENCHMARKS.md has the fit and its leave-one-model-out
 // scores).
 var Fitted = Coefficients{
-	ComputeEfficiency: 0.55,
-	MemoryEfficiency:  0.80,
-	StepOverheadUs:    600,
-	LayerOverheadUs:   10,
-	SeqOverheadUs:     5,
-	AllReduceUs:       10,
-	RequestOverheadUs: 10000,
+	ComputeEfficiency: 0.323,
+	MemoryEfficiency:  0.867,
+	StepOverheadUs:    596,
+	LayerOverheadUs:   17.9,
+	SeqOverheadUs:     3.9,
+	AllReduceUs:       21.1,
+	RequestOverheadUs: 7450,
 }
 
 // Config is a step-cost module's configuration, the JSON of lens_calc_configure for a
