@@ -5,6 +5,5 @@
 // runs runtime/enginemodel's Predict and summarises each stage as a benchmark run reports it.
 // lensctl predict and the fidelity harness (tests/fidelity) are its users.
 //
-// Imports: events, runtime/enginemodel, runtime/evalrun, runtime/loadgen, runtime/workload and
-// the pure core wasm-modules/stepcost.
+// It imports events, runtime/enginemodel, runtime/evalrun, runtime/loadgen and runtime/workload.
 package predict

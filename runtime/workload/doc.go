@@ -7,6 +7,6 @@
 // (lensctl predict, the fidelity harness) reads the same schedules, so a prediction and a run
 // of one seed see the same requests.
 //
-// Imports: events, runtime/evalrun (workload definitions) and runtime/loadgen (the request
+// It imports events, runtime/evalrun (workload definitions) and runtime/loadgen (the request
 // type).
 package workload

@@ -1,4 +1,3 @@
-// Command fidelity scores the engine model against real vLLM measurements (make fidelity).
 package main
 
 import (
