@@ -3,6 +3,7 @@ package enginemodel
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/lensfn/lensfn/wasm-modules/stepcost"
@@ -307,5 +308,32 @@ func TestPredictTimesOutAnOverload(t *testing.T) {
 	s := p.Summarize(nil)
 	if s.Failed == 0 || s.Failed == s.Requests {
 		t.Fatalf("failed %d of %d: a 1 s timeout on a 10x overload fails some, not all", s.Failed, s.Requests)
+	}
+}
+
+func TestSpecRefusesWhatVLLMRefusesAtStart(t *testing.T) {
+	for name, c := range map[string]struct {
+		spec Spec
+		want string
+	}{
+		"unknown model":    {Spec{Model: "acme/unknown-13b"}, "unknown model"},
+		"tp":               {Spec{Model: "meta-llama/Llama-2-7b-hf", TensorParallelSize: 3}, "does not divide"},
+		"does not fit":     {Spec{Model: "meta-llama/Llama-2-70b-hf", Hardware: "L40S-48GB"}, "does not fit"},
+		"unknown gpu":      {Spec{Model: "meta-llama/Llama-2-7b-hf", Hardware: "TPU-v9"}, "unknown hardware"},
+		"cache too small":  {Spec{Model: "meta-llama/Llama-2-7b-hf", KVBlocks: 10, MaxModelLen: 4096}, "larger than the maximum number of tokens"},
+		"file not allowed": {Spec{Model: "/etc/config.json"}, "file paths are not accepted"},
+	} {
+		_, err := c.spec.Resolve(false)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error containing %q", name, err, c.want)
+		}
+	}
+	r, err := Spec{Model: "Llama-2-7b-hf", MaxModelLen: 4096}.Resolve(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// vLLM sized this cache at 7,462 blocks on an H100 at 0.9: within 1 %.
+	if r.Engine.KVBlocks < 7388 || r.Engine.KVBlocks > 7536 {
+		t.Errorf("Llama-2-7B on one H100 at 0.9: %d KV blocks, vLLM had 7462", r.Engine.KVBlocks)
 	}
 }

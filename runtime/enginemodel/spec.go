@@ -169,6 +169,10 @@ func (s Spec) Resolve(allowFiles bool) (*Resolved, error) {
 	if maxLen == 0 {
 		maxLen = arch.MaxContext
 	}
+	if maxLen > blocks*s.BlockSize {
+		return nil, fmt.Errorf("The model's max seq len (%d) is larger than the maximum number of tokens that can be stored in KV cache (%d). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+			maxLen, blocks*s.BlockSize)
+	}
 	cfg := Config{MaxNumSeqs: s.MaxNumSeqs, MaxNumBatchedTokens: s.MaxNumBatchedTokens, BlockSize: s.BlockSize,
 		KVBlocks: blocks, MaxModelLen: maxLen, NoPrefixCaching: s.NoPrefixCaching, NoAsyncScheduling: s.NoAsyncScheduling}
 	if err := cfg.Validate(); err != nil {
