@@ -337,3 +337,45 @@ func TestSpecRefusesWhatVLLMRefusesAtStart(t *testing.T) {
 		t.Errorf("Llama-2-7B on one H100 at 0.9: %d KV blocks, vLLM had 7462", r.Engine.KVBlocks)
 	}
 }
+
+// BenchmarkStepAtBatch128 is the engine's bookkeeping per step (Schedule and Commit, the cost
+// model aside) with 128 requests decoding: the real-time simulator pays it once per step per
+// rank.
+func BenchmarkStepAtBatch128(b *testing.B) {
+	cfg := Config{MaxNumSeqs: 128, MaxNumBatchedTokens: 2048, BlockSize: 16, KVBlocks: 1 << 20}
+	e, err := New(cfg, constCost{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	seqs := make([]Seq, 128)
+	for i := range seqs {
+		seqs[i] = Seq{ID: uint64(i), PromptTokens: 600, MaxOutput: 100_000,
+			BlockHashes: PromptBlocks(nil, []Segment{{Key: uint64(i), Tokens: 600}}, 16)}
+		if err := e.Add(&seqs[i], 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	now := 0.0
+	for e.Counters.Steps < 50 { // past the prefills
+		d := e.Schedule(now)
+		now += d
+		e.Commit(now, d)
+	}
+	if b.N > 90_000 {
+		b.Fatalf("b.N %d would finish the requests", b.N)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		d := e.Schedule(now)
+		now += d
+		e.Commit(now, d)
+	}
+	if e.Running() != 128 {
+		b.Fatalf("%d running", e.Running())
+	}
+}
+
+type constCost struct{}
+
+func (constCost) StepTime(*stepcost.Batch) float64 { return 0.01 }
