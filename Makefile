@@ -85,8 +85,9 @@ bench: ## run the benchmarks whose figures BENCHMARKS.md quotes
 # The ground truth is read where it is published (../shared beside the repository) or from
 # GROUND_TRUTH; FIT=N refits the coefficients in at most N scoring passes, LOMO=N scores each model
 # left out of a fit of N passes, SEEDS picks the Poisson draws averaged.
+SEEDS ?= 1,2,3
 fidelity: ## score the vLLM engine model against real vLLM runs (GROUND_TRUTH=<csv>, FIT=N, LOMO=N, SEEDS=1,2,3)
-	$(GO) run ./tests/fidelity/cmd/fidelity -seeds $(or $(SEEDS),1,2,3) $(if $(FIT),-fit $(FIT)) $(if $(LOMO),-lomo $(LOMO))
+	$(GO) run ./tests/fidelity/cmd/fidelity -seeds $(SEEDS) $(if $(FIT),-fit $(FIT)) $(if $(LOMO),-lomo $(LOMO))
 
 fuzz: ## run every Fuzz* target of the module for FUZZTIME each (default 10s)
 	tests/fuzz/run.sh
