@@ -180,3 +180,34 @@ func (s Spec) Resolve(allowFiles bool) (*Resolved, error) {
 	}
 	return &Resolved{CostConfig: cc, Cost: cost, Engine: cfg}, nil
 }
+
+// acceleratorVendors are the vendor-level accelerator profiles an evaluation may name (the
+// specification's "nvidia", "intel-xpu"): they say which hardware family a deployment runs on
+// without naming a GPU the engine model could cost.
+var acceleratorVendors = []string{"nvidia", "amd", "intel-xpu", "intel-gaudi", "google-tpu", "cpu"}
+
+// LookupAccelerator resolves an evaluation's accelerator_profile: a catalogue GPU or one of its
+// aliases, or a vendor profile, case-insensitively and with dots ignored ("IDs without dots").
+// It returns the canonical profile and whether it is registered.
+func LookupAccelerator(name string) (string, bool) {
+	key := strings.ToLower(strings.ReplaceAll(strings.TrimSpace(name), ".", ""))
+	if h, ok := stepcost.LookupGPU(key); ok {
+		return h.Name, true
+	}
+	for _, id := range stepcost.GPUNames() {
+		if strings.ToLower(strings.ReplaceAll(id, ".", "")) == key {
+			return id, true
+		}
+	}
+	for _, v := range acceleratorVendors {
+		if v == key {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// AcceleratorProfiles lists the registered profiles: the catalogue's GPUs, then the vendors.
+func AcceleratorProfiles() []string {
+	return append(stepcost.GPUNames(), acceleratorVendors...)
+}
