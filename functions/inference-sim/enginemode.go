@@ -133,6 +133,9 @@ func (e *engineRank) submit(req *engine.Request) (*engineTicket, *openai.Error) 
 			return nil, openai.NewError(400, err.Error())
 		}
 		t.seqs[i] = enginemodel.Seq{ID: uint64(i), PromptTokens: s.PromptTokens, BlockHashes: hashes, MaxOutput: len(s.Tokens), Owner: t}
+		if req.Params.RemotePrefill { // P/D: the prompt's KV comes from the prefill instance
+			t.seqs[i].Transferred = s.PromptTokens
+		}
 		s.Gaps = s.Gaps[:0]
 		for k := 1; k < len(s.Tokens); k++ {
 			s.Gaps = append(s.Gaps, never)

@@ -64,6 +64,9 @@ type Seq struct {
 	BlockHashes []uint64
 	// MaxOutput is how many tokens the request generates (ignore_eos) or at most generates.
 	MaxOutput int
+	// Transferred is how many prompt tokens' KV arrive from elsewhere instead of being
+	// prefilled here (a P/D decode instance: the prefill ran remotely).
+	Transferred int
 	// Owner is the driver's handle (the simulator's stream); the engine never reads it.
 	Owner any
 
@@ -335,6 +338,9 @@ func (e *Engine) Schedule(now float64) float64 {
 			}
 			e.hit = hit
 			cached := len(hit) * e.cfg.BlockSize
+			if s.Computed == 0 && s.Transferred > cached {
+				cached = min(s.Transferred, s.numTokens()-1)
+			}
 			n := min(s.numTokens()-cached, budget)
 			if e.blocksFor(cached+n)-len(hit) > e.kv.freeAfterTouch(hit) {
 				break

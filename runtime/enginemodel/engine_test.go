@@ -379,3 +379,16 @@ func BenchmarkStepAtBatch128(b *testing.B) {
 type constCost struct{}
 
 func (constCost) StepTime(*stepcost.Batch) float64 { return 0.01 }
+
+func TestTransferredKVSkipsThePrefill(t *testing.T) {
+	e, cost := newTestEngine(t, baseConfig())
+	s := &Seq{PromptTokens: 40, Transferred: 40, MaxOutput: 3}
+	_ = e.Add(s, 0)
+	runUntilIdle(t, e, 0)
+	if first := cost.batches[0]; first.PrefillTokens != 1 || first.PrefillContext != 39 {
+		t.Errorf("a P/D decode instance prefilled %+v, want only the last prompt token", first)
+	}
+	if s.Generated != 3 || s.State != Finished {
+		t.Errorf("seq %+v", s)
+	}
+}
