@@ -435,6 +435,9 @@ func (c Content) ReplicaArgs() []string {
 	if c.Decode.MaxModelLen > 0 {
 		args = append(args, "--max-model-len="+strconv.Itoa(c.Decode.MaxModelLen))
 	}
+	if c.Decode.TensorParallelSize > 1 { // the engine model prices steps on this many GPUs
+		args = append(args, "--tensor-parallel-size="+strconv.Itoa(c.Decode.TensorParallelSize))
+	}
 	return append(args, c.SimulatorArgs()...)
 }
 

@@ -33,6 +33,9 @@ func TestParseValid(t *testing.T) {
 		{"affinity profile", ProviderOptimizedBaseline, `{"model":{"name":"m"},"decode":{"replicas":2},"router":{"profile":"prefix-affinity"}}`, ProfilePrefixAffinity, 2},
 		{"precise", ProviderPrecisePrefix, `{"model":{"name":"m"},"decode":{"replicas":2},"simulator":{"enable-kvcache":true,"block-size":16}}`, ProfilePrecisePrefix, 2},
 		{"pd", ProviderPD, `{"model":{"name":"m"},"decode":{"replicas":2},"prefill":{"replicas":1,"tensor_parallel_size":2}}`, ProfilePD, 4},
+		{"engine model", ProviderBaselineVLLM, `{"model":{"name":"m"},"decode":{"replicas":2,"tensor_parallel_size":2,"max_num_seqs":64},
+		  "simulator":{"latency-calculator":"engine","engine-model":"Llama-3.1-8B-Instruct","hardware":"h100","max-num-batched-tokens":2048,
+		  "gpu-memory-utilization":0.85,"no-enable-prefix-caching":true,"step-cost-coefficients":{"compute_efficiency":0.5,"memory_efficiency":0.8,"step_overhead_us":500,"layer_overhead_us":10,"seq_overhead_us":5,"allreduce_us":20,"request_overhead_us":5000}}}`, "", 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := Parse(tc.provider, json.RawMessage(tc.content))
@@ -65,6 +68,12 @@ func TestParseRejects(t *testing.T) {
 		{"precise without kv cache", ProviderPrecisePrefix, `{"model":{"name":"m"},"decode":{},"simulator":{"enable-kvcache":false}}`, "body.content.simulator.enable-kvcache"},
 		{"list item is a flag", ProviderBaselineVLLM, `{"model":{"name":"m"},"decode":{},"simulator":{"failure-types":["--port"]}}`, "body.content.simulator.failure-types: item 0"},
 		{"not an object", ProviderBaselineVLLM, `[1]`, "body.content: must be a JSON object"},
+		{"engine model not in the catalogue", ProviderBaselineVLLM, `{"model":{"name":"m"},"decode":{},"simulator":{"engine-model":"acme/secret-40b"}}`, "body.content.simulator.engine-model: unknown model"},
+		{"engine model path", ProviderBaselineVLLM, `{"model":{"name":"m"},"decode":{},"simulator":{"engine-model":"/etc/models/config.json"}}`, "body.content.simulator.engine-model: model \"/etc/models/config.json\": file paths are not accepted"},
+		{"hardware path", ProviderBaselineVLLM, `{"model":{"name":"m"},"decode":{},"simulator":{"hardware":"./gpu.json"}}`, "body.content.simulator.hardware: hardware \"./gpu.json\": file paths"},
+		{"step-cost module path", ProviderBaselineVLLM, `{"model":{"name":"m"},"decode":{},"simulator":{"step-cost-module":"/tmp/x.wasm"}}`, "body.content.simulator.step-cost-module: must name a loaded module"},
+		{"bad coefficients", ProviderBaselineVLLM, `{"model":{"name":"m"},"decode":{},"simulator":{"step-cost-coefficients":{"compute_efficiency":7}}}`, "body.content.simulator.step-cost-coefficients: coefficients"},
+		{"tp as a flag", ProviderBaselineVLLM, `{"model":{"name":"m"},"decode":{},"simulator":{"tensor-parallel-size":2}}`, "body.content.simulator.tensor-parallel-size: \"tensor-parallel-size\" is not settable"},
 		{"unknown provider", "helm-chart", `{}`, "body.provider_ref: provider"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -56,6 +56,7 @@ var ReservedSimulatorFlags = map[string]string{
 	"served-model-name":    "set from model.name",
 	"max-model-len":        "set from decode.max_model_len",
 	"max-num-seqs":         "set from decode.max_num_seqs",
+	"tensor-parallel-size": "set from decode.tensor_parallel_size",
 	"zmq-endpoint":         "the deployer wires KV events to the router",
 	"data-parallel-size":   "the deployer runs one process per replica",
 	"data-parallel-rank":   "the deployer runs one process per replica",
