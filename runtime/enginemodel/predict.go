@@ -1,6 +1,7 @@
 package enginemodel
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -53,7 +54,7 @@ func Predict(arrivals []Arrival, opt Options) (*Prediction, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !slices.IsSortedFunc(arrivals, func(a, b Arrival) int { return cmpFloat(a.At, b.At) }) {
+	if !slices.IsSortedFunc(arrivals, func(a, b Arrival) int { return cmp.Compare(a.At, b.At) }) {
 		return nil, fmt.Errorf("enginemodel: arrivals must be sorted by time")
 	}
 	p := &Prediction{Outcomes: make([]Outcome, len(arrivals))}
@@ -147,15 +148,6 @@ func stageEndTimes(arrivals []Arrival) []float64 {
 	return ends
 }
 
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
 
 // Summary is one group of outcomes in a benchmark run's terms (milliseconds).
 type Summary struct {

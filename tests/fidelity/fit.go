@@ -1,6 +1,7 @@
 package fidelity
 
 import (
+	"cmp"
 	"math"
 	"slices"
 
@@ -111,7 +112,7 @@ func nelderMead(f func([]float64) float64, x0 []float64, step float64, maxEval i
 		for i := range order {
 			order[i] = i
 		}
-		slices.SortFunc(order, func(a, b int) int { return cmp(vals[a], vals[b]) })
+		slices.SortFunc(order, func(a, b int) int { return cmp.Compare(vals[a], vals[b]) })
 		sp, sv := make([][]float64, n+1), make([]float64, n+1)
 		for i, o := range order {
 			sp[i], sv[i] = pts[o], vals[o]
@@ -182,15 +183,6 @@ func nelderMead(f func([]float64) float64, x0 []float64, step float64, maxEval i
 	return pts[i], vals[i]
 }
 
-func cmp(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
 
 // Fold is one model left out: the coefficients fitted on the others and the left-out
 // model's rows scored with them.
