@@ -31,13 +31,13 @@ func (h *Host) Calculator(nameOrPath string, configJSON []byte) (*Calculator, er
 	if len(configJSON) == 0 {
 		configJSON = []byte("{}")
 	}
-	m, err := h.configuredPool(nameOrPath, configJSON, nil, func(_ context.Context, m *module, in *instance) error {
+	m, err := h.configuredPool(nameOrPath, configJSON, func(_ ModuleInfo, in *instance) error {
 		if in.schedule == nil {
 			return fmt.Errorf("it does not export %s: it is a %s module, which prices engine steps for the engine model, not whole requests",
 				abi.ExportCalcSchedule, abi.CapabilityStepCost)
 		}
 		return nil
-	})
+	}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -45,10 +45,10 @@ func (h *Host) Calculator(nameOrPath string, configJSON []byte) (*Calculator, er
 }
 
 // configuredPool starts a pool of nameOrPath's instances, each given config through
-// lens_calc_configure when it starts, after refuse (when set) has accepted the module's
-// description. It starts the first instance now, so a bad configuration fails here, and
-// hands it to first, which may call into it.
-func (h *Host) configuredPool(nameOrPath string, config []byte, refuse func(ModuleInfo) error,
+// lens_calc_configure when it starts, once accept has found the exports this use needs. It
+// starts the first instance now, so a bad configuration fails here, and hands it to first
+// (when set), which may call into it.
+func (h *Host) configuredPool(nameOrPath string, config []byte, accept func(ModuleInfo, *instance) error,
 	first func(ctx context.Context, m *module, in *instance) error) (*module, error) {
 	base, err := h.calculatorModule(nameOrPath)
 	if err != nil {
@@ -58,14 +58,12 @@ func (h *Host) configuredPool(nameOrPath string, config []byte, refuse func(Modu
 	if err := base.ensureCompiled(); err != nil {
 		return nil, err
 	}
-	if refuse != nil {
-		if err := refuse(base.info); err != nil {
-			return nil, fmt.Errorf("latency calculator %s: %w", base.info.Name, err)
-		}
-	}
 	m := &module{host: h, rt: base.rt, path: base.path, sha256: base.sha256, info: base.info, untrusted: base.untrusted, shared: true}
 	m.compileOnce.Do(func() { m.compiled = base.compiled })
 	m.configure = func(ctx context.Context, in *instance) error {
+		if err := accept(m.info, in); err != nil {
+			return err
+		}
 		ptr, err := in.writeInput(ctx, m, config)
 		if err != nil {
 			return err
@@ -76,9 +74,11 @@ func (h *Host) configuredPool(nameOrPath string, config []byte, refuse func(Modu
 	m.initPool(h.cfg.PoolSize)
 	ctx := context.Background()
 	in, err := m.get(ctx)
-	if err == nil {
+	if err == nil && first != nil {
 		err = first(ctx, m, in)
 		m.put(in, err != nil)
+	} else if err == nil {
+		m.put(in, false)
 	}
 	if err != nil {
 		m.close(ctx)

@@ -44,13 +44,12 @@ func (h *Host) StepCost(nameOrPath string, cfg stepcost.Config) (*StepCost, erro
 // user's module may take fields of its own.
 func (h *Host) StepCostJSON(nameOrPath string, configJSON []byte) (*StepCost, error) {
 	s := &StepCost{}
-	refuse := func(info ModuleInfo) error {
-		if !info.Capabilities[abi.CapabilityStepCost] {
+	m, err := h.configuredPool(nameOrPath, configJSON, func(info ModuleInfo, in *instance) error {
+		if !info.Capabilities[abi.CapabilityStepCost] || in.stepTime == nil || in.requestOverhead == nil {
 			return fmt.Errorf("it does not declare the %s capability: it computes request schedules, not engine step costs", abi.CapabilityStepCost)
 		}
 		return nil
-	}
-	m, err := h.configuredPool(nameOrPath, configJSON, refuse, func(ctx context.Context, m *module, in *instance) error {
+	}, func(ctx context.Context, m *module, in *instance) error {
 		stack := in.stack[:1]
 		cctx, cancel := m.callCtx(ctx)
 		defer cancel()

@@ -20,6 +20,7 @@ import (
 	"github.com/lensfn/lensfn/tests/tracefixture"
 	"github.com/lensfn/lensfn/wasm-modules/abi"
 	"github.com/lensfn/lensfn/wasm-modules/latency"
+	"github.com/lensfn/lensfn/wasm-modules/stepcost"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt/bailian"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt/baseten"
@@ -52,6 +53,7 @@ func TestBuiltinModulesDescribeThemselves(t *testing.T) {
 		"weka_public_dataset": {abi.KindTraceParser, true, true},
 		"constant":            {abi.KindLatencyCalculator, false, false},
 		"per-token":           {abi.KindLatencyCalculator, false, false},
+		"stepcost":            {abi.KindLatencyCalculator, false, false},
 	}
 	mods := h.Modules()
 	if len(mods) != len(want) {
@@ -67,6 +69,10 @@ func TestBuiltinModulesDescribeThemselves(t *testing.T) {
 		}
 		if m.Capabilities[abi.CapabilityTraceRange] != w.rangeOK || m.Capabilities[abi.CapabilityScaleFactor] != w.scaleOK {
 			t.Errorf("%s: capabilities %v", m.Name, m.Capabilities)
+		}
+		// Only the step-cost module prices engine steps.
+		if stepCost := m.Name == stepcost.ModuleName; m.Capabilities[abi.CapabilityStepCost] != stepCost {
+			t.Errorf("%s: step_cost %v", m.Name, m.Capabilities[abi.CapabilityStepCost])
 		}
 		// WEKA selects its range itself (turns on each trace's clock) and says so.
 		if selects := m.Name == "weka_public_dataset"; m.Capabilities[abi.CapabilitySelectsTraceRange] != selects || (m.TraceRange != "") != selects {
