@@ -12,6 +12,10 @@ import (
 	"github.com/lensfn/lensfn/wasm-modules/stepcost"
 )
 
+// CapabilityStepCost is what a step-cost module reports in ModuleInfo.Capabilities (abi's, for
+// callers that may not import the ABI package).
+const CapabilityStepCost = abi.CapabilityStepCost
+
 // StepCost is a configured step-cost module (a latency calculator with the step_cost
 // capability, ABI.md section 8.1) with its own instance pool, every instance configured once
 // when it starts: the engine model's step pricing through WASM. It implements the engine's
