@@ -3,8 +3,6 @@ package wasmhost_test
 import (
 	"errors"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -79,25 +77,11 @@ func TestStepCostPoolHammer(t *testing.T) {
 // A copy of the stepcost module in its own directory is a user's module, loaded by path and
 // run with the user modules' call timeout.
 func TestUserStepCostByPath(t *testing.T) {
-	builtin := wasmtest.BuiltinDir(t)
-	dir := t.TempDir()
-	bin, err := os.ReadFile(filepath.Join(builtin, "stepcost.wasm"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(dir, "mine.wasm"), bin, 0o644)
-	man, _ := wasmhost.ReadManifest(builtin)
-	var sum string
-	for _, e := range man.Modules {
-		if e.Name == stepcost.ModuleName {
-			sum = e.SHA256
-		}
-	}
-	os.WriteFile(filepath.Join(dir, wasmhost.ManifestFile), []byte(`{"manifest_version":1,"modules":[{"file":"mine.wasm","sha256":"`+sum+`","kind":"latency-calculator","name":"stepcost"}]}`), 0o644)
+	mine := wasmtest.UserCopy(t, stepcost.ModuleName, "mine.wasm")
 	h := newHost(t, wasmhost.Config{CallTimeout: time.Second})
 	cfg := llamaConfig(t)
 	cfg.Coefficients = &stepcost.Coefficients{ComputeEfficiency: 0.6, MemoryEfficiency: 0.7, StepOverheadUs: 300, RequestOverheadUs: 4321}
-	sc, err := h.StepCost(filepath.Join(dir, "mine.wasm"), cfg)
+	sc, err := h.StepCost(mine, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

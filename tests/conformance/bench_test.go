@@ -2,7 +2,6 @@ package conformance_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -196,24 +195,9 @@ func BenchmarkStepTimeWASM(b *testing.B) {
 // BenchmarkStepTimeWASMUser: the same module as a user's (by path, in the runtime that
 // interrupts a call past Config.CallTimeout).
 func BenchmarkStepTimeWASMUser(b *testing.B) {
-	builtin := wasmtest.BuiltinDir(b)
-	dir := b.TempDir()
-	man, err := wasmhost.ReadManifest(builtin)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, e := range man.Modules {
-		if e.Name == stepcost.ModuleName {
-			bin, err := os.ReadFile(filepath.Join(builtin, e.File))
-			if err != nil {
-				b.Fatal(err)
-			}
-			os.WriteFile(filepath.Join(dir, e.File), bin, 0o644)
-			os.WriteFile(filepath.Join(dir, wasmhost.ManifestFile), []byte(`{"manifest_version":1,"modules":[{"file":"`+e.File+`","sha256":"`+e.SHA256+`","kind":"latency-calculator","name":"stepcost"}]}`), 0o644)
-		}
-	}
+	mine := wasmtest.UserCopy(b, stepcost.ModuleName, "mine.wasm")
 	h := newHost(b, wasmhost.Config{PoolSize: 1})
-	sc, err := h.StepCostJSON(filepath.Join(dir, stepcost.ModuleName+".wasm"), []byte(abi.StepCostExamples[0].Config))
+	sc, err := h.StepCostJSON(mine, []byte(abi.StepCostExamples[0].Config))
 	if err != nil {
 		b.Fatal(err)
 	}
