@@ -8,10 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lensfn/lensfn/runtime/enginemodel"
 	"github.com/lensfn/lensfn/runtime/wasmhost"
 	"github.com/lensfn/lensfn/runtime/wasmhost/wasmtest"
 	"github.com/lensfn/lensfn/wasm-modules/stepcost"
 )
+
+// The engine prices its steps through a StepCost as through a native *stepcost.Model.
+var _ enginemodel.StepCoster = (*wasmhost.StepCost)(nil)
 
 func llamaConfig(t *testing.T) stepcost.Config {
 	t.Helper()

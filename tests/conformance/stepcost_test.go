@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/lensfn/lensfn/runtime/enginemodel"
 	"github.com/lensfn/lensfn/runtime/wasmhost"
 	"github.com/lensfn/lensfn/runtime/wasmhost/wasmtest"
 	"github.com/lensfn/lensfn/wasm-modules/abi"
@@ -342,5 +344,64 @@ func TestUserStepCostModules(t *testing.T) {
 	}
 	if _, err := both.Calculator("both", nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// quantized is the native core rounded as the ABI rounds: whole nanoseconds.
+type quantized struct{ m *stepcost.Model }
+
+func (q quantized) StepTime(b *stepcost.Batch) float64 {
+	ns, _ := stepcost.Nanoseconds(q.m.StepTime(b))
+	return float64(ns) / 1e9
+}
+
+// The engine model runs a workload through the stepcost module as through the native core:
+// exactly the same prediction as the core rounded to the ABI's nanoseconds, and within a
+// microsecond per request of the unrounded core, with KV-cache pressure (preemptions) on the
+// way.
+func TestEnginePredictsTheSameThroughTheStepCostModule(t *testing.T) {
+	h := builtinHost(t)
+	arch, _ := stepcost.LookupModel("Qwen/Qwen3-8B")
+	cfg := stepcost.Config{Model: arch, Hardware: stepcost.GPUs["L40S-48GB"], TensorParallelSize: 2}
+	native, err := cfg.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	module, err := h.StepCost(stepcost.ModuleName, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	var arrivals []enginemodel.Arrival
+	at := 0.0
+	for range 600 {
+		at += rng.ExpFloat64() / 25
+		arrivals = append(arrivals, enginemodel.Arrival{At: at, PromptTokens: 200 + rng.IntN(3000), OutputTokens: 20 + rng.IntN(400)})
+	}
+	engine := enginemodel.Config{MaxNumSeqs: 128, MaxNumBatchedTokens: 2048, BlockSize: 16, KVBlocks: 4000}
+	predict := func(cost enginemodel.StepCoster, overhead float64) *enginemodel.Prediction {
+		p, err := enginemodel.Predict(arrivals, enginemodel.Options{Engine: engine, Cost: cost, RequestOverhead: overhead})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	viaModule := predict(module, module.RequestOverhead())
+	if err := module.Err(); err != nil {
+		t.Fatal(err)
+	}
+	rounded := predict(quantized{native}, module.RequestOverhead())
+	exact := predict(native, native.RequestOverhead())
+	if viaModule.Counters != rounded.Counters || !slices.Equal(viaModule.Outcomes, rounded.Outcomes) || viaModule.End != rounded.End {
+		t.Fatalf("through the module: %+v, end %v; the rounded core: %+v, end %v", viaModule.Counters, viaModule.End, rounded.Counters, rounded.End)
+	}
+	if viaModule.Counters.Preemptions == 0 || viaModule.Counters.Steps < 1000 {
+		t.Fatalf("the workload does not exercise the engine: %+v", viaModule.Counters)
+	}
+	for i, o := range viaModule.Outcomes {
+		e := exact.Outcomes[i]
+		if o.Failed != e.Failed || math.Abs(o.TTFT-e.TTFT) > 1e-6 || math.Abs(o.E2E-e.E2E) > 1e-6 {
+			t.Fatalf("request %d: through the module %+v, the core %+v", i, o, e)
+		}
 	}
 }
