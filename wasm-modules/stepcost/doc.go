@@ -21,6 +21,7 @@
 // Arithmetic is plain float64 (+ - * / and comparisons) and integer pow, so the native core and
 // its wasip1 guest give bit-identical step times.
 //
-// It imports the standard library only. It is a pure core: every layer may import it, and it
-// is compiled into the stepcost guest.
+// It imports the standard library and wasm-modules/abi (the descriptor, lens_step_time's
+// arguments). It is a pure core: every layer may import it, and it is compiled into the
+// stepcost guest.
 package stepcost
