@@ -69,3 +69,23 @@ func TestBatchValidate(t *testing.T) {
 		}
 	}
 }
+
+// A model's Config builds the same model again, through its JSON as a module receives it.
+func TestModelConfigRoundTrips(t *testing.T) {
+	arch, _ := stepcost.LookupModel("Mixtral-8x7B-v0.1")
+	coef := stepcost.Fitted
+	coef.StepOverheadUs += 123.25
+	m, err := stepcost.NewModel(arch, stepcost.GPUs["H200-SXM-141GB"], 4, coef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := m.Config()
+	again, err := stepcost.ParseConfig(cfg.JSON())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := stepcost.Batch{PrefillSeqs: 1, PrefillTokens: 700, PrefillAttention: 700 * 350.5, DecodeSeqs: 12, DecodeContext: 9000, SampledSeqs: 13}
+	if again.StepTime(&b) != m.StepTime(&b) || again.RequestOverhead() != m.RequestOverhead() || again.Coef != coef {
+		t.Fatalf("round trip: %+v, want %+v", again, m)
+	}
+}

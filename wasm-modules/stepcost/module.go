@@ -19,3 +19,11 @@ func BatchOf(a abi.StepTimeArgs) Batch {
 	return Batch{PrefillSeqs: int(a.PrefillSeqs), PrefillTokens: int(a.PrefillTokens), PrefillAttention: a.PrefillAttention,
 		PrefillContext: int(a.PrefillContext), DecodeSeqs: int(a.DecodeSeqs), DecodeContext: int(a.DecodeContext), SampledSeqs: int(a.SampledSeqs)}
 }
+
+// Config is the configuration that builds m again: what a step-cost module is configured
+// with to price the steps m prices (the coefficients explicit, so a module whose defaults
+// differ still agrees).
+func (m *Model) Config() Config {
+	c := m.Coef
+	return Config{Model: m.Arch, Hardware: m.HW, TensorParallelSize: m.TP, Coefficients: &c}
+}
