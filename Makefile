@@ -32,8 +32,8 @@ wasm: ## build the built-in WASM modules (and, with Debian's wabt, the example u
 	wasm-modules/build.sh $(MODULES) $(WASM_EXAMPLES)
 
 # The modules make run builds after the stack serves: the Baseten trace parser needs
-# parquet-go, protobuf and their compressors (287 packages for wasip1; the six other guests
-# need 86 between them), about 70 of the ~95 CPU s of a cold `make wasm`.
+# parquet-go, protobuf and their compressors (287 packages for wasip1; the seven other guests
+# need 89 between them), about 70 of the ~95 CPU s of a cold `make wasm`.
 DEFERRED_MODULES := baseten_trace
 
 wasm-first: ## the WASM modules make run builds before the stack starts: all but the Baseten parser, which bin/lensfn-local builds in the background

@@ -5,7 +5,7 @@
 #
 # usage: wasm-modules/build.sh OUTDIR [--no-examples] [--defer NAME]... [--only NAME]...
 #
-#   (no option)   every built-in and the example (`make wasm`, `make kodata`: all seven at once)
+#   (no option)   every built-in and the example (`make wasm`, `make kodata`: all eight at once)
 #   --defer NAME  every built-in but NAME: the manifest lists NAME under "pending" (a build still
 #                 to come; the functions answer 503 naming it) unless NAME is already up to date
 #                 (`make run` builds the Baseten parser behind the first answer this way)
@@ -54,6 +54,7 @@ builtins=(
 	"weka_public_dataset trace-parser wasm-modules/tracefmt/weka/guest"
 	"constant latency-calculator wasm-modules/latency/constant/guest"
 	"per-token latency-calculator wasm-modules/latency/pertoken/guest"
+	"stepcost latency-calculator wasm-modules/stepcost/guest"
 )
 
 is_builtin() { local b; for b in "${builtins[@]}"; do [ "${b%% *}" = "$1" ] && return 0; done; return 1; }

@@ -25,22 +25,45 @@ type Calculator struct {
 // Calculator returns a calculator configured with configJSON (the simulator's latency
 // flags under their flag names, durations as "10ms"/"500us" strings or numbers of ms).
 // nameOrPath is a loaded calculator's name or the path of a user .wasm whose directory
-// holds a manifest pinning it. A bad configuration is reported here, not per call.
+// holds a manifest pinning it. A bad configuration is reported here, not per call, and so is
+// a step-cost module without lens_calc_schedule (StepCost takes those).
 func (h *Host) Calculator(nameOrPath string, configJSON []byte) (*Calculator, error) {
+	if len(configJSON) == 0 {
+		configJSON = []byte("{}")
+	}
+	m, err := h.configuredPool(nameOrPath, configJSON, func(_ ModuleInfo, in *instance) error {
+		if in.schedule == nil {
+			return fmt.Errorf("it does not export %s: it is a %s module, which prices engine steps for the engine model, not whole requests",
+				abi.ExportCalcSchedule, abi.CapabilityStepCost)
+		}
+		return nil
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Calculator{m: m}, nil
+}
+
+// configuredPool starts a pool of nameOrPath's instances, each given config through
+// lens_calc_configure when it starts, once accept has found the exports this use needs. It
+// starts the first instance now, so a bad configuration fails here, and hands it to first
+// (when set), which may call into it.
+func (h *Host) configuredPool(nameOrPath string, config []byte, accept func(ModuleInfo, *instance) error,
+	first func(ctx context.Context, m *module, in *instance) error) (*module, error) {
 	base, err := h.calculatorModule(nameOrPath)
 	if err != nil {
 		return nil, err
 	}
-	if len(configJSON) == 0 {
-		configJSON = []byte("{}")
-	}
-	config := append([]byte{}, configJSON...)
+	config = append([]byte{}, config...)
 	if err := base.ensureCompiled(); err != nil {
 		return nil, err
 	}
 	m := &module{host: h, rt: base.rt, path: base.path, sha256: base.sha256, info: base.info, untrusted: base.untrusted, shared: true}
 	m.compileOnce.Do(func() { m.compiled = base.compiled })
 	m.configure = func(ctx context.Context, in *instance) error {
+		if err := accept(m.info, in); err != nil {
+			return err
+		}
 		ptr, err := in.writeInput(ctx, m, config)
 		if err != nil {
 			return err
@@ -49,19 +72,26 @@ func (h *Host) Calculator(nameOrPath string, configJSON []byte) (*Calculator, er
 		return err
 	}
 	m.initPool(h.cfg.PoolSize)
-	in, err := m.get(context.Background())
+	ctx := context.Background()
+	in, err := m.get(ctx)
+	if err == nil && first != nil {
+		err = first(ctx, m, in)
+		m.put(in, err != nil)
+	} else if err == nil {
+		m.put(in, false)
+	}
 	if err != nil {
+		m.close(ctx)
 		return nil, fmt.Errorf("latency calculator %s: %w", m.info.Name, err)
 	}
-	m.put(in, false)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
-		m.close(context.Background())
+		m.close(ctx)
 		return nil, ErrClosed
 	}
 	h.calcs = append(h.calcs, m)
-	return &Calculator{m: m}, nil
+	return m, nil
 }
 
 func (h *Host) calculatorModule(nameOrPath string) (*module, error) {
@@ -161,15 +191,17 @@ func (c *Calculator) Schedule(in latency.Input, gaps []time.Duration) (time.Dura
 
 // Close releases the calculator's instances. The simulator rebuilds its calculator when
 // the latency configuration changes; closing the old one keeps the host from holding it.
-func (c *Calculator) Close() {
-	h := c.m.host
+func (c *Calculator) Close() { c.m.host.release(c.m) }
+
+// release closes a configured calculator's pool and forgets it.
+func (h *Host) release(m *module) {
 	h.mu.Lock()
-	for i, m := range h.calcs {
-		if m == c.m {
+	for i, c := range h.calcs {
+		if c == m {
 			h.calcs = append(h.calcs[:i], h.calcs[i+1:]...)
 			break
 		}
 	}
 	h.mu.Unlock()
-	c.m.close(context.Background())
+	m.close(context.Background())
 }

@@ -14,6 +14,10 @@
 // its memory has grown large); memory limits; and per-call timeouts for user modules only
 // (interrupting guest code costs ~7x on Go guests, so built-ins run without it).
 //
-// Imports: the standard library, wazero, wasm-modules/abi, and wasm-modules/latency (the
-// latency core, for its one Input type and Calculator interface).
+// Calculators come as Calculator (a request's whole schedule, latency.Calculator) and as
+// StepCost (a step_cost module: one engine step's duration, the engine model's StepCoster).
+//
+// Imports: the standard library, wazero, wasm-modules/abi, wasm-modules/latency (the latency
+// core, for its one Input type and Calculator interface) and wasm-modules/stepcost (the
+// step-cost core, for its Batch and Config).
 package wasmhost

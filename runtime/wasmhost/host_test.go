@@ -149,24 +149,10 @@ func TestManifestErrors(t *testing.T) {
 }
 
 func TestUserCalculatorByPath(t *testing.T) {
-	builtin := wasmtest.BuiltinDir(t)
 	// A copy of the constant calculator in its own directory is a user module.
-	dir := t.TempDir()
-	bin, err := os.ReadFile(filepath.Join(builtin, "constant.wasm"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(dir, "mine.wasm"), bin, 0o644)
-	man, _ := wasmhost.ReadManifest(builtin)
-	var sum string
-	for _, e := range man.Modules {
-		if e.Name == "constant" {
-			sum = e.SHA256
-		}
-	}
-	os.WriteFile(filepath.Join(dir, wasmhost.ManifestFile), []byte(`{"manifest_version":1,"modules":[{"file":"mine.wasm","sha256":"`+sum+`","kind":"latency-calculator","name":"constant"}]}`), 0o644)
+	mine := wasmtest.UserCopy(t, "constant", "mine.wasm")
 	h := newHost(t, wasmhost.Config{CallTimeout: time.Second})
-	calc, err := h.Calculator(filepath.Join(dir, "mine.wasm"), []byte(`{"time-to-first-token":"7ms","inter-token-latency":"1ms"}`))
+	calc, err := h.Calculator(mine, []byte(`{"time-to-first-token":"7ms","inter-token-latency":"1ms"}`))
 	if err != nil {
 		t.Fatal(err)
 	}

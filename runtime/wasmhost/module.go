@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/tetratelabs/wazero"
@@ -48,14 +50,15 @@ func (m *module) initPool(size int) {
 
 // instance is one instantiated module; only the goroutine that checked it out uses it.
 type instance struct {
-	mod      api.Module
-	mem      api.Memory
-	stderr   *tailBuffer
-	fn       map[string]api.Function
-	stack    []uint64
-	bufPtr   uint32
-	bufSize  uint32
-	schedule api.Function
+	mod     api.Module
+	mem     api.Memory
+	stderr  *tailBuffer
+	fn      map[string]api.Function
+	stack   []uint64
+	bufPtr  uint32
+	bufSize uint32
+	// A calculator's value exports, nil when the module does not export them.
+	schedule, stepTime, requestOverhead api.Function
 }
 
 // compileWith compiles the module from bin (already checked against the manifest).
@@ -158,9 +161,58 @@ func (m *module) close(ctx context.Context) {
 
 var commonExports = []string{abi.ExportABIVersion, abi.ExportDescribe, abi.ExportBuffer, abi.ExportError}
 
+// kindExports are the exports every module of a kind has. A latency calculator's others
+// depend on its capabilities (capabilityExports), which only its descriptor says.
 var kindExports = map[string][]string{
 	abi.KindTraceParser:       {abi.ExportParseBegin, abi.ExportParseFeed, abi.ExportParseEnd},
-	abi.KindLatencyCalculator: {abi.ExportCalcConfigure, abi.ExportCalcSchedule},
+	abi.KindLatencyCalculator: {abi.ExportCalcConfigure},
+}
+
+// optionalExports are looked up on every calculator instance when present; check requires
+// the ones its capabilities call for.
+var optionalExports = []string{abi.ExportCalcSchedule, abi.ExportStepTime, abi.ExportRequestOverhead}
+
+// stepTimeParams is lens_step_time's signature: prefill_seqs, prefill_tokens,
+// prefill_attention, prefill_context, decode_seqs, decode_context, sampled_seqs.
+var stepTimeParams = []api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeF64, api.ValueTypeI64,
+	api.ValueTypeI32, api.ValueTypeI64, api.ValueTypeI32}
+
+// checkCapabilityExports requires what a calculator's descriptor promises: lens_step_time
+// and lens_request_overhead (with their signatures: the host calls them with values only)
+// from a step_cost module, lens_calc_schedule from any other.
+func checkCapabilityExports(in *instance, d abi.Descriptor) error {
+	if d.Kind != abi.KindLatencyCalculator {
+		return nil
+	}
+	if !d.Capabilities[abi.CapabilityStepCost] {
+		if in.schedule == nil {
+			return fmt.Errorf("%w: latency calculator %q does not export %s (only a %s module may leave it out)", ErrBadModule, d.Name, abi.ExportCalcSchedule, abi.CapabilityStepCost)
+		}
+		return nil
+	}
+	for _, want := range []struct {
+		f      api.Function
+		name   string
+		params []api.ValueType
+	}{{in.stepTime, abi.ExportStepTime, stepTimeParams}, {in.requestOverhead, abi.ExportRequestOverhead, nil}} {
+		if want.f == nil {
+			return fmt.Errorf("%w: %q declares %s but does not export %s", ErrBadModule, d.Name, abi.CapabilityStepCost, want.name)
+		}
+		def := want.f.Definition()
+		if !slices.Equal(def.ParamTypes(), want.params) || !slices.Equal(def.ResultTypes(), []api.ValueType{api.ValueTypeI64}) {
+			return fmt.Errorf("%w: %q exports %s with parameters %s and results %s, want %s and i64 (ABI.md section 8.1)", ErrBadModule, d.Name, want.name,
+				valueTypes(def.ParamTypes()), valueTypes(def.ResultTypes()), valueTypes(want.params))
+		}
+	}
+	return nil
+}
+
+func valueTypes(ts []api.ValueType) string {
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = api.ValueTypeName(t)
+	}
+	return "(" + strings.Join(names, ", ") + ")"
 }
 
 func (m *module) instantiate(ctx context.Context) (*instance, error) {
@@ -191,7 +243,14 @@ func (m *module) instantiate(ctx context.Context) (*instance, error) {
 		}
 		in.fn[name] = f
 	}
-	in.schedule = in.fn[abi.ExportCalcSchedule]
+	if m.info.Kind == abi.KindLatencyCalculator {
+		for _, name := range optionalExports {
+			if f := mod.ExportedFunction(name); f != nil {
+				in.fn[name] = f
+			}
+		}
+		in.schedule, in.stepTime, in.requestOverhead = in.fn[abi.ExportCalcSchedule], in.fn[abi.ExportStepTime], in.fn[abi.ExportRequestOverhead]
+	}
 	if m.configure != nil {
 		if err := m.configure(ctx, in); err != nil {
 			mod.Close(ctx)
@@ -238,7 +297,7 @@ func (m *module) check(ctx context.Context, e ManifestEntry) (abi.Descriptor, er
 		if d.Kind != e.Kind || d.Name != e.Name {
 			return d, fmt.Errorf("module describes itself as %s %q but the manifest says %s %q", d.Kind, d.Name, e.Kind, e.Name)
 		}
-		return d, nil
+		return d, checkCapabilityExports(in, d)
 	}()
 	m.put(in, err != nil)
 	if err != nil {

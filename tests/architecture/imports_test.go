@@ -68,9 +68,10 @@ func functionOf(rel string) string {
 
 // pureCores are the standard-library-only packages that are compiled into the WASM guests
 // and also used natively, so that host and guest share one implementation: the plugin ABI,
-// the latency core (the simulator's built-in calculators are the guests' own code) and the
-// one SplitMix64. Every layer may import them; they import only each other. The packages
-// under them (the guests) are not cores: only wasm-modules uses those.
+// the latency core (the simulator's built-in calculators are the guests' own code), the
+// step-cost core (the engine model prices its steps natively with the stepcost guest's own
+// code) and the one SplitMix64. Every layer may import them; they import only each other.
+// The packages under them (the guests) are not cores: only wasm-modules uses those.
 var pureCores = []string{"wasm-modules/abi", "wasm-modules/latency", "wasm-modules/splitmix", "wasm-modules/stepcost"}
 
 func pureCore(rel string) bool {

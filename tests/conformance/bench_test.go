@@ -11,6 +11,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/wasmhost/wasmtest"
 	"github.com/lensfn/lensfn/wasm-modules/abi"
 	"github.com/lensfn/lensfn/wasm-modules/latency"
+	"github.com/lensfn/lensfn/wasm-modules/stepcost"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt/mooncake"
 )
@@ -163,4 +164,61 @@ func BenchmarkHostLoadWarm(b *testing.B) {
 
 func latencyInput(i int) latency.Input {
 	return latency.Input{PromptTokens: 2000, CachedPromptTokens: 512, OutputTokens: 128, RunningRequests: 3, MaxNumSeqs: 8, Rand: uint64(i)}
+}
+
+// benchmarkStepTime prices one engine step of ABI.md's first worked example (Llama-2-7B on
+// an H100, a prompt chunk beside 31 decodes) per iteration through a StepCost: a pool
+// checkout, one guest call with seven values, no memory traffic.
+func benchmarkStepTime(b *testing.B, sc *wasmhost.StepCost) {
+	ex := abi.StepCostExamples[0]
+	batch := stepcost.BatchOf(ex.Args)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		batch.DecodeContext = 40000 + i&1023
+		if _, err := sc.StepTimeErr(&batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkStepTimeWASM: the built-in stepcost module (no interruption checks).
+func BenchmarkStepTimeWASM(b *testing.B) {
+	h := newHost(b, wasmhost.Config{BuiltinDir: wasmtest.BuiltinDir(b), PoolSize: 1})
+	sc, err := h.StepCostJSON(stepcost.ModuleName, []byte(abi.StepCostExamples[0].Config))
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchmarkStepTime(b, sc)
+}
+
+// BenchmarkStepTimeWASMUser: the same module as a user's (by path, in the runtime that
+// interrupts a call past Config.CallTimeout).
+func BenchmarkStepTimeWASMUser(b *testing.B) {
+	mine := wasmtest.UserCopy(b, stepcost.ModuleName, "mine.wasm")
+	h := newHost(b, wasmhost.Config{PoolSize: 1})
+	sc, err := h.StepCostJSON(mine, []byte(abi.StepCostExamples[0].Config))
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchmarkStepTime(b, sc)
+}
+
+// BenchmarkStepTimeNative: the same steps priced by the step-cost core.
+func BenchmarkStepTimeNative(b *testing.B) {
+	ex := abi.StepCostExamples[0]
+	m, err := stepcost.ParseConfig([]byte(ex.Config))
+	if err != nil {
+		b.Fatal(err)
+	}
+	batch := stepcost.BatchOf(ex.Args)
+	var sum float64
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		batch.DecodeContext = 40000 + i&1023
+		sum += m.StepTime(&batch)
+	}
+	if sum < 0 {
+		b.Fatal(sum)
+	}
 }

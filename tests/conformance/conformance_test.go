@@ -20,6 +20,7 @@ import (
 	"github.com/lensfn/lensfn/tests/tracefixture"
 	"github.com/lensfn/lensfn/wasm-modules/abi"
 	"github.com/lensfn/lensfn/wasm-modules/latency"
+	"github.com/lensfn/lensfn/wasm-modules/stepcost"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt/bailian"
 	"github.com/lensfn/lensfn/wasm-modules/tracefmt/baseten"
@@ -52,6 +53,7 @@ func TestBuiltinModulesDescribeThemselves(t *testing.T) {
 		"weka_public_dataset": {abi.KindTraceParser, true, true},
 		"constant":            {abi.KindLatencyCalculator, false, false},
 		"per-token":           {abi.KindLatencyCalculator, false, false},
+		"stepcost":            {abi.KindLatencyCalculator, false, false},
 	}
 	mods := h.Modules()
 	if len(mods) != len(want) {
@@ -67,6 +69,10 @@ func TestBuiltinModulesDescribeThemselves(t *testing.T) {
 		}
 		if m.Capabilities[abi.CapabilityTraceRange] != w.rangeOK || m.Capabilities[abi.CapabilityScaleFactor] != w.scaleOK {
 			t.Errorf("%s: capabilities %v", m.Name, m.Capabilities)
+		}
+		// Only the step-cost module prices engine steps.
+		if stepCost := m.Name == stepcost.ModuleName; m.Capabilities[abi.CapabilityStepCost] != stepCost {
+			t.Errorf("%s: step_cost %v", m.Name, m.Capabilities[abi.CapabilityStepCost])
 		}
 		// WEKA selects its range itself (turns on each trace's clock) and says so.
 		if selects := m.Name == "weka_public_dataset"; m.Capabilities[abi.CapabilitySelectsTraceRange] != selects || (m.TraceRange != "") != selects {
@@ -429,22 +435,26 @@ func TestExampleUserModule(t *testing.T) {
 
 func TestMisbehavingModules(t *testing.T) {
 	ctx := context.Background()
+	current := int(abi.Version)
 	t.Run("ABI mismatch is refused at load", func(t *testing.T) {
-		dir := userModuleDir(t, watModule{name: "future", abiVersion: 2})
-		_, err := wasmhost.New(ctx, wasmhost.Config{ModuleDirs: []string{dir}})
-		if !errors.Is(err, wasmhost.ErrABIMismatch) {
-			t.Fatalf("got %v", err)
+		// A module of the next version, and one of version 1 (before lens_step_time).
+		for _, v := range []int{int(abi.Version) + 1, 1} {
+			dir := userModuleDir(t, watModule{name: "other", abiVersion: v})
+			_, err := wasmhost.New(ctx, wasmhost.Config{ModuleDirs: []string{dir}})
+			if !errors.Is(err, wasmhost.ErrABIMismatch) || !strings.Contains(err.Error(), "module has ABI version "+strconv.Itoa(v)) {
+				t.Fatalf("version %d: got %v", v, err)
+			}
 		}
 	})
 	t.Run("missing export is refused at load", func(t *testing.T) {
-		dir := userModuleDir(t, watModule{name: "partial", abiVersion: 1, omitEnd: true})
+		dir := userModuleDir(t, watModule{name: "partial", abiVersion: current, omitEnd: true})
 		_, err := wasmhost.New(ctx, wasmhost.Config{ModuleDirs: []string{dir}})
 		if !errors.Is(err, wasmhost.ErrBadModule) || !strings.Contains(err.Error(), "lens_parse_end") {
 			t.Fatalf("got %v", err)
 		}
 	})
 	t.Run("sha256 mismatch is refused at load", func(t *testing.T) {
-		dir := userModuleDir(t, watModule{name: "tampered", abiVersion: 1})
+		dir := userModuleDir(t, watModule{name: "tampered", abiVersion: current})
 		f, _ := os.OpenFile(filepath.Join(dir, "tampered.wasm"), os.O_APPEND|os.O_WRONLY, 0)
 		f.Write([]byte{0})
 		f.Close()
@@ -454,14 +464,14 @@ func TestMisbehavingModules(t *testing.T) {
 		}
 	})
 	t.Run("name clash with a built-in is refused", func(t *testing.T) {
-		dir := userModuleDir(t, watModule{name: "mooncake_trace", abiVersion: 1})
+		dir := userModuleDir(t, watModule{name: "mooncake_trace", abiVersion: current})
 		_, err := wasmhost.New(ctx, wasmhost.Config{BuiltinDir: wasmtest.BuiltinDir(t), ModuleDirs: []string{dir}, CacheDir: wasmtest.CacheDir(t)})
 		if err == nil || !strings.Contains(err.Error(), `module name "mooncake_trace" is used by both`) {
 			t.Fatalf("got %v", err)
 		}
 	})
 	t.Run("a trap discards the instance", func(t *testing.T) {
-		dir := userModuleDir(t, watModule{name: "trap", abiVersion: 1, feedBody: "unreachable"})
+		dir := userModuleDir(t, watModule{name: "trap", abiVersion: current, feedBody: "unreachable"})
 		h := newHost(t, wasmhost.Config{ModuleDirs: []string{dir}, PoolSize: 1})
 		p, _ := h.Parser("trap")
 		in := writeFile(t, "x", "data")
@@ -473,7 +483,7 @@ func TestMisbehavingModules(t *testing.T) {
 		}
 	})
 	t.Run("a user module that spins is stopped by the call timeout", func(t *testing.T) {
-		dir := userModuleDir(t, watModule{name: "spin", abiVersion: 1, feedBody: "(loop $forever (br $forever)) (i64.const 0)"})
+		dir := userModuleDir(t, watModule{name: "spin", abiVersion: current, feedBody: "(loop $forever (br $forever)) (i64.const 0)"})
 		h := newHost(t, wasmhost.Config{ModuleDirs: []string{dir}, PoolSize: 1, CallTimeout: 200 * time.Millisecond})
 		p, _ := h.Parser("spin")
 		in := writeFile(t, "x", "data")

@@ -113,6 +113,21 @@ func (m watModule) source() string {
 // userModuleDir builds the modules with wat2wasm into a fresh directory with a manifest.
 func userModuleDir(tb testing.TB, mods ...watModule) string {
 	tb.Helper()
+	files := make([]watFile, len(mods))
+	for i, m := range mods {
+		files[i] = watFile{name: m.name, kind: abi.KindTraceParser, source: m.source()}
+	}
+	return watModuleDir(tb, files...)
+}
+
+// watFile is a test module in WebAssembly text with the kind its manifest entry gives it.
+type watFile struct {
+	name, kind, source string
+}
+
+// watModuleDir builds the modules with wat2wasm into a fresh directory with a manifest.
+func watModuleDir(tb testing.TB, mods ...watFile) string {
+	tb.Helper()
 	if _, err := exec.LookPath("wat2wasm"); err != nil {
 		tb.Skip("wat2wasm not found: install Debian's wabt to build the test modules")
 	}
@@ -121,7 +136,7 @@ func userModuleDir(tb testing.TB, mods ...watModule) string {
 	for _, m := range mods {
 		wat := filepath.Join(dir, m.name+".wat")
 		wasm := filepath.Join(dir, m.name+".wasm")
-		if err := os.WriteFile(wat, []byte(m.source()), 0o644); err != nil {
+		if err := os.WriteFile(wat, []byte(m.source), 0o644); err != nil {
 			tb.Fatal(err)
 		}
 		if out, err := exec.Command("wat2wasm", wat, "-o", wasm).CombinedOutput(); err != nil {
@@ -129,8 +144,8 @@ func userModuleDir(tb testing.TB, mods ...watModule) string {
 		}
 		b, _ := os.ReadFile(wasm)
 		sum := sha256.Sum256(b)
-		entries = append(entries, fmt.Sprintf(`{"file":%q,"sha256":%q,"kind":"trace-parser","name":%q}`,
-			m.name+".wasm", hex.EncodeToString(sum[:]), m.name))
+		entries = append(entries, fmt.Sprintf(`{"file":%q,"sha256":%q,"kind":%q,"name":%q}`,
+			m.name+".wasm", hex.EncodeToString(sum[:]), m.kind, m.name))
 	}
 	manifest := `{"manifest_version":1,"modules":[` + strings.Join(entries, ",") + `]}`
 	if err := os.WriteFile(filepath.Join(dir, wasmhost.ManifestFile), []byte(manifest), 0o644); err != nil {

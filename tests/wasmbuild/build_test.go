@@ -52,9 +52,9 @@ func TestDeferredModuleSet(t *testing.T) {
 		t.Skip("builds the WASM modules")
 	}
 	out := t.TempDir()
-	light := []string{"mooncake_trace", "bailian_trace", "burst_gpt_trace", "weka_public_dataset", "constant", "per-token"}
+	light := []string{"mooncake_trace", "bailian_trace", "burst_gpt_trace", "weka_public_dataset", "constant", "per-token", "stepcost"}
 
-	// make wasm-first: six modules, baseten_trace pending (and not built).
+	// make wasm-first: seven modules, baseten_trace pending (and not built).
 	if log, err := buildSh(t, nil, out, "--no-examples", "--defer", "baseten_trace"); err != nil {
 		t.Fatalf("--defer: %v\n%s", err, log)
 	}
@@ -78,7 +78,7 @@ func TestDeferredModuleSet(t *testing.T) {
 	}
 
 	// The background build: baseten_trace added, pinned by its sha256, nothing pending. The
-	// six others' stamps say their sources changed since they were built (an edit during the
+	// seven others' stamps say their sources changed since they were built (an edit during the
 	// background build): --only does not build them, so they must stay listed as built, not
 	// turn pending with no build to come.
 	stamps := map[string][]byte{}
@@ -106,7 +106,7 @@ func TestDeferredModuleSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	mods, pending := names(m)
-	if len(mods) != 7 || pending != nil || !slices.Contains(mods, "baseten_trace") {
+	if len(mods) != 8 || pending != nil || !slices.Contains(mods, "baseten_trace") {
 		t.Fatalf("after --only: modules %v pending %v", mods, pending)
 	}
 	for _, e := range m.Modules {
@@ -121,7 +121,7 @@ func TestDeferredModuleSet(t *testing.T) {
 	for _, args := range [][]string{{out, "--no-examples", "--defer", "baseten_trace"}, {out, "--no-examples"}} {
 		log, err := buildSh(t, nil, args...)
 		m2, _ := wasmhost.ReadManifest(out)
-		if mods, pending := names(m2); err != nil || !strings.Contains(log, "up to date") || len(mods) != 7 || pending != nil {
+		if mods, pending := names(m2); err != nil || !strings.Contains(log, "up to date") || len(mods) != 8 || pending != nil {
 			t.Fatalf("build.sh %v once everything is built: %v modules %v pending %v\n%s", args[1:], err, mods, pending, log)
 		}
 	}

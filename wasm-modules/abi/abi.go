@@ -2,7 +2,7 @@ package abi
 
 // Version is the ABI version every module exports from ExportABIVersion. The host refuses
 // a module whose version differs; any incompatible change to this package or ABI.md bumps it.
-const Version uint32 = 1
+const Version uint32 = 2
 
 // Names of the functions a module exports. All modules export the common ones; a trace
 // parser adds the parse functions, a latency calculator the calc functions.
@@ -21,6 +21,11 @@ const (
 
 	ExportCalcConfigure = "lens_calc_configure" // (ptr, len i32) -> i64 packed empty output or Failed
 	ExportCalcSchedule  = "lens_calc_schedule"  // (prompt, cached, output, running, max_num_seqs, flags i32, rand i64) -> i64 packed durations or Failed
+
+	// A latency calculator with CapabilityStepCost exports these two (and may leave out
+	// ExportCalcSchedule). Neither touches memory: the arguments and the result are values.
+	ExportStepTime        = "lens_step_time"        // (prefill_seqs, prefill_tokens i32, prefill_attention f64, prefill_context i64, decode_seqs i32, decode_context i64, sampled_seqs i32) -> i64 ns or Failed
+	ExportRequestOverhead = "lens_request_overhead" // () -> i64 ns or Failed
 )
 
 // Module kinds, as carried in Descriptor.Kind.
@@ -38,6 +43,12 @@ const (
 	// and scales what the module emits.
 	CapabilitySelectsTraceRange = "selects_trace_range"
 )
+
+// CapabilityStepCost is what a latency calculator declares in Descriptor.Capabilities when it
+// prices engine steps for the simulator's engine model: it exports ExportStepTime and
+// ExportRequestOverhead, is configured with a step-cost configuration (wasm-modules/stepcost's
+// Config) and need not export ExportCalcSchedule.
+const CapabilityStepCost = "step_cost"
 
 // Failed is the value an i64-returning export returns instead of a packed ptr/len when it
 // failed; the host then reads the message through ExportError. A real packed value never

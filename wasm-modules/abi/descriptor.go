@@ -7,7 +7,7 @@ import (
 
 // Descriptor is what a module returns from ExportDescribe, as JSON:
 //
-//	{"abi_version":1,"kind":"trace-parser","name":"mooncake_trace","version":"1.0.0",
+//	{"abi_version":2,"kind":"trace-parser","name":"mooncake_trace","version":"1.0.0",
 //	 "capabilities":{"supports_trace_range":true,"supports_scale_factor":true}}
 type Descriptor struct {
 	ABIVersion   uint32          `json:"abi_version"`

@@ -98,7 +98,7 @@ func TestPack(t *testing.T) {
 }
 
 func TestParseDescriptor(t *testing.T) {
-	d, err := abi.ParseDescriptor([]byte(`{"abi_version":1,"kind":"trace-parser","name":"x","version":"1.0.0","capabilities":{"supports_trace_range":true}}`))
+	d, err := abi.ParseDescriptor([]byte(`{"abi_version":2,"kind":"trace-parser","name":"x","version":"1.0.0","capabilities":{"supports_trace_range":true}}`))
 	if err != nil || !d.Capabilities[abi.CapabilityTraceRange] || d.Capabilities[abi.CapabilityScaleFactor] {
 		t.Fatalf("got %+v, %v", d, err)
 	}

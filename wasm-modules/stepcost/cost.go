@@ -25,6 +25,37 @@ type Batch struct {
 	SampledSeqs int
 }
 
+// Validate refuses a batch the cost model is not defined for: negative counts, or a prefill
+// attention that is negative or not a finite number. The stepcost guest checks every batch it
+// is given; the engine's own batches always pass.
+func (b *Batch) Validate() error {
+	for _, f := range []struct {
+		v    int
+		what string
+	}{{b.PrefillSeqs, "prefill_seqs"}, {b.PrefillTokens, "prefill_tokens"}, {b.PrefillContext, "prefill_context"},
+		{b.DecodeSeqs, "decode_seqs"}, {b.DecodeContext, "decode_context"}, {b.SampledSeqs, "sampled_seqs"}} {
+		if f.v < 0 {
+			return fmt.Errorf("batch: %s must not be negative, got %d", f.what, f.v)
+		}
+	}
+	if !(b.PrefillAttention >= 0 && b.PrefillAttention <= math.MaxFloat64) {
+		return fmt.Errorf("batch: prefill_attention must be a finite number >= 0, got %v", b.PrefillAttention)
+	}
+	return nil
+}
+
+// Nanoseconds is a duration in seconds as the ABI's i64 nanoseconds, rounded to the nearest
+// (lens_step_time and lens_request_overhead return it). A duration that is not a number, is
+// negative or does not fit in an i64 (coefficients far outside any GPU's range can price a huge
+// batch that way) is an error: Go converts such floats differently on each architecture.
+func Nanoseconds(seconds float64) (int64, error) {
+	ns := math.Round(seconds * 1e9)
+	if !(ns >= 0 && ns < 1<<63) {
+		return 0, fmt.Errorf("a duration of %v s is outside the ABI's range (0 to 2^63 ns)", seconds)
+	}
+	return int64(ns), nil
+}
+
 // Tokens is the step's new tokens.
 func (b *Batch) Tokens() int { return b.PrefillTokens + b.DecodeSeqs }
 

@@ -13,11 +13,15 @@
 //     of a Batch, the per-request API overhead, the weights' and KV cache's bytes and the KV
 //     blocks that fit (KVBlocks);
 //   - Config, the JSON a step-cost module is configured with, shared by the native engine and
-//     the stepcost guest.
+//     the stepcost guest (Model.Config gives a model's own); Batch.Validate and Nanoseconds, the checks and the i64 nanoseconds
+//     of the ABI's lens_step_time and lens_request_overhead (wasm-modules/ABI.md section 8.1);
+//   - the built-in module's name and descriptor (ModuleName, Descriptor; the guest is ./guest)
+//     and BatchOf, the batch of lens_step_time's arguments.
 //
 // Arithmetic is plain float64 (+ - * / and comparisons) and integer pow, so the native core and
 // its wasip1 guest give bit-identical step times.
 //
-// It imports the standard library only. It is a pure core: every layer may import it, and it
-// is compiled into the stepcost guest.
+// It imports the standard library and wasm-modules/abi (the descriptor, lens_step_time's
+// arguments). It is a pure core: every layer may import it, and it is compiled into the
+// stepcost guest.
 package stepcost

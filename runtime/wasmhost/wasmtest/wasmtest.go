@@ -3,6 +3,7 @@ package wasmtest
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -51,6 +52,44 @@ func ExampleDir(tb testing.TB) string {
 		tb.Skip("wat2wasm not found: install Debian's wabt to build the example user module")
 	}
 	return filepath.Join(build(tb, true), "examples")
+}
+
+// UserCopy copies the built-in module name into a fresh directory, as file, with a manifest
+// pinning it under its own name and kind: a user module (LENS_MODULE_DIR, or loaded by path).
+// It returns the copy's path.
+func UserCopy(tb testing.TB, name, file string) string {
+	tb.Helper()
+	builtin := BuiltinDir(tb)
+	b, err := os.ReadFile(filepath.Join(builtin, "manifest.json"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var man struct {
+		Modules []struct{ File, SHA256, Kind, Name string }
+	}
+	if err := json.Unmarshal(b, &man); err != nil {
+		tb.Fatal(err)
+	}
+	for _, e := range man.Modules {
+		if e.Name != name {
+			continue
+		}
+		bin, err := os.ReadFile(filepath.Join(builtin, e.File))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		dir := tb.TempDir()
+		entry, _ := json.Marshal(map[string]string{"file": file, "sha256": e.SHA256, "kind": e.Kind, "name": e.Name})
+		if err := os.WriteFile(filepath.Join(dir, file), bin, 0o644); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(`{"manifest_version":1,"modules":[`+string(entry)+`]}`), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+		return filepath.Join(dir, file)
+	}
+	tb.Fatalf("wasmtest: no built-in module %q", name)
+	return ""
 }
 
 // CacheDir returns a compilation cache directory shared by test runs.

@@ -24,14 +24,14 @@
   (global $err_len (mut i32) (i32.const 0))
   (global $active (mut i32) (i32.const 0))
 
-  (data (i32.const 16) "{\"abi_version\":1,\"kind\":\"trace-parser\",\"name\":\"simple_csv_trace\",\"version\":\"1.0.0\",\"description\":\"Example user module in WebAssembly text: one request per line, arrival_ms,input_tokens,output_tokens\",\"capabilities\":{\"supports_trace_range\":true,\"supports_scale_factor\":true}}")
+  (data (i32.const 16) "{\"abi_version\":2,\"kind\":\"trace-parser\",\"name\":\"simple_csv_trace\",\"version\":\"1.0.0\",\"description\":\"Example user module in WebAssembly text: one request per line, arrival_ms,input_tokens,output_tokens\",\"capabilities\":{\"supports_trace_range\":true,\"supports_scale_factor\":true}}")
   (data (i32.const 1024) ": expected arrival_ms,input_tokens,output_tokens as non-negative integers")
   (data (i32.const 1152) ": longer than 4096 bytes")
   (data (i32.const 1280) ": arrival_ms is before the first request")
   (data (i32.const 1408) "lens_parse_feed or lens_parse_end called before lens_parse_begin")
   (data (i32.const 1536) "line ")
 
-  (func (export "lens_abi_version") (result i32) (i32.const 1))
+  (func (export "lens_abi_version") (result i32) (i32.const 2))
 
   (func (export "lens_describe") (result i64)
     (i64.or (i64.shl (i64.const 16) (i64.const 32)) (i64.const 274)))
