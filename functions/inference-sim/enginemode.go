@@ -2,6 +2,7 @@ package inferencesim
 
 import (
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/pacer"
 	"github.com/lensfn/lensfn/runtime/enginemodel"
 	"github.com/lensfn/lensfn/runtime/kvblock"
+	"github.com/lensfn/lensfn/wasm-modules/stepcost"
 )
 
 // The engine model in real time (--latency-calculator engine): each rank runs one
@@ -82,6 +84,9 @@ func (t *engineTicket) sync(r *engine.Request, now time.Duration) (due bool) {
 // engineRank is a rank's engine and the goroutine that runs it.
 type engineRank struct {
 	eng      *enginemodel.Engine // the loop goroutine's alone
+	cost     EngineStepCost
+	log      *slog.Logger
+	costErr  bool // a step-cost failure was logged
 	hasher   *kvblock.Hasher
 	model    string
 	overhead time.Duration // the API server's time per request
@@ -221,6 +226,12 @@ func (e *engineRank) run(p *pacer.Pacer) {
 			continue
 		}
 		d := e.eng.Schedule(seconds(clock))
+		if err := e.cost.Err(); err != nil && !e.costErr {
+			// A module that failed priced the step at nothing (the engine takes 1 us); the
+			// timing is wrong from here on, so say so loudly, once.
+			e.costErr = true
+			e.log.Error("engine model: the step-cost module failed; its failed steps take 1 us", "err", err)
+		}
 		if d <= 0 {
 			// Waiting requests that cannot start yet (the async scheduler's one-step lag):
 			// look again shortly.
@@ -386,14 +397,14 @@ func (g *genCtx) finishEngine(now time.Duration) {
 }
 
 // newEngineRank builds a rank's engine on the resolved settings and starts its loop.
-func newEngineRank(cfg *config.Config, res *enginemodel.Resolved, cost enginemodel.StepCoster, rm *metrics.Set, p *pacer.Pacer) (*engineRank, error) {
+func newEngineRank(cfg *config.Config, res *enginemodel.Resolved, cost EngineStepCost, rm *metrics.Set, p *pacer.Pacer, log *slog.Logger) (*engineRank, error) {
 	eng, err := enginemodel.New(res.Engine, cost)
 	if err != nil {
 		return nil, err
 	}
 	e := &engineRank{eng: eng, hasher: kvblock.NewHasher(cfg.BlockSize, cfg.HashSeed), model: cfg.Model,
-		overhead: time.Duration(res.Cost.RequestOverhead() * float64(time.Second)),
-		wake:     make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		overhead: time.Duration(cost.RequestOverhead() * float64(time.Second)), cost: cost, log: log,
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		maxQueued: int64(cfg.MaxWaitingQueueLength),
 		running:   rm.Running.WithLabelValues(rm.BaseModel), waiting: rm.Waiting.WithLabelValues(rm.BaseModel),
 		kvUsage: rm.KVUsage.WithLabelValues(rm.BaseModel), preemptions: rm.Preemptions.WithLabelValues(rm.BaseModel),
@@ -412,11 +423,23 @@ func (e *engineRank) close() {
 	<-e.done
 }
 
+// nativeStepCost is the native core as an EngineStepCost: it never fails.
+type nativeStepCost struct{ *stepcost.Model }
+
+func (nativeStepCost) Err() error { return nil }
+
 // stepCoster is the engine's step-cost model: the native core, or a WASM step-cost module
-// (--step-cost-module) configured with the same settings.
-func (s *Simulator) stepCoster(cfg *config.Config, res *enginemodel.Resolved) (enginemodel.StepCoster, error) {
+// (--step-cost-module) configured with the same model, hardware, TP and coefficients.
+func (s *Simulator) stepCoster(cfg *config.Config, res *enginemodel.Resolved) (EngineStepCost, error) {
 	if cfg.StepCostModule == "" {
-		return res.Cost, nil
+		return nativeStepCost{res.Cost}, nil
 	}
-	return nil, fmt.Errorf("--step-cost-module %q: step-cost modules are not wired yet", cfg.StepCostModule)
+	if s.resolveStepCost == nil {
+		return nil, fmt.Errorf("--step-cost-module %q: this build loads no WASM modules", cfg.StepCostModule)
+	}
+	sc, err := s.resolveStepCost(cfg.StepCostModule, res.Cost.Config())
+	if err != nil {
+		return nil, fmt.Errorf("--step-cost-module %q: %w", cfg.StepCostModule, err)
+	}
+	return sc, nil
 }

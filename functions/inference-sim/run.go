@@ -42,7 +42,7 @@ func LoadEnvironment(getenv func(string) string, hostname string) (config.Enviro
 func runCommand(ctx context.Context, args []string, getenv func(string) string, hostname string, stderr io.Writer) error {
 	env, dirs := LoadEnvironment(getenv, hostname)
 	calcs := &WASMCalculators{Dirs: dirs}
-	err := Run(ctx, args, env, stderr, WithCalculatorResolver(calcs.Resolve))
+	err := Run(ctx, args, env, stderr, WithCalculatorResolver(calcs.Resolve), WithStepCostResolver(calcs.ResolveStepCost))
 	_ = calcs.Close(context.Background())
 	if err != nil && !errors.Is(err, ErrUsage) {
 		fmt.Fprintln(stderr, "inference-sim:", err)

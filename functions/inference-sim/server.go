@@ -26,6 +26,7 @@ import (
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/render"
 	"github.com/lensfn/lensfn/runtime/enginemodel"
 	"github.com/lensfn/lensfn/wasm-modules/latency"
+	"github.com/lensfn/lensfn/wasm-modules/stepcost"
 )
 
 // CalculatorResolver builds the latency calculator named by
@@ -34,6 +35,24 @@ import (
 // passes WASMCalculators.Resolve, which also loads WebAssembly calculators by
 // name or path.
 type CalculatorResolver func(name string, p latency.Config) (latency.Calculator, error)
+
+// EngineStepCost is a step-cost model the engine model can run on: a WASM module's (through
+// the host) or the native core's. Err reports a module's first failed step.
+type EngineStepCost interface {
+	enginemodel.StepCoster
+	RequestOverhead() float64
+	Err() error
+}
+
+// StepCostResolver builds the step-cost module --step-cost-module names, configured with the
+// engine's model, hardware, TP and coefficients.
+type StepCostResolver func(module string, cfg stepcost.Config) (EngineStepCost, error)
+
+// WithStepCostResolver sets how --step-cost-module is loaded (cmd/inference-sim passes
+// WASMCalculators.ResolveStepCost); without one, a module is refused at start.
+func WithStepCostResolver(r StepCostResolver) Option {
+	return func(s *Simulator) { s.resolveStepCost = r }
+}
 
 // Option adjusts a Simulator.
 type Option func(*Simulator)
@@ -64,18 +83,20 @@ type settings struct {
 // Simulator is the inference simulator: one rank per data-parallel rank,
 // each with its own port, scheduler, metrics and KV cache.
 type Simulator struct {
-	cfg      *config.Config
-	log      *slog.Logger
-	resolve  CalculatorResolver
-	coarse   bool
-	pacer    *pacer.Pacer
-	settings atomic.Pointer[settings]
-	adminMu  sync.Mutex
-	ranks    []*rank
-	started  time.Time
-	draining atomic.Bool
-	tlsConf  *tls.Config
-	dataset  *engine.Dataset
+	cfg     *config.Config
+	log     *slog.Logger
+	resolve CalculatorResolver
+	// resolveStepCost loads --step-cost-module (nil: modules are refused).
+	resolveStepCost StepCostResolver
+	coarse          bool
+	pacer           *pacer.Pacer
+	settings        atomic.Pointer[settings]
+	adminMu         sync.Mutex
+	ranks           []*rank
+	started         time.Time
+	draining        atomic.Bool
+	tlsConf         *tls.Config
+	dataset         *engine.Dataset
 
 	// beforeEmit, when set (by in-package tests only), runs after a stream's wait
 	// and before its due frames are built: a test makes the server late with it.
@@ -134,7 +155,7 @@ func New(cfg *config.Config, opts ...Option) (*Simulator, error) {
 		s.tlsConf = tc
 	}
 	var resolved *enginemodel.Resolved
-	var stepCost enginemodel.StepCoster
+	var stepCost EngineStepCost
 	if cfg.EngineModel() {
 		if resolved, err = cfg.ResolveEngine(); err != nil {
 			return nil, fmt.Errorf("engine model: %w", err)
@@ -184,7 +205,7 @@ func New(cfg *config.Config, opts ...Option) (*Simulator, error) {
 		}
 		r.gen = engine.NewGenerator(cfg, s.dataset, r.kv, r.loras)
 		if resolved != nil {
-			if r.engine, err = newEngineRank(cfg, resolved, stepCost, rm, s.pacer); err != nil {
+			if r.engine, err = newEngineRank(cfg, resolved, stepCost, rm, s.pacer, s.log); err != nil {
 				return nil, err
 			}
 		}

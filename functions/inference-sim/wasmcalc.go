@@ -8,6 +8,7 @@ import (
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
 	"github.com/lensfn/lensfn/runtime/wasmhost"
 	"github.com/lensfn/lensfn/wasm-modules/latency"
+	"github.com/lensfn/lensfn/wasm-modules/stepcost"
 )
 
 // ModuleDirs say where WASM calculators come from (read from the environment by the command).
@@ -37,6 +38,20 @@ func (w *WASMCalculators) Resolve(name string, p latency.Config) (latency.Calcul
 		return nil, err
 	}
 	return w.host.Calculator(module, p.JSON())
+}
+
+// ResolveStepCost is a StepCostResolver: the step-cost module named wasm:<name> (a loaded
+// module) or by path, configured with cfg.
+func (w *WASMCalculators) ResolveStepCost(name string, cfg stepcost.Config) (EngineStepCost, error) {
+	w.once.Do(func() { w.host, w.err = wasmhost.Open(context.Background(), w.Dirs, nil) })
+	if w.err != nil {
+		return nil, w.err
+	}
+	module := strings.TrimPrefix(name, "wasm:")
+	if err := w.host.Wait(context.Background(), module); err != nil {
+		return nil, err
+	}
+	return w.host.StepCost(module, cfg)
 }
 
 // Close releases the host and every calculator it configured.

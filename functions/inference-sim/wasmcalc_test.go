@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,5 +55,53 @@ func TestSimulatorServesWithAModuleCalculator(t *testing.T) {
 	}
 	if _, err := (&WASMCalculators{Dirs: ModuleDirs{Builtin: filepath.Join(t.TempDir(), "none")}}).Resolve("wasm:constant", latency.Config{}); err == nil {
 		t.Fatal("a missing module directory must be an error")
+	}
+}
+
+// TestEngineRunsOnAStepCostModule: --step-cost-module wasm:stepcost prices the engine's steps
+// through the built-in step-cost module; a module that is not a step-cost module is refused at
+// start, naming why.
+func TestEngineRunsOnAStepCostModule(t *testing.T) {
+	w := &WASMCalculators{Dirs: ModuleDirs{Builtin: wasmtest.BuiltinDir(t), Cache: wasmtest.CacheDir(t)}}
+	defer w.Close(context.Background())
+	args := []string{"--model", "meta-llama/Llama-2-7b-hf", "--seed", "1", "--latency-calculator", "engine",
+		"--max-num-seqs", "16", "--max-model-len", "4096", "--step-cost-module"}
+	quiet := WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	cfg, err := config.Parse(append(args, "wasm:constant"), config.Environment{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(cfg, WithStepCostResolver(w.ResolveStepCost), quiet); err == nil || !strings.Contains(err.Error(), "step_cost") {
+		t.Fatalf("a schedule calculator as the step-cost module: %v", err)
+	}
+	cfg, err = config.Parse(append(args, "wasm:stepcost"), config.Environment{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim, err := New(cfg, WithStepCostResolver(w.ResolveStepCost), quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sim.ServeListeners(ctx, []net.Listener{ln}) }()
+	defer func() { cancel(); <-done }()
+	start := time.Now()
+	code, _, body := post(t, "http://"+ln.Addr().String()+"/v1/completions",
+		`{"model":"meta-llama/Llama-2-7b-hf","prompt":"hello world","max_tokens":30,"ignore_eos":true}`)
+	took := time.Since(start)
+	if code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	// 30 steps of Llama-2-7B alone on an H100 as the module prices them: about 6 ms each.
+	if took < 150*time.Millisecond || took > 3*time.Second {
+		t.Errorf("30 tokens took %v through the step-cost module", took)
+	}
+	if err := sim.ranks[0].engine.cost.Err(); err != nil {
+		t.Errorf("the module failed a step: %v", err)
 	}
 }

@@ -145,6 +145,10 @@ type Engine struct {
 	Counters Counters
 }
 
+// minStep is the least a scheduled step takes (one microsecond): a step-cost model that
+// answers nothing usable must not stall the engine's clock.
+const minStep = 1e-6
+
 // ErrTooLong is vLLM's answer to a request the KV cache can never hold.
 var ErrTooLong = errors.New("request too long for the KV cache")
 
@@ -368,6 +372,9 @@ func (e *Engine) Schedule(now float64) float64 {
 		return 0
 	}
 	d := e.cost.StepTime(&e.batch)
+	if !(d >= minStep) { // a failed or degenerate cost model (0, negative, NaN) still moves time on
+		d = minStep
+	}
 	e.lastStart, e.lastEnd = now, now+d
 	return d
 }
