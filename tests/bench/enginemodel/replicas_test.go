@@ -2,7 +2,9 @@ package enginemodel
 
 import (
 	"context"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -27,6 +29,26 @@ func procCPU(b *testing.B, pid int) time.Duration {
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+// generated is vllm:generation_tokens_total summed over the ranks' /metrics.
+func generated(b *testing.B, port, ranks int) float64 {
+	total := 0.0
+	for r := 0; r < ranks; r++ {
+		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(port+r) + "/metrics")
+		if err != nil {
+			b.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, line := range strings.Split(string(raw), "\n") {
+			if strings.HasPrefix(line, "vllm:generation_tokens_total{") {
+				v, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+				total += v
+			}
+		}
+	}
+	return total
 }
 
 func freePort(b *testing.B, n int) int {
@@ -95,12 +117,16 @@ func BenchmarkRealTimeReplicas(b *testing.B) {
 		var wg sync.WaitGroup
 		start := time.Now()
 		// The steady window: from 5 s in (the engines filled) to the end of the arrivals.
-		steady := make(chan float64, 1)
+		// The simulator's CPU per token it generated there gives its cores at the full offered
+		// load even when the load generators, on the same two cores, fall behind it.
+		type window struct{ cores, usPerToken float64 }
+		steady := make(chan window, 1)
 		go func() {
 			time.Sleep(5 * time.Second)
-			c0, t0 := procCPU(b, cmd.Process.Pid), time.Now()
+			c0, g0, t0 := procCPU(b, cmd.Process.Pid), generated(b, port, replicas), time.Now()
 			time.Sleep(time.Duration((seconds - 5) * float64(time.Second)))
-			steady <- (procCPU(b, cmd.Process.Pid) - c0).Seconds() / time.Since(t0).Seconds()
+			cpu, gen := (procCPU(b, cmd.Process.Pid) - c0).Seconds(), generated(b, port, replicas)-g0
+			steady <- window{cpu / time.Since(t0).Seconds(), cpu * 1e6 / max(gen, 1)}
 		}()
 		for r := 0; r < replicas; r++ {
 			wg.Add(1)
@@ -123,7 +149,11 @@ func BenchmarkRealTimeReplicas(b *testing.B) {
 			}()
 		}
 		wg.Wait()
-		b.ReportMetric(<-steady, "sim-cores")
+		w := <-steady
+		offered := float64(replicas) * rate * float64(sp.OutputLen) // tokens/s at the offered load
+		b.ReportMetric(w.cores, "sim-cores")
+		b.ReportMetric(w.usPerToken, "sim-us/token")
+		b.ReportMetric(w.usPerToken*offered/1e6, "sim-cores-at-offered-load")
 		b.ReportMetric(float64(tokens.Load())/time.Since(start).Seconds(), "tokens/s")
 		b.ReportMetric(float64(failed.Load()), "failed")
 	}
