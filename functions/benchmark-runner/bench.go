@@ -719,7 +719,7 @@ func (x *execution) stageEvidence(fields map[string]any) {
 		w := st["observability"].(map[string]any)["window"].(map[string]float64)
 		ev := x.monitor.evidence(x.rateStart+w["start"], x.rateStart+w["end"])
 		m := st["metrics"].(evalrun.Metrics)
-		for _, k := range []string{"queue_depth", "running_requests", "prefix_cache_hit_rate", "kv_cache_usage"} {
+		for _, k := range []string{"queue_depth", "running_requests", "prefix_cache_hit_rate", "kv_cache_usage", "preemptions", "tokens_per_step", "mechanism_metrics"} {
 			m[k] = ev[k]
 		}
 		st["observability"] = map[string]any{"window": w, "summary": ev["observability"]}

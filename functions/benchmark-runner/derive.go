@@ -18,6 +18,8 @@ type endpointEvidence struct {
 	hits, queries     *float64 // deltas of the prefix cache counters
 	prompt, generated *float64 // deltas of the token counters
 	requests          *float64 // delta of vllm:request_success_total
+	preemptions       *float64 // delta of vllm:num_preemptions_total
+	stepTokens, steps *float64 // deltas of vllm:iteration_tokens_total's sum and count
 }
 
 // windowEvidence is a window's evidence across the endpoints.
@@ -52,6 +54,9 @@ func summarize(endpoints []servingEndpoint, samples [][]sample, from, to float64
 		ee.prompt = deltaOf(window, seriesPromptTokens)
 		ee.generated = deltaOf(window, seriesGenTokens)
 		ee.requests = deltaOf(window, seriesRequests)
+		ee.preemptions = deltaOf(window, seriesPreemptions)
+		ee.stepTokens = deltaOf(window, seriesIterTokensSum)
+		ee.steps = deltaOf(window, seriesIterTokensCount)
 		for _, name := range scraped {
 			for _, s := range window {
 				if _, ok := s.values[name]; ok {
@@ -176,9 +181,11 @@ func (w windowEvidence) metrics() map[string]any {
 	n := len(w.endpoints)
 	queue, running, kv := make([]*float64, n), make([]*float64, n), make([]*float64, n)
 	hits, queries, tokens, requests := make([]*float64, n), make([]*float64, n), make([]*float64, n), make([]*float64, n)
+	preemptions, stepTokens, steps := make([]*float64, n), make([]*float64, n), make([]*float64, n)
 	for i, e := range w.endpoints {
 		queue[i], running[i], kv[i] = e.queueDepth, e.running, e.kvUsage
 		hits[i], queries[i], tokens[i], requests[i] = e.hits, e.queries, tokensOf(e), e.requests
+		preemptions[i], stepTokens[i], steps[i] = e.preemptions, e.stepTokens, e.steps
 	}
 	kvMean := sumOf(kv)
 	if kvMean != nil {
@@ -190,7 +197,26 @@ func (w windowEvidence) metrics() map[string]any {
 		"kv_cache_usage":        rounded(kvMean),
 		"prefix_cache_hit_rate": rounded(hitRate(sumOf(hits), sumOf(queries))),
 		"token_load_cv":         rounded(coefficientOfVariation(tokens)),
+		"preemptions":           rounded(sumOf(preemptions)),
+		"tokens_per_step":       rounded(hitRate(sumOf(stepTokens), sumOf(steps))), // a ratio of deltas, as the hit rate is
 	}
+	// The mechanisms behind a latency difference, each a number a comparison sets side by
+	// side (mechanism_delta_percent) and names (comparison's drivers): queueing (waiting
+	// requests), batch size (running requests per endpoint, tokens per step), preemptions and
+	// prefix-cache hits.
+	var perEndpointRunning any
+	if r := sumOf(running); r != nil && n > 0 {
+		perEndpointRunning = round3(*r / float64(n))
+	}
+	mech := map[string]any{}
+	for k, v := range map[string]any{"queue_depth": out["queue_depth"], "running_requests_per_endpoint": perEndpointRunning,
+		"tokens_per_step": out["tokens_per_step"], "preemptions": out["preemptions"],
+		"prefix_cache_hit_rate": out["prefix_cache_hit_rate"], "kv_cache_usage": out["kv_cache_usage"]} {
+		if v != nil { // an unavailable series is left out, never 0
+			mech[k] = v
+		}
+	}
+	out["mechanism_metrics"] = mech
 	requestShare, tokenShare := shares(requests), shares(tokens)
 	perEndpoint := make([]map[string]any, n)
 	distribution := map[string]any{}

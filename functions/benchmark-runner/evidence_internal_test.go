@@ -276,3 +276,44 @@ func TestPrometheusCollectionWithoutAClockKeepsTheWindow(t *testing.T) {
 		t.Fatalf("query errors %v", errs)
 	}
 }
+
+// The engine's mechanisms reach a run's metrics: preemptions and tokens per step from its
+// /metrics (the histogram's sum and count read from the text format as Prometheus stores
+// them), beside the queue and batch means, under mechanism_metrics.
+func TestMechanismMetricsFromAnEngine(t *testing.T) {
+	step := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		step++
+		fmt.Fprintf(w, "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\"} 40\n"+
+			"# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{model_name=\"m\"} 6\n"+
+			"# TYPE vllm:num_preemptions_total counter\nvllm:num_preemptions_total{model_name=\"m\"} %d\n"+
+			"# TYPE vllm:iteration_tokens_total histogram\nvllm:iteration_tokens_total_bucket{model_name=\"m\",le=\"+Inf\"} %d\n"+
+			"vllm:iteration_tokens_total_sum{model_name=\"m\"} %d\nvllm:iteration_tokens_total_count{model_name=\"m\"} %d\n",
+			3*step, 10*step, 420*step, 10*step)
+	}))
+	defer srv.Close()
+	e, err := newServingEndpoint(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &monitor{client: srv.Client()}
+	var window []sample
+	for i := 0; i < 3; i++ {
+		v, err := m.scrape(context.Background(), e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		window = append(window, sample{at: float64(i), values: v})
+	}
+	ev := summarize([]servingEndpoint{e}, [][]sample{window}, 0, 10).metrics()
+	mech, _ := ev["mechanism_metrics"].(map[string]any)
+	want := map[string]any{"preemptions": 6.0, "tokens_per_step": 42.0, "queue_depth": 6.0, "running_requests_per_endpoint": 40.0}
+	for k, v := range want {
+		if mech[k] != v {
+			t.Errorf("mechanism_metrics[%s] = %v, want %v (all: %v)", k, mech[k], v, mech)
+		}
+	}
+	if _, ok := mech["prefix_cache_hit_rate"]; ok {
+		t.Errorf("an unavailable series is in mechanism_metrics: %v", mech)
+	}
+}

@@ -31,12 +31,18 @@ const (
 	seriesPromptTokens  = "vllm:prompt_tokens_total"
 	seriesRequests      = "vllm:request_success_total"
 	seriesCacheConfig   = "vllm:cache_config_info"
-	maxScrapeBytes      = 8 << 20
+	// The engine's own (vLLM; the simulator's engine model): preemptions, and the tokens per
+	// step histogram's sum and count.
+	seriesPreemptions     = "vllm:num_preemptions_total"
+	seriesIterTokensSum   = "vllm:iteration_tokens_total_sum"
+	seriesIterTokensCount = "vllm:iteration_tokens_total_count"
+	maxScrapeBytes        = 8 << 20
 	// maxEndpoints bounds the serving endpoints one run monitors (a deployment's replicas).
 	maxEndpoints = 64
 )
 
-var scraped = []string{seriesRunning, seriesWaiting, seriesKVUsage, seriesPrefixHits, seriesPrefixQueries, seriesGenTokens, seriesPromptTokens, seriesRequests}
+var scraped = []string{seriesRunning, seriesWaiting, seriesKVUsage, seriesPrefixHits, seriesPrefixQueries, seriesGenTokens, seriesPromptTokens, seriesRequests,
+	seriesPreemptions, seriesIterTokensSum, seriesIterTokensCount}
 
 // sample is one reading of one endpoint: each series' value summed over its label sets; absent
 // series are absent.
@@ -151,15 +157,29 @@ func (m *monitor) scrape(ctx context.Context, e servingEndpoint) (map[string]flo
 	}
 	out := map[string]float64{}
 	for _, name := range scraped {
-		f, ok := families[name]
-		if !ok {
+		if f, ok := families[name]; ok {
+			total := 0.0
+			for _, metric := range f.GetMetric() {
+				total += valueOf(f.GetType(), metric)
+			}
+			out[name] = total
 			continue
 		}
-		total := 0.0
-		for _, metric := range f.GetMetric() {
-			total += valueOf(f.GetType(), metric)
+		// A histogram's _sum and _count, as Prometheus stores them as series of their own.
+		for _, part := range []string{"_sum", "_count"} {
+			base, ok := strings.CutSuffix(name, part)
+			if f := families[base]; ok && f != nil && f.GetType() == dto.MetricType_HISTOGRAM {
+				total := 0.0
+				for _, metric := range f.GetMetric() {
+					if part == "_sum" {
+						total += metric.GetHistogram().GetSampleSum()
+					} else {
+						total += float64(metric.GetHistogram().GetSampleCount())
+					}
+				}
+				out[name] = total
+			}
 		}
-		out[name] = total
 	}
 	return out, nil
 }
