@@ -102,7 +102,7 @@ func parseRule(s string) (Rule, error) {
 		return Rule{Prefix: p.Masked()}, nil
 	}
 	if a, err := netip.ParseAddr(strings.Trim(s, "[]")); err == nil {
-		a = a.Unmap()
+		a = policyAddr(a)
 		return Rule{Prefix: netip.PrefixFrom(a, a.BitLen())}, nil
 	}
 	host := normalHost(s)
@@ -159,9 +159,11 @@ func (p *Policy) hostAllowed(host string) bool {
 	return false
 }
 
-// addrAllowed decides for one resolved address of host.
+// addrAllowed decides for one resolved address of host. The policy decides on the address
+// itself: a zone (fe80::1%eth0) only picks the interface, and netip.Prefix.Contains is false
+// for any zoned address, so matching with the zone kept would let [::1%lo] past a ::1 deny.
 func (p *Policy) addrAllowed(host string, a netip.Addr) bool {
-	host, a = normalHost(host), a.Unmap()
+	host, a = normalHost(host), policyAddr(a)
 	rules := p.rulesOrEmpty()
 	for _, r := range rules.Deny {
 		if r.matchesAddr(a) || r.matchesHost(host) {
@@ -187,6 +189,10 @@ func (p *Policy) addrAllowed(host string, a netip.Addr) bool {
 	}
 	return false
 }
+
+// policyAddr is the address a rule is matched against: without its zone, and an IPv4-mapped
+// IPv6 address as the IPv4 address it reaches.
+func policyAddr(a netip.Addr) netip.Addr { return a.WithZone("").Unmap() }
 
 func (p *Policy) rulesOrEmpty() Rules {
 	if p == nil {
