@@ -13,7 +13,7 @@ func TestRunOverTheMemoryBudgetIs422(t *testing.T) {
 	attack := strings.Replace(matrixRun, `"matrix":[{"isl":64,"osl":16}],"concurrency_stages":[{"concurrency":2,"num_requests":8}]`,
 		`"matrix":[{"isl":131072,"osl":16}],"concurrency_stages":[{"concurrency":4096,"num_requests":4096}]`, 1)
 	var problem map[string]any
-	if code := call(t, "POST", h.url+"/runs", attack, &problem); code != 422 || !strings.Contains(toJSON(problem), "in-flight memory budget of 512 MiB") {
+	if code := call(t, "POST", h.url+"/runs", attack, &problem); code != 422 || !strings.Contains(toJSON(problem), "in-flight memory budget of 1024 MiB") {
 		t.Fatalf("%d %v", code, problem)
 	}
 	var list struct {

@@ -109,11 +109,12 @@ func (g *genCtx) prepare(ctx *fasthttp.RequestCtx, kind engine.Kind) *openai.Err
 	}
 	// The body is held to the answer's last byte: it counts against the in-flight budget
 	// before anything is built from it.
-	n := int64(len(ctx.PostBody()))
-	if !r.sim.inFlight.Acquire(n) {
-		return openai.NewError(503, r.sim.inFlight.Refusal(n))
+	body := int64(len(ctx.PostBody()))
+	held, ok := r.sim.inFlight.Acquire(body)
+	if !ok {
+		return openai.NewError(503, r.sim.inFlight.Refusal(body))
 	}
-	g.held = n
+	g.held = held
 	counter := r.counter.Add(1)
 	req.Begin(kind, r.cfg.Seed, counter)
 	var e *openai.Error

@@ -13,10 +13,10 @@ import (
 // 503 naming the budget, whatever the concurrency; once they finish the budget is whole again,
 // for streamed and whole answers alike.
 func TestInFlightMemoryBudget(t *testing.T) {
-	ts := startSim(t, "--max-request-body-size-mb", "1", "--max-inflight-request-mb", "1", "--max-num-seqs", "8",
+	ts := startSim(t, "--max-request-body-size-mb", "1", "--max-inflight-request-mb", "6", "--max-num-seqs", "8",
 		"--max-model-len", "200000", "--time-to-first-token", "400ms")
 	changes := watchScheduler(ts.sim)
-	// About 600 KiB each: one fits in 1 MiB, two do not.
+	// About 600 KiB each, counted 6 times: one fits in 6 MiB, two do not.
 	prompt := strings.Repeat(" word", 120_000)
 	body := func(stream bool) string {
 		raw, _ := json.Marshal(map[string]any{"model": "fake-model", "prompt": prompt, "max_tokens": 2, "stream": stream})
@@ -43,7 +43,7 @@ func TestInFlightMemoryBudget(t *testing.T) {
 			} `json:"error"`
 		}
 		if err := json.Unmarshal([]byte(answer), &e); err != nil || status != 503 || e.Error.Code != 503 ||
-			!strings.Contains(e.Error.Message, "in-flight memory budget is 1 MiB (--max-inflight-request-mb)") {
+			!strings.Contains(e.Error.Message, "in-flight memory budget is 6 MiB (--max-inflight-request-mb)") {
 			t.Fatalf("stream=%v: a second request beside the first got %d %s", stream, status, answer)
 		}
 		if got := <-first; got != 200 {
@@ -63,10 +63,10 @@ func TestInFlightMemoryBudget(t *testing.T) {
 	}
 }
 
-// TestInFlightBudgetFlag: the budget is at least the largest body, so every request one may
-// send can run alone.
+// TestInFlightBudgetFlag: the budget holds at least the largest body (counted 6 times), so
+// every request one may send can run alone.
 func TestInFlightBudgetFlag(t *testing.T) {
-	for _, args := range [][]string{{"--max-request-body-size-mb", "8", "--max-inflight-request-mb", "4"}, {"--max-inflight-request-mb", "65537"}} {
+	for _, args := range [][]string{{"--max-request-body-size-mb", "8", "--max-inflight-request-mb", "47"}, {"--max-inflight-request-mb", "65537"}} {
 		if _, err := ParseConfig(append(args, "--model", "m"), Environment{}, nil); err == nil || !strings.Contains(err.Error(), "--max-inflight-request-mb") {
 			t.Errorf("%v: %v", args, err)
 		}

@@ -8,16 +8,19 @@ import (
 )
 
 // The in-flight memory budget of one run. Every request in flight costs the runner its prompt
-// and answer, and the endpoint (the simulator above all) the same again: about
-// InFlightBytesPerToken bytes per token on each side (the synthesised prompt's words average
-// under 6 bytes; BENCHMARKS.md "In-flight memory budget" measures both processes). A run
-// whose busiest moment would hold more than InFlightMemoryBudgetBytes is refused with a 422
-// naming the budget, whatever mix of isl, osl, concurrency, rate and parallelism gets there.
+// and answer, and the endpoint (the simulator above all) its body and what it builds from it:
+// BENCHMARKS.md ("In-flight memory budget") measures up to about 20 bytes of peak RSS per token
+// in flight on the runner and 24 on the simulator (a synthesised prompt is 5.2 bytes a token;
+// the rest is copies, token ids, buffers and the garbage collector's headroom), and the
+// simulator counts a request as 6 times its body against its own budget of the same size
+// (--max-inflight-request-mb), so whatever the runner accepts the stack's simulator serves. InFlightBytesPerToken keeps a margin above both. A run whose busiest
+// moment would hold more than InFlightMemoryBudgetBytes is refused with a 422 naming the
+// budget, whatever mix of isl, osl, concurrency, rate and parallelism gets there.
 const (
-	InFlightMemoryBudgetBytes = 512 << 20
-	InFlightBytesPerToken     = 8
+	InFlightMemoryBudgetBytes = 1 << 30
+	InFlightBytesPerToken     = 32
 	// InFlightTokenBudget is the budget in tokens: isl + osl of every request in flight,
-	// summed over the run's workers.
+	// summed over the run's workers (33,554,432: 131,073-token requests at concurrency 255).
 	InFlightTokenBudget = InFlightMemoryBudgetBytes / InFlightBytesPerToken
 )
 

@@ -171,7 +171,7 @@ func defaultConfig() Config {
 		DataParallelRank:           -1,
 		DatasetTableName:           "llmd",
 		MaxRequestBodySizeMB:       4,
-		MaxInFlightRequestMB:       512,
+		MaxInFlightRequestMB:       1024,
 		DefaultEmbeddingDimensions: 384,
 		ShutdownTimeout:            30 * time.Second,
 	}
@@ -347,8 +347,8 @@ var flagTable = slices.Concat([]flagSpec{
 	strFlag("ssl-keyfile", "TLS key file", func(c *Config) *string { return &c.SSLKeyFile }),
 	boolFlag("self-signed-certs", "serve HTTPS with a generated self-signed certificate", func(c *Config) *bool { return &c.SelfSignedCerts }),
 	intFlag("max-request-body-size-mb", "maximum request body in MiB (1-512, default 4)", func(c *Config) *int { return &c.MaxRequestBodySizeMB }),
-	intFlag("max-inflight-request-mb", "memory budget of the generation requests in flight, counted as their bodies, in MiB; "+
-		"a request that does not fit gets a 503 (from --max-request-body-size-mb to 65536, default 512)", func(c *Config) *int { return &c.MaxInFlightRequestMB }),
+	intFlag("max-inflight-request-mb", "memory budget of the generation requests in flight in MiB, each counted as 6x its body; "+
+		"a request that does not fit gets a 503 (from 6x --max-request-body-size-mb to 65536, default 1024)", func(c *Config) *int { return &c.MaxInFlightRequestMB }),
 	durFlag("startup-duration", "/health/ready answers 503 for this long after start", func(c *Config) *time.Duration { return &c.StartupDuration }),
 	boolFlag("enable-request-id-headers", "honour and echo X-Request-Id", func(c *Config) *bool { return &c.EnableRequestIDHeaders }),
 	intFlag("default-embedding-dimensions", "default /v1/embeddings vector size (default 384)", func(c *Config) *int { return &c.DefaultEmbeddingDimensions }),
@@ -712,8 +712,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxRequestBodySizeMB < 1 || c.MaxRequestBodySizeMB > 512 {
 		bad("--max-request-body-size-mb must be within 1-512")
-	} else if c.MaxInFlightRequestMB < c.MaxRequestBodySizeMB || c.MaxInFlightRequestMB > 65536 {
-		bad("--max-inflight-request-mb must be within --max-request-body-size-mb (%d) and 65536, so the largest request fits", c.MaxRequestBodySizeMB)
+	} else if c.MaxInFlightRequestMB < limits.BytesPerBodyByte*c.MaxRequestBodySizeMB || c.MaxInFlightRequestMB > 65536 {
+		bad("--max-inflight-request-mb must be within %d (%dx --max-request-body-size-mb, so the largest request fits) and 65536",
+			limits.BytesPerBodyByte*c.MaxRequestBodySizeMB, limits.BytesPerBodyByte)
 	}
 	if c.DefaultEmbeddingDimensions < 1 || c.DefaultEmbeddingDimensions > limits.MaxEmbeddingDimensions {
 		bad("--default-embedding-dimensions must be within 1-%d", limits.MaxEmbeddingDimensions)
