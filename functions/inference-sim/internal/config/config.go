@@ -36,6 +36,9 @@ type Environment struct {
 	ListenHost string // LENS_LISTEN_HOST: default for --host (the runtime's listen-host setting)
 	APIKey     string // VLLM_API_KEY: default for --api-key
 	AdminToken string // LENS_SIM_ADMIN_TOKEN: default for --admin-token
+	// AllowedHosts is LENS_ALLOWED_HOSTS (comma-separated), the runtime's setting: the only
+	// Host names /admin answers when set.
+	AllowedHosts string
 }
 
 // LoRAModule is one entry of --lora-modules.
@@ -122,6 +125,9 @@ type Config struct {
 	// ever logged or returned.
 	APIKey     string
 	AdminToken string
+	// AllowedHosts, when set, are the only Host names /admin/* answers (LENS_ALLOWED_HOSTS;
+	// DNS rebinding); unset, /admin answers addresses, localhost and cluster-internal names.
+	AllowedHosts []string
 
 	// From the environment.
 	PodName      string
@@ -552,6 +558,11 @@ func Parse(args []string, env Environment, readFile func(string) ([]byte, error)
 	}
 	c.HashSeed = env.PythonHashSeed
 	c.Host, c.APIKey, c.AdminToken = env.ListenHost, env.APIKey, env.AdminToken
+	for _, h := range strings.Split(env.AllowedHosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			c.AllowedHosts = append(c.AllowedHosts, h)
+		}
+	}
 	if env.Port != "" {
 		p, err := strconv.Atoi(env.Port)
 		if err != nil {
