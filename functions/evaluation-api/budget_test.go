@@ -23,3 +23,19 @@ func TestRunOverTheMemoryBudgetIs422(t *testing.T) {
 		t.Fatalf("runs after the refusal: %d %+v", code, list)
 	}
 }
+
+// TestEventCreatedRunHasAnOwner: a run a run.requested event asked for is owned by the event's
+// sender, never ownerless.
+func TestEventCreatedRunHasAnOwner(t *testing.T) {
+	h := start(t)
+	data := `{"idempotency_key":"owned-1","deployment_execution_id":"exec-1","workload":"sanity_random.yaml"}`
+	if code := postEvent(t, h.url, "owned-event-1", data); code/100 != 2 {
+		t.Fatalf("event: %d", code)
+	}
+	var list struct {
+		Items []map[string]any `json:"items"`
+	}
+	if code := call(t, "GET", h.url+"/runs", "", &list); code != 200 || len(list.Items) != 1 || list.Items[0]["owner_user_id"] != "event:/lensfn/user" {
+		t.Fatalf("%d %v", code, list.Items)
+	}
+}
