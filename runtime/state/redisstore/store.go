@@ -68,16 +68,16 @@ func (o Options) withDefaults() (Options, error) {
 
 // Store is the Redis implementation of state.Store. It is safe for concurrent use.
 type Store struct {
-	pool   *redis.Pool
-	slots  chan struct{} // one per connection that may be out of the pool at a time
+	pool  *redis.Pool
+	slots chan struct{} // one per connection that may be out of the pool at a time
 	// blockers bounds the connections blocking reads (XREAD BLOCK) hold at once: a quarter of
 	// the pool, so open event streams can never take the connections every other operation
 	// needs (progress.go).
 	blockers chan struct{}
-	addr   string        // host:port, for messages (never the URL: it may carry a password)
-	closed atomic.Bool
-	keys   keyspace
-	opts   Options
+	addr     string // host:port, for messages (never the URL: it may carry a password)
+	closed   atomic.Bool
+	keys     keyspace
+	opts     Options
 }
 
 var _ state.Store = (*Store)(nil)
