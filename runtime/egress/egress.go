@@ -296,12 +296,48 @@ func (p *Policy) Client(timeout time.Duration) *http.Client {
 	return &http.Client{Timeout: timeout, Transport: p.Transport(), CheckRedirect: p.CheckRedirect}
 }
 
-// CheckRedirect is an http.Client CheckRedirect that refuses a redirect outside the policy.
+// CheckRedirect is an http.Client CheckRedirect that refuses a redirect outside the policy and
+// sends no credential to another origin (DropCredentialsAcrossOrigins).
 func (p *Policy) CheckRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) >= 5 {
 		return ErrUnreachable
 	}
+	DropCredentialsAcrossOrigins(req, via)
 	return p.Check(req.Context(), req.URL.String())
+}
+
+// CredentialHeaders are the headers that carry an endpoint's credential.
+var CredentialHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie", "Api-Key", "X-Api-Key"}
+
+// DropCredentialsAcrossOrigins removes the credential headers from a redirected request whose
+// origin differs from the first request's. net/http keeps Authorization on a redirect to the
+// same host name, whatever the port, so a server on another port of the endpoint's host would
+// receive the key; an origin is scheme, host and port.
+func DropCredentialsAcrossOrigins(req *http.Request, via []*http.Request) {
+	if len(via) > 0 && !SameOrigin(via[0].URL, req.URL) {
+		for _, h := range CredentialHeaders {
+			req.Header.Del(h)
+		}
+	}
+}
+
+// SameOrigin says whether a and b have the same scheme, host and port (the scheme's default
+// port when none is written).
+func SameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
+}
+
+func port(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http":
+		return "80"
+	case "https":
+		return "443"
+	}
+	return ""
 }
 
 // Reason reduces any error of a call through the policy to what may be shown: ErrNotAllowed

@@ -173,3 +173,39 @@ func TestZonedAddressDoesNotReachADeniedServer(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+// TestRedirectsKeepTheKeyWithinItsOrigin: the policy's client sends Authorization after a
+// redirect only within the first request's origin: not to another port of the same host
+// (net/http alone would), nor to another scheme or host.
+func TestRedirectsKeepTheKeyWithinItsOrigin(t *testing.T) {
+	seen := make(chan string, 4)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- "other:" + r.Header.Get("Authorization") + r.Header.Get("X-Api-Key")
+	}))
+	defer other.Close()
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/same":
+			http.Redirect(w, r, "/final", http.StatusTemporaryRedirect)
+		case "/final":
+			seen <- "front:" + r.Header.Get("Authorization")
+		default:
+			http.Redirect(w, r, other.URL+"/x", http.StatusTemporaryRedirect)
+		}
+	}))
+	defer front.Close()
+	client := policy(t, "", "").Client(0)
+	for path, want := range map[string]string{"/same": "front:Bearer k", "/port": "other:"} {
+		req, _ := http.NewRequest("GET", front.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer k")
+		req.Header.Set("X-Api-Key", "k")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := <-seen; got != want {
+			t.Errorf("%s: the destination saw %q, want %q", path, got, want)
+		}
+	}
+}

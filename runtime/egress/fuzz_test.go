@@ -3,9 +3,12 @@ package egress_test
 import (
 	"context"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/lensfn/lensfn/runtime/egress"
 )
 
 // fuzzDenied is the fuzz policy's deny list, also written as net.IPNet so the oracle below
@@ -51,6 +54,40 @@ func FuzzCheckNeverAllowsADeniedAddress(f *testing.F) {
 			if n.Contains(ip) {
 				t.Fatalf("Check(%q) allowed %s, inside the denied %s", raw, ip, n)
 			}
+		}
+	})
+}
+
+// FuzzRedirectKeepsCredentialsWithinTheOrigin: after DropCredentialsAcrossOrigins a redirected
+// request still carries the key only when scheme, host and port (the scheme's default when
+// none is written) are the first request's, decided here by splitting the Host by hand.
+func FuzzRedirectKeepsCredentialsWithinTheOrigin(f *testing.F) {
+	for _, seed := range [][2]string{{"http://a.example/v1", "http://a.example:8080/v1"}, {"http://a.example/v1", "http://A.EXAMPLE:80/x"},
+		{"https://a.example/", "http://a.example/"}, {"http://[::1]:80/", "http://[::1]/"}, {"http://a.example/", "http://b.a.example/"},
+		{"http://127.0.0.1:9/", "http://127.0.0.1:09/"}} {
+		f.Add(seed[0], seed[1])
+	}
+	origin := func(u *url.URL) string {
+		host, port, err := net.SplitHostPort(u.Host)
+		if err != nil {
+			host, port = strings.Trim(u.Host, "[]"), ""
+		}
+		if port == "" { // "http://a.example:" dials port 80 as well
+			port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+		}
+		return strings.ToLower(u.Scheme) + "://" + strings.ToLower(host) + ":" + port
+	}
+	f.Fuzz(func(t *testing.T, first, next string) {
+		a, errA := url.Parse(first)
+		b, errB := url.Parse(next)
+		if errA != nil || errB != nil {
+			return
+		}
+		req := &http.Request{URL: b, Header: http.Header{"Authorization": {"Bearer k"}, "Cookie": {"c"}}}
+		egress.DropCredentialsAcrossOrigins(req, []*http.Request{{URL: a}})
+		kept := req.Header.Get("Authorization") != "" || req.Header.Get("Cookie") != ""
+		if kept && origin(a) != origin(b) {
+			t.Fatalf("the key went from %s (%s) to %s (%s)", first, origin(a), next, origin(b))
 		}
 	})
 }
