@@ -67,4 +67,6 @@ func TestKnativeDialsTheClusterThroughTheEndpointPolicy(t *testing.T) {
 	}
 }
 
-func knativeCreds(server string) kubeconfigpkg.Credentials { return kubeconfigpkg.Credentials{Server: server, Token: "t"} }
+func knativeCreds(server string) kubeconfigpkg.Credentials {
+	return kubeconfigpkg.Credentials{Server: server, Token: "t"}
+}
