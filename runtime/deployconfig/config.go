@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -295,6 +296,9 @@ func (c *checker) simulator(raw json.RawMessage) map[string]any {
 			continue
 		}
 		val, err := flagValue(kind, v)
+		if err == nil && name == "latency-calculator" {
+			err = checkCalculator(val.(string))
+		}
 		if err != nil {
 			c.fail(err.Error(), "value_error", "simulator", name)
 			continue
@@ -302,6 +306,22 @@ func (c *checker) simulator(raw json.RawMessage) map[string]any {
 		out[name] = val
 	}
 	return out
+}
+
+// moduleName is what wasm:<name> may name: a loaded module, never a path.
+var moduleName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// checkCalculator accepts the calculators a configuration may pick: constant, per-token or a
+// loaded module (wasm:<name>). The simulator also takes a path to a .wasm file, which on a
+// replica names a file on the deployer's host, so a configuration may not.
+func checkCalculator(v string) error {
+	if v == "" || v == "constant" || v == "per-token" {
+		return nil
+	}
+	if name, ok := strings.CutPrefix(v, "wasm:"); ok && moduleName.MatchString(name) && !strings.Contains(name, "..") {
+		return nil
+	}
+	return fmt.Errorf("must be constant, per-token or wasm:<module name>: a path names a file on the deployer's host")
 }
 
 // flagValue decodes v as a value of kind: int64, float64, string, bool, []string or a compact
