@@ -6,7 +6,6 @@ import (
 	"errors"
 	"mime"
 	"net"
-	"net/netip"
 	"net/url"
 	"slices"
 	"sort"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+	"github.com/lensfn/lensfn/runtime/egress"
 	"github.com/lensfn/lensfn/runtime/jsonstr"
 	"github.com/lensfn/lensfn/wasm-modules/latency"
 )
@@ -114,7 +114,7 @@ func (r *rank) handleAdminConfig(ctx *fasthttp.RequestCtx) {
 // POST is the one cross-origin write a browser sends without asking first).
 func (r *rank) refuseBrowserAdmin(ctx *fasthttp.RequestCtx) *openai.Error {
 	host := string(ctx.Host())
-	if !adminHostAllowed(hostOnly(host), r.cfg.AllowedHosts) {
+	if !adminHostAllowed(host, r.cfg.AllowedHosts) {
 		return openai.NewError(403, "Forbidden: /admin does not answer host "+strconv.Quote(host)+" (LENS_ALLOWED_HOSTS)")
 	}
 	if origin := ctx.Request.Header.Peek("Origin"); origin != nil {
@@ -133,18 +133,12 @@ func (r *rank) refuseBrowserAdmin(ctx *fasthttp.RequestCtx) *openai.Error {
 }
 
 // adminHostAllowed: the operator's list when there is one; without it a name a public DNS
-// server could answer (and rebind) is refused, and addresses, localhost, single-label names
-// and cluster-internal names (.svc, .cluster.local) are answered.
+// server could answer (and rebind) is refused (egress.InternalHost).
 func adminHostAllowed(host string, allowed []string) bool {
-	host = strings.ToLower(strings.TrimSuffix(host, "."))
 	if len(allowed) > 0 {
-		return slices.ContainsFunc(allowed, func(h string) bool { return strings.EqualFold(strings.Trim(h, "[]"), host) })
+		return slices.ContainsFunc(allowed, func(h string) bool { return strings.EqualFold(strings.Trim(h, "[]"), hostOnly(host)) })
 	}
-	if _, err := netip.ParseAddr(host); err == nil {
-		return true
-	}
-	return host == "localhost" || !strings.Contains(host, ".") || strings.HasSuffix(host, ".svc") ||
-		strings.HasSuffix(host, ".cluster.local") || strings.HasSuffix(host, ".localhost")
+	return egress.InternalHost(host)
 }
 
 // hostOnly drops the port and IPv6 brackets of a Host header.

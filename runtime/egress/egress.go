@@ -340,6 +340,23 @@ func port(u *url.URL) string {
 	return ""
 }
 
+// InternalHost says whether a Host header names something only this machine or the cluster
+// resolves: an address, localhost, a single-label name, or a cluster-internal name (*.svc,
+// *.cluster.local). A DNS-rebinding page and a request through a public ingress carry a public
+// name; a Knative Broker delivers to a subscriber's cluster-internal address.
+func InternalHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	if _, err := netip.ParseAddr(host); err == nil {
+		return true
+	}
+	return host != "" && (host == "localhost" || !strings.Contains(host, ".") || strings.HasSuffix(host, ".localhost") ||
+		strings.HasSuffix(host, ".svc") || strings.HasSuffix(host, ".cluster.local"))
+}
+
 // Reason reduces any error of a call through the policy to what may be shown: ErrNotAllowed
 // or ErrUnreachable.
 func Reason(err error) error {

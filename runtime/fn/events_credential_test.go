@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/lensfn/lensfn/events"
@@ -84,5 +85,33 @@ func TestEventsNeedTheEventCredential(t *testing.T) {
 	defer mu.Unlock()
 	if len(sinkAuth) != 1 || sinkAuth[0] != "Bearer "+token {
 		t.Fatalf("the function's send carried %q", sinkAuth)
+	}
+}
+
+// TestEventsAreTakenOnlyAtAnInternalAddress: /events refuses a public Host (a request through
+// the ingress, or a DNS-rebinding page) before anything is handled; the Broker's deliveries to
+// the cluster-internal address go through.
+func TestEventsAreTakenOnlyAtAnInternalAddress(t *testing.T) {
+	var handled atomic.Int32
+	srv := newServer(t, &handled)
+	for host, want := range map[string]int{"simulation-api.lensfn.example.com": 403, "evil.example:8080": 403,
+		"simulation-api.lensfn.svc.cluster.local": 202, "simulation-api.lensfn.svc": 202, "127.0.0.1": 202} {
+		req, _ := http.NewRequest("POST", srv.URL+"/events", strings.NewReader(`{}`))
+		req.Host = host
+		for k, v := range map[string]string{"Ce-Specversion": "1.0", "Ce-Id": "h-" + host, "Ce-Source": "/test",
+			"Ce-Type": events.TypeDatasetDownloaded, "Content-Type": "application/json"} {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %s: %d, want %d", host, resp.StatusCode, want)
+		}
+	}
+	if handled.Load() != 3 {
+		t.Fatalf("handled %d events, want the 3 internal ones", handled.Load())
 	}
 }

@@ -290,11 +290,19 @@ func assemble(d Deps, f *Function) (http.Handler, error) {
 // (e.g. event:/lensfn/workflow-orchestrator), where a request's work is owned by its token.
 const EventOwnerPrefix = "event:"
 
-// eventCaller checks the event credential when there is one (401 without it) and makes the
-// event's sender the caller of its handler, so work the event creates carries an owner.
+// eventCaller checks the caller of /events: the Host must be an internal one (egress.InternalHost:
+// a Knative Broker delivers to the subscriber's cluster-internal address, while a request through
+// the public ingress, or a DNS-rebinding page, names a public host), and the event credential
+// must come with it when there is one (401 without it). It makes the event's sender the caller
+// of its handler, so work the event creates carries an owner.
 func eventCaller(token Secret, next http.Handler) http.Handler {
 	want := []byte("Bearer " + token.Reveal())
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Brokers deliver to a subscriber's internal address; a public name is the ingress.
+		if !egress.InternalHost(r.Host) {
+			problem.Write(w, r, problem.New(problem.CodeForbidden, "events are taken only at the function's cluster-internal address, not at %q", r.Host))
+			return
+		}
 		if token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="lensfn-events"`)
 			problem.Write(w, r, problem.New(problem.CodeUnauthorized, "events need the stack's event credential (Authorization: Bearer, LENS_EVENT_TOKEN)"))
