@@ -20,6 +20,8 @@ type genCtx struct {
 	watch clientWatch // notices a client that left (clientwatch.go)
 	out   render.Stream
 	held  int64 // bytes of the simulator's in-flight budget this request holds
+	// ticket is the request in the rank's engine model (enginemode.go), nil otherwise.
+	ticket *engineTicket
 }
 
 var genPool = sync.Pool{New: func() any { return &genCtx{} }}

@@ -18,12 +18,12 @@ func TestLatencyCalculatorTakesNoHostPath(t *testing.T) {
 		_, err := Parse(ProviderBaselineVLLM, content(bad))
 		locs := fieldLocs(t, err)
 		if !slices.ContainsFunc(locs, func(l string) bool {
-			return strings.HasPrefix(l, "body.content.simulator.latency-calculator: must be constant, per-token or wasm:")
+			return strings.HasPrefix(l, "body.content.simulator.latency-calculator: must be engine, constant, per-token or wasm:")
 		}) {
 			t.Errorf("%q: %q", bad, locs)
 		}
 	}
-	for _, good := range []string{"constant", "per-token", "wasm:per_token_poly", "wasm:my-calc.v2", ""} {
+	for _, good := range []string{"engine", "constant", "per-token", "wasm:per_token_poly", "wasm:my-calc.v2", ""} {
 		if _, err := Parse(ProviderBaselineVLLM, content(good)); err != nil {
 			t.Errorf("%q refused: %v", good, err)
 		}

@@ -10,7 +10,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lensfn/lensfn/runtime/enginemodel"
 	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/wasm-modules/stepcost"
 )
 
 // Provider refs: what a configuration deploys.
@@ -296,8 +298,8 @@ func (c *checker) simulator(raw json.RawMessage) map[string]any {
 			continue
 		}
 		val, err := flagValue(kind, v)
-		if err == nil && name == "latency-calculator" {
-			err = checkCalculator(val.(string))
+		if err == nil {
+			err = checkEngineFlag(name, val)
 		}
 		if err != nil {
 			c.fail(err.Error(), "value_error", "simulator", name)
@@ -311,17 +313,46 @@ func (c *checker) simulator(raw json.RawMessage) map[string]any {
 // moduleName is what wasm:<name> may name: a loaded module, never a path.
 var moduleName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
-// checkCalculator accepts the calculators a configuration may pick: constant, per-token or a
-// loaded module (wasm:<name>). The simulator also takes a path to a .wasm file, which on a
+// checkCalculator accepts the calculators a configuration may pick: engine, constant, per-token
+// or a loaded module (wasm:<name>). The simulator also takes a path to a .wasm file, which on a
 // replica names a file on the deployer's host, so a configuration may not.
 func checkCalculator(v string) error {
-	if v == "" || v == "constant" || v == "per-token" {
+	if v == "" || v == "engine" || v == "constant" || v == "per-token" {
 		return nil
 	}
 	if name, ok := strings.CutPrefix(v, "wasm:"); ok && moduleName.MatchString(name) && !strings.Contains(name, "..") {
 		return nil
 	}
-	return fmt.Errorf("must be constant, per-token or wasm:<module name>: a path names a file on the deployer's host")
+	return fmt.Errorf("must be engine, constant, per-token or wasm:<module name>: a path names a file on the deployer's host")
+}
+
+// checkEngineFlag refuses engine-model settings a replica could not start with, and any that
+// would name a file on the deployer's host: a configuration names catalogue models and GPUs
+// and built-in step-cost modules only.
+func checkEngineFlag(name string, val any) error {
+	switch name {
+	case "latency-calculator":
+		return checkCalculator(val.(string))
+	case "engine-model":
+		_, err := enginemodel.ResolveArch(val.(string), false)
+		return err
+	case "hardware":
+		_, err := enginemodel.ResolveHardware(val.(string), false)
+		return err
+	case "step-cost-module":
+		if s := val.(string); !strings.HasPrefix(s, "wasm:") || strings.ContainsAny(s, "/\\") {
+			return fmt.Errorf("must name a loaded module as wasm:<name>; paths on the deployer's host are not accepted")
+		}
+	case "step-cost-coefficients":
+		var coef stepcost.Coefficients
+		dec := json.NewDecoder(strings.NewReader(val.(string)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&coef); err != nil {
+			return fmt.Errorf("not step-cost coefficients: %v", err)
+		}
+		return coef.Validate()
+	}
+	return nil
 }
 
 // flagValue decodes v as a value of kind: int64, float64, string, bool, []string or a compact

@@ -41,6 +41,10 @@ var SimulatorFlags = map[string]FlagKind{
 	"dataset-table-name": FlagString, "ssl-certfile": FlagString, "ssl-keyfile": FlagString,
 	"self-signed-certs": FlagBool, "max-request-body-size-mb": FlagInt, "max-inflight-request-mb": FlagInt, "startup-duration": FlagDuration,
 	"enable-request-id-headers": FlagBool, "api-key": FlagString, "admin-token": FlagString, "default-embedding-dimensions": FlagInt, "shutdown-timeout": FlagDuration,
+	// The engine model (--latency-calculator engine).
+	"engine-model": FlagString, "hardware": FlagString, "tensor-parallel-size": FlagInt, "max-num-batched-tokens": FlagInt,
+	"gpu-memory-utilization": FlagFloat, "kv-cache-blocks": FlagInt, "no-enable-prefix-caching": FlagBool,
+	"no-async-scheduling": FlagBool, "step-cost-coefficients": FlagJSON, "step-cost-module": FlagString,
 }
 
 // ReservedSimulatorFlags are set by the deployer (ports, the model, KV-event wiring, decode
