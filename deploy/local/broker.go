@@ -3,11 +3,14 @@ package local
 import (
 	"bytes"
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -29,9 +32,16 @@ type Broker struct {
 	Delivery   Delivery
 	DeadLetter string // JSONL file the broker appends undeliverable events to
 	Log        func(format string, args ...any)
-	client     *http.Client
-	wg         sync.WaitGroup
-	mu         sync.Mutex
+	// Hosts are the Host names the ingress answers (with any port); a browser's request for
+	// another name is DNS rebinding. Empty: any.
+	Hosts []string
+	// Token, when set (LENS_AUTH=required), is the stack's event credential: the ingress takes
+	// only events carrying "Authorization: Bearer <Token>" and deliveries carry it on to the
+	// subscribers, whose /events wants it too.
+	Token  string
+	client *http.Client
+	wg     sync.WaitGroup
+	mu     sync.Mutex
 }
 
 // message is a CloudEvent in transit, kept in the content mode it arrived in.
@@ -58,6 +68,13 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "POST CloudEvents here", http.StatusMethodNotAllowed)
 		return
 	}
+	if status, msg := b.refuse(r); status != 0 {
+		if status == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="lensfn-events"`)
+		}
+		http.Error(w, msg, status)
+		return
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
 	if err != nil {
 		http.Error(w, "unreadable body", http.StatusBadRequest)
@@ -70,6 +87,28 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	b.publish(msg)
 	w.WriteHeader(http.StatusAccepted)
+}
+
+// refuse says why an event may not enter (status 0: it may): a Host that is not the stack's
+// (DNS rebinding), any Origin (functions send events, browsers do not), a missing or wrong
+// credential. The credential is compared in constant time and never logged.
+func (b *Broker) refuse(r *http.Request) (int, string) {
+	if len(b.Hosts) > 0 {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		if !slices.ContainsFunc(b.Hosts, func(h string) bool { return strings.EqualFold(h, strings.Trim(host, "[]")) }) {
+			return http.StatusForbidden, fmt.Sprintf("host %q is not served here", r.Host)
+		}
+	}
+	if r.Header.Get("Origin") != "" {
+		return http.StatusForbidden, "the broker takes no cross-origin requests"
+	}
+	if b.Token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+b.Token)) != 1 {
+		return http.StatusUnauthorized, "events need the stack's event credential (Authorization: Bearer, LENS_EVENT_TOKEN)"
+	}
+	return 0, ""
 }
 
 func parseMessage(h http.Header, body []byte) (*message, error) {
@@ -161,6 +200,9 @@ func (b *Broker) attempt(t Trigger, msg *message) (int, *message, string) {
 	}
 	for k, vs := range msg.header {
 		req.Header[k] = vs
+	}
+	if b.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+b.Token)
 	}
 	resp, err := b.httpClient().Do(req)
 	if err != nil {

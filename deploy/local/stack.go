@@ -74,6 +74,8 @@ type Stack struct {
 	prometheusTargets string   // its file-SD directory
 	dataLock          *os.File // the flock that keeps a second stack off the data dir
 	secretKey         string
+	simAdminToken     string // the simulator's /admin token (LENS_SIM_ADMIN_TOKEN), as the Knative Secret holds it
+	eventToken        string // the event credential (LENS_EVENT_TOKEN) when LENS_AUTH=required
 	mu                sync.Mutex
 }
 
@@ -124,6 +126,14 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	}()
 	if s.secretKey, err = loadOrCreate(filepath.Join(opts.DataDir, "secret.key"), secret.NewKey); err != nil {
 		return nil, err
+	}
+	if s.simAdminToken, err = loadOrCreate(filepath.Join(opts.DataDir, SimAdminTokenFile), newPassword); err != nil {
+		return nil, err
+	}
+	if opts.Auth == "required" {
+		if s.eventToken, err = loadOrCreate(filepath.Join(opts.DataDir, EventTokenFile), newPassword); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.startRedis(ctx); err != nil {
 		return nil, err
@@ -224,6 +234,18 @@ func (s *Stack) RedisAddr() string {
 // DataDir is LENS_DATA_DIR of every function.
 func (s *Stack) DataDir() string { return s.opts.DataDir }
 
+// SimAdminTokenFile is the file under the data dir (0600) holding the simulator's /admin token.
+const SimAdminTokenFile = "sim-admin.token"
+
+// SimAdminToken is the bearer token the stack's simulator wants on /admin/*.
+func (s *Stack) SimAdminToken() string { return s.simAdminToken }
+
+// EventTokenFile is the file under the data dir (0600) holding the event credential.
+const EventTokenFile = "events.token"
+
+// EventToken is the credential events into the Broker need ("" with LENS_AUTH=off).
+func (s *Stack) EventToken() string { return s.eventToken }
+
 // WaitForDeliveries blocks until the broker has delivered or dead-lettered every event so far.
 func (s *Stack) WaitForDeliveries() { s.broker.Wait() }
 
@@ -294,7 +316,8 @@ func (s *Stack) startBroker() error {
 		delivery = d
 	}
 	s.broker = &Broker{Triggers: s.manifests.Triggers, Delivery: delivery,
-		DeadLetter: filepath.Join(s.opts.DataDir, "dead-letters.jsonl"), Log: s.opts.Log, Resolve: s.FunctionURL}
+		DeadLetter: filepath.Join(s.opts.DataDir, "dead-letters.jsonl"), Log: s.opts.Log, Resolve: s.FunctionURL,
+		Hosts: strings.Split(loopbackHosts, ","), Token: s.eventToken}
 	url, err := s.serve("127.0.0.1:0", s.broker)
 	if err != nil {
 		return err
@@ -444,6 +467,15 @@ func (s *Stack) startFunction(svc Service) error {
 	// Only the functions whose manifest takes the Secret seal or open endpoint keys.
 	if contains(svc.ClusterEnv, "LENS_SECRET_KEY") {
 		env["LENS_SECRET_KEY"] = s.secretKey
+	}
+	// The simulator's /admin needs a token, as the manifest's Secret gives it under Knative:
+	// without one any local process could change its latencies and failure injection.
+	if contains(svc.ClusterEnv, "LENS_SIM_ADMIN_TOKEN") {
+		env["LENS_SIM_ADMIN_TOKEN"] = s.simAdminToken
+	}
+	// With LENS_AUTH=required events need the stack's credential, at the Broker and at /events.
+	if s.eventToken != "" {
+		env["LENS_EVENT_TOKEN"] = s.eventToken
 	}
 	for k, v := range s.opts.Env {
 		env[k] = v

@@ -226,9 +226,16 @@ func (c *Console) toLogin(w http.ResponseWriter, r *http.Request, reason string)
 	http.Redirect(w, r, target, http.StatusSeeOther)
 }
 
-// localPath keeps a redirect target on the console: a path, never another host.
+// localPath keeps a redirect target on the console: a path, never another host. Browsers drop
+// tabs and newlines from a URL and read a backslash as a slash, so "/\t/evil.example" and
+// "/\\evil.example" would leave as "//evil.example": any control character or backslash sends
+// the user home instead, and what remains must parse as a path without scheme or host.
 func localPath(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.ContainsAny(next, "\r\n") {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") ||
+		strings.ContainsFunc(next, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) {
+		return "/"
+	}
+	if u, err := url.Parse(next); err != nil || u.Scheme != "" || u.Host != "" || u.Opaque != "" {
 		return "/"
 	}
 	return next

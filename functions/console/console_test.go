@@ -454,3 +454,23 @@ func TestRunPageShowsTheLiveSummary(t *testing.T) {
 		t.Fatalf("run events: %d %q", resp.StatusCode, body)
 	}
 }
+
+// TestSignInNeverRedirectsOffTheConsole: a sign-in link whose next a browser would turn into
+// another host (a tab, a newline, a backslash) lands on the console's home page instead.
+func TestSignInNeverRedirectsOffTheConsole(t *testing.T) {
+	api := newFakeAPI(t)
+	s, srv := startConsole(t, api.URL, nil)
+	token := fntest.Token(t, s)
+	for next, want := range map[string]string{"/\t/evil.example": "/", "/\\evil.example": "/", "/\n/evil.example": "/", "/tasks": "/tasks"} {
+		c := browser(t)
+		// The link as an attacker sends it: /login?next=/%09/evil.example.
+		_, page := fetch(t, c, "GET", srv.URL+"/login?next="+url.QueryEscape(next), nil)
+		if strings.Contains(page, "evil.example") {
+			t.Fatalf("the sign-in form for next %q carries it on", next)
+		}
+		resp, _ := fetch(t, c, "POST", srv.URL+"/login", url.Values{"csrf": {csrfOf(t, page)}, "token": {token}, "next": {next}})
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != want {
+			t.Fatalf("next %q: %d Location %q, want %q", next, resp.StatusCode, resp.Header.Get("Location"), want)
+		}
+	}
+}

@@ -89,7 +89,7 @@ func Builder(factories ...ProviderFactory) fn.Builder {
 			return nil, err
 		}
 		s := settingsFrom(d.Config)
-		repo := &inventory.Repo{Store: d.Store, Sealer: sealer}
+		repo := &inventory.Repo{Store: d.Store, Sealer: sealer, Endpoints: d.Egress}
 		providers := map[string]Provider{}
 		for _, f := range factories {
 			p, err := f.New(s, repo)

@@ -209,8 +209,9 @@ func (a *API) create(ctx context.Context, body []byte, idempotencyKey, id string
 	}
 	run := evalrun.BuildRun(id, req, raw, target)
 	run.Internal.IdempotencyKey = idempotencyKey
-	// The owner is the identity of the token that created the run; null when nobody
-	// authenticated (LENS_AUTH=off, or a run.requested event).
+	// The owner is the identity of the token that created the run, or "event:<source>" for a
+	// run.requested event (runtime/fn makes the sender the caller); null when nobody
+	// authenticated (LENS_AUTH=off).
 	var owner any
 	if tok, ok := fn.Caller(ctx); ok {
 		owner = tok.ID

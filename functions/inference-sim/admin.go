@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"mime"
+	"net"
+	"net/url"
 	"slices"
 	"sort"
 	"strconv"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
+	"github.com/lensfn/lensfn/runtime/egress"
 	"github.com/lensfn/lensfn/runtime/jsonstr"
 	"github.com/lensfn/lensfn/wasm-modules/latency"
 )
@@ -66,6 +70,10 @@ func adminView(st *settings) []byte {
 // them (failure injection, latency, fake metrics). Anything else is a 400.
 func (r *rank) handleAdminConfig(ctx *fasthttp.RequestCtx) {
 	s := r.sim
+	if e := r.refuseBrowserAdmin(ctx); e != nil {
+		openai.WriteError(ctx, e)
+		return
+	}
 	if ctx.IsGet() {
 		b := adminView(s.settings.Load())
 		ctx.Response.Header.SetContentType(ctJSON)
@@ -96,6 +104,49 @@ func (r *rank) handleAdminConfig(ctx *fasthttp.RequestCtx) {
 	b := adminView(next)
 	ctx.Response.Header.SetContentType(ctJSON)
 	ctx.SetBody(b)
+}
+
+// refuseBrowserAdmin refuses what a web page the operator opens could send to /admin, which
+// changes latencies and failure injection and so falsifies results: a Host that is not this
+// simulator's (DNS rebinding: LENS_ALLOWED_HOSTS when set, else an address, localhost or a
+// cluster-internal name), an Origin other than the Host (the simulator serves no pages, so
+// every browser origin is foreign), and a POST body that is not JSON (a form or text/plain
+// POST is the one cross-origin write a browser sends without asking first).
+func (r *rank) refuseBrowserAdmin(ctx *fasthttp.RequestCtx) *openai.Error {
+	host := string(ctx.Host())
+	if !adminHostAllowed(host, r.cfg.AllowedHosts) {
+		return openai.NewError(403, "Forbidden: /admin does not answer host "+strconv.Quote(host)+" (LENS_ALLOWED_HOSTS)")
+	}
+	if origin := ctx.Request.Header.Peek("Origin"); origin != nil {
+		u, err := url.Parse(string(origin))
+		if err != nil || u.Host == "" || !strings.EqualFold(u.Host, host) {
+			return openai.NewError(403, "Forbidden: /admin refuses cross-origin requests (Origin "+strconv.Quote(string(origin))+")")
+		}
+	}
+	if ctx.IsPost() {
+		mt, _, err := mime.ParseMediaType(string(ctx.Request.Header.ContentType()))
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return openai.NewError(415, "Unsupported Media Type: /admin takes application/json bodies")
+		}
+	}
+	return nil
+}
+
+// adminHostAllowed: the operator's list when there is one; without it a name a public DNS
+// server could answer (and rebind) is refused (egress.InternalHost).
+func adminHostAllowed(host string, allowed []string) bool {
+	if len(allowed) > 0 {
+		return slices.ContainsFunc(allowed, func(h string) bool { return strings.EqualFold(strings.Trim(h, "[]"), hostOnly(host)) })
+	}
+	return egress.InternalHost(host)
+}
+
+// hostOnly drops the port and IPv6 brackets of a Host header.
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return strings.Trim(hostport, "[]")
 }
 
 // applyAdminUpdate validates an update exactly as the command line is

@@ -107,6 +107,10 @@ func (g *genCtx) end() {
 		g.r.gen.Finish(&g.req)
 		g.r.sched.Release(g.req.LoRA)
 	}
+	if g.held > 0 {
+		g.r.sim.inFlight.Release(g.held)
+		g.held = 0
+	}
 	g.watch.stop()
 	g.req.Reset()
 	g.out.Reset(render.Completions, streamKeepBytes)
@@ -121,6 +125,14 @@ func (g *genCtx) prepare(ctx *fasthttp.RequestCtx, kind engine.Kind) *openai.Err
 	if r.sim.draining.Load() {
 		return engine.ErrShuttingDown
 	}
+	// The body is held to the answer's last byte: it counts against the in-flight budget
+	// before anything is built from it.
+	body := int64(len(ctx.PostBody()))
+	held, ok := r.sim.inFlight.Acquire(body)
+	if !ok {
+		return openai.NewError(503, r.sim.inFlight.Refusal(body))
+	}
+	g.held = held
 	counter := r.counter.Add(1)
 	req.Begin(kind, r.cfg.Seed, counter)
 	var e *openai.Error

@@ -34,6 +34,7 @@
 // functions/inference-sim/internal/metrics, functions/inference-sim/internal/limits,
 // functions/inference-sim/internal/pacer, functions/inference-sim/internal/render,
 // runtime/jsonstr (JSON strings), runtime/sockpeek (the watch on the client's connection),
+// runtime/egress (which Host names /admin answers),
 // runtime/enginemodel and runtime/kvblock (the engine model in real time, enginemode.go, over
 // the prompt's block hashes),
 // the latency core wasm-modules/latency

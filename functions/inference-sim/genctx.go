@@ -19,6 +19,7 @@ type genCtx struct {
 	mm    *metrics.Model
 	watch clientWatch // notices a client that left (clientwatch.go)
 	out   render.Stream
+	held  int64 // bytes of the simulator's in-flight budget this request holds
 	// ticket is the request in the rank's engine model (enginemode.go), nil otherwise.
 	ticket *engineTicket
 }

@@ -32,7 +32,8 @@ func LoadEnvironment(getenv func(string) string, hostname string) (config.Enviro
 	env := config.Environment{Port: getenv("PORT"), PodName: getenv("POD_NAME"), KService: getenv("K_SERVICE"), Hostname: hostname,
 		PodNamespace: getenv("POD_NAMESPACE"), PodIP: getenv("POD_IP"), SimModel: getenv("SIM_MODEL"),
 		PythonHashSeed: getenv("PYTHONHASHSEED"), ListenHost: getenv("LENS_LISTEN_HOST"),
-		APIKey: getenv("VLLM_API_KEY"), AdminToken: getenv("LENS_SIM_ADMIN_TOKEN")}
+		APIKey: getenv("VLLM_API_KEY"), AdminToken: getenv("LENS_SIM_ADMIN_TOKEN"),
+		AllowedHosts: getenv("LENS_ALLOWED_HOSTS")}
 	dirs := ModuleDirs{Builtin: getenv("LENS_BUILTIN_MODULE_DIR"), User: getenv("LENS_MODULE_DIR"), Cache: getenv("LENS_CACHE_DIR")}
 	return env, dirs
 }

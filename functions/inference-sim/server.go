@@ -20,6 +20,7 @@ import (
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/pacer"
@@ -97,6 +98,8 @@ type Simulator struct {
 	draining        atomic.Bool
 	tlsConf         *tls.Config
 	dataset         *engine.Dataset
+	// inFlight is the memory budget of the generation requests being served, over every rank.
+	inFlight *limits.InFlight
 
 	// beforeEmit, when set (by in-package tests only), runs after a stream's wait
 	// and before its due frames are built: a test makes the server late with it.
@@ -125,7 +128,8 @@ type rank struct {
 
 // New builds a simulator from a validated configuration.
 func New(cfg *config.Config, opts ...Option) (*Simulator, error) {
-	s := &Simulator{cfg: cfg, log: slog.Default(), resolve: latency.New, started: time.Now()}
+	s := &Simulator{cfg: cfg, log: slog.Default(), resolve: latency.New, started: time.Now(),
+		inFlight: limits.NewInFlight(int64(cfg.MaxInFlightRequestMB) << 20)}
 	for _, o := range opts {
 		o(s)
 	}

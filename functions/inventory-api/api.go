@@ -87,7 +87,7 @@ func New(d fn.Deps, cfg Config) (*fn.Function, *API, error) {
 	client := &http.Client{Transport: d.Egress.Transport(),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	// a delete is not refused for a use a cancelled or finished run left behind
-	repo := &inventory.Repo{Store: d.Store, Sealer: sealer, HolderEnded: (&evalrun.Repo{Store: d.Store}).Ended}
+	repo := &inventory.Repo{Store: d.Store, Sealer: sealer, HolderEnded: (&evalrun.Repo{Store: d.Store}).Ended, Endpoints: d.Egress}
 	a := &API{deps: d, cfg: cfg, repo: repo, client: client, endpoint: endpointProbes}
 	a.prober = &Prober{Repo: repo, Store: d.Store, Client: client, Owner: d.Config.InstanceID, Interval: cfg.ProbeInterval,
 		Timeout: cfg.ProbeTimeout, Probes: memberProbes, Sweeps: sweeps,

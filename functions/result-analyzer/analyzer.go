@@ -191,6 +191,9 @@ func progressOf(t *simtask.Task, status string, s analysis.Summary) float64 {
 		scheduled = c.Scheduled
 	} else if s.ScheduledRequests != nil {
 		scheduled = *s.ScheduledRequests
+	} else if n, ok := t.LiveSummary["scheduled_requests"].(float64); ok {
+		// A replayer that died wrote no count of its own; its last live summary has the total.
+		scheduled = int64(n)
 	}
 	if scheduled <= 0 {
 		return t.ProgressPercent // what the replay last reported
@@ -292,7 +295,7 @@ func writeJSON(path string, v any) error {
 		return err
 	}
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(raw, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(tmp, append(raw, '\n'), 0o600); err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)

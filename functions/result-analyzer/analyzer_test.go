@@ -300,3 +300,24 @@ func analyzeReplayed(t *testing.T, a *resultanalyzer.Analyzer, repo *simtask.Rep
 	}
 	return task
 }
+
+// TestALostRunnersProgressIsWhatItSent: a replayer that died after sending 2 of the 82 requests
+// its live summary announced leaves a failed task at 2.4 %, not the 99 % of the hand-off.
+func TestALostRunnersProgressIsWhatItSent(t *testing.T) {
+	a, repo, _ := newAnalyzer(t)
+	ctx := context.Background()
+	id := replayedTask(t, repo, "The runner was lost: pod-1 stopped renewing its lease", []loadgen.Record{record(1, 200, 20, 120), record(2, 200, 30, 130)})
+	if _, err := repo.Patch(ctx, id, state.Fence{}, func(t *simtask.Task) error {
+		t.ProgressPercent, t.LiveSummary = 99, map[string]any{"scheduled_requests": 82, "sent_requests": 6}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Analyze(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	task, _ := repo.Get(ctx, id)
+	if task.Status != simtask.StatusFailed || task.ProgressPercent != 2.4 {
+		t.Fatalf("%s at %v %%, want failed at 2.4 %% (2 of 82 sent)", task.Status, task.ProgressPercent)
+	}
+}

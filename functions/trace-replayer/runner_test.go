@@ -313,6 +313,7 @@ func TestLostRunnerLeavesItsReplayOnDisk(t *testing.T) {
 		owner := "dead-pod"
 		if _, err := repo.Transition(ctx, id, []string{simtask.StatusQueued}, simtask.StatusRunning, lease.Fence(), func(t *simtask.Task) error {
 			t.Internal.Phase, t.OwnerInstanceID, t.Internal.CancelRequested = "replaying", &owner, id == stopped
+			t.ProgressPercent = 7.3 // 6 of 82 requests sent when the runner died
 			return nil
 		}); err != nil {
 			t.Fatal(err)
@@ -347,6 +348,12 @@ func TestLostRunnerLeavesItsReplayOnDisk(t *testing.T) {
 	if task.Status != simtask.StatusRunning || task.Internal.RecordsPath != filepath.Join(repo.TaskDir(crashed), RecordsFile) ||
 		!strings.Contains(task.Internal.ReplayMessage, "runner was lost") || !strings.Contains(task.Internal.ReplayMessage, "partial result") {
 		t.Fatalf("crashed: %s %q %q", task.Status, task.Internal.RecordsPath, task.Internal.ReplayMessage)
+	}
+	if task.ProgressPercent != 7.3 {
+		t.Fatalf("the cut-short replay shows %v %%, want the 7.3 %% it got through", task.ProgressPercent)
+	}
+	if task := statusOf(t, repo, finished); task.ProgressPercent != 99 {
+		t.Fatalf("the finished replay shows %v %% while analysed, want 99", task.ProgressPercent)
 	}
 	if task := statusOf(t, repo, stopped); task.Internal.ReplayMessage != "stopped by request" {
 		t.Fatalf("stopped: %q", task.Internal.ReplayMessage)

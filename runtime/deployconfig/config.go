@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -309,11 +310,29 @@ func (c *checker) simulator(raw json.RawMessage) map[string]any {
 	return out
 }
 
+// moduleName is what wasm:<name> may name: a loaded module, never a path.
+var moduleName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// checkCalculator accepts the calculators a configuration may pick: engine, constant, per-token
+// or a loaded module (wasm:<name>). The simulator also takes a path to a .wasm file, which on a
+// replica names a file on the deployer's host, so a configuration may not.
+func checkCalculator(v string) error {
+	if v == "" || v == "engine" || v == "constant" || v == "per-token" {
+		return nil
+	}
+	if name, ok := strings.CutPrefix(v, "wasm:"); ok && moduleName.MatchString(name) && !strings.Contains(name, "..") {
+		return nil
+	}
+	return fmt.Errorf("must be engine, constant, per-token or wasm:<module name>: a path names a file on the deployer's host")
+}
+
 // checkEngineFlag refuses engine-model settings a replica could not start with, and any that
 // would name a file on the deployer's host: a configuration names catalogue models and GPUs
 // and built-in step-cost modules only.
 func checkEngineFlag(name string, val any) error {
 	switch name {
+	case "latency-calculator":
+		return checkCalculator(val.(string))
 	case "engine-model":
 		_, err := enginemodel.ResolveArch(val.(string), false)
 		return err

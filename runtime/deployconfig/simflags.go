@@ -39,7 +39,7 @@ var SimulatorFlags = map[string]FlagKind{
 	"fake-metrics": FlagJSON, "data-parallel-size": FlagInt, "data-parallel-rank": FlagInt,
 	"dataset-path": FlagString, "dataset-url": FlagString, "dataset-in-memory": FlagBool,
 	"dataset-table-name": FlagString, "ssl-certfile": FlagString, "ssl-keyfile": FlagString,
-	"self-signed-certs": FlagBool, "max-request-body-size-mb": FlagInt, "startup-duration": FlagDuration,
+	"self-signed-certs": FlagBool, "max-request-body-size-mb": FlagInt, "max-inflight-request-mb": FlagInt, "startup-duration": FlagDuration,
 	"enable-request-id-headers": FlagBool, "api-key": FlagString, "admin-token": FlagString, "default-embedding-dimensions": FlagInt, "shutdown-timeout": FlagDuration,
 	// The engine model (--latency-calculator engine).
 	"engine-model": FlagString, "hardware": FlagString, "tensor-parallel-size": FlagInt, "max-num-batched-tokens": FlagInt,

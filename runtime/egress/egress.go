@@ -102,7 +102,7 @@ func parseRule(s string) (Rule, error) {
 		return Rule{Prefix: p.Masked()}, nil
 	}
 	if a, err := netip.ParseAddr(strings.Trim(s, "[]")); err == nil {
-		a = a.Unmap()
+		a = policyAddr(a)
 		return Rule{Prefix: netip.PrefixFrom(a, a.BitLen())}, nil
 	}
 	host := normalHost(s)
@@ -159,9 +159,11 @@ func (p *Policy) hostAllowed(host string) bool {
 	return false
 }
 
-// addrAllowed decides for one resolved address of host.
+// addrAllowed decides for one resolved address of host. The policy decides on the address
+// itself: a zone (fe80::1%eth0) only picks the interface, and netip.Prefix.Contains is false
+// for any zoned address, so matching with the zone kept would let [::1%lo] past a ::1 deny.
 func (p *Policy) addrAllowed(host string, a netip.Addr) bool {
-	host, a = normalHost(host), a.Unmap()
+	host, a = normalHost(host), policyAddr(a)
 	rules := p.rulesOrEmpty()
 	for _, r := range rules.Deny {
 		if r.matchesAddr(a) || r.matchesHost(host) {
@@ -187,6 +189,10 @@ func (p *Policy) addrAllowed(host string, a netip.Addr) bool {
 	}
 	return false
 }
+
+// policyAddr is the address a rule is matched against: without its zone, and an IPv4-mapped
+// IPv6 address as the IPv4 address it reaches.
+func policyAddr(a netip.Addr) netip.Addr { return a.WithZone("").Unmap() }
 
 func (p *Policy) rulesOrEmpty() Rules {
 	if p == nil {
@@ -290,12 +296,65 @@ func (p *Policy) Client(timeout time.Duration) *http.Client {
 	return &http.Client{Timeout: timeout, Transport: p.Transport(), CheckRedirect: p.CheckRedirect}
 }
 
-// CheckRedirect is an http.Client CheckRedirect that refuses a redirect outside the policy.
+// CheckRedirect is an http.Client CheckRedirect that refuses a redirect outside the policy and
+// sends no credential to another origin (DropCredentialsAcrossOrigins).
 func (p *Policy) CheckRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) >= 5 {
 		return ErrUnreachable
 	}
+	DropCredentialsAcrossOrigins(req, via)
 	return p.Check(req.Context(), req.URL.String())
+}
+
+// CredentialHeaders are the headers that carry an endpoint's credential.
+var CredentialHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie", "Api-Key", "X-Api-Key"}
+
+// DropCredentialsAcrossOrigins removes the credential headers from a redirected request whose
+// origin differs from the first request's. net/http keeps Authorization on a redirect to the
+// same host name, whatever the port, so a server on another port of the endpoint's host would
+// receive the key; an origin is scheme, host and port.
+func DropCredentialsAcrossOrigins(req *http.Request, via []*http.Request) {
+	if len(via) > 0 && !SameOrigin(via[0].URL, req.URL) {
+		for _, h := range CredentialHeaders {
+			req.Header.Del(h)
+		}
+	}
+}
+
+// SameOrigin says whether a and b have the same scheme, host and port (the scheme's default
+// port when none is written).
+func SameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
+}
+
+func port(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http":
+		return "80"
+	case "https":
+		return "443"
+	}
+	return ""
+}
+
+// InternalHost says whether a Host header names something only this machine or the cluster
+// resolves: an address, localhost, a single-label name, or a cluster-internal name (*.svc,
+// *.cluster.local). A DNS-rebinding page and a request through a public ingress carry a public
+// name; a Knative Broker delivers to a subscriber's cluster-internal address.
+func InternalHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	if _, err := netip.ParseAddr(host); err == nil {
+		return true
+	}
+	return host != "" && (host == "localhost" || !strings.Contains(host, ".") || strings.HasSuffix(host, ".localhost") ||
+		strings.HasSuffix(host, ".svc") || strings.HasSuffix(host, ".cluster.local"))
 }
 
 // Reason reduces any error of a call through the policy to what may be shown: ErrNotAllowed

@@ -13,7 +13,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/egress"
 )
 
-func policy(t *testing.T, allow, deny string) *egress.Policy {
+func policy(t testing.TB, allow, deny string) *egress.Policy {
 	t.Helper()
 	rules, err := egress.ParseRules(allow, deny)
 	if err != nil {
@@ -58,6 +58,21 @@ func TestCheck(t *testing.T) {
 		{"explicit allow of link-local", "169.254.10.0/24", "", "http://169.254.10.1/", nil},
 		{"deny beats allow", "127.0.0.0/8", "127.0.0.2", "http://127.0.0.2:9/", egress.ErrNotAllowed},
 		{"not http", "", "", "file:///etc/passwd", egress.ErrNotAllowed},
+		// Every IP form the policy covers: a zone or a mapping changes the route at most,
+		// never the decision.
+		{"link-local v6 with a zone", "", "", "http://[fe80::1%25eth0]/", egress.ErrNotAllowed},
+		{"metadata v6 with a zone", "", "", "http://[fd00:ec2::254%25eth0]/", egress.ErrNotAllowed},
+		{"denied loopback v6 with a zone", "", "::1", "http://[::1%25lo]:9/", egress.ErrNotAllowed},
+		{"denied loopback v6 with a numeric zone", "", "::1", "http://[::1%251]:9/", egress.ErrNotAllowed},
+		{"denied CIDR v6 with a zone", "", "fd00::/8", "http://[fd00::2%25eth0]:9/", egress.ErrNotAllowed},
+		{"denied v4 as mapped v6", "", "127.0.0.0/8", "http://[::ffff:127.0.0.1]:9/", egress.ErrNotAllowed},
+		{"denied v4 as mapped v6 with a zone", "", "127.0.0.0/8", "http://[::ffff:127.0.0.1%25lo]:9/", egress.ErrNotAllowed},
+		{"denied v6 spelled in full", "", "::1", "http://[0:0:0:0:0:0:0:1]:9/", egress.ErrNotAllowed},
+		{"denied v6 in upper case", "", "fd00::/8", "http://[FD00::2]:9/", egress.ErrNotAllowed},
+		{"this host v6", "", "", "http://[::]:9/", egress.ErrNotAllowed},
+		{"zoned address outside the allow list", "10.0.0.0/8", "", "http://[::1%25lo]:9/", egress.ErrNotAllowed},
+		{"zoned address inside an explicit allow", "fe80::/10", "", "http://[fe80::1%25eth0]/", nil},
+		{"zone in a deny rule matches the bare address", "", "::1%lo", "http://[::1]:9/", egress.ErrNotAllowed},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,11 +126,86 @@ func TestClientRefusesDeniedDestinationsAndRedirects(t *testing.T) {
 	if _, err := p.DialContext(context.Background(), "tcp", "127.0.0.2:"+port); !errors.Is(err, egress.ErrNotAllowed) {
 		t.Fatalf("dial: %v", err)
 	}
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
 	closed := l.Addr().String()
 	l.Close()
 	_, err = client.Get("http://" + closed + "/")
 	if !errors.Is(err, egress.ErrUnreachable) || strings.Contains(egress.Reason(err).Error(), "refused") {
 		t.Fatalf("closed port: %v", err)
+	}
+}
+
+// TestZonedAddressDoesNotReachADeniedServer: with ::1 denied, a server listening on [::1] is
+// reached neither as [::1] nor through a zone ([::1%lo]), by the client or by the dialer alone.
+func TestZonedAddressDoesNotReachADeniedServer(t *testing.T) {
+	l, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
+	var hits atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { hits.Add(1) }))
+	srv.Listener = l
+	srv.Start()
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	p := policy(t, "", "::1")
+	for _, zone := range []string{"", "%25lo", "%251", "%25eth0"} {
+		_, err := p.Client(0).Get("http://[::1" + zone + "]:" + port + "/")
+		if !errors.Is(err, egress.ErrNotAllowed) {
+			t.Errorf("[::1%s]: %v, want not allowed", zone, err)
+		}
+	}
+	for _, addr := range []string{"[::1%lo]:" + port, "[::1%1]:" + port} {
+		if _, err := p.DialContext(context.Background(), "tcp", addr); !errors.Is(err, egress.ErrNotAllowed) {
+			t.Errorf("dial %s: %v, want not allowed", addr, err)
+		}
+	}
+	if hits.Load() != 0 {
+		t.Fatalf("%d requests reached the denied server", hits.Load())
+	}
+	// Allowed, the same zoned address connects: the fix strips the zone for the decision only.
+	resp, err := policy(t, "", "").Client(0).Get("http://[::1%25lo]:" + port + "/")
+	if err != nil {
+		t.Fatalf("allowed zoned loopback: %v", err)
+	}
+	resp.Body.Close()
+}
+
+// TestRedirectsKeepTheKeyWithinItsOrigin: the policy's client sends Authorization after a
+// redirect only within the first request's origin: not to another port of the same host
+// (net/http alone would), nor to another scheme or host.
+func TestRedirectsKeepTheKeyWithinItsOrigin(t *testing.T) {
+	seen := make(chan string, 4)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- "other:" + r.Header.Get("Authorization") + r.Header.Get("X-Api-Key")
+	}))
+	defer other.Close()
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/same":
+			http.Redirect(w, r, "/final", http.StatusTemporaryRedirect)
+		case "/final":
+			seen <- "front:" + r.Header.Get("Authorization")
+		default:
+			http.Redirect(w, r, other.URL+"/x", http.StatusTemporaryRedirect)
+		}
+	}))
+	defer front.Close()
+	client := policy(t, "", "").Client(0)
+	for path, want := range map[string]string{"/same": "front:Bearer k", "/port": "other:"} {
+		req, _ := http.NewRequest("GET", front.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer k")
+		req.Header.Set("X-Api-Key", "k")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := <-seen; got != want {
+			t.Errorf("%s: the destination saw %q, want %q", path, got, want)
+		}
 	}
 }

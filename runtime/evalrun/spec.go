@@ -230,6 +230,9 @@ func validateSpecFields(fe *fieldErrors, spec events.BenchmarkSpec) {
 	if set > 1 {
 		fe.add("matrix, shared_prefix and workload_yaml are mutually exclusive", "value_error")
 	}
+	if len(*fe) == 0 { // the budget needs every length, rate and stage in range
+		checkMemoryBudget(fe, spec)
+	}
 }
 
 func checkSpecMeaning(spec events.BenchmarkSpec) error {

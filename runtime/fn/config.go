@@ -81,6 +81,10 @@ type Config struct {
 	// SecretKey seals and opens endpoint API keys (LENS_SECRET_KEY: 32 random bytes, base64);
 	// empty means keys cannot be stored. It prints as [redacted].
 	SecretKey Secret
+	// EventToken is the credential of events (LENS_EVENT_TOKEN; the local stack sets it when
+	// LENS_AUTH=required): sent with every event, and required on /events when set. It prints
+	// as [redacted].
+	EventToken Secret
 	// DatasetMirror makes the simulation API fetch <mirror>/<file> instead of the upstream URL
 	// (LENS_DATASET_MIRROR, for air-gapped clusters).
 	DatasetMirror string
@@ -149,7 +153,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		Service: getenv("K_SERVICE"), Revision: getenv("K_REVISION"), Configuration: getenv("K_CONFIGURATION"),
 		Sink: getenv("K_SINK"), RedisURL: getenv("REDIS_URL"), StorePrefix: getenv("LENS_STORE_PREFIX"), ModuleDir: getenv("LENS_MODULE_DIR"),
 		LogLevel: orDefault(getenv("LOG_LEVEL"), "info"), LoggingConfig: getenv("K_LOGGING_CONFIG"),
-		SecretKey: Secret(getenv("LENS_SECRET_KEY")), DatasetMirror: getenv("LENS_DATASET_MIRROR"),
+		SecretKey: Secret(getenv("LENS_SECRET_KEY")), EventToken: Secret(getenv("LENS_EVENT_TOKEN")), DatasetMirror: getenv("LENS_DATASET_MIRROR"),
 		StaticExecutions:        getenv("LENS_STATIC_EXECUTIONS"),
 		LLMDBenchmarkExecutable: strings.TrimSpace(getenv("LLM_D_BENCHMARK_EXECUTABLE")),
 		LLMDBenchmarkRoot:       strings.TrimSpace(getenv("LLM_D_BENCHMARK_ROOT")),

@@ -165,7 +165,10 @@ func (g *guard) wrap(route Route) http.Handler {
 				problem.Write(w, r, err)
 				return
 			}
-			r = r.WithContext(context.WithValue(r.Context(), callerKey{}, tok))
+			ctx := context.WithValue(r.Context(), callerKey{}, tok)
+			// A long-lived answer (an event stream) asks again and ends once the token is revoked.
+			header, scope := r.Header.Get("Authorization"), route.Scope
+			r = r.WithContext(auth.WithRecheck(ctx, func(ctx context.Context) error { return g.recheck(ctx, header, scope) }))
 		}
 		if checkBrowser {
 			if err := checkQuery(r, route.Query); err != nil {
@@ -273,6 +276,20 @@ func (g *guard) authenticate(r *http.Request, scope auth.Scope) (auth.Token, err
 			realm + `, error="insufficient_scope", scope="` + string(scope) + `"`}
 	}
 	return tok, nil
+}
+
+// recheck verifies an Authorization header again: auth.ErrInvalid once its token is revoked or
+// lost scope, a store error as it is.
+func (g *guard) recheck(ctx context.Context, header string, scope auth.Scope) error {
+	_, secret, _ := strings.Cut(header, " ")
+	tok, err := g.tokens.Verify(ctx, strings.TrimSpace(secret))
+	if err != nil {
+		return err
+	}
+	if !tok.Allows(scope) {
+		return auth.ErrInvalid
+	}
+	return nil
 }
 
 // checkHostAndOrigin defends the API against pages in a browser: a Host outside

@@ -2,6 +2,7 @@ package fn
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
@@ -115,7 +116,7 @@ func NewServer(ctx context.Context, cfg Config, name string, build Builder) (_ *
 	s.closers = append(s.closers, func(context.Context) error { stopEmbedded(); return nil },
 		func(context.Context) error { return store.Close() })
 	sender, err := cloudevent.NewSender(cloudevent.SenderConfig{Sink: cfg.Sink, Source: "/lensfn/" + name,
-		Extensions: cfg.CEOverrides, Observe: metrics.observeSent})
+		Extensions: cfg.CEOverrides, Observe: metrics.observeSent, Token: cfg.EventToken.Reveal()})
 	if err != nil {
 		return nil, err
 	}
@@ -271,14 +272,49 @@ func assemble(d Deps, f *Function) (http.Handler, error) {
 		if err != nil {
 			return nil, err
 		}
-		// The Broker sends no token; events are capped, validated and deduplicated instead.
-		routes = append(routes, Route{Method: http.MethodPost, Path: "/events", Scope: auth.Public, Handler: recv, MaxBodyBytes: MaxEventBytes})
+		// Events are capped, validated and deduplicated; with LENS_EVENT_TOKEN they also need the
+		// credential (the local Broker forwards the sender's), and the work they create is owned
+		// by their sender (eventCaller). The Knative Broker sends no token: there the Trigger's
+		// subscriber is reached only inside the cluster (README "Security").
+		routes = append(routes, Route{Method: http.MethodPost, Path: "/events", Scope: auth.Public,
+			Handler: eventCaller(d.Config.EventToken, recv), MaxBodyBytes: MaxEventBytes})
 	}
 	rt, err := newRouter(&guard{cfg: d.Config, tokens: d.Tokens}, append(routes, f.Routes...))
 	if err != nil {
 		return nil, err
 	}
 	return problem.WithRequestID(m.instrument(log, rt)), nil
+}
+
+// EventOwnerPrefix starts the owner of work an event created: "event:" and the event's source
+// (e.g. event:/lensfn/workflow-orchestrator), where a request's work is owned by its token.
+const EventOwnerPrefix = "event:"
+
+// eventCaller checks the caller of /events: the Host must be an internal one (egress.InternalHost:
+// a Knative Broker delivers to the subscriber's cluster-internal address, while a request through
+// the public ingress, or a DNS-rebinding page, names a public host), and the event credential
+// must come with it when there is one (401 without it). It makes the event's sender the caller
+// of its handler, so work the event creates carries an owner.
+func eventCaller(token Secret, next http.Handler) http.Handler {
+	want := []byte("Bearer " + token.Reveal())
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Brokers deliver to a subscriber's internal address; a public name is the ingress.
+		if !egress.InternalHost(r.Host) {
+			problem.Write(w, r, problem.New(problem.CodeForbidden, "events are taken only at the function's cluster-internal address, not at %q", r.Host))
+			return
+		}
+		if token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="lensfn-events"`)
+			problem.Write(w, r, problem.New(problem.CodeUnauthorized, "events need the stack's event credential (Authorization: Bearer, LENS_EVENT_TOKEN)"))
+			return
+		}
+		source := r.Header.Get("Ce-Source")
+		if source == "" {
+			source = "unknown"
+		}
+		caller := auth.Token{ID: EventOwnerPrefix + source, Name: "event sender"}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, caller)))
+	})
 }
 
 // MaxEventBytes caps a CloudEvent delivered to /events: the catalogue's payloads are small.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/lensfn/lensfn/runtime/egress"
 	"github.com/lensfn/lensfn/runtime/kubeconfig"
 	"github.com/lensfn/lensfn/runtime/problem"
 	"github.com/lensfn/lensfn/runtime/state"
@@ -26,6 +27,17 @@ func nameID(name string) string {
 }
 
 // CreateCluster registers a cluster under a unique name and opens its first session.
+// CheckKubeconfigServer refuses a kubeconfig whose server the endpoint policy does not allow
+// (a metadata address, a denied network): the deployer would send the cluster's credentials
+// there. A server that does not resolve now is left to the deployer's dial, which applies the
+// policy again.
+func (r *Repo) CheckKubeconfigServer(ctx context.Context, creds kubeconfig.Credentials) error {
+	if err := r.Endpoints.Check(ctx, creds.Server); errors.Is(err, egress.ErrNotAllowed) {
+		return problem.New(problem.CodeBadRequest, "the kubeconfig's server is refused: %v", egress.ErrNotAllowed)
+	}
+	return nil
+}
+
 func (r *Repo) CreateCluster(ctx context.Context, spec ClusterSpec) (Cluster, Session, error) {
 	switch {
 	case spec.Kind != ClusterLocal && spec.Kind != ClusterKubernetes:
@@ -38,8 +50,12 @@ func (r *Repo) CreateCluster(ctx context.Context, spec ClusterSpec) (Cluster, Se
 	if spec.Kubeconfig != "" {
 		// Every caller, not only inventory-api's route (which answers the same refusal as a 422
 		// naming the field): the deployer builds its client from what is stored here.
-		if _, err := kubeconfig.Parse([]byte(spec.Kubeconfig)); err != nil {
+		creds, err := kubeconfig.Parse([]byte(spec.Kubeconfig))
+		if err != nil {
 			return Cluster{}, Session{}, problem.Wrap(problem.CodeBadRequest, err, "the kubeconfig is refused")
+		}
+		if err := r.CheckKubeconfigServer(ctx, creds); err != nil {
+			return Cluster{}, Session{}, err
 		}
 	}
 	c := Cluster{ID: NewID(), Name: spec.Name, Kind: spec.Kind, Namespace: spec.Namespace,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/lensfn/lensfn/runtime/egress"
 	"github.com/lensfn/lensfn/runtime/problem"
 	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/state"
@@ -27,6 +28,10 @@ type Repo struct {
 	// say) must not pin the execution forever. It must answer false for a holder it cannot
 	// find (a run is created after it takes its use). Nil: every holder counts as active.
 	HolderEnded func(ctx context.Context, holder string) (bool, error)
+	// Endpoints is the operator's endpoint policy a kubeconfig's server must pass, as every
+	// endpoint a user gives does (nil: egress's default deny only, so metadata addresses are
+	// refused whoever builds the Repo).
+	Endpoints *egress.Policy
 }
 
 // NewID returns a random UUID, the id format of every inventory record.

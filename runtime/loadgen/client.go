@@ -59,7 +59,7 @@ func newHTTPClient(dial func(ctx context.Context, network, addr string) (net.Con
 		ExpectContinueTimeout: time.Second,
 	}
 	TuneTransport(t)
-	return &http.Client{Transport: t}
+	return &http.Client{Transport: t, CheckRedirect: checkRedirect}
 }
 
 // Why a request's context ended; Record.Error says which.

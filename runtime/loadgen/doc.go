@@ -23,8 +23,9 @@
 // connection's deadline and the run's stop reaches every request in flight through one
 // h1.Group, so a request costs no context of its own; see its doc.go for why not
 // net/http or fasthttp), dialling through Config.Dial (an egress policy) and verifying TLS as
-// net/http does (Config.TLSConfig, else the system roots). It follows redirects as net/http's
-// client does. net/http's client stays for what the lean one does not do: a caller-supplied
+// net/http does (Config.TLSConfig, else the system roots). Both clients follow 307 and 308,
+// keep the endpoint's key within its origin (scheme, host and port), and fail a request a 301,
+// 302 or 303 would turn into a GET without its body. net/http's client stays for what the lean one does not do: a caller-supplied
 // Config.Client (its own transport, HTTP/2, redirect policy) and an HTTP(S)_PROXY the
 // environment names for the endpoint (used only without Config.Dial, as a proxy would connect
 // past a dial policy). NewHTTPClient is that tuned net/http client and TuneTransport applies the
@@ -41,7 +42,8 @@
 // offsets. Synthesised prompts count one word as one token, which BPE tokenizers match only
 // approximately; equal hash ids always give byte-identical text.
 //
-// It may import the standard library, runtime/secret, runtime/jsoncursor (its SSE chunk decoder),
+// It may import the standard library, runtime/egress (the redirect rules: origins and credential
+// headers), runtime/secret, runtime/jsoncursor (its SSE chunk decoder),
 // runtime/jsonstr (the strings of its hand-written bodies and record lines),
 // runtime/loadgen/internal/h1 (its HTTP/1.1 client) and wasm-modules/splitmix (the run id).
 package loadgen

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lensfn/lensfn/runtime/egress"
 	"github.com/lensfn/lensfn/runtime/loadgen/internal/h1"
 )
 
@@ -136,6 +137,14 @@ func (e *engine) post(deadline time.Time, r *Request, key string, body []byte, s
 		}
 		return response{}, recordError(e.contextError(deadline, err))
 	}
+	// A caller's client may follow a 301-303 as a GET: that answer is not the request's.
+	if resp.Request != nil && resp.Request.Method != http.MethodPost && resp.Request.Response != nil {
+		resp.Body.Close()
+		if cancel != nil {
+			cancel()
+		}
+		return response{}, errMethodChanged(resp.Request.Response.StatusCode, resp.Request.URL)
+	}
 	return response{status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: resp.Body, cancel: cancel}, nil
 }
 
@@ -159,18 +168,18 @@ const maxRedirects = 10
 // errTooManyRedirects is net/http's wording.
 var errTooManyRedirects = errors.New("stopped after 10 redirects")
 
-// followRedirects follows resp's redirects as net/http's client does, so the transport does not
-// change what a run records: 307 and 308 resend the request, 301, 302 and 303 become a GET
-// without a body; at most 10; the Authorization header only to the same host or its
-// subdomains. Each hop dials through the same dialer, so an egress policy refuses a
-// destination outside it. A redirect without a Location is the response.
+// followRedirects follows resp's redirects the way both transports do (checkRedirect): 307 and
+// 308 resend the request; 301, 302 and 303 would turn it into a GET without its body, which is
+// no replay of it, so the request fails saying so (errMethodChanged); at most 10; the
+// Authorization header only within the first request's origin (scheme, host and port). Each
+// hop dials through the same dialer, so an egress policy refuses a destination outside it. A
+// redirect without a Location is the response.
 func (e *engine) followRedirects(deadline time.Time, resp *h1.Response, headers []h1.Header, body []byte) (*h1.Response, error) {
 	current, err := url.Parse(e.url)
 	if err != nil {
 		return nil, err
 	}
-	initialHost := current.Hostname()
-	method := http.MethodPost
+	initial := current
 	for hops := 0; isRedirect(resp.StatusCode); hops++ {
 		if resp.Location == "" {
 			return resp, nil
@@ -185,12 +194,12 @@ func (e *engine) followRedirects(deadline time.Time, resp *h1.Response, headers 
 			return nil, errTooManyRedirects
 		}
 		if resp.StatusCode != http.StatusTemporaryRedirect && resp.StatusCode != http.StatusPermanentRedirect {
-			method, body = http.MethodGet, nil
+			return nil, errMethodChanged(resp.StatusCode, next)
 		}
-		if h := next.Hostname(); h != initialHost && !strings.HasSuffix(h, "."+initialHost) {
+		if !egress.SameOrigin(initial, next) {
 			headers = withoutHeader(headers, "Authorization")
 		}
-		target, err := h1.NewTarget(method, next.String())
+		target, err := h1.NewTarget(http.MethodPost, next.String())
 		if err != nil {
 			return nil, fmt.Errorf("redirect to %s: %w", next.Redacted(), err)
 		}
@@ -200,6 +209,26 @@ func (e *engine) followRedirects(deadline time.Time, resp *h1.Response, headers 
 		current = next
 	}
 	return resp, nil
+}
+
+// errMethodChanged fails a request an endpoint redirected with 301, 302 or 303: a client
+// follows those with a GET without the body, which is not the request replayed, and an answer
+// to it (often a 200 without tokens) must not count as a success.
+func errMethodChanged(status int, to *url.URL) error {
+	return recordError(fmt.Sprintf("redirect: the endpoint answered %d to %s, which turns the POST into a GET without its body; "+
+		"the request is counted as failed (point the endpoint URL at where it redirects)", status, to.Redacted()))
+}
+
+// checkRedirect is the net/http client's redirect policy, the lean client's in followRedirects.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects {
+		return errTooManyRedirects
+	}
+	if req.Method != via[0].Method {
+		return errMethodChanged(req.Response.StatusCode, req.URL)
+	}
+	egress.DropCredentialsAcrossOrigins(req, via)
+	return nil
 }
 
 func withoutHeader(headers []h1.Header, name string) []h1.Header {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lensfn/lensfn/runtime/egress"
 	"github.com/lensfn/lensfn/runtime/loadgen"
 )
 
@@ -32,8 +33,9 @@ func one() []loadgen.Request {
 	return []loadgen.Request{{ArrivalMs: f64(0), InputTokens: 4, OutputTokens: 2}}
 }
 
-// Redirects come out the same on both transports: 307/308 resend the POST, 301/302/303 turn
-// into a GET, the key does not follow to another host, a loop stops after 10.
+// Redirects come out the same on both transports: 307/308 resend the POST, 301/302/303 (which a
+// client would follow as a GET without the body) fail the request saying so, the key does not
+// follow to another origin (another port of the same host included), a loop stops after 10.
 func TestRedirectsAreRecordedAsNetHTTPRecordsThem(t *testing.T) {
 	fake := &fakeOpenAI{Tokens: 2}
 	backend := fake.start(t)
@@ -43,6 +45,7 @@ func TestRedirectsAreRecordedAsNetHTTPRecordsThem(t *testing.T) {
 		http.Redirect(w, r, backend.URL+"/v1/chat/completions", http.StatusTemporaryRedirect)
 	}))
 	defer other.Close()
+	var followedAsGET atomic.Int32
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case strings.HasPrefix(r.URL.Path, "/temp/"):
@@ -52,6 +55,7 @@ func TestRedirectsAreRecordedAsNetHTTPRecordsThem(t *testing.T) {
 		case strings.HasPrefix(r.URL.Path, "/found/"):
 			http.Redirect(w, r, "/method", http.StatusFound)
 		case r.URL.Path == "/method":
+			followedAsGET.Add(1)
 			http.Error(w, `{"error":{"message":"got `+r.Method+`"}}`, http.StatusMethodNotAllowed)
 		case strings.HasPrefix(r.URL.Path, "/loop/"):
 			http.Redirect(w, r, r.URL.Path, http.StatusTemporaryRedirect)
@@ -65,7 +69,7 @@ func TestRedirectsAreRecordedAsNetHTTPRecordsThem(t *testing.T) {
 	cases := []struct{ prefix, wantErr string }{
 		{"/temp", ""},
 		{"/perm", ""},
-		{"/found", "HTTP 405: got GET"},
+		{"/found", "turns the POST into a GET"},
 		{"/loop", "stopped after 10 redirects"},
 		{"/nowhere", "HTTP 302"},
 		{"/other", ""},
@@ -96,11 +100,23 @@ func TestRedirectsAreRecordedAsNetHTTPRecordsThem(t *testing.T) {
 		if a, _ := authOnOtherHost.Load().(string); a != "" {
 			t.Errorf("the key followed a redirect to another host: %q", a)
 		}
-		// The first request the backend saw came through /temp: another port of the same host.
-		if got := fake.requests(); len(got) == 0 || got[0].Header.Get("Authorization") != "Bearer k-123" {
-			t.Error("the key did not follow a same-host redirect")
+		// The first request the backend saw came through /temp: another port of the same host,
+		// so another origin, which gets no key.
+		if got := fake.requests(); len(got) == 0 || got[0].Header.Get("Authorization") != "" {
+			t.Error("the key followed a redirect to another port of the same host")
+		}
+		if n := followedAsGET.Load(); n != 0 {
+			t.Errorf("a 302 was followed with a GET %d times", n)
 		}
 	})
+	// A caller's client whose own policy follows a 302 as a GET (the egress policy's): its
+	// answer is not counted either.
+	cfg := baseConfig(front.URL + "/found")
+	cfg.Client = egress.New(egress.Rules{}).Client(0)
+	recs, _ := run(t, cfg, one())
+	if r := recs[0]; r.Successful || r.Error == nil || !strings.Contains(*r.Error, "turns the POST into a GET") {
+		t.Errorf("a POST a caller's client followed as a GET: %+v", r)
+	}
 }
 
 // rawOpenAI answers every request on a connection with reply, whatever it asked.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 )
@@ -33,6 +34,9 @@ func DecodeFieldError(err error) FieldError {
 		if typeErr.Field != "" {
 			loc = append(loc, strings.Split(typeErr.Field, ".")...)
 		}
+		if msg, ok := numberMismatch(typeErr); ok {
+			return Field(msg, "value_error", loc...)
+		}
 		return Field(fmt.Sprintf("expected %s, got %s", jsonKindOf(typeErr.Type), articled(typeErr.Value)), "type_error", loc...)
 	case errors.As(err, &syntaxErr):
 		return Field(fmt.Sprintf("malformed JSON at byte %d", syntaxErr.Offset), "json_invalid", "body")
@@ -41,6 +45,41 @@ func DecodeFieldError(err error) FieldError {
 		return Field("extra fields not permitted", "extra_forbidden", "body", name)
 	}
 	return Field(err.Error(), "json_invalid", "body")
+}
+
+// numberMismatch words a number a numeric field cannot hold: one past float64's range (1e400),
+// an integer past its type's range, or a fraction where an integer is expected. encoding/json
+// reports them all as a type error, which would read "expected a number, got a number".
+func numberMismatch(typeErr *json.UnmarshalTypeError) (string, bool) {
+	value, isNumber := strings.CutPrefix(typeErr.Value, "number ")
+	t := typeErr.Type
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if !isNumber || t == nil {
+		return "", false
+	}
+	if len(value) > 32 {
+		value = value[:32] + "..."
+	}
+	switch t.Kind() {
+	case reflect.Float32, reflect.Float64:
+		return fmt.Sprintf("%s is out of range: a number must be within ±%g", value, maxFloat(t)), true
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		if strings.ContainsAny(value, ".eE") {
+			return fmt.Sprintf("expected an integer, got %s", value), true
+		}
+		return fmt.Sprintf("%s is out of range for an integer here", value), true
+	}
+	return "", false
+}
+
+func maxFloat(t reflect.Type) float64 {
+	if t.Kind() == reflect.Float32 {
+		return math.MaxFloat32
+	}
+	return math.MaxFloat64
 }
 
 // jsonKindOf names what a Go type accepts in JSON terms: clients see "a number", never float64

@@ -107,3 +107,28 @@ func TestRetryMeaning(t *testing.T) {
 		t.Fatal("transient errors must be retried")
 	}
 }
+
+// TestNumbersAFieldCannotHoldAreNamed: 1e400 in a number field, a fraction or a huge value in
+// an integer field say what is wrong with the number, not "expected a number, got a number".
+func TestNumbersAFieldCannotHoldAreNamed(t *testing.T) {
+	type body struct {
+		Scale *float64 `json:"scale"`
+		Count int      `json:"count"`
+		Small int8     `json:"small"`
+	}
+	for raw, want := range map[string]string{
+		`{"scale":1e400}`:                   "1e400 is out of range: a number must be within ±1.7976931348623157e+308",
+		`{"count":1.5}`:                     "expected an integer, got 1.5",
+		`{"count":1e3}`:                     "expected an integer, got 1e3",
+		`{"small":300}`:                     "300 is out of range for an integer here",
+		`{"count":"7"}`:                     "expected an integer, got a string",
+		`{"count":99999999999999999999999}`: "99999999999999999999999 is out of range",
+	} {
+		var v body
+		err := problem.DecodeStrict([]byte(raw), &v)
+		detail, _ := json.Marshal(problem.BodyFor(err, "").Detail)
+		if err == nil || !strings.Contains(string(detail), want) || strings.Contains(string(detail), "got a number") {
+			t.Errorf("%s: %s, want %q", raw, detail, want)
+		}
+	}
+}

@@ -8,5 +8,8 @@
 // ServeProgress is the HTTP side: cursor, a bounded slot per connection, problems for bad
 // requests.
 //
-// It may import runtime/state and runtime/problem.
+// An open stream asks every second whether the credential it was opened with still holds
+// (auth.Recheck, set by runtime/fn) and ends with an "error" event once its token is revoked.
+//
+// It may import runtime/state, runtime/problem and runtime/auth.
 package sse

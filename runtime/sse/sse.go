@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/lensfn/lensfn/runtime/auth"
 )
 
 // Event is one message of a stream. ID is the source's cursor (the client sends it back as
@@ -51,6 +53,10 @@ func (l Limits) withDefaults() Limits {
 	}
 	return l
 }
+
+// recheckEvery is how often an open stream asks whether its credential still holds (a store
+// read); with the poll's wait a revoked token's stream ends within about three seconds.
+const recheckEvery = time.Second
 
 // MaxCursorBytes bounds the Last-Event-ID a client may send.
 const MaxCursorBytes = 64
@@ -97,7 +103,7 @@ func Serve(w http.ResponseWriter, r *http.Request, src Source, cursor string, li
 	flusher.Flush()
 
 	sent := 0
-	lastWrite := time.Now()
+	lastWrite, recheckAt := time.Now(), time.Now().Add(recheckEvery)
 	for {
 		for _, ev := range events {
 			if err := write(w, ev); err != nil {
@@ -133,6 +139,16 @@ func Serve(w http.ResponseWriter, r *http.Request, src Source, cursor string, li
 			}
 			flusher.Flush()
 			lastWrite = time.Now()
+		}
+		// The credential the stream was opened with is asked about again: a revoked token's
+		// streams end within seconds.
+		if time.Now().After(recheckAt) {
+			recheckAt = time.Now().Add(recheckEvery)
+			if err := auth.Recheck(ctx); errors.Is(err, auth.ErrInvalid) {
+				_ = write(w, Event{Type: "error", Data: map[string]string{"detail": "the token this stream was opened with is no longer valid"}})
+				flusher.Flush()
+				return nil
+			}
 		}
 		events, done, err = src.Next(ctx, cursor, lim.Poll)
 		if err != nil {

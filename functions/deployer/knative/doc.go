@@ -14,6 +14,7 @@
 // (functions/deployer/cmd/deployer) links it and the Kubernetes, apimachinery and Knative Serving
 // trees it needs; the local stack's deployer (cmd/deployer-local) does not (#11).
 //
-// It may import functions/deployer, runtime/deployconfig, runtime/inventory, runtime/kubeconfig and
+// It may import functions/deployer, runtime/deployconfig, runtime/egress (the policy the
+// cluster's server and every dial pass), runtime/inventory, runtime/kubeconfig and
 // runtime/knativeadmission.
 package knative

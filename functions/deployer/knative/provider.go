@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/lensfn/lensfn/functions/deployer"
 	"github.com/lensfn/lensfn/runtime/deployconfig"
+	"github.com/lensfn/lensfn/runtime/egress"
 	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/knativeadmission"
 	"github.com/lensfn/lensfn/runtime/kubeconfig"
@@ -226,6 +229,11 @@ func (k *Provider) client(ctx context.Context, d *deployer.Deployment) (dynamic.
 		return nil, "", fmt.Errorf("cluster %s's kubeconfig is refused, so nothing was sent to the cluster "+
 			"(register the cluster again with inline credentials only): %w", session.ClusterName, err)
 	}
+	// The server passes the endpoint policy here too (a record from before the check, or one
+	// written to the store directly), and every connection dials through it (RESTConfig).
+	if err := k.Inventory.CheckKubeconfigServer(ctx, creds); err != nil {
+		return nil, "", fmt.Errorf("cluster %s's kubeconfig is refused, so nothing was sent to the cluster: %w", session.ClusterName, err)
+	}
 	ns := session.Namespace
 	if ns == "" {
 		ns = "default"
@@ -234,15 +242,19 @@ func (k *Provider) client(ctx context.Context, d *deployer.Deployment) (dynamic.
 	if newClient == nil {
 		newClient = func(rc *rest.Config) (dynamic.Interface, error) { return dynamic.NewForConfig(rc) }
 	}
-	c, err := newClient(RESTConfig(creds))
+	c, err := newClient(RESTConfig(creds, k.Inventory.Endpoints))
 	return c, ns, err
 }
 
 // RESTConfig is the client configuration of creds and nothing else: no exec or auth-provider
 // plugin, no file, no proxy of the kubeconfig's choosing (clientcmd would honour all of them).
-func RESTConfig(creds kubeconfig.Credentials) *rest.Config {
+// Every connection dials through policy (nil: egress's default deny), so a server name that
+// resolves to a refused address later is refused too.
+func RESTConfig(creds kubeconfig.Credentials, policy *egress.Policy) *rest.Config {
 	return &rest.Config{
 		Host:        creds.Server,
+		Dial:        policy.DialContext,
+		Proxy:       func(*http.Request) (*url.URL, error) { return nil, nil },
 		BearerToken: creds.Token,
 		TLSClientConfig: rest.TLSClientConfig{ServerName: creds.TLSServerName, Insecure: creds.Insecure,
 			CAData: creds.CAData, CertData: creds.CertData, KeyData: creds.KeyData},

@@ -93,7 +93,7 @@ func writeAtomically(path string, write func(io.Writer) error) error {
 		return err
 	}
 	tmp := f.Name()
-	if err := f.Chmod(0o644); err != nil {
+	if err := f.Chmod(0o600); err != nil { // private, as everything under the data dir (README "Security")
 		f.Close()
 		_ = os.Remove(tmp)
 		return err

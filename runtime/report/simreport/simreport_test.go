@@ -137,3 +137,22 @@ func TestWriteNeedsASummary(t *testing.T) {
 		t.Fatal("a task without a result got a report")
 	}
 }
+
+// TestReportsArePrivate: report.html and per-request.csv are 0600 like everything under the
+// data dir, whatever the process's umask.
+func TestReportsArePrivate(t *testing.T) {
+	task, _ := finishedTask(t, 5)
+	arts, err := simreport.Write(task, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range arts {
+		info, err := os.Stat(a.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if perm := info.Mode().Perm(); perm != 0o600 {
+			t.Errorf("%s is %v, want 0600", a.Path, perm)
+		}
+	}
+}

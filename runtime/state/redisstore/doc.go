@@ -36,7 +36,8 @@
 // context ends sooner), a blocking XREAD its BLOCK plus 10 s; a borrowed idle connection's TCP
 // socket is checked first (under TLS too; a PING where a platform cannot check sockets), so a
 // restarted server costs no failed command. Errors meaning Redis cannot be reached come back as
-// state.ErrUnavailable.
+// state.ErrUnavailable. At most a quarter of the pool blocks in XREAD at once; further progress
+// reads poll every 250 ms without BLOCK, so open event streams never starve other operations.
 //
 // TLS: a rediss:// URL verifies the server's certificate against the system's roots, or against
 // the PEM CA certificates of Options.TLSCAFile (REDIS_CA_FILE in the runtime) for a private CA;

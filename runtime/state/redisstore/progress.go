@@ -72,11 +72,23 @@ func (s *Store) ReadProgress(ctx context.Context, kind, id, after string, count 
 	return entries, nil
 }
 
+// pollStep is how often a read that could not block polls instead.
+const pollStep = 250 * time.Millisecond
+
 // readStream runs XREAD on its own pooled connection. A blocking read waits for its reply up to
-// its BLOCK plus blockSlack (the default read timeout would cut it short), or until ctx's deadline.
+// its BLOCK plus blockSlack (the default read timeout would cut it short), or until ctx's
+// deadline. Only cap(blockers) reads block at once; the others poll without BLOCK every
+// pollStep until block has passed, holding a connection only for each quick read, so however
+// many event streams are open the rest of the pool stays free for every other operation.
 func (s *Store) readStream(ctx context.Context, block time.Duration, args []any) (any, error) {
 	if block <= 0 {
 		return s.do(ctx, "XREAD", args...)
+	}
+	select {
+	case s.blockers <- struct{}{}:
+		defer func() { <-s.blockers }()
+	default:
+		return s.pollStream(ctx, block, withoutBlock(args))
 	}
 	c, err := s.conn(ctx)
 	if err != nil {
@@ -92,6 +104,39 @@ func (s *Store) readStream(ctx context.Context, block time.Duration, args []any)
 		}
 	}
 	return redis.DoWithTimeout(c, timeout, "XREAD", args...)
+}
+
+// pollStream reads without blocking every pollStep until a reply comes or block has passed.
+func (s *Store) pollStream(ctx context.Context, block time.Duration, args []any) (any, error) {
+	deadline := time.Now().Add(block)
+	for {
+		reply, err := s.do(ctx, "XREAD", args...)
+		if err != nil || reply != nil {
+			return reply, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(min(left, pollStep)):
+		}
+	}
+}
+
+// withoutBlock is XREAD's arguments without BLOCK and its value.
+func withoutBlock(args []any) []any {
+	out := make([]any, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		if args[i] == "BLOCK" {
+			i++
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return out
 }
 
 // parseStreams reads an XREAD reply: nil when nothing came, else [[stream, [[id, [field,

@@ -68,12 +68,16 @@ func (o Options) withDefaults() (Options, error) {
 
 // Store is the Redis implementation of state.Store. It is safe for concurrent use.
 type Store struct {
-	pool   *redis.Pool
-	slots  chan struct{} // one per connection that may be out of the pool at a time
-	addr   string        // host:port, for messages (never the URL: it may carry a password)
-	closed atomic.Bool
-	keys   keyspace
-	opts   Options
+	pool  *redis.Pool
+	slots chan struct{} // one per connection that may be out of the pool at a time
+	// blockers bounds the connections blocking reads (XREAD BLOCK) hold at once: a quarter of
+	// the pool, so open event streams can never take the connections every other operation
+	// needs (progress.go).
+	blockers chan struct{}
+	addr     string // host:port, for messages (never the URL: it may carry a password)
+	closed   atomic.Bool
+	keys     keyspace
+	opts     Options
 }
 
 var _ state.Store = (*Store)(nil)
@@ -101,7 +105,8 @@ func Open(ctx context.Context, redisURL string, opts Options) (*Store, error) {
 	if size == 0 {
 		size = 10 * runtime.GOMAXPROCS(0)
 	}
-	s := &Store{pool: newPool(ep, size), slots: make(chan struct{}, size), addr: ep.addr, keys: keyspace{prefix: opts.Prefix}, opts: opts}
+	s := &Store{pool: newPool(ep, size), slots: make(chan struct{}, size), blockers: make(chan struct{}, max(1, size/4)),
+		addr: ep.addr, keys: keyspace{prefix: opts.Prefix}, opts: opts}
 	if _, err := s.do(ctx, "PING"); err != nil {
 		_ = s.Close()
 		if untrusted := (*tls.CertificateVerificationError)(nil); errors.As(err, &untrusted) {

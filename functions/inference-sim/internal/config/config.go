@@ -38,6 +38,9 @@ type Environment struct {
 	ListenHost string // LENS_LISTEN_HOST: default for --host (the runtime's listen-host setting)
 	APIKey     string // VLLM_API_KEY: default for --api-key
 	AdminToken string // LENS_SIM_ADMIN_TOKEN: default for --admin-token
+	// AllowedHosts is LENS_ALLOWED_HOSTS (comma-separated), the runtime's setting: the only
+	// Host names /admin answers when set.
+	AllowedHosts string
 }
 
 // LoRAModule is one entry of --lora-modules.
@@ -120,6 +123,7 @@ type Config struct {
 	SelfSignedCerts bool
 
 	MaxRequestBodySizeMB       int
+	MaxInFlightRequestMB       int
 	StartupDuration            time.Duration
 	EnableRequestIDHeaders     bool
 	DefaultEmbeddingDimensions int
@@ -130,6 +134,9 @@ type Config struct {
 	// ever logged or returned.
 	APIKey     string
 	AdminToken string
+	// AllowedHosts, when set, are the only Host names /admin/* answers (LENS_ALLOWED_HOSTS;
+	// DNS rebinding); unset, /admin answers addresses, localhost and cluster-internal names.
+	AllowedHosts []string
 
 	// From the environment.
 	PodName      string
@@ -179,6 +186,7 @@ func defaultConfig() Config {
 		DataParallelRank:           -1,
 		DatasetTableName:           "llmd",
 		MaxRequestBodySizeMB:       4,
+		MaxInFlightRequestMB:       1024,
 		DefaultEmbeddingDimensions: 384,
 		ShutdownTimeout:            30 * time.Second,
 	}
@@ -373,6 +381,8 @@ var flagTable = slices.Concat([]flagSpec{
 	strFlag("ssl-keyfile", "TLS key file", func(c *Config) *string { return &c.SSLKeyFile }),
 	boolFlag("self-signed-certs", "serve HTTPS with a generated self-signed certificate", func(c *Config) *bool { return &c.SelfSignedCerts }),
 	intFlag("max-request-body-size-mb", "maximum request body in MiB (1-512, default 4)", func(c *Config) *int { return &c.MaxRequestBodySizeMB }),
+	intFlag("max-inflight-request-mb", "memory budget of the generation requests in flight in MiB, each counted as 6x its body; "+
+		"a request that does not fit gets a 503 (from 6x --max-request-body-size-mb to 65536, default 1024)", func(c *Config) *int { return &c.MaxInFlightRequestMB }),
 	durFlag("startup-duration", "/health/ready answers 503 for this long after start", func(c *Config) *time.Duration { return &c.StartupDuration }),
 	boolFlag("enable-request-id-headers", "honour and echo X-Request-Id", func(c *Config) *bool { return &c.EnableRequestIDHeaders }),
 	intFlag("default-embedding-dimensions", "default /v1/embeddings vector size (default 384)", func(c *Config) *int { return &c.DefaultEmbeddingDimensions }),
@@ -576,6 +586,11 @@ func Parse(args []string, env Environment, readFile func(string) ([]byte, error)
 	}
 	c.HashSeed = env.PythonHashSeed
 	c.Host, c.APIKey, c.AdminToken = env.ListenHost, env.APIKey, env.AdminToken
+	for _, h := range strings.Split(env.AllowedHosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			c.AllowedHosts = append(c.AllowedHosts, h)
+		}
+	}
 	if env.Port != "" {
 		p, err := strconv.Atoi(env.Port)
 		if err != nil {
@@ -743,6 +758,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxRequestBodySizeMB < 1 || c.MaxRequestBodySizeMB > 512 {
 		bad("--max-request-body-size-mb must be within 1-512")
+	} else if c.MaxInFlightRequestMB < limits.BytesPerBodyByte*c.MaxRequestBodySizeMB || c.MaxInFlightRequestMB > 65536 {
+		bad("--max-inflight-request-mb must be within %d (%dx --max-request-body-size-mb, so the largest request fits) and 65536",
+			limits.BytesPerBodyByte*c.MaxRequestBodySizeMB, limits.BytesPerBodyByte)
 	}
 	if c.DefaultEmbeddingDimensions < 1 || c.DefaultEmbeddingDimensions > limits.MaxEmbeddingDimensions {
 		bad("--default-embedding-dimensions must be within 1-%d", limits.MaxEmbeddingDimensions)
