@@ -107,6 +107,10 @@ type execution struct {
 	// benchStart is when the measured traffic began, rateStart when the rate stages did, on
 	// the monitor's clock (seconds).
 	benchStart, rateStart float64
+	// origin is the zero of every stage's record times: stages run back to back on this one
+	// clock, so a run's window (and its throughput, goodput and timelines) spans them all
+	// rather than overlaying stages that each restarted at 0.
+	origin time.Time
 
 	// senders is how many copies of the workload this execution sends itself: the run's
 	// parallelism, or 1 for a worker (the owner of a run with parallelism > 1 sends none: its
@@ -175,7 +179,8 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 		scrapeCtx, stopScrape := context.WithCancel(ctx)
 		scraped := make(chan struct{})
 		go func() { defer close(scraped); x.monitor.run(scrapeCtx, r.settings.ScrapeInterval) }()
-		x.benchStart = time.Since(x.started).Seconds()
+		x.origin = time.Now()
+		x.benchStart = x.origin.Sub(x.started).Seconds()
 		werr = x.runWorkload(ctx, fields)
 		end := time.Since(x.started).Seconds()
 		stopScrape()
@@ -468,7 +473,7 @@ func (x *execution) stage(ctx context.Context, phase string, sched loadgen.Sched
 		}
 		cfg := loadgen.Config{BaseURL: x.run.Internal.Endpoint, APIKey: x.key, Model: x.run.Internal.Model,
 			API: x.api, Stream: x.stream, IgnoreEOS: x.ignoreEOS, InterTokenTimes: x.stream, RequestTimeout: timeout,
-			Concurrency: concurrency, Seed: x.seed + uint64(w)*7919, Progress: progress,
+			Concurrency: concurrency, Seed: x.seed + uint64(w)*7919, Progress: progress, Origin: x.origin,
 			// The engine's lean HTTP/1.1 client, dialling only where the endpoint policy allows
 			// (redirect targets included); x.r.client (net/http) serves the probes and the monitor.
 			Dial:  x.r.deps.Egress.DialContext,

@@ -499,6 +499,7 @@ func (r *Runner) runWorker(ctx context.Context, w *evalrun.Worker, held *leasedr
 		defer close(watched)
 		x.watch(wctx, cancel)
 	}()
+	x.origin = time.Now()
 	werr := x.workload(wctx, map[string]any{})
 	cause := context.Cause(wctx)
 	cancel(nil)
