@@ -9,7 +9,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/loadgen"
 )
 
-// maxPooledGaps bounds the inter-token gaps a builder keeps for its ITL distribution; past it
+// maxPooledGaps bounds the chunk gaps a builder keeps for its chunk_gap distribution; past it
 // the gaps are a uniform reservoir sample (exact below it).
 const maxPooledGaps = 1 << 20
 
@@ -66,6 +66,14 @@ func NewSamples() *Samples { return &Samples{shared: true} }
 // run costs a few MB. Distributions are over successful requests, as inference-perf reports
 // them; percentiles interpolate linearly between order statistics (numpy's default, which
 // inference-perf uses).
+//
+// Two inter-token quantities are kept apart. itl is the per-token decode interval of each
+// request, (latency - TTFT) / (output tokens - 1): what a user waits per token once the first
+// arrived, whatever the server's chunking. chunk_gap is the distribution of the gaps between
+// the content chunks the client read (vLLM's bench_serving calls these ITL): a server that
+// coalesces several tokens into one write, or a stream read in bursts, gives gaps near 0 ms
+// there, which says how the stream was delivered but nothing about decode speed, so it is never
+// the headline.
 type Builder struct {
 	samples *Samples
 	rows    []int32 // the rows of samples this builder was given, in order
@@ -236,8 +244,9 @@ func (b *Builder) reservoir() ([]float64, int64, *rand.Rand) {
 	return r.own, r.gapsSeen, r.rng
 }
 
-// itlGaps is the gaps b's ITL distribution is over, in a slice of their own.
-func (b *Builder) itlGaps() []float64 {
+// chunkGaps is the gaps between content chunks b's chunk_gap distribution is over, in a slice
+// of their own.
+func (b *Builder) chunkGaps() []float64 {
 	if !b.samples.shared {
 		return slices.Clone(b.own)
 	}
@@ -304,7 +313,8 @@ func (b *Builder) Metrics(artifactPath string) Metrics {
 	}
 	v := b.values() // fresh slices, which the distributions may reorder
 	dists := map[string]any{}
-	for name, values := range map[string][]float64{"request_latency": v.latency, "ttft": v.ttft, "itl": b.itlGaps(), "tpot": v.tpot, "ntpot": v.ntpot} {
+	for name, values := range map[string][]float64{"request_latency": v.latency, "ttft": v.ttft, "itl": v.itl, "tpot": v.tpot,
+		"ntpot": v.ntpot, "chunk_gap": b.chunkGaps()} {
 		d := distributionOf(values, "_ms")
 		dists[name] = d
 		scalar := name + "_ms"
@@ -323,7 +333,7 @@ func (b *Builder) Metrics(artifactPath string) Metrics {
 
 // builderValues are a builder's numbers, gathered from its rows in the order they came.
 type builderValues struct {
-	latency, ttft, tpot, ntpot, inTok, outTok, delay []float64
+	latency, ttft, tpot, itl, ntpot, inTok, outTok, delay []float64
 }
 
 func (b *Builder) values() builderValues {
@@ -331,7 +341,7 @@ func (b *Builder) values() builderValues {
 	v := builderValues{delay: make([]float64, 0, len(b.rows))}
 	n := int(b.successes)
 	v.latency, v.inTok, v.outTok = make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
-	v.ttft, v.tpot, v.ntpot = make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
+	v.ttft, v.tpot, v.itl, v.ntpot = make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
 	for _, r := range b.rows {
 		row := int(r)
 		v.delay = append(v.delay, s.delay.at(row))
@@ -347,6 +357,9 @@ func (b *Builder) values() builderValues {
 		}
 		if t := s.ttft.at(row); !math.IsNaN(t) {
 			v.ttft = append(v.ttft, t)
+			if out >= 2 {
+				v.itl = append(v.itl, (latency-t)/(out-1))
+			}
 		}
 		if t := s.tpot.at(row); !math.IsNaN(t) {
 			v.tpot = append(v.tpot, t)

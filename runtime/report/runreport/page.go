@@ -30,6 +30,7 @@ func build(run *evalrun.Run, m evalrun.Metrics, d *distributions, now time.Time)
 	fact("requests/s", "throughput_rps", "")
 	fact("TTFT p50 (ms)", "ttft_ms", "")
 	fact("TPOT p50 (ms)", "tpot_ms", "")
+	fact("ITL p50 (ms)", "itl_ms", "")
 	fact("latency p50 (ms)", "request_latency_ms", "")
 	fact("benchmark time (s)", "benchmark_time_seconds", "")
 
@@ -44,6 +45,10 @@ func build(run *evalrun.Run, m evalrun.Metrics, d *distributions, now time.Time)
 		overview.Notes = append(overview.Notes, "The run has no metrics yet.")
 	}
 	overview.Table = distributionTable(m)
+	if overview.Table != nil {
+		overview.Notes = append(overview.Notes, "ITL is each request's (latency − TTFT) / (output tokens − 1); the chunk gap is the time between "+
+			"the stream's chunks, near 0 ms when a server sends several tokens in one write.")
+	}
 	p.Sections = append(p.Sections, overview, slaSection(run, &p))
 
 	p.Sections = append(p.Sections, report.Section{Heading: "Distributions",
@@ -109,7 +114,8 @@ func verdictText(met *bool) string {
 func distributionTable(m evalrun.Metrics) *report.Table {
 	dists, _ := m["latency_distributions"].(map[string]any)
 	tb := &report.Table{Header: []string{"metric (ms)", "mean", "p50", "p90", "p95", "p99", "min", "max"}}
-	for _, row := range []struct{ name, key string }{{"TTFT", "ttft"}, {"TPOT", "tpot"}, {"ITL", "itl"}, {"latency", "request_latency"}} {
+	for _, row := range []struct{ name, key string }{{"TTFT", "ttft"}, {"TPOT", "tpot"},
+		{"ITL (per-token decode interval)", "itl"}, {"chunk gap (between stream chunks)", "chunk_gap"}, {"latency", "request_latency"}} {
 		d, _ := dists[row.key].(map[string]any)
 		if len(d) == 0 {
 			continue
