@@ -143,8 +143,11 @@ func (o *OptionalFacts) UnmarshalJSON(data []byte) error {
 // Parity says whether a guide and its baseline are comparable. Without a baseline Checks is nil
 // and it is {valid: false, checks: {}} with no accelerator counts.
 type Parity struct {
-	Valid                bool
-	Checks               *ParityChecks
+	Valid  bool
+	Checks *ParityChecks
+	// Reasons say, for each failed check, what differs and both sides' values (empty when
+	// valid).
+	Reasons              []string
 	GuideAccelerators    *int
 	BaselineAccelerators *int
 }
@@ -161,6 +164,7 @@ type ParityChecks struct {
 type parityJSON struct {
 	Valid                bool            `json:"valid"`
 	Checks               json.RawMessage `json:"checks"`
+	Reasons              []string        `json:"reasons"`
 	GuideAccelerators    *int            `json:"guide_accelerators"`
 	BaselineAccelerators *int            `json:"baseline_accelerators"`
 }
@@ -177,7 +181,11 @@ func (p Parity) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(parityJSON{p.Valid, checks, p.GuideAccelerators, p.BaselineAccelerators})
+	reasons := p.Reasons
+	if reasons == nil {
+		reasons = []string{}
+	}
+	return json.Marshal(parityJSON{p.Valid, checks, reasons, p.GuideAccelerators, p.BaselineAccelerators})
 }
 
 // UnmarshalJSON reads the §2 shape (checks {} is no baseline).
@@ -186,7 +194,7 @@ func (p *Parity) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return err
 	}
-	*p = Parity{Valid: raw.Valid, GuideAccelerators: raw.GuideAccelerators, BaselineAccelerators: raw.BaselineAccelerators}
+	*p = Parity{Valid: raw.Valid, Reasons: raw.Reasons, GuideAccelerators: raw.GuideAccelerators, BaselineAccelerators: raw.BaselineAccelerators}
 	if len(raw.Checks) > 0 && !isEmptyObject(raw.Checks) {
 		p.Checks = &ParityChecks{}
 		return json.Unmarshal(raw.Checks, p.Checks)

@@ -128,7 +128,7 @@ func TestReportIsValidSelfContainedHTMLWithTheNumbers(t *testing.T) {
 		"Comparison 1: guide-1 (optimized-baseline) vs baseline-1 (direct-vllm)",
 		"Comparison 2: guide-2 (pd-disaggregation) without a baseline",
 		"SLA verdict: missed", "ttft p90 80 against target 50 ms", // the guide's p90 TTFT 80 > 50
-		"accelerator count (guide 4, baseline 2) differs",
+		"accelerator count differs: guide 4, baseline 2",
 		gm(st.GeometricMeanRatio, "throughput_tps"), gm(st.GeometricMeanRatio, "ttft_ms"), gm(st.GeometricMeanRatioP90, "ttft_ms"),
 		report.Num(*st.SuiteNormalizedThroughputRatio), report.Num(*c.RateStageStatistics.SuiteNormalizedThroughputRatio),
 		rowRatio(st, 1, "throughput_tps"), rowRatio(c.RateStageStatistics, 0, "ttft_ms"),

@@ -268,9 +268,14 @@ func intStr(p *int) string {
 	return fmt.Sprint(*p)
 }
 
+// parityFailures says what differs, each with both values (older reports without reasons name
+// the failed checks).
 func parityFailures(p comparison.Parity) string {
 	if p.Checks == nil {
 		return "no checks"
+	}
+	if len(p.Reasons) > 0 {
+		return strings.Join(p.Reasons, "; ")
 	}
 	var out []string
 	for _, c := range []struct {

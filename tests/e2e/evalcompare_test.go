@@ -1,0 +1,56 @@
+package e2e_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// comparisonOf is the report's comparison of guide case guide against baseline case baseline.
+func comparisonOf(t *testing.T, wf map[string]any, guide, baseline string) map[string]any {
+	t.Helper()
+	report, _ := wf["report"].(map[string]any)
+	comparisons, _ := report["comparisons"].([]any)
+	for _, c := range comparisons {
+		if m := c.(map[string]any); m["guide_case_id"] == guide && m["baseline_case_id"] == baseline {
+			return m
+		}
+	}
+	t.Fatalf("no comparison of %s against %s in %v", guide, baseline, report)
+	return nil
+}
+
+// An evaluation of like-for-like configurations: two simulator replicas as the guide against the
+// direct-vllm baseline, which deploys the same two replicas with the same simulator flags, on the
+// identical benchmark. A second plan gives its direct-vllm baseline one replica, so its parity
+// fails, naming both values.
+func TestEvaluationOfIdenticalConfigurations(t *testing.T) {
+	stack, _ := workflowStackOf(t)
+	base, api := stack.APIURL, stack.APIURL+"/api/v1/evaluate"
+	cfg := configuration(t, base, "baseline-vllm", `{"model":{"name":"sim-model"},"decode":{"replicas":2},`+
+		`"simulator":{"time-to-first-token":"20ms","inter-token-latency":"2ms"}}`)
+	bench := `"benchmark":{"matrix":[{"isl":32,"osl":8}],"warmup_requests":1,"concurrency_stages":[{"concurrency":2,"num_requests":16}]}`
+	body := `{"name":"identical","cluster_session_id":"` + stack.LocalSessionID + `","benchmark_plans":[` +
+		`{"id":"same","configuration_artifact_id":"` + cfg + `","baseline_types":["direct-vllm"],` + bench + `},` +
+		`{"id":"smaller-baseline","configuration_artifact_id":"` + cfg + `","baseline_types":["direct-vllm"],` +
+		`"baseline_parameters":{"direct-vllm":{"replicas":1}},` + bench + `}]}`
+	id := createEvaluation(t, api, body)["id"].(string)
+	wf := waitWorkflow(t, api, id, 4*time.Minute, "finished", workflowFinished)
+	if wf["status"] != "succeeded" {
+		t.Fatalf("evaluation ended %v: %v (cases %v)", wf["status"], wf["error"], wf["cases"])
+	}
+
+	same := comparisonOf(t, wf, "guide-1", "baseline-1")
+	if p := same["parity"].(map[string]any); p["valid"] != true || len(p["reasons"].([]any)) != 0 {
+		t.Errorf("like-for-like parity %v", p)
+	}
+	smaller := comparisonOf(t, wf, "guide-2", "baseline-2")
+	p := smaller["parity"].(map[string]any)
+	reasons := mustJSON(p["reasons"])
+	if p["valid"] != false || !strings.Contains(reasons, "accelerator count differs: guide 2, baseline 1") {
+		t.Errorf("parity against a one-replica baseline %v", p)
+	}
+	if strings.Contains(reasons, "workload") || strings.Contains(reasons, "accelerator type") {
+		t.Errorf("only the accelerator count differs: %s", reasons)
+	}
+}
