@@ -270,7 +270,7 @@ func (m *mergeSource) replay(x *execution, seq int, measured bool, sink sinkFunc
 			delete(rec.Metadata, "seq")
 			gaps := takeGaps(rec.Metadata)
 			x.mu.Lock()
-			x.samples.Add(*rec, gaps, sink(*rec)...)
+			x.samples.Add(*rec, gaps, x.sinks(sink, *rec)...)
 			x.mu.Unlock()
 			if err := x.records.Record(*rec); err != nil {
 				return err

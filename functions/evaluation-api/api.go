@@ -298,7 +298,7 @@ func (a *API) resolve(ctx context.Context, req events.EvaluateRunRequest) (evalr
 }
 
 // listHeavy are the fields list items leave out.
-var listHeavy = []string{"logs", "matrix_results", "rate_stage_results", "timing"}
+var listHeavy = []string{"logs", "matrix_results", "rate_stage_results", "timing", "bootstrap", "repetition_results"}
 
 func (a *API) listRuns(w http.ResponseWriter, r *http.Request) error {
 	runs, err := a.runs.List(r.Context(), maxListed)

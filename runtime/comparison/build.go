@@ -115,7 +115,7 @@ func Build(cases []Case, compareConfigurations bool, now time.Time) Report {
 func compare(g, b *prepared) Comparison {
 	c := Comparison{
 		WorkloadID: g.c.WorkloadID, ScenarioID: nullable(g.c.ScenarioID), ScenarioName: nullable(g.c.ScenarioName),
-		SLA: evalrun.EvaluateSLA(evalrun.Metrics(g.metrics), slaTargets(g.c.SLATargets)), Guide: g.facts.Guide,
+		SLA: guideSLA(g), Guide: g.facts.Guide,
 		GuideConfiguration: g.facts, GuideCaseID: g.c.ID, Parity: Parity{},
 		GuideMetrics: g.metrics, BaselineMetrics: map[string]any{}, DeltaPercent: Ordered[float64]{}, MechanismDeltaPercent: Ordered[float64]{},
 	}
@@ -150,7 +150,19 @@ func compare(g, b *prepared) Comparison {
 		}
 	}
 	c.MatrixStatistics, c.RateStageStatistics = statistics(g, b)
+	c.Significance = significance(g.c.Bootstrap, b.c.Bootstrap, g.c.ID+"/"+b.c.ID)
 	return c
+}
+
+// guideSLA is the guide's SLA verdict, with how many repetitions met each target when it had
+// several.
+func guideSLA(g *prepared) *events.SLAVerdict {
+	targets := slaTargets(g.c.SLATargets)
+	v := evalrun.EvaluateSLA(evalrun.Metrics(g.metrics), targets)
+	if len(g.c.Repetitions) > 1 {
+		evalrun.CountRepetitionsMet(v, g.c.Repetitions, targets)
+	}
+	return v
 }
 
 func topology(left, right *prepared) TopologyComparison {

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/runtime/evalrun"
 )
 
 // Version is the report's comparison_version.
@@ -39,6 +40,11 @@ type Case struct {
 	Metrics map[string]any
 	// SLATargets are the case's sla_targets (BenchmarkSlaTargets keys); nil: none.
 	SLATargets map[string]any
+	// Bootstrap is the run's bootstrap record (nil: none, and the comparison has no
+	// significance); Repetitions are its repetitions' metrics (the SLA verdict counts how many
+	// met each target).
+	Bootstrap   *evalrun.Bootstrap
+	Repetitions []evalrun.Metrics
 }
 
 // Facts are a case's configuration facts (§2); nil fields are null.
@@ -104,6 +110,9 @@ type Comparison struct {
 	MechanismDeltaPercent Ordered[float64] `json:"mechanism_delta_percent"`
 	MatrixStatistics      *Statistics      `json:"matrix_statistics"`
 	RateStageStatistics   *Statistics      `json:"rate_stage_statistics"`
+	// Significance holds the 95 % confidence intervals of the guide/baseline ratios and a
+	// verdict per metric; null without a baseline or without both runs' bootstrap records.
+	Significance *Significance `json:"significance"`
 }
 
 // TopologyComparison compares two guide cases of one scenario (left in the guide role).

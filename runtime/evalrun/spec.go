@@ -20,6 +20,7 @@ const (
 	DefaultParallelism      = 1
 	DefaultHarnessMemoryGiB = 8.0
 	DefaultWarmupRequests   = 2
+	DefaultRepetitions      = 1
 	DefaultRepository       = "https://github.com/llm-d/llm-d-benchmark.git"
 	DefaultRevision         = "main"
 )
@@ -38,6 +39,7 @@ var DefaultConcurrencyStages = []events.ConcurrencyStage{
 const (
 	MaxParallelism        = 32
 	MaxWarmupRequests     = 50
+	MaxRepetitions        = 20
 	MaxMatrixPoints       = 50
 	MaxConcurrencyStages  = 20
 	MaxConcurrency        = 4096
@@ -66,7 +68,7 @@ var (
 func ptr[T any](v T) *T { return &v }
 
 // WithDefaults returns spec with every defaulted field filled in (harness, workload,
-// parallelism, harness memory, warm-up requests).
+// parallelism, harness memory, warm-up requests, repetitions).
 func WithDefaults(spec events.BenchmarkSpec) events.BenchmarkSpec {
 	if spec.Harness == nil {
 		spec.Harness = ptr(HarnessInferencePerf)
@@ -82,6 +84,9 @@ func WithDefaults(spec events.BenchmarkSpec) events.BenchmarkSpec {
 	}
 	if spec.WarmupRequests == nil {
 		spec.WarmupRequests = ptr(DefaultWarmupRequests)
+	}
+	if spec.Repetitions == nil {
+		spec.Repetitions = ptr(DefaultRepetitions)
 	}
 	return spec
 }
@@ -150,6 +155,7 @@ func validateSpecFields(fe *fieldErrors, spec events.BenchmarkSpec) {
 	fe.intRange(spec.Parallelism, 1, MaxParallelism, "parallelism")
 	fe.intRange(spec.WaitTimeoutSeconds, 1, MaxTimeoutSeconds, "wait_timeout_seconds")
 	fe.intRange(spec.WarmupRequests, 0, MaxWarmupRequests, "warmup_requests")
+	fe.intRange(spec.Repetitions, 1, MaxRepetitions, "repetitions")
 	fe.floatRange(spec.HarnessMemoryGiB, 0, MaxHarnessMemoryGiB, true, "harness_memory_gib")
 	fe.text(spec.Harness, 64, "harness")
 	fe.text(spec.AcceleratorProfile, 128, "accelerator_profile")
@@ -308,7 +314,7 @@ type Target struct {
 
 // specKeys are the keys of a run's `benchmark` block, in the spec's order.
 var specKeys = []string{"harness", "workload", "parallelism", "wait_timeout_seconds", "harness_memory_gib", "matrix",
-	"concurrency_stages", "warmup_requests", "shared_prefix", "workload_yaml", "accelerator_profile", "storage_class_name"}
+	"concurrency_stages", "warmup_requests", "shared_prefix", "workload_yaml", "accelerator_profile", "storage_class_name", "repetitions"}
 
 // secretKeys are request fields never stored in the document (the key is sealed apart).
 var secretKeys = map[string]bool{"api_key": true}
@@ -374,6 +380,7 @@ func benchmarkBlock(d, asked events.BenchmarkSpec) json.RawMessage {
 		"matrix": matrix, "concurrency_stages": stages, "warmup_requests": *d.WarmupRequests,
 		"shared_prefix": d.SharedPrefix, "workload_yaml": d.WorkloadYAML,
 		"accelerator_profile": d.AcceleratorProfile, "storage_class_name": d.StorageClassName,
+		"repetitions": *d.Repetitions,
 	}
 	out := []byte{'{'}
 	for i, k := range specKeys {

@@ -28,9 +28,11 @@ func TestEvaluationOfIdenticalConfigurations(t *testing.T) {
 	stack, _ := workflowStackOf(t)
 	base, api := stack.APIURL, stack.APIURL+"/api/v1/evaluate"
 	cfg := configuration(t, base, "baseline-vllm", `{"model":{"name":"sim-model"},"decode":{"replicas":2},`+
-		`"simulator":{"time-to-first-token":"20ms","inter-token-latency":"2ms"}}`)
-	bench := `"benchmark":{"matrix":[{"isl":32,"osl":8}],"warmup_requests":1,"concurrency_stages":[{"concurrency":2,"num_requests":16}]}`
-	body := `{"name":"identical","cluster_session_id":"` + stack.LocalSessionID + `","benchmark_plans":[` +
+		`"simulator":{"time-to-first-token":"20ms","time-to-first-token-std-dev":"4ms","inter-token-latency":"2ms","inter-token-latency-std-dev":"500us"}}`)
+	bench := `"benchmark":{"matrix":[{"isl":32,"osl":8}],"warmup_requests":1,"concurrency_stages":[{"concurrency":2,"num_requests":16}]},` +
+		`"sla_targets":{"ttft_ms":2000,"ttft_percentile":"p90","success_rate_min_percent":99}`
+	// Three repetitions of every case, set once for the whole evaluation.
+	body := `{"name":"identical","cluster_session_id":"` + stack.LocalSessionID + `","repetitions":3,"benchmark_plans":[` +
 		`{"id":"same","configuration_artifact_id":"` + cfg + `","baseline_types":["direct-vllm"],` + bench + `},` +
 		`{"id":"smaller-baseline","configuration_artifact_id":"` + cfg + `","baseline_types":["direct-vllm"],` +
 		`"baseline_parameters":{"direct-vllm":{"replicas":1}},` + bench + `}]}`
@@ -52,5 +54,39 @@ func TestEvaluationOfIdenticalConfigurations(t *testing.T) {
 	}
 	if strings.Contains(reasons, "workload") || strings.Contains(reasons, "accelerator type") {
 		t.Errorf("only the accelerator count differs: %s", reasons)
+	}
+
+	// Identical configurations: no metric differs significantly, and each interval holds 1.
+	sig, ok := same["significance"].(map[string]any)
+	if !ok || sig["guide_repetitions"] != 3.0 || sig["baseline_repetitions"] != 3.0 || sig["confidence"] != 0.95 {
+		t.Fatalf("significance %v", same["significance"])
+	}
+	metrics := sig["metrics"].(map[string]any)
+	if len(metrics) != 8 {
+		t.Errorf("significance of %d metrics, want 8: %v", len(metrics), metrics)
+	}
+	for name, v := range metrics {
+		m := v.(map[string]any)
+		if m["verdict"] != "no significant difference" {
+			t.Errorf("%s: %v (ratio %v in [%v, %v])", name, m["verdict"], m["ratio"], m["ratio_ci_low"], m["ratio_ci_high"])
+		}
+	}
+	// The guide's metrics carry the spread of its repetitions; its SLA verdict the margin and
+	// how many repetitions met each target.
+	gm := same["guide_metrics"].(map[string]any)
+	if spread, _ := gm["repetition_spread"].(map[string]any); gm["repetitions"] != 3.0 || spread["ttft_ms"] == nil {
+		t.Errorf("guide repetitions %v, spread %v", gm["repetitions"], gm["repetition_spread"])
+	}
+	sla := same["sla"].(map[string]any)
+	ttft := sla["checks"].(map[string]any)["ttft"].(map[string]any)
+	if sla["met"] != true || sla["repetitions_met"] != 3.0 || ttft["repetitions_met"] != 3.0 || ttft["repetitions"] != 3.0 ||
+		ttft["margin"].(float64) < 1500 || ttft["margin_percent"].(float64) < 75 {
+		t.Errorf("sla %v", sla)
+	}
+	for _, c := range wf["cases"].([]any) {
+		run := getRun(t, api, c.(map[string]any)["evaluation_run_id"].(string))
+		if len(run["repetition_results"].([]any)) != 3 || len(run["bootstrap"].(map[string]any)["repetitions"].([]any)) != 3 {
+			t.Errorf("run of %v: repetition_results %v", c.(map[string]any)["id"], run["repetition_results"])
+		}
 	}
 }

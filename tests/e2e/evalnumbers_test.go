@@ -127,6 +127,38 @@ func TestEvaluationNumbers(t *testing.T) {
 			t.Errorf("tpot_ms %.3f and itl_ms %.3f differ: both are per-token decode times", tpot, itl)
 		}
 	})
+
+	t.Run("a plain run repeated three times", func(t *testing.T) {
+		id := createRun(t, api, sim1(`{"deployment_execution_id":"sim-1","matrix":[{"isl":32,"osl":8}],"warmup_requests":1,"repetitions":3,
+			"concurrency_stages":[{"concurrency":2,"num_requests":8}],"sla_targets":{"ttft_ms":40,"ttft_percentile":"p50","tpot_ms":1000}}`))
+		run := waitRun(t, api, id, 2*time.Minute, isTerminal)
+		if run["status"] != "succeeded" {
+			t.Fatalf("run ended %v: %v", run["status"], run["error"])
+		}
+		if b := run["benchmark"].(map[string]any); b["repetitions"] != 3.0 {
+			t.Errorf("benchmark block %v", b)
+		}
+		m := run["metrics"].(map[string]any)
+		if m["request_count"] != 24.0 || m["repetitions"] != 3.0 {
+			t.Fatalf("request_count %v, repetitions %v", m["request_count"], m["repetitions"])
+		}
+		spread := m["repetition_spread"].(map[string]any)["ttft_ms"].(map[string]any)
+		if spread["repetitions"] != 3.0 || num(t, spread, "min") > num(t, spread, "max") {
+			t.Errorf("ttft spread %v", spread)
+		}
+		if reps := run["repetition_results"].([]any); len(reps) != 3 {
+			t.Errorf("repetition_results %v", reps)
+		}
+		// The simulator's TTFT is 40 ms and more: the p50 target of 40 ms is missed by a margin
+		// (negative) in every repetition; the TPOT target is met in every one.
+		sla := run["sla"].(map[string]any)
+		checks := sla["checks"].(map[string]any)
+		ttft, tpot := checks["ttft"].(map[string]any), checks["tpot"].(map[string]any)
+		if sla["met"] != false || sla["repetitions_met"] != 0.0 || ttft["repetitions_met"] != 0.0 || num(t, ttft, "margin") >= 0 ||
+			tpot["repetitions_met"] != 3.0 || num(t, tpot, "margin") <= 900 || tpot["repetitions"] != 3.0 {
+			t.Errorf("sla %v", sla)
+		}
+	})
 }
 
 // coalescingModel is an OpenAI-compatible completions server that streams tokens perWrite at a
