@@ -66,6 +66,7 @@ func (a *API) createSimple(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	wf := workflow.NewSimple(id, req, session.ClusterID, cfg.ID, inventory.NewID())
+	wf.Set("owner_user_id", ownerOf(ctx))
 	if err := a.workflows.Create(ctx, wf); err != nil {
 		return err
 	}
@@ -109,6 +110,7 @@ func (a *API) evaluation(ctx context.Context, body []byte, idempotencyKey, id st
 		return nil, err
 	}
 	wf.Set("cluster_id", session.ClusterID)
+	wf.Set("owner_user_id", ownerOf(ctx))
 	wf.Internal.IdempotencyKey = idempotencyKey
 	if err := a.workflows.Create(ctx, wf); err != nil {
 		return nil, err

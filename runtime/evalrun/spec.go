@@ -359,10 +359,18 @@ func BuildRun(id string, req events.EvaluateRunRequest, raw map[string]json.RawM
 	run.Set("model", target.Model)
 	run.Set("namespace", nullable(target.Namespace))
 	run.Set("endpoint", target.Endpoint)
+	run.Set("endpoint_used", target.Endpoint) // where the traffic goes: a Model Service's member, a kubernetes-service baseline's Service
 	run.Set("deployment", map[string]any{"name": orDefault(target.Name, target.ExecutionID),
 		"namespace": nullable(target.Namespace), "endpoint": target.Endpoint})
 	run.Internal.Model, run.Internal.Endpoint = target.Model, target.Endpoint
 	return run
+}
+
+// BenchmarkBlock is a benchmark block as the API echoes it: every key of the spec present, the
+// defaults applied (a matrix without stages shows the stages it runs), null where unset; the
+// wait timeout stays as asked (null: automatic).
+func BenchmarkBlock(spec events.BenchmarkSpec) json.RawMessage {
+	return benchmarkBlock(WithDefaults(spec), spec)
 }
 
 // benchmarkBlock is the user's intent with defaults: every key present, null where unset.
@@ -370,6 +378,9 @@ func benchmarkBlock(d, asked events.BenchmarkSpec) json.RawMessage {
 	matrix, stages := d.Matrix, d.ConcurrencyStages
 	if matrix == nil {
 		matrix = []events.MatrixPoint{}
+	}
+	if len(matrix) > 0 && len(stages) == 0 {
+		stages = DefaultConcurrencyStages
 	}
 	if stages == nil {
 		stages = []events.ConcurrencyStage{}

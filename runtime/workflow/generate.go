@@ -378,13 +378,13 @@ func withRepetitions(spec *events.BenchmarkSpec, reps *int) *events.BenchmarkSpe
 	return &out
 }
 
-// benchmarkJSON is a benchmark block as given ({} when absent: the defaults apply).
+// benchmarkJSON is a case's benchmark block: the plan's (or scenario's) spec with the defaults
+// applied, every key present, as a run echoes it.
 func benchmarkJSON(spec *events.BenchmarkSpec) json.RawMessage {
 	if spec == nil {
-		return json.RawMessage(`{}`)
+		spec = &events.BenchmarkSpec{}
 	}
-	raw, _ := marshal(spec)
-	return raw
+	return evalrun.BenchmarkBlock(*spec)
 }
 
 // parametersJSON is a baseline's parameters without its nulls.

@@ -83,10 +83,29 @@ func TestEvaluationOfIdenticalConfigurations(t *testing.T) {
 		ttft["margin"].(float64) < 1500 || ttft["margin_percent"].(float64) < 75 {
 		t.Errorf("sla %v", sla)
 	}
+	// A workflow's runs name the configuration they benchmarked, the endpoint their traffic went
+	// to and the workflow's owner (null: the stack runs without authentication).
+	if owner, ok := wf["owner_user_id"]; !ok || owner != nil {
+		t.Errorf("workflow owner_user_id %v (present %v)", owner, ok)
+	}
 	for _, c := range wf["cases"].([]any) {
-		run := getRun(t, api, c.(map[string]any)["evaluation_run_id"].(string))
+		cs := c.(map[string]any)
+		run := getRun(t, api, cs["evaluation_run_id"].(string))
 		if len(run["repetition_results"].([]any)) != 3 || len(run["bootstrap"].(map[string]any)["repetitions"].([]any)) != 3 {
-			t.Errorf("run of %v: repetition_results %v", c.(map[string]any)["id"], run["repetition_results"])
+			t.Errorf("run of %v: repetition_results %v", cs["id"], run["repetition_results"])
+		}
+		conf, _ := run["configuration"].(map[string]any)
+		if conf == nil || conf["model"] != "sim-model" || conf["replicas"] == nil || conf["guide"] != "baseline-vllm" || conf["benchmark"] == nil {
+			t.Errorf("run of %v: configuration %v", cs["id"], run["configuration"])
+		}
+		if run["endpoint_used"] != cs["endpoint"] || run["endpoint_used"] == nil || run["deployment_case_id"] != cs["id"] {
+			t.Errorf("run of %v: endpoint_used %v (case endpoint %v), deployment_case_id %v", cs["id"], run["endpoint_used"], cs["endpoint"], run["deployment_case_id"])
+		}
+		if b := run["benchmark"].(map[string]any); b["repetitions"] != 3.0 || b["harness"] != "inference-perf" {
+			t.Errorf("run of %v: benchmark %v", cs["id"], b)
+		}
+		if _, ok := run["owner_user_id"]; !ok {
+			t.Errorf("run of %v has no owner_user_id", cs["id"])
 		}
 	}
 }

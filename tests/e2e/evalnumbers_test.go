@@ -61,6 +61,9 @@ func TestEvaluationNumbers(t *testing.T) {
 		if run["status"] != "succeeded" {
 			t.Fatalf("run ended %v: %v", run["status"], run["error"])
 		}
+		if run["endpoint_used"] != run["endpoint"] || run["endpoint_used"] == nil {
+			t.Errorf("endpoint_used %v, endpoint %v", run["endpoint_used"], run["endpoint"])
+		}
 		m := run["metrics"].(map[string]any)
 		stages := run["matrix_results"].([]any)[0].(map[string]any)["stage_metrics"].([]any)
 		var rates, times []float64
