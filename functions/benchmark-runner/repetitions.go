@@ -83,4 +83,3 @@ func (x *execution) plan(n int64) {
 		x.planned.Add(n * int64(*x.spec.Repetitions))
 	}
 }
-
