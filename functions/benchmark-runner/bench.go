@@ -332,7 +332,11 @@ func (x *execution) setPhase(ctx context.Context, phase string) {
 		run.Set("progress_message", phase+": starting") // not the last phase's count until the next report
 		run.Set("heartbeat_at", now)
 		if phase != evalrun.PhasePreparingMonitoring && !run.Has("benchmark_started_at") {
-			run.Set("benchmark_started_at", now)
+			started := now
+			if !x.origin.IsZero() {
+				started = evalrun.Timestamp(x.origin) // the zero of the records' times
+			}
+			run.Set("benchmark_started_at", started)
 		}
 		return nil
 	})

@@ -192,3 +192,18 @@ func BenchmarkMetrics100kRequests(b *testing.B) {
 		builder.Metrics("per-request.jsonl")
 	}
 }
+
+// BenchmarkReplicates100kRequests is the bootstrap replicates of one 100,000-request repetition
+// (what a run computes per repetition after its last request).
+func BenchmarkReplicates100kRequests(b *testing.B) {
+	builder := NewBuilder(nil)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 100_000 {
+		ttft, tpot := rng.Float64()*100, 1+rng.Float64()
+		builder.Add(loadgen.Record{Successful: true, StartedAtSeconds: float64(i) / 1000, CompletedAtSeconds: float64(i)/1000 + 0.5,
+			LatencyMs: 100 + rng.Float64()*1000, TTFTMs: &ttft, TPOTMs: &tpot, InputTokens: 64, OutputTokens: 16}, nil)
+	}
+	for b.Loop() {
+		builder.Replicates(BootstrapReplicates, 7)
+	}
+}

@@ -59,6 +59,11 @@ func BootstrapOf(rep int, b *Builder, m Metrics, seed uint64) BootstrapRepetitio
 // Replicates are k request-level bootstrap replicates of RepeatedMetrics over b's requests
 // (BootstrapMethod), drawn with a generator seeded by seed. A metric without a value in a
 // replicate (no successful request drawn) is left out of it.
+//
+// A replicate draws n requests with replacement as counts per request, then reads each
+// latency metric's p50 off the requests in that metric's sorted order (a pass over the counts
+// instead of selecting among n copied values): the same distribution as resampling the values,
+// ~10x faster, so a 100,000-request repetition costs tenths of a second, not seconds.
 func (b *Builder) Replicates(k int, seed uint64) map[string][]float64 {
 	out := map[string][]float64{}
 	n := len(b.rows)
@@ -66,78 +71,120 @@ func (b *Builder) Replicates(k int, seed uint64) map[string][]float64 {
 	if n == 0 || elapsed <= 0 {
 		return out
 	}
+	// The requests' numbers, in arrays of their own (the columns are chunked).
 	s := b.samples
+	ok := make([]bool, n)
+	latency, in, outTok := make([]float64, n), make([]float64, n), make([]float64, n)
+	perMetric := map[string][]float64{"ttft_ms": make([]float64, n), "tpot_ms": make([]float64, n), "itl_ms": make([]float64, n),
+		"request_latency_ms": latency}
 	meanLatency := 0.0
-	for _, r := range b.rows {
-		if s.ok.at(int(r)) {
-			meanLatency += s.latency.at(int(r))
+	for i, r := range b.rows {
+		row := int(r)
+		ttft, tpot, itl := perMetric["ttft_ms"], perMetric["tpot_ms"], perMetric["itl_ms"]
+		ttft[i], tpot[i], itl[i], latency[i] = math.NaN(), math.NaN(), math.NaN(), math.NaN()
+		if ok[i] = s.ok.at(row); !ok[i] {
+			continue
+		}
+		latency[i], in[i], outTok[i] = s.latency.at(row), s.inTok.at(row), s.outTok.at(row)
+		meanLatency += latency[i]
+		ttft[i], tpot[i] = s.ttft.at(row), s.tpot.at(row)
+		if !math.IsNaN(ttft[i]) && outTok[i] >= 2 {
+			itl[i] = (latency[i] - ttft[i]) / (outTok[i] - 1)
 		}
 	}
 	if b.successes > 0 {
 		meanLatency /= float64(b.successes)
 	}
+	// Each latency metric's requests that have a value, in the order of their values.
+	order := map[string][]int32{}
+	for metric, values := range perMetric {
+		var idx []int32
+		for i, v := range values {
+			if !math.IsNaN(v) {
+				idx = append(idx, int32(i))
+			}
+		}
+		slices.SortFunc(idx, func(a, c int32) int { return cmpFloat(values[a], values[c]) })
+		order[metric] = idx
+	}
 	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
-	var latency, ttft, tpot, itl []float64
+	counts := make([]int32, n)
 	add := func(metric string, v float64) {
 		if !math.IsNaN(v) && !math.IsInf(v, 0) {
 			out[metric] = append(out[metric], round(v, 4))
 		}
 	}
 	for range k {
-		latency, ttft, tpot, itl = latency[:0], ttft[:0], tpot[:0], itl[:0]
-		var ok, failed int
-		var in, outTok, sumLatency float64
+		clear(counts)
+		var good, failed int
+		var inSum, outSum, latencySum float64
 		for range n {
-			row := int(b.rows[rng.IntN(n)])
-			if !s.ok.at(row) {
+			i := rng.IntN(n)
+			counts[i]++
+			if !ok[i] {
 				failed++
 				continue
 			}
-			ok++
-			l, o := s.latency.at(row), s.outTok.at(row)
-			latency = append(latency, l)
-			sumLatency += l
-			in += s.inTok.at(row)
-			outTok += o
-			if t := s.ttft.at(row); !math.IsNaN(t) {
-				ttft = append(ttft, t)
-				if o >= 2 {
-					itl = append(itl, (l-t)/(o-1))
-				}
-			}
-			if t := s.tpot.at(row); !math.IsNaN(t) {
-				tpot = append(tpot, t)
-			}
+			good++
+			inSum, outSum, latencySum = inSum+in[i], outSum+outTok[i], latencySum+latency[i]
 		}
 		window := elapsed
-		if ok > 0 && meanLatency > 0 {
-			window = elapsed * (sumLatency / float64(ok)) / meanLatency
+		if good > 0 && meanLatency > 0 {
+			window = elapsed * (latencySum / float64(good)) / meanLatency
 		}
-		add("throughput_tps", outTok/window)
-		add("input_throughput_tps", in/window)
-		add("throughput_rps", float64(ok)/window)
+		add("throughput_tps", outSum/window)
+		add("input_throughput_tps", inSum/window)
+		add("throughput_rps", float64(good)/window)
 		add("error_rate", 100*float64(failed)/float64(n))
-		add("request_latency_ms", median(latency))
-		add("ttft_ms", median(ttft))
-		add("tpot_ms", median(tpot))
-		add("itl_ms", median(itl))
+		for _, metric := range []string{"request_latency_ms", "ttft_ms", "tpot_ms", "itl_ms"} {
+			add(metric, countedMedian(order[metric], perMetric[metric], counts))
+		}
 	}
 	return out
 }
 
-// median is the p50 of work (reordered), interpolated as distribution does; NaN when empty.
-func median(work []float64) float64 {
-	if len(work) == 0 {
+// countedMedian is the p50, interpolated as distribution does, of a resample in which request
+// i was drawn counts[i] times; sorted lists the requests with a value in value order. NaN when
+// none of them was drawn.
+func countedMedian(sorted []int32, values []float64, counts []int32) float64 {
+	m := 0
+	for _, i := range sorted {
+		m += int(counts[i])
+	}
+	if m == 0 {
 		return math.NaN()
 	}
-	pos := 0.5 * float64(len(work)-1)
-	k := int(math.Floor(pos))
-	selectNth(work, k)
-	v := work[k]
-	if frac := pos - float64(k); frac > 0 && k+1 < len(work) {
-		v += (slices.Min(work[k+1:]) - v) * frac
+	pos := 0.5 * float64(m-1)
+	lo := int(math.Floor(pos))
+	frac := pos - float64(lo)
+	seen := 0
+	for j, i := range sorted {
+		seen += int(counts[i])
+		if seen <= lo {
+			continue
+		}
+		v := values[i]
+		if frac == 0 || seen > lo+1 {
+			return v // the next rank is the same request
+		}
+		for _, next := range sorted[j+1:] {
+			if counts[next] > 0 {
+				return v + (values[next]-v)*frac
+			}
+		}
+		return v
 	}
-	return v
+	return math.NaN()
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // RepetitionSpread is the spread of one metric across a run's repetitions.
