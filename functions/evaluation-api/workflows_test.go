@@ -636,21 +636,7 @@ func TestWorkflowsCarryTheirOwnerAndTheAppliedDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	post := func(path, body string) map[string]any {
-		req, _ := http.NewRequest("POST", w.url+path, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+writer)
-		resp, err := http.DefaultTransport.RoundTrip(req) // past the default client's token
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var out map[string]any
-		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 202 {
-			t.Fatalf("POST %s: %d %v %v", path, resp.StatusCode, err, out)
-		}
-		return out
-	}
+	post := func(path, body string) map[string]any { return postAs(t, writer, w.url+path, body) }
 	body := `{"cluster_session_id":"` + w.session + `","repetitions":3,"benchmark_plans":[{"configuration_artifact_id":"` + w.cfg +
 		`","baseline_types":["direct-vllm"],"benchmark":{"matrix":[{"isl":64,"osl":8}]}}]}`
 	wf := post("/evaluations", body)
