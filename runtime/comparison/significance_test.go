@@ -14,8 +14,8 @@ import (
 // bootstrapOf runs reps repetitions of n requests through the runner's builders: TTFT and
 // per-token time normal around ttft and tpot (ms), 16 output tokens, one failure in 50, and
 // returns the run's bootstrap record.
-func bootstrapOf(t *testing.T, seed uint64, reps, n int, ttft, tpot float64) *evalrun.Bootstrap {
-	t.Helper()
+func bootstrapOf(tb testing.TB, seed uint64, reps, n int, ttft, tpot float64) *evalrun.Bootstrap {
+	tb.Helper()
 	rng := rand.New(rand.NewPCG(seed, 1))
 	b := &evalrun.Bootstrap{SchemaVersion: 1, Replicates: evalrun.BootstrapReplicates}
 	clock := 0.0
@@ -126,4 +126,12 @@ func deref3(p *float64) any {
 		return nil
 	}
 	return *p
+}
+
+// BenchmarkSignificance is one comparison's intervals from two runs of 20 repetitions each.
+func BenchmarkSignificance(b *testing.B) {
+	g, base := bootstrapOf(b, 1, 20, 200, 40, 5), bootstrapOf(b, 2, 20, 200, 41, 5)
+	for b.Loop() {
+		significance(g, base, "g/b")
+	}
 }
