@@ -773,7 +773,7 @@ func TestReportRoundTrip(t *testing.T) {
 func TestNeedsRefresh(t *testing.T) {
 	goodRow := `{"rate":1,"duration":60,"guide":{},"baseline":{},"ratio":{}}`
 	withRows := func(facts, row string) string {
-		return `{"comparison_version":2,"comparisons":[{"parity":{},"mechanism_delta_percent":{},` + facts + `"rate_stage_statistics":{"rows":[` + row + `]}}]}`
+		return `{"comparison_version":2,"comparisons":[{"parity":{},"mechanism_delta_percent":{},"significance":null,` + facts + `"rate_stage_statistics":{"rows":[` + row + `]}}]}`
 	}
 	both := `"guide_configuration":{"model":"m"},"baseline_configuration":{"model":"m"},`
 	cases := []struct {
@@ -793,14 +793,15 @@ func TestNeedsRefresh(t *testing.T) {
 		{"a comparison without parity", `{"comparison_version":2,"comparisons":[{"mechanism_delta_percent":{}}]}`, true},
 		{"a comparison without mechanism_delta_percent", `{"comparison_version":2,"comparisons":[{"parity":{}}]}`, true},
 		{"a baseline's parity without reasons", `{"comparison_version":2,"comparisons":[{"parity":{"valid":false,"checks":{"model":true}},"mechanism_delta_percent":{}}]}`, true},
-		{"a baseline's parity with reasons", `{"comparison_version":2,"comparisons":[{"parity":{"valid":true,"checks":{"model":true},"reasons":[]},"mechanism_delta_percent":{}}]}`, false},
+		{"a baseline's parity with reasons", `{"comparison_version":2,"comparisons":[{"parity":{"valid":true,"checks":{"model":true},"reasons":[]},"mechanism_delta_percent":{},"significance":null}]}`, false},
+		{"a comparison from before the intervals", `{"comparison_version":2,"comparisons":[{"parity":{"valid":true,"checks":{"model":true},"reasons":[]},"mechanism_delta_percent":{}}]}`, true},
 		{"comparisons not a list", `{"comparison_version":2,"comparisons":{"a":1}}`, true},
 		{"rate rows with both configurations", withRows(both, goodRow), false},
 		{"rate rows without guide_configuration", withRows(`"baseline_configuration":{"model":"m"},`, goodRow), true},
 		{"rate rows with an empty baseline_configuration", withRows(`"guide_configuration":{"model":"m"},"baseline_configuration":{},`, goodRow), true},
 		{"a rate row without guide", withRows(both, `{"rate":1,"baseline":{}}`), true},
 		{"a rate row without baseline", withRows(both, goodRow+`,{"rate":2,"guide":{}}`), true},
-		{"no rate rows: the configurations are not needed", `{"comparison_version":2,"comparisons":[{"parity":{},"mechanism_delta_percent":{},"baseline_configuration":{},"rate_stage_statistics":null}]}`, false},
+		{"no rate rows: the configurations are not needed", `{"comparison_version":2,"comparisons":[{"parity":{},"mechanism_delta_percent":{},"significance":null,"baseline_configuration":{},"rate_stage_statistics":null}]}`, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
