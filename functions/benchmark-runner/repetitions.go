@@ -23,7 +23,11 @@ func (x *execution) workload(ctx context.Context, fields map[string]any) error {
 		x.rep, x.repBuilder = r, x.samples.NewBuilder(x.targets)
 		x.mu.Unlock()
 		x.seed = x.baseSeed + uint64(r)*repetitionSeedStride
-		if reps > 1 && x.merge == nil {
+		switch {
+		case reps <= 1 || x.merge != nil: // the merge replays what the workers logged
+		case x.worker != nil:
+			x.r.runs.Logf(ctx, x.run.ID(), "Worker %d: repetition %d of %d", x.worker.Index, r+1, reps)
+		default:
 			x.r.runs.Logf(ctx, x.run.ID(), "Repetition %d of %d", r+1, reps)
 		}
 		err := x.workloadOnce(ctx, fields)
