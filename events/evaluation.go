@@ -83,6 +83,7 @@ type BenchmarkSpec struct {
 	ConcurrencyStages  []ConcurrencyStage `json:"concurrency_stages,omitempty" doc:"at most 20 stages (default 1/32, 8/96, 32/96, 64/192 with a matrix)"`
 	WarmupRequests     *int               `json:"warmup_requests,omitempty" doc:"uncounted warm-up requests of a matrix, 0-50 (default 2)"`
 	SharedPrefix       *SharedPrefix      `json:"shared_prefix,omitempty" doc:"a generated shared-prefix workload"`
+	Repetitions        *int               `json:"repetitions,omitempty" doc:"times the whole workload runs, back to back, 1-20 (default 1); a comparison's spread and confidence intervals come from them"`
 }
 
 // EvaluateRunRequest is the body of POST /api/v1/evaluate/runs.
@@ -119,12 +120,19 @@ type SLACheck struct {
 	Unit       string   `json:"unit" doc:"ms, tok/s or %"`
 	Percentile string   `json:"percentile,omitempty" doc:"for ttft and tpot"`
 	Met        *bool    `json:"met" doc:"null when the actual value is unavailable"`
+	Margin     *float64 `json:"margin" doc:"how far the actual value is inside the target (positive) or past it (negative), in the check's unit; null when unavailable"`
+	// MarginPercent is the margin as a percentage of the target.
+	MarginPercent  *float64 `json:"margin_percent" doc:"the margin as a percentage of the target; null when unavailable or the target is 0"`
+	RepetitionsMet *int     `json:"repetitions_met,omitempty" doc:"with repetitions: how many repetitions met this target"`
+	Repetitions    *int     `json:"repetitions,omitempty" doc:"with repetitions: how many repetitions were checked"`
 }
 
 // SLAVerdict is a run's SLA verdict.
 type SLAVerdict struct {
-	Met    *bool               `json:"met" doc:"false if any check failed, true if all passed, null without checks"`
-	Checks map[string]SLACheck `json:"checks" doc:"ttft, tpot, throughput, success_rate: only the configured targets"`
+	Met            *bool               `json:"met" doc:"false if any check failed, true if all passed, null without checks"`
+	Checks         map[string]SLACheck `json:"checks" doc:"ttft, tpot, throughput, success_rate: only the configured targets"`
+	RepetitionsMet *int                `json:"repetitions_met,omitempty" doc:"with repetitions: how many repetitions met every target"`
+	Repetitions    *int                `json:"repetitions,omitempty" doc:"with repetitions: how many repetitions were checked"`
 }
 
 // HeadlineMetrics are the figures a finished run announces.

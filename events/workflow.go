@@ -65,6 +65,7 @@ type EvaluationCreateRequest struct {
 	BenchmarkSource       *BenchmarkSource `json:"benchmark_source,omitempty" doc:"recorded"`
 	BenchmarkPlans        []BenchmarkPlan  `json:"benchmark_plans" doc:"1-20 plans"`
 	CompareConfigurations *bool            `json:"compare_configurations,omitempty" doc:"add topology comparisons between guides of a scenario (default true)"`
+	Repetitions           *int             `json:"repetitions,omitempty" doc:"repetitions of every case whose benchmark sets none, 1-20 (default 1)"`
 }
 
 // EvaluationRequested is the data of TypeEvaluationRequested: a POST /evaluations body plus an

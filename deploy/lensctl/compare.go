@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"strings"
 
 	"github.com/jedib0t/go-pretty/v6/table"
 	"github.com/jedib0t/go-pretty/v6/text"
@@ -132,7 +133,7 @@ func taskFigures(t *simtask.Task) map[string]float64 {
 }
 
 var runMetricOrder = []string{"request_count", "success_rate", "throughput_tps", "throughput_rps", "ttft_ms", "ttft_p99_ms",
-	"tpot_ms", "tpot_p99_ms", "itl_ms", "request_latency_ms", "request_latency_p99_ms", "benchmark_time_seconds"}
+	"tpot_ms", "tpot_p99_ms", "itl_ms", "chunk_gap_ms", "request_latency_ms", "request_latency_p99_ms", "benchmark_time_seconds"}
 
 func runFigures(r record) map[string]float64 {
 	out := map[string]float64{}
@@ -194,10 +195,20 @@ func (a *app) printComparison(report record) error {
 		row, _ := c.(map[string]any)
 		r := record(row)
 		parity, _ := r["parity"].(map[string]any)
-		out := table.Row{r.str("workload_id"), r.str("guide"), r.str("baseline_type"), slaText(r.slaMet()), fmt.Sprint(orEmpty(parity["valid"]))}
+		parityText := fmt.Sprint(orEmpty(parity["valid"]))
+		if reasons, _ := parity["reasons"].([]any); len(reasons) > 0 {
+			texts := make([]string, len(reasons))
+			for i, x := range reasons {
+				texts[i] = fmt.Sprint(x)
+			}
+			parityText += ": " + strings.Join(texts, "; ")
+		}
+		out := table.Row{r.str("workload_id"), r.str("guide"), r.str("baseline_type"), slaText(r.slaMet()), parityText}
 		deltas, _ := r["delta_percent"].(map[string]any)
+		sig, _ := r["significance"].(map[string]any)
+		sigMetrics, _ := sig["metrics"].(map[string]any)
 		for _, m := range deltaMetrics {
-			out = append(out, orDash(deltas[m]))
+			out = append(out, deltaCell(deltas[m], sigMetrics[m]))
 		}
 		out = append(out, geomean(r, "throughput_tps"))
 		t.AppendRow(out)
@@ -216,6 +227,20 @@ func (a *app) printComparison(report record) error {
 		tt.Render()
 	}
 	return nil
+}
+
+// deltaCell is a metric's change: with repetitions the change of their means, its 95 %
+// interval and the verdict ("-12.5 [-20.1, -4.8] better"), else the delta_percent.
+func deltaCell(delta, significance any) any {
+	sig, _ := significance.(map[string]any)
+	change, ok := sig["change_percent"].(float64)
+	if !ok {
+		if v, ok := sig["verdict"].(string); ok && delta != nil {
+			return fmt.Sprintf("%v %s", delta, v)
+		}
+		return orDash(delta)
+	}
+	return fmt.Sprintf("%v [%v, %v] %v", change, sig["change_percent_ci_low"], sig["change_percent_ci_high"], sig["verdict"])
 }
 
 func orDash(v any) any {

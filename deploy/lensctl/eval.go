@@ -122,7 +122,7 @@ func (a *app) printRun(r record) error {
 	if len(m) > 0 {
 		t := a.table()
 		t.AppendHeader(table.Row{"METRIC", "VALUE"})
-		for _, k := range []string{"request_count", "success_rate", "throughput_tps", "throughput_rps", "ttft_ms", "tpot_ms", "itl_ms", "request_latency_ms", "benchmark_time_seconds"} {
+		for _, k := range []string{"request_count", "success_rate", "throughput_tps", "throughput_rps", "ttft_ms", "tpot_ms", "itl_ms", "chunk_gap_ms", "request_latency_ms", "benchmark_time_seconds", "repetitions"} {
 			if v, ok := m[k]; ok && v != nil {
 				t.AppendRow(table.Row{k, v})
 			}

@@ -107,6 +107,10 @@ type execution struct {
 	// benchStart is when the measured traffic began, rateStart when the rate stages did, on
 	// the monitor's clock (seconds).
 	benchStart, rateStart float64
+	// origin is the zero of every stage's record times: stages run back to back on this one
+	// clock, so a run's window (and its throughput, goodput and timelines) spans them all
+	// rather than overlaying stages that each restarted at 0.
+	origin time.Time
 
 	// senders is how many copies of the workload this execution sends itself: the run's
 	// parallelism, or 1 for a worker (the owner of a run with parallelism > 1 sends none: its
@@ -117,13 +121,25 @@ type execution struct {
 	seq    int
 	worker *evalrun.Worker // set when this execution is one worker of a run
 	merge  *mergeSource    // set while the owner replays its workers' records
+
+	// The repetitions (repetitions.go): rep is the one being sent, repBuilder counts its
+	// measured requests (guarded by mu), baseSeed is the run's seed (repetition r sends with
+	// seed baseSeed + r x repetitionSeedStride); stageBuilders keep each stage's and point's
+	// builder across repetitions; repMetrics and bootstrap are the finished repetitions'.
+	rep           int
+	repBuilder    *evalrun.Builder
+	baseSeed      uint64
+	stageBuilders map[string]*evalrun.Builder
+	repMetrics    []evalrun.Metrics
+	bootstrap     []evalrun.BootstrapRepetition
 }
 
 // newExecution prepares the execution of a claimed run (or of one worker of it).
 func (r *Runner) newExecution(run *evalrun.Run, c *state.HeldLease) (*execution, error) {
 	x := &execution{r: r, run: run, claim: c, targets: run.SLATargets(), timeout: run.TimeoutSeconds(),
 		seed: loadgen.SeedOf(run.ID()), started: time.Now(), inFlight: func() int64 { return 0 }, live: livesummary.New(),
-		api: loadgen.APICompletions, stream: true, ignoreEOS: true}
+		api: loadgen.APICompletions, stream: true, ignoreEOS: true, stageBuilders: map[string]*evalrun.Builder{}}
+	x.baseSeed = x.seed
 	var err error
 	if x.spec, err = run.Spec(); err != nil {
 		return nil, err
@@ -175,7 +191,8 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 		scrapeCtx, stopScrape := context.WithCancel(ctx)
 		scraped := make(chan struct{})
 		go func() { defer close(scraped); x.monitor.run(scrapeCtx, r.settings.ScrapeInterval) }()
-		x.benchStart = time.Since(x.started).Seconds()
+		x.origin = time.Now()
+		x.benchStart = x.origin.Sub(x.started).Seconds()
 		werr = x.runWorkload(ctx, fields)
 		end := time.Since(x.started).Seconds()
 		stopScrape()
@@ -206,8 +223,12 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 			mon["status"] = obs["status"]
 		}
 	}
+	x.repetitionResults(fields, metrics)
 	fields["metrics"] = metrics
 	if sla := evalrun.EvaluateSLA(metrics, x.targets); sla != nil {
+		if len(x.repMetrics) > 1 {
+			evalrun.CountRepetitionsMet(sla, x.repMetrics, x.targets)
+		}
 		fields["sla"] = sla
 	}
 	// The CSV and the HTML report are rendered from the records and the stored run when they
@@ -311,7 +332,11 @@ func (x *execution) setPhase(ctx context.Context, phase string) {
 		run.Set("progress_message", phase+": starting") // not the last phase's count until the next report
 		run.Set("heartbeat_at", now)
 		if phase != evalrun.PhasePreparingMonitoring && !run.Has("benchmark_started_at") {
-			run.Set("benchmark_started_at", now)
+			started := now
+			if !x.origin.IsZero() {
+				started = evalrun.Timestamp(x.origin) // the zero of the records' times
+			}
+			run.Set("benchmark_started_at", started)
 		}
 		return nil
 	})
@@ -468,7 +493,7 @@ func (x *execution) stage(ctx context.Context, phase string, sched loadgen.Sched
 		}
 		cfg := loadgen.Config{BaseURL: x.run.Internal.Endpoint, APIKey: x.key, Model: x.run.Internal.Model,
 			API: x.api, Stream: x.stream, IgnoreEOS: x.ignoreEOS, InterTokenTimes: x.stream, RequestTimeout: timeout,
-			Concurrency: concurrency, Seed: x.seed + uint64(w)*7919, Progress: progress,
+			Concurrency: concurrency, Seed: x.seed + uint64(w)*7919, Progress: progress, Origin: x.origin,
 			// The engine's lean HTTP/1.1 client, dialling only where the endpoint policy allows
 			// (redirect targets included); x.r.client (net/http) serves the probes and the monitor.
 			Dial:  x.r.deps.Egress.DialContext,
@@ -482,12 +507,15 @@ func (x *execution) stage(ctx context.Context, phase string, sched loadgen.Sched
 					return nil // warm-up requests are not recorded
 				}
 				x.mu.Lock()
+				if *x.spec.Repetitions > 1 {
+					rec.Metadata["repetition"] = x.rep
+				}
 				x.live.Add(observation(rec), time.Now())
 				if x.worker != nil {
 					// A worker's records keep their gaps and stage number for the owner's merge.
 					rec.Metadata["seq"] = seq
 				} else {
-					x.samples.Add(rec, takeGaps(rec.Metadata), sink(rec)...)
+					x.samples.Add(rec, takeGaps(rec.Metadata), x.sinks(sink, rec)...)
 				}
 				x.mu.Unlock()
 				x.completed.Add(1)
@@ -545,8 +573,9 @@ func takeGaps(meta map[string]any) []float64 {
 	return gaps
 }
 
-// workload runs the run's workload and stores its per-stage results in fields.
-func (x *execution) workload(ctx context.Context, fields map[string]any) error {
+// workloadOnce runs the run's workload once (one repetition) and stores its per-stage results
+// in fields.
+func (x *execution) workloadOnce(ctx context.Context, fields map[string]any) error {
 	spec := x.spec
 	switch {
 	case len(spec.Matrix) > 0:
@@ -581,10 +610,10 @@ func (x *execution) matrix(ctx context.Context, fields map[string]any) error {
 	workers := int64(x.senders)
 	for range spec.Matrix {
 		for _, st := range stages {
-			x.planned.Add(int64(st.NumRequests) * workers)
+			x.plan(int64(st.NumRequests) * workers)
 		}
 	}
-	if n := *spec.WarmupRequests; n > 0 {
+	if n := *spec.WarmupRequests; n > 0 && x.rep == 0 { // the endpoint stays warm between repetitions
 		p := spec.Matrix[0]
 		warm := map[string]any{"isl": p.ISL, "osl": p.OSL, "num_requests": n, "status": "running", "stdout": "", "stderr": ""}
 		err := x.invocation(ctx, evalrun.PhaseWarmup, func(ctx context.Context) error {
@@ -602,11 +631,11 @@ func (x *execution) matrix(ctx context.Context, fields map[string]any) error {
 	defer func() { fields["matrix_results"] = results }()
 	for i, p := range spec.Matrix {
 		phase := evalrun.PhaseMatrix(i)
-		point := x.samples.NewBuilder(x.targets)
+		point := x.builder(fmt.Sprintf("point/%d", i))
 		var stageMetrics []map[string]any
 		err := x.invocation(ctx, phase, func(ctx context.Context) error {
 			for j, st := range stages {
-				b := x.samples.NewBuilder(x.targets)
+				b := x.builder(fmt.Sprintf("stage/%d/%d", i, j))
 				counting := []*evalrun.Builder{b, point, x.total}
 				meta := map[string]any{"stage": j, "concurrency": st.Concurrency, "isl": p.ISL, "osl": p.OSL}
 				err := x.stage(ctx, phase, workload.Fixed{N: st.NumRequests, ISL: p.ISL, OSL: p.OSL, Meta: meta}, st.Concurrency, 0, true,
@@ -647,14 +676,14 @@ func (x *execution) sharedPrefix(ctx context.Context, fields map[string]any) err
 func (x *execution) sharedPrefixStages(ctx context.Context, sp *events.SharedPrefix, timeout time.Duration, fields map[string]any) error {
 	seed := x.seed
 	if sp.Seed != nil {
-		seed = uint64(*sp.Seed)
+		seed = uint64(*sp.Seed) + uint64(x.rep)*repetitionSeedStride
 	}
 	sched := workload.NewSharedPrefix(sp, seed)
-	x.planned.Store(int64(sched.Len()) * int64(x.senders))
+	x.plan(int64(sched.Len()) * int64(x.senders))
 	builders := make([]*evalrun.Builder, len(sp.Stages))
 	counting := make([][]*evalrun.Builder, len(sp.Stages)) // a stage's builder and the run's
 	for i := range builders {
-		builders[i] = x.samples.NewBuilder(x.targets)
+		builders[i] = x.builder(fmt.Sprintf("rate/%d", i))
 		counting[i] = []*evalrun.Builder{builders[i], x.total}
 	}
 	x.rateStart = time.Since(x.started).Seconds()
@@ -681,7 +710,7 @@ func (x *execution) rateResults(fields map[string]any, builders []*evalrun.Build
 		offset += st.Duration
 	}
 	fields["rate_stage_results"] = results
-	fields["capacity_analysis"] = capacity(results, x.targets, *x.spec.Parallelism)
+	fields["capacity_analysis"] = capacity(results, x.targets, *x.spec.Parallelism, x.rep+1)
 }
 
 func (x *execution) named(ctx context.Context, w evalrun.Workload, fields map[string]any) error {
@@ -689,7 +718,7 @@ func (x *execution) named(ctx context.Context, w evalrun.Workload, fields map[st
 	timeout := time.Duration(w.RequestTimeout * float64(time.Second))
 	if len(w.ConcurrencyStages) > 0 {
 		for _, st := range w.ConcurrencyStages {
-			x.planned.Add(int64(st.NumRequests) * workers)
+			x.plan(int64(st.NumRequests) * workers)
 		}
 		return x.invocation(ctx, evalrun.PhaseBenchmark, func(ctx context.Context) error {
 			for j, st := range w.ConcurrencyStages {
@@ -702,7 +731,7 @@ func (x *execution) named(ctx context.Context, w evalrun.Workload, fields map[st
 		})
 	}
 	sched := workload.NewNamed(w, x.seed)
-	x.planned.Store(int64(sched.Len()) * workers)
+	x.plan(int64(sched.Len()) * workers)
 	return x.invocation(ctx, evalrun.PhaseBenchmark, func(ctx context.Context) error {
 		return x.stage(ctx, evalrun.PhaseBenchmark, sched, 0, timeout, true, x.totalOnly)
 	})
@@ -729,7 +758,8 @@ func (x *execution) stageEvidence(fields map[string]any) {
 // capacity is the capacity analysis of rate stages (lens-evaluation.md §5): a stage is stable
 // when the SLA is met (success at least 99 % unless set) and the achieved rate is at least 95 %
 // of the offered one.
-func capacity(stages []map[string]any, targets *events.SLATargets, parallelism int) map[string]any {
+// A stage's requests are those of all repetitions so far, each repetition one stage duration.
+func capacity(stages []map[string]any, targets *events.SLATargets, parallelism, repetitions int) map[string]any {
 	t := events.SLATargets{}
 	if targets != nil {
 		t = *targets
@@ -745,7 +775,7 @@ func capacity(stages []map[string]any, targets *events.SLATargets, parallelism i
 		m := st["metrics"].(evalrun.Metrics)
 		offered := st["rate"].(float64) * float64(parallelism)
 		count, _ := m["request_count"].(int64)
-		achieved := float64(count) / st["duration"].(float64)
+		achieved := float64(count) / (st["duration"].(float64) * float64(repetitions))
 		success, _ := m.Float("success_rate")
 		sla := evalrun.EvaluateSLA(m, &t)
 		loadMet := achieved >= 0.95*offered

@@ -6,7 +6,9 @@
 // shared load engine (runtime/loadgen): a matrix's uncounted warm-up and its points x
 // concurrency stages as closed loops (exactly `concurrency` requests in flight until
 // `num_requests` completed), a shared-prefix workload's Poisson rate stages on an absolute clock
-// with groups sharing a system prompt, or a named workload shipped with Lensfn. Requests are
+// with groups sharing a system prompt, or a named workload shipped with Lensfn. Stages run back
+// to back on one clock (every stage's records count from the start of the measured traffic), so
+// a run's throughput, goodput and timelines span its real wall time. Requests are
 // streamed and timed token by token; per-request records stream to the run's per-request.jsonl;
 // progress, live metrics, heartbeats and logs go to the state store every second; a cancel is
 // honoured within a second and the resolved wait_timeout_seconds bounds each invocation. The

@@ -173,3 +173,30 @@ func TestParallelRunCancelStopsEveryWorker(t *testing.T) {
 		t.Fatalf("partial result of %v requests, artifact %d", m["request_count"], len(records(t, h, id)))
 	}
 }
+
+// Two workers each send two repetitions; the owner's merge keeps them apart: two repetitions of
+// both workers' requests, each with its bootstrap replicates.
+func TestParallelRunWithRepetitions(t *testing.T) {
+	h := start(t, &fakeModel{ttft: 10 * time.Millisecond, itl: 2 * time.Millisecond}, parallel())
+	id := h.create(t, `{"deployment_execution_id":"exec-1","parallelism":2,"repetitions":2,"matrix":[{"isl":16,"osl":6}],
+		"concurrency_stages":[{"concurrency":2,"num_requests":5}],"warmup_requests":1}`)
+	m := doc(t, h.waitFor(t, id, 60*time.Second, terminal))
+	if m["status"] != "succeeded" {
+		t.Fatalf("status %v error %v", m["status"], m["error"])
+	}
+	if metrics := m["metrics"].(map[string]any); metrics["request_count"] != 20.0 || metrics["repetitions"] != 2.0 {
+		t.Fatalf("request_count %v repetitions %v, want 2 workers x 2 repetitions x 5", metrics["request_count"], metrics["repetitions"])
+	}
+	reps := m["repetition_results"].([]any)
+	boot := m["bootstrap"].(map[string]any)["repetitions"].([]any)
+	if len(reps) != 2 || reps[0].(map[string]any)["request_count"] != 10.0 || reps[1].(map[string]any)["request_count"] != 10.0 || len(boot) != 2 {
+		t.Fatalf("repetition_results %v, %d bootstrap repetitions", reps, len(boot))
+	}
+	byRep := map[float64]int{}
+	for _, rec := range records(t, h, id) {
+		byRep[rec["metadata"].(map[string]any)["repetition"].(float64)]++
+	}
+	if byRep[0] != 10 || byRep[1] != 10 {
+		t.Fatalf("records by repetition %v", byRep)
+	}
+}

@@ -487,3 +487,67 @@ func TestProgressStreamCarriesStatusPhasesLiveMetricsAndLogs(t *testing.T) {
 		t.Errorf("logs %s", all)
 	}
 }
+
+// A run of three repetitions sends its workload three times back to back (warm-up once), keeps
+// each repetition's summary, the spread of the headline metrics, 100 bootstrap replicates per
+// repetition and metric, and an SLA verdict that says how many repetitions met each target.
+func TestRepetitions(t *testing.T) {
+	h := start(t, &fakeModel{ttft: 10 * time.Millisecond, itl: 2 * time.Millisecond}, fast())
+	id := h.create(t, `{"deployment_execution_id":"exec-1","matrix":[{"isl":16,"osl":6}],"warmup_requests":2,"repetitions":3,
+		"concurrency_stages":[{"concurrency":2,"num_requests":8}],"sla_targets":{"ttft_ms":1000,"success_rate_min_percent":99}}`)
+	m := doc(t, h.waitFor(t, id, 30*time.Second, terminal))
+	if m["status"] != "succeeded" {
+		t.Fatalf("status %v %v", m["status"], m["error"])
+	}
+	if len(h.model.prompts) != 2+3*8 {
+		t.Fatalf("%d requests reached the model, want 2 warm-up + 3 x 8", len(h.model.prompts))
+	}
+	metrics := m["metrics"].(map[string]any)
+	if metrics["request_count"] != 24.0 || metrics["repetitions"] != 3.0 {
+		t.Fatalf("request_count %v repetitions %v", metrics["request_count"], metrics["repetitions"])
+	}
+	spread := metrics["repetition_spread"].(map[string]any)["ttft_ms"].(map[string]any)
+	if spread["repetitions"] != 3.0 || spread["min"].(float64) > spread["mean"].(float64) || spread["stddev"] == nil {
+		t.Fatalf("ttft spread %v", spread)
+	}
+	reps := m["repetition_results"].([]any)
+	if len(reps) != 3 || reps[2].(map[string]any)["request_count"] != 8.0 || reps[1].(map[string]any)["repetition"] != 1.0 {
+		t.Fatalf("repetition_results %v", reps)
+	}
+	boot := m["bootstrap"].(map[string]any)
+	brs := boot["repetitions"].([]any)
+	if boot["replicates"] != 100.0 || len(brs) != 3 {
+		t.Fatalf("bootstrap %v", boot)
+	}
+	if n := len(brs[0].(map[string]any)["replicates"].(map[string]any)["ttft_ms"].([]any)); n != 100 {
+		t.Fatalf("%d ttft replicates", n)
+	}
+	// The stage's 24 requests took three stage-lengths: its throughput is that of one stage.
+	stage := m["matrix_results"].([]any)[0].(map[string]any)["stage_metrics"].([]any)[0].(map[string]any)["metrics"].(map[string]any)
+	oneRep := reps[0].(map[string]any)
+	if stage["request_count"] != 24.0 || stage["throughput_rps"].(float64) > 2*oneRep["throughput_rps"].(float64) {
+		t.Fatalf("stage %v rps, one repetition %v rps", stage["throughput_rps"], oneRep["throughput_rps"])
+	}
+	sla := m["sla"].(map[string]any)
+	ttft := sla["checks"].(map[string]any)["ttft"].(map[string]any)
+	if sla["repetitions_met"] != 3.0 || sla["repetitions"] != 3.0 || ttft["repetitions_met"] != 3.0 || ttft["margin"].(float64) <= 900 {
+		t.Fatalf("sla %v", sla)
+	}
+	// The records name their repetition.
+	f, err := os.Open(h.runs.RunDir(id) + "/" + benchmarkrunner.RecordsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	seen := map[float64]int{}
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		var rec struct {
+			Metadata map[string]any `json:"metadata"`
+		}
+		_ = json.Unmarshal(sc.Bytes(), &rec)
+		seen[rec.Metadata["repetition"].(float64)]++
+	}
+	if seen[0] != 8 || seen[1] != 8 || seen[2] != 8 {
+		t.Fatalf("records by repetition %v", seen)
+	}
+}

@@ -270,7 +270,7 @@ func (m *mergeSource) replay(x *execution, seq int, measured bool, sink sinkFunc
 			delete(rec.Metadata, "seq")
 			gaps := takeGaps(rec.Metadata)
 			x.mu.Lock()
-			x.samples.Add(*rec, gaps, sink(*rec)...)
+			x.samples.Add(*rec, gaps, x.sinks(sink, *rec)...)
 			x.mu.Unlock()
 			if err := x.records.Record(*rec); err != nil {
 				return err
@@ -499,6 +499,7 @@ func (r *Runner) runWorker(ctx context.Context, w *evalrun.Worker, held *leasedr
 		defer close(watched)
 		x.watch(wctx, cancel)
 	}()
+	x.origin = time.Now()
 	werr := x.workload(wctx, map[string]any{})
 	cause := context.Cause(wctx)
 	cancel(nil)

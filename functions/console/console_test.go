@@ -58,7 +58,11 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 		_, _ = io.WriteString(w, `{"workflow":{"id":"w1","name":"Qwen comparison","status":"succeeded"},
 			"cases":[{"case":{"id":"guide-1","kind":"guide","status":"succeeded","evaluation_run_id":"run-1"},"deployment":{"id":"d1","status":"succeeded"}}],
 			"report":{"comparison_version":2,"comparisons":[{"guide_case_id":"guide-1","baseline_case_id":"baseline-1","baseline_type":"direct-vllm",
-			"sla":{"met":true,"checks":{}},"matrix_statistics":{"case_count":1,"rows":[],"geometric_mean_ratio":{"ttft_ms":0.5,"throughput_tps":1.25}}}]}}`)
+			"sla":{"met":true,"checks":{}},"matrix_statistics":{"case_count":1,"rows":[],"geometric_mean_ratio":{"ttft_ms":0.5,"throughput_tps":1.25}},
+			"parity":{"valid":false,"checks":{"accelerator_count":false},"reasons":["accelerator count differs: guide 2, baseline 1"]},
+			"significance":{"confidence":0.95,"metrics":{
+				"ttft_ms":{"change_percent":-50,"change_percent_ci_low":-55.5,"change_percent_ci_high":-44.25,"higher_is_better":false,"verdict":"better"},
+				"itl_ms":{"change_percent":100,"change_percent_ci_low":-80,"change_percent_ci_high":400,"higher_is_better":false,"verdict":"no significant difference"}}}}]}}`)
 	})
 	mux.HandleFunc("GET /api/v1/evaluate/workflow-runs/w2/details", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, `{"workflow":{"id":"w2","name":"running comparison","status":"benchmarking"},"report":null,
@@ -340,13 +344,18 @@ func TestConsoleNeedsItsAPIURL(t *testing.T) {
 }
 
 // TestEvaluationShowsCasesAndTheComparison: the details page lists the cases and draws the
-// comparison report's geometric-mean ratios with the SLA verdict.
+// comparison report's geometric-mean ratios with the SLA verdict, the parity with its reasons,
+// and each change with its 95 % interval and verdict; a change inside its noise (ITL +100 %,
+// interval -80 to 400 %) is pale and cut at the range the significant TTFT change sets, so it
+// does not dominate the chart.
 func TestEvaluationShowsCasesAndTheComparison(t *testing.T) {
 	api := newFakeAPI(t)
 	_, srv := startConsole(t, api.URL, map[string]string{"LENS_AUTH": "off"})
 	resp, body := fetch(t, browser(t), "GET", srv.URL+"/evaluations/w1", nil)
 	for _, want := range []string{"Qwen comparison", `href="/runs/run-1"`, "guide-1 vs baseline-1 (direct-vllm)", "SLA met",
-		"matrix: throughput_tps", "<svg", "1.25"} {
+		"matrix: throughput_tps", "<svg", "1.25", "Parity: not valid: accelerator count differs: guide 2, baseline 1",
+		"Change versus the baseline, with 95 % intervals", "-55.500 to -44.250 %", "no significant difference", `class="interval"`,
+		`fill-opacity="0.35"`, `class="cut"`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the page lacks %q", want)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"sort"
@@ -580,10 +581,20 @@ func (c *Console) evaluationAction(action string) handler {
 
 // comparisonView is one comparison of the v2 report: a guide case against a baseline.
 type comparisonView struct {
-	Label string
-	SLA   string // met, missed, or "" without targets
-	Rows  []kv   // geometric means of the ratios (guide / baseline), matrix then rate stages
-	Chart template.HTML
+	Label  string
+	SLA    string // met, missed, or "" without targets
+	Parity string // valid, or what differs (each reason with both values); "" without a baseline
+	Rows   []kv   // geometric means of the ratios (guide / baseline), matrix then rate stages
+	Chart  template.HTML
+	// Changes are the significance's metrics: the change with its 95 % interval and verdict;
+	// ChangeChart draws them with error bars, changes inside their noise pale.
+	Changes     []changeView
+	ChangeChart template.HTML
+}
+
+// changeView is one metric's change versus the baseline.
+type changeView struct {
+	Metric, Change, Interval, Verdict string
 }
 
 // comparisonViews reads the comparison report's comparisons (comparison_version 2).
@@ -620,10 +631,70 @@ func comparisonViews(rep map[string]any) []comparisonView {
 		if len(labels) > 0 {
 			v.Chart = report.BarChart{Title: "Geometric mean ratio, guide / baseline (1 = equal)", YLabel: "ratio", Labels: labels, Values: values}.SVG()
 		}
+		if str(get(cmp, "baseline_case_id")) != "" {
+			v.Parity = "valid"
+			if get(cmp, "parity.valid") != true {
+				var reasons []string
+				list, _ := get(cmp, "parity.reasons").([]any)
+				for _, r := range list {
+					reasons = append(reasons, str(r))
+				}
+				v.Parity = "not valid: " + strings.Join(reasons, "; ")
+			}
+		}
+		v.Changes, v.ChangeChart = changeViews(get(cmp, "significance.metrics"))
 		out = append(out, v)
 	}
 	return out
 }
+
+// changeViews reads a comparison's significance metrics (in the report's order) into rows and
+// the "change versus the baseline" chart: each change with its 95 % interval as an error bar,
+// a change inside its noise pale and kept from setting the chart's range.
+func changeViews(metrics any) ([]changeView, template.HTML) {
+	m, ok := metrics.(map[string]any)
+	if !ok || len(m) == 0 {
+		return nil, ""
+	}
+	chart := report.BarChart{Title: "Change versus the baseline, with 95 % intervals", XLabel: "metric", YLabel: "Δ % (guide − baseline) / baseline"}
+	var rows []changeView
+	for _, k := range significanceOrder {
+		e, ok := m[k].(map[string]any)
+		if !ok {
+			continue
+		}
+		row := changeView{Metric: k, Change: "–", Interval: "–", Verdict: str(e["verdict"])}
+		change, cok := e["change_percent"].(float64)
+		lo, lok := e["change_percent_ci_low"].(float64)
+		hi, hok := e["change_percent_ci_high"].(float64)
+		if cok {
+			row.Change = report.Num(change) + " %"
+			chart.Labels, chart.Values = append(chart.Labels, k), append(chart.Values, change)
+			if !lok || !hok {
+				lo, hi = math.NaN(), math.NaN()
+			}
+			chart.Low, chart.High = append(chart.Low, lo), append(chart.High, hi)
+			chart.Muted = append(chart.Muted, row.Verdict == "no significant difference")
+			color := "#009E73" // the change favours the guide
+			if change != 0 && (change > 0) != (e["higher_is_better"] == true) {
+				color = "#D55E00"
+			}
+			chart.Colors = append(chart.Colors, color)
+		}
+		if lok && hok {
+			row.Interval = report.Num(lo) + " to " + report.Num(hi) + " %"
+		}
+		rows = append(rows, row)
+	}
+	if len(chart.Values) == 0 {
+		return rows, ""
+	}
+	return rows, chart.SVG()
+}
+
+// significanceOrder is the order of the significance's metrics (evalrun.RepeatedMetrics).
+var significanceOrder = []string{"throughput_tps", "input_throughput_tps", "throughput_rps", "ttft_ms", "itl_ms", "tpot_ms",
+	"request_latency_ms", "error_rate"}
 
 // --- inventory ---
 

@@ -212,11 +212,7 @@ func (a *API) create(ctx context.Context, body []byte, idempotencyKey, id string
 	// The owner is the identity of the token that created the run, or "event:<source>" for a
 	// run.requested event (runtime/fn makes the sender the caller); null when nobody
 	// authenticated (LENS_AUTH=off).
-	var owner any
-	if tok, ok := fn.Caller(ctx); ok {
-		owner = tok.ID
-	}
-	run.Set("owner_user_id", owner)
+	run.Set("owner_user_id", ownerOf(ctx))
 	if target.ModelServiceGroupID != "" {
 		run.Set("model_service_group_id", target.ModelServiceGroupID)
 	}
@@ -299,7 +295,7 @@ func (a *API) resolve(ctx context.Context, req events.EvaluateRunRequest) (evalr
 }
 
 // listHeavy are the fields list items leave out.
-var listHeavy = []string{"logs", "matrix_results", "rate_stage_results", "timing"}
+var listHeavy = []string{"logs", "matrix_results", "rate_stage_results", "timing", "bootstrap", "repetition_results"}
 
 func (a *API) listRuns(w http.ResponseWriter, r *http.Request) error {
 	runs, err := a.runs.List(r.Context(), maxListed)
@@ -331,11 +327,24 @@ func (a *API) getRun(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// ownerOf is the owner of what a request creates: the identity of the token that made it; null
+// when nobody authenticated (LENS_AUTH=off, or an event).
+func ownerOf(ctx context.Context) any {
+	if tok, ok := fn.Caller(ctx); ok {
+		return tok.ID
+	}
+	return nil
+}
+
 // withDetail adds the read-only context a detail read shows when the record lacks it: the
-// known configuration (none for an existing endpoint) and the deployment case it ran against.
+// known configuration (none for an existing endpoint), the endpoint the traffic went to and the
+// deployment case it ran against.
 func withDetail(run *evalrun.Run) *evalrun.Run {
 	if !run.Has("configuration") {
 		run.Set("configuration", nil)
+	}
+	if !run.Has("endpoint_used") {
+		run.Set("endpoint_used", run.Raw("endpoint"))
 	}
 	if !run.Has("deployment_cases") {
 		run.Set("deployment_cases", []map[string]any{{

@@ -112,18 +112,7 @@ func TestRunOwnerIsTheCreatingToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, _ := http.NewRequest("POST", h.url+"/runs", strings.NewReader(matrixRun))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+writer)
-	resp, err := http.DefaultTransport.RoundTrip(req) // past the default client's token
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var run map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&run); err != nil || resp.StatusCode != 202 {
-		t.Fatalf("create: %d %v", resp.StatusCode, err)
-	}
+	run := postAs(t, writer, h.url+"/runs", matrixRun)
 	if run["owner_user_id"] != tok.ID || strings.Contains(toJSON(run), writer) {
 		t.Fatalf("owner_user_id %v, want the token's id %s (and never its secret)", run["owner_user_id"], tok.ID)
 	}
@@ -131,6 +120,24 @@ func TestRunOwnerIsTheCreatingToken(t *testing.T) {
 	if code := call(t, "GET", h.url+"/runs/"+run["id"].(string), "", &got); code != 200 || got["owner_user_id"] != tok.ID {
 		t.Fatalf("get: %d owner %v", code, got["owner_user_id"])
 	}
+}
+
+// postAs POSTs body with token (past the default client's own token) and wants a 202.
+func postAs(t *testing.T, token, url, body string) map[string]any {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 202 {
+		t.Fatalf("POST %s: %d %v %v", url, resp.StatusCode, err, out)
+	}
+	return out
 }
 
 func TestBenchmarkDefaults(t *testing.T) {

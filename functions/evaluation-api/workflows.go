@@ -66,6 +66,7 @@ func (a *API) createSimple(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	wf := workflow.NewSimple(id, req, session.ClusterID, cfg.ID, inventory.NewID())
+	wf.Set("owner_user_id", ownerOf(ctx))
 	if err := a.workflows.Create(ctx, wf); err != nil {
 		return err
 	}
@@ -109,6 +110,7 @@ func (a *API) evaluation(ctx context.Context, body []byte, idempotencyKey, id st
 		return nil, err
 	}
 	wf.Set("cluster_id", session.ClusterID)
+	wf.Set("owner_user_id", ownerOf(ctx))
 	wf.Internal.IdempotencyKey = idempotencyKey
 	if err := a.workflows.Create(ctx, wf); err != nil {
 		return nil, err
@@ -126,7 +128,8 @@ func (a *API) wake(ctx context.Context, id string) {
 }
 
 // caseHeavy are the case fields list items leave out.
-var caseHeavy = []string{"metrics", workflow.FieldMatrixResults, workflow.FieldRateStageResults, "deployment_configuration"}
+var caseHeavy = []string{"metrics", workflow.FieldMatrixResults, workflow.FieldRateStageResults, workflow.FieldBootstrap,
+	workflow.FieldRepetitionResults, "deployment_configuration"}
 
 func (a *API) listWorkflows(w http.ResponseWriter, r *http.Request) error {
 	all, err := a.workflows.List(r.Context(), maxListed)
@@ -215,7 +218,7 @@ func (a *API) workflowDetails(w http.ResponseWriter, r *http.Request) error {
 		}
 		if runID := c.String("evaluation_run_id"); runID != "" {
 			if run, err := a.runs.Load(ctx, runID); err == nil {
-				entry["evaluation"] = withDetail(run.Without("matrix_results", "rate_stage_results"))
+				entry["evaluation"] = withDetail(run.Without("matrix_results", "rate_stage_results", workflow.FieldBootstrap))
 			}
 		}
 		cases = append(cases, entry)

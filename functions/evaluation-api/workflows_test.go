@@ -10,7 +10,9 @@ import (
 	"time"
 
 	evaluationapi "github.com/lensfn/lensfn/functions/evaluation-api"
+	"github.com/lensfn/lensfn/runtime/auth"
 	"github.com/lensfn/lensfn/runtime/evalrun"
+	"github.com/lensfn/lensfn/runtime/fn/fntest"
 	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/sse"
 	"github.com/lensfn/lensfn/runtime/sse/ssetest"
@@ -621,5 +623,48 @@ func TestWorkflowEventsStreamStatusCasesLogsAndEnd(t *testing.T) {
 	started := time.Now()
 	if m := ssetest.Next(t, ssetest.Watch(t, url+"?lastEventId="+final.ID, "")); m.Type != "end" || time.Since(started) > time.Second {
 		t.Fatalf("resumed after the end: %+v after %s", m, time.Since(started))
+	}
+}
+
+// Workflows carry the id of the token that created them, and every case's benchmark block
+// shows the defaults that apply (the evaluation's repetitions among them), not only the keys
+// sent.
+func TestWorkflowsCarryTheirOwnerAndTheAppliedDefaults(t *testing.T) {
+	w := startWorkflows(t)
+	writer := fntest.Token(t, w.server, auth.EvaluateRunWrite, auth.EvaluateRunRead)
+	tok, err := w.deps.Tokens.Verify(context.Background(), writer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := func(path, body string) map[string]any { return postAs(t, writer, w.url+path, body) }
+	body := `{"cluster_session_id":"` + w.session + `","repetitions":3,"benchmark_plans":[{"configuration_artifact_id":"` + w.cfg +
+		`","baseline_types":["direct-vllm"],"benchmark":{"matrix":[{"isl":64,"osl":8}]}}]}`
+	wf := post("/evaluations", body)
+	simple := post("/workflow-runs", `{"model":"m","cluster_session_id":"`+w.session+`","repetitions":2}`)
+	for _, created := range []map[string]any{wf, simple} {
+		var got map[string]any
+		if code := call(t, "GET", w.url+"/workflow-runs/"+created["id"].(string), "", &got); code != 200 || got["owner_user_id"] != tok.ID ||
+			created["owner_user_id"] != tok.ID {
+			t.Errorf("owner_user_id %v (created %v), want the token's id %s", got["owner_user_id"], created["owner_user_id"], tok.ID)
+		}
+	}
+	if simple["repetitions"] != 2.0 {
+		t.Errorf("simple workflow repetitions %v", simple["repetitions"])
+	}
+	for _, c := range wf["cases"].([]any) {
+		b := c.(map[string]any)["benchmark"].(map[string]any)
+		stages, _ := b["concurrency_stages"].([]any)
+		if b["harness"] != "inference-perf" || b["parallelism"] != 1.0 || b["warmup_requests"] != 2.0 || b["harness_memory_gib"] != 8.0 ||
+			b["repetitions"] != 3.0 || len(stages) != 4 || b["wait_timeout_seconds"] != nil {
+			t.Errorf("case %v benchmark %v", c.(map[string]any)["id"], b)
+		}
+		if _, ok := b["wait_timeout_seconds"]; !ok {
+			t.Errorf("the benchmark block lacks wait_timeout_seconds (null: automatic): %v", b)
+		}
+	}
+	var bad map[string]any
+	if code := call(t, "POST", w.url+"/evaluations", strings.Replace(body, `"repetitions":3`, `"repetitions":21`, 1), &bad); code != 422 ||
+		!strings.Contains(mustJSON(bad), "repetitions") {
+		t.Errorf("21 repetitions: %d %v", code, bad)
 	}
 }

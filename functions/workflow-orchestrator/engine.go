@@ -337,7 +337,7 @@ func (s *step) watchRun(c *workflow.Case) error {
 		return nil
 	}
 	s.setCase(c, "finished_at", evalrun.Now())
-	for _, k := range []string{"metrics", "sla", workflow.FieldMatrixResults, workflow.FieldRateStageResults} {
+	for _, k := range workflow.RunResultFields {
 		if run.Has(k) {
 			s.setCase(c, k, run.Raw(k))
 		}
@@ -560,7 +560,10 @@ func (s *step) cancelCase(c *workflow.Case) error {
 			return nil
 		}
 		if err == nil {
-			for _, k := range []string{"metrics", workflow.FieldMatrixResults, workflow.FieldRateStageResults} {
+			for _, k := range workflow.RunResultFields {
+				if k == "sla" {
+					continue // a cancelled case keeps no verdict
+				}
 				if run.Has(k) && !c.Has(k) {
 					s.setCase(c, k, run.Raw(k))
 				}

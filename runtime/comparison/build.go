@@ -2,6 +2,8 @@ package comparison
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -113,7 +115,7 @@ func Build(cases []Case, compareConfigurations bool, now time.Time) Report {
 func compare(g, b *prepared) Comparison {
 	c := Comparison{
 		WorkloadID: g.c.WorkloadID, ScenarioID: nullable(g.c.ScenarioID), ScenarioName: nullable(g.c.ScenarioName),
-		SLA: evalrun.EvaluateSLA(evalrun.Metrics(g.metrics), slaTargets(g.c.SLATargets)), Guide: g.facts.Guide,
+		SLA: guideSLA(g), Guide: g.facts.Guide,
 		GuideConfiguration: g.facts, GuideCaseID: g.c.ID, Parity: Parity{},
 		GuideMetrics: g.metrics, BaselineMetrics: map[string]any{}, DeltaPercent: Ordered[float64]{}, MechanismDeltaPercent: Ordered[float64]{},
 	}
@@ -148,7 +150,19 @@ func compare(g, b *prepared) Comparison {
 		}
 	}
 	c.MatrixStatistics, c.RateStageStatistics = statistics(g, b)
+	c.Significance = significance(g.c.Bootstrap, b.c.Bootstrap, g.c.ID+"/"+b.c.ID)
 	return c
+}
+
+// guideSLA is the guide's SLA verdict, with how many repetitions met each target when it had
+// several.
+func guideSLA(g *prepared) *events.SLAVerdict {
+	targets := slaTargets(g.c.SLATargets)
+	v := evalrun.EvaluateSLA(evalrun.Metrics(g.metrics), targets)
+	if len(g.c.Repetitions) > 1 {
+		evalrun.CountRepetitionsMet(v, g.c.Repetitions, targets)
+	}
+	return v
 }
 
 func topology(left, right *prepared) TopologyComparison {
@@ -179,18 +193,80 @@ func statistics(g, b *prepared) (matrix, rate *Statistics) {
 	return matrix, rate
 }
 
-// parity compares a guide's and a baseline's configuration facts.
+// parity compares a guide's and a baseline's configuration facts. Like-for-like is valid: the
+// same model and runtime (named on both sides), the same accelerator (or none named on either
+// side, as for two simulators), the same accelerator count and the same workload. A baseline
+// case's benchmark carries baseline_type and baseline_parameters, which say how the baseline is
+// deployed, not what load it is sent, so the workload check leaves them out. Each failed check
+// gives a reason naming both values.
 func parity(g, b Facts) Parity {
 	ga, ba := g.Accelerators(), b.Accelerators()
+	gw, bw := workloadOf(g.Benchmark), workloadOf(b.Benchmark)
 	checks := &ParityChecks{
 		Model:            g.Model != nil && *g.Model != "" && b.Model != nil && *g.Model == *b.Model,
 		Runtime:          g.Runtime != nil && *g.Runtime != "" && b.Runtime != nil && *g.Runtime == *b.Runtime,
-		AcceleratorType:  g.Accelerator != nil && *g.Accelerator != "" && b.Accelerator != nil && *g.Accelerator == *b.Accelerator,
+		AcceleratorType:  orEmpty(g.Accelerator) == orEmpty(b.Accelerator),
 		AcceleratorCount: ga != nil && ba != nil && *ga == *ba,
-		Workload:         len(g.Benchmark) > 0 && reflect.DeepEqual(g.Benchmark, b.Benchmark),
+		Workload:         reflect.DeepEqual(gw, bw),
 	}
 	valid := checks.Model && checks.Runtime && checks.AcceleratorType && checks.AcceleratorCount && checks.Workload
-	return Parity{Valid: valid, Checks: checks, GuideAccelerators: ga, BaselineAccelerators: ba}
+	reasons := []string{}
+	differs := func(ok bool, name string, gv, bv any) {
+		if !ok {
+			reasons = append(reasons, fmt.Sprintf("%s differs: guide %s, baseline %s", name, shown(gv), shown(bv)))
+		}
+	}
+	differs(checks.Model, "model", g.Model, b.Model)
+	differs(checks.Runtime, "runtime", g.Runtime, b.Runtime)
+	differs(checks.AcceleratorType, "accelerator type", g.Accelerator, b.Accelerator)
+	differs(checks.AcceleratorCount, "accelerator count", ga, ba)
+	if !checks.Workload {
+		keys := map[string]bool{}
+		for k := range gw {
+			keys[k] = true
+		}
+		for k := range bw {
+			keys[k] = true
+		}
+		for _, k := range slices.Sorted(maps.Keys(keys)) {
+			differs(reflect.DeepEqual(gw[k], bw[k]), "workload "+k, gw[k], bw[k])
+		}
+	}
+	return Parity{Valid: valid, Checks: checks, Reasons: reasons, GuideAccelerators: ga, BaselineAccelerators: ba}
+}
+
+// deploymentKeys are the keys of a baseline case's benchmark that say how it is deployed.
+var deploymentKeys = []string{"baseline_type", "baseline_parameters"}
+
+// workloadOf is a benchmark block without its deployment keys.
+func workloadOf(bench map[string]any) map[string]any {
+	out := make(map[string]any, len(bench))
+	for k, v := range bench {
+		if !slices.Contains(deploymentKeys, k) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// shown is a fact as a reason names it: its JSON, or "none" when unknown.
+func shown(v any) string {
+	v = normalize(v)
+	if v == nil {
+		return "none"
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(raw)
+}
+
+func orEmpty(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
 
 // deltaPercent is round((g-b)/b*100, 2) when both are numbers and b is not 0.

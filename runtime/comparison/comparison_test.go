@@ -479,7 +479,7 @@ func TestComparisonKeysInOrder(t *testing.T) {
 	}
 	want := []string{"workload_id", "scenario_id", "scenario_name", "sla", "guide", "guide_configuration", "baseline_configuration",
 		"guide_case_id", "baseline_case_id", "baseline_type", "parity", "guide_metrics", "baseline_metrics", "delta_percent",
-		"mechanism_delta_percent", "matrix_statistics", "rate_stage_statistics"}
+		"mechanism_delta_percent", "matrix_statistics", "rate_stage_statistics", "significance"}
 	if !reflect.DeepEqual(keys.Keys(), want) {
 		t.Errorf("comparison keys\n%v\nwant\n%v", keys.Keys(), want)
 	}
@@ -492,8 +492,8 @@ func TestComparisonKeysInOrder(t *testing.T) {
 		t.Errorf("facts keys %v", fk.Keys())
 	}
 	p, _ := keys.Get("parity")
-	if string(p) != `{"valid":false,"checks":{"model":true,"runtime":true,"accelerator_type":true,"accelerator_count":true,"workload":false},"guide_accelerators":4,"baseline_accelerators":4}` {
-		t.Errorf("parity %s (workload is false: neither side has a benchmark)", p)
+	if string(p) != `{"valid":true,"checks":{"model":true,"runtime":true,"accelerator_type":true,"accelerator_count":true,"workload":true},"reasons":[],"guide_accelerators":4,"baseline_accelerators":4}` {
+		t.Errorf("parity %s (neither side has a benchmark: both run the defaults)", p)
 	}
 }
 
@@ -537,9 +537,18 @@ func TestParity(t *testing.T) {
 		{"empty model never matches", func() Facts { f := plain(4, 1); f.Model = s(""); return f }(), func() Facts { f := plain(4, 1); f.Model = s(""); return f }(), false, ParityChecks{false, true, true, true, true}, i(4), i(4)},
 		{"unknown TP gives no count", func() Facts { f := plain(4, 1); f.TensorParallelSize = nil; return f }(), func() Facts { f := plain(4, 1); f.TensorParallelSize = nil; return f }(), false, ParityChecks{true, true, true, false, true}, nil, nil},
 		{"P/D with an unknown decode TP gives no count", func() Facts { f := pd; f.DecodeTensorParallelSize = nil; return f }(), plain(4, 1), false, ParityChecks{true, true, true, false, true}, nil, i(4)},
-		{"a baseline's benchmark with baseline_type added differs", plain(4, 1), func() Facts {
+		{"a baseline's benchmark with its baseline_type and parameters is the same workload", plain(4, 1), func() Facts {
 			f := plain(4, 1)
-			f.Benchmark = map[string]any{"matrix": bench["matrix"], "baseline_type": "direct-vllm"}
+			f.Benchmark = map[string]any{"matrix": bench["matrix"], "baseline_type": "direct-vllm", "baseline_parameters": map[string]any{"replicas": 4.0}}
+			return f
+		}(), true, ParityChecks{true, true, true, true, true}, i(4), i(4)},
+		{"two simulators name no accelerator", func() Facts { f := plain(2, 1); f.Accelerator = nil; return f }(),
+			func() Facts { f := plain(2, 1); f.Accelerator = nil; return f }(), true, ParityChecks{true, true, true, true, true}, i(2), i(2)},
+		{"an accelerator on one side only", func() Facts { f := plain(2, 1); f.Accelerator = nil; return f }(), plain(2, 1), false,
+			ParityChecks{true, true, false, true, true}, i(2), i(2)},
+		{"another workload", plain(4, 1), func() Facts {
+			f := plain(4, 1)
+			f.Benchmark = map[string]any{"matrix": []any{map[string]any{"isl": 256.0, "osl": 64.0}}}
 			return f
 		}(), false, ParityChecks{true, true, true, true, false}, i(4), i(4)},
 	}
@@ -764,7 +773,7 @@ func TestReportRoundTrip(t *testing.T) {
 func TestNeedsRefresh(t *testing.T) {
 	goodRow := `{"rate":1,"duration":60,"guide":{},"baseline":{},"ratio":{}}`
 	withRows := func(facts, row string) string {
-		return `{"comparison_version":2,"comparisons":[{"parity":{},"mechanism_delta_percent":{},` + facts + `"rate_stage_statistics":{"rows":[` + row + `]}}]}`
+		return `{"comparison_version":2,"comparisons":[{"parity":{},"mechanism_delta_percent":{},"significance":null,` + facts + `"rate_stage_statistics":{"rows":[` + row + `]}}]}`
 	}
 	both := `"guide_configuration":{"model":"m"},"baseline_configuration":{"model":"m"},`
 	cases := []struct {
@@ -783,13 +792,16 @@ func TestNeedsRefresh(t *testing.T) {
 		{"version 2, no comparisons", `{"comparison_version":2,"comparisons":[]}`, false},
 		{"a comparison without parity", `{"comparison_version":2,"comparisons":[{"mechanism_delta_percent":{}}]}`, true},
 		{"a comparison without mechanism_delta_percent", `{"comparison_version":2,"comparisons":[{"parity":{}}]}`, true},
+		{"a baseline's parity without reasons", `{"comparison_version":2,"comparisons":[{"parity":{"valid":false,"checks":{"model":true}},"mechanism_delta_percent":{}}]}`, true},
+		{"a baseline's parity with reasons", `{"comparison_version":2,"comparisons":[{"parity":{"valid":true,"checks":{"model":true},"reasons":[]},"mechanism_delta_percent":{},"significance":null}]}`, false},
+		{"a comparison from before the intervals", `{"comparison_version":2,"comparisons":[{"parity":{"valid":true,"checks":{"model":true},"reasons":[]},"mechanism_delta_percent":{}}]}`, true},
 		{"comparisons not a list", `{"comparison_version":2,"comparisons":{"a":1}}`, true},
 		{"rate rows with both configurations", withRows(both, goodRow), false},
 		{"rate rows without guide_configuration", withRows(`"baseline_configuration":{"model":"m"},`, goodRow), true},
 		{"rate rows with an empty baseline_configuration", withRows(`"guide_configuration":{"model":"m"},"baseline_configuration":{},`, goodRow), true},
 		{"a rate row without guide", withRows(both, `{"rate":1,"baseline":{}}`), true},
 		{"a rate row without baseline", withRows(both, goodRow+`,{"rate":2,"guide":{}}`), true},
-		{"no rate rows: the configurations are not needed", `{"comparison_version":2,"comparisons":[{"parity":{},"mechanism_delta_percent":{},"baseline_configuration":{},"rate_stage_statistics":null}]}`, false},
+		{"no rate rows: the configurations are not needed", `{"comparison_version":2,"comparisons":[{"parity":{},"mechanism_delta_percent":{},"significance":null,"baseline_configuration":{},"rate_stage_statistics":null}]}`, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -842,5 +854,41 @@ func TestGroupedRatioKeepsFirstSeenOrder(t *testing.T) {
 		`"concurrency":{"8":{"ttft_ms":0.5},"1":{"throughput_tps":2,"ttft_ms":0.25}}}`
 	if string(data) != want {
 		t.Errorf("grouped_ratio %s\nwant %s", data, want)
+	}
+}
+
+// Each reason of a parity that is not valid names what differs and both values, whichever side
+// has which.
+func TestParityReasonsNameBothValues(t *testing.T) {
+	bench := func(isl float64) map[string]any {
+		return map[string]any{"matrix": []any{map[string]any{"isl": isl, "osl": 64.0}}, "warmup_requests": 2.0}
+	}
+	left := Facts{Model: s("m"), Runtime: s("vllm"), Accelerator: s("H100"), Replicas: i(2), TensorParallelSize: i(1), Benchmark: bench(128)}
+	right := Facts{Model: s("m"), Runtime: s("inference-sim"), Replicas: i(4), TensorParallelSize: i(1),
+		Benchmark: map[string]any{"matrix": bench(256)["matrix"], "warmup_requests": 2.0, "baseline_type": "direct-vllm"}}
+	for _, c := range []struct {
+		name string
+		g, b Facts
+		want []string
+	}{
+		{"guide on H100", left, right, []string{`runtime differs: guide "vllm", baseline "inference-sim"`,
+			`accelerator type differs: guide "H100", baseline none`, `accelerator count differs: guide 2, baseline 4`,
+			`workload matrix differs: guide [{"isl":128,"osl":64}], baseline [{"isl":256,"osl":64}]`}},
+		{"baseline on H100", right, left, []string{`runtime differs: guide "inference-sim", baseline "vllm"`,
+			`accelerator type differs: guide none, baseline "H100"`, `accelerator count differs: guide 4, baseline 2`,
+			`workload matrix differs: guide [{"isl":256,"osl":64}], baseline [{"isl":128,"osl":64}]`}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := Build([]Case{{ID: "g", Role: RoleGuide, BaselineCaseIDs: []string{"b"}, Facts: c.g}, {ID: "b", Role: RoleBaseline, Facts: c.b}}, true, time.Now())
+			p := r.Comparisons[0].Parity
+			if p.Valid || !reflect.DeepEqual(p.Reasons, c.want) {
+				t.Errorf("valid %v, reasons\n%q\nwant\n%q", p.Valid, p.Reasons, c.want)
+			}
+			raw, _ := json.Marshal(p)
+			var back Parity
+			if err := json.Unmarshal(raw, &back); err != nil || !reflect.DeepEqual(back.Reasons, c.want) {
+				t.Errorf("reasons read back %q (%v)", back.Reasons, err)
+			}
+		})
 	}
 }

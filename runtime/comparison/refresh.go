@@ -3,8 +3,8 @@ package comparison
 import "encoding/json"
 
 // NeedsRefresh says whether a stored report must be rebuilt (§2): it is missing, empty or not
-// an object, its comparison_version is not 2, a comparison lacks parity or
-// mechanism_delta_percent, or a comparison with rate-stage rows lacks either side's
+// an object, its comparison_version is not 2, a comparison lacks parity (or, with a baseline,
+// the parity's reasons), mechanism_delta_percent or significance, or a comparison with rate-stage rows lacks either side's
 // configuration facts or has a row without guide or baseline.
 func NeedsRefresh(stored json.RawMessage) bool {
 	var report map[string]any
@@ -27,11 +27,20 @@ func NeedsRefresh(stored json.RawMessage) bool {
 		if !ok {
 			return true
 		}
-		if _, ok := c["parity"]; !ok {
+		parity, ok := c["parity"].(map[string]any)
+		if !ok {
 			return true
+		}
+		if checks, _ := parity["checks"].(map[string]any); len(checks) > 0 {
+			if _, ok := parity["reasons"]; !ok {
+				return true // parity from before it named its reasons (and judged like-for-like pairs unequal)
+			}
 		}
 		if _, ok := c["mechanism_delta_percent"]; !ok {
 			return true
+		}
+		if _, ok := c["significance"]; !ok {
+			return true // from before the confidence intervals (null when the runs keep no replicates)
 		}
 		stats, _ := c["rate_stage_statistics"].(map[string]any)
 		rows, _ := stats["rows"].([]any)

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/runtime/evalrun"
 )
 
 // Version is the report's comparison_version.
@@ -39,6 +40,11 @@ type Case struct {
 	Metrics map[string]any
 	// SLATargets are the case's sla_targets (BenchmarkSlaTargets keys); nil: none.
 	SLATargets map[string]any
+	// Bootstrap is the run's bootstrap record (nil: none, and the comparison has no
+	// significance); Repetitions are its repetitions' metrics (the SLA verdict counts how many
+	// met each target).
+	Bootstrap   *evalrun.Bootstrap
+	Repetitions []evalrun.Metrics
 }
 
 // Facts are a case's configuration facts (§2); nil fields are null.
@@ -104,6 +110,9 @@ type Comparison struct {
 	MechanismDeltaPercent Ordered[float64] `json:"mechanism_delta_percent"`
 	MatrixStatistics      *Statistics      `json:"matrix_statistics"`
 	RateStageStatistics   *Statistics      `json:"rate_stage_statistics"`
+	// Significance holds the 95 % confidence intervals of the guide/baseline ratios and a
+	// verdict per metric; null without a baseline or without both runs' bootstrap records.
+	Significance *Significance `json:"significance"`
 }
 
 // TopologyComparison compares two guide cases of one scenario (left in the guide role).
@@ -143,8 +152,11 @@ func (o *OptionalFacts) UnmarshalJSON(data []byte) error {
 // Parity says whether a guide and its baseline are comparable. Without a baseline Checks is nil
 // and it is {valid: false, checks: {}} with no accelerator counts.
 type Parity struct {
-	Valid                bool
-	Checks               *ParityChecks
+	Valid  bool
+	Checks *ParityChecks
+	// Reasons say, for each failed check, what differs and both sides' values (empty when
+	// valid).
+	Reasons              []string
 	GuideAccelerators    *int
 	BaselineAccelerators *int
 }
@@ -161,6 +173,7 @@ type ParityChecks struct {
 type parityJSON struct {
 	Valid                bool            `json:"valid"`
 	Checks               json.RawMessage `json:"checks"`
+	Reasons              []string        `json:"reasons"`
 	GuideAccelerators    *int            `json:"guide_accelerators"`
 	BaselineAccelerators *int            `json:"baseline_accelerators"`
 }
@@ -177,7 +190,11 @@ func (p Parity) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(parityJSON{p.Valid, checks, p.GuideAccelerators, p.BaselineAccelerators})
+	reasons := p.Reasons
+	if reasons == nil {
+		reasons = []string{}
+	}
+	return json.Marshal(parityJSON{p.Valid, checks, reasons, p.GuideAccelerators, p.BaselineAccelerators})
 }
 
 // UnmarshalJSON reads the §2 shape (checks {} is no baseline).
@@ -186,7 +203,7 @@ func (p *Parity) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return err
 	}
-	*p = Parity{Valid: raw.Valid, GuideAccelerators: raw.GuideAccelerators, BaselineAccelerators: raw.BaselineAccelerators}
+	*p = Parity{Valid: raw.Valid, Reasons: raw.Reasons, GuideAccelerators: raw.GuideAccelerators, BaselineAccelerators: raw.BaselineAccelerators}
 	if len(raw.Checks) > 0 && !isEmptyObject(raw.Checks) {
 		p.Checks = &ParityChecks{}
 		return json.Unmarshal(raw.Checks, p.Checks)

@@ -9,7 +9,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/loadgen"
 )
 
-// maxPooledGaps bounds the inter-token gaps a builder keeps for its ITL distribution; past it
+// maxPooledGaps bounds the chunk gaps a builder keeps for its chunk_gap distribution; past it
 // the gaps are a uniform reservoir sample (exact below it).
 const maxPooledGaps = 1 << 20
 
@@ -66,6 +66,14 @@ func NewSamples() *Samples { return &Samples{shared: true} }
 // run costs a few MB. Distributions are over successful requests, as inference-perf reports
 // them; percentiles interpolate linearly between order statistics (numpy's default, which
 // inference-perf uses).
+//
+// Two inter-token quantities are kept apart. itl is the per-token decode interval of each
+// request, (latency - TTFT) / (output tokens - 1): what a user waits per token once the first
+// arrived, whatever the server's chunking. chunk_gap is the distribution of the gaps between
+// the content chunks the client read (vLLM's bench_serving calls these ITL): a server that
+// coalesces several tokens into one write, or a stream read in bursts, gives gaps near 0 ms
+// there, which says how the stream was delivered but nothing about decode speed, so it is never
+// the headline.
 type Builder struct {
 	samples *Samples
 	rows    []int32 // the rows of samples this builder was given, in order
@@ -77,9 +85,12 @@ type Builder struct {
 	successes, failures, emptyOutputs int64
 	good                              int64
 	totalIn, totalOut                 float64
-	firstStart, lastEnd               float64
-	scheduled                         int64
-	constraints                       map[string]float64 // ms, by metric
+	// spans are the first send and last completion of each repetition the builder counted
+	// (by index): the repetitions of a run follow one another, so a builder's benchmark time is
+	// the sum of its spans, never the gaps between them.
+	spans       []span
+	scheduled   int64
+	constraints map[string]float64 // ms, by metric
 }
 
 // NewBuilder returns an empty builder with samples of its own; targets' TTFT/TPOT limits define
@@ -88,7 +99,7 @@ func NewBuilder(targets *events.SLATargets) *Builder { return NewSamples().NewBu
 
 // NewBuilder returns an empty builder reading its requests' numbers from s.
 func (s *Samples) NewBuilder(targets *events.SLATargets) *Builder {
-	b := &Builder{samples: s, firstStart: math.Inf(1), lastEnd: math.Inf(-1), constraints: map[string]float64{}}
+	b := &Builder{samples: s, constraints: map[string]float64{}}
 	if targets != nil {
 		if targets.TTFTMs != nil {
 			b.constraints["ttft"] = *targets.TTFTMs
@@ -163,8 +174,12 @@ func (s *Samples) unshare() {
 func (b *Builder) add(row int32, rec loadgen.Record) {
 	b.rows = append(b.rows, row)
 	b.scheduled++
-	b.firstStart = min(b.firstStart, rec.StartedAtSeconds)
-	b.lastEnd = max(b.lastEnd, rec.CompletedAtSeconds)
+	rep := Repetition(rec)
+	for len(b.spans) <= rep {
+		b.spans = append(b.spans, span{first: math.Inf(1), last: math.Inf(-1)})
+	}
+	sp := &b.spans[rep]
+	sp.first, sp.last = min(sp.first, rec.StartedAtSeconds), max(sp.last, rec.CompletedAtSeconds)
 	if !rec.Successful {
 		b.failures++
 		return
@@ -236,8 +251,9 @@ func (b *Builder) reservoir() ([]float64, int64, *rand.Rand) {
 	return r.own, r.gapsSeen, r.rng
 }
 
-// itlGaps is the gaps b's ITL distribution is over, in a slice of their own.
-func (b *Builder) itlGaps() []float64 {
+// chunkGaps is the gaps between content chunks b's chunk_gap distribution is over, in a slice
+// of their own.
+func (b *Builder) chunkGaps() []float64 {
 	if !b.samples.shared {
 		return slices.Clone(b.own)
 	}
@@ -270,12 +286,46 @@ func (m Metrics) Float(key string) (float64, bool) {
 	return v, ok
 }
 
+// span is the window of one repetition's requests in a builder.
+type span struct{ first, last float64 }
+
+// Repetition is the repetition a record belongs to (its metadata's "repetition"; 0 without).
+func Repetition(rec loadgen.Record) int {
+	switch v := rec.Metadata["repetition"].(type) {
+	case int:
+		return max(v, 0)
+	case float64:
+		return max(int(v), 0)
+	}
+	return 0
+}
+
+// elapsed is the builder's benchmark time: the sum of its repetitions' spans.
+func (b *Builder) elapsed() float64 {
+	total := 0.0
+	for _, sp := range b.spans {
+		if sp.last >= sp.first {
+			total += sp.last - sp.first
+		}
+	}
+	return total
+}
+
+// window is the first send and last completion over every span.
+func (b *Builder) window() (first, last float64) {
+	first, last = math.Inf(1), math.Inf(-1)
+	for _, sp := range b.spans {
+		first, last = min(first, sp.first), max(last, sp.last)
+	}
+	return first, last
+}
+
 // Metrics computes the metrics block. source names where the records are (the artifact).
 func (b *Builder) Metrics(artifactPath string) Metrics {
 	count := b.successes + b.failures
 	elapsed := 0.0
 	if count > 0 {
-		elapsed = max(b.lastEnd-b.firstStart, 0)
+		elapsed = b.elapsed()
 	}
 	rate := func(x float64) any {
 		if elapsed <= 0 {
@@ -304,7 +354,8 @@ func (b *Builder) Metrics(artifactPath string) Metrics {
 	}
 	v := b.values() // fresh slices, which the distributions may reorder
 	dists := map[string]any{}
-	for name, values := range map[string][]float64{"request_latency": v.latency, "ttft": v.ttft, "itl": b.itlGaps(), "tpot": v.tpot, "ntpot": v.ntpot} {
+	for name, values := range map[string][]float64{"request_latency": v.latency, "ttft": v.ttft, "itl": v.itl, "tpot": v.tpot,
+		"ntpot": v.ntpot, "chunk_gap": b.chunkGaps()} {
 		d := distributionOf(values, "_ms")
 		dists[name] = d
 		scalar := name + "_ms"
@@ -323,7 +374,7 @@ func (b *Builder) Metrics(artifactPath string) Metrics {
 
 // builderValues are a builder's numbers, gathered from its rows in the order they came.
 type builderValues struct {
-	latency, ttft, tpot, ntpot, inTok, outTok, delay []float64
+	latency, ttft, tpot, itl, ntpot, inTok, outTok, delay []float64
 }
 
 func (b *Builder) values() builderValues {
@@ -331,7 +382,7 @@ func (b *Builder) values() builderValues {
 	v := builderValues{delay: make([]float64, 0, len(b.rows))}
 	n := int(b.successes)
 	v.latency, v.inTok, v.outTok = make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
-	v.ttft, v.tpot, v.ntpot = make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
+	v.ttft, v.tpot, v.itl, v.ntpot = make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
 	for _, r := range b.rows {
 		row := int(r)
 		v.delay = append(v.delay, s.delay.at(row))
@@ -347,6 +398,9 @@ func (b *Builder) values() builderValues {
 		}
 		if t := s.ttft.at(row); !math.IsNaN(t) {
 			v.ttft = append(v.ttft, t)
+			if out >= 2 {
+				v.itl = append(v.itl, (latency-t)/(out-1))
+			}
 		}
 		if t := s.tpot.at(row); !math.IsNaN(t) {
 			v.tpot = append(v.tpot, t)
@@ -360,6 +414,7 @@ func (b *Builder) goodput(elapsed float64, artifactPath string) map[string]any {
 	if count == 0 || elapsed <= 0 {
 		return map[string]any{"schema_version": 1, "status": "unavailable", "reason": "no request completed in the measured window"}
 	}
+	first, last := b.window()
 	constraints := map[string]float64{}
 	for k, v := range b.constraints {
 		constraints[k] = v / 1000
@@ -368,7 +423,7 @@ func (b *Builder) goodput(elapsed float64, artifactPath string) map[string]any {
 		"schema_version": 1, "status": "measured", "value": round(float64(b.good)/elapsed, 6),
 		"good_requests": b.good, "request_count": count, "success_count": b.successes,
 		"empty_output_count": b.emptyOutputs, "duration_seconds": round(elapsed, 3),
-		"constraints_seconds": constraints, "window": map[string]float64{"start": b.firstStart, "end": b.lastEnd},
+		"constraints_seconds": constraints, "window": map[string]float64{"start": first, "end": last},
 		"source": "per-request records", "artifact_path": artifactPath,
 		"formula": "successful requests with output whose TTFT and TPOT meet every configured limit / benchmark_time_seconds",
 	}
@@ -520,10 +575,14 @@ func EvaluateSLA(m Metrics, t *events.SLATargets) *events.SLAVerdict {
 		c := events.SLACheck{Actual: actual, Target: target, Unit: unit, Percentile: percentile}
 		if actual != nil {
 			met := *actual >= target
+			margin := *actual - target // how far inside the target: positive when met
 			if atMost {
-				met = *actual <= target
+				met, margin = *actual <= target, target-*actual
 			}
-			c.Met = &met
+			c.Met, c.Margin = &met, ptr(round(margin, 3))
+			if target != 0 {
+				c.MarginPercent = ptr(round(100*margin/target, 3))
+			}
 		}
 		v.Checks[name] = c
 	}

@@ -45,7 +45,9 @@ func TestMetricsBlock(t *testing.T) {
 	// benchmark time: 0 .. 2 s
 	checks := map[string]float64{"benchmark_time_seconds": 2, "throughput_tps": 16.5, "input_throughput_tps": 150,
 		"total_throughput_tps": 166.5, "throughput_rps": 1.5, "success_rate": 75, "error_rate": 25, "total_output_tokens": 33,
-		"ttft_ms": 60, "tpot_ms": 5, "request_latency_ms": 1000, "itl_ms": 5}
+		"ttft_ms": 60, "tpot_ms": 5, "request_latency_ms": 1000, "chunk_gap_ms": 5,
+		// (latency - ttft) / (output tokens - 1) per request: 95, 85 and 94 ms
+		"itl_ms": 94}
 	for k, want := range checks {
 		if got, ok := m.Float(k); !ok || math.Abs(got-want) > 1e-9 {
 			t.Errorf("%s = %v, want %g", k, m[k], want)
@@ -65,6 +67,32 @@ func TestMetricsBlock(t *testing.T) {
 	empty := NewBuilder(nil).Metrics("")
 	if empty["success_rate"] != nil || empty["throughput_tps"] != nil || empty["request_slo_goodput"].(map[string]any)["status"] != "unavailable" {
 		t.Errorf("empty metrics %v", empty)
+	}
+}
+
+// A server that coalesces tokens (four per write, one write every 20 ms) gives chunk gaps near 0
+// ms; the headline ITL is still the 5 ms each token took, and the gaps keep their own name.
+func TestITLIsThePerTokenDecodeIntervalNotTheChunkGap(t *testing.T) {
+	b := NewBuilder(nil)
+	for i := range 10 {
+		// 33 tokens: the first at 40 ms, the other 32 in 8 writes of 4, 20 ms apart.
+		var gaps []float64
+		for range 8 {
+			gaps = append(gaps, 0.001, 0.001, 0.001, 20)
+		}
+		start := float64(i)
+		b.Add(rec(true, start, start+0.2, 40, 5, 10, 33), gaps[:32])
+	}
+	m := b.Metrics("")
+	if itl, _ := m.Float("itl_ms"); itl != 5 {
+		t.Errorf("itl_ms %v, want 5 ((200 - 40) / 32)", m["itl_ms"])
+	}
+	if gap, _ := m.Float("chunk_gap_ms"); gap != 0.001 {
+		t.Errorf("chunk_gap_ms %v, want 0.001", m["chunk_gap_ms"])
+	}
+	d := m["latency_distributions"].(map[string]any)
+	if d["chunk_gap"].(map[string]float64)["max_ms"] != 20 || d["itl"].(map[string]float64)["p99_ms"] != 5 {
+		t.Errorf("distributions %v", d)
 	}
 }
 
@@ -162,5 +190,20 @@ func BenchmarkMetrics100kRequests(b *testing.B) {
 	}
 	for b.Loop() {
 		builder.Metrics("per-request.jsonl")
+	}
+}
+
+// BenchmarkReplicates100kRequests is the bootstrap replicates of one 100,000-request repetition
+// (what a run computes per repetition after its last request).
+func BenchmarkReplicates100kRequests(b *testing.B) {
+	builder := NewBuilder(nil)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 100_000 {
+		ttft, tpot := rng.Float64()*100, 1+rng.Float64()
+		builder.Add(loadgen.Record{Successful: true, StartedAtSeconds: float64(i) / 1000, CompletedAtSeconds: float64(i)/1000 + 0.5,
+			LatencyMs: 100 + rng.Float64()*1000, TTFTMs: &ttft, TPOTMs: &tpot, InputTokens: 64, OutputTokens: 16}, nil)
+	}
+	for b.Loop() {
+		builder.Replicates(BootstrapReplicates, 7)
 	}
 }

@@ -21,6 +21,7 @@ const (
 	DefaultParallelism      = 1
 	DefaultHarnessMemoryGiB = 8.0
 	DefaultWarmupRequests   = 2
+	DefaultRepetitions      = 1
 	DefaultRepository       = "https://github.com/llm-d/llm-d-benchmark.git"
 	DefaultRevision         = "main"
 )
@@ -39,6 +40,7 @@ var DefaultConcurrencyStages = []events.ConcurrencyStage{
 const (
 	MaxParallelism        = 32
 	MaxWarmupRequests     = 50
+	MaxRepetitions        = 20
 	MaxMatrixPoints       = 50
 	MaxConcurrencyStages  = 20
 	MaxConcurrency        = 4096
@@ -67,7 +69,7 @@ var (
 func ptr[T any](v T) *T { return &v }
 
 // WithDefaults returns spec with every defaulted field filled in (harness, workload,
-// parallelism, harness memory, warm-up requests).
+// parallelism, harness memory, warm-up requests, repetitions).
 func WithDefaults(spec events.BenchmarkSpec) events.BenchmarkSpec {
 	if spec.Harness == nil {
 		spec.Harness = ptr(HarnessInferencePerf)
@@ -83,6 +85,9 @@ func WithDefaults(spec events.BenchmarkSpec) events.BenchmarkSpec {
 	}
 	if spec.WarmupRequests == nil {
 		spec.WarmupRequests = ptr(DefaultWarmupRequests)
+	}
+	if spec.Repetitions == nil {
+		spec.Repetitions = ptr(DefaultRepetitions)
 	}
 	return spec
 }
@@ -151,6 +156,7 @@ func validateSpecFields(fe *fieldErrors, spec events.BenchmarkSpec) {
 	fe.intRange(spec.Parallelism, 1, MaxParallelism, "parallelism")
 	fe.intRange(spec.WaitTimeoutSeconds, 1, MaxTimeoutSeconds, "wait_timeout_seconds")
 	fe.intRange(spec.WarmupRequests, 0, MaxWarmupRequests, "warmup_requests")
+	fe.intRange(spec.Repetitions, 1, MaxRepetitions, "repetitions")
 	fe.floatRange(spec.HarnessMemoryGiB, 0, MaxHarnessMemoryGiB, true, "harness_memory_gib")
 	fe.text(spec.Harness, 64, "harness")
 	fe.text(spec.AcceleratorProfile, 128, "accelerator_profile")
@@ -318,7 +324,7 @@ type Target struct {
 
 // specKeys are the keys of a run's `benchmark` block, in the spec's order.
 var specKeys = []string{"harness", "workload", "parallelism", "wait_timeout_seconds", "harness_memory_gib", "matrix",
-	"concurrency_stages", "warmup_requests", "shared_prefix", "workload_yaml", "accelerator_profile", "storage_class_name"}
+	"concurrency_stages", "warmup_requests", "shared_prefix", "workload_yaml", "accelerator_profile", "storage_class_name", "repetitions"}
 
 // secretKeys are request fields never stored in the document (the key is sealed apart).
 var secretKeys = map[string]bool{"api_key": true}
@@ -363,10 +369,18 @@ func BuildRun(id string, req events.EvaluateRunRequest, raw map[string]json.RawM
 	run.Set("model", target.Model)
 	run.Set("namespace", nullable(target.Namespace))
 	run.Set("endpoint", target.Endpoint)
+	run.Set("endpoint_used", target.Endpoint) // where the traffic goes: a Model Service's member, a kubernetes-service baseline's Service
 	run.Set("deployment", map[string]any{"name": orDefault(target.Name, target.ExecutionID),
 		"namespace": nullable(target.Namespace), "endpoint": target.Endpoint})
 	run.Internal.Model, run.Internal.Endpoint = target.Model, target.Endpoint
 	return run
+}
+
+// BenchmarkBlock is a benchmark block as the API echoes it: every key of the spec present, the
+// defaults applied (a matrix without stages shows the stages it runs), null where unset; the
+// wait timeout stays as asked (null: automatic).
+func BenchmarkBlock(spec events.BenchmarkSpec) json.RawMessage {
+	return benchmarkBlock(WithDefaults(spec), spec)
 }
 
 // benchmarkBlock is the user's intent with defaults: every key present, null where unset.
@@ -374,6 +388,9 @@ func benchmarkBlock(d, asked events.BenchmarkSpec) json.RawMessage {
 	matrix, stages := d.Matrix, d.ConcurrencyStages
 	if matrix == nil {
 		matrix = []events.MatrixPoint{}
+	}
+	if len(matrix) > 0 && len(stages) == 0 {
+		stages = DefaultConcurrencyStages
 	}
 	if stages == nil {
 		stages = []events.ConcurrencyStage{}
@@ -384,6 +401,7 @@ func benchmarkBlock(d, asked events.BenchmarkSpec) json.RawMessage {
 		"matrix": matrix, "concurrency_stages": stages, "warmup_requests": *d.WarmupRequests,
 		"shared_prefix": d.SharedPrefix, "workload_yaml": d.WorkloadYAML,
 		"accelerator_profile": d.AcceleratorProfile, "storage_class_name": d.StorageClassName,
+		"repetitions": *d.Repetitions,
 	}
 	out := []byte{'{'}
 	for i, k := range specKeys {

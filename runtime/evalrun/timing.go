@@ -147,6 +147,10 @@ func Estimate(spec events.BenchmarkSpec) Timing {
 			upper += b.UpperSeconds
 			largest = max(largest, b.UpperSeconds)
 		}
+		// Each repetition runs every phase again (warm-up only once, but its share is small
+		// and the bounds stay bounds); the phases are per invocation, as the timeout is.
+		reps := *d.Repetitions
+		requests, lower, upper = requests*reps, lower*reps, upper*reps
 		t.Basis, t.Assumptions = "configuration", knownAssumptions
 		t.MeasuredRequests, t.LowerSeconds, t.UpperSeconds = &requests, &lower, &upper
 		recommended = min(MaxTimeoutSeconds, max(MinAutoTimeoutSeconds, int(math.Ceil(float64(largest)*1.5+120))))

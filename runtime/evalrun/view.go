@@ -72,6 +72,8 @@ type View struct {
 	Metrics            json.RawMessage    `json:"metrics,omitempty"`
 	MatrixResults      json.RawMessage    `json:"matrix_results,omitempty" doc:"left out of lists"`
 	RateStageResults   json.RawMessage    `json:"rate_stage_results,omitempty" doc:"left out of lists"`
+	RepetitionResults  json.RawMessage    `json:"repetition_results,omitempty" doc:"with repetitions: each repetition's headline metrics; left out of lists"`
+	Bootstrap          *Bootstrap         `json:"bootstrap,omitempty" doc:"per repetition the request-level bootstrap replicates a comparison's confidence intervals come from; left out of lists"`
 	CapacityAnalysis   json.RawMessage    `json:"capacity_analysis,omitempty"`
 	Monitoring         json.RawMessage    `json:"monitoring,omitempty"`
 	ResourceSnapshot   json.RawMessage    `json:"resource_snapshot,omitempty"`

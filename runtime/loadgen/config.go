@@ -102,6 +102,11 @@ type Config struct {
 	// SubagentTiming chooses when a subagent session starts and when the parent turn that
 	// joins it is released; empty means SubagentsAtSpawn.
 	SubagentTiming SubagentTiming
+	// Origin, when set, is the zero of the records' times (scheduled, started, first token,
+	// completed) instead of the run's own start, so a caller that sends several schedules back
+	// to back (the benchmark runner's stages) keeps their records on one clock. It must not be
+	// later than the run's start. Schedule offsets still count from the run's start.
+	Origin time.Time
 }
 
 // SubagentTiming is how subagent sessions are placed against their parent (see Run).

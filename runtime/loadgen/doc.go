@@ -35,7 +35,8 @@
 // the engine needs nothing of the trace formats; the replayer maps its parsed records onto
 // them.
 //
-// Times in records are relative to the run's start; the schedule's drift is started minus
+// Times in records are relative to the run's start (or Config.Origin, which lets back-to-back
+// runs share one clock); the schedule's drift is started minus
 // scheduled, and a request with a recorded position also carries its session tree's timeline
 // drift. Stats.Unreleased says why requests a run never sent were not released. Config's
 // SubagentTiming chooses between AIPerf's spawn-on-completion subagents and the recorded

@@ -1,8 +1,9 @@
 package loadgen
 
 // Record is one request's outcome, one JSON line of a run's per-request.jsonl artifact. Times
-// are seconds relative to the run's start (the schedule's zero), so records of one run compare
-// directly; durations are milliseconds. The result analyzer reads nothing else.
+// are seconds relative to the run's start (the schedule's zero) or Config.Origin when set, so
+// records of one run (or of back-to-back runs sharing an origin) compare directly; durations are
+// milliseconds. The result analyzer reads nothing else.
 type Record struct {
 	RequestID int64  `json:"request_id"`           // 1-based, in schedule order
 	SessionID string `json:"session_id,omitempty"` // trace session, when the format has them

@@ -173,6 +173,10 @@ func RunSchedule(ctx context.Context, cfg Config, schedule Schedule, sink Sink) 
 	}
 	defer pacer.paceGC(cfg.GCHeadroomBytes)()
 	e.start = time.Now()
+	e.origin = e.start
+	if !cfg.Origin.IsZero() && !cfg.Origin.After(e.start) {
+		e.origin, e.shift = cfg.Origin, e.start.Sub(cfg.Origin)
+	}
 	if cfg.Duration > 0 {
 		end := time.AfterFunc(cfg.Duration+cfg.GracePeriod, func() { cancel(errRunEnded) })
 		defer end.Stop()
@@ -226,7 +230,10 @@ type engine struct {
 	cancelRun context.CancelCauseFunc
 	endedAt   atomic.Int64 // when the run's context was ended (Unix ns), set just before it ends
 	start     time.Time
-	wg        sync.WaitGroup
+	// origin is the records' zero (Config.Origin, else start); shift is start - origin.
+	origin time.Time
+	shift  time.Duration
+	wg     sync.WaitGroup
 
 	sinkMu   sync.Mutex
 	sink     Sink
@@ -677,9 +684,9 @@ func (e *engine) send(r *Request, i int, at time.Duration, body []byte, buildErr
 		SessionID:          r.SessionID,
 		Turn:               r.Turn,
 		Successful:         out.err == "" && out.status >= 200 && out.status <= 299,
-		ScheduledAtSeconds: at.Seconds(),
-		StartedAtSeconds:   sent.Sub(e.start).Seconds(),
-		CompletedAtSeconds: out.completedAt.Sub(e.start).Seconds(),
+		ScheduledAtSeconds: (e.shift + at).Seconds(),
+		StartedAtSeconds:   sent.Sub(e.origin).Seconds(),
+		CompletedAtSeconds: out.completedAt.Sub(e.origin).Seconds(),
 		LatencyMs:          ms(out.completedAt.Sub(sent)),
 		InputTokens:        float64(r.InputTokens + contextTokens),
 		Metadata:           e.metadata(r, key, at, &out),
@@ -733,7 +740,7 @@ func (e *engine) send(r *Request, i int, at time.Duration, body []byte, buildErr
 	}
 	if out.chunks > 0 {
 		n := numbers()
-		n.first = out.firstToken.Sub(e.start).Seconds()
+		n.first = out.firstToken.Sub(e.origin).Seconds()
 		n.ttft = ms(out.firstToken.Sub(sent))
 		rec.FirstTokenAtSeconds, rec.TTFTMs = &n.first, &n.ttft
 		if rec.OutputTokens >= 2 {

@@ -117,6 +117,21 @@ func TestCountsChunksWhenTheServerSendsNoUsage(t *testing.T) {
 	}
 }
 
+// Two schedules sent back to back with one Origin keep their records on one clock: the second's
+// times continue after the first's, and its schedule offsets are shifted with them.
+func TestOriginPutsBackToBackRunsOnOneClock(t *testing.T) {
+	fake := &fakeOpenAI{TTFT: 10 * time.Millisecond, Tokens: 2}
+	cfg := baseConfig(fake.start(t).URL)
+	cfg.Origin = time.Now()
+	first, _ := run(t, cfg, []loadgen.Request{{InputTokens: 2, OutputTokens: 2}})
+	second, _ := run(t, cfg, []loadgen.Request{{InputTokens: 2, OutputTokens: 2}})
+	a, b := first[0], second[0]
+	if b.StartedAtSeconds < a.CompletedAtSeconds || b.ScheduledAtSeconds < a.CompletedAtSeconds ||
+		*b.FirstTokenAtSeconds < b.StartedAtSeconds || b.StartedAtSeconds-b.ScheduledAtSeconds > 0.05 {
+		t.Fatalf("first %+v\nsecond %+v", a, b)
+	}
+}
+
 func TestNonStreamingRecordsLatencyWithoutTokenTimes(t *testing.T) {
 	fake := &fakeOpenAI{TTFT: 30 * time.Millisecond, Tokens: 3}
 	srv := fake.start(t)

@@ -41,6 +41,20 @@ type BarChart struct {
 	// ratio's parity line at 1).
 	Reference      float64
 	ReferenceLabel string
+	// Low and High, when set, are each bar's interval, drawn as an error bar (NaN: none).
+	Low, High []float64
+	// Muted bars (e.g. a change inside its noise) are drawn pale and do not set the value axis:
+	// past the range the other bars set they are cut at its edge and marked, so a noisy bar
+	// never dominates the chart. Their tooltips keep the full value and interval.
+	Muted []bool
+}
+
+// at is v[i], or NaN past its end.
+func at(v []float64, i int) float64 {
+	if i < len(v) {
+		return v[i]
+	}
+	return math.NaN()
 }
 
 // Geometry of every chart: a fixed view box scaled by CSS to the page width.
@@ -156,19 +170,38 @@ func (c LineChart) SVG() template.HTML {
 // SVG renders the chart.
 func (c BarChart) SVG() template.HTML {
 	n := min(len(c.Labels), len(c.Values))
+	muted := func(i int) bool { return i < len(c.Muted) && c.Muted[i] }
 	top, bottom := 0.0, 0.0
-	for _, v := range c.Values[:n] {
-		if finite(v) {
-			top, bottom = math.Max(top, v), math.Min(bottom, v)
+	allMuted := true
+	for i := range n {
+		allMuted = allMuted && muted(i)
+	}
+	for i, v := range c.Values[:n] {
+		if muted(i) && !allMuted {
+			continue
+		}
+		for _, x := range []float64{v, at(c.Low, i), at(c.High, i)} {
+			if finite(x) && (x == v || !muted(i)) {
+				top, bottom = math.Max(top, x), math.Min(bottom, x)
+			}
 		}
 	}
 	if c.ReferenceLabel != "" && finite(c.Reference) {
 		top, bottom = math.Max(top, c.Reference), math.Min(bottom, c.Reference)
 	}
+	// A muted bar past that range gets a quarter of it as room, enough to show which way it
+	// goes, then is cut.
+	span := top - bottom
+	for i, v := range c.Values[:n] {
+		if muted(i) && !allMuted && finite(v) {
+			top, bottom = math.Max(top, math.Min(v, top+span/4)), math.Min(bottom, math.Max(v, bottom-span/4))
+		}
+	}
 	if bottom < 0 {
 		bottom = -niceCeil(-bottom) // bars below zero (e.g. a negative change) hang from the zero line
 	}
-	f := newFrame(c.Title, c.XLabel, c.YLabel, 0, float64(max(n, 1)), bottom, niceCeil(top))
+	top = niceCeil(top)
+	f := newFrame(c.Title, c.XLabel, c.YLabel, 0, float64(max(n, 1)), bottom, top)
 	if n == 0 {
 		f.empty()
 		return f.done()
@@ -176,6 +209,15 @@ func (c BarChart) SVG() template.HTML {
 	f.yAxis()
 	if bottom < 0 {
 		fmt.Fprintf(&f.b, `<line x1="%g" x2="%g" y1="%.1f" y2="%.1f" class="frame"/>`, marginL, marginL+plotW, f.py(0), f.py(0))
+	}
+	clip := func(v float64) (float64, bool) {
+		switch {
+		case v > f.y1:
+			return f.y1, true
+		case v < f.y0:
+			return f.y0, true
+		}
+		return v, false
 	}
 	slot := plotW / float64(n)
 	labelEvery := max(1, n/12) // keep labels from overlapping
@@ -188,9 +230,30 @@ func (c BarChart) SVG() template.HTML {
 		if i < len(c.Colors) && c.Colors[i] != "" {
 			color = c.Colors[i]
 		}
-		x, zero, y := marginL+float64(i)*slot, f.py(0), f.py(v)
-		fmt.Fprintf(&f.b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s: %s</title></rect>`,
-			x+slot*0.1, math.Min(y, zero), slot*0.8, math.Abs(zero-y), esc(color), esc(c.Labels[i]), Num(c.Values[i]))
+		tip := c.Labels[i] + ": " + Num(c.Values[i])
+		lo, hi := at(c.Low, i), at(c.High, i)
+		if finite(lo) && finite(hi) {
+			tip += " (interval " + Num(lo) + " to " + Num(hi) + ")"
+		}
+		opacity := ""
+		if muted(i) {
+			opacity, tip = ` fill-opacity="0.35"`, tip+", inside its noise"
+		}
+		shown, cut := clip(v)
+		x, zero, y := marginL+float64(i)*slot, f.py(0), f.py(shown)
+		fmt.Fprintf(&f.b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"%s><title>%s</title></rect>`,
+			x+slot*0.1, math.Min(y, zero), slot*0.8, math.Abs(zero-y), esc(color), opacity, esc(tip))
+		if cut { // a zig-zag across the bar's end says it goes on past the axis
+			fmt.Fprintf(&f.b, `<path d="M%.1f %.1fl%.1f -4l%.1f 8l%.1f -4" fill="none" stroke="#fff" stroke-width="2" class="cut"/>`,
+				x+slot*0.1, y+math.Copysign(6, zero-y), slot*0.27, slot*0.27, slot*0.26)
+		}
+		if finite(lo) && finite(hi) {
+			l, _ := clip(lo)
+			h, _ := clip(hi)
+			cx := x + slot/2
+			fmt.Fprintf(&f.b, `<path d="M%.1f %.1fV%.1fM%.1f %.1fh%.1fM%.1f %.1fh%.1f" stroke="#000" stroke-width="1.5" fill="none" class="interval"><title>%s</title></path>`,
+				cx, f.py(l), f.py(h), cx-slot*0.15, f.py(l), slot*0.3, cx-slot*0.15, f.py(h), slot*0.3, esc(tip))
+		}
 		if i%labelEvery == 0 {
 			fmt.Fprintf(&f.b, `<text x="%.1f" y="%g" class="tick" text-anchor="middle">%s</text>`, x+slot/2, marginT+plotH+16, esc(c.Labels[i]))
 		}

@@ -53,3 +53,31 @@ func TestBarChartDrawsNegativeBarsAndAReferenceLine(t *testing.T) {
 		t.Errorf("no reference line: %s", svg)
 	}
 }
+
+// A bar inside its noise (muted) does not set the axis: an ITL change of +100 % with an interval
+// of -80 to 400 % beside a significant TTFT change of -50 % (interval -55 to -45) gets a quarter
+// of the range as room and is cut there, drawn pale; the significant bar keeps most of the
+// height and both have error bars.
+func TestMutedBarsDoNotDominate(t *testing.T) {
+	svg := string(report.BarChart{Title: "change", Labels: []string{"TTFT", "ITL"}, Values: []float64{-50, 100},
+		Low: []float64{-55, -80}, High: []float64{-45, 400}, Muted: []bool{false, true}}.SVG())
+	rects := regexp.MustCompile(`<rect x="[^"]+" y="[^"]+" width="[^"]+" height="([^"]+)"`).FindAllStringSubmatch(svg, -1)
+	if len(rects) != 2 {
+		t.Fatalf("%d bars: %s", len(rects), svg)
+	}
+	ttft, _ := strconv.ParseFloat(rects[0][1], 64)
+	itl, _ := strconv.ParseFloat(rects[1][1], 64)
+	if itl <= 0 || itl > ttft/2 {
+		t.Errorf("the muted ITL bar is %.1f high beside the significant TTFT bar's %.1f", itl, ttft)
+	}
+	if strings.Count(svg, `class="interval"`) != 2 || !strings.Contains(svg, `fill-opacity="0.35"`) || strings.Count(svg, `class="cut"`) != 1 ||
+		!strings.Contains(svg, "ITL: 100 (interval -80 to 400), inside its noise") {
+		t.Errorf("intervals, pale or cut bar missing: %s", svg)
+	}
+	// Without significant bars the muted ones set the range themselves (their intervals do not).
+	all := string(report.BarChart{Title: "change", Labels: []string{"a", "b"}, Values: []float64{10, -5},
+		Low: []float64{-300, -9}, High: []float64{300, 1}, Muted: []bool{true, true}}.SVG())
+	if strings.Contains(all, `>300<`) || strings.Contains(all, `>-300<`) || strings.Count(all, `class="cut"`) != 0 {
+		t.Errorf("the muted intervals set the axis: %s", all)
+	}
+}

@@ -117,6 +117,7 @@ func ValidateEvaluation(req events.EvaluationCreateRequest) error {
 	if len(req.BenchmarkPlans) == 0 || len(req.BenchmarkPlans) > MaxPlans {
 		fe.add(fmt.Sprintf("must hold 1-%d plans", MaxPlans), "benchmark_plans")
 	}
+	fe.intRange(req.Repetitions, 1, evalrun.MaxRepetitions, "repetitions")
 	if len(req.BenchmarkPlans) > MaxPlans {
 		return problem.Validation(fe...)
 	}

@@ -21,6 +21,12 @@ func (w *Workflow) Facts(c *Case) map[string]any {
 		}
 	}
 	facts["configuration_artifact_id"] = nullable(source.String("configuration_artifact_id"))
+	var bench struct {
+		AcceleratorProfile string `json:"accelerator_profile"`
+	}
+	if c.Get("benchmark", &bench) {
+		facts["accelerator"] = nullable(bench.AcceleratorProfile) // the hardware the benchmark says it ran on
+	}
 	var cfg struct {
 		ProviderRef string          `json:"provider_ref"`
 		Content     json.RawMessage `json:"content"`

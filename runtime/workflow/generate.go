@@ -91,6 +91,12 @@ type generator struct {
 func generateCases(req events.EvaluationCreateRequest, sources []source) ([]*Case, error) {
 	g := &generator{sameGuide: map[string][]*Case{}, byChecksum: map[string]*Case{}}
 	for i, p := range req.BenchmarkPlans {
+		p.Benchmark = withRepetitions(p.Benchmark, req.Repetitions)
+		for j := range p.Scenarios {
+			if p.Scenarios[j].Benchmark != nil {
+				p.Scenarios[j].Benchmark = withRepetitions(p.Scenarios[j].Benchmark, req.Repetitions)
+			}
+		}
 		if err := g.plan(i, p, sources[i]); err != nil {
 			return nil, err
 		}
@@ -358,13 +364,27 @@ func buildBaseline(t string, params events.ComparisonCoreParameters, src source)
 	return baselineBuild{providerRef: providerRef, content: raw, customParameters: custom}, nil
 }
 
-// benchmarkJSON is a benchmark block as given ({} when absent: the defaults apply).
+// withRepetitions is spec with the evaluation's repetitions when it sets none of its own (a
+// copy; spec itself is left alone).
+func withRepetitions(spec *events.BenchmarkSpec, reps *int) *events.BenchmarkSpec {
+	if reps == nil || spec != nil && spec.Repetitions != nil {
+		return spec
+	}
+	out := events.BenchmarkSpec{}
+	if spec != nil {
+		out = *spec
+	}
+	out.Repetitions = reps
+	return &out
+}
+
+// benchmarkJSON is a case's benchmark block: the plan's (or scenario's) spec with the defaults
+// applied, every key present, as a run echoes it.
 func benchmarkJSON(spec *events.BenchmarkSpec) json.RawMessage {
 	if spec == nil {
-		return json.RawMessage(`{}`)
+		spec = &events.BenchmarkSpec{}
 	}
-	raw, _ := marshal(spec)
-	return raw
+	return evalrun.BenchmarkBlock(*spec)
 }
 
 // parametersJSON is a baseline's parameters without its nulls.

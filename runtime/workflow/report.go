@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/lensfn/lensfn/runtime/comparison"
+	"github.com/lensfn/lensfn/runtime/evalrun"
 )
 
 // Stage-result fields a succeeded case keeps beside its metrics, so the report can be rebuilt
@@ -11,7 +12,14 @@ import (
 const (
 	FieldMatrixResults    = "matrix_results"
 	FieldRateStageResults = "rate_stage_results"
+	// FieldBootstrap is the run's bootstrap record (the comparison's confidence intervals) and
+	// FieldRepetitionResults its repetitions' summaries (the SLA verdict per repetition).
+	FieldBootstrap         = "bootstrap"
+	FieldRepetitionResults = "repetition_results"
 )
+
+// RunResultFields are the fields a finished case copies from its run.
+var RunResultFields = []string{"metrics", "sla", FieldMatrixResults, FieldRateStageResults, FieldBootstrap, FieldRepetitionResults}
 
 // ReportCases are the evaluation's cases as runtime/comparison reads them.
 func (w *Workflow) ReportCases() []comparison.Case {
@@ -41,6 +49,11 @@ func (w *Workflow) ReportCases() []comparison.Case {
 			}
 		}
 		c.Get("sla_targets", &rc.SLATargets)
+		var boot evalrun.Bootstrap
+		if c.Get(FieldBootstrap, &boot) && len(boot.Repetitions) > 0 {
+			rc.Bootstrap = &boot
+		}
+		c.Get(FieldRepetitionResults, &rc.Repetitions)
 		out = append(out, rc)
 	}
 	return out

@@ -58,6 +58,15 @@ func (w *Workflow) NewRun(c *Case, target evalrun.Target) (*evalrun.Run, error) 
 	run.Set("deployment_ownership", OwnershipEvaluation)
 	run.Set("evaluation_workflow_id", w.ID())
 	run.Set("evaluation_case_id", c.ID())
+	run.Set("deployment_case_id", c.ID())
+	run.Set("owner_user_id", w.Raw("owner_user_id"))
+	// The configuration it benchmarks, as the case's facts say and as it was deployed.
+	facts := w.Facts(c)
+	run.Set("configuration", facts)
+	run.Set("guide", facts["guide"])
+	if c.Has("deployment_configuration") {
+		run.Set("deployment_configuration", c.Raw("deployment_configuration"))
+	}
 	if c.SharesGuidePods() {
 		run.Set("use_baseline_endpoint", true)
 		run.Set("endpoint_kind", EndpointKubernetesService)

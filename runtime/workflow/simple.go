@@ -23,6 +23,7 @@ type SimpleRequest struct {
 	Harness            *string `json:"harness,omitempty"`
 	Workload           *string `json:"workload,omitempty"`
 	Parallelism        *int    `json:"parallelism,omitempty"`
+	Repetitions        *int    `json:"repetitions,omitempty"`
 }
 
 // ParseSimple decodes and checks a POST /workflow-runs body (422 for the schema, 400 for an
@@ -41,6 +42,7 @@ func ParseSimple(body []byte) (SimpleRequest, error) {
 	}
 	fe.intRange(req.Replicas, 1, deployconfig.MaxReplicas, "replicas")
 	fe.intRange(req.TensorParallelSize, 1, deployconfig.MaxTensorParallel, "tensor_parallel_size")
+	fe.intRange(req.Repetitions, 1, evalrun.MaxRepetitions, "repetitions")
 	if req.Image != nil && len(*req.Image) > deployconfig.MaxImageLength {
 		fe.add(fmt.Sprintf("at most %d characters", deployconfig.MaxImageLength), "image")
 	}
@@ -52,7 +54,7 @@ func ParseSimple(body []byte) (SimpleRequest, error) {
 
 // Spec is the benchmark the simple workflow runs.
 func (r SimpleRequest) Spec() events.BenchmarkSpec {
-	return events.BenchmarkSpec{Harness: r.Harness, Workload: r.Workload, Parallelism: r.Parallelism}
+	return events.BenchmarkSpec{Harness: r.Harness, Workload: r.Workload, Parallelism: r.Parallelism, Repetitions: r.Repetitions}
 }
 
 // Content is the optimized-baseline configuration the simple workflow deploys.
@@ -86,6 +88,7 @@ func NewSimple(id string, req SimpleRequest, clusterID, configurationID, executi
 	w.Set("harness", *d.Harness)
 	w.Set("workload", *d.Workload)
 	w.Set("parallelism", *d.Parallelism)
+	w.Set("repetitions", *d.Repetitions)
 	w.Set("benchmark_runtime", map[string]any{})
 	c := &Case{Doc: newDoc()}
 	c.Set("id", SimpleCaseID)
@@ -96,7 +99,8 @@ func NewSimple(id string, req SimpleRequest, clusterID, configurationID, executi
 	c.Set("execution_id", executionID)
 	c.Set("evaluation_run_id", nil)
 	c.Set("preserve_deployment", false)
-	c.Set("benchmark", benchmarkJSON(&events.BenchmarkSpec{Harness: d.Harness, Workload: d.Workload, Parallelism: d.Parallelism}))
+	c.Set("benchmark", benchmarkJSON(&events.BenchmarkSpec{Harness: d.Harness, Workload: d.Workload, Parallelism: d.Parallelism,
+		Repetitions: d.Repetitions}))
 	w.SetCases([]*Case{c})
 	return w
 }

@@ -25,6 +25,7 @@ type View struct {
 	Harness                *string                    `json:"harness,omitempty" doc:"a simple workflow's harness"`
 	Workload               *string                    `json:"workload,omitempty" doc:"a simple workflow's workload"`
 	Parallelism            *int                       `json:"parallelism,omitempty" doc:"a simple workflow's parallelism"`
+	Repetitions            *int                       `json:"repetitions,omitempty" doc:"a simple workflow's repetitions; an evaluation's default for cases whose benchmark sets none"`
 	DeploymentOwnership    *string                    `json:"deployment_ownership,omitempty" doc:"evaluation or existing-endpoint"`
 	DeploymentRunID        *string                    `json:"deployment_run_id,omitempty" doc:"a simple workflow's deployment execution"`
 	DeploymentSource       json.RawMessage            `json:"deployment_source,omitempty"`
@@ -81,6 +82,8 @@ type CaseView struct {
 	BaselineURL             *string           `json:"baseline_url,omitempty"`
 	EvaluationRunID         *string           `json:"evaluation_run_id,omitempty"`
 	Metrics                 json.RawMessage   `json:"metrics,omitempty"`
+	RepetitionResults       json.RawMessage   `json:"repetition_results,omitempty" doc:"the run's repetitions' headline metrics (left out of lists)"`
+	Bootstrap               json.RawMessage   `json:"bootstrap,omitempty" doc:"the run's bootstrap replicates (left out of lists)"`
 	Attempt                 *int              `json:"attempt,omitempty" doc:"retries of the case so far"`
 	CancelRequested         *bool             `json:"cancel_requested,omitempty"`
 	CleanupStatus           *string           `json:"cleanup_status,omitempty"`

@@ -510,6 +510,17 @@ func TestFacts(t *testing.T) {
 	if ks["guide"] != "optimized-baseline" || ks["replicas"] != 4 || ks["configuration_artifact_id"] != "opt" {
 		t.Fatalf("kubernetes-service baseline has its guide's facts: %v", ks)
 	}
+	if f["accelerator"] != nil {
+		t.Fatalf("an accelerator no one named: %v", f["accelerator"])
+	}
+	// The accelerator is the one the benchmark says it runs on, for the guide and its baseline.
+	named := mustEvaluate(t, `{"cluster_session_id":"s","benchmark_plans":[{"configuration_artifact_id":"vllm","baseline_types":["direct-vllm"],
+		"benchmark":{"accelerator_profile":"nvidia-h100"}}]}`)
+	for _, id := range []string{"guide-1", "baseline-1"} {
+		if a := named.Facts(named.Case(id))["accelerator"]; a != "nvidia-h100" {
+			t.Fatalf("%s accelerator %v", id, a)
+		}
+	}
 }
 
 func TestSimpleWorkflow(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lensfn/lensfn/deploy/local"
 )
 
 // evaluationStack runs inventory-api, evaluation-api and benchmark-runner and registers a
@@ -17,20 +19,28 @@ import (
 // execution id and a Model Service id with its access key.
 func evaluationStack(t *testing.T) (api, broker, execID string, group [2]string, pid func(string) int) {
 	t.Helper()
+	s := startEvaluationStack(t)
+	return s.api, s.stack.BrokerURL, s.execID, s.group, s.stack.PID
+}
+
+// evalStack is evaluationStack's stack with what it registered.
+type evalStack struct {
+	stack  *local.Stack
+	api    string // the evaluation API's base
+	execID string // the simulator's execution
+	group  [2]string
+}
+
+func startEvaluationStack(t *testing.T) evalStack {
+	t.Helper()
 	t.Setenv("POD_IP", "127.0.0.1") // the simulator's KV-event topic names it
 	sim := startSimulator(t, "--time-to-first-token", "40ms", "--inter-token-latency", "5ms", "--enable-kvcache", "--kv-cache-size", "4096")
 	stack := startStack(t, stackOptions{only: []string{"inventory-api", "evaluation-api", "benchmark-runner"},
 		env: map[string]string{"LENS_LEASE_TTL": "3s", "LENS_SWEEP_INTERVAL": "500ms", "LENS_MEMBER_PROBE_INTERVAL": "200ms"}})
-	reg := `{"cluster_session_id":"` + stack.LocalSessionID + `","name":"e2e-sim","model":"` + simModel + `","endpoint":"` + sim + `"}`
-	code, body := post(t, stack.APIURL+"/api/v1/deployments/executions", "application/json", reg, nil)
-	var exec struct {
-		ID string `json:"id"`
-	}
-	if code != 201 || json.Unmarshal([]byte(body), &exec) != nil || exec.ID == "" {
-		t.Fatalf("register the simulator: %d %s", code, body)
-	}
-	svc := `{"name":"e2e","published_name":"` + simModel + `","cluster_session_id":"` + stack.LocalSessionID + `","member_execution_ids":["` + exec.ID + `"]}`
-	code, body = post(t, stack.APIURL+"/api/v1/model-services", "application/json", svc, nil)
+	s := evalStack{stack: stack, api: stack.APIURL + "/api/v1/evaluate"}
+	s.execID = s.register(t, "e2e-sim", sim)
+	svc := `{"name":"e2e","published_name":"` + simModel + `","cluster_session_id":"` + stack.LocalSessionID + `","member_execution_ids":["` + s.execID + `"]}`
+	code, body := post(t, stack.APIURL+"/api/v1/model-services", "application/json", svc, nil)
 	var g struct {
 		ID        string `json:"id"`
 		AccessKey string `json:"access_key"`
@@ -38,7 +48,22 @@ func evaluationStack(t *testing.T) (api, broker, execID string, group [2]string,
 	if code != 201 || json.Unmarshal([]byte(body), &g) != nil {
 		t.Fatalf("publish the simulator: %d %s", code, body)
 	}
-	return stack.APIURL + "/api/v1/evaluate", stack.BrokerURL, exec.ID, [2]string{g.ID, g.AccessKey}, stack.PID
+	s.group = [2]string{g.ID, g.AccessKey}
+	return s
+}
+
+// register records endpoint (serving simModel) as a deployment execution of the local session.
+func (s evalStack) register(t *testing.T, name, endpoint string) string {
+	t.Helper()
+	reg := `{"cluster_session_id":"` + s.stack.LocalSessionID + `","name":"` + name + `","model":"` + simModel + `","endpoint":"` + endpoint + `"}`
+	code, body := post(t, s.stack.APIURL+"/api/v1/deployments/executions", "application/json", reg, nil)
+	var exec struct {
+		ID string `json:"id"`
+	}
+	if code != 201 || json.Unmarshal([]byte(body), &exec) != nil || exec.ID == "" {
+		t.Fatalf("register %s: %d %s", name, code, body)
+	}
+	return exec.ID
 }
 
 func getRun(t *testing.T, api, id string) map[string]any {

@@ -343,7 +343,9 @@ const workflowJSON = `{"kind":"workflow","id":"wf-1","name":"Qwen comparison","s
 	{"id":"baseline-1","kind":"baseline","status":"succeeded","evaluation_run_id":"run-base"}]}`
 
 const reportJSON = `{"comparison_version":2,"comparisons":[{"workload_id":"chat","guide":"optimized-baseline","baseline_type":"direct-vllm",
-	"sla":{"met":false,"checks":{}},"parity":{"valid":true},"delta_percent":{"throughput_tps":12.5,"ttft_ms":-8.1},
+	"sla":{"met":false,"checks":{}},"parity":{"valid":false,"reasons":["accelerator count differs: guide 2, baseline 1"]},"delta_percent":{"throughput_tps":12.5,"ttft_ms":-8.1},
+	"significance":{"metrics":{"ttft_ms":{"change_percent":-8.4,"change_percent_ci_low":-12.2,"change_percent_ci_high":-4.6,"verdict":"better"},
+	"tpot_ms":{"change_percent":1.5,"change_percent_ci_low":-3,"change_percent_ci_high":6,"verdict":"no significant difference"}}},
 	"matrix_statistics":{"geometric_mean_ratio":{"throughput_tps":1.125}}}],
 	"topology_comparisons":[{"left_case_id":"guide-1","right_case_id":"guide-2","ratio":{"throughput_tps":1.2}}]}`
 
@@ -366,7 +368,9 @@ func TestWorkflowAndEvaluationCommands(t *testing.T) {
 	if r := es.run(t, nil, "eval", "evaluations", "get", "wf-1"); r.code != lensctl.ExitSLAMissed || !strings.Contains(r.stderr, "missed its SLA") {
 		t.Fatalf("evaluations get: %+v", r)
 	}
-	if r := es.run(t, nil, "compare", "--evaluation", "wf-1"); r.code != lensctl.ExitSLAMissed || !strings.Contains(r.stdout, "optimized-baseline") {
+	if r := es.run(t, nil, "compare", "--evaluation", "wf-1"); r.code != lensctl.ExitSLAMissed || !strings.Contains(r.stdout, "optimized-baseline") ||
+		!strings.Contains(r.stdout, "-8.4 [-12.2, -4.6] better") || !strings.Contains(r.stdout, "no significant difference") ||
+		!strings.Contains(r.stdout, "accelerator count differs: guide 2, baseline 1") {
 		t.Fatalf("compare --evaluation: %+v", r)
 	}
 	for _, verb := range []string{"cancel", "retry", "delete"} {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lensfn/lensfn/runtime/comparison"
+	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/report"
 	"github.com/lensfn/lensfn/runtime/report/comparisonreport"
 )
@@ -128,7 +129,7 @@ func TestReportIsValidSelfContainedHTMLWithTheNumbers(t *testing.T) {
 		"Comparison 1: guide-1 (optimized-baseline) vs baseline-1 (direct-vllm)",
 		"Comparison 2: guide-2 (pd-disaggregation) without a baseline",
 		"SLA verdict: missed", "ttft p90 80 against target 50 ms", // the guide's p90 TTFT 80 > 50
-		"accelerator count (guide 4, baseline 2) differs",
+		"accelerator count differs: guide 4, baseline 2",
 		gm(st.GeometricMeanRatio, "throughput_tps"), gm(st.GeometricMeanRatio, "ttft_ms"), gm(st.GeometricMeanRatioP90, "ttft_ms"),
 		report.Num(*st.SuiteNormalizedThroughputRatio), report.Num(*c.RateStageStatistics.SuiteNormalizedThroughputRatio),
 		rowRatio(st, 1, "throughput_tps"), rowRatio(c.RateStageStatistics, 0, "ttft_ms"),
@@ -220,5 +221,42 @@ func TestLongStatisticsAreBounded(t *testing.T) {
 	}
 	if n := count(names, "tr"); n > 260 {
 		t.Errorf("%d table rows for 500 stages, want them bounded", n)
+	}
+}
+
+// With repetitions the report shows each change with its 95 % interval and verdict, draws the
+// intervals as error bars, keeps a change inside its noise pale and cut, and gives the SLA
+// margins and how many repetitions met each target.
+func TestReportShowsIntervalsVerdictsAndMargins(t *testing.T) {
+	boot := func(ttft, itlLo float64) *evalrun.Bootstrap {
+		b := &evalrun.Bootstrap{}
+		for r := range 3 {
+			var ttfts, itls []float64
+			for k := range 100 {
+				ttfts = append(ttfts, ttft+float64(k%5)/10)
+				itls = append(itls, itlLo+float64((k*7+r)%90))
+			}
+			b.Repetitions = append(b.Repetitions, evalrun.BootstrapRepetition{Repetition: r,
+				Replicates: map[string][]float64{"ttft_ms": ttfts, "itl_ms": itls}})
+		}
+		return b
+	}
+	rep := func(ttft float64) evalrun.Metrics {
+		return evalrun.Metrics{"latency_distributions": map[string]any{"ttft": map[string]any{"p99_ms": ttft}}}
+	}
+	r := comparison.Build([]comparison.Case{
+		{ID: "guide-1", Role: comparison.RoleGuide, BaselineCaseIDs: []string{"baseline-1"}, Bootstrap: boot(20, 10),
+			SLATargets: map[string]any{"ttft_ms": 50.0}, Repetitions: []evalrun.Metrics{rep(40), rep(60), rep(45)},
+			Metrics: map[string]any{"ttft_ms": 20.0, "latency_distributions": map[string]any{"ttft": map[string]any{"p99_ms": 45.0}}}},
+		{ID: "baseline-1", Role: comparison.RoleBaseline, Bootstrap: boot(40, 5), Metrics: map[string]any{"ttft_ms": 40.0}},
+	}, true, time.Now())
+	page := render(t, r)
+	wellFormed(t, page)
+	for _, want := range []string{"Δ % 95 % interval", ">better<", ">no significant difference<", `class="interval"`,
+		`fill-opacity="0.35"`, "Pale bars are changes inside their noise", "repetitions met", ">2 of 3<", ">10<", // margin 50 - 45 = 5 ms, 10 %
+		"2 of 3 repetitions met every target"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
 	}
 }

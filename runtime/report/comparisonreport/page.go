@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 
@@ -209,13 +210,23 @@ func comparisonSections(n int, c comparison.Comparison) []report.Section {
 	} else {
 		head.Notes = append(head.Notes, fmt.Sprintf("Parity: same model, runtime, accelerator type, accelerator count (%s) and workload.", intStr(c.Parity.GuideAccelerators)))
 	}
+	sig := c.Significance
 	tb := &report.Table{Header: []string{"metric", "guide", "baseline", "Δ %"}}
+	if sig != nil {
+		tb.Header = append(tb.Header, "Δ % 95 % interval", "verdict")
+	}
 	delta := report.BarChart{Title: "Change versus the baseline", XLabel: "metric", YLabel: "Δ % (guide − baseline) / baseline"}
 	for _, k := range headlineMetrics {
 		g, gok := c.GuideMetrics[k].(float64)
 		b, bok := c.BaselineMetrics[k].(float64)
 		d, dok := c.DeltaPercent.Get(k)
-		if !gok && !bok && !dok {
+		var ms *comparison.MetricSignificance
+		if sig != nil {
+			if m, ok := sig.Metrics.Get(k); ok {
+				ms = &m
+			}
+		}
+		if !gok && !bok && !dok && ms == nil {
 			continue
 		}
 		row := []string{metricLabels[k], "–", "–", "–"}
@@ -225,17 +236,41 @@ func comparisonSections(n int, c comparison.Comparison) []report.Section {
 		if bok {
 			row[2] = report.Num(b)
 		}
+		low, high, muted := math.NaN(), math.NaN(), false
+		if ms != nil && ms.ChangePercent != nil {
+			// With repetitions the bar is the change of the repetitions' means, with its interval.
+			d, dok = *ms.ChangePercent, true
+			low, high = *ms.ChangeLow, *ms.ChangeHigh
+			muted = ms.Verdict == comparison.VerdictNoSignificant
+		}
 		if dok {
 			row[3] = report.Num(d)
 			delta.Labels, delta.Values = append(delta.Labels, metricLabels[k]), append(delta.Values, d)
 			delta.Colors = append(delta.Colors, deltaColor(k, d))
+			delta.Low, delta.High, delta.Muted = append(delta.Low, low), append(delta.High, high), append(delta.Muted, muted)
+		}
+		if sig != nil {
+			interval, verdict := "–", "–"
+			if ms != nil {
+				verdict = ms.Verdict
+				if ms.ChangeLow != nil {
+					interval = report.Num(*ms.ChangeLow) + " to " + report.Num(*ms.ChangeHigh)
+				}
+			}
+			row = append(row, interval, verdict)
 		}
 		tb.Rows = append(tb.Rows, row)
 	}
 	head.Table = tb
-	if len(c.DeltaPercent) > 0 {
+	if len(delta.Values) > 0 {
 		head.Charts = append(head.Charts, delta)
 		head.Notes = append(head.Notes, "Green bars favour the guide (more throughput, hit rate or stable load; less latency or errors), orange ones the baseline.")
+	}
+	if sig != nil {
+		head.Notes = append(head.Notes, fmt.Sprintf("Confidence: %d repetitions of the guide and %d of the baseline; the error bars are 95 %% intervals "+
+			"(%s, %d iterations, seed %d). Pale bars are changes inside their noise (no significant difference): they are cut at the "+
+			"range of the significant ones.", sig.GuideRepetitions, sig.BaselineRepetitions, "hierarchical bootstrap over repetitions and requests",
+			sig.Iterations, sig.Seed))
 	}
 	sections := []report.Section{head, slaSection(c)}
 	if len(c.MechanismDeltaPercent) > 0 {
@@ -268,9 +303,14 @@ func intStr(p *int) string {
 	return fmt.Sprint(*p)
 }
 
+// parityFailures says what differs, each with both values (older reports without reasons name
+// the failed checks).
 func parityFailures(p comparison.Parity) string {
 	if p.Checks == nil {
 		return "no checks"
+	}
+	if len(p.Reasons) > 0 {
+		return strings.Join(p.Reasons, "; ")
 	}
 	var out []string
 	for _, c := range []struct {
@@ -287,6 +327,14 @@ func parityFailures(p comparison.Parity) string {
 }
 
 var checkOrder = []string{"ttft", "tpot", "throughput", "success_rate"}
+
+// repetitionsMet is "k of n", or "–" without repetitions.
+func repetitionsMet(met, of *int) string {
+	if met == nil || of == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%d of %d", *met, *of)
+}
 
 func slaDetail(c comparison.Comparison) string {
 	if c.SLA == nil || len(c.SLA.Checks) == 0 {
@@ -313,7 +361,7 @@ func slaSection(c comparison.Comparison) report.Section {
 		s.Notes = []string{"No SLA targets were configured for this case."}
 		return s
 	}
-	s.Table = &report.Table{Header: []string{"check", "actual", "target", "unit", "percentile", "met"}}
+	s.Table = &report.Table{Header: []string{"check", "actual", "target", "unit", "percentile", "met", "margin", "margin %", "repetitions met"}}
 	for _, name := range checkOrder {
 		ch, ok := c.SLA.Checks[name]
 		if !ok {
@@ -323,7 +371,12 @@ func slaSection(c comparison.Comparison) report.Section {
 		if pct == "" {
 			pct = "–"
 		}
-		s.Table.Rows = append(s.Table.Rows, []string{name, num(ch.Actual), report.Num(ch.Target), ch.Unit, pct, verdict(ch.Met)})
+		s.Table.Rows = append(s.Table.Rows, []string{name, num(ch.Actual), report.Num(ch.Target), ch.Unit, pct, verdict(ch.Met),
+			num(ch.Margin), num(ch.MarginPercent), repetitionsMet(ch.RepetitionsMet, ch.Repetitions)})
+	}
+	s.Notes = append(s.Notes, "The margin is how far the actual value is inside its target (negative: past it).")
+	if c.SLA.Repetitions != nil {
+		s.Notes = append(s.Notes, fmt.Sprintf("%s repetitions met every target.", repetitionsMet(c.SLA.RepetitionsMet, c.SLA.Repetitions)))
 	}
 	return s
 }

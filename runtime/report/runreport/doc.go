@@ -7,5 +7,5 @@
 // record.
 //
 // It may import runtime/report, runtime/report/recordcsv, runtime/analysis (the record reader),
-// runtime/loadgen and runtime/evalrun.
+// runtime/loadgen, runtime/evalrun and events (the SLA verdict's shape).
 package runreport

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lensfn/lensfn/events"
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/report"
 )
@@ -30,6 +31,7 @@ func build(run *evalrun.Run, m evalrun.Metrics, d *distributions, now time.Time)
 	fact("requests/s", "throughput_rps", "")
 	fact("TTFT p50 (ms)", "ttft_ms", "")
 	fact("TPOT p50 (ms)", "tpot_ms", "")
+	fact("ITL p50 (ms)", "itl_ms", "")
 	fact("latency p50 (ms)", "request_latency_ms", "")
 	fact("benchmark time (s)", "benchmark_time_seconds", "")
 
@@ -44,7 +46,14 @@ func build(run *evalrun.Run, m evalrun.Metrics, d *distributions, now time.Time)
 		overview.Notes = append(overview.Notes, "The run has no metrics yet.")
 	}
 	overview.Table = distributionTable(m)
+	if overview.Table != nil {
+		overview.Notes = append(overview.Notes, "ITL is each request's (latency − TTFT) / (output tokens − 1); the chunk gap is the time between "+
+			"the stream's chunks, near 0 ms when a server sends several tokens in one write.")
+	}
 	p.Sections = append(p.Sections, overview, slaSection(run, &p))
+	if sec, ok := repetitionSection(m); ok {
+		p.Sections = append(p.Sections, sec)
+	}
 
 	p.Sections = append(p.Sections, report.Section{Heading: "Distributions",
 		Notes: []string{"Successful measured requests; histograms span each metric's minimum to maximum."},
@@ -65,16 +74,7 @@ func build(run *evalrun.Run, m evalrun.Metrics, d *distributions, now time.Time)
 // slaSection shows the verdict and each check; a missed SLA is a warning and a fact.
 func slaSection(run *evalrun.Run, p *report.Page) report.Section {
 	sec := report.Section{Heading: "SLA"}
-	var sla struct {
-		Met    *bool `json:"met"`
-		Checks map[string]struct {
-			Actual     *float64 `json:"actual"`
-			Target     float64  `json:"target"`
-			Unit       string   `json:"unit"`
-			Percentile string   `json:"percentile"`
-			Met        *bool    `json:"met"`
-		} `json:"checks"`
-	}
+	var sla events.SLAVerdict
 	if !run.Get("sla", &sla) || sla.Checks == nil {
 		sec.Notes = []string{"No SLA targets were configured."}
 		return sec
@@ -84,16 +84,63 @@ func slaSection(run *evalrun.Run, p *report.Page) report.Section {
 	if sla.Met != nil && !*sla.Met {
 		sec.Warnings = append(sec.Warnings, "The SLA was missed.")
 	}
-	sec.Table = &report.Table{Header: []string{"check", "percentile", "target", "actual", "unit", "verdict"}}
+	sec.Table = &report.Table{Header: []string{"check", "percentile", "target", "actual", "unit", "verdict", "margin", "margin %", "repetitions met"}}
 	for _, name := range sortedKeys(sla.Checks) {
 		c := sla.Checks[name]
 		actual := "unavailable"
 		if c.Actual != nil {
 			actual = report.Num(*c.Actual)
 		}
-		sec.Table.Rows = append(sec.Table.Rows, []string{name, c.Percentile, report.Num(c.Target), actual, c.Unit, verdictText(c.Met)})
+		sec.Table.Rows = append(sec.Table.Rows, []string{name, c.Percentile, report.Num(c.Target), actual, c.Unit, verdictText(c.Met),
+			optNum(c.Margin), optNum(c.MarginPercent), ofCount(c.RepetitionsMet, c.Repetitions)})
+	}
+	sec.Notes = append(sec.Notes, "The margin is how far the actual value is inside its target (negative: past it).")
+	if sla.Repetitions != nil {
+		sec.Notes = append(sec.Notes, ofCount(sla.RepetitionsMet, sla.Repetitions)+" repetitions met every target.")
 	}
 	return sec
+}
+
+func optNum(v *float64) string {
+	if v == nil {
+		return "–"
+	}
+	return report.Num(*v)
+}
+
+// ofCount is "k of n", or "–".
+func ofCount(k, n *int) string {
+	if k == nil || n == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%d of %d", *k, *n)
+}
+
+// repetitionSection shows the spread of the headline metrics across a run's repetitions.
+func repetitionSection(m evalrun.Metrics) (report.Section, bool) {
+	spread, _ := m["repetition_spread"].(map[string]any)
+	if len(spread) == 0 {
+		return report.Section{}, false
+	}
+	sec := report.Section{Heading: "Repetitions",
+		Notes: []string{"The spread of each headline metric across the run's repetitions (stddev: sample standard deviation)."},
+		Table: &report.Table{Header: []string{"metric", "repetitions", "mean", "stddev", "CV %", "min", "max"}}}
+	for _, k := range evalrun.RepeatedMetrics {
+		d, ok := spread[k].(map[string]any)
+		if !ok {
+			continue
+		}
+		row := []string{k}
+		for _, f := range []string{"repetitions", "mean", "stddev", "cv_percent", "min", "max"} {
+			cell := "–"
+			if v, ok := d[f].(float64); ok {
+				cell = report.Num(v)
+			}
+			row = append(row, cell)
+		}
+		sec.Table.Rows = append(sec.Table.Rows, row)
+	}
+	return sec, true
 }
 
 func verdictText(met *bool) string {
@@ -109,7 +156,8 @@ func verdictText(met *bool) string {
 func distributionTable(m evalrun.Metrics) *report.Table {
 	dists, _ := m["latency_distributions"].(map[string]any)
 	tb := &report.Table{Header: []string{"metric (ms)", "mean", "p50", "p90", "p95", "p99", "min", "max"}}
-	for _, row := range []struct{ name, key string }{{"TTFT", "ttft"}, {"TPOT", "tpot"}, {"ITL", "itl"}, {"latency", "request_latency"}} {
+	for _, row := range []struct{ name, key string }{{"TTFT", "ttft"}, {"TPOT", "tpot"},
+		{"ITL (per-token decode interval)", "itl"}, {"chunk gap (between stream chunks)", "chunk_gap"}, {"latency", "request_latency"}} {
 		d, _ := dists[row.key].(map[string]any)
 		if len(d) == 0 {
 			continue

@@ -196,3 +196,27 @@ func TestTimelinesResolveShortAndLongRuns(t *testing.T) {
 		}
 	}
 }
+
+// A repeated run's report shows the SLA margins, how many repetitions met each target, and the
+// spread of its headline metrics across the repetitions.
+func TestHTMLReportShowsMarginsAndRepetitions(t *testing.T) {
+	run, path, m := finishedRun(t, 20)
+	m["repetitions"] = 3.0
+	m["repetition_spread"] = map[string]any{"ttft_ms": map[string]any{"repetitions": 3.0, "mean": 23.5, "stddev": 1.25, "cv_percent": 5.319, "min": 22.0, "max": 25.0}}
+	run.Set("metrics", m)
+	run.Set("sla", map[string]any{"met": false, "repetitions_met": 1, "repetitions": 3, "checks": map[string]any{
+		"ttft": map[string]any{"actual": 26.0, "target": 10.0, "unit": "ms", "percentile": "p99", "met": false, "margin": -16.0,
+			"margin_percent": -160.0, "repetitions_met": 1, "repetitions": 3}}})
+	var buf bytes.Buffer
+	if err := runreport.WriteHTML(&buf, run, path, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	html := buf.String()
+	for _, want := range []string{"<td>missed</td><td>-16</td><td>-160</td><td>1 of 3</td>", "1 of 3 repetitions met every target",
+		"<h2>Repetitions</h2>", "<td>ttft_ms</td><td>3</td><td>23.500</td><td>1.250</td><td>5.319</td><td>22</td><td>25</td>",
+		"ITL (per-token decode interval)"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}

@@ -219,7 +219,7 @@ func (p *stampingProxy) seen() (first, last time.Time) {
 //   - orchestration: LENS_EVAL_ORCH_RUNS (5) small runs (20 requests, concurrency 1) one after
 //     another on one stack: queued (created_at) to the first request and the last request to
 //     succeeded (finished_at). The request times come from the per-request records on the
-//     stage's clock anchored at phase_started_at, and, as a check, from a relay in front of the
+//     run's clock anchored at benchmark_started_at, and, as a check, from a relay in front of the
 //     simulator that stamps the first inference request and the end of the last answer.
 func BenchmarkRunnerStack(b *testing.B) {
 	requests := benchkit.EnvInt(b, "LENS_EVAL_STACK_REQUESTS", 100_000)
@@ -306,15 +306,16 @@ type overhead struct {
 	queuedToFirst, lastToSucceeded time.Duration
 }
 
-// overheadOf anchors the records' stage clock at the run's phase_started_at (the one matrix
-// phase of a run without warm-up; the runner stamps it just before the stage's engine starts,
-// so request times derived from it are at most that gap early).
+// overheadOf anchors the records' clock at the run's benchmark_started_at: the runner takes
+// that moment as the zero of every stage's record times (to the millisecond the timestamp
+// keeps).
 func overheadOf(b *testing.B, run runRecord, first, last float64) overhead {
 	o := overhead{queued: stamp(b, "created_at", run.CreatedAt), claimed: stamp(b, "started_at", run.StartedAt),
 		succeeded: stamp(b, "finished_at", run.FinishedAt)}
-	phase := stamp(b, "phase_started_at", run.PhaseStartedAt)
-	o.queuedToFirst = phase.Add(seconds(first)).Sub(o.queued)
-	o.lastToSucceeded = o.succeeded.Sub(phase.Add(seconds(last)))
+	// The records' times count from the start of the measured traffic, benchmark_started_at.
+	origin := stamp(b, "benchmark_started_at", run.BenchmarkStarted)
+	o.queuedToFirst = origin.Add(seconds(first)).Sub(o.queued)
+	o.lastToSucceeded = o.succeeded.Sub(origin.Add(seconds(last)))
 	return o
 }
 
