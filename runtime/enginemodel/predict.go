@@ -148,7 +148,6 @@ func stageEndTimes(arrivals []Arrival) []float64 {
 	return ends
 }
 
-
 // Summary is one group of outcomes in a benchmark run's terms (milliseconds).
 type Summary struct {
 	Requests int     `json:"requests"`
