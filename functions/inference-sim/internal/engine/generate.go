@@ -174,11 +174,10 @@ func (g *Generator) generateSequence(r *Request, s *Sequence, echo string, datas
 	start := len(r.tokens)
 	switch {
 	case g.cfg.Mode == config.ModeEcho:
+		// The specification: echo mode ignores max_tokens, max_completion_tokens and
+		// ignore_eos; the answer is the whole echoed text and it always stops.
 		r.tokens = textgen.AppendTokens(r.tokens, echo)
 		s.Finish = FinishStop
-		if params.MaxTokensSet && len(r.tokens)-start >= params.MaxTokens {
-			s.Finish = FinishLength
-		}
 	case g.dataset != nil:
 		r.tokens, s.Finish = g.dataset.AppendResponse(r.tokens, &r.RNG, datasetKey, maxResp, params.IgnoreEOS, params.MaxTokensSet)
 	default:

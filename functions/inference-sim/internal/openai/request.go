@@ -29,18 +29,24 @@ type KVTransferParams struct {
 
 // CommonRequest holds the fields shared by chat and text completions.
 type CommonRequest struct {
-	Model             string            `json:"model"`
-	Stream            bool              `json:"stream"`
-	StreamOptions     *StreamOptions    `json:"stream_options"`
-	MaxTokens         *int64            `json:"max_tokens"`
-	N                 *int64            `json:"n"`
-	IgnoreEOS         bool              `json:"ignore_eos"`
-	KVTransferParams  *KVTransferParams `json:"kv_transfer_params"`
-	DoRemoteDecode    bool              `json:"do_remote_decode"`
-	DoRemotePrefill   bool              `json:"do_remote_prefill"`
-	CacheHitThreshold *float64          `json:"cache_hit_threshold"`
-	Temperature       *float64          `json:"temperature"`
-	TopP              *float64          `json:"top_p"`
+	Model            string            `json:"model"`
+	Stream           bool              `json:"stream"`
+	StreamOptions    *StreamOptions    `json:"stream_options"`
+	MaxTokens        *int64            `json:"max_tokens"`
+	N                *int64            `json:"n"`
+	IgnoreEOS        bool              `json:"ignore_eos"`
+	KVTransferParams *KVTransferParams `json:"kv_transfer_params"`
+	// The P/D fields also come at the top level (the specification's form; vLLM clients
+	// send either): the flags count as kv_transfer_params' do, the remote_* are accepted.
+	DoRemoteDecode    bool            `json:"do_remote_decode"`
+	DoRemotePrefill   bool            `json:"do_remote_prefill"`
+	RemoteBlockIDs    json.RawMessage `json:"remote_block_ids"`
+	RemoteEngineID    json.RawMessage `json:"remote_engine_id"`
+	RemoteHost        json.RawMessage `json:"remote_host"`
+	RemotePort        json.RawMessage `json:"remote_port"`
+	CacheHitThreshold *float64        `json:"cache_hit_threshold"`
+	Temperature       *float64        `json:"temperature"`
+	TopP              *float64        `json:"top_p"`
 }
 
 type ContentPart struct {
