@@ -24,6 +24,7 @@ func (r *rank) handleGenerate(ctx *fasthttp.RequestCtx, kind engine.Kind, api re
 	g.req.Admission.Arrival = pacer.Now()
 	g.watch.watch(ctx.Conn())
 	if e := g.prepare(ctx, kind); e != nil {
+		g.logRefused(e)
 		openai.WriteError(ctx, e)
 		g.end()
 		return
@@ -114,6 +115,7 @@ func (g *genCtx) prepare(ctx *fasthttp.RequestCtx, kind engine.Kind) *openai.Err
 	if e != nil {
 		return e
 	}
+	g.logRequest(ctx.Path())
 	if e := returnErrorHeader(ctx); e != nil {
 		return e
 	}
@@ -137,6 +139,7 @@ func (g *genCtx) prepare(ctx *fasthttp.RequestCtx, kind engine.Kind) *openai.Err
 	}
 	req.Admission.Acquired, req.Admission.Running, req.Admission.Queued = true, running, queued
 	req.Admission.Admitted = pacer.Now()
+	g.logAdmitted()
 	req.Created = time.Now().Unix()
 	prefix := "chatcmpl-"
 	if req.Kind == engine.Text {

@@ -36,6 +36,7 @@
 // runtime/jsonstr (JSON strings), runtime/sockpeek (the watch on the client's connection),
 // the latency core wasm-modules/latency
 // (shared with the WASM guests), runtime/wasmhost (WASM calculators),
-// the standard library, client_golang, zmq4 (through engine and kvcache) and the
-// pure-Go SQLite driver; nothing else imports it except its cmd and tests/.
+// the standard library, client_golang, zmq4 (through engine and kvcache), the
+// pure-Go SQLite driver, and klog with logr (logging.go: klog's flags, as the
+// reference's); nothing else imports it except its cmd and tests/.
 package inferencesim

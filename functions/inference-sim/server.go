@@ -65,6 +65,8 @@ type settings struct {
 type Simulator struct {
 	cfg      *config.Config
 	log      *slog.Logger
+	logDebug bool // --v 4 or more: each generation request is logged
+	logTrace bool // --v 5 or more: admissions are logged
 	resolve  CalculatorResolver
 	coarse   bool
 	pacer    *pacer.Pacer
@@ -105,6 +107,13 @@ func New(cfg *config.Config, opts ...Option) (*Simulator, error) {
 	s := &Simulator{cfg: cfg, log: slog.Default(), resolve: latency.New, started: time.Now()}
 	for _, o := range opts {
 		o(s)
+	}
+	s.logVerbosity()
+	s.logConfig()
+	if cfg.TokenizersCacheDir != "" {
+		// Said once, at every verbosity: the setting is accepted for vLLM's command lines.
+		s.log.Warn("--tokenizers-cache-dir has no effect: the simulator downloads no tokenizer and counts tokens with its dummy tokenizer",
+			"dir", cfg.TokenizersCacheDir)
 	}
 	calc, err := s.resolve(cfg.LatencyCalculator, cfg.Latency)
 	if err != nil {
@@ -246,7 +255,7 @@ func (s *Simulator) shutdown() {
 		go func() {
 			defer wg.Done()
 			if err := r.server.ShutdownWithContext(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-				s.log.Warn("shutdown", "rank", r.index, "err", err)
+				s.log.Log(context.Background(), levelWarn, "shutdown", "rank", r.index, "err", err)
 			}
 		}()
 	}

@@ -1,13 +1,22 @@
 package inferencesim
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"math"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine/textgen"
 )
 
@@ -161,6 +170,112 @@ func TestPrefillDecodeFieldsInBothForms(t *testing.T) {
 		}
 		if strings.Contains(body, "kv_transfer_params") {
 			t.Fatalf("%s: the decode side's answer carries P/D fields: %s", path, body)
+		}
+	}
+}
+
+// freePort is a loopback port nothing listens on (yet).
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// runForLog runs the command with args on a free loopback port, sends one chat completion,
+// stops it and returns what it wrote to logFile.
+func runForLog(t *testing.T, logFile string, args ...string) string {
+	t.Helper()
+	port := freePort(t)
+	args = append([]string{"--model", "fake-model", "--host", "127.0.0.1", "--port", strconv.Itoa(port)}, args...)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var stderr strings.Builder
+	go func() { done <- Run(ctx, args, config.Environment{}, &stderr) }()
+	url := "http://127.0.0.1:" + strconv.Itoa(port)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		resp, err := http.Get(url + "/health")
+		if err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("simulator did not start: %v (%s)", err, stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if s, _, body := post(t, url+"/v1/chat/completions", `{"model":"fake-model","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`, "Authorization", "Bearer sk-never-logged"); s != 200 {
+		t.Fatalf("completion: %d %s", s, body)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v (%s)", err, stderr.String())
+	}
+	b, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatalf("log file: %v", err)
+	}
+	return string(b)
+}
+
+// TestKlogFlagsSetVerbosityAndTheLogFile: --v and --log_file (with --logtostderr=false) do
+// what klog's flags do: --v 4 writes the configuration (level 2) and each completion request
+// (level 4), not the admissions (level 5), into the file; a bad klog value is a usage error.
+// --tokenizers-cache-dir, which has no effect, is warned about once.
+// klog's state is the process's and a log file, once opened, stays open: one run writes.
+func TestKlogFlagsSetVerbosityAndTheLogFile(t *testing.T) {
+	t.Cleanup(func() { _, _ = klogLogger(nil) }) // klog's defaults again for later tests
+	logFile := filepath.Join(t.TempDir(), "sim.log")
+	got := runForLog(t, logFile, "--v=4", "--logtostderr=false", "--log_file", logFile, "--api-key", "sk-never-logged",
+		"--tokenizers-cache-dir", t.TempDir())
+	if n := strings.Count(got, "--tokenizers-cache-dir has no effect"); n != 1 || !strings.Contains(got, "\nW") {
+		t.Errorf("the tokenizers-cache-dir warning appears %d times (want once, as a klog warning):\n%s", n, got)
+	}
+	for _, want := range []string{`"inference-sim listening"`, `"configuration"`, `model="fake-model"`, `"completion request"`, `path="/v1/chat/completions"`, `max_tokens=2`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("log file lacks %s:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, `"request admitted"`) {
+		t.Errorf("--v 4 wrote level-5 messages:\n%s", got)
+	}
+	if strings.Contains(got, "sk-never-logged") {
+		t.Errorf("the API key was logged:\n%s", got)
+	}
+	var out strings.Builder
+	if err := Run(context.Background(), []string{"--model", "m", "--vmodule", "x=notanumber"}, config.Environment{}, &out); !errors.Is(err, ErrUsage) || !strings.Contains(out.String(), "--vmodule") {
+		t.Fatalf("bad --vmodule: %v %s", err, out.String())
+	}
+	if _, err := config.Parse([]string{"--model", "m", "--v", "loud"}, config.Environment{}, nil); err == nil || !strings.Contains(err.Error(), "--v") {
+		t.Fatalf("--v loud: %v", err)
+	}
+}
+
+// TestKlogVerbosityLevels: the logger klog's flags give enables exactly the specification's
+// levels (1 warnings, 2 general, 4 debug, 5 trace) at each --v.
+func TestKlogVerbosityLevels(t *testing.T) {
+	t.Cleanup(func() { _, _ = klogLogger(nil) })
+	levels := []slog.Level{levelWarn, levelInfo, levelDebug, levelTrace}
+	for v, want := range map[string][]bool{
+		"0": {false, false, false, false}, "1": {true, false, false, false}, "2": {true, true, false, false},
+		"4": {true, true, true, false}, "5": {true, true, true, true},
+	} {
+		log, err := klogLogger([]config.KlogSetting{{Name: "v", Value: v}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, l := range levels {
+			if got := log.Enabled(context.Background(), l); got != want[i] {
+				t.Errorf("--v %s: level %d enabled %v, want %v", v, l, got, want[i])
+			}
+		}
+		if !log.Enabled(context.Background(), slog.LevelInfo) {
+			t.Errorf("--v %s: the always-on messages are off", v)
 		}
 	}
 }

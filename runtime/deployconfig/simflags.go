@@ -41,6 +41,11 @@ var SimulatorFlags = map[string]FlagKind{
 	"dataset-table-name": FlagString, "ssl-certfile": FlagString, "ssl-keyfile": FlagString,
 	"self-signed-certs": FlagBool, "max-request-body-size-mb": FlagInt, "startup-duration": FlagDuration,
 	"enable-request-id-headers": FlagBool, "api-key": FlagString, "admin-token": FlagString, "default-embedding-dimensions": FlagInt, "shutdown-timeout": FlagDuration,
+	// klog's flags (the simulator logs through klog, as the reference does).
+	"v": FlagInt, "vmodule": FlagString, "logtostderr": FlagBool, "alsologtostderr": FlagBool,
+	"log_dir": FlagString, "log_file": FlagString, "log_file_max_size": FlagInt, "log_backtrace_at": FlagString,
+	"one_output": FlagBool, "skip_headers": FlagBool, "skip_log_headers": FlagBool, "stderrthreshold": FlagString,
+	"add_dir_header": FlagBool,
 }
 
 // ReservedSimulatorFlags are set by the deployer (ports, the model, KV-event wiring, decode
@@ -60,6 +65,8 @@ var ReservedSimulatorFlags = map[string]string{
 	"self-signed-certs":    "the router talks plain HTTP to its replicas",
 	"dataset-path":         "names a file on the deployer's host",
 	"tokenizers-cache-dir": "names a directory on the deployer's host",
+	"log_dir":              "names a directory on the deployer's host",
+	"log_file":             "names a file on the deployer's host",
 	"api-key":              "a secret: configuration content is stored and shown in plain text",
 	"admin-token":          "a secret: configuration content is stored and shown in plain text",
 }
