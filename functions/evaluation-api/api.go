@@ -207,6 +207,9 @@ func (a *API) create(ctx context.Context, body []byte, idempotencyKey, id string
 	if err != nil {
 		return nil, err
 	}
+	if err := checkSpecificationFile(req.SpecificationFile, target); err != nil {
+		return nil, err
+	}
 	run := evalrun.BuildRun(id, req, raw, target)
 	run.Internal.IdempotencyKey = idempotencyKey
 	// The owner is the identity of the token that created the run; null when nobody
