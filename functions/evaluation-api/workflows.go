@@ -66,6 +66,7 @@ func (a *API) createSimple(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	wf := workflow.NewSimple(id, req, session.ClusterID, cfg.ID, inventory.NewID())
+	a.stampOwner(wf.Set)
 	if err := a.workflows.Create(ctx, wf); err != nil {
 		return err
 	}
@@ -109,6 +110,7 @@ func (a *API) evaluation(ctx context.Context, body []byte, idempotencyKey, id st
 		return nil, err
 	}
 	wf.Set("cluster_id", session.ClusterID)
+	a.stampOwner(wf.Set)
 	wf.Internal.IdempotencyKey = idempotencyKey
 	if err := a.workflows.Create(ctx, wf); err != nil {
 		return nil, err
@@ -281,7 +283,11 @@ func deploymentStatus(c *workflow.Case) string {
 func (a *API) retryWorkflow(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	id := r.PathValue("id")
-	if _, _, err := a.loadWorkflow(ctx, id); err != nil {
+	current, _, err := a.loadWorkflow(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := a.checkWorkflowOwner(ctx, current); err != nil {
 		return err
 	}
 	wf, err := a.workflows.Update(ctx, id, func(cur *workflow.Workflow) error {
@@ -351,7 +357,11 @@ func (a *API) reproducible(ctx context.Context, c *workflow.Case) error {
 func (a *API) cancelWorkflow(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	id := r.PathValue("id")
-	if _, _, err := a.loadWorkflow(ctx, id); err != nil {
+	current, _, err := a.loadWorkflow(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := a.checkWorkflowOwner(ctx, current); err != nil {
 		return err
 	}
 	wf, err := a.workflows.Update(ctx, id, func(cur *workflow.Workflow) error {
@@ -436,6 +446,9 @@ func (a *API) cancelCase(w http.ResponseWriter, r *http.Request) error {
 func (a *API) cancelWorkflowCase(ctx context.Context, id, caseID string) (CancelResponse, error) {
 	wf, _, err := a.loadWorkflow(ctx, id)
 	if err != nil {
+		return CancelResponse{}, err
+	}
+	if err := a.checkWorkflowOwner(ctx, wf); err != nil {
 		return CancelResponse{}, err
 	}
 	if wf.Simple() || wf.Case(caseID) == nil {
@@ -533,6 +546,9 @@ func (a *API) deleteWorkflow(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	wf, _, err := a.loadWorkflow(ctx, id)
 	if err != nil {
+		return err
+	}
+	if err := a.checkWorkflowOwner(ctx, wf); err != nil {
 		return err
 	}
 	if !workflow.Terminal(wf.Status()) {

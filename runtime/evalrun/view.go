@@ -52,6 +52,7 @@ type View struct {
 	Configuration       json.RawMessage `json:"configuration,omitempty" doc:"the deployed configuration's facts, null when none"`
 	Guide               *string         `json:"guide,omitempty"`
 	OwnerUserID         *string         `json:"owner_user_id,omitempty"`
+	OwnerBackendID      *string         `json:"owner_backend_id,omitempty" doc:"the backend (LENS_BACKEND_ID) that created the run; absent for the unnamed one"`
 	EvaluationWorkflow  *string         `json:"evaluation_workflow_id,omitempty" doc:"the workflow that created the run"`
 	EvaluationCase      *string         `json:"evaluation_case_id,omitempty" doc:"the workflow case that created the run"`
 
