@@ -74,6 +74,7 @@ type View struct {
 	MatrixResults      json.RawMessage    `json:"matrix_results,omitempty" doc:"left out of lists"`
 	RateStageResults   json.RawMessage    `json:"rate_stage_results,omitempty" doc:"left out of lists"`
 	CapacityAnalysis   json.RawMessage    `json:"capacity_analysis,omitempty"`
+	Diagnostics        json.RawMessage    `json:"diagnostics,omitempty" doc:"evidence items (epp_readiness, kv_working_set, harness, hardware_profile), each available or unavailable with why"`
 	Monitoring         json.RawMessage    `json:"monitoring,omitempty"`
 	ResourceSnapshot   json.RawMessage    `json:"resource_snapshot,omitempty"`
 	SLA                *events.SLAVerdict `json:"sla,omitempty"`
