@@ -33,6 +33,7 @@
 // functions/inference-sim/internal/config, functions/inference-sim/internal/openai,
 // functions/inference-sim/internal/metrics, functions/inference-sim/internal/limits,
 // functions/inference-sim/internal/pacer, functions/inference-sim/internal/render,
+// functions/inference-sim/internal/hftokenizer (--tokenizer),
 // runtime/jsonstr (JSON strings), runtime/sockpeek (the watch on the client's connection),
 // the latency core wasm-modules/latency
 // (shared with the WASM guests), runtime/wasmhost (WASM calculators),

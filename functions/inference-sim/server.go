@@ -20,6 +20,7 @@ import (
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine/textgen"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/pacer"
@@ -78,6 +79,9 @@ type Simulator struct {
 	tlsConf  *tls.Config
 	dataset  *engine.Dataset
 
+	// tokenizer tokenizes prompts: the dummy one, or --tokenizer's tokenizer.json.
+	tokenizer textgen.Tokenizer
+
 	// beforeEmit, when set (by in-package tests only), runs after a stream's wait
 	// and before its due frames are built: a test makes the server late with it.
 	beforeEmit func()
@@ -110,11 +114,11 @@ func New(cfg *config.Config, opts ...Option) (*Simulator, error) {
 	}
 	s.logVerbosity()
 	s.logConfig()
-	if cfg.TokenizersCacheDir != "" {
-		// Said once, at every verbosity: the setting is accepted for vLLM's command lines.
-		s.log.Warn("--tokenizers-cache-dir has no effect: the simulator downloads no tokenizer and counts tokens with its dummy tokenizer",
-			"dir", cfg.TokenizersCacheDir)
+	tok, err := s.loadTokenizer()
+	if err != nil {
+		return nil, err
 	}
+	s.tokenizer = tok
 	calc, err := s.resolve(cfg.LatencyCalculator, cfg.Latency)
 	if err != nil {
 		return nil, fmt.Errorf("latency calculator: %w", err)
@@ -169,6 +173,7 @@ func New(cfg *config.Config, opts ...Option) (*Simulator, error) {
 			r.kv = kv
 		}
 		r.gen = engine.NewGenerator(cfg, s.dataset, r.kv, r.loras)
+		r.gen.Tokenizer = s.tokenizer
 		r.server = &fasthttp.Server{
 			Handler:            r.handle,
 			ErrorHandler:       r.handleBadRequest,

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -226,14 +227,14 @@ func runForLog(t *testing.T, logFile string, args ...string) string {
 // TestKlogFlagsSetVerbosityAndTheLogFile: --v and --log_file (with --logtostderr=false) do
 // what klog's flags do: --v 4 writes the configuration (level 2) and each completion request
 // (level 4), not the admissions (level 5), into the file; a bad klog value is a usage error.
-// --tokenizers-cache-dir, which has no effect, is warned about once.
+// A --tokenizers-cache-dir without the model's tokenizer.json is warned about once.
 // klog's state is the process's and a log file, once opened, stays open: one run writes.
 func TestKlogFlagsSetVerbosityAndTheLogFile(t *testing.T) {
 	t.Cleanup(func() { _, _ = klogLogger(nil) }) // klog's defaults again for later tests
 	logFile := filepath.Join(t.TempDir(), "sim.log")
 	got := runForLog(t, logFile, "--v=4", "--logtostderr=false", "--log_file", logFile, "--api-key", "sk-never-logged",
 		"--tokenizers-cache-dir", t.TempDir())
-	if n := strings.Count(got, "--tokenizers-cache-dir has no effect"); n != 1 || !strings.Contains(got, "\nW") {
+	if n := strings.Count(got, "--tokenizers-cache-dir holds no tokenizer.json"); n != 1 || !strings.Contains(got, "\nW") {
 		t.Errorf("the tokenizers-cache-dir warning appears %d times (want once, as a klog warning):\n%s", n, got)
 	}
 	for _, want := range []string{`"inference-sim listening"`, `"configuration"`, `model="fake-model"`, `"completion request"`, `path="/v1/chat/completions"`, `max_tokens=2`} {
@@ -277,5 +278,82 @@ func TestKlogVerbosityLevels(t *testing.T) {
 		if !log.Enabled(context.Background(), slog.LevelInfo) {
 			t.Errorf("--v %s: the always-on messages are off", v)
 		}
+	}
+}
+
+// tokenizeIDs asks /tokenize for the ids of prompt.
+func tokenizeIDs(t *testing.T, ts *testSim, prompt string) []uint32 {
+	t.Helper()
+	s, _, body := post(t, ts.url()+"/tokenize", `{"prompt":"`+prompt+`"}`)
+	var out struct {
+		Count  int      `json:"count"`
+		Tokens []uint32 `json:"tokens"`
+	}
+	if s != 200 || json.Unmarshal([]byte(body), &out) != nil || out.Count != len(out.Tokens) {
+		t.Fatalf("/tokenize: %d %s", s, body)
+	}
+	return out.Tokens
+}
+
+// promptTokens is a text completion's usage.prompt_tokens for prompt.
+func promptTokens(t *testing.T, ts *testSim, model, prompt string) int {
+	t.Helper()
+	s, _, body := post(t, ts.url()+"/v1/completions", `{"model":"`+model+`","prompt":"`+prompt+`","max_tokens":1}`)
+	var out struct {
+		Usage struct {
+			PromptTokens int `json:"prompt_tokens"`
+		} `json:"usage"`
+	}
+	if s != 200 || json.Unmarshal([]byte(body), &out) != nil {
+		t.Fatalf("completion: %d %s", s, body)
+	}
+	return out.Usage.PromptTokens
+}
+
+// TestARealTokenizerFromALocalFile: --tokenizer loads a Hugging Face tokenizer.json (here a
+// small BPE with a lowercase normalizer and merges up to "hello" and "world"), and /tokenize and
+// the prompt counts follow it; --tokenizers-cache-dir finds the model's file in either cache
+// layout; the dummy tokenizer stays the default; a missing file is an error, never a download.
+func TestARealTokenizerFromALocalFile(t *testing.T) {
+	const fixture = "testdata/tokenizer/tokenizer.json"
+	want := []uint32{11, 16, 14, 17} // hello , world !
+	dummy := startSim(t)
+	if got := tokenizeIDs(t, dummy, "Hello, world!"); slices.Equal(got, want) || promptTokens(t, dummy, "fake-model", "helloworld") != 1 {
+		t.Fatalf("the default is not the dummy tokenizer: %v", got)
+	}
+	loaded := startSim(t, "--tokenizer", fixture)
+	if got := tokenizeIDs(t, loaded, "Hello, world!"); !slices.Equal(got, want) {
+		t.Fatalf("--tokenizer ids %v, want %v", got, want)
+	}
+	if n := promptTokens(t, loaded, "fake-model", "helloworld"); n != 2 {
+		t.Fatalf("prompt_tokens %d with the BPE tokenizer, want 2 (hello + world)", n)
+	}
+	raw, err := os.ReadFile(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	place := func(path string) {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	direct := t.TempDir()
+	place(filepath.Join(direct, "fake-model", "tokenizer.json"))
+	if got := tokenizeIDs(t, startSim(t, "--tokenizers-cache-dir", direct), "Hello, world!"); !slices.Equal(got, want) {
+		t.Fatalf("<dir>/<model>/tokenizer.json: %v", got)
+	}
+	hub := t.TempDir()
+	place(filepath.Join(hub, "models--acme--tiny", "snapshots", "0123abcd", "tokenizer.json"))
+	cached := startSim(t, "--model", "acme/tiny", "--tokenizers-cache-dir", hub)
+	if got := tokenizeIDs(t, cached, "Hello, world!"); !slices.Equal(got, want) || promptTokens(t, cached, "acme/tiny", "helloworld") != 2 {
+		t.Fatalf("the hub layout: %v", got)
+	}
+	var stderr strings.Builder
+	err = Run(context.Background(), []string{"--model", "m", "--tokenizer", filepath.Join(t.TempDir(), "missing.json")}, config.Environment{}, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "nothing is downloaded") {
+		t.Fatalf("a missing tokenizer: %v", err)
 	}
 }

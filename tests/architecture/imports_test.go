@@ -129,6 +129,8 @@ var homes = map[string][]string{
 	"github.com/alicebob/miniredis/v2": {"runtime/state/redisstore"},
 	"github.com/tetratelabs/wazero":    {"runtime/wasmhost"},
 	"github.com/valyala/fasthttp":      {"functions/inference-sim", "functions/inference-router"}, // the two data-plane servers: the simulator, and the router in front of it (its package doc argues why)
+	// The simulator's optional real tokenizer: a pure-Go Hugging Face tokenizer.json loader.
+	"github.com/sugarme/tokenizer": {"functions/inference-sim"},
 	// The simulator logs through klog (its flags are the specification's), from log/slog by logr's handler.
 	"k8s.io/klog/v2":                      {"functions/inference-sim"},
 	"github.com/go-logr/logr":             {"functions/inference-sim"},

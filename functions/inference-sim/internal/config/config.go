@@ -86,6 +86,7 @@ type Config struct {
 	KVCacheSize             int
 	BlockSize               int
 	TokenizersCacheDir      string
+	Tokenizer               string // a local tokenizer.json (or its directory); empty: the dummy tokenizer
 	HashSeed                string
 	ZMQEndpoint             string
 	ZMQMaxConnectAttempts   int
@@ -318,7 +319,8 @@ var flagTable = slices.Concat([]flagSpec{
 	boolFlag("enable-kvcache", "simulate the prefix KV cache and publish ZMQ events", func(c *Config) *bool { return &c.EnableKVCache }),
 	intFlag("kv-cache-size", "maximum number of KV blocks (default 1024)", func(c *Config) *int { return &c.KVCacheSize }),
 	intFlag("block-size", "tokens per KV block: 8, 16, 32, 64 or 128 (default 16)", func(c *Config) *int { return &c.BlockSize }),
-	strFlag("tokenizers-cache-dir", "accepted for vLLM command lines, no effect (warned once at start): no tokenizer is downloaded", func(c *Config) *string { return &c.TokenizersCacheDir }),
+	strFlag("tokenizer", "a local Hugging Face tokenizer.json (or its directory) prompts are tokenized with; nothing is downloaded (default: the dummy tokenizer)", func(c *Config) *string { return &c.Tokenizer }),
+	strFlag("tokenizers-cache-dir", "directory searched for the model's tokenizer.json (<dir>/<model>/ or the hub's models--<org>--<name>/snapshots/*/) when --tokenizer is not given; nothing is downloaded", func(c *Config) *string { return &c.TokenizersCacheDir }),
 	strFlag("hash-seed", "seed of block hashes (default $PYTHONHASHSEED)", func(c *Config) *string { return &c.HashSeed }),
 	strFlag("zmq-endpoint", "ZMQ address KV events are published to", func(c *Config) *string { return &c.ZMQEndpoint }),
 	intFlag("zmq-max-connect-attempts", "ZMQ connection attempts, 0 = retry forever (max 10)", func(c *Config) *int { return &c.ZMQMaxConnectAttempts }),

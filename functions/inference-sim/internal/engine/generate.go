@@ -17,6 +17,15 @@ type Generator struct {
 	dataset *Dataset // nil: preset responses
 	kv      *KV      // nil: no prefix cache
 	loras   *LoRARegistry
+	// Tokenizer tokenizes prompts (nil: the dummy tokenizer).
+	Tokenizer textgen.Tokenizer
+}
+
+func (g *Generator) tokenizer() textgen.Tokenizer {
+	if g.Tokenizer == nil {
+		return textgen.Dummy
+	}
+	return g.Tokenizer
 }
 
 // NewGenerator builds a rank's generator; dataset and kv may be nil.
@@ -57,7 +66,7 @@ func (g *Generator) Check(r *Request) *openai.Error {
 			return e
 		}
 	}
-	longest, what := r.Prompt.tokenize(r.Kind, r.Wire.Chat.Messages, g.kv != nil)
+	longest, what := r.Prompt.tokenize(g.tokenizer(), r.Kind, r.Wire.Chat.Messages, g.kv != nil)
 	if e := checkContext(longest, what, &r.Params, g.cfg.MaxModelLen); e != nil {
 		return e
 	}
@@ -121,7 +130,7 @@ func (g *Generator) Generate(r *Request) {
 		promptTokens, echo := r.Prompt.Tokens, ""
 		var key []byte
 		if wantKey {
-			key = r.Prompt.Hash(r.Kind, p)
+			key = r.Prompt.Hash(g.tokenizer(), r.Kind, p)
 		}
 		if r.Kind == Chat {
 			if wantEcho {
