@@ -5,7 +5,7 @@ GO ?= go
 BIN := bin
 MODULES := $(BIN)/modules
 
-.PHONY: help build wasm wasm-first kodata run test check bench fuzz clean
+.PHONY: help build wasm wasm-first kodata run test check bench fuzz fidelity clean
 
 help: ## list the targets
 	@awk -F ':.*## ' '/^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -81,6 +81,13 @@ check: ## format, vet, tidy and test; fails on any diff
 
 bench: ## run the benchmarks whose figures BENCHMARKS.md quotes
 	tests/bench/run.sh
+
+# The ground truth is read where it is published (../shared beside the repository) or from
+# GROUND_TRUTH; FIT=N refits the coefficients in at most N scoring passes, LOMO=N scores each model
+# left out of a fit of N passes, SEEDS picks the Poisson draws averaged.
+SEEDS ?= 1,2,3
+fidelity: ## score the vLLM engine model against real vLLM runs (GROUND_TRUTH=<csv>, FIT=N, LOMO=N, SEEDS=1,2,3)
+	$(GO) run ./tests/fidelity/cmd/fidelity -seeds $(SEEDS) $(if $(FIT),-fit $(FIT)) $(if $(LOMO),-lomo $(LOMO))
 
 fuzz: ## run every Fuzz* target of the module for FUZZTIME each (default 10s)
 	tests/fuzz/run.sh

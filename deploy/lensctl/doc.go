@@ -9,5 +9,8 @@
 // (ExitOK, ExitFailed, ExitUsage, ExitCancelled, ExitSLAMissed). The API URL and token come from
 // flags, then LENS_API / LENS_TOKEN, then ~/.config/lensfn/config.yaml.
 //
-// It may import runtime/apiclient, runtime/livesummary (the live summary it prints), runtime/sse and runtime/simtask; cobra, go-pretty, progressbar and yaml.v3 live here.
+// It may import runtime/apiclient, runtime/livesummary (the live summary it prints), runtime/sse, runtime/simtask,
+// and, for lensctl predict, which runs the engine model here on the benchmark runner's schedules, events,
+// runtime/enginemodel, runtime/evalrun, runtime/predict and runtime/workload. Cobra, go-pretty, progressbar and
+// yaml.v3 live here.
 package lensctl

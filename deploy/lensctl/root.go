@@ -110,7 +110,7 @@ func (a *app) root() *cobra.Command {
 	f.StringVar(&a.config, "config", "", "config file (default ~/.config/lensfn/config.yaml)")
 	f.StringVarP(&a.output, "output", "o", "table", "output format: table, json or yaml")
 	f.BoolVar(&a.noProgress, "no-progress", false, "no progress bars")
-	root.AddCommand(a.datasetsCmd(), a.tasksCmd(), a.evalCmd(), a.compareCmd(), a.backendsCmd(), a.scenariosCmd(), a.discoverCmd())
+	root.AddCommand(a.datasetsCmd(), a.tasksCmd(), a.evalCmd(), a.compareCmd(), a.backendsCmd(), a.scenariosCmd(), a.discoverCmd(), a.predictCmd())
 	return root
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/livesummary"
 	"github.com/lensfn/lensfn/runtime/loadgen"
 	"github.com/lensfn/lensfn/runtime/state"
+	"github.com/lensfn/lensfn/runtime/workload"
 )
 
 // RecordsFile is the per-request artifact a run writes in its folder.
@@ -591,7 +592,7 @@ func (x *execution) matrix(ctx context.Context, fields map[string]any) error {
 		p := spec.Matrix[0]
 		warm := map[string]any{"isl": p.ISL, "osl": p.OSL, "num_requests": n, "status": "running", "stdout": "", "stderr": ""}
 		err := x.invocation(ctx, evalrun.PhaseWarmup, func(ctx context.Context) error {
-			return x.stage(ctx, evalrun.PhaseWarmup, fixedSchedule{n: n, isl: p.ISL, osl: p.OSL, meta: map[string]any{}}, 1, 0, false, nil)
+			return x.stage(ctx, evalrun.PhaseWarmup, workload.Fixed{N: n, ISL: p.ISL, OSL: p.OSL, Meta: map[string]any{}}, 1, 0, false, nil)
 		})
 		warm["status"] = "succeeded"
 		if err != nil {
@@ -612,7 +613,7 @@ func (x *execution) matrix(ctx context.Context, fields map[string]any) error {
 				b := x.samples.NewBuilder(x.targets)
 				counting := []*evalrun.Builder{b, point, x.total}
 				meta := map[string]any{"stage": j, "concurrency": st.Concurrency, "isl": p.ISL, "osl": p.OSL}
-				err := x.stage(ctx, phase, fixedSchedule{n: st.NumRequests, isl: p.ISL, osl: p.OSL, meta: meta}, st.Concurrency, 0, true,
+				err := x.stage(ctx, phase, workload.Fixed{N: st.NumRequests, ISL: p.ISL, OSL: p.OSL, Meta: meta}, st.Concurrency, 0, true,
 					func(loadgen.Record) []*evalrun.Builder { return counting })
 				x.mu.Lock()
 				stageMetrics = append(stageMetrics, map[string]any{"concurrency": st.Concurrency, "num_requests": st.NumRequests,
@@ -652,7 +653,7 @@ func (x *execution) sharedPrefixStages(ctx context.Context, sp *events.SharedPre
 	if sp.Seed != nil {
 		seed = uint64(*sp.Seed)
 	}
-	sched := newSharedPrefixSchedule(sp, seed)
+	sched := workload.NewSharedPrefix(sp, seed)
 	x.planned.Store(int64(sched.Len()) * int64(x.senders))
 	builders := make([]*evalrun.Builder, len(sp.Stages))
 	counting := make([][]*evalrun.Builder, len(sp.Stages)) // a stage's builder and the run's
@@ -696,7 +697,7 @@ func (x *execution) named(ctx context.Context, w evalrun.Workload, fields map[st
 		}
 		return x.invocation(ctx, evalrun.PhaseBenchmark, func(ctx context.Context) error {
 			for j, st := range w.ConcurrencyStages {
-				sched := lengthSchedule{n: st.NumRequests, in: w.Input, out: w.Output, seed: x.seed, stage: uint64(j)}
+				sched := workload.Lengths{N: st.NumRequests, In: w.Input, Out: w.Output, Seed: x.seed, Stage: uint64(j)}
 				if err := x.stage(ctx, evalrun.PhaseBenchmark, sched, st.Concurrency, timeout, true, x.totalOnly); err != nil {
 					return err
 				}
@@ -704,7 +705,7 @@ func (x *execution) named(ctx context.Context, w evalrun.Workload, fields map[st
 			return nil
 		})
 	}
-	sched := newNamedSchedule(w, x.seed)
+	sched := workload.NewNamed(w, x.seed)
 	x.planned.Store(int64(sched.Len()) * workers)
 	return x.invocation(ctx, evalrun.PhaseBenchmark, func(ctx context.Context) error {
 		return x.stage(ctx, evalrun.PhaseBenchmark, sched, 0, timeout, true, x.totalOnly)

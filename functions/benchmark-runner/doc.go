@@ -27,5 +27,5 @@
 //
 // It may import events, runtime/fn, runtime/cloudevent, runtime/state,
 // runtime/egress, runtime/inventory, runtime/evalrun, runtime/leasedrun, runtime/livesummary,
-// runtime/loadgen and runtime/promtargets.
+// runtime/loadgen, runtime/promtargets and runtime/workload (the request schedules).
 package benchmarkrunner

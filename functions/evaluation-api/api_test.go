@@ -165,6 +165,16 @@ func TestTimingEstimateOverHTTP(t *testing.T) {
 	if code := call(t, "POST", h.url+"/timing-estimate", `{"workload":"custom.yaml"}`, &got); code != 200 || got["basis"] != "unknown" || got["timeout_seconds"] != 7200.0 {
 		t.Fatalf("unknown workload: %d %v", code, got)
 	}
+	// accelerator_profile names a registered profile: a catalogue GPU, an alias, a vendor.
+	if code := call(t, "POST", h.url+"/timing-estimate", `{"accelerator_profile":"totally-bogus-profile"}`, &prob); code != 422 ||
+		!strings.Contains(toJSON(prob), "accelerator_profile") || !strings.Contains(toJSON(prob), "H100-SXM-80GB") {
+		t.Fatalf("bogus accelerator profile: %d %v", code, prob)
+	}
+	for _, ok := range []string{"nvidia", "H100-SXM-80GB", "h100", "intel-xpu", "A100-SXM-80GB"} {
+		if code := call(t, "POST", h.url+"/timing-estimate", `{"accelerator_profile":"`+ok+`"}`, &got); code != 200 {
+			t.Errorf("accelerator profile %q: %d %v", ok, code, got)
+		}
+	}
 }
 
 func toJSON(v any) string {

@@ -35,8 +35,14 @@ func (r *rank) handleGenerate(ctx *fasthttp.RequestCtx, kind engine.Kind, api re
 		ctx.Response.SetBodyStream(g, -1)
 		return // g is released by Close
 	}
-	end := g.req.End()
-	if !g.waitUntil(end) { // the client left: free the slot now, nobody reads the answer
+	var end time.Duration
+	if g.ticket != nil {
+		if !g.waitEngineDone() {
+			ctx.SetConnectionClose()
+			g.end()
+			return
+		}
+	} else if end = g.req.End(); !g.waitUntil(end) { // the client left: free the slot now, nobody reads the answer
 		ctx.SetConnectionClose()
 		g.end()
 		return
@@ -54,6 +60,10 @@ func (r *rank) handleGenerate(ctx *fasthttp.RequestCtx, kind engine.Kind, api re
 	} else {
 		ctx.SetBody(*bp)
 		openai.PutBuf(bp)
+	}
+	if g.ticket != nil {
+		g.finishEngine(now)
+		return
 	}
 	g.finishNonStream(now, end)
 }
@@ -80,12 +90,20 @@ func observe(g *genCtx, s *engine.Sequence, first, last, now time.Duration) {
 	adm := &g.req.Admission
 	st := metrics.Request{Arrival: adm.Arrival, Admitted: adm.Admitted, FirstToken: first, LastToken: last,
 		Finished: now, PromptTokens: s.PromptTokens, CachedTokens: g.req.Prompt.Cached, GenTokens: len(s.Tokens),
-		MaxTokens: s.MaxTokens, FinishReason: s.Finish, Queued: adm.Queued, KvCacheQueried: g.r.kv != nil}
+		MaxTokens: s.MaxTokens, FinishReason: s.Finish, Queued: adm.Queued, KvCacheQueried: g.r.kv != nil || g.r.engine != nil}
 	g.mm.Observe(&st)
 }
 
-// end frees the running slot, if the request got one, and returns g to the pool.
+// end frees the running slot, if the request got one (an engine-model request leaves the
+// engine if it has not finished), and returns g to the pool.
 func (g *genCtx) end() {
+	if g.ticket != nil {
+		if !g.ticket.done() {
+			g.r.engine.abort(g.ticket)
+		}
+		g.r.gen.Finish(&g.req)
+		g.ticket = nil
+	}
 	if g.req.Admission.Acquired {
 		g.r.gen.Finish(&g.req)
 		g.r.sched.Release(g.req.LoRA)
@@ -133,13 +151,25 @@ func (g *genCtx) prepare(ctx *fasthttp.RequestCtx, kind engine.Kind) *openai.Err
 	if e := r.gen.Check(req); e != nil {
 		return e
 	}
+	if r.engine != nil {
+		return g.prepareEngine(counter)
+	}
 	running, queued, e := r.sched.Acquire(req.LoRA, g.watch.goneCh)
 	if e != nil {
 		return e
 	}
 	req.Admission.Acquired, req.Admission.Running, req.Admission.Queued = true, running, queued
 	req.Admission.Admitted = pacer.Now()
+	if e := g.start(counter); e != nil {
+		return e
+	}
 	g.logAdmitted()
+	return r.gen.Schedule(req, r.sim.settings.Load().calc)
+}
+
+// start names the request, pins its prompt in the prefix cache and generates its tokens.
+func (g *genCtx) start(counter uint64) *openai.Error {
+	r, req := g.r, &g.req
 	req.Created = time.Now().Unix()
 	prefix := "chatcmpl-"
 	if req.Kind == engine.Text {
@@ -154,7 +184,25 @@ func (g *genCtx) prepare(ctx *fasthttp.RequestCtx, kind engine.Kind) *openai.Err
 		return e
 	}
 	r.gen.Generate(req)
-	return r.gen.Schedule(req, r.sim.settings.Load().calc)
+	return nil
+}
+
+// prepareEngine hands a checked request to the rank's engine model, which queues, batches
+// and times it; no admission slot is taken (the engine is the scheduler).
+func (g *genCtx) prepareEngine(counter uint64) *openai.Error {
+	req := &g.req
+	req.Admission.Admitted = pacer.Now()
+	if e := g.start(counter); e != nil {
+		g.r.gen.Finish(req)
+		return e
+	}
+	t, e := g.r.engine.submit(req)
+	if e != nil {
+		g.r.gen.Finish(req)
+		return e
+	}
+	g.ticket = t
+	return nil
 }
 
 // resolveModel maps a request's model to the base model or a known LoRA adapter (the

@@ -35,6 +35,8 @@
 // functions/inference-sim/internal/pacer, functions/inference-sim/internal/render,
 // functions/inference-sim/internal/hftokenizer (--tokenizer),
 // runtime/jsonstr (JSON strings), runtime/sockpeek (the watch on the client's connection),
+// runtime/enginemodel and runtime/kvblock (the engine model in real time, enginemode.go, over
+// the prompt's block hashes),
 // the latency core wasm-modules/latency
 // (shared with the WASM guests), runtime/wasmhost (WASM calculators),
 // the standard library, client_golang, zmq4 (through engine and kvcache), the

@@ -19,6 +19,8 @@ type genCtx struct {
 	mm    *metrics.Model
 	watch clientWatch // notices a client that left (clientwatch.go)
 	out   render.Stream
+	// ticket is the request in the rank's engine model (enginemode.go), nil otherwise.
+	ticket *engineTicket
 }
 
 var genPool = sync.Pool{New: func() any { return &genCtx{} }}

@@ -25,6 +25,7 @@ import (
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/pacer"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/render"
+	"github.com/lensfn/lensfn/runtime/enginemodel"
 	"github.com/lensfn/lensfn/wasm-modules/latency"
 )
 
@@ -98,6 +99,7 @@ type rank struct {
 	metrics        *metrics.Set
 	loras          *engine.LoRARegistry
 	kv             *engine.KV
+	engine         *engineRank // the engine model, nil unless --latency-calculator engine
 	gen            *engine.Generator
 	counter        atomic.Uint64
 	server         *fasthttp.Server
@@ -119,7 +121,11 @@ func New(cfg *config.Config, opts ...Option) (*Simulator, error) {
 		return nil, err
 	}
 	s.tokenizer = tok
-	calc, err := s.resolve(cfg.LatencyCalculator, cfg.Latency)
+	calcName := cfg.LatencyCalculator
+	if cfg.EngineModel() { // the engine times generation; the calculator stays for /admin/config
+		calcName = latency.NameAuto
+	}
+	calc, err := s.resolve(calcName, cfg.Latency)
 	if err != nil {
 		return nil, fmt.Errorf("latency calculator: %w", err)
 	}
@@ -140,6 +146,19 @@ func New(cfg *config.Config, opts ...Option) (*Simulator, error) {
 		}
 		s.tlsConf = tc
 	}
+	var resolved *enginemodel.Resolved
+	var stepCost enginemodel.StepCoster
+	if cfg.EngineModel() {
+		if resolved, err = cfg.ResolveEngine(); err != nil {
+			return nil, fmt.Errorf("engine model: %w", err)
+		}
+		if stepCost, err = s.stepCoster(cfg, resolved); err != nil {
+			return nil, fmt.Errorf("engine model: %w", err)
+		}
+		s.log.Info("engine model", "model", resolved.CostConfig.Model.Name, "hardware", resolved.CostConfig.Hardware.Name,
+			"tensor_parallel_size", resolved.CostConfig.TensorParallelSize, "kv_cache_blocks", resolved.Engine.KVBlocks,
+			"max_num_seqs", resolved.Engine.MaxNumSeqs, "max_num_batched_tokens", resolved.Engine.MaxNumBatchedTokens)
+	}
 	ranks := []int{0}
 	if cfg.DataParallelRank >= 0 {
 		ranks = []int{cfg.DataParallelRank}
@@ -153,8 +172,12 @@ func New(cfg *config.Config, opts ...Option) (*Simulator, error) {
 		r := &rank{sim: s, cfg: cfg, index: idx, port: port, portStr: strconv.Itoa(port),
 			apiAuth: bearer(cfg.APIKey), adminAuth: bearer(cfg.AdminToken)}
 		r.loras = engine.NewLoRARegistry(cfg.LoRAModules)
+		kvBlocks := cfg.KVCacheSize
+		if resolved != nil {
+			kvBlocks = resolved.Engine.KVBlocks
+		}
 		r.metrics = metrics.New(metrics.Settings{Model: cfg.ServedModelNames[0], MaxModelLen: cfg.MaxModelLen, MaxLoRAs: cfg.MaxLoRAs,
-			BlockSize: cfg.BlockSize, KVCacheSize: cfg.KVCacheSize, EnableKVCache: cfg.EnableKVCache},
+			BlockSize: cfg.BlockSize, KVCacheSize: kvBlocks, EnableKVCache: cfg.EnableKVCache, EngineModel: resolved != nil},
 			func() *metrics.FakeMetrics { return s.settings.Load().fake })
 		rm := r.metrics
 		mm := rm.Running.WithLabelValues(rm.BaseModel)
@@ -174,6 +197,11 @@ func New(cfg *config.Config, opts ...Option) (*Simulator, error) {
 		}
 		r.gen = engine.NewGenerator(cfg, s.dataset, r.kv, r.loras)
 		r.gen.Tokenizer = s.tokenizer
+		if resolved != nil {
+			if r.engine, err = newEngineRank(cfg, resolved, stepCost, rm, s.pacer); err != nil {
+				return nil, err
+			}
+		}
 		r.server = &fasthttp.Server{
 			Handler:            r.handle,
 			ErrorHandler:       r.handleBadRequest,
@@ -268,6 +296,9 @@ func (s *Simulator) shutdown() {
 	for _, r := range s.ranks {
 		if r.kv != nil {
 			r.kv.Close()
+		}
+		if r.engine != nil {
+			r.engine.close()
 		}
 	}
 	if s.dataset != nil {

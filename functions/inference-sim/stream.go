@@ -19,6 +19,9 @@ func (g *genCtx) Read(p []byte) (int, error) {
 	if g.out.Done() {
 		return 0, io.EOF
 	}
+	if g.ticket != nil {
+		return g.readEngine(p)
+	}
 	next, ok := g.req.NextDeadline()
 	if !ok {
 		g.out.Finish(&g.req)

@@ -9,7 +9,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lensfn/lensfn/runtime/enginemodel"
 	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/wasm-modules/stepcost"
 )
 
 // Provider refs: what a configuration deploys.
@@ -295,6 +297,9 @@ func (c *checker) simulator(raw json.RawMessage) map[string]any {
 			continue
 		}
 		val, err := flagValue(kind, v)
+		if err == nil {
+			err = checkEngineFlag(name, val)
+		}
 		if err != nil {
 			c.fail(err.Error(), "value_error", "simulator", name)
 			continue
@@ -302,6 +307,33 @@ func (c *checker) simulator(raw json.RawMessage) map[string]any {
 		out[name] = val
 	}
 	return out
+}
+
+// checkEngineFlag refuses engine-model settings a replica could not start with, and any that
+// would name a file on the deployer's host: a configuration names catalogue models and GPUs
+// and built-in step-cost modules only.
+func checkEngineFlag(name string, val any) error {
+	switch name {
+	case "engine-model":
+		_, err := enginemodel.ResolveArch(val.(string), false)
+		return err
+	case "hardware":
+		_, err := enginemodel.ResolveHardware(val.(string), false)
+		return err
+	case "step-cost-module":
+		if s := val.(string); !strings.HasPrefix(s, "wasm:") || strings.ContainsAny(s, "/\\") {
+			return fmt.Errorf("must name a loaded module as wasm:<name>; paths on the deployer's host are not accepted")
+		}
+	case "step-cost-coefficients":
+		var coef stepcost.Coefficients
+		dec := json.NewDecoder(strings.NewReader(val.(string)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&coef); err != nil {
+			return fmt.Errorf("not step-cost coefficients: %v", err)
+		}
+		return coef.Validate()
+	}
+	return nil
 }
 
 // flagValue decodes v as a value of kind: int64, float64, string, bool, []string or a compact

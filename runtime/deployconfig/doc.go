@@ -5,5 +5,6 @@
 // against. inventory-api validates a configuration with it when one is created; the deployer and
 // the workflow orchestrator read configurations through it.
 //
-// It may import runtime/problem.
+// It may import runtime/problem, runtime/enginemodel and wasm-modules/stepcost (the engine
+// model's catalogues, which check a configuration's engine settings).
 package deployconfig

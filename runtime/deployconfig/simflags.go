@@ -41,6 +41,10 @@ var SimulatorFlags = map[string]FlagKind{
 	"dataset-table-name": FlagString, "ssl-certfile": FlagString, "ssl-keyfile": FlagString,
 	"self-signed-certs": FlagBool, "max-request-body-size-mb": FlagInt, "startup-duration": FlagDuration,
 	"enable-request-id-headers": FlagBool, "api-key": FlagString, "admin-token": FlagString, "default-embedding-dimensions": FlagInt, "shutdown-timeout": FlagDuration,
+	// The engine model (--latency-calculator engine).
+	"engine-model": FlagString, "hardware": FlagString, "tensor-parallel-size": FlagInt, "max-num-batched-tokens": FlagInt,
+	"gpu-memory-utilization": FlagFloat, "kv-cache-blocks": FlagInt, "no-enable-prefix-caching": FlagBool,
+	"no-async-scheduling": FlagBool, "step-cost-coefficients": FlagJSON, "step-cost-module": FlagString,
 	// klog's flags (the simulator logs through klog, as the reference does).
 	"v": FlagInt, "vmodule": FlagString, "logtostderr": FlagBool, "alsologtostderr": FlagBool,
 	"log_dir": FlagString, "log_file": FlagString, "log_file_max_size": FlagInt, "log_backtrace_at": FlagString,

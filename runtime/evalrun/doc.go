@@ -11,5 +11,6 @@
 //
 // It may import runtime/rawjson (the run document), runtime/problem, runtime/state, runtime/secret,
 // runtime/recordrepo, runtime/loadgen (the per-request Record), runtime/livesummary (the live
-// summary a running run shows) and events.
+// summary a running run shows), runtime/enginemodel (the registered accelerator profiles: its
+// hardware catalogue) and events.
 package evalrun

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/runtime/enginemodel"
 	"github.com/lensfn/lensfn/runtime/problem"
 )
 
@@ -153,6 +154,12 @@ func validateSpecFields(fe *fieldErrors, spec events.BenchmarkSpec) {
 	fe.floatRange(spec.HarnessMemoryGiB, 0, MaxHarnessMemoryGiB, true, "harness_memory_gib")
 	fe.text(spec.Harness, 64, "harness")
 	fe.text(spec.AcceleratorProfile, 128, "accelerator_profile")
+	if p := spec.AcceleratorProfile; p != nil && len(*p) <= 128 {
+		if _, ok := enginemodel.LookupAccelerator(*p); !ok {
+			fe.add(fmt.Sprintf("unknown accelerator profile %q: the registered profiles are %s (or a GPU's alias, such as h100)",
+				*p, strings.Join(enginemodel.AcceleratorProfiles(), ", ")), "value_error", "accelerator_profile")
+		}
+	}
 	fe.text(spec.StorageClassName, 253, "storage_class_name")
 	checkSpecHonoured(fe, spec)
 	if spec.Workload != nil && (len(*spec.Workload) > 255 || !workloadName.MatchString(*spec.Workload)) {

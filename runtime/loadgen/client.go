@@ -131,7 +131,7 @@ func (e *engine) mappedBody(r *Request, i int, earlier *history) (body, own []by
 		if r.Prompt != nil {
 			prompt = *r.Prompt
 		} else if len(r.Messages) == 0 {
-			prompt = e.synth.prompt(i, r.InputTokens, r.HashIDs, r.BlockSize)
+			prompt = e.synth.prompt(tailStream(i, r.TailKey), r.InputTokens, r.HashIDs, r.BlockSize)
 		}
 		if e.cfg.API == APIChat {
 			switch {

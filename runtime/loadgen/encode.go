@@ -251,12 +251,12 @@ func (e *engine) appendPromptText(dst []byte, r *Request, i int, asMessages bool
 			dst = append(dst, `"user","content":`...)
 		}
 		dst = append(dst, '"')
-		dst = e.synth.appendPrompt(dst, i, r.InputTokens, r.HashIDs, r.BlockSize)
+		dst = e.synth.appendPrompt(dst, tailStream(i, r.TailKey), r.InputTokens, r.HashIDs, r.BlockSize)
 		return append(dst, '"'), true
 	}
 	dst = append(dst, `"system","content":"`...)
 	from := len(dst)
-	dst = e.synth.appendPrompt(dst, i, r.InputTokens, r.HashIDs, r.BlockSize)
+	dst = e.synth.appendPrompt(dst, tailStream(i, r.TailKey), r.InputTokens, r.HashIDs, r.BlockSize)
 	cut := from + wordsPrefixLen(dst[from:], r.SystemPromptTokens)
 	sysStart, userStart, end := from, cut, len(dst)
 	if sysStart < cut && dst[sysStart] == ' ' {

@@ -115,13 +115,13 @@ func (s *synth) blockText(id int64, blockSize int) []byte {
 	return text
 }
 
-// prompt is the synthesised prompt of request index i: the blocks of its hash ids in order,
-// cut or extended to inputTokens words (an extension is a deterministic per-request tail), or
-// fresh text of inputTokens words when there are no hash ids. AIPerf's rule that the last block
+// prompt is a synthesised prompt: the blocks of its hash ids in order, cut or extended to
+// inputTokens words (an extension is a deterministic tail drawn from word stream `stream`,
+// tailStream's), or fresh text of inputTokens words from that stream when there are no hash ids. AIPerf's rule that the last block
 // is shorter (inputTokens - (len(ids)-1)*blockSize words) falls out of the cut, so a row's
 // shorter last block is a prefix of the same id's full block elsewhere.
-func (s *synth) prompt(i int, inputTokens int, ids []int64, blockSize int) string {
-	return string(s.appendPrompt(make([]byte, 0, promptBytes(inputTokens, ids, blockSize)), i, inputTokens, ids, blockSize))
+func (s *synth) prompt(stream uint64, inputTokens int, ids []int64, blockSize int) string {
+	return string(s.appendPrompt(make([]byte, 0, promptBytes(inputTokens, ids, blockSize)), stream, inputTokens, ids, blockSize))
 }
 
 // promptBytes is about the length of a synthesised prompt (words average under 6 bytes).
@@ -134,9 +134,9 @@ func promptBytes(inputTokens int, ids []int64, blockSize int) int {
 
 // appendPrompt appends prompt's text to buf. The text is printable ASCII words, each led by a
 // space, so it goes into a JSON string as it is.
-func (s *synth) appendPrompt(buf []byte, i int, inputTokens int, ids []int64, blockSize int) []byte {
+func (s *synth) appendPrompt(buf []byte, stream uint64, inputTokens int, ids []int64, blockSize int) []byte {
 	if len(ids) == 0 || blockSize <= 0 {
-		return appendWords(buf, s.seed^domainFresh, uint64(i), inputTokens)
+		return appendWords(buf, s.seed^domainFresh, stream, inputTokens)
 	}
 	if inputTokens <= 0 { // a row with ids but no length: whole blocks
 		inputTokens = len(ids) * blockSize
@@ -157,9 +157,18 @@ func (s *synth) appendPrompt(buf []byte, i int, inputTokens int, ids []int64, bl
 		have += need
 	}
 	if have < inputTokens {
-		buf = appendWords(buf, s.seed^domainTail, uint64(i), inputTokens-have)
+		buf = appendWords(buf, s.seed^domainTail, stream, inputTokens-have)
 	}
 	return buf
+}
+
+// tailStream is the word stream of request index i's synthesised words: its TailKey's when it
+// has one (the top bit keeps keys apart from indices), else its own.
+func tailStream(i int, key uint64) uint64 {
+	if key != 0 {
+		return key | 1<<63
+	}
+	return uint64(i)
 }
 
 // wordsPrefixLen is the byte length of the first n space-led words of text.

@@ -43,6 +43,10 @@ type Request struct {
 	// requests sharing leading ids share a prompt prefix.
 	HashIDs   []int64
 	BlockSize int
+	// TailKey names the synthesised words after the hash blocks (or the whole prompt without
+	// them): requests with one TailKey get the same words, so a prompt can repeat whole, as
+	// inference-perf's shared-prefix prompts do. 0 makes the words the request's own.
+	TailKey uint64
 	// SystemPromptTokens, on the chat API, sends the first SystemPromptTokens words of the
 	// synthesised prompt (a shared-prefix group's system prompt, its leading hash blocks) as a
 	// system message and the rest as the user message, as inference-perf's chat requests do.

@@ -71,7 +71,7 @@ func functionOf(rel string) string {
 // the latency core (the simulator's built-in calculators are the guests' own code) and the
 // one SplitMix64. Every layer may import them; they import only each other. The packages
 // under them (the guests) are not cores: only wasm-modules uses those.
-var pureCores = []string{"wasm-modules/abi", "wasm-modules/latency", "wasm-modules/splitmix"}
+var pureCores = []string{"wasm-modules/abi", "wasm-modules/latency", "wasm-modules/splitmix", "wasm-modules/stepcost"}
 
 func pureCore(rel string) bool {
 	for _, c := range pureCores {

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # make bench: every benchmark whose figures BENCHMARKS.md quotes, with the same commands.
-# Usage: tests/bench/run.sh [state|wasm|replay|simulator|router|simrss|evalrun ...]   (default: all of them)
+# Usage: tests/bench/run.sh [state|wasm|replay|simulator|router|simrss|evalrun|engine ...]   (default: all of them)
 # Takes tens of minutes; run it on an otherwise idle machine and compare builds in one sitting.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 suites=("$@")
-((${#suites[@]})) || suites=(state wasm replay simulator router simrss evalrun)
+((${#suites[@]})) || suites=(state wasm replay simulator router simrss evalrun engine)
 
 bench_state() {
   command -v redis-server >/dev/null || { echo "bench state: needs redis-server (apt-get install redis-server)" >&2; return 1; }
@@ -37,6 +37,17 @@ bench_replay() {
     LENS_REPLAY_MEMORY_REQUESTS=$n go test -run '^$' -bench 'ReplayMemory/spool' -benchtime 1x -count 2 ./tests/bench/replay/
   done
   go test -run '^$' -bench 'ReplayMemory/slice' -benchtime 1x -count 2 ./tests/bench/replay/
+}
+
+# The vLLM engine model: its accuracy against the real runs (make fidelity, with the
+# leave-one-model-out fits), the predictor on the largest shipped experiment, the engine's
+# bookkeeping per step, and 16 real-time replicas in one simulator process.
+bench_engine() {
+  go run ./tests/fidelity/cmd/fidelity -seeds 1,2,3 -lomo 150
+  go test -run '^$' -bench PredictLargestExperiment -benchtime 5x -count 5 ./runtime/predict/
+  go test -run '^$' -bench StepAtBatch128 -benchtime 20000x -count 5 ./runtime/enginemodel/
+  go build -o /tmp/lensfn-bench-sim ./functions/inference-sim/cmd/inference-sim
+  LENS_SIM_BIN=/tmp/lensfn-bench-sim go test -run '^$' -bench RealTimeReplicas -benchtime 1x -count 3 ./tests/bench/enginemodel/
 }
 
 bench_simulator() {

@@ -17,7 +17,9 @@ import (
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
+	"github.com/lensfn/lensfn/runtime/enginemodel"
 	"github.com/lensfn/lensfn/wasm-modules/latency"
+	"github.com/lensfn/lensfn/wasm-modules/stepcost"
 )
 
 // Environment holds the process environment the simulator depends on. Only
@@ -77,6 +79,13 @@ type Config struct {
 
 	LatencyCalculator string
 	Latency           latency.Config
+
+	// Engine is the engine model's settings (--latency-calculator engine): the model's
+	// architecture, the GPU, vLLM's server settings; max-num-seqs, block-size and
+	// max-model-len come from their own flags. StepCostModule names a WASM step-cost module
+	// (empty: the native built-in).
+	Engine         enginemodel.Spec
+	StepCostModule string
 
 	Seed int64
 
@@ -296,7 +305,26 @@ var flagTable = slices.Concat([]flagSpec{
 	intFlag("max-num-seqs", "maximum concurrently running requests (default 5)", func(c *Config) *int { return &c.MaxNumSeqs }),
 	intFlag("max-waiting-queue-length", "maximum waiting requests (default 1000)", func(c *Config) *int { return &c.MaxWaitingQueueLength }),
 	strFlag("mode", "random or echo (default random)", func(c *Config) *string { return &c.Mode }),
-	strFlag("latency-calculator", "constant or per-token (default: constant when a TTFT is set), a WASM module by path (a .wasm whose directory holds its manifest), or wasm:<name> for a loaded module (the built-ins of $LENS_BUILTIN_MODULE_DIR, the user modules of $LENS_MODULE_DIR)", func(c *Config) *string { return &c.LatencyCalculator }),
+	strFlag("engine-model", "engine model: the model's architecture, a catalogue name or the path of a Hugging Face config.json (default: --model)", func(c *Config) *string { return &c.Engine.Model }),
+	strFlag("hardware", "engine model: the GPU, a catalogue name (H100-SXM-80GB, H200-SXM-141GB, A100-SXM-80GB, L40S-48GB) or the path of a JSON file (default H100-SXM-80GB)", func(c *Config) *string { return &c.Engine.Hardware }),
+	intFlag("tensor-parallel-size", "engine model: GPUs per replica (default 1)", func(c *Config) *int { return &c.Engine.TensorParallelSize }),
+	intFlag("max-num-batched-tokens", "engine model: tokens per step (default 8192)", func(c *Config) *int { return &c.Engine.MaxNumBatchedTokens }),
+	floatFlag("gpu-memory-utilization", "engine model: share of GPU memory for weights and KV cache (default 0.9)", func(c *Config) *float64 { return &c.Engine.GPUMemoryUtilization }),
+	intFlag("kv-cache-blocks", "engine model: KV cache size in blocks (default: sized from the GPU's memory)", func(c *Config) *int { return &c.Engine.KVBlocks }),
+	boolFlag("no-enable-prefix-caching", "engine model: turn the prefix cache off", func(c *Config) *bool { return &c.Engine.NoPrefixCaching }),
+	boolFlag("no-async-scheduling", "engine model: turn async scheduling off", func(c *Config) *bool { return &c.Engine.NoAsyncScheduling }),
+	{name: "step-cost-coefficients", help: "engine model: step-cost coefficients as JSON (default: the fitted ones)", set: func(c *Config, v []string) error {
+		var coef stepcost.Coefficients
+		dec := json.NewDecoder(strings.NewReader(v[0]))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&coef); err != nil {
+			return fmt.Errorf("--step-cost-coefficients: %v", err)
+		}
+		c.Engine.Coefficients = &coef
+		return nil
+	}},
+	strFlag("step-cost-module", "engine model: a WASM step-cost module, wasm:<name> or a .wasm path (default: the native built-in)", func(c *Config) *string { return &c.StepCostModule }),
+	strFlag("latency-calculator", "engine (the vLLM engine model), constant or per-token (default: constant when a TTFT is set), a WASM module by path (a .wasm whose directory holds its manifest), or wasm:<name> for a loaded module (the built-ins of $LENS_BUILTIN_MODULE_DIR, the user modules of $LENS_MODULE_DIR)", func(c *Config) *string { return &c.LatencyCalculator }),
 }, latencyFlags(), []flagSpec{
 	{name: "seed", help: "random seed (default: current Unix nanoseconds)", set: func(c *Config, v []string) error {
 		n, err := strconv.ParseInt(strings.TrimSpace(v[0]), 10, 64)
@@ -340,7 +368,7 @@ var flagTable = slices.Concat([]flagSpec{
 		c.FakeMetrics = fm
 		return nil
 	}},
-	intFlag("data-parallel-size", "ranks served on port..port+N-1 (1-8)", func(c *Config) *int { return &c.DataParallelSize }),
+	intFlag("data-parallel-size", "ranks served on port..port+N-1 (1-16)", func(c *Config) *int { return &c.DataParallelSize }),
 	intFlag("data-parallel-rank", "rank of this instance when ranks run as separate processes", func(c *Config) *int { return &c.DataParallelRank }),
 	strFlag("dataset-path", "SQLite response dataset", func(c *Config) *string { return &c.DatasetPath }),
 	strFlag("dataset-url", "download URL of the dataset when dataset-path is missing", func(c *Config) *string { return &c.DatasetURL }),
@@ -370,7 +398,7 @@ func latencyFlags() []flagSpec {
 
 // ignoredFlags are vLLM options accepted so existing command lines keep working; they have
 // no effect here.
-var ignoredFlags = []string{"tensor-parallel-size", "enforce-eager", "enable-prefix-caching"}
+var ignoredFlags = []string{"enforce-eager", "enable-prefix-caching"}
 
 // KlogSetting is one klog flag as given (name without dashes, value as text), applied by
 // the command to klog in order.
@@ -688,7 +716,14 @@ func (c *Config) Validate() error {
 	if c.Mode != ModeRandom && c.Mode != ModeEcho {
 		bad("--mode must be %q or %q", ModeRandom, ModeEcho)
 	}
-	if IsModuleCalculator(c.LatencyCalculator) {
+	if c.EngineModel() {
+		if _, err := c.ResolveEngine(); err != nil {
+			bad("engine model: %v", err)
+		}
+		if c.StepCostModule != "" && !IsModuleCalculator(c.StepCostModule) {
+			bad("--step-cost-module %q must be wasm:<name> or the path of a .wasm module", c.StepCostModule)
+		}
+	} else if IsModuleCalculator(c.LatencyCalculator) {
 		// A WASM module: loaded and configured (so checked) when the simulator starts; the
 		// built-in checks still apply to the latency flags it receives.
 		if _, err := latency.New(latency.NameAuto, c.Latency); err != nil {
@@ -740,11 +775,11 @@ func (c *Config) Validate() error {
 			bad("unknown failure type %q (want one of %s)", f, strings.Join(AllFailureTypes, ", "))
 		}
 	}
-	if c.DataParallelSize < 1 || c.DataParallelSize > 8 {
-		bad("--data-parallel-size must be within 1-8")
+	if c.DataParallelSize < 1 || c.DataParallelSize > 16 {
+		bad("--data-parallel-size must be within 1-16")
 	}
-	if c.DataParallelRank < -1 || c.DataParallelRank > 7 {
-		bad("--data-parallel-rank must be within 0-7")
+	if c.DataParallelRank < -1 || c.DataParallelRank > 15 {
+		bad("--data-parallel-rank must be within 0-15")
 	}
 	if c.DatasetPath != "" && c.Mode == ModeEcho {
 		bad("a dataset cannot be used in echo mode")
@@ -781,6 +816,30 @@ func Usage() string {
 		fmt.Fprintf(&b, "  --%s  %s\n", f.name, f.help)
 	}
 	return b.String()
+}
+
+// EngineCalculator is the --latency-calculator that turns the engine model on.
+const EngineCalculator = "engine"
+
+// EngineModel reports whether the engine model times generation (--latency-calculator engine).
+func (c *Config) EngineModel() bool { return c.LatencyCalculator == EngineCalculator }
+
+// EngineSpec is the engine model's full specification: the engine flags, with the model's
+// architecture defaulting to --model (when the catalogue has it) and max-num-seqs,
+// block-size and max-model-len from their own flags.
+func (c *Config) EngineSpec() enginemodel.Spec {
+	sp := c.Engine
+	if sp.Model == "" {
+		sp.Model = c.Model
+	}
+	sp.MaxNumSeqs, sp.BlockSize, sp.MaxModelLen = c.MaxNumSeqs, c.BlockSize, c.MaxModelLen
+	return sp.WithDefaults()
+}
+
+// ResolveEngine checks the engine model's inputs (the model, the GPU, TP, the memory) and
+// sizes its KV cache.
+func (c *Config) ResolveEngine() (*enginemodel.Resolved, error) {
+	return c.EngineSpec().Resolve(true)
 }
 
 // IsModuleCalculator reports whether --latency-calculator names a WASM module: a path to a

@@ -61,20 +61,24 @@ time-to-first-token: 20
 
 func TestParseConfigErrors(t *testing.T) {
 	cases := map[string][]string{
-		"missing model":     {},
-		"unknown flag":      {"--model", "m", "--nope", "1"},
-		"bad int":           {"--model", "m", "--max-num-seqs", "many"},
-		"std-dev too big":   {"--model", "m", "--time-to-first-token", "10ms", "--time-to-first-token-std-dev", "5ms"},
-		"bad mode":          {"--model", "m", "--mode", "loud"},
-		"bad block size":    {"--model", "m", "--block-size", "10"},
-		"bad failure type":  {"--model", "m", "--failure-types", "meteor"},
-		"dp size":           {"--model", "m", "--data-parallel-size", "9"},
-		"cpu loras":         {"--model", "m", "--max-loras", "3", "--max-cpu-loras", "2"},
-		"lora base":         {"--model", "m", "--lora-modules", `{"name":"l","base_model_name":"other"}`},
-		"bad fake metrics":  {"--model", "m", "--fake-metrics", `{"kv-cache-usage":2}`},
-		"bad duration":      {"--model", "m", "--inter-token-latency", "fast"},
-		"calculator":        {"--model", "m", "--latency-calculator", "quantum"},
-		"dataset with echo": {"--model", "m", "--mode", "echo", "--dataset-path", "/tmp/x.db"},
+		"missing model":        {},
+		"unknown flag":         {"--model", "m", "--nope", "1"},
+		"bad int":              {"--model", "m", "--max-num-seqs", "many"},
+		"std-dev too big":      {"--model", "m", "--time-to-first-token", "10ms", "--time-to-first-token-std-dev", "5ms"},
+		"bad mode":             {"--model", "m", "--mode", "loud"},
+		"bad block size":       {"--model", "m", "--block-size", "10"},
+		"bad failure type":     {"--model", "m", "--failure-types", "meteor"},
+		"dp size":              {"--model", "m", "--data-parallel-size", "17"},
+		"engine unknown model": {"--model", "m", "--latency-calculator", "engine"},
+		"engine tp":            {"--model", "meta-llama/Llama-2-7b-hf", "--latency-calculator", "engine", "--tensor-parallel-size", "3"},
+		"engine no fit":        {"--model", "meta-llama/Llama-2-70b-hf", "--latency-calculator", "engine", "--hardware", "L40S-48GB"},
+		"engine bad gpu":       {"--model", "meta-llama/Llama-2-7b-hf", "--latency-calculator", "engine", "--hardware", "B999"},
+		"cpu loras":            {"--model", "m", "--max-loras", "3", "--max-cpu-loras", "2"},
+		"lora base":            {"--model", "m", "--lora-modules", `{"name":"l","base_model_name":"other"}`},
+		"bad fake metrics":     {"--model", "m", "--fake-metrics", `{"kv-cache-usage":2}`},
+		"bad duration":         {"--model", "m", "--inter-token-latency", "fast"},
+		"calculator":           {"--model", "m", "--latency-calculator", "quantum"},
+		"dataset with echo":    {"--model", "m", "--mode", "echo", "--dataset-path", "/tmp/x.db"},
 	}
 	for name, args := range cases {
 		if _, err := Parse(args, Environment{}, nil); err == nil {

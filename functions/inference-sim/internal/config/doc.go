@@ -4,5 +4,6 @@
 // /admin/config shares with the command line.
 //
 // It may import functions/inference-sim/internal/limits, functions/inference-sim/internal/metrics
-// (the fake-metrics document), wasm-modules/latency, the standard library and yaml.v3.
+// (the fake-metrics document), wasm-modules/latency, runtime/enginemodel and wasm-modules/stepcost
+// (the engine model's settings and their checks), the standard library and yaml.v3.
 package config

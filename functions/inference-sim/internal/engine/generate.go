@@ -66,7 +66,7 @@ func (g *Generator) Check(r *Request) *openai.Error {
 			return e
 		}
 	}
-	longest, what := r.Prompt.tokenize(g.tokenizer(), r.Kind, r.Wire.Chat.Messages, g.kv != nil)
+	longest, what := r.Prompt.tokenize(g.tokenizer(), r.Kind, r.Wire.Chat.Messages, g.kv != nil || g.cfg.EngineModel())
 	if e := checkContext(longest, what, &r.Params, g.cfg.MaxModelLen); e != nil {
 		return e
 	}

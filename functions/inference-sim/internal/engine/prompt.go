@@ -38,6 +38,10 @@ func (p *Prompt) reset() Prompt {
 	return Prompt{Flat: flat, ids: p.ids[:0], keyIDs: keyIDs, kvBlocks: p.kvBlocks[:0]}
 }
 
+// IDs are the first prompt's token ids when the request kept them (the KV cache and the
+// engine model hash them into blocks).
+func (p *Prompt) IDs() []uint32 { return p.ids }
+
 // Hash is the dataset key of prompt i (PromptHash of its token ids): a chat's flattened
 // messages, a text completion's i-th prompt. The first prompt's ids are reused when the KV
 // cache already needed them.

@@ -62,11 +62,16 @@ const (
 	NameSuccess         = "vllm:request_success_total"
 	NamePrefixHits      = "vllm:prefix_cache_hits_total"
 	NamePrefixQueries   = "vllm:prefix_cache_queries_total"
+	// The engine model's own (--latency-calculator engine), as vLLM names them.
+	NamePreemptions     = "vllm:num_preemptions_total"
+	NameIterationTokens = "vllm:iteration_tokens_total"
 	labelModel          = "model_name"
 	labelFinishReason   = "finish_reason"
 )
 
 var metricHelp = map[string]string{
+	NamePreemptions:     "Cumulative number of preemption from the engine.",
+	NameIterationTokens: "Histogram of number of tokens per engine_step.",
 	NameRunning:         "Number of requests in model execution batches.",
 	NameWaiting:         "Number of requests waiting to be processed.",
 	NameKVUsage:         "KV-cache usage. 1 means 100 percent usage.",
@@ -107,6 +112,9 @@ type Set struct {
 	promptTotal, genTotal     *prometheus.CounterVec
 	success                   *prometheus.CounterVec
 	prefixHits, prefixQueries *prometheus.CounterVec
+	// Preemptions and IterationTokens exist with the engine model only.
+	Preemptions     *prometheus.CounterVec
+	IterationTokens *prometheus.HistogramVec
 
 	BaseModel string
 	perModel  sync.Map // model name -> *modelMetrics
@@ -139,7 +147,11 @@ type Settings struct {
 	BlockSize     int
 	KVCacheSize   int
 	EnableKVCache bool // the prefix-cache counters exist only with the KV cache
+	EngineModel   bool // the engine's preemptions and tokens per step, and the prefix-cache counters
 }
+
+// iterationTokenBuckets are vLLM's buckets of vllm:iteration_tokens_total.
+var iterationTokenBuckets = []float64{1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}
 
 func New(cfg Settings, fake func() *FakeMetrics) *Set {
 	m := &Set{Registry: prometheus.NewRegistry(), BaseModel: cfg.Model}
@@ -180,8 +192,13 @@ func New(cfg Settings, fake func() *FakeMetrics) *Set {
 	real := []prometheus.Collector{m.Running, m.Waiting, m.KVUsage, m.cacheConfig, m.loraInfo,
 		m.ttft, m.tpot, m.itl, m.reqTPOT, m.e2e, m.queue, m.inference, m.prefill, m.decode,
 		m.promptTokens, m.genTokens, m.paramsMaxTokens, m.maxGen, m.promptTotal, m.genTotal, m.success}
-	if cfg.EnableKVCache {
+	if cfg.EnableKVCache || cfg.EngineModel {
 		real = append(real, m.prefixHits, m.prefixQueries)
+	}
+	if cfg.EngineModel {
+		m.Preemptions = counter(NamePreemptions, labelModel)
+		m.IterationTokens = hist(NameIterationTokens, iterationTokenBuckets)
+		real = append(real, m.Preemptions, m.IterationTokens)
 	}
 	m.Registry.MustRegister(&switchCollector{real: real, fake: fake, cfg: cfg})
 

@@ -1,4 +1,4 @@
-package benchmarkrunner
+package workload
 
 import (
 	"fmt"
@@ -13,23 +13,23 @@ import (
 // Schedules build each request when the engine loads it, so a stage of a million requests costs
 // the runner a few bytes per request (arrival offsets), never the prompts.
 
-// fixedSchedule is n requests of fixed input and output lengths (a matrix point's closed loop).
-type fixedSchedule struct {
-	n, isl, osl int
-	meta        map[string]any
+// Fixed is n requests of fixed input and output lengths (a matrix point's closed loop).
+type Fixed struct {
+	N, ISL, OSL int
+	Meta        map[string]any
 }
 
-func (s fixedSchedule) Len() int { return s.n }
+func (s Fixed) Len() int { return s.N }
 
-func (s fixedSchedule) Load(i int, r *loadgen.Request) error {
-	*r = loadgen.Request{InputTokens: s.isl, OutputTokens: s.osl, Metadata: s.meta}
+func (s Fixed) Load(i int, r *loadgen.Request) error {
+	*r = loadgen.Request{InputTokens: s.ISL, OutputTokens: s.OSL, Metadata: s.Meta}
 	return nil
 }
 
-// rateStages lays rate stages end to end on one absolute clock: each stage is a Poisson
+// RateStages lays rate stages end to end on one absolute clock: each stage is a Poisson
 // process (exponential gaps drawn from rng) at its rate for its duration. It returns every
 // send offset (ms) and the stage each belongs to.
-func rateStages(rng *rand.Rand, stages []events.RateStage) (arrivals []float64, stage []uint8) {
+func RateStages(rng *rand.Rand, stages []events.RateStage) (arrivals []float64, stage []uint8) {
 	start := 0.0
 	for k, st := range stages {
 		for t := rng.ExpFloat64() / st.Rate; t < st.Duration; t += rng.ExpFloat64() / st.Rate {
@@ -41,10 +41,13 @@ func rateStages(rng *rand.Rand, stages []events.RateStage) (arrivals []float64, 
 	return arrivals, stage
 }
 
-// sharedPrefixSchedule is a shared-prefix workload's rate stages: request k belongs to group
-// k mod num_groups and sends that group's system prompt followed by its own question. The
-// system prompt is one hash block (its length the system prompt's), so every request of a group
-// shares it byte for byte and the server's prefix cache can reuse it. On the chat API the system
+// SharedPrefix is a shared-prefix workload's rate stages, as inference-perf's shared_prefix
+// generator lays them out: num_groups x num_prompts_per_group prompts, each its group's system
+// prompt followed by the prompt's own question, and request k sends prompt (k mod num_groups,
+// k / num_groups mod num_prompts_per_group), so every prompt repeats whole once per cycle. The
+// system prompt is one hash block (its length the system prompt's) and the question a tail
+// keyed by its (group, prompt), so every request of a group shares the system prompt byte for
+// byte, repeats of a prompt share all of it, and the server's prefix cache can reuse both. On the chat API the system
 // prompt is the request's system message and the question its user message.
 //
 // With enable_multi_turn_chat the requests are turns of conversations instead, laid out as
@@ -55,7 +58,7 @@ func rateStages(rng *rand.Rand, stages []events.RateStage) (arrivals []float64, 
 // first turn sends the group's system prompt and a question; each later turn a fresh question,
 // which the engine sends after the conversation so far, the model's replies included
 // (loadgen's KeepReplies), so the prefix the server can reuse grows turn by turn.
-type sharedPrefixSchedule struct {
+type SharedPrefix struct {
 	sp        *events.SharedPrefix
 	arrivals  []float64 // ms from the invocation's start
 	stage     []uint8   // stage index per request
@@ -64,16 +67,16 @@ type sharedPrefixSchedule struct {
 	sessions  int
 }
 
-func newSharedPrefixSchedule(sp *events.SharedPrefix, seed uint64) *sharedPrefixSchedule {
-	s := &sharedPrefixSchedule{sp: sp, seed: int64(seed & math.MaxInt32),
+func NewSharedPrefix(sp *events.SharedPrefix, seed uint64) *SharedPrefix {
+	s := &SharedPrefix{sp: sp, seed: int64(seed & math.MaxInt32),
 		multiTurn: sp.EnableMultiTurnChat != nil && *sp.EnableMultiTurnChat, sessions: sp.NumGroups * sp.NumPromptsPerGroup}
-	s.arrivals, s.stage = rateStages(rand.New(rand.NewPCG(seed, 0x5eed)), sp.Stages)
+	s.arrivals, s.stage = RateStages(rand.New(rand.NewPCG(seed, 0x5eed)), sp.Stages)
 	return s
 }
 
-func (s *sharedPrefixSchedule) Len() int { return len(s.arrivals) }
+func (s *SharedPrefix) Len() int { return len(s.arrivals) }
 
-func (s *sharedPrefixSchedule) Load(i int, r *loadgen.Request) error {
+func (s *SharedPrefix) Load(i int, r *loadgen.Request) error {
 	at := s.arrivals[i]
 	group := int64(i % s.sp.NumGroups)
 	prompt := int64(i/s.sp.NumGroups) % int64(s.sp.NumPromptsPerGroup)
@@ -93,37 +96,47 @@ func (s *sharedPrefixSchedule) Load(i int, r *loadgen.Request) error {
 		}
 	}
 	if s.sp.SystemPromptLen > 0 {
-		// One block: the group's system prompt; the engine extends it with a tail unique to
-		// the request (the question).
+		// One block: the group's system prompt; the engine extends it with the question.
 		r.HashIDs = []int64{s.seed<<20 | group}
 		r.BlockSize = s.sp.SystemPromptLen
 		// On chat it travels as the system message, as inference-perf sends it.
 		r.SystemPromptTokens = s.sp.SystemPromptLen
 	}
+	// The question is the (group, prompt)'s own, the same text every time the prompt repeats.
+	r.TailKey = QuestionKey(s.seed, group, prompt, s.sp.NumPromptsPerGroup)
 	return nil
 }
 
-// stageOf is request i's rate stage.
-func (s *sharedPrefixSchedule) stageOf(i int) int { return int(s.stage[i]) }
+// QuestionKey is the word stream of a shared-prefix prompt's question (loadgen's TailKey):
+// one per (seed, group, prompt), never 0.
+func QuestionKey(seed, group, prompt int64, promptsPerGroup int) uint64 {
+	return uint64(seed)<<32 | uint64(group*int64(promptsPerGroup)+prompt+1)
+}
 
-// namedSchedule is a named workload's open-loop stages: Poisson arrivals, lengths drawn from
+// Stage is request i's rate stage.
+func (s *SharedPrefix) Stage(i int) int { return int(s.stage[i]) }
+
+// ArrivalMs is request i's send offset from the invocation's start.
+func (s *SharedPrefix) ArrivalMs(i int) float64 { return s.arrivals[i] }
+
+// Named is a named workload's open-loop stages: Poisson arrivals, lengths drawn from
 // the workload's clipped normal distributions (deterministic per request index).
-type namedSchedule struct {
+type Named struct {
 	w        evalrun.Workload
 	arrivals []float64
 	stage    []uint8
 	seed     uint64
 }
 
-func newNamedSchedule(w evalrun.Workload, seed uint64) *namedSchedule {
-	s := &namedSchedule{w: w, seed: seed}
-	s.arrivals, s.stage = rateStages(rand.New(rand.NewPCG(seed, 0x11a3ed)), w.Stages)
+func NewNamed(w evalrun.Workload, seed uint64) *Named {
+	s := &Named{w: w, seed: seed}
+	s.arrivals, s.stage = RateStages(rand.New(rand.NewPCG(seed, 0x11a3ed)), w.Stages)
 	return s
 }
 
-func (s *namedSchedule) Len() int { return len(s.arrivals) }
+func (s *Named) Len() int { return len(s.arrivals) }
 
-func (s *namedSchedule) Load(i int, r *loadgen.Request) error {
+func (s *Named) Load(i int, r *loadgen.Request) error {
 	at := s.arrivals[i]
 	rng := rand.New(rand.NewPCG(s.seed, uint64(i)))
 	*r = loadgen.Request{ArrivalMs: &at, InputTokens: draw(rng, s.w.Input), OutputTokens: draw(rng, s.w.Output),
@@ -131,18 +144,18 @@ func (s *namedSchedule) Load(i int, r *loadgen.Request) error {
 	return nil
 }
 
-// lengthSchedule is n closed-loop requests with lengths drawn from distributions.
-type lengthSchedule struct {
-	n           int
-	in, out     evalrun.Distribution
-	seed, stage uint64
+// Lengths is n closed-loop requests with lengths drawn from distributions.
+type Lengths struct {
+	N           int
+	In, Out     evalrun.Distribution
+	Seed, Stage uint64
 }
 
-func (s lengthSchedule) Len() int { return s.n }
+func (s Lengths) Len() int { return s.N }
 
-func (s lengthSchedule) Load(i int, r *loadgen.Request) error {
-	rng := rand.New(rand.NewPCG(s.seed^s.stage<<40, uint64(i)))
-	*r = loadgen.Request{InputTokens: draw(rng, s.in), OutputTokens: draw(rng, s.out), Metadata: map[string]any{"stage": int(s.stage)}}
+func (s Lengths) Load(i int, r *loadgen.Request) error {
+	rng := rand.New(rand.NewPCG(s.Seed^s.Stage<<40, uint64(i)))
+	*r = loadgen.Request{InputTokens: draw(rng, s.In), OutputTokens: draw(rng, s.Out), Metadata: map[string]any{"stage": int(s.Stage)}}
 	return nil
 }
 
