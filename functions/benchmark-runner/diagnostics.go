@@ -9,7 +9,9 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/lensfn/lensfn/runtime/enginemodel"
 	"github.com/lensfn/lensfn/runtime/inventory"
+	"github.com/lensfn/lensfn/wasm-modules/stepcost"
 )
 
 // The run's diagnostics: the evidence the specification's Kubernetes backend gathers beside the
@@ -122,7 +124,31 @@ func (x *execution) diagnostics(epp map[string]any) map[string]any {
 	harness := map[string]any{"status": "available", "kind": "in-process", "harness": *x.spec.Harness,
 		"runner_instance": x.r.deps.Config.InstanceID, "workers": *x.spec.Parallelism,
 		"harness_pods": nil, "harness_pods_reason": "no harness pod: the load generator runs inside the benchmark-runner instance (workers are its own leased executions)"}
-	hardware := map[string]any{"status": "unavailable", "accelerator_profile": x.spec.AcceleratorProfile,
-		"reason": "no hardware profile snapshot: the runner reads no device metrics from the serving endpoints (their /metrics carry vLLM's serving series only)"}
-	return map[string]any{"epp_readiness": epp, "kv_working_set": kv, "harness": harness, "hardware_profile": hardware}
+	return map[string]any{"epp_readiness": epp, "kv_working_set": kv, "harness": harness, "hardware_profile": x.hardwareProfile()}
+}
+
+// noDeviceMetrics is why no measured device evidence exists.
+const noDeviceMetrics = "the runner reads no device metrics: the serving endpoints' /metrics carry vLLM's serving series only"
+
+// hardwareProfile is the run's hardware_profile snapshot: the declared profile of the requested
+// accelerator_profile from the engine model's GPU catalogue (compute, memory, bandwidth), never
+// measured; unavailable without a catalogue GPU (no profile requested, or a vendor profile that
+// names no device).
+func (x *execution) hardwareProfile() map[string]any {
+	requested := x.spec.AcceleratorProfile
+	out := map[string]any{"accelerator_profile": requested, "device_metrics": "unavailable: " + noDeviceMetrics}
+	if requested == nil || *requested == "" {
+		out["status"], out["reason"] = "unavailable", "no accelerator_profile was requested, and "+noDeviceMetrics
+		return out
+	}
+	profile, _ := enginemodel.LookupAccelerator(*requested)
+	gpu, ok := stepcost.LookupGPU(profile)
+	if !ok {
+		out["status"], out["reason"] = "unavailable", "accelerator_profile "+*requested+" is a vendor profile that names no device of the catalogue, and "+noDeviceMetrics
+		return out
+	}
+	out["status"], out["source"] = "available", "the engine model's GPU catalogue (declared, not measured)"
+	out["profile"] = map[string]any{"name": gpu.Name, "tflops": gpu.TFLOPS, "memory_bandwidth_gbs": gpu.MemoryBandwidthGBs,
+		"memory_gb": gpu.MemoryGB, "interconnect_gbs": gpu.InterconnectGBs}
+	return out
 }

@@ -16,8 +16,9 @@ import (
 
 // TestRunDiagnosticsSayWhatExistsAndWhatDoesNot: a routed run records the endpoint picker's
 // readiness checked before traffic (the router answers /ready, one of its two replicas is up),
-// and says why the KV working set and the hardware profile are unavailable and that the harness
-// runs in-process; a run against a single endpoint says it has no endpoint picker.
+// and says why the KV working set is unavailable and that the harness
+// runs in-process, and records the declared hardware profile of its accelerator_profile; a run
+// against a single endpoint without a profile says it has no endpoint picker and no profile.
 func TestRunDiagnosticsSayWhatExistsAndWhatDoesNot(t *testing.T) {
 	h := start(t, &fakeModel{}, fast())
 	rs := startReplicas(t)
@@ -41,7 +42,7 @@ func TestRunDiagnosticsSayWhatExistsAndWhatDoesNot(t *testing.T) {
 		Model: "fake-model", Endpoint: router.URL + "/v1", Ownership: inventory.OwnershipEvaluation, ReplicaEndpoints: rs.urls[:]}, ""); err != nil {
 		t.Fatal(err)
 	}
-	id := h.createAgainst(t, router.URL+"/v1", "", routedMatrix)
+	id := h.createAgainst(t, router.URL+"/v1", "", strings.Replace(routedMatrix, `{`, `{"accelerator_profile":"h100",`, 1))
 	m := doc(t, h.waitFor(t, id, 30*time.Second, terminal))
 	if m["status"] != "succeeded" {
 		t.Fatalf("status %v error %v", m["status"], m["error"])
@@ -62,8 +63,10 @@ func TestRunDiagnosticsSayWhatExistsAndWhatDoesNot(t *testing.T) {
 	if kv["status"] != "unavailable" || !strings.Contains(kv["reason"].(string), "probe") || !strings.Contains(kv["equivalents"].(string), "prefix_cache_hit_rate") {
 		t.Fatalf("kv_working_set %v", kv)
 	}
-	if hw := diag["hardware_profile"].(map[string]any); hw["status"] != "unavailable" || hw["reason"] == "" {
-		t.Fatalf("hardware_profile %v", hw)
+	hw := diag["hardware_profile"].(map[string]any)
+	if profile, _ := hw["profile"].(map[string]any); hw["status"] != "available" || profile["name"] != "H100-SXM-80GB" ||
+		!strings.Contains(hw["device_metrics"].(string), "unavailable") {
+		t.Fatalf("hardware_profile of h100: %v", hw)
 	}
 	if hr := diag["harness"].(map[string]any); hr["kind"] != "in-process" || hr["harness"] != "inference-perf" || hr["runner_instance"] == "" {
 		t.Fatalf("harness %v", hr)
@@ -76,8 +79,11 @@ func TestRunDiagnosticsSayWhatExistsAndWhatDoesNot(t *testing.T) {
 	}
 	single := h.createAgainst(t, rs.urls[1]+"/v1", "", routedMatrix)
 	m = doc(t, h.waitFor(t, single, 30*time.Second, terminal))
-	if epp := m["diagnostics"].(map[string]any)["epp_readiness"].(map[string]any); epp["status"] != "unavailable" ||
-		!strings.Contains(epp["reason"].(string), "no endpoint picker") {
+	diag = m["diagnostics"].(map[string]any)
+	if epp := diag["epp_readiness"].(map[string]any); epp["status"] != "unavailable" || !strings.Contains(epp["reason"].(string), "no endpoint picker") {
 		t.Fatalf("single endpoint epp_readiness %v", epp)
+	}
+	if hw := diag["hardware_profile"].(map[string]any); hw["status"] != "unavailable" || !strings.Contains(hw["reason"].(string), "no accelerator_profile") {
+		t.Fatalf("hardware_profile without a profile: %v", hw)
 	}
 }
