@@ -62,7 +62,8 @@ type SLATargets struct {
 	SuccessRateMinPercent *float64 `json:"success_rate_min_percent,omitempty" doc:"0-100"`
 }
 
-// BenchmarkSource names the benchmark repository and revision (recorded, not fetched).
+// BenchmarkSource names the benchmark repository and revision: only the defaults, whose
+// workloads Lensfn ships, are accepted (nothing is fetched).
 type BenchmarkSource struct {
 	Repository *string `json:"repository,omitempty" doc:"repository URL"`
 	Revision   *string `json:"revision,omitempty" doc:"branch, tag or commit"`
@@ -78,7 +79,7 @@ type BenchmarkSpec struct {
 	WaitTimeoutSeconds *int               `json:"wait_timeout_seconds,omitempty" doc:"hard limit per invocation, 1-14400; null or absent: automatic"`
 	HarnessMemoryGiB   *float64           `json:"harness_memory_gib,omitempty" doc:"memory per worker (default 8)"`
 	AcceleratorProfile *string            `json:"accelerator_profile,omitempty" doc:"registered hardware profile"`
-	StorageClassName   *string            `json:"storage_class_name,omitempty" doc:"storage class of the results volume"`
+	StorageClassName   *string            `json:"storage_class_name,omitempty" doc:"null or empty: the in-process load generator mounts no results volume (else 422)"`
 	Matrix             []MatrixPoint      `json:"matrix,omitempty" doc:"at most 50 points"`
 	ConcurrencyStages  []ConcurrencyStage `json:"concurrency_stages,omitempty" doc:"at most 20 stages (default 1/32, 8/96, 32/96, 64/192 with a matrix)"`
 	WarmupRequests     *int               `json:"warmup_requests,omitempty" doc:"uncounted warm-up requests of a matrix, 0-50 (default 2)"`
@@ -94,11 +95,11 @@ type EvaluateRunRequest struct {
 	ClusterSessionID      *string `json:"cluster_session_id,omitempty" doc:"must match the execution's session when given"`
 	BenchmarkSpec
 	SLATargets          *SLATargets      `json:"sla_targets,omitempty" doc:"service-level targets checked against the result"`
-	SpecificationFile   *string          `json:"specification_file,omitempty" doc:"recorded with the run"`
-	HTTPProxy           *string          `json:"http_proxy,omitempty" doc:"recorded with the run"`
-	HTTPSProxy          *string          `json:"https_proxy,omitempty" doc:"recorded with the run"`
-	NoProxy             *string          `json:"no_proxy,omitempty" doc:"recorded with the run"`
-	BenchmarkSource     *BenchmarkSource `json:"benchmark_source,omitempty" doc:"recorded with the run"`
+	SpecificationFile   *string          `json:"specification_file,omitempty" doc:"empty, or the guide the execution was deployed from (guides/<name>); else 422"`
+	HTTPProxy           *string          `json:"http_proxy,omitempty" doc:"empty: the load generator connects through the egress policy, not a proxy (else 422)"`
+	HTTPSProxy          *string          `json:"https_proxy,omitempty" doc:"empty: the load generator connects through the egress policy, not a proxy (else 422)"`
+	NoProxy             *string          `json:"no_proxy,omitempty" doc:"empty: the load generator connects through the egress policy, not a proxy (else 422)"`
+	BenchmarkSource     *BenchmarkSource `json:"benchmark_source,omitempty" doc:"the defaults only (Lensfn fetches no benchmark source; else 422)"`
 	UseBaselineEndpoint *bool            `json:"use_baseline_endpoint,omitempty" doc:"benchmark the execution's baseline endpoint"`
 }
 

@@ -15,9 +15,9 @@ const (
 
 // RuntimeSpec is an evaluation's proxy settings (recorded with the workflow and its runs).
 type RuntimeSpec struct {
-	HTTPProxy  *string `json:"http_proxy,omitempty" doc:"recorded"`
-	HTTPSProxy *string `json:"https_proxy,omitempty" doc:"recorded"`
-	NoProxy    *string `json:"no_proxy,omitempty" doc:"recorded"`
+	HTTPProxy  *string `json:"http_proxy,omitempty" doc:"empty (else 422)"`
+	HTTPSProxy *string `json:"https_proxy,omitempty" doc:"empty (else 422)"`
+	NoProxy    *string `json:"no_proxy,omitempty" doc:"empty (else 422)"`
 }
 
 // ComparisonCoreParameters override a baseline's serving shape (all optional).
@@ -61,8 +61,8 @@ type BenchmarkPlan struct {
 type EvaluationCreateRequest struct {
 	Name                  *string          `json:"name,omitempty" doc:"display name (default Evaluation)"`
 	ClusterSessionID      string           `json:"cluster_session_id" doc:"active session of the cluster the cases deploy on"`
-	Runtime               *RuntimeSpec     `json:"runtime,omitempty" doc:"proxy settings, recorded"`
-	BenchmarkSource       *BenchmarkSource `json:"benchmark_source,omitempty" doc:"recorded"`
+	Runtime               *RuntimeSpec     `json:"runtime,omitempty" doc:"proxy settings: empty only (else 422)"`
+	BenchmarkSource       *BenchmarkSource `json:"benchmark_source,omitempty" doc:"the defaults only (else 422)"`
 	BenchmarkPlans        []BenchmarkPlan  `json:"benchmark_plans" doc:"1-20 plans"`
 	CompareConfigurations *bool            `json:"compare_configurations,omitempty" doc:"add topology comparisons between guides of a scenario (default true)"`
 	Repetitions           *int             `json:"repetitions,omitempty" doc:"repetitions of every case whose benchmark sets none, 1-20 (default 1)"`

@@ -100,6 +100,7 @@ type execution struct {
 	phase     string
 	started   time.Time
 	monitor   *monitor
+	epp       map[string]any // the endpoint picker's readiness before traffic (diagnostics.go)
 	// api, stream and ignoreEOS shape the requests: streamed completions with ignore_eos
 	// unless an inline workload_yaml says otherwise.
 	api               loadgen.API
@@ -240,6 +241,7 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 		{"kind": "report-html", "media_type": "text/html; charset=utf-8", "uri": uri + "report-html"},
 	}
 	fields["resource_snapshot"] = x.resourceSnapshot(ctx)
+	fields["diagnostics"] = x.diagnostics(x.epp)
 	res := &result{status: evalrun.StatusSucceeded, fields: fields}
 	cause := context.Cause(ctx)
 	switch {
@@ -384,6 +386,8 @@ func (x *execution) prepare(ctx context.Context, fields map[string]any) error {
 		return fmt.Errorf("serving monitoring was not ready within the %d s budget: %v", x.timeout, err)
 	}
 	preflight["endpoint_models"] = "ready"
+	x.epp = x.eppReadiness(ctx)
+	preflight["epp"] = x.epp
 	fields["monitoring"] = x.monitoringField(preflight)
 	x.r.runs.Logf(ctx, x.run.ID(), "Monitoring ready: %s", x.monitor.monitoredWhere())
 	return nil

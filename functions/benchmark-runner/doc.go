@@ -29,5 +29,7 @@
 //
 // It may import events, runtime/fn, runtime/cloudevent, runtime/state,
 // runtime/egress, runtime/inventory, runtime/evalrun, runtime/leasedrun, runtime/livesummary,
-// runtime/loadgen, runtime/promtargets and runtime/workload (the request schedules).
+// runtime/loadgen, runtime/promtargets, runtime/workload (the request schedules), and
+// runtime/enginemodel with wasm-modules/stepcost (the declared hardware profile of a run's
+// accelerator_profile, diagnostics.go).
 package benchmarkrunner

@@ -207,12 +207,16 @@ func (a *API) create(ctx context.Context, body []byte, idempotencyKey, id string
 	if err != nil {
 		return nil, err
 	}
+	if err := checkSpecificationFile(req.SpecificationFile, target); err != nil {
+		return nil, err
+	}
 	run := evalrun.BuildRun(id, req, raw, target)
 	run.Internal.IdempotencyKey = idempotencyKey
 	// The owner is the identity of the token that created the run, or "event:<source>" for a
 	// run.requested event (runtime/fn makes the sender the caller); null when nobody
 	// authenticated (LENS_AUTH=off).
 	run.Set("owner_user_id", ownerOf(ctx))
+	a.stampOwner(run.Set)
 	if target.ModelServiceGroupID != "" {
 		run.Set("model_service_group_id", target.ModelServiceGroupID)
 	}
@@ -370,6 +374,9 @@ func (a *API) cancelRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := a.checkRunOwner(ctx, run); err != nil {
+		return err
+	}
 	// A run a workflow case owns is cancelled as that case (its deployment is the case's to clean).
 	if wfID, caseID := a.owningCase(ctx, run); wfID != "" && evalrun.Active(run.Status()) {
 		res, err := a.cancelWorkflowCase(ctx, wfID, caseID)
@@ -459,10 +466,16 @@ func (a *API) deleteRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	run, err := evalrun.Unmarshal(rec.Doc)
+	if err == nil {
+		if err := a.checkRunOwner(ctx, run); err != nil {
+			return err
+		}
+	}
 	if !evalrun.Terminal(rec.Status) {
 		return problem.New(problem.CodeConflict, "benchmark run %s is %s; cancel it and wait until it ends before deleting it", id, rec.Status)
 	}
-	if run, err := evalrun.Unmarshal(rec.Doc); err == nil {
+	if err == nil {
 		if wfID, _ := a.owningCase(ctx, run); wfID != "" {
 			return problem.New(problem.CodeConflict, "benchmark run %s belongs to workflow %s; delete the workflow instead", id, wfID)
 		}

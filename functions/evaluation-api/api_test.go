@@ -254,7 +254,7 @@ func TestCreateRunRejectsBadInput(t *testing.T) {
 		{"both targets", `{"deployment_execution_id":"exec-1","model_service_group_id":"g","api_key":"k"}`, 422},
 		{"unknown model service", `{"model_service_group_id":"g","api_key":"k"}`, 404},
 		{"unknown field", `{"deployment_execution_id":"exec-1","extra":true}`, 422},
-		{"harness", `{"deployment_execution_id":"exec-1","harness":"vllm-benchmark"}`, 400},
+		{"harness", `{"deployment_execution_id":"exec-1","harness":"vllm-benchmark"}`, 422},
 		{"not JSON", `{`, 422},
 		{"empty", ``, 422},
 	}

@@ -58,7 +58,7 @@ func (i repoInventory) target(ctx context.Context, e inventory.Execution, model 
 		return evalrun.Target{}, err
 	}
 	t := evalrun.Target{ExecutionID: e.ID, ClusterSessionID: e.ClusterSessionID, Name: e.Name, Model: model,
-		Endpoint: e.Endpoint, Namespace: e.Namespace, Ownership: e.Ownership, Status: e.Status, APIKey: key}
+		Endpoint: e.Endpoint, Namespace: e.Namespace, Ownership: e.Ownership, Status: e.Status, ProviderRef: e.ProviderRef, APIKey: key}
 	if s, err := i.repo.Session(ctx, e.ClusterSessionID); err == nil {
 		t.ClusterID = s.ClusterID
 	}

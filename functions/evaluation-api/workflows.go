@@ -67,6 +67,7 @@ func (a *API) createSimple(w http.ResponseWriter, r *http.Request) error {
 	}
 	wf := workflow.NewSimple(id, req, session.ClusterID, cfg.ID, inventory.NewID())
 	wf.Set("owner_user_id", ownerOf(ctx))
+	a.stampOwner(wf.Set)
 	if err := a.workflows.Create(ctx, wf); err != nil {
 		return err
 	}
@@ -111,6 +112,7 @@ func (a *API) evaluation(ctx context.Context, body []byte, idempotencyKey, id st
 	}
 	wf.Set("cluster_id", session.ClusterID)
 	wf.Set("owner_user_id", ownerOf(ctx))
+	a.stampOwner(wf.Set)
 	wf.Internal.IdempotencyKey = idempotencyKey
 	if err := a.workflows.Create(ctx, wf); err != nil {
 		return nil, err
@@ -284,7 +286,11 @@ func deploymentStatus(c *workflow.Case) string {
 func (a *API) retryWorkflow(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	id := r.PathValue("id")
-	if _, _, err := a.loadWorkflow(ctx, id); err != nil {
+	current, _, err := a.loadWorkflow(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := a.checkWorkflowOwner(ctx, current); err != nil {
 		return err
 	}
 	wf, err := a.workflows.Update(ctx, id, func(cur *workflow.Workflow) error {
@@ -354,7 +360,11 @@ func (a *API) reproducible(ctx context.Context, c *workflow.Case) error {
 func (a *API) cancelWorkflow(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	id := r.PathValue("id")
-	if _, _, err := a.loadWorkflow(ctx, id); err != nil {
+	current, _, err := a.loadWorkflow(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := a.checkWorkflowOwner(ctx, current); err != nil {
 		return err
 	}
 	wf, err := a.workflows.Update(ctx, id, func(cur *workflow.Workflow) error {
@@ -439,6 +449,9 @@ func (a *API) cancelCase(w http.ResponseWriter, r *http.Request) error {
 func (a *API) cancelWorkflowCase(ctx context.Context, id, caseID string) (CancelResponse, error) {
 	wf, _, err := a.loadWorkflow(ctx, id)
 	if err != nil {
+		return CancelResponse{}, err
+	}
+	if err := a.checkWorkflowOwner(ctx, wf); err != nil {
 		return CancelResponse{}, err
 	}
 	if wf.Simple() || wf.Case(caseID) == nil {
@@ -536,6 +549,9 @@ func (a *API) deleteWorkflow(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	wf, _, err := a.loadWorkflow(ctx, id)
 	if err != nil {
+		return err
+	}
+	if err := a.checkWorkflowOwner(ctx, wf); err != nil {
 		return err
 	}
 	if !workflow.Terminal(wf.Status()) {

@@ -24,6 +24,7 @@ func (r *rank) handleGenerate(ctx *fasthttp.RequestCtx, kind engine.Kind, api re
 	g.req.Admission.Arrival = pacer.Now()
 	g.watch.watch(ctx.Conn())
 	if e := g.prepare(ctx, kind); e != nil {
+		g.logRefused(e)
 		openai.WriteError(ctx, e)
 		g.end()
 		return
@@ -144,6 +145,7 @@ func (g *genCtx) prepare(ctx *fasthttp.RequestCtx, kind engine.Kind) *openai.Err
 	if e != nil {
 		return e
 	}
+	g.logRequest(ctx.Path())
 	if e := returnErrorHeader(ctx); e != nil {
 		return e
 	}
@@ -173,6 +175,7 @@ func (g *genCtx) prepare(ctx *fasthttp.RequestCtx, kind engine.Kind) *openai.Err
 	if e := g.start(counter); e != nil {
 		return e
 	}
+	g.logAdmitted()
 	return r.gen.Schedule(req, r.sim.settings.Load().calc)
 }
 

@@ -61,7 +61,7 @@ func openDataset(cfg *config.Config, log *slog.Logger) (*engine.Dataset, error) 
 	d, err := engine.NewDataset(db, cfg.DatasetTableName)
 	if errors.Is(err, engine.ErrDatasetUnusable) {
 		// A file locked or in another format: fall back to preset sentences.
-		log.Warn("dataset unusable, using preset responses", "path", cfg.DatasetPath, "err", err)
+		log.Log(context.Background(), levelWarn, "dataset unusable, using preset responses", "path", cfg.DatasetPath, "err", err)
 		return nil, nil
 	}
 	return d, err

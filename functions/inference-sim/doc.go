@@ -33,12 +33,14 @@
 // functions/inference-sim/internal/config, functions/inference-sim/internal/openai,
 // functions/inference-sim/internal/metrics, functions/inference-sim/internal/limits,
 // functions/inference-sim/internal/pacer, functions/inference-sim/internal/render,
+// functions/inference-sim/internal/hftokenizer (--tokenizer),
 // runtime/jsonstr (JSON strings), runtime/sockpeek (the watch on the client's connection),
 // runtime/egress (which Host names /admin answers),
 // runtime/enginemodel and runtime/kvblock (the engine model in real time, enginemode.go, over
 // the prompt's block hashes),
 // the latency core wasm-modules/latency
 // (shared with the WASM guests), runtime/wasmhost (WASM calculators),
-// the standard library, client_golang, zmq4 (through engine and kvcache) and the
-// pure-Go SQLite driver; nothing else imports it except its cmd and tests/.
+// the standard library, client_golang, zmq4 (through engine and kvcache), the
+// pure-Go SQLite driver, and klog with logr (logging.go: klog's flags, as the
+// reference's); nothing else imports it except its cmd and tests/.
 package inferencesim

@@ -8,7 +8,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine"
-	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine/textgen"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/render"
@@ -63,7 +62,7 @@ func (r *rank) handleEmbeddings(ctx *fasthttp.RequestCtx) {
 				ids = append(ids, uint32(id))
 			}
 		} else {
-			ids = textgen.AppendTokenIDs(nil, in.Text)
+			ids = r.gen.Tokenizer.AppendIDs(nil, in.Text)
 		}
 		total += len(ids)
 		engine.Embed(vec, ids)

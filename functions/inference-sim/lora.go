@@ -1,6 +1,7 @@
 package inferencesim
 
 import (
+	"context"
 	"encoding/json"
 
 	"github.com/valyala/fasthttp"
@@ -25,7 +26,9 @@ func (r *rank) handleLoadLoRA(ctx *fasthttp.RequestCtx) {
 	}
 	if e := r.loras.Add(config.LoRAModule{Name: req.Name, Path: req.Path, BaseModelName: r.cfg.Model}); e != nil {
 		openai.WriteError(ctx, e)
+		return
 	}
+	r.sim.log.Log(context.Background(), levelDebug, "LoRA adapter loaded", "name", req.Name, "path", req.Path)
 }
 
 func (r *rank) handleUnloadLoRA(ctx *fasthttp.RequestCtx) {
@@ -37,6 +40,7 @@ func (r *rank) handleUnloadLoRA(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	// Like vLLM's simulator, unloading an unknown adapter is not an error.
+	r.sim.log.Log(context.Background(), levelDebug, "LoRA adapter unloaded", "name", req.Name)
 	if r.loras.Remove(req.Name) {
 		// Its series go too, so loading and unloading new names cannot grow
 		// the registry without bound.

@@ -9,6 +9,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"k8s.io/klog/v2"
+
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
 )
 
@@ -65,7 +67,13 @@ func Run(ctx context.Context, args []string, env config.Environment, stderr io.W
 		fmt.Fprintf(stderr, "inference-sim: %v\n\n%s", err, config.Usage())
 		return ErrUsage
 	}
-	sim, err := New(cfg, opts...)
+	logger, err := klogLogger(cfg.Klog)
+	if err != nil {
+		fmt.Fprintf(stderr, "inference-sim: %v\n\n%s", err, config.Usage())
+		return ErrUsage
+	}
+	defer klog.Flush()
+	sim, err := New(cfg, append([]Option{WithLogger(logger)}, opts...)...)
 	if err != nil {
 		return err
 	}

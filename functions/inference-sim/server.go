@@ -20,6 +20,7 @@ import (
 
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/config"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine"
+	"github.com/lensfn/lensfn/functions/inference-sim/internal/engine/textgen"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/limits"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/metrics"
 	"github.com/lensfn/lensfn/functions/inference-sim/internal/openai"
@@ -84,9 +85,11 @@ type settings struct {
 // Simulator is the inference simulator: one rank per data-parallel rank,
 // each with its own port, scheduler, metrics and KV cache.
 type Simulator struct {
-	cfg     *config.Config
-	log     *slog.Logger
-	resolve CalculatorResolver
+	cfg      *config.Config
+	log      *slog.Logger
+	logDebug bool // --v 4 or more: each generation request is logged
+	logTrace bool // --v 5 or more: admissions are logged
+	resolve  CalculatorResolver
 	// resolveStepCost loads --step-cost-module (nil: modules are refused).
 	resolveStepCost StepCostResolver
 	coarse          bool
@@ -100,6 +103,9 @@ type Simulator struct {
 	dataset         *engine.Dataset
 	// inFlight is the memory budget of the generation requests being served, over every rank.
 	inFlight *limits.InFlight
+
+	// tokenizer tokenizes prompts: the dummy one, or --tokenizer's tokenizer.json.
+	tokenizer textgen.Tokenizer
 
 	// beforeEmit, when set (by in-package tests only), runs after a stream's wait
 	// and before its due frames are built: a test makes the server late with it.
@@ -133,6 +139,13 @@ func New(cfg *config.Config, opts ...Option) (*Simulator, error) {
 	for _, o := range opts {
 		o(s)
 	}
+	s.logVerbosity()
+	s.logConfig()
+	tok, err := s.loadTokenizer()
+	if err != nil {
+		return nil, err
+	}
+	s.tokenizer = tok
 	calcName := cfg.LatencyCalculator
 	if cfg.EngineModel() { // the engine times generation; the calculator stays for /admin/config
 		calcName = latency.NameAuto
@@ -208,6 +221,7 @@ func New(cfg *config.Config, opts ...Option) (*Simulator, error) {
 			r.kv = kv
 		}
 		r.gen = engine.NewGenerator(cfg, s.dataset, r.kv, r.loras)
+		r.gen.Tokenizer = s.tokenizer
 		if resolved != nil {
 			if r.engine, err = newEngineRank(cfg, resolved, stepCost, rm, s.pacer, s.log); err != nil {
 				return nil, err
@@ -299,7 +313,7 @@ func (s *Simulator) shutdown() {
 		go func() {
 			defer wg.Done()
 			if err := r.server.ShutdownWithContext(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-				s.log.Warn("shutdown", "rank", r.index, "err", err)
+				s.log.Log(context.Background(), levelWarn, "shutdown", "rank", r.index, "err", err)
 			}
 		}()
 	}

@@ -270,32 +270,32 @@ func TestTimelineFromPlacedDataset(t *testing.T) {
 	if code := call(t, "GET", h.url+"/api/simulation/trace-datasets/mooncake-conversation/timeline?bins=50", "", &tl); code != 200 {
 		t.Fatal(code)
 	}
-	// 5 requests cap the bins at 5; width 4s/5 = 0.8s: [0,0.8) 2, [0.8,1.6) 2, [3.2,4] 1.
-	if tl.RequestCount != 5 || tl.DurationSeconds != 4 || len(tl.Bins) != 5 || tl.BinWidthSeconds != 0.8 {
-		t.Fatalf("%+v", tl)
+	// The 50 bins asked for, empty ones included, however few requests: width 4s/50 = 0.08s.
+	if tl.RequestCount != 5 || tl.DurationSeconds != 4 || len(tl.Bins) != 50 || tl.BinWidthSeconds != 0.08 {
+		t.Fatalf("%d bins of %gs: %+v", len(tl.Bins), tl.BinWidthSeconds, tl)
 	}
-	got := []int{}
-	for _, b := range tl.Bins {
-		got = append(got, b.RequestCount)
+	total, nonEmpty := 0, 0
+	for i, b := range tl.Bins {
+		total += b.RequestCount
+		if b.RequestCount > 0 {
+			nonEmpty++
+		}
+		if i > 0 && b.StartSeconds != tl.Bins[i-1].EndSeconds {
+			t.Fatalf("bin %d starts at %g, the previous ends at %g", i, b.StartSeconds, tl.Bins[i-1].EndSeconds)
+		}
 	}
-	if want := []int{2, 2, 0, 0, 1}; !equal(got, want) || tl.Bins[4].EndSeconds != 4 || tl.SourceSizeBytes != int64(len(miniTrace)) {
-		t.Fatalf("bins %v, want %v (%+v)", got, want, tl)
+	if total != 5 || nonEmpty > 5 || tl.Bins[0].StartSeconds != 0 || tl.Bins[49].EndSeconds != 4 || tl.SourceSizeBytes != int64(len(miniTrace)) {
+		t.Fatalf("bins hold %d requests in %d bins (%+v)", total, nonEmpty, tl)
+	}
+	// The default is 800 bins, and the spec's upper bound 2000 is answered whole.
+	for q, want := range map[string]int{"": 800, "?bins=2000": 2000} {
+		if code := call(t, "GET", h.url+"/api/simulation/trace-datasets/mooncake-conversation/timeline"+q, "", &tl); code != 200 || len(tl.Bins) != want {
+			t.Fatalf("bins%s: %d, %d bins, want %d", q, code, len(tl.Bins), want)
+		}
 	}
 	// The index is reused: asking again parses nothing.
 	call(t, "GET", h.url+"/api/simulation/trace-datasets/mooncake-conversation/timeline", "", &tl)
 	if n := h.parsers.parses.Load(); n != 1 {
 		t.Fatalf("parsed %d times", n)
 	}
-}
-
-func equal(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -106,13 +106,14 @@ func (a *API) view(t *simtask.Task) *simtask.Task {
 			art.Path = a.relative(art.Path)
 			r.Artifacts[i] = art
 		}
+		if r.BackendMetrics == nil { // the spec shows {} for a backend that reports none
+			r.BackendMetrics = map[string]any{}
+		}
 		v.Result = &r
 	}
-	if t.Logs != nil {
-		v.Logs = make([]string, len(t.Logs))
-		for i, l := range t.Logs {
-			v.Logs[i] = a.scrubPaths(l)
-		}
+	v.Logs = make([]string, len(t.Logs))
+	for i, l := range t.Logs {
+		v.Logs[i] = a.scrubPaths(l)
 	}
 	for _, p := range []**string{&v.ErrorMessage, &v.ArtifactError} {
 		if *p != nil {

@@ -31,7 +31,7 @@ func (a *API) bindModelService(ctx context.Context, req *CreateTaskRequest) erro
 	if err != nil {
 		return err
 	}
-	mode := "deployment"
+	mode := endpointModeDeployment
 	req.EndpointMode, req.EndpointURL, req.ModelName = &mode, &target.endpoint, &target.model
 	req.EndpointDeploymentExecutionID, req.APIKey = &target.executionID, &target.apiKey
 	if target.namespace != "" {

@@ -68,7 +68,7 @@ func Document() *openapi.Doc {
 		Query:     []openapi.Param{{Name: "bins", Description: "timeline bins (50-2000, default 800)", Schema: openapi.Schema{"type": "integer", "minimum": 50, "maximum": 2000}}},
 		Responses: ok("the timeline", d.Of(Timeline{})), Errors: []int{notFound, conflict}})
 	d.Add(openapi.Op{Method: "POST", Path: "/api/simulation/tasks", Summary: "Create a simulation task", Scope: run,
-		Request: d.Request(CreateTaskRequest{}), Responses: accepted, Errors: []int{bad, notFound}})
+		Request: d.Request(CreateTaskRequest{}), Responses: accepted, Errors: []int{bad, notFound, conflict}})
 	d.Add(openapi.Op{Method: "GET", Path: "/api/simulation/tasks", Summary: "List simulation tasks", Scope: read, Query: query,
 		Responses: ok("a page of tasks with counts and facets", list)})
 	d.Add(openapi.Op{Method: "GET", Path: "/api/simulation/tasks/{id}", Summary: "Get a simulation task", Scope: read,

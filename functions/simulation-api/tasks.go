@@ -94,8 +94,14 @@ func str(p *string) string {
 // validateShape checks what the schema alone decides (422).
 func (req *CreateTaskRequest) validateShape() error {
 	var errs []problem.FieldError
-	required := map[string]*string{"scenario": req.Scenario, "endpoint_url": req.EndpointURL, "model_name": req.ModelName}
-	for _, name := range []string{"scenario", "endpoint_url", "model_name"} {
+	required := map[string]*string{"scenario": req.Scenario, "endpoint_url": req.EndpointURL, "model_name": req.ModelName,
+		"endpoint_deployment_execution_id": req.EndpointDeploymentExecutionID}
+	names := []string{"scenario", "endpoint_url", "model_name"}
+	if req.boundToExecution() {
+		// The execution gives the endpoint and the model (model_name, when given, is checked).
+		names = []string{"scenario", "endpoint_deployment_execution_id"}
+	}
+	for _, name := range names {
 		if v := required[name]; v == nil || strings.TrimSpace(*v) == "" {
 			errs = append(errs, field("field required", "missing", name))
 		}
@@ -154,7 +160,7 @@ func (req *CreateTaskRequest) validateShape() error {
 			errs = append(errs, field(fmt.Sprintf("must be a number %s %g and at most %g", lo, b.lo, b.hi), "range", b.name))
 		}
 	}
-	if req.EndpointURL != nil {
+	if req.EndpointURL != nil && !req.boundToExecution() {
 		if _, err := validateEndpoint("endpoint_url", *req.EndpointURL); err != nil {
 			var pe *problem.Error
 			if errors.As(err, &pe) {
@@ -173,8 +179,13 @@ func (a *API) buildTask(ctx context.Context, req *CreateTaskRequest) (*simtask.T
 	if err := req.validateShape(); err != nil {
 		return nil, err
 	}
-	if req.ModelServiceGroupID != nil {
+	switch {
+	case req.ModelServiceGroupID != nil:
 		if err := a.bindModelService(ctx, req); err != nil {
+			return nil, err
+		}
+	case req.boundToExecution():
+		if err := a.bindExecution(ctx, req); err != nil {
 			return nil, err
 		}
 	}
@@ -251,8 +262,13 @@ func (a *API) buildTask(ctx context.Context, req *CreateTaskRequest) (*simtask.T
 	} else if start >= ix.Duration && ix.Duration > 0 {
 		return nil, problem.New(problem.CodeBadRequest, "trace_start_seconds must be below the trace's %g seconds", ix.Duration)
 	}
-	if err := a.probeEndpoint(ctx, *req.EndpointURL, str(req.APIKey), *req.ModelName); err != nil {
-		return nil, err
+	// A deployment's endpoint comes from the inventory (the deployer or the Model Service's
+	// health probes vouch for it); only a user's URL is probed (spec: endpoint_mode !=
+	// "deployment").
+	if str(req.EndpointMode) != endpointModeDeployment {
+		if err := a.probeEndpoint(ctx, *req.EndpointURL, str(req.APIKey), *req.ModelName); err != nil {
+			return nil, err
+		}
 	}
 	id := simtask.NewID()
 	name := str(req.Name)
@@ -493,11 +509,28 @@ func (a *API) rerunTask(w http.ResponseWriter, r *http.Request) error {
 			*dst = src
 		}
 	}
-	if service != nil {
-		t.EndpointMode, t.EndpointURL, t.ModelName, t.EndpointDeploymentExecutionID = "deployment", service.endpoint, service.model, &service.executionID
-	}
-	if err := a.probeEndpoint(r.Context(), t.EndpointURL, key, t.ModelName); err != nil {
-		return err
+	switch {
+	case service != nil:
+		t.EndpointMode, t.EndpointURL, t.ModelName, t.EndpointDeploymentExecutionID = endpointModeDeployment, service.endpoint, service.model, &service.executionID
+	case t.EndpointMode == endpointModeDeployment && t.EndpointDeploymentExecutionID != nil:
+		// Resolved again: the execution (the old one or the override) may be gone or elsewhere.
+		// The old task's key goes only to the old execution.
+		callerKey := key
+		if old.EndpointDeploymentExecutionID == nil || *old.EndpointDeploymentExecutionID != *t.EndpointDeploymentExecutionID {
+			callerKey = str(over.APIKey)
+		}
+		e, executionKey, err := a.executionTarget(r.Context(), *t.EndpointDeploymentExecutionID, callerKey)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(append([]string{e.Model}, e.Models...), t.ModelName) {
+			t.ModelName = e.Model
+		}
+		t.EndpointURL, key = e.Endpoint, executionKey
+	default:
+		if err := a.probeEndpoint(r.Context(), t.EndpointURL, key, t.ModelName); err != nil {
+			return err
+		}
 	}
 	base, _, _ := strings.Cut(old.Name, " · rerun ")
 	t.Name = base + " · rerun " + t.ID
@@ -620,8 +653,7 @@ func (a *API) listTasks(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		t.Status = rec.Status
-		item := t.ListItem()
-		items = append(items, *a.view(&item))
+		items = append(items, a.view(t).ListItem())
 	}
 	countsOut := map[string]int{}
 	for _, s := range simtask.Statuses {

@@ -208,10 +208,11 @@ func (t *Timelines) remember(path string, ix *timelineIndex) {
 	t.cache[path] = ix
 }
 
-// Bin answers a timeline of at most bins equal-width bins (fewer when the trace has fewer
-// requests, one when every request arrives at the same instant).
+// Bin answers a timeline of exactly bins equal-width bins over the trace's duration, empty ones
+// included (the route bounds bins to 50-2000, the spec's range); a trace without duration
+// (no requests, or all at one instant) has no width to divide and answers one bin [0, 0].
 func (ix *timelineIndex) Bin(bins int) (width float64, out []TimelineBin) {
-	n := max(1, min(bins, ix.RequestCount))
+	n := max(1, bins)
 	if ix.Duration == 0 {
 		n = 1
 	}

@@ -33,7 +33,7 @@ var SimulatorFlags = map[string]FlagKind{
 	"tool-call-not-required-param-probability": FlagInt, "object-tool-call-not-required-field-probability": FlagInt,
 	"tool-call-extra-call-probability": FlagInt, "skip-tool-validation": FlagBool,
 	"enable-kvcache": FlagBool, "kv-cache-size": FlagInt, "block-size": FlagInt,
-	"tokenizers-cache-dir": FlagString, "hash-seed": FlagString, "zmq-endpoint": FlagString,
+	"tokenizers-cache-dir": FlagString, "tokenizer": FlagString, "hash-seed": FlagString, "zmq-endpoint": FlagString,
 	"zmq-max-connect-attempts": FlagInt, "event-batch-size": FlagInt, "use-vllm-map-event-format": FlagBool,
 	"global-cache-hit-threshold": FlagFloat, "failure-injection-rate": FlagInt, "failure-types": FlagList,
 	"fake-metrics": FlagJSON, "data-parallel-size": FlagInt, "data-parallel-rank": FlagInt,
@@ -45,6 +45,11 @@ var SimulatorFlags = map[string]FlagKind{
 	"engine-model": FlagString, "hardware": FlagString, "tensor-parallel-size": FlagInt, "max-num-batched-tokens": FlagInt,
 	"gpu-memory-utilization": FlagFloat, "kv-cache-blocks": FlagInt, "no-enable-prefix-caching": FlagBool,
 	"no-async-scheduling": FlagBool, "step-cost-coefficients": FlagJSON, "step-cost-module": FlagString,
+	// klog's flags (the simulator logs through klog, as the reference does).
+	"v": FlagInt, "vmodule": FlagString, "logtostderr": FlagBool, "alsologtostderr": FlagBool,
+	"log_dir": FlagString, "log_file": FlagString, "log_file_max_size": FlagInt, "log_backtrace_at": FlagString,
+	"one_output": FlagBool, "skip_headers": FlagBool, "skip_log_headers": FlagBool, "stderrthreshold": FlagString,
+	"add_dir_header": FlagBool,
 }
 
 // ReservedSimulatorFlags are set by the deployer (ports, the model, KV-event wiring, decode
@@ -65,6 +70,9 @@ var ReservedSimulatorFlags = map[string]string{
 	"self-signed-certs":    "the router talks plain HTTP to its replicas",
 	"dataset-path":         "names a file on the deployer's host",
 	"tokenizers-cache-dir": "names a directory on the deployer's host",
+	"tokenizer":            "names a file on the deployer's host",
+	"log_dir":              "names a directory on the deployer's host",
+	"log_file":             "names a file on the deployer's host",
 	"api-key":              "a secret: configuration content is stored and shown in plain text",
 	"admin-token":          "a secret: configuration content is stored and shown in plain text",
 }

@@ -136,7 +136,7 @@ func TestValidateRequest(t *testing.T) {
 		{"ttft 0", `{"deployment_execution_id":"a","sla_targets":{"ttft_ms":0}}`, 422, "ttft_ms"},
 		{"success 101", `{"deployment_execution_id":"a","sla_targets":{"success_rate_min_percent":101}}`, 422, "success_rate_min_percent"},
 		{"workload with a directory", `{"deployment_execution_id":"a","workload":"../etc/passwd"}`, 422, "workload"},
-		{"unknown harness", `{"deployment_execution_id":"a","harness":"guidellm"}`, 400, "inference-perf"},
+		{"unknown harness", `{"deployment_execution_id":"a","harness":"guidellm"}`, 422, "inference-perf only"},
 		{"unknown named workload", `{"deployment_execution_id":"a","workload":"nope.yaml"}`, 400, "sanity_random.yaml"},
 		{"wrong type", `{"deployment_execution_id":"a","parallelism":"2"}`, 422, "parallelism"},
 		// 4 sessions share 4,004 requests: 1,001 turns each, over MaxSessionTurns.

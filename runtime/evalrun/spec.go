@@ -167,6 +167,7 @@ func validateSpecFields(fe *fieldErrors, spec events.BenchmarkSpec) {
 		}
 	}
 	fe.text(spec.StorageClassName, 253, "storage_class_name")
+	checkSpecHonoured(fe, spec)
 	if spec.Workload != nil && (len(*spec.Workload) > 255 || !workloadName.MatchString(*spec.Workload)) {
 		fe.add("must be a file name of letters, digits, '.', '_' and '-' (no directories)", "value_error", "workload")
 	}
@@ -243,9 +244,6 @@ func validateSpecFields(fe *fieldErrors, spec events.BenchmarkSpec) {
 
 func checkSpecMeaning(spec events.BenchmarkSpec) error {
 	d := WithDefaults(spec)
-	if !slices.Contains(Harnesses, *d.Harness) {
-		return problem.New(problem.CodeBadRequest, "harness %q is not available; available: %s", *d.Harness, strings.Join(Harnesses, ", "))
-	}
 	if len(spec.Matrix) == 0 && spec.SharedPrefix == nil && spec.WorkloadYAML == nil {
 		if _, ok := NamedWorkload(*d.Workload); !ok {
 			return problem.New(problem.CodeBadRequest, "workload %q is not shipped with Lensfn; available: %s", *d.Workload, strings.Join(NamedWorkloads(), ", "))
@@ -280,6 +278,8 @@ func ValidateRequest(req events.EvaluateRunRequest) error {
 		fe.text(src.Repository, MaxTextField, "benchmark_source", "repository")
 		fe.text(src.Revision, 256, "benchmark_source", "revision")
 	}
+	checkSourceAndProxies(&fe, req.BenchmarkSource, map[string]*string{"http_proxy": req.HTTPProxy,
+		"https_proxy": req.HTTPSProxy, "no_proxy": req.NoProxy})
 	if t := req.SLATargets; t != nil {
 		fe.floatRange(t.TTFTMs, 0, MaxSLAMs, true, "sla_targets", "ttft_ms")
 		fe.floatRange(t.TPOTMs, 0, MaxSLAMs, true, "sla_targets", "tpot_ms")
@@ -315,6 +315,7 @@ type Target struct {
 	Namespace        string
 	Ownership        string // existing-endpoint or evaluation
 	Status           string // the execution's status
+	ProviderRef      string // the guide the deployer deployed it from ("" for an existing endpoint)
 	// ModelServiceGroupID is set when the run named a Model Service.
 	ModelServiceGroupID string
 	// APIKey is the key the endpoint takes (the execution's own); it is sealed with the run,

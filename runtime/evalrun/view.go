@@ -52,6 +52,7 @@ type View struct {
 	Configuration       json.RawMessage `json:"configuration,omitempty" doc:"the deployed configuration's facts, null when none"`
 	Guide               *string         `json:"guide,omitempty"`
 	OwnerUserID         *string         `json:"owner_user_id,omitempty"`
+	OwnerBackendID      *string         `json:"owner_backend_id,omitempty" doc:"the backend (LENS_BACKEND_ID) that created the run; absent for the unnamed one"`
 	EvaluationWorkflow  *string         `json:"evaluation_workflow_id,omitempty" doc:"the workflow that created the run"`
 	EvaluationCase      *string         `json:"evaluation_case_id,omitempty" doc:"the workflow case that created the run"`
 
@@ -75,6 +76,7 @@ type View struct {
 	RepetitionResults  json.RawMessage    `json:"repetition_results,omitempty" doc:"with repetitions: each repetition's headline metrics; left out of lists"`
 	Bootstrap          *Bootstrap         `json:"bootstrap,omitempty" doc:"per repetition the request-level bootstrap replicates a comparison's confidence intervals come from; left out of lists"`
 	CapacityAnalysis   json.RawMessage    `json:"capacity_analysis,omitempty"`
+	Diagnostics        json.RawMessage    `json:"diagnostics,omitempty" doc:"evidence items (epp_readiness, kv_working_set, harness, hardware_profile), each available or unavailable with why"`
 	Monitoring         json.RawMessage    `json:"monitoring,omitempty"`
 	ResourceSnapshot   json.RawMessage    `json:"resource_snapshot,omitempty"`
 	SLA                *events.SLAVerdict `json:"sla,omitempty"`

@@ -48,7 +48,12 @@ type Config struct {
 	// InstanceID names this process for leases and logs (POD_NAME, else host-pid). The Knative
 	// manifests set no POD_NAME, since Knative refuses the downward API by default: Kubernetes
 	// names a pod's host after the pod, so the fallback carries the pod name.
-	InstanceID    string
+	InstanceID string
+	// BackendID names the backend this instance belongs to (LENS_BACKEND_ID, optional): the
+	// instances of one backend share its work, and when several backends share a state store
+	// each acts only on the work it owns (the evaluation spec's ownership 409). When set,
+	// InstanceID is "<BackendID>/<instance>", so every lease names its holder's backend.
+	BackendID     string
 	LogLevel      string // LOG_LEVEL: debug, info, warn, error
 	LoggingConfig string // K_LOGGING_CONFIG: a zap JSON config, as in Knative's config-logging
 	// DrainQuietPeriod is how long the drain waits without requests before shutting down
@@ -194,6 +199,12 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	if c.InstanceID == "" {
 		host, _ := os.Hostname()
 		c.InstanceID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if c.BackendID = getenv("LENS_BACKEND_ID"); c.BackendID != "" {
+		if strings.Contains(c.BackendID, "/") || len(c.BackendID) > 128 {
+			return c, fmt.Errorf("LENS_BACKEND_ID %q: at most 128 characters, no '/'", c.BackendID)
+		}
+		c.InstanceID = c.BackendID + "/" + c.InstanceID
 	}
 	if c.DrainQuietPeriod, err = durationVar(getenv, "LENS_DRAIN_QUIET_PERIOD", 2*time.Second); err != nil {
 		return c, err
@@ -356,4 +367,14 @@ func durationVar(getenv func(string) string, name string, def time.Duration) (ti
 		return 0, fmt.Errorf("%s=%q is not a duration such as 2s", name, raw)
 	}
 	return v, nil
+}
+
+// BackendOf is the backend named by an instance id (a lease's owner): what precedes its '/', ""
+// for an instance of no named backend.
+func BackendOf(instanceID string) string {
+	backend, _, ok := strings.Cut(instanceID, "/")
+	if !ok {
+		return ""
+	}
+	return backend
 }

@@ -64,6 +64,12 @@ func TestLoadConfig(t *testing.T) {
 		{name: "bad overrides", env: map[string]string{"K_CE_OVERRIDES": "cluster=lab1"}, wantErr: "K_CE_OVERRIDES"},
 		{name: "bad level", env: map[string]string{"LOG_LEVEL": "loud"}, wantErr: "LOG_LEVEL"},
 		{name: "bad duration", env: map[string]string{"LENS_DRAIN_QUIET_PERIOD": "soon"}, wantErr: "LENS_DRAIN_QUIET_PERIOD"},
+		{name: "bad backend id", env: map[string]string{"LENS_BACKEND_ID": "a/b"}, wantErr: "LENS_BACKEND_ID"},
+		{name: "backend id", env: map[string]string{"LENS_BACKEND_ID": "lab-1", "POD_NAME": "runner-0"}, check: func(t *testing.T, c fn.Config) {
+			if c.BackendID != "lab-1" || c.InstanceID != "lab-1/runner-0" || fn.BackendOf(c.InstanceID) != "lab-1" || fn.BackendOf("runner-0") != "" {
+				t.Fatalf("%+v", c)
+			}
+		}},
 		{name: "function settings", env: map[string]string{"LENS_SECRET_KEY": "c2VjcmV0", "LENS_DATASET_MIRROR": "http://mirror",
 			"LENS_MAX_CONCURRENT_TASKS": "3", "LENS_LEASE_TTL": "4s", "LENS_SWEEP_INTERVAL": "500ms"}, check: func(t *testing.T, c fn.Config) {
 			if c.SecretKey.Reveal() != "c2VjcmV0" || c.DatasetMirror != "http://mirror" || c.MaxConcurrentTasks != 3 ||

@@ -109,7 +109,7 @@ type Result struct {
 	Summary        json.RawMessage   `json:"summary"`
 	Artifacts      []Artifact        `json:"artifacts,omitempty"`
 	PerRequest     []json.RawMessage `json:"per_request,omitempty"`
-	BackendMetrics map[string]any    `json:"backend_metrics,omitempty"`
+	BackendMetrics map[string]any    `json:"backend_metrics,omitzero"` // {} on a task, omitted on list items (nil)
 	Warnings       []string          `json:"warnings"`
 }
 
@@ -143,7 +143,7 @@ type Task struct {
 	ConfigurationIDs              []string       `json:"configuration_ids"`
 	ProgressPercent               float64        `json:"progress_percent"`
 	ProgressMessage               string         `json:"progress_message"`
-	Logs                          []string       `json:"logs,omitzero"` // omitted on list items (nil), [] on a task without logs
+	Logs                          []string       `json:"logs"` // [] on list items and on a task without logs
 	Result                        *Result        `json:"result"`
 	ErrorMessage                  *string        `json:"error_message"`
 	CreatedAt                     *Timestamp     `json:"created_at"`
@@ -262,10 +262,10 @@ func (t *Task) SearchText() string {
 	return strings.ToLower(strings.Join(parts, " "))
 }
 
-// ListItem is the task as list pages show it: no logs, per-request results, artifacts or
-// backend metrics.
+// ListItem is the task as list pages show it: no log lines (`logs` is [], as in the spec's list
+// example), per-request results, artifacts or backend metrics (spec/NOTES.md).
 func (t Task) ListItem() Task {
-	t.Logs = nil
+	t.Logs = []string{}
 	if t.Result != nil {
 		r := *t.Result
 		r.PerRequest, r.Artifacts, r.BackendMetrics = nil, nil, nil

@@ -182,6 +182,9 @@ func ValidateEvaluation(req events.EvaluationCreateRequest) error {
 	if len(fe) > 0 {
 		return problem.Validation(fe...)
 	}
+	if err := evalrun.CheckEvaluationSettings(req); err != nil {
+		return err
+	}
 	for i, p := range req.BenchmarkPlans {
 		specs := []*events.BenchmarkSpec{p.Benchmark}
 		for _, s := range p.Scenarios {

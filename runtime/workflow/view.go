@@ -19,6 +19,7 @@ type View struct {
 	CreatedAt              string                     `json:"created_at" doc:"RFC 3339 UTC"`
 	Name                   *string                    `json:"name,omitempty" doc:"an evaluation's display name"`
 	OwnerUserID            *string                    `json:"owner_user_id,omitempty"`
+	OwnerBackendID         *string                    `json:"owner_backend_id,omitempty" doc:"the backend (LENS_BACKEND_ID) that created the workflow; absent for the unnamed one"`
 	ClusterID              *string                    `json:"cluster_id,omitempty"`
 	ClusterSessionID       *string                    `json:"cluster_session_id,omitempty"`
 	Model                  *string                    `json:"model,omitempty" doc:"a simple workflow's model"`

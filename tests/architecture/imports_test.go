@@ -126,10 +126,15 @@ func TestLayersImportInOneDirection(t *testing.T) {
 
 // homes gives each third-party module the one package tree allowed to import it directly.
 var homes = map[string][]string{
-	"github.com/gomodule/redigo":          {"runtime/state/redisstore"},
-	"github.com/alicebob/miniredis/v2":    {"runtime/state/redisstore"},
-	"github.com/tetratelabs/wazero":       {"runtime/wasmhost"},
-	"github.com/valyala/fasthttp":         {"functions/inference-sim", "functions/inference-router"}, // the two data-plane servers: the simulator, and the router in front of it (its package doc argues why)
+	"github.com/gomodule/redigo":       {"runtime/state/redisstore"},
+	"github.com/alicebob/miniredis/v2": {"runtime/state/redisstore"},
+	"github.com/tetratelabs/wazero":    {"runtime/wasmhost"},
+	"github.com/valyala/fasthttp":      {"functions/inference-sim", "functions/inference-router"}, // the two data-plane servers: the simulator, and the router in front of it (its package doc argues why)
+	// The simulator's optional real tokenizer: a pure-Go Hugging Face tokenizer.json loader.
+	"github.com/sugarme/tokenizer": {"functions/inference-sim"},
+	// The simulator logs through klog (its flags are the specification's), from log/slog by logr's handler.
+	"k8s.io/klog/v2":                      {"functions/inference-sim"},
+	"github.com/go-logr/logr":             {"functions/inference-sim"},
 	"github.com/go-zeromq/zmq4":           {"functions/inference-sim", "functions/inference-router"}, // the KV events: the simulator publishes, the precise-prefix router subscribes
 	"github.com/ncruces/go-sqlite3":       {"functions/inference-sim"},
 	"github.com/cloudevents/sdk-go/v2":    {"runtime/cloudevent"},

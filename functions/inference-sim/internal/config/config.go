@@ -98,6 +98,7 @@ type Config struct {
 	KVCacheSize             int
 	BlockSize               int
 	TokenizersCacheDir      string
+	Tokenizer               string // a local tokenizer.json (or its directory); empty: the dummy tokenizer
 	HashSeed                string
 	ZMQEndpoint             string
 	ZMQMaxConnectAttempts   int
@@ -137,6 +138,9 @@ type Config struct {
 	// AllowedHosts, when set, are the only Host names /admin/* answers (LENS_ALLOWED_HOSTS;
 	// DNS rebinding); unset, /admin answers addresses, localhost and cluster-internal names.
 	AllowedHosts []string
+
+	// Klog holds the klog flags in the order given (the command applies them to klog).
+	Klog []KlogSetting
 
 	// From the environment.
 	PodName      string
@@ -351,7 +355,8 @@ var flagTable = slices.Concat([]flagSpec{
 	boolFlag("enable-kvcache", "simulate the prefix KV cache and publish ZMQ events", func(c *Config) *bool { return &c.EnableKVCache }),
 	intFlag("kv-cache-size", "maximum number of KV blocks (default 1024)", func(c *Config) *int { return &c.KVCacheSize }),
 	intFlag("block-size", "tokens per KV block: 8, 16, 32, 64 or 128 (default 16)", func(c *Config) *int { return &c.BlockSize }),
-	strFlag("tokenizers-cache-dir", "accepted for compatibility; the dummy tokenizer needs no cache", func(c *Config) *string { return &c.TokenizersCacheDir }),
+	strFlag("tokenizer", "a local Hugging Face tokenizer.json (or its directory) prompts are tokenized with; nothing is downloaded (default: the dummy tokenizer)", func(c *Config) *string { return &c.Tokenizer }),
+	strFlag("tokenizers-cache-dir", "directory searched for the model's tokenizer.json (<dir>/<model>/ or the hub's models--<org>--<name>/snapshots/*/) when --tokenizer is not given; nothing is downloaded", func(c *Config) *string { return &c.TokenizersCacheDir }),
 	strFlag("hash-seed", "seed of block hashes (default $PYTHONHASHSEED)", func(c *Config) *string { return &c.HashSeed }),
 	strFlag("zmq-endpoint", "ZMQ address KV events are published to", func(c *Config) *string { return &c.ZMQEndpoint }),
 	intFlag("zmq-max-connect-attempts", "ZMQ connection attempts, 0 = retry forever (max 10)", func(c *Config) *int { return &c.ZMQMaxConnectAttempts }),
@@ -389,7 +394,7 @@ var flagTable = slices.Concat([]flagSpec{
 	durFlag("shutdown-timeout", "how long SIGTERM waits for in-flight requests (default 30s)", func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
 	strFlag("api-key", "Bearer key every /v1/* request must carry (default $VLLM_API_KEY; prefer the variable: flags are visible in ps)", func(c *Config) *string { return &c.APIKey }),
 	strFlag("admin-token", "Bearer token /admin/* requires (default $LENS_SIM_ADMIN_TOKEN; prefer the variable)", func(c *Config) *string { return &c.AdminToken }),
-})
+}, klogFlags())
 
 // latencyFlags are the latency core's flags (latency.DurationFlags, the one list of their
 // names) as command-line flags setting Config.Latency.
@@ -401,11 +406,55 @@ func latencyFlags() []flagSpec {
 	return append(flags, floatFlag(latency.FactorFlag, latency.FactorHelp, func(c *Config) *float64 { return &c.Latency.TimeFactorUnderLoad }))
 }
 
-// ignoredFlags are vLLM or klog options accepted so existing command lines
-// keep working; they have no effect here.
-var ignoredFlags = []string{"v", "vmodule", "logtostderr", "alsologtostderr", "log_dir", "log_file",
-	"log_file_max_size", "log_backtrace_at", "one_output", "skip_headers", "skip_log_headers",
-	"stderrthreshold", "add_dir_header", "enforce-eager", "enable-prefix-caching"}
+// ignoredFlags are vLLM options accepted so existing command lines keep working; they have
+// no effect here.
+var ignoredFlags = []string{"enforce-eager", "enable-prefix-caching"}
+
+// KlogSetting is one klog flag as given (name without dashes, value as text), applied by
+// the command to klog in order.
+type KlogSetting struct{ Name, Value string }
+
+// klogFlags are klog's flags, as the specification lists them (the reference logs through
+// klog): checked for their type here, handed to klog by the command (klog checks the rest,
+// e.g. --vmodule's patterns).
+func klogFlags() []flagSpec {
+	kinds := []struct{ name, kind, help string }{
+		{"v", "int", "log verbosity: 1 warnings, 2 general messages (configuration, dataset), 4 debug (each completion request, LoRA loads), 5 trace (admission and queue)"},
+		{"vmodule", "string", "comma-separated pattern=N settings for file-filtered verbosity"},
+		{"logtostderr", "bool", "log to standard error instead of files (default true)"},
+		{"alsologtostderr", "bool", "log to standard error as well as files (no effect with logtostderr)"},
+		{"log_dir", "string", "write log files in this directory (no effect with logtostderr)"},
+		{"log_file", "string", "write the log to this file (no effect with logtostderr)"},
+		{"log_file_max_size", "uint", "maximum log file size in MB, 0 = unlimited (default 1800)"},
+		{"log_backtrace_at", "string", "file:N: emit a stack trace when logging hits that line"},
+		{"one_output", "bool", "write each message to its own severity's file only (no effect with logtostderr)"},
+		{"skip_headers", "bool", "no header prefix on log messages"},
+		{"skip_log_headers", "bool", "no headers when opening log files (no effect with logtostderr)"},
+		{"stderrthreshold", "string", "messages at or above this severity also go to standard error when logging to files (default 2, ERROR)"},
+		{"add_dir_header", "bool", "add the file's directory to the header"},
+	}
+	out := make([]flagSpec, 0, len(kinds))
+	for _, k := range kinds {
+		out = append(out, flagSpec{name: k.name, bool_: k.kind == "bool", help: k.help, set: func(c *Config, v []string) error {
+			val := strings.TrimSpace(v[0])
+			var err error
+			switch k.kind {
+			case "bool":
+				_, err = strconv.ParseBool(val)
+			case "int":
+				_, err = strconv.Atoi(val)
+			case "uint":
+				_, err = strconv.ParseUint(val, 10, 64)
+			}
+			if err != nil {
+				return fmt.Errorf("--%s: %q is not a valid %s", k.name, v[0], k.kind)
+			}
+			c.Klog = append(c.Klog, KlogSetting{k.name, val})
+			return nil
+		}})
+	}
+	return out
+}
 
 func splitFields(v []string) []string {
 	var out []string

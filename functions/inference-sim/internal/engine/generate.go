@@ -17,6 +17,15 @@ type Generator struct {
 	dataset *Dataset // nil: preset responses
 	kv      *KV      // nil: no prefix cache
 	loras   *LoRARegistry
+	// Tokenizer tokenizes prompts (nil: the dummy tokenizer).
+	Tokenizer textgen.Tokenizer
+}
+
+func (g *Generator) tokenizer() textgen.Tokenizer {
+	if g.Tokenizer == nil {
+		return textgen.Dummy
+	}
+	return g.Tokenizer
 }
 
 // NewGenerator builds a rank's generator; dataset and kv may be nil.
@@ -57,7 +66,7 @@ func (g *Generator) Check(r *Request) *openai.Error {
 			return e
 		}
 	}
-	longest, what := r.Prompt.tokenize(r.Kind, r.Wire.Chat.Messages, g.kv != nil || g.cfg.EngineModel())
+	longest, what := r.Prompt.tokenize(g.tokenizer(), r.Kind, r.Wire.Chat.Messages, g.kv != nil || g.cfg.EngineModel())
 	if e := checkContext(longest, what, &r.Params, g.cfg.MaxModelLen); e != nil {
 		return e
 	}
@@ -121,7 +130,7 @@ func (g *Generator) Generate(r *Request) {
 		promptTokens, echo := r.Prompt.Tokens, ""
 		var key []byte
 		if wantKey {
-			key = r.Prompt.Hash(r.Kind, p)
+			key = r.Prompt.Hash(g.tokenizer(), r.Kind, p)
 		}
 		if r.Kind == Chat {
 			if wantEcho {
@@ -174,11 +183,10 @@ func (g *Generator) generateSequence(r *Request, s *Sequence, echo string, datas
 	start := len(r.tokens)
 	switch {
 	case g.cfg.Mode == config.ModeEcho:
+		// The specification: echo mode ignores max_tokens, max_completion_tokens and
+		// ignore_eos; the answer is the whole echoed text and it always stops.
 		r.tokens = textgen.AppendTokens(r.tokens, echo)
 		s.Finish = FinishStop
-		if params.MaxTokensSet && len(r.tokens)-start >= params.MaxTokens {
-			s.Finish = FinishLength
-		}
 	case g.dataset != nil:
 		r.tokens, s.Finish = g.dataset.AppendResponse(r.tokens, &r.RNG, datasetKey, maxResp, params.IgnoreEOS, params.MaxTokensSet)
 	default:

@@ -93,8 +93,8 @@ func TestGenerateIsReproducibleAndBounded(t *testing.T) {
 }
 
 // TestEchoModeAnswersTheLastUserMessage: --mode echo repeats the last user turn whole, as
-// the reference does (max_tokens does not cut it; an answer that reaches it finishes with
-// "length").
+// the specification says (max_tokens is ignored: it neither cuts the answer nor makes it
+// finish with "length").
 func TestEchoModeAnswersTheLastUserMessage(t *testing.T) {
 	g, _ := testGenerator(t, "--mode", "echo")
 	r := generated(t, g, Chat, `{"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"say it back"}]}`)
@@ -102,8 +102,8 @@ func TestEchoModeAnswersTheLastUserMessage(t *testing.T) {
 		t.Fatalf("echo %q (%s)", got, r.Seqs[0].Finish)
 	}
 	r = generated(t, g, Chat, `{"model":"m","messages":[{"role":"user","content":"say it back"}],"max_tokens":1}`)
-	if len(r.Seqs[0].Tokens) != 3 || r.Seqs[0].Finish != FinishLength {
-		t.Fatalf("echo with max_tokens 1: %q (%s), want the whole turn with finish length", r.Seqs[0].Tokens, r.Seqs[0].Finish)
+	if len(r.Seqs[0].Tokens) != 3 || r.Seqs[0].Finish != FinishStop {
+		t.Fatalf("echo with max_tokens 1: %q (%s), want the whole turn with finish stop", r.Seqs[0].Tokens, r.Seqs[0].Finish)
 	}
 }
 

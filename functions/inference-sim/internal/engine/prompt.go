@@ -45,20 +45,20 @@ func (p *Prompt) IDs() []uint32 { return p.ids }
 // Hash is the dataset key of prompt i (PromptHash of its token ids): a chat's flattened
 // messages, a text completion's i-th prompt. The first prompt's ids are reused when the KV
 // cache already needed them.
-func (p *Prompt) Hash(kind Kind, i int) []byte {
+func (p *Prompt) Hash(tok textgen.Tokenizer, kind Kind, i int) []byte {
 	if i == 0 && len(p.ids) > 0 {
 		return PromptHash(p.ids)
 	}
 	ids := p.keyIDs[:0]
 	switch {
 	case kind == Chat:
-		ids = textgen.AppendTokenIDs(ids, openai.UnsafeString(p.Flat))
+		ids = tok.AppendIDs(ids, openai.UnsafeString(p.Flat))
 	case p.Texts[i].IsIDs:
 		for _, id := range p.Texts[i].IDs {
 			ids = append(ids, uint32(id))
 		}
 	default:
-		ids = textgen.AppendTokenIDs(ids, p.Texts[i].Text)
+		ids = tok.AppendIDs(ids, p.Texts[i].Text)
 	}
 	p.keyIDs = ids
 	return PromptHash(ids)
@@ -87,15 +87,15 @@ func (p *Prompt) readTexts(raw []byte, n int) *openai.Error {
 
 // tokenize counts the prompt's tokens (and the first prompt's ids when needIDs: the KV
 // cache hashes them) and returns the longest prompt's length and what the answer calls it.
-func (p *Prompt) tokenize(kind Kind, msgs []openai.ChatMessage, needIDs bool) (longest int, what string) {
+func (p *Prompt) tokenize(tok textgen.Tokenizer, kind Kind, msgs []openai.ChatMessage, needIDs bool) (longest int, what string) {
 	if kind == Chat {
 		p.Flat = AppendChatPrompt(p.Flat[:0], msgs)
 		s := openai.UnsafeString(p.Flat)
 		if needIDs {
-			p.ids = textgen.AppendTokenIDs(p.ids[:0], s)
+			p.ids = tok.AppendIDs(p.ids[:0], s)
 			p.Tokens = len(p.ids)
 		} else {
-			p.Tokens = textgen.CountTokens(s)
+			p.Tokens = tok.Count(s)
 		}
 		return p.Tokens, "messages"
 	}
@@ -105,10 +105,10 @@ func (p *Prompt) tokenize(kind Kind, msgs []openai.ChatMessage, needIDs bool) (l
 		switch {
 		case t.IsIDs:
 		case needIDs && i == 0: // one walk gives both the ids and their count
-			p.ids = textgen.AppendTokenIDs(p.ids[:0], t.Text)
+			p.ids = tok.AppendIDs(p.ids[:0], t.Text)
 			n = len(p.ids)
 		default:
-			n = textgen.CountTokens(t.Text)
+			n = tok.Count(t.Text)
 		}
 		t.Tokens = n
 		p.Tokens += n

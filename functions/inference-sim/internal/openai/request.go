@@ -18,13 +18,20 @@ type StreamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
 }
 
-type KVTransferParams struct {
+// RemoteParams are the P/D fields: under kv_transfer_params (vLLM's form) and at the top
+// level of a request (the specification's form; vLLM clients send either). The flags count,
+// the remote_* are accepted.
+type RemoteParams struct {
 	DoRemoteDecode  bool            `json:"do_remote_decode"`
 	DoRemotePrefill bool            `json:"do_remote_prefill"`
 	RemoteBlockIDs  json.RawMessage `json:"remote_block_ids"`
 	RemoteEngineID  json.RawMessage `json:"remote_engine_id"`
 	RemoteHost      json.RawMessage `json:"remote_host"`
 	RemotePort      json.RawMessage `json:"remote_port"`
+}
+
+type KVTransferParams struct {
+	RemoteParams
 }
 
 // CommonRequest holds the fields shared by chat and text completions.
@@ -36,8 +43,7 @@ type CommonRequest struct {
 	N                 *int64            `json:"n"`
 	IgnoreEOS         bool              `json:"ignore_eos"`
 	KVTransferParams  *KVTransferParams `json:"kv_transfer_params"`
-	DoRemoteDecode    bool              `json:"do_remote_decode"`
-	DoRemotePrefill   bool              `json:"do_remote_prefill"`
+	RemoteParams                        // the P/D fields at the top level
 	CacheHitThreshold *float64          `json:"cache_hit_threshold"`
 	Temperature       *float64          `json:"temperature"`
 	TopP              *float64          `json:"top_p"`

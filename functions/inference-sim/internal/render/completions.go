@@ -17,6 +17,9 @@ const (
 	objectText      = "text_completion"
 )
 
+// remotePrefillFields are the P/D fields of a prefill answer (fixed, as the reference's).
+const remotePrefillFields = `"do_remote_decode":false,"do_remote_prefill":true,"remote_block_ids":["DUMMY_ID"],"remote_engine_id":"DUMMY_ID","remote_host":"DUMMY","remote_port":1234`
+
 // appendHead appends {"id":…,"model":…,"object":…[,"kv_transfer_params":…],"created":…
 func appendHead(dst []byte, r *engine.Request, object string, withKV bool) []byte {
 	dst = append(dst, `{"id":"`...)
@@ -27,7 +30,10 @@ func appendHead(dst []byte, r *engine.Request, object string, withKV bool) []byt
 	dst = append(dst, object...)
 	dst = append(dst, '"')
 	if withKV && r.Params.RemoteDecode {
-		dst = append(dst, `,"kv_transfer_params":{"do_remote_decode":false,"do_remote_prefill":true,"remote_block_ids":["DUMMY_ID"],"remote_engine_id":"DUMMY_ID","remote_host":"DUMMY","remote_port":1234,"tp_size":1}`...)
+		// The prefill side's answer names where the decode side fetches the KV blocks: in
+		// vLLM's kv_transfer_params and, as the specification lists them, at the top level
+		// (clients read either).
+		dst = append(dst, `,"kv_transfer_params":{`+remotePrefillFields+`,"tp_size":1},`+remotePrefillFields...)
 	}
 	dst = append(dst, `,"created":`...)
 	return strconv.AppendInt(dst, r.Created, 10)

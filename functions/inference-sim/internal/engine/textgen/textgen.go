@@ -31,65 +31,68 @@ var presetTokens = func() [][]string {
 	return out
 }()
 
-// Response-length distribution of random mode when max_tokens is given:
-// six buckets with these probabilities; the last bucket is exactly the
-// maximum (so finish_reason "length" has probability 15 %).
-var lengthBucketCumulative = [6]float64{0.2, 0.5, 0.7, 0.75, 0.85, 1.0}
+// Response-length distribution of random mode when max_tokens is given, as the
+// specification states it: six buckets with these probabilities. Up to 120 tokens the
+// buckets are of equal size; above, every bucket but the fourth is 20 tokens long and the
+// fourth covers the rest. A length is drawn uniformly inside its bucket, so the maximum
+// itself (finish_reason "length") has probability 15 % / the last bucket's size
+// (0.75 % for max_tokens 120).
+var lengthBucketProbability = [6]float64{0.20, 0.30, 0.20, 0.05, 0.10, 0.15}
 
 const (
-	flexBucket     = 3
-	fixedBucketLen = 20
-	meanRespLen    = 40
-	stdDevRespLen  = 20
+	equalBucketsUpTo = 120
+	fixedBucketLen   = 20
+	flexBucket       = 3
+	meanRespLen      = 40
+	stdDevRespLen    = 20
 )
 
-// ResponseLengthHistogram draws a length in [lo, hi] per the reference's
-// histogram (equal buckets up to 101 tokens, then 20-token buckets with
-// bucket 4 stretched over the rest).
+// LengthBuckets returns the six inclusive [start, end] ranges of the response-length
+// histogram over [lo, hi]; ok is false when the range is shorter than six tokens (no
+// six non-empty buckets), where lengths are uniform instead.
+func LengthBuckets(lo, hi int) (b [6][2]int, ok bool) {
+	n := hi - lo + 1
+	if n < len(b) {
+		return b, false
+	}
+	if n <= equalBucketsUpTo {
+		for i := range b {
+			b[i] = [2]int{lo + i*n/len(b), lo + (i+1)*n/len(b) - 1}
+		}
+		return b, true
+	}
+	next := lo
+	for i := range b {
+		size := fixedBucketLen
+		if i == flexBucket {
+			size = n - fixedBucketLen*(len(b)-1)
+		}
+		b[i] = [2]int{next, next + size - 1}
+		next += size
+	}
+	return b, true
+}
+
+// ResponseLengthHistogram draws a length in [lo, hi] from the specification's
+// six-bucket histogram (LengthBuckets), uniform over ranges shorter than six tokens.
 func ResponseLengthHistogram(r *RNG, lo, hi int) int {
 	if hi <= lo {
 		return hi
 	}
-	if hi-lo+1 <= len(lengthBucketCumulative) {
+	buckets, ok := LengthBuckets(lo, hi)
+	if !ok {
 		return r.IntRange(lo, hi)
 	}
 	u := r.Float64()
-	if u > lengthBucketCumulative[len(lengthBucketCumulative)-2] {
-		return hi
-	}
-	b := len(lengthBucketCumulative) - 1
-	for i, c := range lengthBucketCumulative {
-		if u <= c {
-			b = i
+	chosen := len(buckets) - 1
+	for i, p := range lengthBucketProbability {
+		if u < p {
+			chosen = i
 			break
 		}
+		u -= p
 	}
-	n := len(lengthBucketCumulative)
-	var start, end int
-	rangeLen := hi - lo + 1
-	if rangeLen <= fixedBucketLen*(n-1)+1 {
-		size := float64(hi-lo) / float64(n-1)
-		start = lo + int(size*float64(b))
-		end = lo + int(size*float64(b+1)) - 1
-	} else {
-		flex := rangeLen - fixedBucketLen*(n-2)
-		switch {
-		case b < flexBucket:
-			start = lo + fixedBucketLen*b
-			end = lo + fixedBucketLen*(b+1) - 1
-		case b == flexBucket:
-			start = lo + fixedBucketLen*b
-			end = start + flex - 1
-		default:
-			start = lo + fixedBucketLen*(b-1) + flex
-			end = lo + fixedBucketLen*b + flex - 1
-		}
-	}
-	end = min(end, hi-1)
-	if end < start {
-		return start
-	}
-	return r.IntRange(start, end)
+	return r.IntRange(buckets[chosen][0], buckets[chosen][1])
 }
 
 // ResponseLengthGaussian draws from N(40, 20) within [lo, hi] (uniform

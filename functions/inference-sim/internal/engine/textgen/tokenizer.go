@@ -96,3 +96,22 @@ func AppendTokenIDs(dst []uint32, s string) []uint32 {
 		i = en
 	}
 }
+
+// Tokenizer turns prompt text into token ids: what prompt lengths, the context window, KV
+// block hashes, dataset keys and /tokenize count with. The dummy tokenizer above is the
+// default; the command can load a Hugging Face tokenizer.json instead (internal/hftokenizer).
+// Generated text is made of preset tokens either way, each one token.
+type Tokenizer interface {
+	// AppendIDs appends the ids of the tokens of s.
+	AppendIDs(dst []uint32, s string) []uint32
+	// Count returns the number of tokens of s.
+	Count(s string) int
+}
+
+type dummyTokenizer struct{}
+
+func (dummyTokenizer) AppendIDs(dst []uint32, s string) []uint32 { return AppendTokenIDs(dst, s) }
+func (dummyTokenizer) Count(s string) int                        { return CountTokens(s) }
+
+// Dummy is the dummy tokenizer as a Tokenizer.
+var Dummy Tokenizer = dummyTokenizer{}
