@@ -149,6 +149,7 @@ func compare(g, b *prepared) Comparison {
 			c.MechanismDeltaPercent = append(c.MechanismDeltaPercent, Entry[float64]{k, d})
 		}
 	}
+	c.Mechanisms = mechanisms(gm, bm)
 	c.MatrixStatistics, c.RateStageStatistics = statistics(g, b)
 	c.Significance = significance(g.c.Bootstrap, b.c.Bootstrap, g.c.ID+"/"+b.c.ID)
 	return c

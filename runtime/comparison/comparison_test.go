@@ -479,7 +479,7 @@ func TestComparisonKeysInOrder(t *testing.T) {
 	}
 	want := []string{"workload_id", "scenario_id", "scenario_name", "sla", "guide", "guide_configuration", "baseline_configuration",
 		"guide_case_id", "baseline_case_id", "baseline_type", "parity", "guide_metrics", "baseline_metrics", "delta_percent",
-		"mechanism_delta_percent", "matrix_statistics", "rate_stage_statistics", "significance"}
+		"mechanism_delta_percent", "matrix_statistics", "rate_stage_statistics", "significance", "mechanisms"}
 	if !reflect.DeepEqual(keys.Keys(), want) {
 		t.Errorf("comparison keys\n%v\nwant\n%v", keys.Keys(), want)
 	}

@@ -4,7 +4,7 @@ import "encoding/json"
 
 // NeedsRefresh says whether a stored report must be rebuilt (§2): it is missing, empty or not
 // an object, its comparison_version is not 2, a comparison lacks parity (or, with a baseline,
-// the parity's reasons), mechanism_delta_percent or significance, or a comparison with rate-stage rows lacks either side's
+// the parity's reasons), mechanism_delta_percent, significance or (with a baseline) mechanisms, or a comparison with rate-stage rows lacks either side's
 // configuration facts or has a row without guide or baseline.
 func NeedsRefresh(stored json.RawMessage) bool {
 	var report map[string]any
@@ -38,6 +38,9 @@ func NeedsRefresh(stored json.RawMessage) bool {
 		}
 		if _, ok := c["mechanism_delta_percent"]; !ok {
 			return true
+		}
+		if _, ok := c["mechanisms"]; !ok && c["baseline_case_id"] != nil {
+			return true // from before the report named the mechanisms
 		}
 		if _, ok := c["significance"]; !ok {
 			return true // from before the confidence intervals (null when the runs keep no replicates)

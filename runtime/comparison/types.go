@@ -113,6 +113,10 @@ type Comparison struct {
 	// Significance holds the 95 % confidence intervals of the guide/baseline ratios and a
 	// verdict per metric; null without a baseline or without both runs' bootstrap records.
 	Significance *Significance `json:"significance"`
+	// Mechanisms (after the reference's keys) names the serving mechanisms whose evidence
+	// differs (queueing, batch size, preemptions, cache hits), largest difference first: empty
+	// when none does or a run has no evidence, null without a baseline.
+	Mechanisms []Mechanism `json:"mechanisms"`
 }
 
 // TopologyComparison compares two guide cases of one scenario (left in the guide role).

@@ -273,6 +273,14 @@ func comparisonSections(n int, c comparison.Comparison) []report.Section {
 			sig.Iterations, sig.Seed))
 	}
 	sections := []report.Section{head, slaSection(c)}
+	if len(c.Mechanisms) > 0 {
+		why := report.Section{Heading: fmt.Sprintf("Comparison %d: what drives the difference", n),
+			Table: &report.Table{Header: []string{"mechanism", "guide", "baseline", "what it means"}}}
+		for _, m := range c.Mechanisms {
+			why.Table.Rows = append(why.Table.Rows, []string{m.Mechanism, report.Num(m.Guide), report.Num(m.Baseline), m.Says})
+		}
+		sections = append(sections, why)
+	}
 	if len(c.MechanismDeltaPercent) > 0 {
 		mech := report.Section{Heading: fmt.Sprintf("Comparison %d: mechanism metrics", n),
 			Table: &report.Table{Header: []string{"mechanism metric", "Δ %"}}}
