@@ -36,8 +36,8 @@
 // functions/inference-sim/internal/hftokenizer (--tokenizer),
 // runtime/jsonstr (JSON strings), runtime/sockpeek (the watch on the client's connection),
 // runtime/egress (which Host names /admin answers),
-// runtime/enginemodel and runtime/kvblock (the engine model in real time, enginemode.go, over
-// the prompt's block hashes),
+// runtime/enginemodel, runtime/kvblock and wasm-modules/stepcost (the engine model in real
+// time, enginemode.go, over the prompt's block hashes, priced natively or by a step-cost module),
 // the latency core wasm-modules/latency
 // (shared with the WASM guests), runtime/wasmhost (WASM calculators),
 // the standard library, client_golang, zmq4 (through engine and kvcache), the
