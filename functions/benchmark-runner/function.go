@@ -1,7 +1,9 @@
 package benchmarkrunner
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -286,10 +288,18 @@ func (r *Runner) reapLost(ctx context.Context) error {
 		// is left as it is now (it released its use as it ended). The use goes first, as in
 		// finish.
 		r.release(ctx, run)
+		partial, n := r.partialMetrics(run)
 		ended, err := r.runs.Transition(ctx, run.ID(), []string{from}, to, state.Fence{}, func(run *evalrun.Run) error {
 			run.Set("error", msg)
 			run.Set("finished_at", evalrun.Now())
 			run.Set("progress_message", "Runner lost")
+			if partial != nil && !run.Has("metrics") {
+				// What the records on disk support: the run is partial, and says so.
+				run.Set("metrics", partial)
+				run.Set("partial", true)
+				run.Set("partial_reason", fmt.Sprintf("The runner was lost after %d requests were recorded; "+
+					"the metrics are computed from those records only.", n))
+			}
 			return nil
 		})
 		if err == nil {
@@ -309,6 +319,34 @@ func (r *Runner) reapLost(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// maxPartialRecords bounds the records read for a lost run's partial metrics.
+const maxPartialRecords = 2_000_000
+
+// partialMetrics computes a lost run's metrics from the per-request records its runner had
+// written (a truncated last line is skipped); nil when there are none.
+func (r *Runner) partialMetrics(run *evalrun.Run) (evalrun.Metrics, int) {
+	f, err := os.Open(r.runs.RecordsPath(run.ID()))
+	if err != nil {
+		return nil, 0
+	}
+	defer f.Close()
+	b := evalrun.NewBuilder(run.SLATargets())
+	dec := json.NewDecoder(bufio.NewReaderSize(f, 64<<10))
+	n := 0
+	for n < maxPartialRecords {
+		var rec loadgen.Record
+		if err := dec.Decode(&rec); err != nil {
+			break // the end, or the line the runner was writing when it died
+		}
+		b.Add(rec, nil)
+		n++
+	}
+	if n == 0 {
+		return nil, 0
+	}
+	return b.Metrics(artifactsURI(run.ID()) + "per-request-jsonl"), n
 }
 
 // Sweep starts queued runs this instance has room for and ends runs whose runner was lost,

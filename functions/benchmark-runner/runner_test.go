@@ -17,6 +17,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/fn/fntest"
+	"github.com/lensfn/lensfn/runtime/loadgen"
 	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/state"
 )
@@ -404,6 +405,46 @@ func TestLostRunnerFailsTheRun(t *testing.T) {
 	run := h.waitFor(t, id, 5*time.Second, terminal)
 	if run.Status() != evalrun.StatusFailed || !strings.Contains(run.String("error"), "runner was lost") || !strings.Contains(run.String("error"), "dead-pod") {
 		t.Fatalf("status %s error %q", run.Status(), run.String("error"))
+	}
+	if run.Has("partial") {
+		t.Errorf("a run without records is marked partial")
+	}
+}
+
+// A lost runner's records on disk still count: the run gets the metrics they support and says
+// it is partial (98 records and no metrics before).
+func TestLostRunnerKeepsWhatItsRecordsSupport(t *testing.T) {
+	h := start(t, &fakeModel{}, fast())
+	req, raw, err := evalrun.ParseRequest([]byte(`{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":4}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := evalrun.BuildRun(evalrun.NewID(), req, raw, evalrun.Target{ExecutionID: "exec-1", Model: "fake-model", Endpoint: h.url, Status: "ready"})
+	lost.Set("status", evalrun.StatusRunning)
+	lost.Set("owner_instance_id", "dead-pod")
+	if err := os.MkdirAll(h.runs.RunDir(lost.ID()), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var lines strings.Builder
+	for i := 1; i <= 98; i++ {
+		ttft, code := 20.0+float64(i%5), 200
+		rec := loadgen.Record{RequestID: int64(i), StatusCode: &code, Successful: true, StartedAtSeconds: float64(i) * 0.1,
+			CompletedAtSeconds: float64(i)*0.1 + 0.05, LatencyMs: 50, TTFTMs: &ttft, InputTokens: 8, OutputTokens: 4}
+		b, _ := json.Marshal(rec)
+		lines.Write(append(b, '\n'))
+	}
+	lines.WriteString(`{"request_id":99,"succ`) // the line being written when the runner died
+	if err := os.WriteFile(h.runs.RecordsPath(lost.ID()), []byte(lines.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.runs.Create(context.Background(), lost, "sk-test"); err != nil {
+		t.Fatal(err)
+	}
+	m := doc(t, h.waitFor(t, lost.ID(), 5*time.Second, terminal))
+	metrics, _ := m["metrics"].(map[string]any)
+	if m["status"] != "failed" || m["partial"] != true || !strings.Contains(m["partial_reason"].(string), "98 requests") ||
+		metrics["request_count"] != 98.0 || metrics["ttft_ms"] == nil {
+		t.Fatalf("status %v partial %v (%v) metrics %v", m["status"], m["partial"], m["partial_reason"], metrics)
 	}
 }
 

@@ -71,6 +71,8 @@ type View struct {
 	LogsTruncated      *bool              `json:"logs_truncated,omitempty"`
 	Warmup             json.RawMessage    `json:"warmup,omitempty"`
 	Metrics            json.RawMessage    `json:"metrics,omitempty"`
+	Partial            *bool              `json:"partial,omitempty" doc:"the metrics cover only the records a lost runner had written"`
+	PartialReason      *string            `json:"partial_reason,omitempty"`
 	MatrixResults      json.RawMessage    `json:"matrix_results,omitempty" doc:"left out of lists"`
 	RateStageResults   json.RawMessage    `json:"rate_stage_results,omitempty" doc:"left out of lists"`
 	RepetitionResults  json.RawMessage    `json:"repetition_results,omitempty" doc:"with repetitions: each repetition's headline metrics; left out of lists"`
