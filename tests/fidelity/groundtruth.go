@@ -178,6 +178,18 @@ func parseRow(col map[string]int, rec []string) (Row, bool, error) {
 	r.Arch = stepcost.Arch{Name: r.Model, Architecture: f.str("arch"), Layers: f.int("num_layers"), Hidden: f.int("hidden_size"),
 		Heads: f.int("num_heads"), KVHeads: f.int("num_kv_heads"), HeadDim: f.int("head_dim"), IntermediateSize: f.int("intermediate_size"),
 		Vocab: f.int("vocab_size"), Experts: f.int("num_experts"), ExpertsPerToken: f.int("experts_per_token"), DTypeBytes: dtype}
+	// An MoE model's experts may be narrower than its dense MLP (Qwen3's moe_intermediate_size):
+	// the column when the file has it, else the catalogue's figure for the same model.
+	if _, ok := col["moe_intermediate_size"]; ok {
+		r.Arch.MoEIntermediateSize = f.int("moe_intermediate_size")
+	} else if known, ok := stepcost.LookupModel(r.Model); ok && r.Arch.Experts > 0 {
+		r.Arch.MoEIntermediateSize = known.MoEIntermediateSize
+	}
+	if _, ok := col["tie_word_embeddings"]; ok {
+		r.Arch.TiedEmbeddings = strings.EqualFold(f.str("tie_word_embeddings"), "true")
+	} else if known, ok := stepcost.LookupModel(r.Model); ok {
+		r.Arch.TiedEmbeddings = known.TiedEmbeddings
+	}
 	r.TP, r.MaxNumSeqs, r.MaxBatched = f.int("tp"), f.int("max_num_seqs"), f.int("max_num_batched_tokens")
 	r.BlockSize, r.KVBlocks, r.MaxLen = f.int("block_size"), f.int("kv_blocks_total_gpu"), f.int("max_model_len")
 	r.Groups, r.PromptsPerGroup = f.int("resolved_num_groups"), f.int("resolved_num_prompts_per_group")
