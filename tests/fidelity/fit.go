@@ -183,7 +183,6 @@ func nelderMead(f func([]float64) float64, x0 []float64, step float64, maxEval i
 	return pts[i], vals[i]
 }
 
-
 // Fold is one model left out: the coefficients fitted on the others and the left-out
 // model's rows scored with them.
 type Fold struct {

@@ -25,6 +25,7 @@ type Row struct {
 	Arch                        stepcost.Arch
 	TP, MaxNumSeqs, MaxBatched  int
 	BlockSize, KVBlocks, MaxLen int
+	GPUMemoryUtilization        float64
 	Groups, PromptsPerGroup     int
 	SystemPromptLen             int
 	QuestionLen, OutputLen      int
@@ -192,6 +193,9 @@ func parseRow(col map[string]int, rec []string) (Row, bool, error) {
 	}
 	r.TP, r.MaxNumSeqs, r.MaxBatched = f.int("tp"), f.int("max_num_seqs"), f.int("max_num_batched_tokens")
 	r.BlockSize, r.KVBlocks, r.MaxLen = f.int("block_size"), f.int("kv_blocks_total_gpu"), f.int("max_model_len")
+	if _, ok := col["gpu_memory_utilization"]; ok {
+		r.GPUMemoryUtilization = f.num("gpu_memory_utilization")
+	}
 	r.Groups, r.PromptsPerGroup = f.int("resolved_num_groups"), f.int("resolved_num_prompts_per_group")
 	r.SystemPromptLen, r.QuestionLen, r.OutputLen = f.int("system_prompt_len"), f.int("question_len"), f.int("output_len_max_tokens")
 	r.PromptLenMean = f.num("prompt_len_mean")
@@ -226,7 +230,11 @@ func (x *Experiment) Spec(coef stepcost.Coefficients) (*enginemodel.Resolved, er
 	}
 	blocks := r.KVBlocks
 	if blocks == 0 {
-		if blocks, err = cost.KVBlocks(r.BlockSize, enginemodel.DefaultGPUMemoryUtilization); err != nil {
+		util := r.GPUMemoryUtilization
+		if util <= 0 {
+			util = enginemodel.DefaultGPUMemoryUtilization
+		}
+		if blocks, err = cost.KVBlocks(r.BlockSize, util); err != nil {
 			return nil, fmt.Errorf("experiment %s: %v", x.Name, err)
 		}
 	}
