@@ -77,6 +77,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		for _, f := range folds {
 			b, _ := json.Marshal(f.Fit.Coefficients)
 			fmt.Fprintf(stdout, "\nleft out: %s (fitted on the others: %s)\n", f.Model, b)
+			WriteTable(stdout, f.Rows)
 			WriteMAPE(stdout, "engine model, held out", Summarize(f.Rows), "")
 			all = append(all, f.Rows...)
 		}
