@@ -11,6 +11,6 @@
 //
 // It may import runtime/apiclient, runtime/livesummary (the live summary it prints), runtime/sse, runtime/simtask,
 // and, for lensctl predict, which runs the engine model here on the benchmark runner's schedules, events,
-// runtime/enginemodel, runtime/evalrun, runtime/predict and runtime/workload. Cobra, go-pretty, progressbar and
+// runtime/enginemodel, runtime/evalrun and runtime/predict. Cobra, go-pretty, progressbar and
 // yaml.v3 live here.
 package lensctl

@@ -15,7 +15,6 @@ import (
 	"github.com/lensfn/lensfn/runtime/enginemodel"
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/predict"
-	"github.com/lensfn/lensfn/runtime/workload"
 )
 
 // predictCmd runs a benchmark workload through the vLLM engine model in virtual time: the
@@ -116,23 +115,16 @@ func (a *app) predictWorkload(file, name string, seed uint64, eng *enginemodel.R
 			return nil, "", usageError{fmt.Errorf("%s names no workload: give shared_prefix, workload or workload_yaml", file)}
 		}
 	}
+	var run *predict.Run
+	var err error
 	if sp != nil {
 		if err := evalrun.ValidateSpec(events.BenchmarkSpec{SharedPrefix: sp}); err != nil {
 			return nil, "", usageError{err}
 		}
-		run, err := predict.Predict(workload.NewSharedPrefix(sp, seed), sp.Stages, eng, opt)
-		if err != nil {
-			return nil, "", usageError{err}
-		}
-		return run, name, nil
+		run, err = predict.SharedPrefix(sp, seed, eng, opt)
+	} else {
+		run, err = predict.Named(w, seed, eng, opt)
 	}
-	if opt.Timeout == 0 {
-		opt.Timeout = w.RequestTimeout
-	}
-	if len(w.Stages) == 0 {
-		return nil, "", usageError{fmt.Errorf("workload %s runs closed-loop concurrency stages; the predictor takes rate stages", w.Name)}
-	}
-	run, err := predict.Predict(workload.NewNamed(w, seed), w.Stages, eng, opt)
 	if err != nil {
 		return nil, "", usageError{err}
 	}

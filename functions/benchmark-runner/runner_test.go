@@ -387,10 +387,11 @@ func TestSharedPrefixRateStages(t *testing.T) {
 	}
 }
 
-func TestLostRunnerFailsTheRun(t *testing.T) {
-	h := start(t, &fakeModel{}, fast())
-	// A runner claimed it and died: stored running, owned by a pod that holds no lease. It is
-	// stored that way at once: a queued run would be claimed by this runner's own sweep first.
+// lostRun is a run a runner claimed and died with: stored running, owned by a pod that holds no
+// lease. It is stored that way at once (a queued run would be claimed by this runner's own sweep
+// first); before it is stored, prepare may leave files in its folder.
+func lostRun(t *testing.T, h *harness, prepare func(*evalrun.Run)) *evalrun.Run {
+	t.Helper()
 	req, raw, err := evalrun.ParseRequest([]byte(`{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":4}]}`))
 	if err != nil {
 		t.Fatal(err)
@@ -398,10 +399,18 @@ func TestLostRunnerFailsTheRun(t *testing.T) {
 	lost := evalrun.BuildRun(evalrun.NewID(), req, raw, evalrun.Target{ExecutionID: "exec-1", Model: "fake-model", Endpoint: h.url, Status: "ready"})
 	lost.Set("status", evalrun.StatusRunning)
 	lost.Set("owner_instance_id", "dead-pod")
+	if prepare != nil {
+		prepare(lost)
+	}
 	if err := h.runs.Create(context.Background(), lost, "sk-test"); err != nil {
 		t.Fatal(err)
 	}
-	id := lost.ID()
+	return lost
+}
+
+func TestLostRunnerFailsTheRun(t *testing.T) {
+	h := start(t, &fakeModel{}, fast())
+	id := lostRun(t, h, nil).ID()
 	run := h.waitFor(t, id, 5*time.Second, terminal)
 	if run.Status() != evalrun.StatusFailed || !strings.Contains(run.String("error"), "runner was lost") || !strings.Contains(run.String("error"), "dead-pod") {
 		t.Fatalf("status %s error %q", run.Status(), run.String("error"))
@@ -415,31 +424,23 @@ func TestLostRunnerFailsTheRun(t *testing.T) {
 // it is partial (98 records and no metrics before).
 func TestLostRunnerKeepsWhatItsRecordsSupport(t *testing.T) {
 	h := start(t, &fakeModel{}, fast())
-	req, raw, err := evalrun.ParseRequest([]byte(`{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":4}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lost := evalrun.BuildRun(evalrun.NewID(), req, raw, evalrun.Target{ExecutionID: "exec-1", Model: "fake-model", Endpoint: h.url, Status: "ready"})
-	lost.Set("status", evalrun.StatusRunning)
-	lost.Set("owner_instance_id", "dead-pod")
-	if err := os.MkdirAll(h.runs.RunDir(lost.ID()), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	var lines strings.Builder
-	for i := 1; i <= 98; i++ {
-		ttft, code := 20.0+float64(i%5), 200
-		rec := loadgen.Record{RequestID: int64(i), StatusCode: &code, Successful: true, StartedAtSeconds: float64(i) * 0.1,
-			CompletedAtSeconds: float64(i)*0.1 + 0.05, LatencyMs: 50, TTFTMs: &ttft, InputTokens: 8, OutputTokens: 4}
-		b, _ := json.Marshal(rec)
-		lines.Write(append(b, '\n'))
-	}
-	lines.WriteString(`{"request_id":99,"succ`) // the line being written when the runner died
-	if err := os.WriteFile(h.runs.RecordsPath(lost.ID()), []byte(lines.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.runs.Create(context.Background(), lost, "sk-test"); err != nil {
-		t.Fatal(err)
-	}
+	lost := lostRun(t, h, func(lost *evalrun.Run) {
+		if err := os.MkdirAll(h.runs.RunDir(lost.ID()), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		var lines strings.Builder
+		for i := 1; i <= 98; i++ {
+			ttft, code := 20.0+float64(i%5), 200
+			rec := loadgen.Record{RequestID: int64(i), StatusCode: &code, Successful: true, StartedAtSeconds: float64(i) * 0.1,
+				CompletedAtSeconds: float64(i)*0.1 + 0.05, LatencyMs: 50, TTFTMs: &ttft, InputTokens: 8, OutputTokens: 4}
+			b, _ := json.Marshal(rec)
+			lines.Write(append(b, '\n'))
+		}
+		lines.WriteString(`{"request_id":99,"succ`) // the line being written when the runner died
+		if err := os.WriteFile(h.runs.RecordsPath(lost.ID()), []byte(lines.String()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	})
 	m := doc(t, h.waitFor(t, lost.ID(), 5*time.Second, terminal))
 	metrics, _ := m["metrics"].(map[string]any)
 	if m["status"] != "failed" || m["partial"] != true || !strings.Contains(m["partial_reason"].(string), "98 requests") ||

@@ -309,7 +309,7 @@ func (e *engineRank) report() {
 // shows at the next write.
 func (g *genCtx) awaitEngine() bool {
 	t := g.ticket
-	if t.produced[0].Load() > 0 || g.req.Params.Stream && anyProduced(t) {
+	if anyProduced(t) {
 		<-t.wake
 		return true
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,25 +28,10 @@ func TestModuleCalculatorNames(t *testing.T) {
 func TestSimulatorServesWithAModuleCalculator(t *testing.T) {
 	w := &WASMCalculators{Dirs: ModuleDirs{Builtin: wasmtest.BuiltinDir(t), Cache: wasmtest.CacheDir(t)}}
 	defer w.Close(context.Background())
-	cfg, err := config.Parse([]string{"--model", "fake-model", "--seed", "1", "--latency-calculator", "wasm:constant",
-		"--time-to-first-token", "30ms", "--inter-token-latency", "2ms"}, config.Environment{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sim, err := New(cfg, WithCalculatorResolver(w.Resolve), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sim.ServeListeners(ctx, []net.Listener{ln}) }()
-	defer func() { cancel(); <-done }()
+	ts := startSimWith(t, config.Environment{}, []Option{WithCalculatorResolver(w.Resolve)}, "--model", "fake-model", "--seed", "1",
+		"--latency-calculator", "wasm:constant", "--time-to-first-token", "30ms", "--inter-token-latency", "2ms")
 	start := time.Now()
-	code, _, body := post(t, "http://"+ln.Addr().String()+"/v1/chat/completions",
+	code, _, body := post(t, ts.url()+"/v1/chat/completions",
 		`{"model":"fake-model","messages":[{"role":"user","content":"hi"}],"max_tokens":11,"ignore_eos":true}`)
 	// 30 ms + 10 x 2 ms = 50 ms, never less.
 	if elapsed := time.Since(start); code != 200 || elapsed < 50*time.Millisecond {
@@ -74,24 +58,10 @@ func TestEngineRunsOnAStepCostModule(t *testing.T) {
 	if _, err := New(cfg, WithStepCostResolver(w.ResolveStepCost), quiet); err == nil || !strings.Contains(err.Error(), "step_cost") {
 		t.Fatalf("a schedule calculator as the step-cost module: %v", err)
 	}
-	cfg, err = config.Parse(append(args, "wasm:stepcost"), config.Environment{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sim, err := New(cfg, WithStepCostResolver(w.ResolveStepCost), quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sim.ServeListeners(ctx, []net.Listener{ln}) }()
-	defer func() { cancel(); <-done }()
+	ts := startSimWith(t, config.Environment{}, []Option{WithStepCostResolver(w.ResolveStepCost)}, append(args, "wasm:stepcost")...)
+	sim := ts.sim
 	start := time.Now()
-	code, _, body := post(t, "http://"+ln.Addr().String()+"/v1/completions",
+	code, _, body := post(t, ts.url()+"/v1/completions",
 		`{"model":"meta-llama/Llama-2-7b-hf","prompt":"hello world","max_tokens":30,"ignore_eos":true}`)
 	took := time.Since(start)
 	if code != 200 {

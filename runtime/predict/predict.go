@@ -91,17 +91,21 @@ type Options struct {
 }
 
 // SharedPrefix predicts a shared-prefix workload on the resolved engine, with the benchmark
-// runner's schedule for seed. timeout (seconds, 0: none) fails requests as a client would.
-func SharedPrefix(sp *events.SharedPrefix, seed uint64, eng *enginemodel.Resolved, timeout float64) (*Run, error) {
-	return Predict(workload.NewSharedPrefix(sp, seed), sp.Stages, eng, Options{Timeout: timeout})
+// runner's schedule for seed.
+func SharedPrefix(sp *events.SharedPrefix, seed uint64, eng *enginemodel.Resolved, opt Options) (*Run, error) {
+	return Predict(workload.NewSharedPrefix(sp, seed), sp.Stages, eng, opt)
 }
 
-// Named predicts a named workload's rate stages.
-func Named(w evalrun.Workload, seed uint64, eng *enginemodel.Resolved, replicas int) (*Run, error) {
+// Named predicts a named workload's rate stages; without a timeout of its own, requests time
+// out as the workload's do.
+func Named(w evalrun.Workload, seed uint64, eng *enginemodel.Resolved, opt Options) (*Run, error) {
 	if len(w.Stages) == 0 {
 		return nil, fmt.Errorf("workload %s runs closed-loop concurrency stages; the predictor takes rate stages", w.Name)
 	}
-	return Predict(workload.NewNamed(w, seed), w.Stages, eng, Options{Timeout: w.RequestTimeout, Replicas: replicas})
+	if opt.Timeout == 0 {
+		opt.Timeout = w.RequestTimeout
+	}
+	return Predict(workload.NewNamed(w, seed), w.Stages, eng, opt)
 }
 
 // MaxReplicas bounds Options.Replicas.

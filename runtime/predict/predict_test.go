@@ -63,7 +63,7 @@ func TestPredictingALightLoadHasNoQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := SharedPrefix(sp, 1, eng, 0)
+	run, err := SharedPrefix(sp, 1, eng, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func TestOneEngineTwoClocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := predict.SharedPrefix(sp, seed, eng, 0)
+	run, err := predict.SharedPrefix(sp, seed, eng, predict.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

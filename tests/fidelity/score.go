@@ -118,7 +118,7 @@ func scoreExperiment(x *Experiment, coef stepcost.Coefficients, seed uint64) ([]
 	if err != nil {
 		return nil, err
 	}
-	run, err := predict.SharedPrefix(x.Workload(), seed, eng, ClientTimeout)
+	run, err := predict.SharedPrefix(x.Workload(), seed, eng, predict.Options{Timeout: ClientTimeout})
 	if err != nil {
 		return nil, fmt.Errorf("experiment %s: %v", x.Name, err)
 	}

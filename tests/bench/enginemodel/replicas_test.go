@@ -17,18 +17,16 @@ import (
 	"github.com/lensfn/lensfn/events"
 	"github.com/lensfn/lensfn/runtime/loadgen"
 	"github.com/lensfn/lensfn/runtime/workload"
+	"github.com/lensfn/lensfn/tests/bench/benchkit"
 )
 
-// procCPU is a process's user + system CPU time from /proc (clock ticks of 10 ms).
-func procCPU(b *testing.B, pid int) time.Duration {
-	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+// simCPU is the simulator's CPU time so far.
+func simCPU(b *testing.B, pid int) time.Duration {
+	d, err := benchkit.ProcessCPUTime(pid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond
+	return d
 }
 
 // generated is vllm:generation_tokens_total summed over the ranks' /metrics.
@@ -76,24 +74,16 @@ func freePort(b *testing.B, n int) int {
 	return 0
 }
 
-// BenchmarkRealTimeReplicas: LENS_SIM_BIN (a built inference-sim) with 16 ranks in engine mode,
+// BenchmarkRealTimeReplicas: the simulator (LENS_SIM_BIN, else built here) with 16 ranks in engine mode,
 // each sent the "general" shared-prefix workload at LENS_ENGINE_RATE requests/s (default 20,
 // the highest rate one H100 served Llama-2-7B at in the shipped measurements without overload)
 // for LENS_ENGINE_SECONDS (default 30). It reports the simulator's cores (CPU seconds per second)
 // and the tokens it streamed per second.
 func BenchmarkRealTimeReplicas(b *testing.B) {
-	bin := os.Getenv("LENS_SIM_BIN")
-	if bin == "" {
-		b.Skip("LENS_SIM_BIN names a built inference-sim")
-	}
+	bin := benchkit.SimulatorBinary(b)
 	const replicas, model = 16, "meta-llama/Llama-2-7b-hf"
-	rate, seconds := 20.0, 30.0
-	if v, err := strconv.ParseFloat(os.Getenv("LENS_ENGINE_RATE"), 64); err == nil {
-		rate = v
-	}
-	if v, err := strconv.ParseFloat(os.Getenv("LENS_ENGINE_SECONDS"), 64); err == nil {
-		seconds = v
-	}
+	rate := float64(benchkit.EnvInt(b, "LENS_ENGINE_RATE", 20))
+	seconds := float64(benchkit.EnvInt(b, "LENS_ENGINE_SECONDS", 30))
 	port := freePort(b, replicas)
 	cmd := exec.Command(bin, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--model", model, "--latency-calculator", "engine",
 		"--data-parallel-size", strconv.Itoa(replicas), "--max-num-seqs", "128", "--max-num-batched-tokens", "2048",
@@ -123,9 +113,9 @@ func BenchmarkRealTimeReplicas(b *testing.B) {
 		steady := make(chan window, 1)
 		go func() {
 			time.Sleep(5 * time.Second)
-			c0, g0, t0 := procCPU(b, cmd.Process.Pid), generated(b, port, replicas), time.Now()
+			c0, g0, t0 := simCPU(b, cmd.Process.Pid), generated(b, port, replicas), time.Now()
 			time.Sleep(time.Duration((seconds - 5) * float64(time.Second)))
-			cpu, gen := (procCPU(b, cmd.Process.Pid) - c0).Seconds(), generated(b, port, replicas)-g0
+			cpu, gen := (simCPU(b, cmd.Process.Pid) - c0).Seconds(), generated(b, port, replicas)-g0
 			steady <- window{cpu / time.Since(t0).Seconds(), cpu * 1e6 / max(gen, 1)}
 		}()
 		for r := 0; r < replicas; r++ {
