@@ -28,10 +28,11 @@ func TestOneEngineTwoClocks(t *testing.T) {
 		MaxNumBatchedTokens: 2048, BlockSize: 16, MaxModelLen: 4096}
 	url := startSimulator(t, "--model", model, "--served-model-name", model, "--latency-calculator", "engine",
 		"--tensor-parallel-size", "4", "--max-num-seqs", "128", "--max-num-batched-tokens", "2048", "--max-model-len", "4096")
-	// Long questions that rarely repeat (200 prompts, ~120 requests): each prefill is ~1,500
-	// tokens, so the TTFT (~0.2 s) dwarfs what HTTP and a busy host's late wake-ups add to it.
-	sp := &events.SharedPrefix{NumGroups: 10, NumPromptsPerGroup: 20, SystemPromptLen: 100, QuestionLen: 1400, OutputLen: 60,
-		Stages: []events.RateStage{{Rate: 2, Duration: 60}}}
+	// Long questions that never repeat (200 prompts, ~60 requests): each prefill is 3,000
+	// tokens, so the TTFT (~0.4 s) dwarfs what HTTP and a busy host's late wake-ups (10-15 ms
+	// while the rest of the suite runs) add to it.
+	sp := &events.SharedPrefix{NumGroups: 10, NumPromptsPerGroup: 20, SystemPromptLen: 100, QuestionLen: 2900, OutputLen: 60,
+		Stages: []events.RateStage{{Rate: 1, Duration: 60}}}
 
 	eng, err := spec.Resolve(false)
 	if err != nil {
