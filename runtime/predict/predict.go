@@ -93,6 +93,9 @@ type Options struct {
 // SharedPrefix predicts a shared-prefix workload on the resolved engine, with the benchmark
 // runner's schedule for seed.
 func SharedPrefix(sp *events.SharedPrefix, seed uint64, eng *enginemodel.Resolved, opt Options) (*Run, error) {
+	if err := checkSize(sp.Stages); err != nil {
+		return nil, err
+	}
 	return Predict(workload.NewSharedPrefix(sp, seed), sp.Stages, eng, opt)
 }
 
@@ -105,7 +108,25 @@ func Named(w evalrun.Workload, seed uint64, eng *enginemodel.Resolved, opt Optio
 	if opt.Timeout == 0 {
 		opt.Timeout = w.RequestTimeout
 	}
+	if err := checkSize(w.Stages); err != nil {
+		return nil, err
+	}
 	return Predict(workload.NewNamed(w, seed), w.Stages, eng, opt)
+}
+
+// MaxRequests bounds one prediction (about 200 bytes a request while it runs): the expected
+// arrivals of the rate stages, before any is drawn.
+const MaxRequests = 5_000_000
+
+func checkSize(stages []events.RateStage) error {
+	expected := 0.0
+	for _, st := range stages {
+		expected += st.Rate * st.Duration
+	}
+	if expected > MaxRequests {
+		return fmt.Errorf("the workload's stages send about %.0f requests; a prediction takes at most %d", expected, MaxRequests)
+	}
+	return nil
 }
 
 // MaxReplicas bounds Options.Replicas.

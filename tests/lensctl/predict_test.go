@@ -80,14 +80,20 @@ func TestPredictShowsMechanisms(t *testing.T) {
 }
 
 func TestPredictRefusesBadInput(t *testing.T) {
+	huge := filepath.Join(t.TempDir(), "huge.json")
+	if err := os.WriteFile(huge, []byte(`{"shared_prefix":{"num_groups":1,"num_prompts_per_group":1,"system_prompt_len":10,`+
+		`"question_len":10,"output_len":10,"stages":[{"rate":10000,"duration":14400}]}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for name, args := range map[string][]string{
-		"no workload":      {"--model", "meta-llama/Llama-2-7b-hf"},
-		"unknown model":    {"--workload", "chatbot_synthetic.yaml", "--model", "gpt-17"},
-		"tp":               {"--workload", "chatbot_synthetic.yaml", "--model", "meta-llama/Llama-2-7b-hf", "--tensor-parallel-size", "3"},
-		"does not fit":     {"--workload", "chatbot_synthetic.yaml", "--model", "meta-llama/Llama-2-70b-hf", "--hardware", "L40S-48GB"},
-		"closed loop":      {"--workload", "sanity_random_concurrent.yaml", "--model", "meta-llama/Llama-2-7b-hf"},
-		"unknown gpu":      {"--workload", "chatbot_synthetic.yaml", "--model", "meta-llama/Llama-2-7b-hf", "--hardware", "TPU"},
-		"unknown workload": {"--workload", "nope.yaml", "--model", "meta-llama/Llama-2-7b-hf"},
+		"no workload":       {"--model", "meta-llama/Llama-2-7b-hf"},
+		"unknown model":     {"--workload", "chatbot_synthetic.yaml", "--model", "gpt-17"},
+		"tp":                {"--workload", "chatbot_synthetic.yaml", "--model", "meta-llama/Llama-2-7b-hf", "--tensor-parallel-size", "3"},
+		"does not fit":      {"--workload", "chatbot_synthetic.yaml", "--model", "meta-llama/Llama-2-70b-hf", "--hardware", "L40S-48GB"},
+		"closed loop":       {"--workload", "sanity_random_concurrent.yaml", "--model", "meta-llama/Llama-2-7b-hf"},
+		"unknown gpu":       {"--workload", "chatbot_synthetic.yaml", "--model", "meta-llama/Llama-2-7b-hf", "--hardware", "TPU"},
+		"unknown workload":  {"--workload", "nope.yaml", "--model", "meta-llama/Llama-2-7b-hf"},
+		"too many requests": {"-f", huge, "--model", "meta-llama/Llama-2-7b-hf"},
 	} {
 		code, _, errOut := runLensctl(t, append([]string{"predict"}, args...)...)
 		if code != lensctl.ExitUsage || !strings.Contains(errOut, "usage error") {
