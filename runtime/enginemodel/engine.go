@@ -24,6 +24,9 @@ type Config struct {
 	NoAsyncScheduling bool
 }
 
+// MaxKVBlocks bounds the KV cache's blocks.
+const MaxKVBlocks = 1 << 22
+
 // Validate refuses settings vLLM would refuse.
 func (c *Config) Validate() error {
 	switch {
@@ -33,8 +36,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("max_num_batched_tokens must be between 1 and 4194304, got %d", c.MaxNumBatchedTokens)
 	case c.BlockSize < 1 || c.BlockSize > 1024:
 		return fmt.Errorf("block_size must be between 1 and 1024, got %d", c.BlockSize)
-	case c.KVBlocks < 1 || c.KVBlocks > 1<<24:
-		return fmt.Errorf("the KV cache must have between 1 and 16777216 blocks, got %d", c.KVBlocks)
+	case c.KVBlocks < 1 || c.KVBlocks > MaxKVBlocks:
+		// Each block costs the engine 21 bytes of bookkeeping: the bound keeps one engine under
+		// 90 MB (a 1B model on an H200 needs about 270,000 blocks of 16 tokens).
+		return fmt.Errorf("the KV cache must have between 1 and %d blocks, got %d (a larger --block-size holds more tokens per block)", MaxKVBlocks, c.KVBlocks)
 	case c.MaxModelLen < 0:
 		return fmt.Errorf("max_model_len must not be negative")
 	}
