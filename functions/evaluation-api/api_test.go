@@ -177,7 +177,7 @@ func TestTimingEstimateOverHTTP(t *testing.T) {
 		!strings.Contains(toJSON(prob), "accelerator_profile") || !strings.Contains(toJSON(prob), "H100-SXM-80GB") {
 		t.Fatalf("bogus accelerator profile: %d %v", code, prob)
 	}
-	for _, ok := range []string{"nvidia", "H100-SXM-80GB", "h100", "intel-xpu", "A100-SXM-80GB"} {
+	for _, ok := range []string{"nvidia", "H100-SXM-80GB", "h100", "nvidia-h100", "nvidia-l40s", "intel-xpu", "A100-SXM-80GB"} {
 		if code := call(t, "POST", h.url+"/timing-estimate", `{"accelerator_profile":"`+ok+`"}`, &got); code != 200 {
 			t.Errorf("accelerator profile %q: %d %v", ok, code, got)
 		}

@@ -65,8 +65,13 @@ func LookupGPU(name string) (Hardware, bool) {
 			return h, true
 		}
 	}
-	if id, ok := gpuAliases[strings.ToLower(name)]; ok {
+	lower := strings.ToLower(name)
+	if id, ok := gpuAliases[lower]; ok {
 		return GPUs[id], true
+	}
+	// Profiles often carry the vendor first (nvidia-h100, nvidia-a100-80gb).
+	if rest, ok := strings.CutPrefix(lower, "nvidia-"); ok && rest != "" {
+		return LookupGPU(rest)
 	}
 	return Hardware{}, false
 }
