@@ -86,8 +86,8 @@ type engineRank struct {
 	eng      *enginemodel.Engine // the loop goroutine's alone
 	cost     EngineStepCost
 	log      *slog.Logger
-	costErr  bool // a step-cost failure was logged
-	hasher   *kvblock.Hasher
+	costErr  bool      // a step-cost failure was logged
+	hashers  sync.Pool // of *kvblock.Hasher: request goroutines hash prompts at once, a Hasher is not safe to share
 	model    string
 	overhead time.Duration // the API server's time per request
 
@@ -127,7 +127,9 @@ func (e *engineRank) submit(req *engine.Request) (*engineTicket, *openai.Error) 
 	t.ready = req.Admission.Arrival + e.overhead
 	var hashes []uint64
 	if ids := req.Prompt.IDs(); len(ids) > 0 {
-		hashes = e.hasher.AppendBlockHashes(nil, e.model, ids)
+		h := e.hashers.Get().(*kvblock.Hasher)
+		hashes = h.AppendBlockHashes(nil, e.model, ids)
+		e.hashers.Put(h)
 	}
 	for i := range req.Seqs {
 		s := &req.Seqs[i]
@@ -402,13 +404,14 @@ func newEngineRank(cfg *config.Config, res *enginemodel.Resolved, cost EngineSte
 	if err != nil {
 		return nil, err
 	}
-	e := &engineRank{eng: eng, hasher: kvblock.NewHasher(cfg.BlockSize, cfg.HashSeed), model: cfg.Model,
+	e := &engineRank{eng: eng, model: cfg.Model,
 		overhead: time.Duration(cost.RequestOverhead() * float64(time.Second)), cost: cost, log: log,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		maxQueued: int64(cfg.MaxWaitingQueueLength),
 		running:   rm.Running.WithLabelValues(rm.BaseModel), waiting: rm.Waiting.WithLabelValues(rm.BaseModel),
 		kvUsage: rm.KVUsage.WithLabelValues(rm.BaseModel), preemptions: rm.Preemptions.WithLabelValues(rm.BaseModel),
 		iterationTokens: rm.IterationTokens.WithLabelValues(rm.BaseModel)}
+	e.hashers.New = func() any { return kvblock.NewHasher(cfg.BlockSize, cfg.HashSeed) }
 	go e.run(p)
 	return e, nil
 }
