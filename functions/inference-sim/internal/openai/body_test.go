@@ -12,6 +12,7 @@ func FuzzFastDecode(f *testing.F) {
 		`{"model":"m","messages":[{"role":"user","content":"Hello"}],"max_tokens":16,"stream":true,"stream_options":{"include_usage":true}}`,
 		`{"model":"m","prompt":"hi","n":2,"ignore_eos":true,"temperature":0.7}`,
 		`{"model":"m","messages":[],"max_completion_tokens":3}`,
+		`{"model":"m","prompt":"hi","ignore_eos":true,"max_tokens":8,"min_tokens":8,"stream":true,"stream_options":{"include_usage":true}}`,
 		` { "model" : "m" , "messages" : [ { "role" : "user" , "content" : "a" , "name" : "x" } ] } `,
 	} {
 		f.Add(s, true)
@@ -64,6 +65,11 @@ func TestBodyDecode(t *testing.T) {
 	}
 	if e := b.Decode([]byte(`{"model":`), false); e == nil || e.Status != 400 || e.Message[:len("Failed to read")] != "Failed to read" {
 		t.Fatalf("bad body: %+v", e)
+	}
+	// The benchmark runner's own shape (ignore_eos with min_tokens) stays on the fast path.
+	b.Reset(1 << 10)
+	if !b.fastDecode([]byte(`{"model":"m","prompt":"hi","ignore_eos":true,"max_tokens":8,"min_tokens":8,"stream":true}`), false) || *b.Text.MaxTokens != 8 {
+		t.Fatalf("min_tokens left the fast path: %+v", b.Text)
 	}
 	b.fast.copy = make([]byte, 0, 1<<20)
 	b.Reset(1 << 10)

@@ -40,7 +40,7 @@ func (b *Body) fastDecode(body []byte, chat bool) bool {
 			c.Temperature = s.FloatField(&f.temperature)
 		case "top_p":
 			c.TopP = s.FloatField(&f.topP)
-		case "seed", "frequency_penalty", "presence_penalty":
+		case "seed", "frequency_penalty", "presence_penalty", "min_tokens": // read and dropped, as the general decoder drops them
 			if s.Peek() == 'n' && s.Null() {
 				return
 			}
