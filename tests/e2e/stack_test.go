@@ -43,8 +43,6 @@ func startStack(t *testing.T, o stackOptions) *local.Stack {
 	return stacktest.Start(t, stacktest.Options{Only: o.only, Env: o.env, DataDir: dataDir, Log: o.log, Prometheus: o.prometheus})
 }
 
-func dumpLogs(t *testing.T, dataDir string) { stacktest.DumpLogs(t, dataDir) }
-
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
 	resp, body, err := fetch(url)
