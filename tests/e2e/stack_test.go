@@ -25,14 +25,6 @@ type stackOptions struct {
 	prometheus bool
 }
 
-// withMirror sets LENS_DATASET_MIRROR when mirror is not "" (the real traces are present).
-func withMirror(env map[string]string, mirror string) map[string]string {
-	if mirror != "" {
-		env["LENS_DATASET_MIRROR"] = mirror
-	}
-	return env
-}
-
 func startStack(t *testing.T, o stackOptions) *local.Stack {
 	t.Helper()
 	dataDir := o.dataDir
