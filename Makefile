@@ -59,8 +59,9 @@ run: ## start the local stack on 127.0.0.1:8080 (Redis, broker, every function)
 # note where there is none.
 RACE_PKGS := ./runtime/... ./functions/... ./deploy/...
 
-# tests/knative reads the Knative Eventing CRD schemas from ../shared beside the repository.
-KNATIVE_CRDS := ../shared/reference/knative-crds
+# tests/knative reads the Knative Eventing CRD schemas from the shared directory
+# (LENS_SHARED_DIR, default ../shared beside the repository).
+KNATIVE_CRDS := $${LENS_SHARED_DIR:-../shared}/reference/knative-crds
 
 test: ## run every test (embedded Redis unless REDIS_URL is set; tests/knative checks the Knative manifests), then the race pass
 	$(GO) test -count=1 -timeout 20m ./...
