@@ -287,7 +287,7 @@ func deliveryOf(obj Object) (Delivery, error) {
 func isoDuration(s string) (time.Duration, error) {
 	rest, ok := strings.CutPrefix(strings.ToUpper(s), "PT")
 	if !ok || rest == "" {
-		return 0, fmt.Errorf("duration %q is not ISO-8601 PT...", s)
+		return 0, fmt.Errorf("duration %q is not an ISO-8601 PT<n>H<n>M<n>S duration", s)
 	}
 	d, err := time.ParseDuration(strings.ToLower(rest))
 	if err != nil {

@@ -34,12 +34,15 @@ func lockDataDir(dir string) (*os.File, error) {
 		}
 		return nil, fmt.Errorf("lock the data dir %s: %w", dir, err)
 	}
-	if err := f.Truncate(0); err == nil {
+	// The pid is for the message a second stack shows; a failed write is still this stack's
+	// error, not something to start without.
+	err = f.Truncate(0)
+	if err == nil {
 		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	if err != nil {
 		_ = f.Close()
-		return nil, err
+		return nil, fmt.Errorf("record this stack's pid in %s: %w", path, err)
 	}
 	return f, nil
 }

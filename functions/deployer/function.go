@@ -228,7 +228,7 @@ func (x *Deployer) onCleanupRequested(ctx context.Context, e cloudevent.Event) e
 	if errors.Is(err, state.ErrNotFound) {
 		// Nothing (left) to clean: cleaned already, or never deployed by us.
 		return x.deps.Events.Send(ctx, events.TypeDeploymentCleaned, p.ExecutionID+"/cleaned", p.ExecutionID,
-			events.DeploymentCleaned{ExecutionID: p.ExecutionID, CaseRef: p.CaseRef})
+			events.DeploymentCleaned(p))
 	}
 	if err != nil {
 		return err

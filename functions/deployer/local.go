@@ -314,7 +314,7 @@ var probeClient = &http.Client{Timeout: 2 * time.Second,
 func (l *Local) waitReady(ctx context.Context, p Process, model string) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	last := errors.New("not probed yet")
+	var last error // the latest probe's failure
 	for {
 		if !alive(p) {
 			return fmt.Errorf("%s (pid %d, %s) exited before it was ready: %s", p.Role, p.PID, p.URL, logExcerpt(p.Log))

@@ -457,7 +457,7 @@ func (a *API) cancelWorkflowCase(ctx context.Context, id, caseID string) (Cancel
 	if wf.Simple() || wf.Case(caseID) == nil {
 		return CancelResponse{}, problem.New(problem.CodeNotFound, "workflow %s has no case %s", id, caseID)
 	}
-	wf, err = a.workflows.Update(ctx, id, func(cur *workflow.Workflow) error {
+	_, err = a.workflows.Update(ctx, id, func(cur *workflow.Workflow) error {
 		c := cur.Case(caseID)
 		if c.Status() == workflow.CaseCancelled {
 			return workflow.ErrUnchanged

@@ -79,14 +79,6 @@ func (p *pool) upMask() uint64 {
 	return m
 }
 
-// allMask is every replica of the pool.
-func (p *pool) allMask() uint64 {
-	if len(p.replicas) == 64 {
-		return ^uint64(0)
-	}
-	return 1<<len(p.replicas) - 1
-}
-
 // each calls f for every replica in mask.
 func (p *pool) each(mask uint64, f func(*replica)) {
 	for mask != 0 {

@@ -18,8 +18,9 @@ import (
 	"github.com/lensfn/lensfn/tests/tracefixture"
 )
 
-// The downloads verify the catalogue's pinned digests, so they need the real traces; the
-// timeline runs on a generated one as well. Without the real traces the run ends with one
+// The catalogue's downloads verify its pinned digests, so these cases need the real traces;
+// download_generated_test.go runs the same downloader on generated files, and the timeline
+// runs on a generated trace as well. Without the real traces the run ends with one
 // line naming the cases skipped.
 var shared tracefixture.Shared
 

@@ -162,7 +162,7 @@ func (w *world) answer(e cloudevent.Event) {
 		delete(w.deployed, d.ExecutionID)
 		w.cleanups++
 		w.mu.Unlock()
-		w.deliver(events.TypeDeploymentCleaned, events.DeploymentCleaned{ExecutionID: d.ExecutionID, CaseRef: d.CaseRef})
+		w.deliver(events.TypeDeploymentCleaned, events.DeploymentCleaned(d))
 	case events.TypeRunQueued:
 		var d events.RunQueued
 		_ = json.Unmarshal(e.Data, &d)

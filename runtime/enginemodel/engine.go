@@ -176,6 +176,7 @@ func (e *Engine) Config() Config { return e.cfg }
 func (e *Engine) CheckFits(promptTokens, maxOutput int) error {
 	total := promptTokens + maxOutput
 	if e.cfg.MaxModelLen > 0 && total > e.cfg.MaxModelLen {
+		//lint:ignore ST1005 vLLM's message, word for word: clients match on it
 		return fmt.Errorf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
 			e.cfg.MaxModelLen, total, promptTokens, maxOutput)
 	}

@@ -170,6 +170,7 @@ func (s Spec) Resolve(allowFiles bool) (*Resolved, error) {
 		maxLen = arch.MaxContext
 	}
 	if maxLen > blocks*s.BlockSize {
+		//lint:ignore ST1005 vLLM's message, word for word, as its engine refuses to start
 		return nil, fmt.Errorf("The model's max seq len (%d) is larger than the maximum number of tokens that can be stored in KV cache (%d). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
 			maxLen, blocks*s.BlockSize)
 	}

@@ -4,14 +4,23 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	admission "github.com/lensfn/lensfn/runtime/knativeadmission"
 )
 
-// crdDir is ../shared/reference/knative-crds beside the repository.
-const crdDir = "../../../shared/reference/knative-crds"
+// crdDir is <shared>/reference/knative-crds: LENS_SHARED_DIR, default ../shared beside the
+// repository.
+var crdDir = filepath.Join(sharedDir(), "reference", "knative-crds")
+
+func sharedDir() string {
+	if dir := os.Getenv("LENS_SHARED_DIR"); dir != "" {
+		return dir
+	}
+	return filepath.Join("..", "..", "..", "shared")
+}
 
 var pvcFeatures = map[string]string{
 	"kubernetes.podspec-persistent-volume-claim": "enabled",

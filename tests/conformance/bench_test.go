@@ -135,7 +135,9 @@ func BenchmarkScheduleNative128TokensJitter(b *testing.B) {
 	}
 	var gaps []time.Duration
 	for i := 0; i < b.N; i++ {
-		_, gaps, err = m.Schedule(latencyInput(i), gaps)
+		if _, gaps, err = m.Schedule(latencyInput(i), gaps); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 

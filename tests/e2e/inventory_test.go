@@ -13,7 +13,7 @@ import (
 // that service and stores a configuration, all through the ingress.
 func TestInventoryOverTheLocalStack(t *testing.T) {
 	stack := startStack(t, stackOptions{only: []string{"inventory-api", "inference-sim", "simulation-api"},
-		env: map[string]string{"LENS_MEMBER_PROBE_INTERVAL": "200ms", "LENS_DATASET_MIRROR": mirrorOfSharedTraces(t)}})
+		env: map[string]string{"LENS_MEMBER_PROBE_INTERVAL": "200ms"}})
 	if stack.LocalSessionID == "" {
 		t.Fatal("the stack did not register the local cluster")
 	}
@@ -74,10 +74,8 @@ func TestInventoryOverTheLocalStack(t *testing.T) {
 	}
 
 	// A simulation task naming the group is bound to the simulator, authorised by the access key.
-	if code, body := post(t, api+"/api/simulation/trace-datasets/download", "application/json", `{"dataset":"mooncake-conversation"}`, nil); code != 200 {
-		t.Fatalf("download: %d %s", code, body)
-	}
-	task := `{"scenario":"chat","endpoint_url":"http://placeholder.invalid/v1","model_name":"any","trace_dataset":"mooncake-conversation",
+	// It replays the generated dataset every test stack has: nothing is downloaded.
+	task := `{"scenario":"chat","endpoint_url":"http://placeholder.invalid/v1","model_name":"any","trace_dataset":"` + generatedMooncake + `",
 	  "model_service_group_id":"` + group.ID + `","api_key":"` + group.AccessKey + `"}`
 	code, body = post(t, api+"/api/simulation/tasks", "application/json", task, nil)
 	var queued struct {

@@ -68,19 +68,19 @@ func startSimulatorProcess(t *testing.T, args ...string) (string, int) {
 // whether it is.
 func pipelineStack(t *testing.T) (api string, pid func(string) string, real bool) {
 	t.Helper()
-	mirror := mirrorOfSharedTraces(t)
+	mirror, real := datasetMirror(t)
 	stack := startStack(t, stackOptions{only: []string{"simulation-api", "trace-replayer", "result-analyzer"},
-		env: withMirror(map[string]string{"LENS_LEASE_TTL": "3s", "LENS_SWEEP_INTERVAL": "500ms", "LENS_MAX_CONCURRENT_TASKS": "2"}, mirror)})
+		env: map[string]string{"LENS_LEASE_TTL": "3s", "LENS_SWEEP_INTERVAL": "500ms", "LENS_MAX_CONCURRENT_TASKS": "2", "LENS_DATASET_MIRROR": mirror}})
 	api = stack.APIURL + "/api/simulation"
 	t.Logf("stack up")
-	if mirror != "" {
+	if real {
 		if code, body := post(t, api+"/trace-datasets/download", "application/json", `{"dataset":"mooncake-conversation"}`, nil); code != 200 {
 			t.Fatalf("download: %d %s", code, body)
 		}
 		t.Logf("dataset downloaded")
 	}
 	pid = func(name string) string { return strconv.Itoa(stack.PID(name)) }
-	return api, pid, mirror != ""
+	return api, pid, real
 }
 
 type taskView struct {

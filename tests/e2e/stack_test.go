@@ -25,14 +25,6 @@ type stackOptions struct {
 	prometheus bool
 }
 
-// withMirror sets LENS_DATASET_MIRROR when mirror is not "" (the real traces are present).
-func withMirror(env map[string]string, mirror string) map[string]string {
-	if mirror != "" {
-		env["LENS_DATASET_MIRROR"] = mirror
-	}
-	return env
-}
-
 func startStack(t *testing.T, o stackOptions) *local.Stack {
 	t.Helper()
 	dataDir := o.dataDir
@@ -42,8 +34,6 @@ func startStack(t *testing.T, o stackOptions) *local.Stack {
 	seedGeneratedDatasets(t, dataDir)
 	return stacktest.Start(t, stacktest.Options{Only: o.only, Env: o.env, DataDir: dataDir, Log: o.log, Prometheus: o.prometheus})
 }
-
-func dumpLogs(t *testing.T, dataDir string) { stacktest.DumpLogs(t, dataDir) }
 
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()

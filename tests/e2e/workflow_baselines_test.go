@@ -32,12 +32,12 @@ func TestSimpleWorkflowDeploysBenchmarksAndCleansUp(t *testing.T) {
 		t.Fatalf("created %v", created)
 	}
 	// While it benchmarks, the deployment is the local provider's: two simulators behind a router.
-	wf := waitWorkflow(t, api, id, 2*time.Minute, "benchmarking", func(wf map[string]any) bool { return wf["status"] == "benchmarking" })
+	waitWorkflow(t, api, id, 2*time.Minute, "benchmarking", func(wf map[string]any) bool { return wf["status"] == "benchmarking" })
 	running := simulatorsRunning(binDir)
 	if running != 3 {
 		t.Errorf("%d simulator and router processes while benchmarking, want 2 replicas + 1 router", running)
 	}
-	wf = waitWorkflow(t, api, id, 2*time.Minute, "finished", workflowFinished)
+	wf := waitWorkflow(t, api, id, 2*time.Minute, "finished", workflowFinished)
 	if wf["status"] != "succeeded" {
 		t.Fatalf("workflow ended %v: %v (cases %v)", wf["status"], wf["error"], wf["cases"])
 	}

@@ -19,9 +19,18 @@ const (
 	deployDir = "../../deploy/knative"
 	// examplesDir holds manifests applied by no script (the nightly PingSource).
 	examplesDir = "../../deploy/examples"
-	// crdDir is ../shared/reference/knative-crds beside the repository (CI lays shared/ there).
-	crdDir = "../../../shared/reference/knative-crds"
 )
+
+// crdDir is <shared>/reference/knative-crds: LENS_SHARED_DIR, default ../shared beside the
+// repository (CI lays shared/ there).
+var crdDir = filepath.Join(sharedDir(), "reference", "knative-crds")
+
+func sharedDir() string {
+	if dir := os.Getenv("LENS_SHARED_DIR"); dir != "" {
+		return dir
+	}
+	return filepath.Join("..", "..", "..", "shared")
+}
 
 // object is one object of a manifest file under deploy/knative.
 type object = admission.Manifest
@@ -99,7 +108,7 @@ func admitDir(dir, crds string) (admissionReport, error) {
 	return r, nil
 }
 
-// crdsIfPresent returns crdDir, or "" (Services only) when ../shared is not beside the repository.
+// crdsIfPresent returns crdDir, or "" (Services only) when the shared directory lacks it.
 func crdsIfPresent() string {
 	if _, err := os.Stat(crdDir); err != nil {
 		return ""

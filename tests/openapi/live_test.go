@@ -14,11 +14,11 @@ import (
 )
 
 // call is one request whose answer must validate against the document: route is the
-// documented path, path the one sent ({id} is replaced by the id an earlier call answered).
+// documented path, sent with {id} replaced by the id an earlier call answered.
 type call struct {
-	method, route, path, body string
-	status                    int
-	keepID                    string // the answer's field whose value later paths use as {id}
+	method, route, body string
+	status              int
+	keepID              string // the answer's field whose value later paths use as {id}
 }
 
 // liveCalls are answers of the real functions, checked against the schemas their documents

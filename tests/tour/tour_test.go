@@ -22,6 +22,7 @@ import (
 
 	"github.com/lensfn/lensfn/deploy/local"
 	"github.com/lensfn/lensfn/runtime/wasmhost/wasmtest"
+	"github.com/lensfn/lensfn/tests/tracefixture"
 )
 
 const repoRoot = "../.."
@@ -341,11 +342,10 @@ func TestTheReadmeTour(t *testing.T) {
 	// from a loopback mirror laid out as the README says (a folder of trace files).
 	s.stop(t)
 	mirror := "http://" + closed
-	traces := filepath.Join(repoRoot, "..", "shared", "traces", "mooncake")
-	_, err = os.Stat(filepath.Join(traces, "conversation_trace.jsonl"))
-	haveTraces := err == nil
+	tracesDir, tracesErr := tracefixture.TracesDir(repoRoot) // LENS_SHARED_DIR, default ../shared
+	haveTraces := tracesErr == nil
 	if haveTraces {
-		srv := httptest.NewServer(http.FileServer(http.Dir(traces)))
+		srv := httptest.NewServer(http.FileServer(http.Dir(filepath.Join(tracesDir, "mooncake"))))
 		defer srv.Close()
 		mirror = srv.URL
 	}
@@ -366,7 +366,7 @@ func TestTheReadmeTour(t *testing.T) {
 		t.Fatalf("the tour's second block is not the download: %q", blocks)
 	}
 	if !haveTraces {
-		t.Logf("../shared/traces is absent: the download step is not run")
+		t.Logf("the real traces are absent (%v): the download step is not run", tracesErr)
 		return
 	}
 	docs = jsonValues(t, runTour(t, s, "SIM="+readmeSim+"\nAPI="+readmeAPI+"/api/simulation\n"+blocks[1], work))

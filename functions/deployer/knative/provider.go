@@ -349,10 +349,10 @@ func (k *Provider) Deploy(ctx context.Context, d *deployer.Deployment, cfg deplo
 func (k *Provider) adopt(ctx context.Context, c dynamic.Interface, ns, name, executionID string) error {
 	existing, err := c.Resource(ServiceGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return fmt.Errorf("Service %s/%s already exists and cannot be read: %w", ns, name, err)
+		return fmt.Errorf("the Service %s/%s already exists and cannot be read: %w", ns, name, err)
 	}
 	if owner := existing.GetLabels()[DeploymentLabel]; owner != executionID {
-		return fmt.Errorf("Service %s/%s already exists and is not this deployment's (its %s label is %q), so it was left alone "+
+		return fmt.Errorf("the Service %s/%s already exists and is not this deployment's (its %s label is %q), so it was left alone "+
 			"and the deployment stopped; delete or rename that Service", ns, name, DeploymentLabel, owner)
 	}
 	return nil
@@ -371,12 +371,12 @@ func (k *Provider) admit(ctx context.Context, objs []*unstructured.Unstructured)
 	for _, o := range objs {
 		raw, err := o.MarshalJSON()
 		if err != nil {
-			return fmt.Errorf("Service %s: %w", o.GetName(), err)
+			return fmt.Errorf("the Service %s: %w", o.GetName(), err)
 		}
 		if _, err := v.Validate(ctx, raw); err != nil {
 			var r *knativeadmission.Rejection
 			if errors.As(err, &r) {
-				return fmt.Errorf("Knative would not admit %s, so nothing was created: %s", r.Object, strings.Join(r.Findings, "; "))
+				return fmt.Errorf("the Knative admission checks would not admit %s, so nothing was created: %s", r.Object, strings.Join(r.Findings, "; "))
 			}
 			return err
 		}
@@ -404,7 +404,7 @@ func (k *Provider) waitReady(ctx context.Context, c dynamic.Interface, o deploye
 					}
 					return url, nil
 				case "False":
-					return "", fmt.Errorf("Service %s/%s is not ready: %v %v", o.Namespace, o.Name, cond["reason"], cond["message"])
+					return "", fmt.Errorf("the Service %s/%s is not ready: %v %v", o.Namespace, o.Name, cond["reason"], cond["message"])
 				}
 				last = fmt.Sprintf("Ready %v: %v", cond["status"], cond["message"])
 			}
@@ -414,7 +414,7 @@ func (k *Provider) waitReady(ctx context.Context, c dynamic.Interface, o deploye
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return "", fmt.Errorf("Service %s/%s not ready within %s: %s", o.Namespace, o.Name, k.ReadyTimeout, last)
+				return "", fmt.Errorf("the Service %s/%s not ready within %s: %s", o.Namespace, o.Name, k.ReadyTimeout, last)
 			}
 			return "", ctx.Err()
 		case <-time.After(poll):

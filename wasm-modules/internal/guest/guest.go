@@ -46,18 +46,22 @@ func Bytes(ptr, length uint32) []byte {
 	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), uintptr(ptr))), length)
 }
 
+//lint:ignore U1000 exported to the host by the //go:wasmexport below (staticcheck does not see exports)
 //go:wasmexport lens_abi_version
 func abiVersion() uint32 { return abi.Version }
 
+//lint:ignore U1000 exported to the host by the //go:wasmexport below (staticcheck does not see exports)
 //go:wasmexport lens_describe
 func describe() uint64 { return Packed(descriptor) }
 
+//lint:ignore U1000 exported to the host by the //go:wasmexport below (staticcheck does not see exports)
 //go:wasmexport lens_error
 func lensError() uint64 { return Packed(lastError) }
 
 // lens_buffer keeps one input buffer alive for the instance's life and grows it on demand,
 // so steady-state feeding allocates nothing.
 //
+//lint:ignore U1000 exported to the host by the //go:wasmexport below (staticcheck does not see exports)
 //go:wasmexport lens_buffer
 func buffer(size uint32) uint32 {
 	if uint32(cap(input)) < size {

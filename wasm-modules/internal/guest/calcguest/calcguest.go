@@ -23,6 +23,7 @@ func Serve(m latency.Module) {
 	module = m
 }
 
+//lint:ignore U1000 exported to the host by the //go:wasmexport below (staticcheck does not see exports)
 //go:wasmexport lens_calc_configure
 func configure(ptr, length uint32) uint64 {
 	m, err := module.New(guest.Bytes(ptr, length))
@@ -33,6 +34,7 @@ func configure(ptr, length uint32) uint64 {
 	return abi.Pack(0, 0)
 }
 
+//lint:ignore U1000 exported to the host by the //go:wasmexport below (staticcheck does not see exports)
 //go:wasmexport lens_calc_schedule
 func schedule(prompt, cached, outputTokens, running, maxNumSeqs, flags uint32, rand uint64) uint64 {
 	if model == nil {

@@ -30,6 +30,7 @@ func Serve(d abi.Descriptor, factory func(begin abi.ParseBegin) tracefmt.Parser)
 	newParser = factory
 }
 
+//lint:ignore U1000 exported to the host by the //go:wasmexport below (staticcheck does not see exports)
 //go:wasmexport lens_parse_begin
 func parseBegin(ptr, length uint32) uint64 {
 	var begin abi.ParseBegin
@@ -44,6 +45,7 @@ func parseBegin(ptr, length uint32) uint64 {
 	return abi.Pack(0, 0)
 }
 
+//lint:ignore U1000 exported to the host by the //go:wasmexport below (staticcheck does not see exports)
 //go:wasmexport lens_parse_feed
 func parseFeed(ptr, length uint32) uint64 {
 	if current == nil {
@@ -62,6 +64,7 @@ func parseFeed(ptr, length uint32) uint64 {
 	return guest.Packed(output)
 }
 
+//lint:ignore U1000 exported to the host by the //go:wasmexport below (staticcheck does not see exports)
 //go:wasmexport lens_parse_end
 func parseEnd() uint64 {
 	if current == nil {

@@ -16,6 +16,7 @@ var errNotConfigured = errors.New("called before lens_calc_configure")
 // abi.CapabilityStepCost).
 func Serve(d abi.Descriptor) { guest.SetDescriptor(d) }
 
+//lint:ignore U1000 exported to the host by the //go:wasmexport below (staticcheck does not see exports)
 //go:wasmexport lens_calc_configure
 func configure(ptr, length uint32) uint64 {
 	m, err := stepcost.ParseConfig(guest.Bytes(ptr, length))
@@ -29,6 +30,7 @@ func configure(ptr, length uint32) uint64 {
 // failed records err and returns abi.Failed as the i64 the value exports return.
 func failed(err error) int64 { return int64(guest.Fail(err)) }
 
+//lint:ignore U1000 exported to the host by the //go:wasmexport below (staticcheck does not see exports)
 //go:wasmexport lens_step_time
 func stepTime(prefillSeqs, prefillTokens int32, prefillAttention float64, prefillContext int64, decodeSeqs int32, decodeContext int64, sampledSeqs int32) int64 {
 	if model == nil {
@@ -46,6 +48,7 @@ func stepTime(prefillSeqs, prefillTokens int32, prefillAttention float64, prefil
 	return ns
 }
 
+//lint:ignore U1000 exported to the host by the //go:wasmexport below (staticcheck does not see exports)
 //go:wasmexport lens_request_overhead
 func requestOverhead() int64 {
 	if model == nil {
