@@ -241,7 +241,7 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 		{"kind": "report-html", "media_type": "text/html; charset=utf-8", "uri": uri + "report-html"},
 	}
 	fields["resource_snapshot"] = x.resourceSnapshot(ctx)
-	fields["diagnostics"] = x.diagnostics(x.epp)
+	fields["diagnostics"] = x.diagnostics(ctx, x.epp)
 	res := &result{status: evalrun.StatusSucceeded, fields: fields}
 	cause := context.Cause(ctx)
 	switch {

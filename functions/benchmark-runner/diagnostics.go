@@ -109,7 +109,7 @@ func (x *execution) getOK(ctx context.Context, url string) (bool, string) {
 }
 
 // diagnostics is the run's diagnostics block at completion; epp is what the preparation found.
-func (x *execution) diagnostics(epp map[string]any) map[string]any {
+func (x *execution) diagnostics(ctx context.Context, epp map[string]any) map[string]any {
 	if epp == nil {
 		epp = map[string]any{"status": "unavailable", "reason": "serving monitoring was not prepared, so the endpoint picker was not checked"}
 	}
@@ -124,7 +124,84 @@ func (x *execution) diagnostics(epp map[string]any) map[string]any {
 	harness := map[string]any{"status": "available", "kind": "in-process", "harness": *x.spec.Harness,
 		"runner_instance": x.r.deps.Config.InstanceID, "workers": *x.spec.Parallelism,
 		"harness_pods": nil, "harness_pods_reason": "no harness pod: the load generator runs inside the benchmark-runner instance (workers are its own leased executions)"}
-	return map[string]any{"epp_readiness": epp, "kv_working_set": kv, "harness": harness, "hardware_profile": x.hardwareProfile()}
+	cluster := x.clusterEvidence(ctx)
+	hw := x.hardwareProfile()
+	hw["cluster_accelerators"] = clusterAccelerators(cluster)
+	return map[string]any{"epp_readiness": epp, "kv_working_set": kv, "harness": harness, "hardware_profile": hw, "cluster": cluster}
+}
+
+// clusterSource says where the cluster evidence comes from.
+const clusterSource = "the deployer's knative provider, read with the cluster session's kubeconfig (the runner holds no cluster credential)"
+
+// clusterEvidence is the run's diagnostics.cluster: what the deployer's knative provider found on
+// the cluster about the run's deployment execution (its serving pods, their nodes, the pods'
+// warnings), gathered at readiness and refreshed while runs use it, with when it was collected
+// and whether that was during this run; or unavailable with why (the execution is not a
+// deployment the deployer made on a Kubernetes cluster, or it recorded none).
+func (x *execution) clusterEvidence(ctx context.Context) map[string]any {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	id := x.run.String("deployment_execution_id")
+	unavailable := func(reason string) map[string]any {
+		return map[string]any{"status": "unavailable", "reason": reason, "source": clusterSource}
+	}
+	if id == "" {
+		return unavailable("the run names no deployment execution")
+	}
+	e, err := x.r.uses.Execution(ctx, id)
+	if err != nil {
+		return unavailable("deployment execution " + id + " could not be read: " + err.Error())
+	}
+	ev := e.ClusterEvidence
+	if ev == nil {
+		switch kind := x.clusterKind(ctx, e); {
+		case e.Ownership != inventory.OwnershipEvaluation:
+			return unavailable("deployment execution " + id + " is a registered endpoint (" + e.Ownership + "), not a deployment the deployer made: " +
+				"Lensfn has no access to the cluster that serves it")
+		case kind == inventory.ClusterLocal:
+			return unavailable("deployment execution " + id + " was deployed by the local provider (processes on the deployer's host): there is no " +
+				"Kubernetes cluster; the serving evidence is the endpoints' own (metrics.kv_cache_usage, metrics.prefix_cache_hit_rate, metrics.per_endpoint)")
+		default:
+			return unavailable("the deployer recorded no cluster evidence for deployment execution " + id +
+				" (deployed before it gathered any, or by a deployer without the knative provider)")
+		}
+	}
+	out := map[string]any{"status": ev.Status, "source": clusterSource, "collected_at": ev.CollectedAt.Format(time.RFC3339Nano),
+		"occasion": ev.Occasion, "collected_during_run": !ev.CollectedAt.Before(x.started), "cluster": ev.Cluster,
+		"namespace": ev.Namespace, "services": ev.Services, "pods": ev.Pods, "nodes": ev.Nodes, "events": ev.Events}
+	if ev.Reason != "" {
+		out["reason"] = ev.Reason
+	}
+	return out
+}
+
+// clusterKind is the kind of the cluster the execution's session belongs to ("" unknown).
+func (x *execution) clusterKind(ctx context.Context, e inventory.Execution) string {
+	s, err := x.r.uses.Session(ctx, e.ClusterSessionID)
+	if err != nil {
+		return ""
+	}
+	return s.ClusterKind
+}
+
+// clusterAccelerators is hardware_profile.cluster_accelerators: the accelerator facts the
+// cluster declares for the nodes the serving pods ran on (labels and allocatable resources,
+// not measurements), from the cluster evidence.
+func clusterAccelerators(cluster map[string]any) map[string]any {
+	nodes, ok := cluster["nodes"].(inventory.NodesEvidence)
+	if !ok {
+		return map[string]any{"status": "unavailable", "reason": "no cluster evidence: " + fmt.Sprint(cluster["reason"])}
+	}
+	out := map[string]any{"status": nodes.Status, "source": "the nodes' labels and allocatable resources (declared by the cluster, not measured)"}
+	if nodes.Reason != "" {
+		out["reason"] = nodes.Reason
+	}
+	items := make([]map[string]any, 0, len(nodes.Items))
+	for _, n := range nodes.Items {
+		items = append(items, map[string]any{"node": n.Name, "gpu_product": n.GPUProduct, "gpu_count": n.GPUCount, "allocatable_gpu": n.AllocatableGPU})
+	}
+	out["nodes"] = items
+	return out
 }
 
 // noDeviceMetrics is why no measured device evidence exists.

@@ -19,6 +19,8 @@ import (
 // and says why the KV working set is unavailable and that the harness
 // runs in-process, and records the declared hardware profile of its accelerator_profile; a run
 // against a single endpoint without a profile says it has no endpoint picker and no profile.
+// Neither has cluster evidence, and each says why (tests/openapi's
+// TestRunDiagnosticsCarryTheClusterEvidence has runs that do).
 func TestRunDiagnosticsSayWhatExistsAndWhatDoesNot(t *testing.T) {
 	h := start(t, &fakeModel{}, fast())
 	rs := startReplicas(t)
@@ -71,6 +73,10 @@ func TestRunDiagnosticsSayWhatExistsAndWhatDoesNot(t *testing.T) {
 	if hr := diag["harness"].(map[string]any); hr["kind"] != "in-process" || hr["harness"] != "inference-perf" || hr["runner_instance"] == "" {
 		t.Fatalf("harness %v", hr)
 	}
+	// A deployment of ownership evaluation without cluster evidence: the run says so.
+	if c := diag["cluster"].(map[string]any); c["status"] != "unavailable" || !strings.Contains(c["reason"].(string), "recorded no cluster evidence") {
+		t.Fatalf("cluster %v", c)
+	}
 
 	// One endpoint, no router: nothing to check, and the run says so.
 	if err := inv.PutExecution(context.Background(), inventory.Execution{ID: "exec-1", ClusterSessionID: "s-1", Name: "single",
@@ -85,5 +91,9 @@ func TestRunDiagnosticsSayWhatExistsAndWhatDoesNot(t *testing.T) {
 	}
 	if hw := diag["hardware_profile"].(map[string]any); hw["status"] != "unavailable" || !strings.Contains(hw["reason"].(string), "no accelerator_profile") {
 		t.Fatalf("hardware_profile without a profile: %v", hw)
+	}
+	// A registered endpoint: Lensfn has no access to its cluster.
+	if c := diag["cluster"].(map[string]any); c["status"] != "unavailable" || !strings.Contains(c["reason"].(string), "registered endpoint (existing-endpoint)") {
+		t.Fatalf("cluster of a registered endpoint %v", c)
 	}
 }

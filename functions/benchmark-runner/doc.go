@@ -17,7 +17,10 @@
 // with serving evidence derived per window and per endpoint (derive.go) from the runner's own
 // /metrics scrapes or, with LENS_PROMETHEUS_URL, from a Prometheus's range queries over the
 // clock-aligned benchmark window (prometheus.go), and a completion-time resource_snapshot;
-// then it emits dev.lensfn.evaluation.run.finished.v1.
+// then it emits dev.lensfn.evaluation.run.finished.v1. The run's diagnostics (diagnostics.go) say
+// per item what evidence exists and why the rest does not; diagnostics.cluster is the cluster
+// evidence the deployer recorded on the run's deployment execution (the runner reads it from the
+// inventory and never holds a cluster credential).
 //
 // Events are the fast path; every instance also sweeps the queue (a run whose event was lost
 // still runs) and fails runs whose runner stopped renewing its lease ("runner lost"), within

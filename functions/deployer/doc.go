@@ -11,6 +11,10 @@
 // lease expired), reaps what the dead worker started and carries on, so a killed deployer leaves
 // nothing orphaned. Redelivered events find the record and answer from it.
 //
+// A provider that is an EvidenceGatherer (the knative one) has its platform's evidence stored on
+// the execution at readiness and refreshed while runs use it (inventory.ClusterEvidence), so the
+// benchmark runner's diagnostics include it without the cluster's credentials leaving here.
+//
 // Providers (each a ProviderFactory a command wires with Builder): `local` (a cluster session of
 // kind local: inference-sim replicas and an inference-router as child processes on loopback),
 // here, and `knative` (kind kubernetes: Knative Services), in functions/deployer/knative. The

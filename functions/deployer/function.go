@@ -44,6 +44,18 @@ type Provider interface {
 	Cleanup(ctx context.Context, d *Deployment) error
 }
 
+// EvidenceGatherer is a provider that can say what its platform offers about a ready
+// deployment: the knative provider reads the cluster's serving pods, their nodes and the pods'
+// warnings. The deployer stores what it returns on the execution when the deployment becomes
+// ready, and refreshes it every EvidenceInterval while a run uses the execution, so a run's
+// diagnostics can include it without any credential leaving the deployer.
+type EvidenceGatherer interface {
+	Evidence(ctx context.Context, d *Deployment, occasion string) inventory.ClusterEvidence
+}
+
+// DefaultEvidenceInterval is how often the cluster evidence of an execution in use is refreshed.
+const DefaultEvidenceInterval = 30 * time.Second
+
 // Settings are the deployer's knobs, from the runtime's config.
 type Settings struct {
 	LeaseTTL      time.Duration // a worker's lease on one deployment
@@ -54,6 +66,9 @@ type Settings struct {
 	// TargetsDir is where the local provider writes each deployment's Prometheus file-SD
 	// targets (LENS_PROMETHEUS_TARGETS_DIR; empty: none).
 	TargetsDir string
+	// EvidenceInterval is how often the cluster evidence of the executions runs use is
+	// refreshed (0: DefaultEvidenceInterval).
+	EvidenceInterval time.Duration
 }
 
 func settingsFrom(c fn.Config) Settings {
@@ -147,6 +162,7 @@ type metrics struct {
 	cleanupFailures prometheus.Counter
 	active          *prometheus.GaugeVec
 	reaped          prometheus.Counter
+	evidence        *prometheus.CounterVec
 }
 
 func newMetrics(reg *prometheus.Registry) metrics {
@@ -161,8 +177,11 @@ func newMetrics(reg *prometheus.Registry) metrics {
 			Help: "Deployment records on the store by status, as of the last sweep."}, []string{"status"}),
 		reaped: prometheus.NewCounter(prometheus.CounterOpts{Name: "lens_deployer_takeovers_total",
 			Help: "Deployments this instance took over from a worker whose lease expired."}),
+		evidence: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_deployer_cluster_evidence_total",
+			Help: "Cluster evidence gatherings of ready deployments, by occasion (deployment-ready, in-use-refresh) and status (available, partial, unavailable)."},
+			[]string{"occasion", "status"}),
 	}
-	reg.MustRegister(m.deployments, m.cleanups, m.cleanupFailures, m.active, m.reaped)
+	reg.MustRegister(m.deployments, m.cleanups, m.cleanupFailures, m.active, m.reaped, m.evidence)
 	return m
 }
 
@@ -266,6 +285,11 @@ func (x *Deployer) Run(ctx context.Context) {
 	x.mu.Lock()
 	x.base = ctx
 	x.mu.Unlock()
+	x.wg.Add(1)
+	go func() {
+		defer x.wg.Done()
+		x.refreshEvidence(ctx)
+	}()
 	tick := time.NewTicker(x.settings.SweepInterval)
 	defer tick.Stop()
 	for {
@@ -520,6 +544,10 @@ func (x *Deployer) deploy(ctx context.Context, fence state.Fence, d Deployment) 
 		Endpoint: d.Endpoint, Namespace: d.Namespace, Ownership: inventory.OwnershipEvaluation, Status: inventory.StatusReady,
 		Models: []string{d.Model}, ConfigurationID: d.ConfigurationID, ProviderRef: d.ProviderRef, BaselineURL: d.BaselineURL,
 		ReplicaEndpoints: d.ReplicaEndpoints}
+	if g, ok := provider.(EvidenceGatherer); ok {
+		ev := x.gather(ctx, g, &d, inventory.EvidenceAtReady)
+		exec.ClusterEvidence = &ev
+	}
 	if err := x.inventory.PutExecution(ctx, exec, ""); err != nil {
 		fail(fmt.Errorf("record the execution: %w", err))
 		return
@@ -539,6 +567,69 @@ func (x *Deployer) deploy(ctx context.Context, fence state.Fence, d Deployment) 
 	if err := x.emitReady(ctx, saved); err != nil {
 		x.deps.Log.Warnw("deployment.ready not sent", "deployment", d.ExecutionID, "error", err)
 	}
+}
+
+// gather runs a provider's evidence gathering and says when something was unavailable.
+func (x *Deployer) gather(ctx context.Context, g EvidenceGatherer, d *Deployment, occasion string) inventory.ClusterEvidence {
+	ev := g.Evidence(ctx, d, occasion)
+	x.metrics.evidence.WithLabelValues(occasion, ev.Status).Inc()
+	if ev.Status != inventory.EvidenceAvailable {
+		x.deps.Log.Infow("cluster evidence incomplete", "deployment", d.ExecutionID, "occasion", occasion, "status", ev.Status, "reason", ev.Reason)
+	}
+	return ev
+}
+
+// refreshEvidence refreshes, every EvidenceInterval until ctx ends, the cluster evidence of
+// every ready deployment whose execution a run uses, so a run's diagnostics show the serving
+// pods as they were during the run (restarts, evictions, warnings), not only at readiness. An
+// execution whose evidence another instance refreshed within the interval is left alone.
+func (x *Deployer) refreshEvidence(ctx context.Context) {
+	interval := x.settings.EvidenceInterval
+	if interval <= 0 {
+		interval = DefaultEvidenceInterval
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if err := x.refreshOnce(ctx, interval); err != nil && ctx.Err() == nil && !errors.Is(err, state.ErrUnavailable) {
+			x.deps.Log.Warnw("cluster evidence refresh failed", "error", err)
+		}
+	}
+}
+
+func (x *Deployer) refreshOnce(ctx context.Context, interval time.Duration) error {
+	page, err := x.deps.Store.List(ctx, state.Query{Kind: Kind, Status: []string{StatusReady}, Limit: 200})
+	if err != nil {
+		return err
+	}
+	for _, rec := range page.Records {
+		if ctx.Err() != nil {
+			return nil
+		}
+		d, _, err := x.records.get(ctx, rec.ID)
+		if err != nil {
+			continue
+		}
+		g, ok := x.providers[d.Provider].(EvidenceGatherer)
+		if !ok || d.Status != StatusReady {
+			continue
+		}
+		exec, err := x.inventory.Execution(ctx, d.ExecutionID)
+		if err != nil || exec.ActiveUses == 0 ||
+			(exec.ClusterEvidence != nil && time.Since(exec.ClusterEvidence.CollectedAt) < interval*9/10) {
+			continue
+		}
+		ev := x.gather(ctx, g, &d, inventory.EvidenceInUse)
+		if err := x.inventory.SetExecutionClusterEvidence(ctx, d.ExecutionID, ev); err != nil && problem.CodeOf(err) != problem.CodeNotFound {
+			return err
+		}
+	}
+	return nil
 }
 
 // cleanup removes the execution record first (refused while a run uses it, which keeps the

@@ -78,7 +78,7 @@ type View struct {
 	RepetitionResults  json.RawMessage    `json:"repetition_results,omitempty" doc:"with repetitions: each repetition's headline metrics; left out of lists"`
 	Bootstrap          *Bootstrap         `json:"bootstrap,omitempty" doc:"per repetition the request-level bootstrap replicates a comparison's confidence intervals come from; left out of lists"`
 	CapacityAnalysis   json.RawMessage    `json:"capacity_analysis,omitempty"`
-	Diagnostics        json.RawMessage    `json:"diagnostics,omitempty" doc:"evidence items (epp_readiness, kv_working_set, harness, hardware_profile), each available or unavailable with why"`
+	Diagnostics        json.RawMessage    `json:"diagnostics,omitempty" doc:"evidence items (epp_readiness, kv_working_set, harness, hardware_profile, cluster), each available (cluster: or partial) or unavailable with why"`
 	Monitoring         json.RawMessage    `json:"monitoring,omitempty"`
 	ResourceSnapshot   json.RawMessage    `json:"resource_snapshot,omitempty"`
 	SLA                *events.SLAVerdict `json:"sla,omitempty"`

@@ -108,6 +108,10 @@ type Execution struct {
 	HasAPIKey        bool     `json:"has_api_key"`
 	// ActiveUses counts the non-terminal runs using the execution; delete is refused meanwhile.
 	ActiveUses int `json:"active_uses"`
+	// ClusterEvidence is what the deployer's knative provider last found on the cluster about
+	// this execution's serving pods and their nodes (nil: not deployed on a Kubernetes cluster
+	// by the deployer, or deployed before it gathered any).
+	ClusterEvidence *ClusterEvidence `json:"cluster_evidence,omitempty"`
 }
 
 type executionDoc struct {

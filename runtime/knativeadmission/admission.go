@@ -17,6 +17,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -306,7 +307,7 @@ func (v *Validator) Validate(ctx context.Context, object []byte) (Outcome, error
 			}
 		}
 	default:
-		r.Findings = append(r.Findings, fmt.Sprintf("error: no check knows %s (not Knative, not a Kubernetes kind of core/v1, apps/v1 or batch/v1, not listed in External)", gvk))
+		r.Findings = append(r.Findings, fmt.Sprintf("error: no check knows %s (not Knative, not a Kubernetes kind of core/v1, apps/v1, batch/v1 or rbac.authorization.k8s.io/v1, not listed in External)", gvk))
 	}
 	if len(r.Findings) > 0 {
 		return out, r
@@ -359,12 +360,13 @@ func (v *Validator) service(ctx context.Context, js []byte) []string {
 }
 
 // builtins are the Kubernetes API groups a Lensfn manifest uses (core: Namespace, ConfigMap,
-// Secret, PVC, Service; apps: StatefulSet, Deployment; batch: a JobSink's Job), the ones Knative
+// Secret, PVC, Service; apps: StatefulSet, Deployment; batch: a JobSink's Job; rbac: the
+// target cluster's grant to the deployer's identity, deploy/examples/target-cluster-rbac.yaml), the ones Knative
 // Serving's types already import. client-go's full scheme would compile every API group of
 // Kubernetes into the deployer for kinds no manifest has; another kind fails as unknown.
 var builtins = func() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme, rbacv1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err) // static registration of generated types
 		}

@@ -165,7 +165,9 @@ var homes = map[string][]string{
 	// Knative's own admission code (Serving's SetDefaults/Validate, the CRD schemas), which the
 	// deployer's knative provider runs on what it creates and tests/knative on every manifest.
 	"knative.dev/serving": {"runtime/knativeadmission"},
-	"k8s.io/api":          {"runtime/knativeadmission"},
+	// core/v1 also in the knative provider: the pods, nodes and events of its cluster evidence
+	// are read as their typed objects (Knative Serving's types link core/v1 into it already).
+	"k8s.io/api": {"runtime/knativeadmission", "functions/deployer/knative"},
 	// runtime/kubeconfig reads kubeconfigs with the YAML-to-JSON conversion client-go's loader uses.
 	"sigs.k8s.io/yaml":                         {"runtime/knativeadmission", "runtime/kubeconfig"},
 	"github.com/santhosh-tekuri/jsonschema/v6": {"runtime/knativeadmission"},

@@ -5,6 +5,10 @@
 // and Validate under the features deploy/knative declares and against the Service CRD schema, by
 // runtime/knativeadmission: an object a cluster would refuse is never sent.
 //
+// Evidence (evidence.go) reads, with the same client and get/list only, what the cluster offers
+// about a ready deployment: its Services' pods, their nodes' accelerator facts and the pods'
+// Warning events, each part unavailable with the cluster's answer when refused.
+//
 // precise-prefix-cache-routing is refused (ErrLocalOnly): its router learns the replicas' KV
 // caches from ZMQ events, which a Knative Service (one HTTP port, addressed by its URL, while the
 // events name pod IPs) cannot carry, so on Knative it would silently route on load alone. The

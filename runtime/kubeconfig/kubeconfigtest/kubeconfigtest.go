@@ -18,6 +18,12 @@ import (
 // Token is a kubeconfig whose one context reaches server with a bearer token.
 func Token(server, token string) string { return tokenWith(server, token, "", "", "ctx") }
 
+// TokenTrusting is Token whose cluster trusts the PEM certificate caPEM (a TLS test server's
+// own certificate, for one), so a client built from it really reaches that server.
+func TokenTrusting(server, token string, caPEM []byte) string {
+	return tokenWith(server, token, "    certificate-authority-data: "+base64.StdEncoding.EncodeToString(caPEM)+"\n", "", "ctx")
+}
+
 // tokenWith is Token with lines added to its cluster and its user, and another current context.
 func tokenWith(server, token, clusterLines, userLines, current string) string {
 	return fmt.Sprintf(`apiVersion: v1
