@@ -257,7 +257,7 @@ func find(docs []map[string]any, key string) []map[string]any {
 	return out
 }
 
-// TestTheReadmeTour runs the README's "A quick tour" block literally (only the two addresses
+// TestTheReadmeTour runs the README's "The simulation tour" block literally (only the two addresses
 // replaced by free ones) against bin/lensfn-local started as `make run` starts it, with a
 // dataset mirror that refuses every connection (nothing may need the internet), and checks
 // what each step printed; then restarts the stack and reruns the task against the simulator,
@@ -267,7 +267,7 @@ func TestTheReadmeTour(t *testing.T) {
 		t.Skip("builds every function and runs the whole stack")
 	}
 	need(t, "bash", "curl", "jq")
-	block := tourBlock(t, "## A quick tour")
+	block := tourBlock(t, "## The simulation tour")
 	for _, literal := range []string{"API=" + readmeAPI + "/api/simulation", "SIM=" + readmeSim, `model_name: "fake-model"`} {
 		if !strings.Contains(block, literal) {
 			t.Fatalf("the tour no longer says %s", literal)
@@ -361,7 +361,7 @@ func TestTheReadmeTour(t *testing.T) {
 	}
 
 	// The README's second step, the real traces, through the mirror.
-	blocks := tourBlocks(t, "## A quick tour")
+	blocks := tourBlocks(t, "## The simulation tour")
 	if len(blocks) < 2 || !strings.Contains(blocks[1], "trace-datasets/download") {
 		t.Fatalf("the tour's second block is not the download: %q", blocks)
 	}
