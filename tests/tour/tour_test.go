@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -95,11 +96,38 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
+// The binaries are built once per test binary and shared by the tours (each starts its own
+// stack on a fresh data dir), so a second tour costs no second link of every command.
+var (
+	buildOnce sync.Once
+	builtDir  string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtDir != "" {
+		_ = os.RemoveAll(builtDir)
+	}
+	os.Exit(code)
+}
+
 // build compiles what `make build` does (every function's cmd, the local build in place of an
-// image cmd the stack replaces with one, and lensfn-local) into a temp dir.
+// image cmd the stack replaces with one, and lensfn-local) into a temp dir, once.
 func build(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
+	buildOnce.Do(func() { builtDir, buildErr = buildAll() })
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return builtDir
+}
+
+func buildAll() (string, error) {
+	dir, err := os.MkdirTemp("", "lensfn-tour-bin-")
+	if err != nil {
+		return "", err
+	}
 	cmds, _ := filepath.Glob(filepath.Join(repoRoot, "functions", "*", "cmd", "*"))
 	args := []string{"build", "-o", dir + "/"}
 	for _, c := range cmds {
@@ -113,9 +141,9 @@ func build(t *testing.T) string {
 	cmd := exec.Command("go", args...)
 	cmd.Dir = repoRoot
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		return dir, fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	return dir
+	return dir, nil
 }
 
 // stack is a running bin/lensfn-local, started as `make run` starts it.
