@@ -385,7 +385,7 @@ func TestTheReadmeTour(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("rerun after a restart: %d %s", resp.StatusCode, body)
+		t.Fatalf("rerun after a restart: %d %s\n--- lensfn-local ---\n%s", resp.StatusCode, body, s.log())
 	}
 
 	// The README's second step, the real traces, through the mirror.
