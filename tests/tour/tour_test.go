@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -96,11 +97,38 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
+// The binaries are built once per test binary and shared by the tours (each starts its own
+// stack on a fresh data dir), so a second tour costs no second link of every command.
+var (
+	buildOnce sync.Once
+	builtDir  string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtDir != "" {
+		_ = os.RemoveAll(builtDir)
+	}
+	os.Exit(code)
+}
+
 // build compiles what `make build` does (every function's cmd, the local build in place of an
-// image cmd the stack replaces with one, and lensfn-local) into a temp dir.
+// image cmd the stack replaces with one, and lensfn-local) into a temp dir, once.
 func build(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
+	buildOnce.Do(func() { builtDir, buildErr = buildAll() })
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return builtDir
+}
+
+func buildAll() (string, error) {
+	dir, err := os.MkdirTemp("", "lensfn-tour-bin-")
+	if err != nil {
+		return "", err
+	}
 	cmds, _ := filepath.Glob(filepath.Join(repoRoot, "functions", "*", "cmd", "*"))
 	args := []string{"build", "-o", dir + "/"}
 	for _, c := range cmds {
@@ -114,9 +142,9 @@ func build(t *testing.T) string {
 	cmd := exec.Command("go", args...)
 	cmd.Dir = repoRoot
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		return dir, fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	return dir
+	return dir, nil
 }
 
 // stack is a running bin/lensfn-local, started as `make run` starts it.
@@ -258,7 +286,7 @@ func find(docs []map[string]any, key string) []map[string]any {
 	return out
 }
 
-// TestTheReadmeTour runs the README's "A quick tour" block literally (only the two addresses
+// TestTheReadmeTour runs the README's "The simulation tour" block literally (only the two addresses
 // replaced by free ones) against bin/lensfn-local started as `make run` starts it, with a
 // dataset mirror that refuses every connection (nothing may need the internet), and checks
 // what each step printed; then restarts the stack and reruns the task against the simulator,
@@ -268,7 +296,7 @@ func TestTheReadmeTour(t *testing.T) {
 		t.Skip("builds every function and runs the whole stack")
 	}
 	need(t, "bash", "curl", "jq")
-	block := tourBlock(t, "## A quick tour")
+	block := tourBlock(t, "## The simulation tour")
 	for _, literal := range []string{"API=" + readmeAPI + "/api/simulation", "SIM=" + readmeSim, `model_name: "fake-model"`} {
 		if !strings.Contains(block, literal) {
 			t.Fatalf("the tour no longer says %s", literal)
@@ -357,11 +385,11 @@ func TestTheReadmeTour(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("rerun after a restart: %d %s", resp.StatusCode, body)
+		t.Fatalf("rerun after a restart: %d %s\n--- lensfn-local ---\n%s", resp.StatusCode, body, s.log())
 	}
 
 	// The README's second step, the real traces, through the mirror.
-	blocks := tourBlocks(t, "## A quick tour")
+	blocks := tourBlocks(t, "## The simulation tour")
 	if len(blocks) < 2 || !strings.Contains(blocks[1], "trace-datasets/download") {
 		t.Fatalf("the tour's second block is not the download: %q", blocks)
 	}
