@@ -275,14 +275,20 @@ func TestListStopRerunDelete(t *testing.T) {
 	if code := call(t, "POST", h.url+"/api/simulation/tasks/"+a.TaskID+"/rerun", `{"endpoint_url":"`+other+`","api_key":"`+endpointKey+`"}`, &re); code != 202 {
 		t.Fatal(code)
 	}
-	if re.TaskID == a.TaskID || re.Task.Name != "Trace simulation · rerun "+re.TaskID || re.Task.EndpointURL != other ||
+	if re.TaskID == a.TaskID || re.Task.Name != "Trace simulation · rerun of "+a.TaskID || re.Task.EndpointURL != other ||
 		re.Task.Status != "queued" || re.Task.Simulation.Backend != "trace-replayer" {
 		t.Fatalf("%+v", re.Task)
+	}
+	// A rerun of the rerun keeps the first name and names the task it reruns.
+	var again created
+	if code := call(t, "POST", h.url+"/api/simulation/tasks/"+re.TaskID+"/rerun", `{"api_key":"`+endpointKey+`"}`, &again); code != 202 ||
+		again.Task.Name != "Trace simulation · rerun of "+re.TaskID {
+		t.Fatalf("rerun of a rerun: %d %q", code, again.Task.Name)
 	}
 	if code := call(t, "POST", h.url+"/api/simulation/tasks/"+a.TaskID+"/rerun", `{"bogus":1}`, nil); code != 422 {
 		t.Fatalf("rerun with unknown field: %d", code)
 	}
-	if sink.count() != 4 {
+	if sink.count() != 5 {
 		t.Fatalf("%d queued events", sink.count())
 	}
 
