@@ -308,7 +308,7 @@ func (a *API) datasetOf(req *CreateTaskRequest) (Dataset, error) {
 	if req.TraceDataset != nil {
 		d, ok := a.catalogue.find(*req.TraceDataset)
 		if !ok {
-			return Dataset{}, problem.New(problem.CodeBadRequest, "unknown trace dataset %q", *req.TraceDataset)
+			return Dataset{}, problem.New(problem.CodeBadRequest, "%s", a.catalogue.unknown(*req.TraceDataset))
 		}
 		if req.TracePath != nil && !a.samePath(*req.TracePath, d) {
 			return Dataset{}, problem.New(problem.CodeBadRequest, "trace_path %q is not the file of dataset %q (datasets/%s)", *req.TracePath, d.Name, d.Filename)

@@ -161,7 +161,7 @@ func TestCreateTaskRejectsBadInput(t *testing.T) {
 		{"model not served", strings.Replace(createBody(endpoint, ""), "Qwen/Qwen3-8B", "missing-model", 1), "does not serve", 400},
 		{"wrong key", strings.Replace(createBody(endpoint, ""), endpointKey, "wrong", 1), "is unreachable", 400},
 		{"unknown model service", createBody(endpoint, `"model_service_group_id":"01998e6b"`), "unknown model service", 404},
-		{"unknown dataset", strings.Replace(createBody(endpoint, ""), "mooncake-conversation", "nope", 1), "unknown trace dataset", 400},
+		{"unknown dataset", strings.Replace(createBody(endpoint, ""), "mooncake-conversation", "nope", 1), `unknown trace dataset "nope": the known datasets are `, 400},
 		{"not downloaded", strings.Replace(createBody(endpoint, ""), "mooncake-conversation", "mooncake-synthetic", 1), "not downloaded", 400},
 		{"unknown scenario lists the scenarios", strings.Replace(createBody(endpoint, ""), `"scenario":"chat"`, `"scenario":"gaming"`, 1), "must be one of chat, api-calling, coding", 422},
 		{"a wrong type names the JSON kind", createBody(endpoint, `"scale_factor":"fast"`), "expected a number, got a string", 422},
