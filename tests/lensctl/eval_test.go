@@ -361,7 +361,7 @@ func TestWorkflowAndEvaluationCommands(t *testing.T) {
 		t.Fatalf("workflows get: %+v", r)
 	}
 	r := es.run(t, nil, "eval", "workflows", "details", "wf-1")
-	if r.code != 0 || !strings.Contains(r.stdout, "run-guide") || !strings.Contains(r.stdout, "12.5") || !strings.Contains(r.stdout, "1.125") || !strings.Contains(r.stdout, "MISSED") {
+	if r.code != 0 || !strings.Contains(r.stdout, "run-guide") || !strings.Contains(r.stdout, "12.5") || !strings.Contains(r.stdout, "1.13") || !strings.Contains(r.stdout, "MISSED") {
 		t.Fatalf("workflows details: %+v", r)
 	}
 	// The guide missed its SLA: evaluations get and compare --evaluation exit 4.
