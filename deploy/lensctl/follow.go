@@ -23,14 +23,14 @@ import (
 // progressEvent is what a status, case, log or end event of a task's, run's or workflow's stream
 // carries.
 type progressEvent struct {
-	Status          string  `json:"status"`
-	Phase           string  `json:"phase"`
+	Status          string   `json:"status"`
+	Phase           string   `json:"phase"`
 	ProgressPercent *float64 `json:"progress_percent"` // none on a workflow's events
-	ProgressMessage string  `json:"progress_message"`
-	Line            string  `json:"line"`
-	ErrorMessage    *string `json:"error_message"` // tasks
-	Error           *string `json:"error"`         // runs
-	Detail          string  `json:"detail"`
+	ProgressMessage string   `json:"progress_message"`
+	Line            string   `json:"line"`
+	ErrorMessage    *string  `json:"error_message"` // tasks
+	Error           *string  `json:"error"`         // runs
+	Detail          string   `json:"detail"`
 	SLA             *struct {
 		Met *bool `json:"met"`
 	} `json:"sla"`
