@@ -8,6 +8,7 @@ require (
 	github.com/blendle/zapdriver v1.3.1
 	github.com/chromedp/chromedp v0.23.0
 	github.com/cloudevents/sdk-go/v2 v2.16.2
+	github.com/creack/pty v1.1.24
 	github.com/go-logr/logr v1.4.1
 	github.com/go-zeromq/zmq4 v0.17.0
 	github.com/gomodule/redigo v1.9.3

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jedib0t/go-pretty/v6/table"
+	"github.com/jedib0t/go-pretty/v6/text"
 	"github.com/spf13/cobra"
 )
 
@@ -126,11 +127,17 @@ func (a *app) printRun(r record) error {
 	if a.printer.format != "table" {
 		return a.printer.print(r, nil)
 	}
+	// One run is shown field by field (a row of its 36-character id and five more columns does
+	// not fit an 80-column terminal); lists keep a row per run.
 	if err := a.printer.print(r, func(t table.Writer) {
-		t.AppendHeader(runHeader)
-		t.AppendRow(runRow(r))
+		t.Style().Format.Header = text.FormatDefault // the id stays as it is
+		t.AppendHeader(table.Row{"RUN", r.str("id")})
+		row := runRow(r)
+		for i, name := range runHeader[1:] {
+			t.AppendRow(table.Row{strings.ToLower(fmt.Sprint(name)), row[i+1]})
+		}
 		if e := r.str("error"); e != "" {
-			t.AppendFooter(table.Row{"error", e})
+			t.AppendRow(table.Row{"error", e})
 		}
 	}); err != nil {
 		return err

@@ -131,10 +131,10 @@ func (t *fitTable) Render() string {
 }
 
 // fitColumns caps the widest columns of rows so the table, drawn with one space of padding and
-// a rule between columns, is at most width wide, wrapping their cells at spaces. A column is
-// not made narrower than its longest word while the table can fit otherwise; when it cannot,
-// words break too (no column narrower than 6). The first column is never wrapped. It returns
-// nil when the table fits as it is.
+// a rule between columns, is at most width wide, wrapping their cells at spaces. It tries, in
+// turn: wrapping only between words and never the first column (which names the row: an id, a
+// metric); breaking words too (no column narrower than 6); then the first column as well (no
+// column narrower than 3). It returns nil when the table fits as it is.
 func fitColumns(rows []table.Row, width int) []table.ColumnConfig {
 	var widths, words []int // per column: the widest cell, the longest word
 	for _, r := range rows {
@@ -149,41 +149,43 @@ func fitColumns(rows []table.Row, width int) []table.ColumnConfig {
 			}
 		}
 	}
-	// capped is column i's width under limit, keeping whole words or not. The first column,
-	// which names the row (an id, a metric), is kept whole.
-	capped := func(i, limit int, wholeWords bool) int {
-		if i == 0 {
+	type rule struct {
+		wholeWords, firstWhole bool
+		least                  int
+	}
+	// capped is column i's width under limit.
+	capped := func(i, limit int, r rule) int {
+		if i == 0 && r.firstWhole {
 			return widths[0]
 		}
-		if wholeWords {
+		if r.wholeWords {
 			limit = max(limit, words[i])
 		}
-		return min(widths[i], max(limit, 6))
+		return min(widths[i], max(limit, r.least))
 	}
-	drawn := func(limit int, wholeWords bool) int {
+	drawn := func(limit int, r rule) int {
 		total := 1 // the left rule
 		for i := range widths {
-			total += capped(i, limit, wholeWords) + 3 // padding either side and the rule after
+			total += capped(i, limit, r) + 3 // padding either side and the rule after
 		}
 		return total
 	}
 	widest := slices.Max(append([]int{0}, widths...))
-	if drawn(widest, false) <= width {
+	rules := []rule{{true, true, 6}, {false, true, 6}, {false, false, 3}}
+	if drawn(widest, rules[0]) <= width {
 		return nil
 	}
-	limit, wholeWords := widest, true
-	for limit > 1 && drawn(limit, wholeWords) > width {
-		limit--
-	}
-	if drawn(limit, wholeWords) > width {
-		limit, wholeWords = widest, false
-		for limit > 6 && drawn(limit, wholeWords) > width {
-			limit--
+	limit, r := widest, rules[0]
+	for _, r = range rules {
+		for limit = widest; limit > r.least && drawn(limit, r) > width; limit-- {
+		}
+		if drawn(limit, r) <= width {
+			break
 		}
 	}
 	var caps []table.ColumnConfig
 	for i, w := range widths {
-		if c := capped(i, limit, wholeWords); c < w {
+		if c := capped(i, limit, r); c < w {
 			caps = append(caps, table.ColumnConfig{Number: i + 1, WidthMax: c, WidthMaxEnforcer: text.WrapSoft})
 		}
 	}

@@ -58,7 +58,9 @@ func (p *progress) update(percent *float64, what string) {
 	p.last = what
 	p.bar.Describe(p.fit(what))
 	if percent != nil {
-		_ = p.bar.Set(int(min(max(*percent, 0), 100) * progressTotal / 100))
+		// Short of the end: a finished progressbar draws nothing more, and end still has to
+		// say how it ended.
+		_ = p.bar.Set(min(int(max(*percent, 0)*progressTotal/100), progressTotal-1))
 	}
 }
 
@@ -116,6 +118,9 @@ func percentText(v float64) string {
 // message already names it ("running matrix-0: 4 of 8 requests completed", not "running
 // matrix-0: matrix-0: ..."), the message and the live summary.
 func (ev progressEvent) statusText() string {
+	if ev.succeeded() || caseFinished(ev.Status) {
+		return ev.Status // what it was doing last is over
+	}
 	parts := []string{ev.Status}
 	msg := strings.TrimSpace(ev.ProgressMessage)
 	if ev.Phase != "" && !strings.HasPrefix(msg, ev.Phase) {

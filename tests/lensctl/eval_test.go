@@ -89,12 +89,12 @@ func newEvalStack(t *testing.T) *evalStack {
 func ptr[T any](v T) *T { return &v }
 
 // finishRun plays the benchmark runner's part through the run repo (the writes it makes):
-// running with progress and a log line, per-request records, then status with metrics and
+// running (or still running) with progress and a log line, per-request records, then status with metrics and
 // the SLA verdict of targets.
 func (es *evalStack) finishRun(t *testing.T, id, status string, ttftLimit float64) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := es.runs.Transition(ctx, id, []string{evalrun.StatusQueued}, evalrun.StatusRunning, state.Fence{}, func(r *evalrun.Run) error {
+	if _, err := es.runs.Transition(ctx, id, []string{evalrun.StatusQueued, evalrun.StatusRunning}, evalrun.StatusRunning, state.Fence{}, func(r *evalrun.Run) error {
 		r.Set("phase", evalrun.PhaseMatrix(0))
 		r.Set("progress_percent", 50)
 		r.Set("progress_message", "matrix-0: 4 of 8 requests completed")
