@@ -104,6 +104,9 @@ func sparkline(counts []int64, width int) string {
 		if top > 0 {
 			i = int(s * int64(len(blocks)-1) / top)
 		}
+		if s > 0 && i == 0 {
+			i = 1 // a bin with arrivals is never drawn empty
+		}
 		b.WriteRune(blocks[i])
 	}
 	return b.String()

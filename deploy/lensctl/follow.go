@@ -109,7 +109,7 @@ func (a *app) follow(cmd *cobra.Command, eventsPath string) (progressEvent, erro
 					}
 				}
 				share := float64(done) * 100 / float64(len(cases))
-				shown.update(&share, fmt.Sprintf("case %s %s (%d of %d cases finished)", ev.CaseID, ev.Status, done, len(cases)))
+				shown.count(share, fmt.Sprintf("case %s %s (%d of %d cases finished)", ev.CaseID, ev.Status, done, len(cases)))
 			case "log":
 				shown.log(ev.Line)
 			case "end":

@@ -44,9 +44,15 @@ func barWidth(columns int) int { return min(max(columns/5, 10), 40) }
 
 // update shows percent (nil: keep the bar where it is; in lines, print none) and what is
 // happening.
-func (p *progress) update(percent *float64, what string) {
+func (p *progress) update(percent *float64, what string) { p.show(percent, percent != nil, what) }
+
+// count shows a share of parts finished (a workflow's cases): on the bar, and in lines only
+// through what ("1 of 2 cases finished"), which says it already.
+func (p *progress) count(percent float64, what string) { p.show(&percent, false, what) }
+
+func (p *progress) show(percent *float64, linePercent bool, what string) {
 	if p.bar == nil {
-		if percent != nil {
+		if linePercent {
 			what = percentText(*percent) + " " + what
 		}
 		if what != p.last {

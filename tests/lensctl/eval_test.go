@@ -452,6 +452,10 @@ func TestEvalWorkflowsWatchExitsByOutcomeAndSLA(t *testing.T) {
 				!strings.Contains(r.stderr, "2 of 2 cases finished") || !strings.Contains(r.stdout, "wf-watch") {
 				t.Errorf("%s: %+v", name, r)
 			}
+			// A workflow's progress is its cases: its lines carry no percentage of its own.
+			if strings.Contains(r.stderr, "0.0%") || strings.Contains(r.stderr, tc.status+" 0") {
+				t.Errorf("%s: a workflow's line shows a percentage: %q", name, r.stderr)
+			}
 			if tc.status == "failed" && !strings.Contains(r.stderr, "the deployment never became ready") {
 				t.Errorf("a failed watch does not say why: %+v", r)
 			}
