@@ -15,6 +15,5 @@
 // It may import runtime/apiclient, runtime/livesummary (the live summary it prints), runtime/sse, runtime/simtask,
 // and, for lensctl predict, which runs the engine model here on the benchmark runner's schedules, events,
 // runtime/enginemodel, runtime/evalrun and runtime/predict. Cobra, go-pretty, progressbar,
-// golang.org/x/term (the terminal's width), golang.org/x/text (grouped digits) and yaml.v3 live
-// here.
+// golang.org/x/term (the terminal's width) and yaml.v3 live here.
 package lensctl

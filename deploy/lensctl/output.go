@@ -13,8 +13,6 @@ import (
 	"github.com/jedib0t/go-pretty/v6/table"
 	"github.com/jedib0t/go-pretty/v6/text"
 	"golang.org/x/term"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 	"gopkg.in/yaml.v3"
 )
 
@@ -203,8 +201,10 @@ func human(v any) string {
 		return humanFloat(x)
 	case float32:
 		return humanFloat(float64(x))
-	case int, int64, int32, uint64:
-		return numbers.Sprint(x)
+	case int:
+		return groupDigits(strconv.Itoa(x))
+	case int64:
+		return groupDigits(strconv.FormatInt(x, 10))
 	case json.Number:
 		if f, err := x.Float64(); err == nil {
 			return humanFloat(f)
@@ -213,9 +213,6 @@ func human(v any) string {
 	}
 	return fmt.Sprint(v)
 }
-
-// numbers groups digits in thousands (golang.org/x/text).
-var numbers = message.NewPrinter(language.English)
 
 func humanFloat(v float64) string {
 	switch {
@@ -226,7 +223,7 @@ func humanFloat(v float64) string {
 	case math.IsInf(v, -1):
 		return "-∞"
 	case v == math.Trunc(v) && math.Abs(v) < 1e15:
-		return numbers.Sprintf("%.0f", v)
+		return groupDigits(strconv.FormatFloat(v, 'f', 0, 64))
 	}
 	a := math.Abs(v)
 	var decimals int
@@ -244,12 +241,33 @@ func humanFloat(v float64) string {
 	}
 	scale := math.Pow10(decimals)
 	v = math.Round(v*scale) / scale // half away from zero, as people round (1.125 is 1.13)
-	s := numbers.Sprintf("%.*f", decimals, v)
+	s := strconv.FormatFloat(v, 'f', decimals, 64)
 	if strings.Contains(s, ".") {
 		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
 	}
 	if s == "-0" {
 		s = "0"
 	}
-	return s
+	return groupDigits(s)
+}
+
+// groupDigits puts a comma between each three digits of a number's integer part ("67,060.5").
+func groupDigits(s string) string {
+	sign, digits := "", s
+	if strings.HasPrefix(s, "-") {
+		sign, digits = "-", s[1:]
+	}
+	whole, frac, hasFrac := strings.Cut(digits, ".")
+	var b strings.Builder
+	b.WriteString(sign)
+	for i, d := range whole {
+		if i > 0 && (len(whole)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(d)
+	}
+	if hasFrac {
+		b.WriteString("." + frac)
+	}
+	return b.String()
 }
