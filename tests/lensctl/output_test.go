@@ -2,12 +2,15 @@ package lensctl_test
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/lensfn/lensfn/runtime/evalrun"
@@ -80,10 +83,6 @@ func TestTablesRoundNumbersJSONKeepsThem(t *testing.T) {
 // TestDatasetsTimelineShowsItsShape: the timeline's sparkline is drawn from bins[].request_count.
 func TestDatasetsTimelineShowsItsShape(t *testing.T) {
 	st := newStack(t)
-	dir := filepath.Join(st.dataDir, "datasets")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	// 40 arrivals in the first second, 4 in the last: a tall bar, then short ones.
 	var trace strings.Builder
 	for i := range 40 {
@@ -92,9 +91,7 @@ func TestDatasetsTimelineShowsItsShape(t *testing.T) {
 	for i := range 4 {
 		trace.WriteString(strconv.Itoa(9000+i*200) + " y\n")
 	}
-	if err := os.WriteFile(filepath.Join(dir, "conversation_trace.jsonl"), []byte(trace.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	placeTrace(t, st, trace.String())
 	r := st.run(t, nil, "datasets", "timeline", "mooncake-conversation", "--bins", "50")
 	if r.code != 0 || !strings.Contains(r.stdout, "44") || !strings.Contains(r.stdout, "█") || !strings.ContainsAny(r.stdout, "▁▂▃") {
 		t.Fatalf("timeline: %+v", r)
@@ -113,5 +110,57 @@ func TestDatasetsTimelineShowsItsShape(t *testing.T) {
 	if r := st.run(t, nil, "datasets", "timeline", "nope"); r.code == 0 || !strings.Contains(r.stderr, "the known datasets are") ||
 		!strings.Contains(r.stderr, "mooncake-conversation") {
 		t.Fatalf("unknown dataset: %+v", r)
+	}
+}
+
+// placeTrace puts mooncake-conversation's file in the stack's data dir, as a download would.
+func placeTrace(t *testing.T, st *stack, trace string) {
+	t.Helper()
+	dir := filepath.Join(st.dataDir, "datasets")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "conversation_trace.jsonl"), []byte(trace), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTaskCreateWatchEndsWithTheResult: tasks create --watch follows the new task and ends with
+// its result's numbers, not only its status.
+func TestTaskCreateWatchEndsWithTheResult(t *testing.T) {
+	st := newStack(t)
+	placeTrace(t, st, "0 a\n500 b\n")
+	models := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`{"object":"list","data":[{"id":"Qwen/Qwen3-8B","object":"model"}]}`))
+	}))
+	t.Cleanup(models.Close)
+	body := filepath.Join(t.TempDir(), "task.json")
+	if err := os.WriteFile(body, []byte(`{"name":"watched","scenario":"chat","endpoint_mode":"external","endpoint_url":"`+models.URL+
+		`/v1","model_name":"Qwen/Qwen3-8B","trace_dataset":"mooncake-conversation"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan result, 1)
+	go func() { done <- st.run(t, nil, "tasks", "create", "-f", body, "--watch") }()
+	var id string
+	for deadline := time.Now().Add(10 * time.Second); id == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		var out struct {
+			Tasks []simtask.Task `json:"tasks"`
+		}
+		if r := st.run(t, nil, "tasks", "list", "-o", "json"); json.Unmarshal([]byte(r.stdout), &out) == nil && len(out.Tasks) == 1 {
+			id = out.Tasks[0].ID
+		}
+	}
+	if id == "" {
+		t.Fatal("the task was not created")
+	}
+	st.finish(t, id, simtask.StatusCompleted)
+	select {
+	case r := <-done:
+		if r.code != 0 || !strings.Contains(r.stderr, "created task "+id) || !strings.Contains(r.stdout, "completed") ||
+			!strings.Contains(r.stdout, "total_requests") || !strings.Contains(r.stdout, "latency p50/p99 ms") || !strings.Contains(r.stdout, "300 / 300") {
+			t.Fatalf("%+v", r)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the watch did not end")
 	}
 }
