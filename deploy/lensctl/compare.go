@@ -76,7 +76,7 @@ func num(v *float64) string {
 	if v == nil {
 		return "-"
 	}
-	return fmt.Sprintf("%.4g", *v)
+	return human(*v)
 }
 
 // sideBySide reads a and b as simulation tasks, or as benchmark runs when a is no task.
@@ -177,20 +177,21 @@ func compareMaps(left, right map[string]float64, order []string) []comparedMetri
 // deltaMetrics are the delta_percent columns a comparison report row shows.
 var deltaMetrics = []string{"throughput_tps", "ttft_ms", "tpot_ms", "request_latency_ms"}
 
-// printComparison shows a comparison report (version 2): one row per guide x baseline with the
-// SLA verdict, the deltas and the geometric-mean ratios, then the topology ratios.
+// printComparison shows a comparison report (version 2): a column per guide x baseline with
+// its workload, SLA verdict, parity, the deltas and the geometric-mean ratio (so many metrics
+// fit a terminal as rows, and the columns wrap when there are many comparisons), then the
+// topology ratios.
 func (a *app) printComparison(report record) error {
 	if a.printer.format != "table" {
 		return a.printer.print(report, nil)
 	}
 	comps, _ := report["comparisons"].([]any)
-	t := a.table()
-	header := table.Row{"WORKLOAD", "GUIDE", "BASELINE", "SLA", "PARITY"}
+	labels := []string{"workload", "guide", "baseline", "SLA", "parity"}
 	for _, m := range deltaMetrics {
-		header = append(header, "Δ% "+m)
+		labels = append(labels, "Δ% "+m)
 	}
-	header = append(header, "GEOMEAN THROUGHPUT RATIO")
-	t.AppendHeader(header)
+	labels = append(labels, "geomean throughput ratio")
+	columns := make([][]string, 0, len(comps))
 	for _, c := range comps {
 		row, _ := c.(map[string]any)
 		r := record(row)
@@ -203,15 +204,28 @@ func (a *app) printComparison(report record) error {
 			}
 			parityText += ": " + strings.Join(texts, "; ")
 		}
-		out := table.Row{r.str("workload_id"), r.str("guide"), r.str("baseline_type"), slaText(r.slaMet()), parityText}
+		col := []string{r.str("workload_id"), r.str("guide"), r.str("baseline_type"), slaText(r.slaMet()), parityText}
 		deltas, _ := r["delta_percent"].(map[string]any)
 		sig, _ := r["significance"].(map[string]any)
 		sigMetrics, _ := sig["metrics"].(map[string]any)
 		for _, m := range deltaMetrics {
-			out = append(out, deltaCell(deltas[m], sigMetrics[m]))
+			col = append(col, fmt.Sprint(deltaCell(deltas[m], sigMetrics[m])))
 		}
-		out = append(out, geomean(r, "throughput_tps"))
-		t.AppendRow(out)
+		columns = append(columns, append(col, fmt.Sprint(geomean(r, "throughput_tps"))))
+	}
+	t := a.table()
+	t.Style().Format.Header = text.FormatDefault
+	header := table.Row{"COMPARISON"}
+	for i := range columns {
+		header = append(header, fmt.Sprintf("%d", i+1))
+	}
+	t.AppendHeader(header)
+	for k, label := range labels {
+		row := table.Row{label}
+		for _, col := range columns {
+			row = append(row, col[k])
+		}
+		t.AppendRow(row)
 	}
 	t.Render()
 	topo, _ := report["topology_comparisons"].([]any)
@@ -236,19 +250,15 @@ func deltaCell(delta, significance any) any {
 	change, ok := sig["change_percent"].(float64)
 	if !ok {
 		if v, ok := sig["verdict"].(string); ok && delta != nil {
-			return fmt.Sprintf("%v %s", delta, v)
+			return human(delta) + " " + v
 		}
 		return orDash(delta)
 	}
-	return fmt.Sprintf("%v [%v, %v] %v", change, sig["change_percent_ci_low"], sig["change_percent_ci_high"], sig["verdict"])
+	return fmt.Sprintf("%s [%s, %s] %v", human(change), human(sig["change_percent_ci_low"]), human(sig["change_percent_ci_high"]), sig["verdict"])
 }
 
-func orDash(v any) any {
-	if v == nil {
-		return "-"
-	}
-	return v
-}
+// orDash is a value for a table: "-" when missing, numbers rounded for people.
+func orDash(v any) any { return human(v) }
 
 // geomean is the matrix (or else rate-stage) geometric-mean ratio of a metric.
 func geomean(r record, metric string) any {
@@ -256,7 +266,7 @@ func geomean(r record, metric string) any {
 		stats, _ := r[key].(map[string]any)
 		g, _ := stats["geometric_mean_ratio"].(map[string]any)
 		if v, ok := g[metric]; ok {
-			return v
+			return human(v)
 		}
 	}
 	return "-"

@@ -47,7 +47,7 @@ func (a *app) datasetsCmd() *cobra.Command {
 			return a.printer.print(out, func(t table.Writer) {
 				t.AppendHeader(table.Row{"FIELD", "VALUE"})
 				for _, k := range sortedKeys(out) {
-					t.AppendRow(table.Row{k, out[k]})
+					t.AppendRow(table.Row{k, human(out[k])})
 				}
 			})
 		}}
@@ -58,8 +58,10 @@ func (a *app) datasetsCmd() *cobra.Command {
 			var out struct {
 				RequestCount    int64   `json:"request_count"`
 				DurationSeconds float64 `json:"duration_seconds"`
-				BinSeconds      float64 `json:"bin_seconds"`
-				Counts          []int64 `json:"counts"`
+				BinWidthSeconds float64 `json:"bin_width_seconds"`
+				Bins            []struct {
+					RequestCount int64 `json:"request_count"`
+				} `json:"bins"`
 			}
 			var raw map[string]any
 			q := url.Values{"bins": {strconv.Itoa(bins)}}
@@ -68,8 +70,12 @@ func (a *app) datasetsCmd() *cobra.Command {
 			}
 			remarshal(raw, &out)
 			return a.printer.print(raw, func(t table.Writer) {
-				t.AppendHeader(table.Row{"REQUESTS", "DURATION (s)", "SHAPE"})
-				t.AppendRow(table.Row{out.RequestCount, out.DurationSeconds, sparkline(out.Counts, 60)})
+				counts := make([]int64, len(out.Bins))
+				for i, b := range out.Bins {
+					counts[i] = b.RequestCount
+				}
+				t.AppendHeader(table.Row{"REQUESTS", "DURATION (s)", "BIN (s)", "SHAPE"})
+				t.AppendRow(table.Row{human(out.RequestCount), human(out.DurationSeconds), human(out.BinWidthSeconds), sparkline(counts, 60)})
 			})
 		}}
 	timeline.Flags().IntVar(&bins, "bins", 60, "number of bins (50-2000)")
@@ -98,6 +104,9 @@ func sparkline(counts []int64, width int) string {
 		if top > 0 {
 			i = int(s * int64(len(blocks)-1) / top)
 		}
+		if s > 0 && i == 0 {
+			i = 1 // a bin with arrivals is never drawn empty
+		}
 		b.WriteRune(blocks[i])
 	}
 	return b.String()
@@ -112,11 +121,11 @@ type spin struct {
 }
 
 func (a *app) spinner(what string) spin {
-	if a.noProgress {
+	if a.noProgress || terminalWidth(a.errOut) == 0 {
 		return spin{}
 	}
 	s := spin{bar: progressbar.NewOptions(-1, progressbar.OptionSetWriter(a.errOut), progressbar.OptionSetDescription(what),
-		progressbar.OptionSpinnerType(14), progressbar.OptionClearOnFinish()),
+		progressbar.OptionSpinnerType(14), progressbar.OptionClearOnFinish(), progressbar.OptionUseANSICodes(true)),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)

@@ -8,8 +8,10 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/jedib0t/go-pretty/v6/table"
+	"github.com/jedib0t/go-pretty/v6/text"
 	"github.com/spf13/cobra"
 )
 
@@ -84,7 +86,7 @@ func (a *app) readBody(file string) (json.RawMessage, error) {
 	return raw, nil
 }
 
-var runHeader = table.Row{"ID", "STATUS", "PHASE", "PROGRESS", "MODEL", "WORKLOAD", "SLA", "CREATED"}
+var runHeader = table.Row{"ID", "STATUS", "MODEL", "WORKLOAD", "SLA", "CREATED"}
 
 func runRow(r record) table.Row {
 	// The spec's default workload is stored even when matrix or shared_prefix replaces it.
@@ -97,11 +99,27 @@ func runRow(r record) table.Row {
 	case r["workload_yaml"] != nil:
 		workload = "workload_yaml"
 	}
-	progress := ""
-	if p, ok := r["progress_percent"].(float64); ok {
-		progress = fmt.Sprintf("%.1f%%", p)
+	// The status with, while it runs, its phase and progress ("running matrix-0 50.0%").
+	status := r.str("status")
+	if !caseFinished(status) {
+		if phase := r.str("phase"); phase != "" {
+			status += " " + phase
+		}
+		if p, ok := r["progress_percent"].(float64); ok && p > 0 {
+			status += " " + percentText(p)
+		}
 	}
-	return table.Row{r.str("id"), r.str("status"), r.str("phase"), progress, r.str("model"), workload, slaText(r.slaMet()), r.str("created_at")}
+	return table.Row{r.str("id"), status, r.str("model"), workload, slaText(r.slaMet()), when(r.str("created_at"))}
+}
+
+// when is an RFC 3339 time as tables show it, to the minute ("2026-12-05 03:29"); what does
+// not parse is shown as it is.
+func when(s string) string {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return s
+	}
+	return t.Format("2006-01-02 15:04")
 }
 
 // printRun shows a run with its headline metrics and SLA checks.
@@ -109,11 +127,17 @@ func (a *app) printRun(r record) error {
 	if a.printer.format != "table" {
 		return a.printer.print(r, nil)
 	}
+	// One run is shown field by field (a row of its 36-character id and five more columns does
+	// not fit an 80-column terminal); lists keep a row per run.
 	if err := a.printer.print(r, func(t table.Writer) {
-		t.AppendHeader(runHeader)
-		t.AppendRow(runRow(r))
+		t.Style().Format.Header = text.FormatDefault // the id stays as it is
+		t.AppendHeader(table.Row{"RUN", r.str("id")})
+		row := runRow(r)
+		for i, name := range runHeader[1:] {
+			t.AppendRow(table.Row{strings.ToLower(fmt.Sprint(name)), row[i+1]})
+		}
 		if e := r.str("error"); e != "" {
-			t.AppendFooter(table.Row{"error", e})
+			t.AppendRow(table.Row{"error", e})
 		}
 	}); err != nil {
 		return err
@@ -124,7 +148,7 @@ func (a *app) printRun(r record) error {
 		t.AppendHeader(table.Row{"METRIC", "VALUE"})
 		for _, k := range []string{"request_count", "success_rate", "throughput_tps", "throughput_rps", "ttft_ms", "tpot_ms", "itl_ms", "chunk_gap_ms", "request_latency_ms", "benchmark_time_seconds", "repetitions"} {
 			if v, ok := m[k]; ok && v != nil {
-				t.AppendRow(table.Row{k, v})
+				t.AppendRow(table.Row{k, human(v)})
 			}
 		}
 		t.Render()
@@ -141,11 +165,11 @@ func (a *app) printRun(r record) error {
 			if ok {
 				verdict = &met
 			}
-			actual := any("unavailable")
+			actual := "unavailable"
 			if c["actual"] != nil {
-				actual = c["actual"]
+				actual = human(c["actual"])
 			}
-			t.AppendRow(table.Row{strings.TrimSpace(name + " " + fmt.Sprint(orEmpty(c["percentile"]))), c["target"], actual, c["unit"], slaText(verdict)})
+			t.AppendRow(table.Row{strings.TrimSpace(name + " " + fmt.Sprint(orEmpty(c["percentile"]))), human(c["target"]), actual, orEmpty(c["unit"]), slaText(verdict)})
 		}
 		t.Render()
 	}
@@ -159,12 +183,7 @@ func orEmpty(v any) any {
 	return v
 }
 
-func (a *app) table() table.Writer {
-	t := table.NewWriter()
-	t.SetOutputMirror(a.out)
-	t.SetStyle(table.StyleLight)
-	return t
-}
+func (a *app) table() table.Writer { return a.printer.table() }
 
 func (a *app) runCreate() *cobra.Command {
 	var file string
@@ -227,7 +246,7 @@ func (a *app) runWatch() *cobra.Command {
 
 // watchRun follows the run's event stream and maps how it ended to the exit code.
 func (a *app) watchRun(cmd *cobra.Command, id string) error {
-	end, err := a.follow(cmd, runPath(id)+"/events", id)
+	end, err := a.follow(cmd, runPath(id)+"/events")
 	if err != nil {
 		return err
 	}
@@ -302,7 +321,7 @@ var workflowHeader = table.Row{"ID", "NAME", "STATUS", "CASES", "CREATED"}
 
 func workflowRow(w record) table.Row {
 	cases, _ := w["cases"].([]any)
-	return table.Row{w.str("id"), w.str("name"), w.str("status"), len(cases), w.str("created_at")}
+	return table.Row{w.str("id"), w.str("name"), w.str("status"), len(cases), when(w.str("created_at"))}
 }
 
 func (a *app) listWorkflows(cmd *cobra.Command, keep func(record) bool) error {
@@ -413,7 +432,7 @@ func (a *app) workflowWatch() *cobra.Command {
 // watchWorkflow follows the workflow's event stream (the bar counts finished cases) and maps
 // how it ended to the exit code.
 func (a *app) watchWorkflow(cmd *cobra.Command, id string) error {
-	end, err := a.follow(cmd, workflowPath(id)+"/events", id)
+	end, err := a.follow(cmd, workflowPath(id)+"/events")
 	if err != nil {
 		return err
 	}

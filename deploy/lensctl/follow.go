@@ -23,14 +23,14 @@ import (
 // progressEvent is what a status, case, log or end event of a task's, run's or workflow's stream
 // carries.
 type progressEvent struct {
-	Status          string  `json:"status"`
-	Phase           string  `json:"phase"`
-	ProgressPercent float64 `json:"progress_percent"`
-	ProgressMessage string  `json:"progress_message"`
-	Line            string  `json:"line"`
-	ErrorMessage    *string `json:"error_message"` // tasks
-	Error           *string `json:"error"`         // runs
-	Detail          string  `json:"detail"`
+	Status          string   `json:"status"`
+	Phase           string   `json:"phase"`
+	ProgressPercent *float64 `json:"progress_percent"` // none on a workflow's events
+	ProgressMessage string   `json:"progress_message"`
+	Line            string   `json:"line"`
+	ErrorMessage    *string  `json:"error_message"` // tasks
+	Error           *string  `json:"error"`         // runs
+	Detail          string   `json:"detail"`
 	SLA             *struct {
 		Met *bool `json:"met"`
 	} `json:"sla"`
@@ -65,14 +65,10 @@ func caseFinished(status string) bool {
 }
 
 // follow reads an event stream (eventsPath) until its end event, reconnecting after the last
-// event id when the connection closes, with a progress bar on stderr (or lines with
-// --no-progress), and returns the end event.
-func (a *app) follow(cmd *cobra.Command, eventsPath, label string) (progressEvent, error) {
-	var bar *progressbar.ProgressBar
-	if !a.noProgress {
-		bar = progressbar.NewOptions(1000, progressbar.OptionSetWriter(a.errOut), progressbar.OptionSetDescription(label),
-			progressbar.OptionShowElapsedTimeOnFinish(), progressbar.OptionSetPredictTime(false))
-	}
+// event id when the connection closes, showing progress on stderr (a bar redrawn in place on a
+// terminal, else a line per update), and returns the end event.
+func (a *app) follow(cmd *cobra.Command, eventsPath string) (progressEvent, error) {
+	shown := a.newProgress()
 	last := ""
 	var end *progressEvent
 	cases := map[string]bool{} // a workflow's cases seen, and whether each has finished
@@ -85,6 +81,7 @@ func (a *app) follow(cmd *cobra.Command, eventsPath, label string) (progressEven
 		if err != nil {
 			var apiErr *APIError
 			if errors.As(err, &apiErr) || attempt >= 5 || cmd.Context().Err() != nil {
+				shown.end(false, "")
 				return progressEvent{}, err
 			}
 			time.Sleep(time.Second << min(attempt, 4))
@@ -98,22 +95,11 @@ func (a *app) follow(cmd *cobra.Command, eventsPath, label string) (progressEven
 			_ = json.Unmarshal([]byte(m.Data), &ev)
 			switch m.Type {
 			case "status":
-				what := ev.Status
-				if ev.Phase != "" {
-					what += " " + ev.Phase
+				percent := ev.ProgressPercent
+				if len(cases) > 0 { // a workflow's progress counts its cases instead
+					percent = nil
 				}
-				message := ev.ProgressMessage
-				if live := ev.liveLine(); live != "" {
-					message += " | " + live
-				}
-				if bar != nil {
-					if len(cases) == 0 { // a workflow's bar counts its cases instead
-						_ = bar.Set(int(ev.ProgressPercent * 10))
-					}
-					bar.Describe(fmt.Sprintf("%s %s: %s", label, what, message))
-				} else {
-					fmt.Fprintf(a.errOut, "%s %.1f%% %s\n", what, ev.ProgressPercent, message)
-				}
+				shown.update(percent, ev.statusText())
 			case "case":
 				cases[ev.CaseID] = caseFinished(ev.Status)
 				done := 0
@@ -122,33 +108,31 @@ func (a *app) follow(cmd *cobra.Command, eventsPath, label string) (progressEven
 						done++
 					}
 				}
-				if bar != nil {
-					_ = bar.Set(done * 1000 / len(cases))
-					bar.Describe(fmt.Sprintf("%s: case %s %s (%d of %d cases finished)", label, ev.CaseID, ev.Status, done, len(cases)))
-				} else {
-					fmt.Fprintf(a.errOut, "case %s %s (%d of %d cases finished)\n", ev.CaseID, ev.Status, done, len(cases))
-				}
+				share := float64(done) * 100 / float64(len(cases))
+				shown.count(share, fmt.Sprintf("case %s %s (%d of %d cases finished)", ev.CaseID, ev.Status, done, len(cases)))
 			case "log":
-				if bar == nil {
-					fmt.Fprintln(a.errOut, ev.Line)
-				}
+				shown.log(ev.Line)
 			case "end":
 				end = &ev
 			case "error":
-				fmt.Fprintln(a.errOut, "stream:", ev.Detail)
+				shown.log("stream: " + ev.Detail)
 			}
 			return nil
 		})
 		resp.Body.Close()
 		if err != nil && cmd.Context().Err() != nil {
+			shown.end(false, "")
 			return progressEvent{}, cmd.Context().Err()
 		}
 	}
-	if bar != nil {
-		_ = bar.Finish()
-		fmt.Fprintln(a.errOut)
-	}
+	shown.end(end.succeeded(), end.finalMessage())
 	return *end, nil
+}
+
+// succeeded tells whether an end event's status is a success (a task's completed, a run's or
+// workflow's succeeded).
+func (ev progressEvent) succeeded() bool {
+	return ev.Status == "succeeded" || ev.Status == "completed"
 }
 
 // artifactFiles names the file an artifact kind is saved as (<id>-<name>).
@@ -191,8 +175,14 @@ func (a *app) download(cmd *cobra.Command, path, id, kind, dest string) error {
 	}
 	defer os.Remove(f.Name())
 	var w io.Writer = f
-	if !a.noProgress {
-		w = io.MultiWriter(f, progressbar.DefaultBytes(resp.ContentLength, "downloading "+kind))
+	if !a.noProgress && terminalWidth(a.errOut) > 0 {
+		// progressbar.DefaultBytes, on our stderr, clearing to the end of the line as it redraws.
+		bar := progressbar.NewOptions64(resp.ContentLength, progressbar.OptionSetDescription("downloading "+kind),
+			progressbar.OptionSetWriter(a.errOut), progressbar.OptionShowBytes(true), progressbar.OptionShowTotalBytes(true),
+			progressbar.OptionSetWidth(10), progressbar.OptionThrottle(65*time.Millisecond), progressbar.OptionShowCount(),
+			progressbar.OptionOnCompletion(func() { fmt.Fprintln(a.errOut) }), progressbar.OptionSpinnerType(14),
+			progressbar.OptionFullWidth(), progressbar.OptionUseANSICodes(true))
+		w = io.MultiWriter(f, bar)
 	}
 	_, err = io.Copy(w, resp.Body)
 	if cerr := f.Close(); err == nil {

@@ -4,8 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/jedib0t/go-pretty/v6/table"
+	"github.com/jedib0t/go-pretty/v6/text"
+	"golang.org/x/term"
 	"gopkg.in/yaml.v3"
 )
 
@@ -23,7 +30,8 @@ func (p printer) validate() error {
 	return usageError{fmt.Errorf("--output must be table, json or yaml, not %q", p.format)}
 }
 
-// print writes v as JSON or YAML, or calls tableFn for the table format.
+// print writes v as JSON or YAML (full precision), or calls tableFn for the table format (numbers
+// rounded for people, see human).
 func (p printer) print(v any, tableFn func(t table.Writer)) error {
 	switch p.format {
 	case "json":
@@ -47,10 +55,219 @@ func (p printer) print(v any, tableFn func(t table.Writer)) error {
 		}
 		return enc.Close()
 	}
-	t := table.NewWriter()
-	t.SetOutputMirror(p.out)
-	t.SetStyle(table.StyleLight)
+	t := p.table()
 	tableFn(t)
 	t.Render()
 	return nil
+}
+
+// maxTableWidth is the widest a table is drawn when stdout is no narrower terminal.
+const maxTableWidth = 100
+
+// tableWidth is the widest a table may be: maxTableWidth, or a narrower terminal's width.
+func (p printer) tableWidth() int {
+	if w := terminalWidth(p.out); w > 0 && w < maxTableWidth {
+		return w
+	}
+	return maxTableWidth
+}
+
+// terminalWidth is w's width in columns when it is a terminal, else 0.
+func terminalWidth(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return 0
+	}
+	width, _, err := term.GetSize(int(f.Fd()))
+	if err != nil {
+		return 0
+	}
+	return width
+}
+
+// table is a go-pretty table on the printer's output that fits tableWidth: when its rows are
+// wider, its widest columns wrap (at spaces where they can) until it fits.
+func (p printer) table() table.Writer {
+	t := table.NewWriter()
+	t.SetOutputMirror(p.out)
+	t.SetStyle(table.StyleLight)
+	return &fitTable{Writer: t, width: p.tableWidth()}
+}
+
+// fitTable records what is appended, to size the columns when it renders.
+type fitTable struct {
+	table.Writer
+	width int
+	rows  []table.Row // header, rows and footers alike
+}
+
+func (t *fitTable) AppendHeader(r table.Row, c ...table.RowConfig) {
+	t.rows = append(t.rows, r)
+	t.Writer.AppendHeader(r, c...)
+}
+
+func (t *fitTable) AppendRow(r table.Row, c ...table.RowConfig) {
+	t.rows = append(t.rows, r)
+	t.Writer.AppendRow(r, c...)
+}
+
+func (t *fitTable) AppendRows(rs []table.Row, c ...table.RowConfig) {
+	t.rows = append(t.rows, rs...)
+	t.Writer.AppendRows(rs, c...)
+}
+
+func (t *fitTable) AppendFooter(r table.Row, c ...table.RowConfig) {
+	t.rows = append(t.rows, r)
+	t.Writer.AppendFooter(r, c...)
+}
+
+func (t *fitTable) Render() string {
+	if caps := fitColumns(t.rows, t.width); caps != nil {
+		t.SetColumnConfigs(caps)
+	}
+	return t.Writer.Render()
+}
+
+// fitColumns caps the widest columns of rows so the table, drawn with one space of padding and
+// a rule between columns, is at most width wide, wrapping their cells at spaces. It tries, in
+// turn: wrapping only between words and never the first column (which names the row: an id, a
+// metric); breaking words too (no column narrower than 6); then the first column as well (no
+// column narrower than 3). It returns nil when the table fits as it is.
+func fitColumns(rows []table.Row, width int) []table.ColumnConfig {
+	var widths, words []int // per column: the widest cell, the longest word
+	for _, r := range rows {
+		for i, cell := range r {
+			if i >= len(widths) {
+				widths, words = append(widths, 0), append(words, 0)
+			}
+			s := fmt.Sprint(cell)
+			widths[i] = max(widths[i], text.LongestLineLen(s))
+			for _, w := range strings.Fields(s) {
+				words[i] = max(words[i], text.StringWidthWithoutEscSequences(w))
+			}
+		}
+	}
+	type rule struct {
+		wholeWords, firstWhole bool
+		least                  int
+	}
+	// capped is column i's width under limit.
+	capped := func(i, limit int, r rule) int {
+		if i == 0 && r.firstWhole {
+			return widths[0]
+		}
+		if r.wholeWords {
+			limit = max(limit, words[i])
+		}
+		return min(widths[i], max(limit, r.least))
+	}
+	drawn := func(limit int, r rule) int {
+		total := 1 // the left rule
+		for i := range widths {
+			total += capped(i, limit, r) + 3 // padding either side and the rule after
+		}
+		return total
+	}
+	widest := slices.Max(append([]int{0}, widths...))
+	rules := []rule{{true, true, 6}, {false, true, 6}, {false, false, 3}}
+	if drawn(widest, rules[0]) <= width {
+		return nil
+	}
+	limit, r := widest, rules[0]
+	for _, r = range rules {
+		for limit = widest; limit > r.least && drawn(limit, r) > width; limit-- {
+		}
+		if drawn(limit, r) <= width {
+			break
+		}
+	}
+	var caps []table.ColumnConfig
+	for i, w := range widths {
+		if c := capped(i, limit, r); c < w {
+			caps = append(caps, table.ColumnConfig{Number: i + 1, WidthMax: c, WidthMaxEnforcer: text.WrapSoft})
+		}
+	}
+	return caps
+}
+
+// human is a value as a table shows it: numbers rounded for people (three significant digits
+// at least, thousands grouped, no exponent), nil as "-", anything else as fmt prints it.
+// -o json and -o yaml keep the full precision.
+func human(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "-"
+	case float64:
+		return humanFloat(x)
+	case float32:
+		return humanFloat(float64(x))
+	case int:
+		return groupDigits(strconv.Itoa(x))
+	case int64:
+		return groupDigits(strconv.FormatInt(x, 10))
+	case json.Number:
+		if f, err := x.Float64(); err == nil {
+			return humanFloat(f)
+		}
+		return x.String()
+	}
+	return fmt.Sprint(v)
+}
+
+func humanFloat(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "-"
+	case math.IsInf(v, 1):
+		return "∞"
+	case math.IsInf(v, -1):
+		return "-∞"
+	case v == math.Trunc(v) && math.Abs(v) < 1e15:
+		return groupDigits(strconv.FormatFloat(v, 'f', 0, 64))
+	}
+	a := math.Abs(v)
+	var decimals int
+	switch {
+	case a >= 100:
+		decimals = 0
+	case a >= 10:
+		decimals = 1
+	case a >= 1:
+		decimals = 2
+	case a >= 1e-6:
+		decimals = 2 - int(math.Floor(math.Log10(a))) // three significant digits
+	default:
+		return strconv.FormatFloat(v, 'g', 3, 64)
+	}
+	scale := math.Pow10(decimals)
+	v = math.Round(v*scale) / scale // half away from zero, as people round (1.125 is 1.13)
+	s := strconv.FormatFloat(v, 'f', decimals, 64)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	if s == "-0" {
+		s = "0"
+	}
+	return groupDigits(s)
+}
+
+// groupDigits puts a comma between each three digits of a number's integer part ("67,060.5").
+func groupDigits(s string) string {
+	sign, digits := "", s
+	if strings.HasPrefix(s, "-") {
+		sign, digits = "-", s[1:]
+	}
+	whole, frac, hasFrac := strings.Cut(digits, ".")
+	var b strings.Builder
+	b.WriteString(sign)
+	for i, d := range whole {
+		if i > 0 && (len(whole)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(d)
+	}
+	if hasFrac {
+		b.WriteString("." + frac)
+	}
+	return b.String()
 }

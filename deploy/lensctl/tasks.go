@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"strconv"
-	"time"
 
 	"github.com/jedib0t/go-pretty/v6/table"
 	"github.com/spf13/cobra"
@@ -29,7 +28,7 @@ func taskPath(id string) string { return simAPI + "/tasks/" + url.PathEscape(id)
 func taskRow(t *simtask.Task) table.Row {
 	created := ""
 	if t.CreatedAt != nil {
-		created = t.CreatedAt.Time().Format(time.DateTime)
+		created = t.CreatedAt.Time().Format("2006-01-02 15:04")
 	}
 	return table.Row{t.ID, t.Name, t.Status, fmt.Sprintf("%.1f%%", t.ProgressPercent), t.ModelName, t.Prompt.Dataset.Name, created}
 }
@@ -130,37 +129,40 @@ func (a *app) taskGet() *cobra.Command {
 			if err := a.client.JSON(cmd.Context(), "GET", taskPath(argv[0]), nil, nil, &t); err != nil {
 				return err
 			}
-			if a.printer.format != "table" {
-				return a.printer.print(&t, nil)
-			}
-			if err := a.printTask(&t); err != nil {
-				return err
-			}
-			if t.Result != nil {
-				return printSummary(a.out, t.Result.Summary)
-			}
-			return nil
+			return a.showTask(&t)
 		}}
 }
 
+// showTask prints a task with its result's headline numbers (the whole record with -o json|yaml).
+func (a *app) showTask(t *simtask.Task) error {
+	if a.printer.format != "table" {
+		return a.printer.print(t, nil)
+	}
+	if err := a.printTask(t); err != nil {
+		return err
+	}
+	if t.Result != nil {
+		return a.printSummary(t.Result.Summary)
+	}
+	return nil
+}
+
 // printSummary shows the headline numbers of a result summary.
-func printSummary(w io.Writer, raw json.RawMessage) error {
+func (a *app) printSummary(raw json.RawMessage) error {
 	var s map[string]any
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return nil // a summary the client cannot read is shown by --output json
 	}
-	t := table.NewWriter()
-	t.SetOutputMirror(w)
-	t.SetStyle(table.StyleLight)
+	t := a.table()
 	t.AppendHeader(table.Row{"RESULT", "VALUE"})
 	for _, k := range []string{"total_requests", "successful_requests", "failed_requests", "success_rate", "throughput_rps", "throughput_tps"} {
 		if v, ok := s[k]; ok {
-			t.AppendRow(table.Row{k, v})
+			t.AppendRow(table.Row{k, human(v)})
 		}
 	}
 	for _, k := range []string{"ttft", "tpot", "latency"} {
 		if d, ok := s[k].(map[string]any); ok {
-			t.AppendRow(table.Row{k + " p50/p99 ms", fmt.Sprintf("%v / %v", d["p50_ms"], d["p99_ms"])})
+			t.AppendRow(table.Row{k + " p50/p99 ms", human(d["p50_ms"]) + " / " + human(d["p99_ms"])})
 		}
 	}
 	t.Render()
@@ -174,14 +176,15 @@ func (a *app) taskWatch() *cobra.Command {
 
 // watch follows the task's event stream and maps the final status to the exit code.
 func (a *app) watch(cmd *cobra.Command, id string) error {
-	end, err := a.follow(cmd, taskPath(id)+"/events", id)
+	end, err := a.follow(cmd, taskPath(id)+"/events")
 	if err != nil {
 		return err
 	}
 	final := end.finalMessage()
 	var t simtask.Task
 	if err := a.client.JSON(cmd.Context(), "GET", taskPath(id), nil, nil, &t); err == nil {
-		if err := a.printTask(&t); err != nil {
+		// A finished watch ends with the result's numbers, not only the status.
+		if err := a.showTask(&t); err != nil {
 			return err
 		}
 	}

@@ -32,6 +32,10 @@ type Broker struct {
 	Delivery   Delivery
 	DeadLetter string // JSONL file the broker appends undeliverable events to
 	Log        func(format string, args ...any)
+	// Debug, when set, is told about events no Trigger matches. That is normal, as in Knative (an
+	// event such as workflow.finished is published for whoever subscribes, and may have no
+	// subscriber), so it is no problem to log; nil drops the note.
+	Debug func(format string, args ...any)
 	// Hosts are the Host names the ingress answers (with any port); a browser's request for
 	// another name is DNS rebinding. Empty: any.
 	Hosts []string
@@ -156,8 +160,8 @@ func (b *Broker) publish(msg *message) {
 			}(t)
 		}
 	}
-	if matched == 0 {
-		b.logf("broker: no trigger for %s (%s)", msg.attrs["type"], msg.attrs["id"])
+	if matched == 0 && b.Debug != nil {
+		b.Debug("broker: no trigger for %s (%s)", msg.attrs["type"], msg.attrs["id"])
 	}
 }
 

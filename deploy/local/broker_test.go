@@ -1,6 +1,7 @@
 package local
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -120,5 +121,52 @@ func TestISODurations(t *testing.T) {
 		if _, err := isoDuration(bad); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
+	}
+}
+
+// TestBrokerEventWithoutSubscriberIsNoProblem: an event no Trigger matches (workflow.finished,
+// published for whoever subscribes) is accepted, dead-letters nothing and goes to the debug log
+// only, as in Knative.
+func TestBrokerEventWithoutSubscriberIsNoProblem(t *testing.T) {
+	var mu sync.Mutex
+	var logged, debugged []string
+	record := func(to *[]string) func(string, ...any) {
+		return func(format string, args ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			*to = append(*to, fmt.Sprintf(format, args...))
+		}
+	}
+	dead := filepath.Join(t.TempDir(), "dead.jsonl")
+	b := &Broker{Triggers: []Trigger{{Name: "work", Attributes: map[string]string{"type": "dev.lensfn.work.v1"}, Subscriber: "sub", Path: "/events"}},
+		Resolve: func(string) (string, bool) { return "", false }, Delivery: Delivery{Timeout: time.Second}, DeadLetter: dead,
+		Log: record(&logged), Debug: record(&debugged)}
+	srv := httptest.NewServer(b)
+	defer srv.Close()
+	if code := sendEvent(t, srv.URL, "wf-1/finished", "dev.lensfn.evaluation.workflow.finished.v1"); code != 202 {
+		t.Fatalf("%d", code)
+	}
+	b.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logged) != 0 {
+		t.Fatalf("an event without a subscriber was logged as a problem: %q", logged)
+	}
+	if len(debugged) != 1 || !strings.Contains(debugged[0], "no trigger for dev.lensfn.evaluation.workflow.finished.v1") {
+		t.Fatalf("debug log %q", debugged)
+	}
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Fatalf("an event without a subscriber was dead-lettered: %v", err)
+	}
+	// Without a debug logger the note is dropped.
+	quiet := &Broker{Resolve: b.Resolve, Delivery: b.Delivery, DeadLetter: dead, Log: b.Log}
+	srv2 := httptest.NewServer(quiet)
+	defer srv2.Close()
+	mu.Unlock()
+	code := sendEvent(t, srv2.URL, "wf-2/finished", "dev.lensfn.evaluation.workflow.finished.v1")
+	quiet.Wait()
+	mu.Lock()
+	if code != 202 || len(logged) != 0 {
+		t.Fatalf("%d %q", code, logged)
 	}
 }

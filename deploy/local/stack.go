@@ -51,6 +51,8 @@ type Options struct {
 	// ReadyTimeout bounds the wait for every function's readiness probe; default 90s.
 	ReadyTimeout time.Duration
 	Log          func(format string, args ...any)
+	// Debug, when set, takes what only helps debugging (an event no Trigger subscribes to).
+	Debug func(format string, args ...any)
 }
 
 // Stack is a running local stack.
@@ -316,7 +318,7 @@ func (s *Stack) startBroker() error {
 		delivery = d
 	}
 	s.broker = &Broker{Triggers: s.manifests.Triggers, Delivery: delivery,
-		DeadLetter: filepath.Join(s.opts.DataDir, "dead-letters.jsonl"), Log: s.opts.Log, Resolve: s.FunctionURL,
+		DeadLetter: filepath.Join(s.opts.DataDir, "dead-letters.jsonl"), Log: s.opts.Log, Debug: s.opts.Debug, Resolve: s.FunctionURL,
 		Hosts: strings.Split(loopbackHosts, ","), Token: s.eventToken}
 	url, err := s.serve("127.0.0.1:0", s.broker)
 	if err != nil {

@@ -160,7 +160,7 @@ func (a *API) download(w http.ResponseWriter, r *http.Request) error {
 	}
 	d, ok := a.catalogue.find(*req.Dataset)
 	if !ok {
-		return problem.New(problem.CodeBadRequest, "unknown trace dataset %q; GET /api/simulation/trace-datasets lists them", *req.Dataset)
+		return problem.New(problem.CodeBadRequest, "%s", a.catalogue.unknown(*req.Dataset))
 	}
 	if d.Local {
 		return problem.New(problem.CodeBadRequest, "dataset %q is registered locally: its file is already in the datasets dir", d.Name)
@@ -197,7 +197,7 @@ func (a *API) timeline(w http.ResponseWriter, r *http.Request) error {
 	}
 	d, ok := a.catalogue.find(r.PathValue("name"))
 	if !ok {
-		return problem.New(problem.CodeNotFound, "unknown trace dataset %q", r.PathValue("name"))
+		return problem.New(problem.CodeNotFound, "%s", a.catalogue.unknown(r.PathValue("name")))
 	}
 	if downloaded, _ := a.downloader.Downloaded(d); !downloaded {
 		return problem.New(problem.CodeConflict, "trace dataset %q is not downloaded; POST /api/simulation/trace-datasets/download first", d.Name)

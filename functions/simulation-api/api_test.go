@@ -251,8 +251,16 @@ func TestDownloadVerifiesDigestAndTimelineBins(t *testing.T) {
 			t.Errorf("bins %s: %d", q, code)
 		}
 	}
-	if code := call(t, "GET", h.url+"/api/simulation/trace-datasets/unknown/timeline", "", nil); code != 404 {
-		t.Errorf("unknown dataset timeline: %d", code)
+	// An unknown dataset's problem lists the known ones, on every route that names one.
+	var unknown map[string]any
+	if code := call(t, "GET", h.url+"/api/simulation/trace-datasets/unknown/timeline", "", &unknown); code != 404 ||
+		!strings.Contains(anyString(unknown["detail"]), `unknown trace dataset "unknown": the known datasets are `) ||
+		!strings.Contains(anyString(unknown["detail"]), "mooncake-conversation") {
+		t.Errorf("unknown dataset timeline: %d %v", code, unknown)
+	}
+	if code := call(t, "POST", h.url+"/api/simulation/trace-datasets/download", `{"dataset":"nope"}`, &unknown); code != 400 ||
+		!strings.Contains(anyString(unknown["detail"]), "the known datasets are ") || !strings.Contains(anyString(unknown["detail"]), "mooncake-conversation") {
+		t.Errorf("unknown dataset download: %d %v", code, unknown)
 	}
 }
 

@@ -103,6 +103,17 @@ func (c *Catalogue) all() []Dataset {
 // find looks a dataset up by name.
 func (c *Catalogue) find(name string) (Dataset, bool) { return findIn(c.all(), name) }
 
+// unknown is the message for a dataset name the catalogue lacks: it lists the known ones, as
+// an unknown workload's message does.
+func (c *Catalogue) unknown(name string) string {
+	ds := c.all()
+	names := make([]string, len(ds))
+	for i, d := range ds {
+		names[i] = d.Name
+	}
+	return fmt.Sprintf("unknown trace dataset %q: the known datasets are %s", name, strings.Join(names, ", "))
+}
+
 func (c *Catalogue) backends(ctx context.Context) []Backend {
 	formats := c.Parsers.Formats()
 	replayer := Backend{Name: "trace-replayer", DisplayName: "Trace Replayer", APIVersion: 1, Available: true,

@@ -63,7 +63,7 @@ func DiscoverModels(ctx context.Context, policy *egress.Policy, endpoint, apiKey
 	ctx, cancel := context.WithTimeout(ctx, discoverTimeout)
 	defer cancel()
 	if err := policy.Check(ctx, modelsURL(endpoint)); err != nil {
-		return nil, endpointError(endpoint, err)
+		return nil, endpointError(endpoint, apiKey != "", err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, modelsURL(endpoint), nil)
 	if err != nil {
@@ -75,15 +75,15 @@ func DiscoverModels(ctx context.Context, policy *egress.Policy, endpoint, apiKey
 	}
 	resp, err := policy.Client(0).Do(req)
 	if err != nil {
-		return nil, endpointError(endpoint, err)
+		return nil, endpointError(endpoint, apiKey != "", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		return nil, endpointError(endpoint, egress.ErrUnreachable)
+		return nil, endpointError(endpoint, apiKey != "", egress.ErrUnreachable)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, discoverMaxBytes+1))
 	if err != nil || len(body) > discoverMaxBytes {
-		return nil, endpointError(endpoint, egress.ErrUnreachable)
+		return nil, endpointError(endpoint, apiKey != "", egress.ErrUnreachable)
 	}
 	var list struct {
 		Data []struct {
@@ -91,7 +91,7 @@ func DiscoverModels(ctx context.Context, policy *egress.Policy, endpoint, apiKey
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &list); err != nil || list.Data == nil {
-		return nil, endpointError(endpoint, egress.ErrUnreachable)
+		return nil, endpointError(endpoint, apiKey != "", egress.ErrUnreachable)
 	}
 	models := make([]string, 0, len(list.Data))
 	for _, m := range list.Data {
@@ -104,11 +104,20 @@ func DiscoverModels(ctx context.Context, policy *egress.Policy, endpoint, apiKey
 }
 
 // endpointError is the whole of what a failed probe tells the caller.
-func endpointError(endpoint string, err error) error {
+// keyed tells whether a key was sent, so the message says "with this key" or "without a key".
+func endpointError(endpoint string, keyed bool, err error) error {
 	if errors.Is(egress.Reason(err), egress.ErrNotAllowed) {
 		return problem.New(problem.CodeBadRequest, "endpoint %s is not allowed by this installation's endpoint policy", endpoint)
 	}
 	return problem.New(problem.CodeBadRequest,
-		"endpoint %s is unreachable: GET %s did not answer an OpenAI model list ({\"data\": [...]}) with this key within %s",
-		endpoint, modelsURL(endpoint), discoverTimeout)
+		"endpoint %s is unreachable: GET %s did not answer an OpenAI model list ({\"data\": [...]}) %s within %s",
+		endpoint, modelsURL(endpoint), keyWords(keyed), discoverTimeout)
+}
+
+// keyWords is how a probe's message names the key it sent, or that it sent none.
+func keyWords(keyed bool) string {
+	if keyed {
+		return "with this key"
+	}
+	return "without a key"
 }

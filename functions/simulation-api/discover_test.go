@@ -41,8 +41,9 @@ func TestDiscoverModels(t *testing.T) {
 		code               int
 	}{
 		// Every failure reads the same, so the API cannot map ports, statuses or auth.
-		{"wrong key", `{"endpoint_url":"` + upstream.URL + `","api_key":"nope"}`, "is unreachable", 400},
-		{"no key", `{"endpoint_url":"` + upstream.URL + `/v1"}`, "is unreachable", 400},
+		// The message says whether a key was sent.
+		{"wrong key", `{"endpoint_url":"` + upstream.URL + `","api_key":"nope"}`, "with this key within", 400},
+		{"no key", `{"endpoint_url":"` + upstream.URL + `/v1"}`, "without a key within", 400},
 		{"not a list", `{"endpoint_url":"` + upstream.URL + `/bad"}`, "is unreachable", 400},
 		{"no data", `{"endpoint_url":"` + upstream.URL + `/nolist/v1"}`, "is unreachable", 400},
 		{"404", `{"endpoint_url":"` + upstream.URL + `/missing"}`, "is unreachable", 400},

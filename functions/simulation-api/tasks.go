@@ -308,7 +308,7 @@ func (a *API) datasetOf(req *CreateTaskRequest) (Dataset, error) {
 	if req.TraceDataset != nil {
 		d, ok := a.catalogue.find(*req.TraceDataset)
 		if !ok {
-			return Dataset{}, problem.New(problem.CodeBadRequest, "unknown trace dataset %q", *req.TraceDataset)
+			return Dataset{}, problem.New(problem.CodeBadRequest, "%s", a.catalogue.unknown(*req.TraceDataset))
 		}
 		if req.TracePath != nil && !a.samePath(*req.TracePath, d) {
 			return Dataset{}, problem.New(problem.CodeBadRequest, "trace_path %q is not the file of dataset %q (datasets/%s)", *req.TracePath, d.Name, d.Filename)
@@ -532,8 +532,10 @@ func (a *API) rerunTask(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
+	// Named after the task it reruns (its own id is in the answer already); a rerun of a rerun
+	// keeps the first name and names its direct original.
 	base, _, _ := strings.Cut(old.Name, " · rerun ")
-	t.Name = base + " · rerun " + t.ID
+	t.Name = base + " · rerun of " + old.ID
 	t.Status, t.TaskDir, t.ProgressPercent, t.ProgressMessage = simtask.StatusQueued, a.tasks.TaskDir(t.ID), 0, "Queued"
 	t.Logs, t.LogsTruncated, t.Result, t.ErrorMessage, t.ArtifactURI, t.ArtifactError = []string{}, false, nil, nil, nil, nil
 	t.CreatedAt, t.StartedAt, t.ExecutionStartedAt, t.CompletedAt = simtask.Now(), nil, nil, nil

@@ -161,7 +161,7 @@ func TestCreateTaskRejectsBadInput(t *testing.T) {
 		{"model not served", strings.Replace(createBody(endpoint, ""), "Qwen/Qwen3-8B", "missing-model", 1), "does not serve", 400},
 		{"wrong key", strings.Replace(createBody(endpoint, ""), endpointKey, "wrong", 1), "is unreachable", 400},
 		{"unknown model service", createBody(endpoint, `"model_service_group_id":"01998e6b"`), "unknown model service", 404},
-		{"unknown dataset", strings.Replace(createBody(endpoint, ""), "mooncake-conversation", "nope", 1), "unknown trace dataset", 400},
+		{"unknown dataset", strings.Replace(createBody(endpoint, ""), "mooncake-conversation", "nope", 1), `unknown trace dataset "nope": the known datasets are `, 400},
 		{"not downloaded", strings.Replace(createBody(endpoint, ""), "mooncake-conversation", "mooncake-synthetic", 1), "not downloaded", 400},
 		{"unknown scenario lists the scenarios", strings.Replace(createBody(endpoint, ""), `"scenario":"chat"`, `"scenario":"gaming"`, 1), "must be one of chat, api-calling, coding", 422},
 		{"a wrong type names the JSON kind", createBody(endpoint, `"scale_factor":"fast"`), "expected a number, got a string", 422},
@@ -275,14 +275,20 @@ func TestListStopRerunDelete(t *testing.T) {
 	if code := call(t, "POST", h.url+"/api/simulation/tasks/"+a.TaskID+"/rerun", `{"endpoint_url":"`+other+`","api_key":"`+endpointKey+`"}`, &re); code != 202 {
 		t.Fatal(code)
 	}
-	if re.TaskID == a.TaskID || re.Task.Name != "Trace simulation · rerun "+re.TaskID || re.Task.EndpointURL != other ||
+	if re.TaskID == a.TaskID || re.Task.Name != "Trace simulation · rerun of "+a.TaskID || re.Task.EndpointURL != other ||
 		re.Task.Status != "queued" || re.Task.Simulation.Backend != "trace-replayer" {
 		t.Fatalf("%+v", re.Task)
+	}
+	// A rerun of the rerun keeps the first name and names the task it reruns.
+	var again created
+	if code := call(t, "POST", h.url+"/api/simulation/tasks/"+re.TaskID+"/rerun", `{"api_key":"`+endpointKey+`"}`, &again); code != 202 ||
+		again.Task.Name != "Trace simulation · rerun of "+re.TaskID {
+		t.Fatalf("rerun of a rerun: %d %q", code, again.Task.Name)
 	}
 	if code := call(t, "POST", h.url+"/api/simulation/tasks/"+a.TaskID+"/rerun", `{"bogus":1}`, nil); code != 422 {
 		t.Fatalf("rerun with unknown field: %d", code)
 	}
-	if sink.count() != 4 {
+	if sink.count() != 5 {
 		t.Fatalf("%d queued events", sink.count())
 	}
 

@@ -62,7 +62,7 @@ func ListModels(ctx context.Context, client *http.Client, endpoint, apiKey strin
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	target := ModelsURL(endpoint)
-	unreachable := &ProbeError{fmt.Sprintf(`unreachable: GET %s did not answer an OpenAI model list ({"data": [...]}) with this key within %s`, target, timeout)}
+	unreachable := &ProbeError{fmt.Sprintf(`unreachable: GET %s did not answer an OpenAI model list ({"data": [...]}) %s within %s`, target, keyWords(apiKey != ""), timeout)}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
 		return nil, unreachable
@@ -114,4 +114,12 @@ func ProbeModel(ctx context.Context, client *http.Client, endpoint, apiKey, mode
 		return models, &ProbeError{fmt.Sprintf("the endpoint does not serve model %q (it serves %s)", model, strings.Join(shown, ", "))}
 	}
 	return models, nil
+}
+
+// keyWords is how a probe's message names the key it sent, or that it sent none.
+func keyWords(keyed bool) string {
+	if keyed {
+		return "with this key"
+	}
+	return "without a key"
 }

@@ -46,9 +46,15 @@ func TestListModelsSaysOnlyNotAllowedOrUnreachable(t *testing.T) {
 		key := "sk-wrong"
 		_, err := inventory.ListModels(ctx, client, endpoint, key, time.Second)
 		var pe *inventory.ProbeError
-		if !errors.As(err, &pe) || !strings.HasPrefix(pe.Reason, "unreachable: GET ") || strings.Contains(pe.Reason, key) {
+		if !errors.As(err, &pe) || !strings.HasPrefix(pe.Reason, "unreachable: GET ") || strings.Contains(pe.Reason, key) ||
+			!strings.Contains(pe.Reason, "with this key") {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+	// Without a key the message does not speak of one.
+	if _, err := inventory.ListModels(ctx, client, srv.URL+"/v1", "", time.Second); err == nil ||
+		!strings.Contains(err.Error(), "without a key") || strings.Contains(err.Error(), "this key") {
+		t.Fatalf("no key: %v", err)
 	}
 	denied := egress.New(egress.Rules{Deny: []egress.Rule{mustRule(t, "127.0.0.0/8")}})
 	_, err = inventory.ListModels(ctx, &http.Client{Transport: denied.Transport()}, srv.URL+"/v1", "sk-1", time.Second)

@@ -145,8 +145,10 @@ var homes = map[string][]string{
 	"github.com/DataDog/sketches-go": {"runtime/livesummary"},
 	"github.com/openai/openai-go/v3": {}, // tests only
 	// The console's browser tests drive headless Chromium (tests/console only).
-	"github.com/chromedp/chromedp":       {},
-	"github.com/chromedp/cdproto":        {},
+	"github.com/chromedp/chromedp": {},
+	"github.com/chromedp/cdproto":  {},
+	// lensctl's progress is tested in pseudo-terminals (tests/lensctl only).
+	"github.com/creack/pty":              {},
 	"gopkg.in/yaml.v3":                   {"deploy", "functions/inference-sim", "runtime/evalrun"},
 	"golang.org/x/sync":                  {"functions", "runtime"},
 	"go.uber.org/zap":                    {"runtime/fn"},
@@ -158,6 +160,7 @@ var homes = map[string][]string{
 	"github.com/spf13/cobra":            {"deploy/lensctl"},
 	"github.com/jedib0t/go-pretty/v6":   {"deploy/lensctl"},
 	"github.com/schollz/progressbar/v3": {"deploy/lensctl"},
+	"golang.org/x/term":                 {"deploy/lensctl"}, // the terminal's width, for progress and tables
 	// The deployer's knative provider (its own package, so that the local stack's deployer
 	// build links none of this) creates Knative Services with client-go's dynamic client.
 	"k8s.io/client-go":    {"functions/deployer/knative"},

@@ -89,12 +89,12 @@ func newEvalStack(t *testing.T) *evalStack {
 func ptr[T any](v T) *T { return &v }
 
 // finishRun plays the benchmark runner's part through the run repo (the writes it makes):
-// running with progress and a log line, per-request records, then status with metrics and
+// running (or still running) with progress and a log line, per-request records, then status with metrics and
 // the SLA verdict of targets.
 func (es *evalStack) finishRun(t *testing.T, id, status string, ttftLimit float64) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := es.runs.Transition(ctx, id, []string{evalrun.StatusQueued}, evalrun.StatusRunning, state.Fence{}, func(r *evalrun.Run) error {
+	if _, err := es.runs.Transition(ctx, id, []string{evalrun.StatusQueued, evalrun.StatusRunning}, evalrun.StatusRunning, state.Fence{}, func(r *evalrun.Run) error {
 		r.Set("phase", evalrun.PhaseMatrix(0))
 		r.Set("progress_percent", 50)
 		r.Set("progress_message", "matrix-0: 4 of 8 requests completed")
@@ -361,7 +361,7 @@ func TestWorkflowAndEvaluationCommands(t *testing.T) {
 		t.Fatalf("workflows get: %+v", r)
 	}
 	r := es.run(t, nil, "eval", "workflows", "details", "wf-1")
-	if r.code != 0 || !strings.Contains(r.stdout, "run-guide") || !strings.Contains(r.stdout, "12.5") || !strings.Contains(r.stdout, "1.125") || !strings.Contains(r.stdout, "MISSED") {
+	if r.code != 0 || !strings.Contains(r.stdout, "run-guide") || !strings.Contains(r.stdout, "12.5") || !strings.Contains(r.stdout, "1.13") || !strings.Contains(r.stdout, "MISSED") {
 		t.Fatalf("workflows details: %+v", r)
 	}
 	// The guide missed its SLA: evaluations get and compare --evaluation exit 4.
@@ -451,6 +451,10 @@ func TestEvalWorkflowsWatchExitsByOutcomeAndSLA(t *testing.T) {
 			if r.code != tc.want || !strings.Contains(r.stderr, "case guide-1 "+tc.status) ||
 				!strings.Contains(r.stderr, "2 of 2 cases finished") || !strings.Contains(r.stdout, "wf-watch") {
 				t.Errorf("%s: %+v", name, r)
+			}
+			// A workflow's progress is its cases: its lines carry no percentage of its own.
+			if strings.Contains(r.stderr, "0.0%") || strings.Contains(r.stderr, tc.status+" 0") {
+				t.Errorf("%s: a workflow's line shows a percentage: %q", name, r.stderr)
 			}
 			if tc.status == "failed" && !strings.Contains(r.stderr, "the deployment never became ready") {
 				t.Errorf("a failed watch does not say why: %+v", r)

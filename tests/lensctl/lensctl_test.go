@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,11 +20,26 @@ import (
 	"github.com/lensfn/lensfn/runtime/state"
 )
 
-// noParsers: the catalogue without trace parser modules (the tests need no timeline).
+// noParsers: the catalogue without trace parser modules, except that a mooncake_trace file is
+// read as one arrival per line, the line's leading number in ms (enough for a timeline).
 type noParsers struct{}
 
-func (noParsers) Formats() []simulationapi.TraceFormat { return nil }
-func (noParsers) Arrivals(context.Context, string, string, func(float64)) error {
+func (noParsers) Formats() []simulationapi.TraceFormat {
+	return []simulationapi.TraceFormat{{Name: "mooncake_trace", SupportsTraceRange: true, SupportsScaleFactor: true}}
+}
+
+func (noParsers) Arrivals(_ context.Context, _, path string, emit func(float64)) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		ms, err := strconv.ParseFloat(strings.Fields(line)[0], 64)
+		if err != nil {
+			return err
+		}
+		emit(ms / 1000)
+	}
 	return nil
 }
 
@@ -216,6 +232,11 @@ func TestWatchExitsByOutcome(t *testing.T) {
 		case r := <-done:
 			if r.code != want || !strings.Contains(r.stderr, "replaying") || !strings.Contains(r.stdout, status) {
 				t.Errorf("%s: %+v", status, r)
+			}
+			// A finished watch ends with the result's numbers, not only the status.
+			if status == simtask.StatusCompleted && (!strings.Contains(r.stdout, "latency p50/p99 ms") || !strings.Contains(r.stdout, "300 / 300") ||
+				!strings.Contains(r.stdout, "total_requests")) {
+				t.Errorf("the finished watch shows no result: %+v", r)
 			}
 			if status == simtask.StatusFailed && !strings.Contains(r.stderr, "the endpoint stopped answering") {
 				t.Errorf("failed watch does not say why: %+v", r)

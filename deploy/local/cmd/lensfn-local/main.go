@@ -55,6 +55,9 @@ func main() {
 	}
 	logger := log.New(os.Stderr, "lensfn-local: ", log.LstdFlags)
 	opts.Log = logger.Printf
+	if os.Getenv("LOG_LEVEL") == "debug" {
+		opts.Debug = log.New(os.Stderr, "lensfn-local: debug: ", log.LstdFlags).Printf
+	}
 
 	// SIGHUP (the terminal closed) drains and stops like Ctrl-C: nothing is left running.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
