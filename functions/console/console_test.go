@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -18,6 +19,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/fn/fntest"
 	"github.com/lensfn/lensfn/runtime/secret"
+	"github.com/lensfn/lensfn/runtime/workflow"
 )
 
 // fakeAPI stands in for the ingress: it records what the console sent.
@@ -95,6 +97,17 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 	mux.HandleFunc("GET /api/v1/evaluate/runs/r1/events", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = io.WriteString(w, "id: 1-0\nevent: status\ndata: {\"status\":\"running\",\"live_metrics\":{\"summary\":{\"requests\":5}}}\n\nid: 2-0\nevent: end\ndata: {\"status\":\"succeeded\"}\n\n")
+	})
+	mux.HandleFunc("GET /api/cluster/clusters", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `{"items":[{"id":"c1","name":"local","kind":"local","sessionId":"s-1"}],"total":1}`)
+	})
+	mux.HandleFunc("GET /api/v1/configurations", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("type") != "guide" {
+			problem(w, 422, `{"title":"Validation failed","status":422,"detail":"the console asks for guide configurations"}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"items":[{"id":"cfg-old","name":"old guide","type":"guide","created_at":"2026-12-01T10:00:00Z"},`+
+			`{"id":"cfg-new","name":"new guide","type":"guide","created_at":"2026-12-02T10:00:00Z"}],"total":2}`)
 	})
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		raw, _ := io.ReadAll(r.Body)
@@ -480,6 +493,37 @@ func TestSignInNeverRedirectsOffTheConsole(t *testing.T) {
 		resp, _ := fetch(t, c, "POST", srv.URL+"/login", url.Values{"csrf": {csrfOf(t, page)}, "token": {token}, "next": {next}})
 		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != want {
 			t.Fatalf("next %q: %d Location %q, want %q", next, resp.StatusCode, resp.Header.Get("Location"), want)
+		}
+	}
+}
+
+// TestNewEvaluationTemplateIsARequestTheAPIAccepts: the new-evaluation form starts from a
+// request the evaluation API's own parser and validation accept (no configuration_artifact_ids,
+// which it refuses), filled in with the cluster's active session and the newest guide
+// configuration.
+func TestNewEvaluationTemplateIsARequestTheAPIAccepts(t *testing.T) {
+	api := newFakeAPI(t)
+	_, srv := startConsole(t, api.URL, map[string]string{"LENS_AUTH": "off"})
+	resp, page := fetch(t, browser(t), "GET", srv.URL+"/evaluations/new", nil)
+	m := regexp.MustCompile(`(?s)<textarea id="spec" name="spec"[^>]*>(.*?)</textarea>`).FindStringSubmatch(page)
+	if resp.StatusCode != 200 || m == nil {
+		t.Fatalf("%d: no spec field\n%s", resp.StatusCode, page)
+	}
+	spec := html.UnescapeString(m[1])
+	req, _, err := workflow.ParseEvaluation([]byte(spec))
+	if err == nil {
+		err = workflow.ValidateEvaluation(req)
+	}
+	if err != nil {
+		t.Fatalf("the API refuses the form's template: %v\n%s", err, spec)
+	}
+	if req.ClusterSessionID != "s-1" || len(req.BenchmarkPlans) != 1 || req.BenchmarkPlans[0].ConfigurationArtifactID != "cfg-new" ||
+		req.BenchmarkPlans[0].SLATargets == nil || req.BenchmarkPlans[0].Benchmark == nil {
+		t.Errorf("the template is not filled in from the inventory: %s", spec)
+	}
+	for _, want := range []string{`id="clusters-hint"`, "<code>s-1</code> (local, local)", "<code>cfg-new</code> (new guide)"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the form lacks %s", want)
 		}
 	}
 }

@@ -429,12 +429,48 @@ const exampleRun = `{
   "sla_targets": {"ttft_ms": 500, "ttft_percentile": "p99", "success_rate_min_percent": 99}
 }`
 
-const exampleEvaluation = `{
-  "name": "comparison",
-  "cluster_session_id": "",
-  "configuration_artifact_ids": [],
-  "benchmark_plans": []
-}`
+// evaluationTemplate is the new-evaluation form's starting point: a request the evaluation API
+// accepts as it stands once the stack has a cluster session and a guide configuration, which
+// the form fills in (the newest guide configuration, the first cluster's active session): one
+// plan comparing the configuration with a direct-vllm baseline on a short shared-prefix
+// workload, with SLA targets. The keys are in the order the API documents them.
+type evaluationTemplate struct {
+	Name             string         `json:"name"`
+	ClusterSessionID string         `json:"cluster_session_id"`
+	BenchmarkPlans   []templatePlan `json:"benchmark_plans"`
+}
+
+type templatePlan struct {
+	ID                      string         `json:"id"`
+	ConfigurationArtifactID string         `json:"configuration_artifact_id"`
+	BaselineTypes           []string       `json:"baseline_types"`
+	Benchmark               map[string]any `json:"benchmark"`
+	SLATargets              map[string]any `json:"sla_targets"`
+}
+
+// newEvaluationSpec is the template filled in from the inventory's clusters and configurations
+// (either list may be unavailable or empty: the field is then left for the user, and the form
+// says what it needs).
+func newEvaluationSpec(clusters, configurations section) string {
+	t := evaluationTemplate{Name: "comparison", BenchmarkPlans: []templatePlan{{ID: "plan-1", BaselineTypes: []string{"direct-vllm"},
+		Benchmark: map[string]any{"shared_prefix": map[string]any{"num_groups": 2, "num_prompts_per_group": 5, "system_prompt_len": 64,
+			"question_len": 16, "output_len": 8, "stages": []any{map[string]any{"rate": 4, "duration": 3}}}},
+		SLATargets: map[string]any{"ttft_ms": 2000, "ttft_percentile": "p99", "success_rate_min_percent": 99}}}}
+	for _, c := range clusters.Items {
+		if id := str(get(c, "sessionId")); id != "" {
+			t.ClusterSessionID = id
+			break
+		}
+	}
+	newest := ""
+	for _, c := range configurations.Items {
+		if at := str(get(c, "created_at")); at >= newest && str(get(c, "id")) != "" {
+			newest, t.BenchmarkPlans[0].ConfigurationArtifactID = at, str(get(c, "id"))
+		}
+	}
+	raw, _ := json.MarshalIndent(t, "", "  ")
+	return string(raw)
+}
 
 func (c *Console) newRun(w http.ResponseWriter, r *http.Request, q *request) error {
 	execs := c.list(r.Context(), q, "/api/v1/deployments/executions", "items")
@@ -444,8 +480,11 @@ func (c *Console) newRun(w http.ResponseWriter, r *http.Request, q *request) err
 }
 
 func (c *Console) newEvaluation(w http.ResponseWriter, r *http.Request, q *request) error {
+	clusters := c.list(r.Context(), q, "/api/cluster/clusters?limit=100", "items")
+	configurations := c.list(r.Context(), q, "/api/v1/configurations?type=guide&limit=500", "items")
 	c.render(w, http.StatusOK, q, "spec_new", view{Title: "New evaluation", Nav: "evaluations",
-		Data: obj{"action": "/evaluations", "spec": exampleEvaluation, "what": "evaluation"}})
+		Data: obj{"action": "/evaluations", "spec": newEvaluationSpec(clusters, configurations), "what": "evaluation",
+			"clusters": clusters, "configurations": configurations}})
 	return nil
 }
 

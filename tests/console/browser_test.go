@@ -415,8 +415,23 @@ func evaluations(t *testing.T, s evaluationSteps) {
 	}
 
 	started := time.Now()
-	first := create("create an evaluation", `{"name":"browser comparison","cluster_session_id":"`+s.session+`","benchmark_plans":[{"id":"small",`+
-		`"configuration_artifact_id":"`+guide+`","baseline_types":["direct-vllm"],`+evalWorkload+`}]}`)
+	// The form's own template, submitted as it stands: it names the newest guide configuration
+	// (the one just stored) and the stack's cluster session, and the API accepts it.
+	s.do("the new-evaluation form", chromedp.Navigate(s.base+"/evaluations/new"), chromedp.WaitVisible(chromedp.CSS("#spec")))
+	template, err := s.eval(`document.getElementById("spec").value`)
+	if err != nil || !strings.Contains(template, `"configuration_artifact_id": "`+guide+`"`) || !strings.Contains(template, `"cluster_session_id": "`+s.session+`"`) {
+		t.Fatalf("the form's template does not name the guide configuration and the session (%v):\n%s", err, template)
+	}
+	s.shot("evaluation-form", true)
+	s.do("submit the form as it stands", chromedp.Submit(chromedp.CSS("#spec")))
+	first := s.leftPage("submit the form as it stands", s.base+"/evaluations/new")
+	if !regexp.MustCompile(`/evaluations/[^/]+$`).MatchString(first) {
+		t.Fatalf("the form's template was refused: at %s\n%s", first, s.html())
+	}
+	// The evaluation started: its page shows it active (or already done), never refused.
+	if st := s.text("the evaluation started", "#workflow-status"); st == "" || st == "failed" || st == "cancelled" {
+		t.Fatalf("the evaluation from the form's template is %q\n%s", st, s.html())
+	}
 	s.do("watch the evaluation", chromedp.WaitVisible(chromedp.CSS(`#cases tr[data-case="guide-1"]`)), chromedp.WaitVisible(chromedp.CSS(`#cases tr[data-case="baseline-1"]`)))
 	s.shot("evaluation-live", true)
 	statusIs("watch the evaluation", "succeeded", 2*time.Minute)
