@@ -122,6 +122,7 @@ func (c *Console) Routes() []fn.Route {
 		page("POST", "/runs", c.createRun),
 		page("GET", "/runs/{id}", c.run),
 		page("GET", "/runs/{id}/events", c.runEvents),
+		page("GET", "/runs/{id}/report", c.runReport),
 		page("POST", "/runs/{id}/cancel", c.runAction("cancel")),
 		page("POST", "/runs/{id}/delete", c.runAction("delete")),
 		page("GET", "/evaluations", c.listPage("evaluations", "Evaluations", evalAPI+"/workflow-runs", "items")),

@@ -98,6 +98,22 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = io.WriteString(w, "id: 1-0\nevent: status\ndata: {\"status\":\"running\",\"live_metrics\":{\"summary\":{\"requests\":5}}}\n\nid: 2-0\nevent: end\ndata: {\"status\":\"succeeded\"}\n\n")
 	})
+	mux.HandleFunc("GET /api/v1/evaluate/runs/r2", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `{"id":"r2","status":"succeeded","model":"fake-model","endpoint":"http://127.0.0.1:1/v1","logs":["queued","done"],
+			"artifacts":[{"kind":"report-html","uri":"/api/v1/evaluate/runs/r2/artifacts/report-html"}],
+			"benchmark":{"shared_prefix":{"num_groups":2,"num_prompts_per_group":15,"system_prompt_len":32,"question_len":8,"output_len":8,"stages":[{"rate":5,"duration":6}]}},
+			"metrics":{"request_count":33,"failure_count":0,"success_rate":100,"throughput_tps":51.888,"ttft_ms":11.852,
+				"latency_distributions":{"ttft":{"min_ms":10.282,"p50_ms":11.852,"p75_ms":13.658,"p90_ms":25.692,"p95_ms":49.113,"p99_ms":2310.5,"max_ms":2400,"mean_ms":17.416},
+				"request_latency":{"min_ms":17,"p50_ms":20,"p75_ms":28,"p90_ms":52,"p95_ms":80,"p99_ms":95,"max_ms":101,"mean_ms":28.9}}},
+			"rate_stage_results":[{"rate":5,"duration":6,"metrics":{"request_count":33,"throughput_tps":51.888,"success_rate":100}},
+				{"rate":10,"duration":6,"metrics":{"request_count":60,"throughput_tps":90.5,"success_rate":98.5}}],
+			"sla":{"met":false,"checks":{"success_rate":{"actual":100,"target":99,"unit":"%","met":true,"margin":1,"margin_percent":1.01},
+				"ttft":{"actual":2310.5,"target":2000,"unit":"ms","percentile":"p99","met":false,"margin":-310.5,"margin_percent":-15.525}}}}`)
+	})
+	mux.HandleFunc("GET /api/v1/evaluate/runs/r2/artifacts/report-html", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, `<html><body><h1>Run report r2</h1></body></html>`)
+	})
 	mux.HandleFunc("GET /api/cluster/clusters", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, `{"items":[{"id":"c1","name":"local","kind":"local","sessionId":"s-1"}],"total":1}`)
 	})
@@ -525,5 +541,36 @@ func TestNewEvaluationTemplateIsARequestTheAPIAccepts(t *testing.T) {
 		if !strings.Contains(page, want) {
 			t.Errorf("the form lacks %s", want)
 		}
+	}
+}
+
+// TestRunPageIsTheRunsReport: a finished run's page leads with its SLA verdict and each target's
+// margin (a missed TTFT p99 named with how far past it is), then headline tiles, the percentile
+// table, charts and the stages; the HTML report is linked and relayed sandboxed; the raw record
+// is behind a disclosure, not ~150 rows of keys.
+func TestRunPageIsTheRunsReport(t *testing.T) {
+	api := newFakeAPI(t)
+	_, srv := startConsole(t, api.URL, map[string]string{"LENS_AUTH": "off"})
+	c := browser(t)
+	resp, page := fetch(t, c, "GET", srv.URL+"/runs/r2", nil)
+	for _, want := range []string{`class="verdict v-missed"`, "SLA missed", "Missed: TTFT p99 (2310.5 ms against ≤ 2000 ms)",
+		`<tr data-check="ttft" class="c-missed"><th>TTFT p99</th><td>≤ 2000 ms</td><td>2310.5 ms</td><td>310.5 ms past</td><td>-15.525 %</td>`,
+		`<th>Success rate</th><td>≥ 99 %</td><td>100 %</td><td>1 % inside</td><td>&#43;1.010 %</td>`,
+		`href="/runs/r2/report"`, `data-metric="throughput_tps"`, "<b>51.888</b>", `data-distribution="ttft"`, "<td>49.113</td>",
+		"Request times by percentile", "5 req/s × 6 s", "10 req/s × 6 s", "Output throughput by stage",
+		`<details id="raw">`, "shared prefix: 2 groups × 15 prompts"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the run page lacks %s", want)
+		}
+	}
+	if strings.Index(page, `id="verdict"`) > strings.Index(page, `id="metrics"`) || strings.Index(page, `id="metrics"`) > strings.Index(page, `id="percentiles"`) {
+		t.Errorf("the verdict does not come first, then the tiles, then the percentiles")
+	}
+	if resp.StatusCode != 200 || t.Failed() {
+		t.Fatalf("%d\n%s", resp.StatusCode, page)
+	}
+	resp, body := fetch(t, c, "GET", srv.URL+"/runs/r2/report", nil)
+	if resp.StatusCode != 200 || !strings.Contains(body, "Run report r2") || !strings.HasPrefix(resp.Header.Get("Content-Security-Policy"), "sandbox") {
+		t.Fatalf("report: %d %q %s", resp.StatusCode, resp.Header.Get("Content-Security-Policy"), body)
 	}
 }

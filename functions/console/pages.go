@@ -539,10 +539,19 @@ func (c *Console) run(w http.ResponseWriter, r *http.Request, q *request) error 
 	}
 	// A running run is followed live over its event stream ("watch"; the page refreshes itself
 	// only without JavaScript).
-	c.render(w, http.StatusOK, q, "run", view{Title: "Benchmark run " + id, Nav: "runs",
-		Data: obj{"run": run, "id": id, "watch": !terminal(str(run["status"])), "live_metrics": run["live_metrics"],
-			"metrics": flatten(run["metrics"]), "sla": flatten(run["sla"])}})
+	final := terminal(str(run["status"]))
+	data := obj{"run": run, "id": id, "watch": !final, "live_metrics": run["live_metrics"], "final": final,
+		"sla": readSLA(run["sla"]), "tiles": readTiles(run["metrics"]), "percentiles": readPercentiles(run["metrics"]),
+		"charts": percentileCharts(run["metrics"]), "report": hasArtifact(run, "report-html"), "workload": workloadSummary(run),
+		"raw": rawJSON(run)}
+	data["stages"], data["stageCharts"] = readStages(run)
+	c.render(w, http.StatusOK, q, "run", view{Title: "Benchmark run " + id, Nav: "runs", Data: data})
 	return nil
+}
+
+// runReport relays a benchmark run's self-contained HTML report.
+func (c *Console) runReport(w http.ResponseWriter, r *http.Request, q *request) error {
+	return c.relayReport(w, r, q, evalAPI+"/runs/"+url.PathEscape(r.PathValue("id"))+"/artifacts/report-html")
 }
 
 func (c *Console) runAction(action string) handler {
