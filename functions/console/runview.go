@@ -254,9 +254,9 @@ func percentileCharts(metrics any) []template.HTML {
 
 // stageView is one stage of a run (a matrix point or a rate stage).
 type stageView struct {
-	Label                                                       string
+	Label                                                         string
 	Requests, Success, Throughput, TTFT50, TTFT99, Latency50, ITL string
-	SLA                                                         string
+	SLA                                                           string
 }
 
 // readStages reads a run's matrix points and rate stages, with the charts of their throughput
