@@ -61,9 +61,10 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 			"cases":[{"case":{"id":"guide-1","kind":"guide","status":"succeeded","evaluation_run_id":"run-1"},"deployment":{"id":"d1","status":"succeeded"}}],
 			"report":{"comparison_version":2,"comparisons":[{"guide_case_id":"guide-1","baseline_case_id":"baseline-1","baseline_type":"direct-vllm",
 			"sla":{"met":true,"checks":{}},"matrix_statistics":{"case_count":1,"rows":[],"geometric_mean_ratio":{"ttft_ms":0.5,"throughput_tps":1.25}},
-			"parity":{"valid":false,"checks":{"accelerator_count":false},"reasons":["accelerator count differs: guide 2, baseline 1"]},
+			"parity":{"valid":false,"checks":{"accelerator_count":false},"reasons":["accelerator count differs: guide 2, baseline 1"],"guide_accelerators":2,"baseline_accelerators":1},
+			"rate_stage_statistics":{"stage_count":1,"rows":[{"rate":4,"duration":2,"guide":{"throughput_tps":15.867,"ttft_ms":116.227},"baseline":{"throughput_tps":22.844,"ttft_ms":80.663},"ratio":{"throughput_tps":0.6946,"ttft_ms":1.4409}}]},
 			"significance":{"confidence":0.95,"metrics":{
-				"ttft_ms":{"change_percent":-50,"change_percent_ci_low":-55.5,"change_percent_ci_high":-44.25,"higher_is_better":false,"verdict":"better"},
+				"ttft_ms":{"guide":40.5,"baseline":81,"ratio":0.5,"ratio_ci_low":0.445,"ratio_ci_high":0.5575,"change_percent":-50,"change_percent_ci_low":-55.5,"change_percent_ci_high":-44.25,"higher_is_better":false,"verdict":"better"},
 				"itl_ms":{"change_percent":100,"change_percent_ci_low":-80,"change_percent_ci_high":400,"higher_is_better":false,"verdict":"no significant difference"}}}}]}}`)
 	})
 	mux.HandleFunc("GET /api/v1/evaluate/workflow-runs/w2/details", func(w http.ResponseWriter, _ *http.Request) {
@@ -382,7 +383,8 @@ func TestEvaluationShowsCasesAndTheComparison(t *testing.T) {
 	_, srv := startConsole(t, api.URL, map[string]string{"LENS_AUTH": "off"})
 	resp, body := fetch(t, browser(t), "GET", srv.URL+"/evaluations/w1", nil)
 	for _, want := range []string{"Qwen comparison", `href="/runs/run-1"`, "guide-1 vs baseline-1 (direct-vllm)", "SLA met",
-		"matrix: throughput_tps", "<svg", "1.25", "Parity: not valid: accelerator count differs: guide 2, baseline 1",
+		"matrix: throughput_tps", "<svg", "1.25", "<strong>Parity not valid</strong> · accelerators 2 vs 1", "<li>accelerator count differs: guide 2, baseline 1</li>",
+		`<th>TTFT p50 (ms)</th><td>40.500</td><td>81</td><td>0.500×</td><td>0.445× to 0.557×</td>`, "4 req/s × 2 s", "<td>15.867</td><td>22.844</td><td class=\"ratio\">0.695×</td>",
 		"Change versus the baseline, with 95 % intervals", "-55.500 to -44.250 %", "no significant difference", `class="interval"`,
 		`fill-opacity="0.35"`, `class="cut"`} {
 		if !strings.Contains(body, want) {

@@ -629,21 +629,83 @@ func (c *Console) evaluationAction(action string) handler {
 
 // comparisonView is one comparison of the v2 report: a guide case against a baseline.
 type comparisonView struct {
-	Label  string
-	SLA    string // met, missed, or "" without targets
-	Parity string // valid, or what differs (each reason with both values); "" without a baseline
-	Rows   []kv   // geometric means of the ratios (guide / baseline), matrix then rate stages
-	Chart  template.HTML
+	Label string
+	SLA   string // met, missed, or "" without targets
+	// SLAChecks are the guide's SLA checks with their margins.
+	SLAChecks slaView
+	Parity    string // valid, or what differs (each reason with both values); "" without a baseline
+	// ParityValid and ParityReasons say the same for the page's parity block; Accelerators are
+	// both sides' counts ("1 vs 1").
+	ParityValid   bool
+	ParityReasons []string
+	Accelerators  string
+	Rows          []kv // geometric means of the ratios (guide / baseline), matrix then rate stages
+	// Stages are the matched stages with both sides' absolute numbers beside each ratio.
+	Stages      []matchedStage
+	StageTitles []string
+	Chart       template.HTML
+	// Repetitions says how many repetitions each side's intervals come from.
+	Repetitions string
 	// Changes are the significance's metrics: the change with its 95 % interval and verdict;
 	// ChangeChart draws them with error bars, changes inside their noise pale.
 	Changes     []changeView
 	ChangeChart template.HTML
 }
 
-// changeView is one metric's change versus the baseline.
+// changeView is one metric's change versus the baseline, with both sides' absolute estimates
+// and the ratio's interval.
 type changeView struct {
-	Metric, Change, Interval, Verdict string
+	Metric, Label, Guide, Baseline, Ratio, RatioInterval, Change, Interval, Verdict string
 }
+
+// matchedStage is one matched pair of stages: per statistics metric the guide's and the
+// baseline's means and their ratio.
+type matchedStage struct {
+	Label string
+	Cells []stageCell
+}
+
+type stageCell struct{ Guide, Baseline, Ratio string }
+
+// stageMetrics are the statistics' metrics (comparison's statistics order) with their labels.
+var stageMetrics = []struct{ key, label string }{
+	{"throughput_tps", "output tok/s"}, {"ttft_ms", "TTFT ms"}, {"tpot_ms", "TPOT ms"}, {"request_latency_ms", "latency ms"},
+}
+
+// metricLabels name the significance's metrics with their units.
+var metricLabels = map[string]string{
+	"throughput_tps": "Output throughput (tok/s)", "input_throughput_tps": "Input throughput (tok/s)", "throughput_rps": "Requests (req/s)",
+	"ttft_ms": "TTFT p50 (ms)", "itl_ms": "ITL p50 (ms)", "tpot_ms": "TPOT p50 (ms)", "request_latency_ms": "Latency p50 (ms)", "error_rate": "Error rate",
+}
+
+// matchedStages reads a statistics block's rows (at most maxStageRows).
+func matchedStages(stats any, rate bool) []matchedStage {
+	rows, _ := get(stats, "rows").([]any)
+	var out []matchedStage
+	for i, r := range rows {
+		if i >= maxStageRows {
+			break
+		}
+		st := matchedStage{Label: stageLabel(r, rate)}
+		for _, m := range stageMetrics {
+			cell := stageCell{Guide: num(get(r, "guide."+m.key)), Baseline: num(get(r, "baseline."+m.key)), Ratio: num(get(r, "ratio."+m.key))}
+			for _, c := range []*string{&cell.Guide, &cell.Baseline, &cell.Ratio} {
+				if *c == "" {
+					*c = "–"
+				}
+			}
+			if cell.Ratio != "–" {
+				cell.Ratio += "×"
+			}
+			st.Cells = append(st.Cells, cell)
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// maxStageRows bounds the matched stages a comparison shows (the report has them all).
+const maxStageRows = 50
 
 // comparisonViews reads the comparison report's comparisons (comparison_version 2).
 func comparisonViews(rep map[string]any) []comparisonView {
@@ -666,6 +728,11 @@ func comparisonViews(rep map[string]any) []comparisonView {
 		case false:
 			v.SLA = "missed"
 		}
+		v.SLAChecks = readSLA(get(cmp, "sla"))
+		for _, t := range stageMetrics {
+			v.StageTitles = append(v.StageTitles, t.label)
+		}
+		v.Stages = append(matchedStages(get(cmp, "matrix_statistics"), false), matchedStages(get(cmp, "rate_stage_statistics"), true)...)
 		var labels []string
 		var values []float64
 		for _, part := range []struct{ key, name string }{{"matrix_statistics", "matrix"}, {"rate_stage_statistics", "rate stages"}} {
@@ -680,17 +747,22 @@ func comparisonViews(rep map[string]any) []comparisonView {
 			v.Chart = report.BarChart{Title: "Geometric mean ratio, guide / baseline (1 = equal)", YLabel: "ratio", Labels: labels, Values: values}.SVG()
 		}
 		if str(get(cmp, "baseline_case_id")) != "" {
-			v.Parity = "valid"
+			v.Parity, v.ParityValid = "valid", true
 			if get(cmp, "parity.valid") != true {
-				var reasons []string
 				list, _ := get(cmp, "parity.reasons").([]any)
 				for _, r := range list {
-					reasons = append(reasons, str(r))
+					v.ParityReasons = append(v.ParityReasons, str(r))
 				}
-				v.Parity = "not valid: " + strings.Join(reasons, "; ")
+				v.Parity, v.ParityValid = "not valid: "+strings.Join(v.ParityReasons, "; "), false
+			}
+			if g, b := get(cmp, "parity.guide_accelerators"), get(cmp, "parity.baseline_accelerators"); g != nil || b != nil {
+				v.Accelerators = or(num(g), "?") + " vs " + or(num(b), "?")
 			}
 		}
 		v.Changes, v.ChangeChart = changeViews(get(cmp, "significance.metrics"))
+		if g, b := get(cmp, "significance.guide_repetitions"), get(cmp, "significance.baseline_repetitions"); g != nil && b != nil {
+			v.Repetitions = fmt.Sprintf("%s guide and %s baseline repetitions, %s bootstrap iterations", num(g), num(b), num(get(cmp, "significance.iterations")))
+		}
 		out = append(out, v)
 	}
 	return out
@@ -711,7 +783,16 @@ func changeViews(metrics any) ([]changeView, template.HTML) {
 		if !ok {
 			continue
 		}
-		row := changeView{Metric: k, Change: "–", Interval: "–", Verdict: str(e["verdict"])}
+		row := changeView{Metric: k, Label: or(metricLabels[k], k), Guide: or(num(e["guide"]), "–"), Baseline: or(num(e["baseline"]), "–"),
+			Ratio: "–", RatioInterval: "–", Change: "–", Interval: "–", Verdict: str(e["verdict"])}
+		if r, ok := e["ratio"].(float64); ok {
+			row.Ratio = report.Num(r) + "×"
+		}
+		if lo, ok := e["ratio_ci_low"].(float64); ok {
+			if hi, ok := e["ratio_ci_high"].(float64); ok {
+				row.RatioInterval = report.Num(lo) + "× to " + report.Num(hi) + "×"
+			}
+		}
 		change, cok := e["change_percent"].(float64)
 		lo, lok := e["change_percent_ci_low"].(float64)
 		hi, hok := e["change_percent_ci_high"].(float64)
@@ -757,6 +838,14 @@ func (c *Console) inventory(w http.ResponseWriter, r *http.Request, q *request) 
 }
 
 // --- template helpers ---
+
+// or is s, or alt when s is empty.
+func or(s, alt string) string {
+	if s == "" {
+		return alt
+	}
+	return s
+}
 
 // kv is one flattened leaf of a JSON object.
 type kv struct {
