@@ -115,6 +115,12 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 		w.Header().Set("Content-Type", "text/html")
 		_, _ = io.WriteString(w, `<html><body><h1>Run report r2</h1></body></html>`)
 	})
+	mux.HandleFunc("GET /api/v1/evaluate/runs", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `{"items":[{"id":"old-run","status":"succeeded","created_at":"2026-12-01T10:00:00Z","metrics":{"throughput_tps":10},
+			"sla":{"met":true,"checks":{"ttft":{"actual":1,"target":2,"unit":"ms","met":true}}}},
+			{"id":"new-run","status":"succeeded","created_at":"2026-12-02T10:00:00Z","metrics":{"throughput_tps":51.888,"ttft_ms":11.852},
+			"sla":{"met":false,"checks":{"ttft":{"actual":3,"target":2,"unit":"ms","met":false}}}}]}`)
+	})
 	mux.HandleFunc("GET /api/cluster/clusters", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, `{"items":[{"id":"c1","name":"local","kind":"local","sessionId":"s-1"}],"total":1}`)
 	})
@@ -574,5 +580,18 @@ func TestRunPageIsTheRunsReport(t *testing.T) {
 	resp, body := fetch(t, c, "GET", srv.URL+"/runs/r2/report", nil)
 	if resp.StatusCode != 200 || !strings.Contains(body, "Run report r2") || !strings.HasPrefix(resp.Header.Get("Content-Security-Policy"), "sandbox") {
 		t.Fatalf("report: %d %q %s", resp.StatusCode, resp.Header.Get("Content-Security-Policy"), body)
+	}
+}
+
+// TestHomeListsRecentRunsWithTheirVerdicts: the overview lists the newest runs first with their
+// SLA verdict and headline numbers, not only a count and a link.
+func TestHomeListsRecentRunsWithTheirVerdicts(t *testing.T) {
+	api := newFakeAPI(t)
+	_, srv := startConsole(t, api.URL, map[string]string{"LENS_AUTH": "off"})
+	resp, page := fetch(t, browser(t), "GET", srv.URL+"/", nil)
+	newRow := regexp.MustCompile(`(?s)<tr data-run="new-run">.*?</tr>`).FindString(page)
+	if resp.StatusCode != 200 || !strings.Contains(newRow, `s-failed">missed`) || !strings.Contains(newRow, "51.888 tok/s") || !strings.Contains(newRow, "11.852 ms") ||
+		strings.Index(page, `data-run="new-run"`) > strings.Index(page, `data-run="old-run"`) || !strings.Contains(page, `id="recent-evaluations"`) {
+		t.Fatalf("%d: the overview's recent runs:\n%s", resp.StatusCode, page)
 	}
 }

@@ -51,9 +51,70 @@ func (c *Console) home(w http.ResponseWriter, r *http.Request, q *request) error
 		"datasets": c.list(r.Context(), q, simAPI+"/trace-datasets", "datasets"),
 		"backends": c.list(r.Context(), q, simAPI+"/backends", "backends"),
 		"runs":     c.list(r.Context(), q, evalAPI+"/runs", "items"),
+		"evals":    c.list(r.Context(), q, evalAPI+"/workflow-runs", "items"),
 	}
-	c.render(w, http.StatusOK, q, "home", view{Title: "Overview", Nav: "home", Data: data})
+	c.render(w, http.StatusOK, q, "home", view{Title: "Overview", Nav: "home", Data: obj{"sections": data,
+		"recentRuns": recentRuns(data["runs"].Items), "recentEvals": recentEvaluations(data["evals"].Items)}})
 	return nil
+}
+
+// recentShown is how many runs and evaluations the overview lists.
+const recentShown = 8
+
+// newestFirst orders records by created_at, newest first, and keeps the first recentShown.
+func newestFirst(items []any) []any {
+	out := append([]any(nil), items...)
+	sort.SliceStable(out, func(i, j int) bool { return str(get(out[i], "created_at")) > str(get(out[j], "created_at")) })
+	return out[:min(len(out), recentShown)]
+}
+
+// recentRun is a run in the overview: its verdict and headline numbers.
+type recentRun struct {
+	ID, Status, Model, SLA, Throughput, TTFT, Created string
+}
+
+func recentRuns(items []any) []recentRun {
+	var out []recentRun
+	for _, it := range newestFirst(items) {
+		out = append(out, recentRun{ID: str(get(it, "id")), Status: str(get(it, "status")), Model: str(get(it, "model")),
+			SLA: readSLA(get(it, "sla")).Verdict, Throughput: withUnit(get(it, "metrics.throughput_tps"), "tok/s"),
+			TTFT: withUnit(get(it, "metrics.ttft_ms"), "ms"), Created: str(get(it, "created_at"))})
+	}
+	return out
+}
+
+// recentEvaluation is an evaluation in the overview: its cases and its guides' SLA verdict
+// (missed when any guide case missed, met when every checked one met).
+type recentEvaluation struct {
+	ID, Name, Status, SLA, Cases, Created string
+}
+
+func recentEvaluations(items []any) []recentEvaluation {
+	var out []recentEvaluation
+	for _, it := range newestFirst(items) {
+		e := recentEvaluation{ID: str(get(it, "id")), Name: str(get(it, "name")), Status: str(get(it, "status")), Created: str(get(it, "created_at"))}
+		cases, _ := get(it, "cases").([]any)
+		done := 0
+		for _, cs := range cases {
+			if terminal(str(get(cs, "status"))) {
+				done++
+			}
+			if str(get(cs, "kind")) != "guide" {
+				continue
+			}
+			switch readSLA(get(cs, "sla")).Verdict {
+			case "missed":
+				e.SLA = "missed"
+			case "met":
+				if e.SLA == "" {
+					e.SLA = "met"
+				}
+			}
+		}
+		e.Cases = fmt.Sprintf("%d of %d finished", done, len(cases))
+		out = append(out, e)
+	}
+	return out
 }
 
 // --- sign-in ---
