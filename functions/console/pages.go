@@ -1010,6 +1010,16 @@ func dur(v any) string {
 	return str(v)
 }
 
+// shortID cuts an id to its first 8 characters for a narrow cell (the link keeps the whole id,
+// and so does the cell's title).
+func shortID(v any) string {
+	s := str(v)
+	if len(s) > 12 {
+		return s[:8] + "…"
+	}
+	return s
+}
+
 // short cuts a long id or URL for a table cell.
 func short(v any) string {
 	s := str(v)

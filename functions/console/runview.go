@@ -144,7 +144,7 @@ type tile struct {
 // headlineTiles are the run's headline numbers: metric key, label, unit.
 var headlineTiles = []struct{ key, label, unit string }{
 	{"throughput_tps", "Output throughput", "tok/s"}, {"input_throughput_tps", "Input throughput", "tok/s"},
-	{"throughput_rps", "Requests", "req/s"}, {"ttft_ms", "TTFT p50", "ms"}, {"itl_ms", "ITL p50", "ms"},
+	{"throughput_rps", "Request rate", "req/s"}, {"ttft_ms", "TTFT p50", "ms"}, {"itl_ms", "ITL p50", "ms"},
 	{"request_latency_ms", "Latency p50", "ms"}, {"success_rate", "Success rate", "%"}, {"slo_goodput_rps", "SLO goodput", "req/s"},
 	{"maximum_stable_qps", "Max stable QPS", "req/s"}, {"benchmark_time_seconds", "Benchmark time", "s"},
 }
