@@ -122,6 +122,7 @@ func (c *Console) Routes() []fn.Route {
 		page("POST", "/runs", c.createRun),
 		page("GET", "/runs/{id}", c.run),
 		page("GET", "/runs/{id}/events", c.runEvents),
+		page("GET", "/runs/{id}/report", c.runReport),
 		page("POST", "/runs/{id}/cancel", c.runAction("cancel")),
 		page("POST", "/runs/{id}/delete", c.runAction("delete")),
 		page("GET", "/evaluations", c.listPage("evaluations", "Evaluations", evalAPI+"/workflow-runs", "items")),
@@ -296,7 +297,7 @@ func (c *Console) fail(w http.ResponseWriter, _ *http.Request, q *request, statu
 
 // parsePages parses each page with the layout.
 func parsePages() (map[string]*template.Template, error) {
-	funcs := template.FuncMap{"num": num, "pct": pct, "percent": percent, "str": str, "get": get, "has": has, "dur": dur, "short": short, "final": func(v any) bool { return terminal(str(v)) }}
+	funcs := template.FuncMap{"num": num, "pct": pct, "percent": percent, "str": str, "get": get, "has": has, "dur": dur, "short": short, "shortID": shortID, "final": func(v any) bool { return terminal(str(v)) }}
 	layout, err := fs.ReadFile(templateFS, "templates/layout.html")
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -18,6 +19,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/fn/fntest"
 	"github.com/lensfn/lensfn/runtime/secret"
+	"github.com/lensfn/lensfn/runtime/workflow"
 )
 
 // fakeAPI stands in for the ingress: it records what the console sent.
@@ -59,9 +61,10 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 			"cases":[{"case":{"id":"guide-1","kind":"guide","status":"succeeded","evaluation_run_id":"run-1"},"deployment":{"id":"d1","status":"succeeded"}}],
 			"report":{"comparison_version":2,"comparisons":[{"guide_case_id":"guide-1","baseline_case_id":"baseline-1","baseline_type":"direct-vllm",
 			"sla":{"met":true,"checks":{}},"matrix_statistics":{"case_count":1,"rows":[],"geometric_mean_ratio":{"ttft_ms":0.5,"throughput_tps":1.25}},
-			"parity":{"valid":false,"checks":{"accelerator_count":false},"reasons":["accelerator count differs: guide 2, baseline 1"]},
+			"parity":{"valid":false,"checks":{"accelerator_count":false},"reasons":["accelerator count differs: guide 2, baseline 1"],"guide_accelerators":2,"baseline_accelerators":1},
+			"rate_stage_statistics":{"stage_count":1,"rows":[{"rate":4,"duration":2,"guide":{"throughput_tps":15.867,"ttft_ms":116.227},"baseline":{"throughput_tps":22.844,"ttft_ms":80.663},"ratio":{"throughput_tps":0.6946,"ttft_ms":1.4409}}]},
 			"significance":{"confidence":0.95,"metrics":{
-				"ttft_ms":{"change_percent":-50,"change_percent_ci_low":-55.5,"change_percent_ci_high":-44.25,"higher_is_better":false,"verdict":"better"},
+				"ttft_ms":{"guide":40.5,"baseline":81,"ratio":0.5,"ratio_ci_low":0.445,"ratio_ci_high":0.5575,"change_percent":-50,"change_percent_ci_low":-55.5,"change_percent_ci_high":-44.25,"higher_is_better":false,"verdict":"better"},
 				"itl_ms":{"change_percent":100,"change_percent_ci_low":-80,"change_percent_ci_high":400,"higher_is_better":false,"verdict":"no significant difference"}}}}]}}`)
 	})
 	mux.HandleFunc("GET /api/v1/evaluate/workflow-runs/w2/details", func(w http.ResponseWriter, _ *http.Request) {
@@ -95,6 +98,39 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 	mux.HandleFunc("GET /api/v1/evaluate/runs/r1/events", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = io.WriteString(w, "id: 1-0\nevent: status\ndata: {\"status\":\"running\",\"live_metrics\":{\"summary\":{\"requests\":5}}}\n\nid: 2-0\nevent: end\ndata: {\"status\":\"succeeded\"}\n\n")
+	})
+	mux.HandleFunc("GET /api/v1/evaluate/runs/r2", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `{"id":"r2","status":"succeeded","model":"fake-model","endpoint":"http://127.0.0.1:1/v1","logs":["queued","done"],
+			"artifacts":[{"kind":"report-html","uri":"/api/v1/evaluate/runs/r2/artifacts/report-html"}],
+			"benchmark":{"shared_prefix":{"num_groups":2,"num_prompts_per_group":15,"system_prompt_len":32,"question_len":8,"output_len":8,"stages":[{"rate":5,"duration":6}]}},
+			"metrics":{"request_count":33,"failure_count":0,"success_rate":100,"throughput_tps":51.888,"ttft_ms":11.852,
+				"latency_distributions":{"ttft":{"min_ms":10.282,"p50_ms":11.852,"p75_ms":13.658,"p90_ms":25.692,"p95_ms":49.113,"p99_ms":2310.5,"max_ms":2400,"mean_ms":17.416},
+				"request_latency":{"min_ms":17,"p50_ms":20,"p75_ms":28,"p90_ms":52,"p95_ms":80,"p99_ms":95,"max_ms":101,"mean_ms":28.9}}},
+			"rate_stage_results":[{"rate":5,"duration":6,"metrics":{"request_count":33,"throughput_tps":51.888,"success_rate":100}},
+				{"rate":10,"duration":6,"metrics":{"request_count":60,"throughput_tps":90.5,"success_rate":98.5}}],
+			"sla":{"met":false,"checks":{"success_rate":{"actual":100,"target":99,"unit":"%","met":true,"margin":1,"margin_percent":1.01},
+				"ttft":{"actual":2310.5,"target":2000,"unit":"ms","percentile":"p99","met":false,"margin":-310.5,"margin_percent":-15.525}}}}`)
+	})
+	mux.HandleFunc("GET /api/v1/evaluate/runs/r2/artifacts/report-html", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, `<html><body><h1>Run report r2</h1></body></html>`)
+	})
+	mux.HandleFunc("GET /api/v1/evaluate/runs", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `{"items":[{"id":"old-run","status":"succeeded","created_at":"2026-12-01T10:00:00Z","metrics":{"throughput_tps":10},
+			"sla":{"met":true,"checks":{"ttft":{"actual":1,"target":2,"unit":"ms","met":true}}}},
+			{"id":"new-run","status":"succeeded","created_at":"2026-12-02T10:00:00Z","metrics":{"throughput_tps":51.888,"ttft_ms":11.852},
+			"sla":{"met":false,"checks":{"ttft":{"actual":3,"target":2,"unit":"ms","met":false}}}}]}`)
+	})
+	mux.HandleFunc("GET /api/cluster/clusters", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `{"items":[{"id":"c1","name":"local","kind":"local","sessionId":"s-1"}],"total":1}`)
+	})
+	mux.HandleFunc("GET /api/v1/configurations", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("type") != "guide" {
+			problem(w, 422, `{"title":"Validation failed","status":422,"detail":"the console asks for guide configurations"}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"items":[{"id":"cfg-old","name":"old guide","type":"guide","created_at":"2026-12-01T10:00:00Z"},`+
+			`{"id":"cfg-new","name":"new guide","type":"guide","created_at":"2026-12-02T10:00:00Z"}],"total":2}`)
 	})
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		raw, _ := io.ReadAll(r.Body)
@@ -353,7 +389,8 @@ func TestEvaluationShowsCasesAndTheComparison(t *testing.T) {
 	_, srv := startConsole(t, api.URL, map[string]string{"LENS_AUTH": "off"})
 	resp, body := fetch(t, browser(t), "GET", srv.URL+"/evaluations/w1", nil)
 	for _, want := range []string{"Qwen comparison", `href="/runs/run-1"`, "guide-1 vs baseline-1 (direct-vllm)", "SLA met",
-		"matrix: throughput_tps", "<svg", "1.25", "Parity: not valid: accelerator count differs: guide 2, baseline 1",
+		"matrix: throughput_tps", "<svg", "1.25", "<strong>Parity not valid</strong> · accelerators 2 vs 1", "<li>accelerator count differs: guide 2, baseline 1</li>",
+		`<th>TTFT p50 (ms)</th><td>40.500</td><td>81</td><td>0.500×</td><td>0.445× to 0.557×</td>`, "4 req/s × 2 s", "<td>15.867</td><td>22.844</td><td class=\"ratio\">0.695×</td>",
 		"Change versus the baseline, with 95 % intervals", "-55.500 to -44.250 %", "no significant difference", `class="interval"`,
 		`fill-opacity="0.35"`, `class="cut"`} {
 		if !strings.Contains(body, want) {
@@ -481,5 +518,80 @@ func TestSignInNeverRedirectsOffTheConsole(t *testing.T) {
 		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != want {
 			t.Fatalf("next %q: %d Location %q, want %q", next, resp.StatusCode, resp.Header.Get("Location"), want)
 		}
+	}
+}
+
+// TestNewEvaluationTemplateIsARequestTheAPIAccepts: the new-evaluation form starts from a
+// request the evaluation API's own parser and validation accept (no configuration_artifact_ids,
+// which it refuses), filled in with the cluster's active session and the newest guide
+// configuration.
+func TestNewEvaluationTemplateIsARequestTheAPIAccepts(t *testing.T) {
+	api := newFakeAPI(t)
+	_, srv := startConsole(t, api.URL, map[string]string{"LENS_AUTH": "off"})
+	resp, page := fetch(t, browser(t), "GET", srv.URL+"/evaluations/new", nil)
+	m := regexp.MustCompile(`(?s)<textarea id="spec" name="spec"[^>]*>(.*?)</textarea>`).FindStringSubmatch(page)
+	if resp.StatusCode != 200 || m == nil {
+		t.Fatalf("%d: no spec field\n%s", resp.StatusCode, page)
+	}
+	spec := html.UnescapeString(m[1])
+	req, _, err := workflow.ParseEvaluation([]byte(spec))
+	if err == nil {
+		err = workflow.ValidateEvaluation(req)
+	}
+	if err != nil {
+		t.Fatalf("the API refuses the form's template: %v\n%s", err, spec)
+	}
+	if req.ClusterSessionID != "s-1" || len(req.BenchmarkPlans) != 1 || req.BenchmarkPlans[0].ConfigurationArtifactID != "cfg-new" ||
+		req.BenchmarkPlans[0].SLATargets == nil || req.BenchmarkPlans[0].Benchmark == nil {
+		t.Errorf("the template is not filled in from the inventory: %s", spec)
+	}
+	for _, want := range []string{`id="clusters-hint"`, "<code>s-1</code> (local, local)", "<code>cfg-new</code> (new guide)"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the form lacks %s", want)
+		}
+	}
+}
+
+// TestRunPageIsTheRunsReport: a finished run's page leads with its SLA verdict and each target's
+// margin (a missed TTFT p99 named with how far past it is), then headline tiles, the percentile
+// table, charts and the stages; the HTML report is linked and relayed sandboxed; the raw record
+// is behind a disclosure, not ~150 rows of keys.
+func TestRunPageIsTheRunsReport(t *testing.T) {
+	api := newFakeAPI(t)
+	_, srv := startConsole(t, api.URL, map[string]string{"LENS_AUTH": "off"})
+	c := browser(t)
+	resp, page := fetch(t, c, "GET", srv.URL+"/runs/r2", nil)
+	for _, want := range []string{`class="verdict v-missed"`, "SLA missed", "Missed: TTFT p99 (2310.5 ms against ≤ 2000 ms)",
+		`<tr data-check="ttft" class="c-missed"><th>TTFT p99</th><td>≤ 2000 ms</td><td>2310.5 ms</td><td>310.5 ms past</td><td>-15.525 %</td>`,
+		`<th>Success rate</th><td>≥ 99 %</td><td>100 %</td><td>1 % inside</td><td>&#43;1.010 %</td>`,
+		`href="/runs/r2/report"`, `data-metric="throughput_tps"`, "<b>51.888</b>", `data-distribution="ttft"`, "<td>49.113</td>",
+		"Request times by percentile", "5 req/s × 6 s", "10 req/s × 6 s", "Output throughput by stage",
+		`<details id="raw">`, "shared prefix: 2 groups × 15 prompts"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the run page lacks %s", want)
+		}
+	}
+	if strings.Index(page, `id="verdict"`) > strings.Index(page, `id="metrics"`) || strings.Index(page, `id="metrics"`) > strings.Index(page, `id="percentiles"`) {
+		t.Errorf("the verdict does not come first, then the tiles, then the percentiles")
+	}
+	if resp.StatusCode != 200 || t.Failed() {
+		t.Fatalf("%d\n%s", resp.StatusCode, page)
+	}
+	resp, body := fetch(t, c, "GET", srv.URL+"/runs/r2/report", nil)
+	if resp.StatusCode != 200 || !strings.Contains(body, "Run report r2") || !strings.HasPrefix(resp.Header.Get("Content-Security-Policy"), "sandbox") {
+		t.Fatalf("report: %d %q %s", resp.StatusCode, resp.Header.Get("Content-Security-Policy"), body)
+	}
+}
+
+// TestHomeListsRecentRunsWithTheirVerdicts: the overview lists the newest runs first with their
+// SLA verdict and headline numbers, not only a count and a link.
+func TestHomeListsRecentRunsWithTheirVerdicts(t *testing.T) {
+	api := newFakeAPI(t)
+	_, srv := startConsole(t, api.URL, map[string]string{"LENS_AUTH": "off"})
+	resp, page := fetch(t, browser(t), "GET", srv.URL+"/", nil)
+	newRow := regexp.MustCompile(`(?s)<tr data-run="new-run">.*?</tr>`).FindString(page)
+	if resp.StatusCode != 200 || !strings.Contains(newRow, `s-failed">missed`) || !strings.Contains(newRow, "51.888 tok/s") || !strings.Contains(newRow, "11.852 ms") ||
+		strings.Index(page, `data-run="new-run"`) > strings.Index(page, `data-run="old-run"`) || !strings.Contains(page, `id="recent-evaluations"`) {
+		t.Fatalf("%d: the overview's recent runs:\n%s", resp.StatusCode, page)
 	}
 }

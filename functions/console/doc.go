@@ -4,7 +4,8 @@
 // (LENS_API_URL) with the signed-in user's token: trace datasets (list, download, timeline),
 // simulation tasks (create, watch live over the task's event stream, results with the task's
 // HTML report, stop, rerun, delete, compare two), benchmark runs (followed live over the run's
-// event stream with its live summary), evaluations (workflow runs with their cases, comparison
+// event stream with its live summary; once final, the run's report: SLA verdict and margins,
+// headline tiles, percentiles, charts, stages, its HTML report, the raw JSON), evaluations (workflow runs with their cases, comparison
 // report and verdict; cancel a case or the evaluation, retry it, delete it, as the evaluation
 // API allows and with its refusals shown), model services and deployments.
 //

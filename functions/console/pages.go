@@ -51,9 +51,70 @@ func (c *Console) home(w http.ResponseWriter, r *http.Request, q *request) error
 		"datasets": c.list(r.Context(), q, simAPI+"/trace-datasets", "datasets"),
 		"backends": c.list(r.Context(), q, simAPI+"/backends", "backends"),
 		"runs":     c.list(r.Context(), q, evalAPI+"/runs", "items"),
+		"evals":    c.list(r.Context(), q, evalAPI+"/workflow-runs", "items"),
 	}
-	c.render(w, http.StatusOK, q, "home", view{Title: "Overview", Nav: "home", Data: data})
+	c.render(w, http.StatusOK, q, "home", view{Title: "Overview", Nav: "home", Data: obj{"sections": data,
+		"recentRuns": recentRuns(data["runs"].Items), "recentEvals": recentEvaluations(data["evals"].Items)}})
 	return nil
+}
+
+// recentShown is how many runs and evaluations the overview lists.
+const recentShown = 8
+
+// newestFirst orders records by created_at, newest first, and keeps the first recentShown.
+func newestFirst(items []any) []any {
+	out := append([]any(nil), items...)
+	sort.SliceStable(out, func(i, j int) bool { return str(get(out[i], "created_at")) > str(get(out[j], "created_at")) })
+	return out[:min(len(out), recentShown)]
+}
+
+// recentRun is a run in the overview: its verdict and headline numbers.
+type recentRun struct {
+	ID, Status, Model, SLA, Throughput, TTFT, Created string
+}
+
+func recentRuns(items []any) []recentRun {
+	var out []recentRun
+	for _, it := range newestFirst(items) {
+		out = append(out, recentRun{ID: str(get(it, "id")), Status: str(get(it, "status")), Model: str(get(it, "model")),
+			SLA: readSLA(get(it, "sla")).Verdict, Throughput: withUnit(get(it, "metrics.throughput_tps"), "tok/s"),
+			TTFT: withUnit(get(it, "metrics.ttft_ms"), "ms"), Created: str(get(it, "created_at"))})
+	}
+	return out
+}
+
+// recentEvaluation is an evaluation in the overview: its cases and its guides' SLA verdict
+// (missed when any guide case missed, met when every checked one met).
+type recentEvaluation struct {
+	ID, Name, Status, SLA, Cases, Created string
+}
+
+func recentEvaluations(items []any) []recentEvaluation {
+	var out []recentEvaluation
+	for _, it := range newestFirst(items) {
+		e := recentEvaluation{ID: str(get(it, "id")), Name: str(get(it, "name")), Status: str(get(it, "status")), Created: str(get(it, "created_at"))}
+		cases, _ := get(it, "cases").([]any)
+		done := 0
+		for _, cs := range cases {
+			if terminal(str(get(cs, "status"))) {
+				done++
+			}
+			if str(get(cs, "kind")) != "guide" {
+				continue
+			}
+			switch readSLA(get(cs, "sla")).Verdict {
+			case "missed":
+				e.SLA = "missed"
+			case "met":
+				if e.SLA == "" {
+					e.SLA = "met"
+				}
+			}
+		}
+		e.Cases = fmt.Sprintf("%d of %d finished", done, len(cases))
+		out = append(out, e)
+	}
+	return out
 }
 
 // --- sign-in ---
@@ -429,12 +490,48 @@ const exampleRun = `{
   "sla_targets": {"ttft_ms": 500, "ttft_percentile": "p99", "success_rate_min_percent": 99}
 }`
 
-const exampleEvaluation = `{
-  "name": "comparison",
-  "cluster_session_id": "",
-  "configuration_artifact_ids": [],
-  "benchmark_plans": []
-}`
+// evaluationTemplate is the new-evaluation form's starting point: a request the evaluation API
+// accepts as it stands once the stack has a cluster session and a guide configuration, which
+// the form fills in (the newest guide configuration, the first cluster's active session): one
+// plan comparing the configuration with a direct-vllm baseline on a short shared-prefix
+// workload, with SLA targets. The keys are in the order the API documents them.
+type evaluationTemplate struct {
+	Name             string         `json:"name"`
+	ClusterSessionID string         `json:"cluster_session_id"`
+	BenchmarkPlans   []templatePlan `json:"benchmark_plans"`
+}
+
+type templatePlan struct {
+	ID                      string         `json:"id"`
+	ConfigurationArtifactID string         `json:"configuration_artifact_id"`
+	BaselineTypes           []string       `json:"baseline_types"`
+	Benchmark               map[string]any `json:"benchmark"`
+	SLATargets              map[string]any `json:"sla_targets"`
+}
+
+// newEvaluationSpec is the template filled in from the inventory's clusters and configurations
+// (either list may be unavailable or empty: the field is then left for the user, and the form
+// says what it needs).
+func newEvaluationSpec(clusters, configurations section) string {
+	t := evaluationTemplate{Name: "comparison", BenchmarkPlans: []templatePlan{{ID: "plan-1", BaselineTypes: []string{"direct-vllm"},
+		Benchmark: map[string]any{"shared_prefix": map[string]any{"num_groups": 2, "num_prompts_per_group": 5, "system_prompt_len": 64,
+			"question_len": 16, "output_len": 8, "stages": []any{map[string]any{"rate": 4, "duration": 3}}}},
+		SLATargets: map[string]any{"ttft_ms": 2000, "ttft_percentile": "p99", "success_rate_min_percent": 99}}}}
+	for _, c := range clusters.Items {
+		if id := str(get(c, "sessionId")); id != "" {
+			t.ClusterSessionID = id
+			break
+		}
+	}
+	newest := ""
+	for _, c := range configurations.Items {
+		if at := str(get(c, "created_at")); at >= newest && str(get(c, "id")) != "" {
+			newest, t.BenchmarkPlans[0].ConfigurationArtifactID = at, str(get(c, "id"))
+		}
+	}
+	raw, _ := json.MarshalIndent(t, "", "  ")
+	return string(raw)
+}
 
 func (c *Console) newRun(w http.ResponseWriter, r *http.Request, q *request) error {
 	execs := c.list(r.Context(), q, "/api/v1/deployments/executions", "items")
@@ -444,8 +541,11 @@ func (c *Console) newRun(w http.ResponseWriter, r *http.Request, q *request) err
 }
 
 func (c *Console) newEvaluation(w http.ResponseWriter, r *http.Request, q *request) error {
+	clusters := c.list(r.Context(), q, "/api/cluster/clusters?limit=100", "items")
+	configurations := c.list(r.Context(), q, "/api/v1/configurations?type=guide&limit=500", "items")
 	c.render(w, http.StatusOK, q, "spec_new", view{Title: "New evaluation", Nav: "evaluations",
-		Data: obj{"action": "/evaluations", "spec": exampleEvaluation, "what": "evaluation"}})
+		Data: obj{"action": "/evaluations", "spec": newEvaluationSpec(clusters, configurations), "what": "evaluation",
+			"clusters": clusters, "configurations": configurations}})
 	return nil
 }
 
@@ -500,10 +600,19 @@ func (c *Console) run(w http.ResponseWriter, r *http.Request, q *request) error 
 	}
 	// A running run is followed live over its event stream ("watch"; the page refreshes itself
 	// only without JavaScript).
-	c.render(w, http.StatusOK, q, "run", view{Title: "Benchmark run " + id, Nav: "runs",
-		Data: obj{"run": run, "id": id, "watch": !terminal(str(run["status"])), "live_metrics": run["live_metrics"],
-			"metrics": flatten(run["metrics"]), "sla": flatten(run["sla"])}})
+	final := terminal(str(run["status"]))
+	data := obj{"run": run, "id": id, "watch": !final, "live_metrics": run["live_metrics"], "final": final,
+		"sla": readSLA(run["sla"]), "tiles": readTiles(run["metrics"]), "percentiles": readPercentiles(run["metrics"]),
+		"charts": percentileCharts(run["metrics"]), "report": hasArtifact(run, "report-html"), "workload": workloadSummary(run),
+		"raw": rawJSON(run)}
+	data["stages"], data["stageCharts"] = readStages(run)
+	c.render(w, http.StatusOK, q, "run", view{Title: "Benchmark run " + id, Nav: "runs", Data: data})
 	return nil
+}
+
+// runReport relays a benchmark run's self-contained HTML report.
+func (c *Console) runReport(w http.ResponseWriter, r *http.Request, q *request) error {
+	return c.relayReport(w, r, q, evalAPI+"/runs/"+url.PathEscape(r.PathValue("id"))+"/artifacts/report-html")
 }
 
 func (c *Console) runAction(action string) handler {
@@ -581,21 +690,83 @@ func (c *Console) evaluationAction(action string) handler {
 
 // comparisonView is one comparison of the v2 report: a guide case against a baseline.
 type comparisonView struct {
-	Label  string
-	SLA    string // met, missed, or "" without targets
-	Parity string // valid, or what differs (each reason with both values); "" without a baseline
-	Rows   []kv   // geometric means of the ratios (guide / baseline), matrix then rate stages
-	Chart  template.HTML
+	Label string
+	SLA   string // met, missed, or "" without targets
+	// SLAChecks are the guide's SLA checks with their margins.
+	SLAChecks slaView
+	Parity    string // valid, or what differs (each reason with both values); "" without a baseline
+	// ParityValid and ParityReasons say the same for the page's parity block; Accelerators are
+	// both sides' counts ("1 vs 1").
+	ParityValid   bool
+	ParityReasons []string
+	Accelerators  string
+	Rows          []kv // geometric means of the ratios (guide / baseline), matrix then rate stages
+	// Stages are the matched stages with both sides' absolute numbers beside each ratio.
+	Stages      []matchedStage
+	StageTitles []string
+	Chart       template.HTML
+	// Repetitions says how many repetitions each side's intervals come from.
+	Repetitions string
 	// Changes are the significance's metrics: the change with its 95 % interval and verdict;
 	// ChangeChart draws them with error bars, changes inside their noise pale.
 	Changes     []changeView
 	ChangeChart template.HTML
 }
 
-// changeView is one metric's change versus the baseline.
+// changeView is one metric's change versus the baseline, with both sides' absolute estimates
+// and the ratio's interval.
 type changeView struct {
-	Metric, Change, Interval, Verdict string
+	Metric, Label, Guide, Baseline, Ratio, RatioInterval, Change, Interval, Verdict string
 }
+
+// matchedStage is one matched pair of stages: per statistics metric the guide's and the
+// baseline's means and their ratio.
+type matchedStage struct {
+	Label string
+	Cells []stageCell
+}
+
+type stageCell struct{ Guide, Baseline, Ratio string }
+
+// stageMetrics are the statistics' metrics (comparison's statistics order) with their labels.
+var stageMetrics = []struct{ key, label string }{
+	{"throughput_tps", "output tok/s"}, {"ttft_ms", "TTFT ms"}, {"tpot_ms", "TPOT ms"}, {"request_latency_ms", "latency ms"},
+}
+
+// metricLabels name the significance's metrics with their units.
+var metricLabels = map[string]string{
+	"throughput_tps": "Output throughput (tok/s)", "input_throughput_tps": "Input throughput (tok/s)", "throughput_rps": "Requests (req/s)",
+	"ttft_ms": "TTFT p50 (ms)", "itl_ms": "ITL p50 (ms)", "tpot_ms": "TPOT p50 (ms)", "request_latency_ms": "Latency p50 (ms)", "error_rate": "Error rate",
+}
+
+// matchedStages reads a statistics block's rows (at most maxStageRows).
+func matchedStages(stats any, rate bool) []matchedStage {
+	rows, _ := get(stats, "rows").([]any)
+	var out []matchedStage
+	for i, r := range rows {
+		if i >= maxStageRows {
+			break
+		}
+		st := matchedStage{Label: stageLabel(r, rate)}
+		for _, m := range stageMetrics {
+			cell := stageCell{Guide: num(get(r, "guide."+m.key)), Baseline: num(get(r, "baseline."+m.key)), Ratio: num(get(r, "ratio."+m.key))}
+			for _, c := range []*string{&cell.Guide, &cell.Baseline, &cell.Ratio} {
+				if *c == "" {
+					*c = "–"
+				}
+			}
+			if cell.Ratio != "–" {
+				cell.Ratio += "×"
+			}
+			st.Cells = append(st.Cells, cell)
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// maxStageRows bounds the matched stages a comparison shows (the report has them all).
+const maxStageRows = 50
 
 // comparisonViews reads the comparison report's comparisons (comparison_version 2).
 func comparisonViews(rep map[string]any) []comparisonView {
@@ -618,6 +789,11 @@ func comparisonViews(rep map[string]any) []comparisonView {
 		case false:
 			v.SLA = "missed"
 		}
+		v.SLAChecks = readSLA(get(cmp, "sla"))
+		for _, t := range stageMetrics {
+			v.StageTitles = append(v.StageTitles, t.label)
+		}
+		v.Stages = append(matchedStages(get(cmp, "matrix_statistics"), false), matchedStages(get(cmp, "rate_stage_statistics"), true)...)
 		var labels []string
 		var values []float64
 		for _, part := range []struct{ key, name string }{{"matrix_statistics", "matrix"}, {"rate_stage_statistics", "rate stages"}} {
@@ -632,17 +808,22 @@ func comparisonViews(rep map[string]any) []comparisonView {
 			v.Chart = report.BarChart{Title: "Geometric mean ratio, guide / baseline (1 = equal)", YLabel: "ratio", Labels: labels, Values: values}.SVG()
 		}
 		if str(get(cmp, "baseline_case_id")) != "" {
-			v.Parity = "valid"
+			v.Parity, v.ParityValid = "valid", true
 			if get(cmp, "parity.valid") != true {
-				var reasons []string
 				list, _ := get(cmp, "parity.reasons").([]any)
 				for _, r := range list {
-					reasons = append(reasons, str(r))
+					v.ParityReasons = append(v.ParityReasons, str(r))
 				}
-				v.Parity = "not valid: " + strings.Join(reasons, "; ")
+				v.Parity, v.ParityValid = "not valid: "+strings.Join(v.ParityReasons, "; "), false
+			}
+			if g, b := get(cmp, "parity.guide_accelerators"), get(cmp, "parity.baseline_accelerators"); g != nil || b != nil {
+				v.Accelerators = or(num(g), "?") + " vs " + or(num(b), "?")
 			}
 		}
 		v.Changes, v.ChangeChart = changeViews(get(cmp, "significance.metrics"))
+		if g, b := get(cmp, "significance.guide_repetitions"), get(cmp, "significance.baseline_repetitions"); g != nil && b != nil {
+			v.Repetitions = fmt.Sprintf("%s guide and %s baseline repetitions, %s bootstrap iterations", num(g), num(b), num(get(cmp, "significance.iterations")))
+		}
 		out = append(out, v)
 	}
 	return out
@@ -663,7 +844,16 @@ func changeViews(metrics any) ([]changeView, template.HTML) {
 		if !ok {
 			continue
 		}
-		row := changeView{Metric: k, Change: "–", Interval: "–", Verdict: str(e["verdict"])}
+		row := changeView{Metric: k, Label: or(metricLabels[k], k), Guide: or(num(e["guide"]), "–"), Baseline: or(num(e["baseline"]), "–"),
+			Ratio: "–", RatioInterval: "–", Change: "–", Interval: "–", Verdict: str(e["verdict"])}
+		if r, ok := e["ratio"].(float64); ok {
+			row.Ratio = report.Num(r) + "×"
+		}
+		if lo, ok := e["ratio_ci_low"].(float64); ok {
+			if hi, ok := e["ratio_ci_high"].(float64); ok {
+				row.RatioInterval = report.Num(lo) + "× to " + report.Num(hi) + "×"
+			}
+		}
 		change, cok := e["change_percent"].(float64)
 		lo, lok := e["change_percent_ci_low"].(float64)
 		hi, hok := e["change_percent_ci_high"].(float64)
@@ -709,6 +899,14 @@ func (c *Console) inventory(w http.ResponseWriter, r *http.Request, q *request) 
 }
 
 // --- template helpers ---
+
+// or is s, or alt when s is empty.
+func or(s, alt string) string {
+	if s == "" {
+		return alt
+	}
+	return s
+}
 
 // kv is one flattened leaf of a JSON object.
 type kv struct {
@@ -810,6 +1008,16 @@ func dur(v any) string {
 		return (time.Duration(f * float64(time.Second))).Round(time.Millisecond).String()
 	}
 	return str(v)
+}
+
+// shortID cuts an id to its first 8 characters for a narrow cell (the link keeps the whole id,
+// and so does the cell's title).
+func shortID(v any) string {
+	s := str(v)
+	if len(s) > 12 {
+		return s[:8] + "…"
+	}
+	return s
 }
 
 // short cuts a long id or URL for a table cell.

@@ -81,3 +81,55 @@ func TestMutedBarsDoNotDominate(t *testing.T) {
 		t.Errorf("the muted intervals set the axis: %s", all)
 	}
 }
+
+// Tick labels carry the decimals their step needs: no "-0", no "1.500", thousands short.
+func TestTickLabelsAreRound(t *testing.T) {
+	svg := string(report.BarChart{Title: "change", Labels: []string{"a", "b"}, Values: []float64{-0.3, 1.4}}.SVG())
+	ticks := regexp.MustCompile(`class="tick"[^>]*>([^<]*)<`).FindAllStringSubmatch(svg, -1)
+	var got []string
+	for _, m := range ticks {
+		got = append(got, m[1])
+	}
+	joined := strings.Join(got, " ")
+	if strings.Contains(" "+joined+" ", " -0 ") || strings.Contains(joined, "-0.0 ") || strings.Contains(joined, "0.500") ||
+		!strings.Contains(" "+joined+" ", " 0 ") || !strings.Contains(" "+joined+" ", " 0.5 ") {
+		t.Errorf("tick labels %q", joined)
+	}
+	big := string(report.LineChart{Title: "t", Series: []report.Series{{X: []float64{0, 1}, Y: []float64{0, 48000}}}}.SVG())
+	if !strings.Contains(big, ">40k<") || strings.Contains(big, ">40000<") {
+		t.Errorf("thousands not short: %s", big)
+	}
+}
+
+// Bar labels never run into each other: each line of a wrapped label fits its bar's slot, labels
+// with a word wider than the slot are slanted, and the chart grows under its plot only for them.
+func TestBarLabelsFitTheirSlots(t *testing.T) {
+	labels := []string{"throughput_tps", "input_throughput_tps", "throughput_rps", "ttft_ms", "request_latency_ms", "error_rate"}
+	svg := string(report.BarChart{Title: "change", XLabel: "metric", Labels: labels, Values: make([]float64, len(labels))}.SVG())
+	slot := 560.0 / float64(len(labels))
+	lines := regexp.MustCompile(`<tspan[^>]*>([^<]*)</tspan>`).FindAllStringSubmatch(svg, -1)
+	if len(lines) <= len(labels) {
+		t.Fatalf("the long labels are not wrapped: %s", svg)
+	}
+	for _, l := range lines {
+		if w := float64(len([]rune(l[1]))) * 10 * 0.62; w > slot {
+			t.Errorf("the label line %q is %.0f wide in a %.0f slot", l[1], w, slot)
+		}
+	}
+	if !strings.Contains(svg, `viewBox="0 0 640 322"`) || !strings.Contains(svg, ">input_</tspan>") {
+		t.Errorf("three-line labels should add 22 under the plot: %s", svg)
+	}
+	// A dozen metrics (the comparison report's headline) leave a slot narrower than "throughput":
+	// they slant, the longest cut.
+	many := []string{"throughput", "input throughput", "requests/s", "TTFT", "ITL", "TPOT", "latency", "error rate",
+		"max stable QPS", "SLO goodput", "prefix cache hit rate at the end of the run", "token load CV"}
+	slanted := string(report.BarChart{Title: "x", Labels: many, Values: make([]float64, len(many))}.SVG())
+	if strings.Count(slanted, "rotate(-35") != len(many) || strings.Contains(slanted, `viewBox="0 0 640 300"`) || !strings.Contains(slanted, "…") {
+		t.Errorf("long labels not slanted and cut: %s", slanted)
+	}
+	// Short labels stay on one line, and the chart keeps its size.
+	short := string(report.BarChart{Title: "x", Labels: []string{"200", "503"}, Values: []float64{3, 1}}.SVG())
+	if strings.Count(short, "<tspan") != 2 || !strings.Contains(short, `viewBox="0 0 640 300"`) {
+		t.Errorf("short labels: %s", short)
+	}
+}

@@ -48,8 +48,8 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bott
 .sub{color:#555;margin:0 0 16px}.facts{display:flex;flex-wrap:wrap;gap:8px}
 .fact{border:1px solid #ddd;border-radius:6px;padding:8px 12px;min-width:120px}.fact b{display:block;font-size:18px}
 .fact span{color:#555;font-size:12px}.warn{background:#fff4e5;border-left:4px solid #E69F00;padding:6px 10px;margin:6px 0}
-.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:12px}
-svg.chart{width:100%;height:auto;border:1px solid #eee;border-radius:6px;background:#fff}
+.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,420px),1fr));gap:12px}
+svg.chart{width:100%;max-width:640px;height:auto;border:1px solid #eee;border-radius:6px;background:#fff}
 svg .title{font-size:13px;font-weight:600}svg .axis,svg .legend{font-size:11px;fill:#333}svg .tick{font-size:10px;fill:#555}
 svg .grid{stroke:#eee}svg .frame{stroke:#999}
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:4px 8px;text-align:right}th{background:#f6f6f6}

@@ -119,10 +119,15 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	t.Logf("screenshots in %s", artifacts)
 	update := os.Getenv("LENS_UPDATE_SCREENSHOTS") == "1"
+	if update {
+		if err := os.MkdirAll(filepath.Join(stacktest.RepoRoot, "docs", "screenshots"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.WindowSize(1280, 900))...)
+		chromedp.WindowSize(1400, 900))...)
 	defer cancelAlloc()
 	browserCtx, cancelBrowser := chromedp.NewContext(alloc)
 	defer cancelBrowser()
@@ -175,18 +180,48 @@ func TestConsoleInABrowser(t *testing.T) {
 		check("read the page", err)
 		return v
 	}
-	shot := func(name string, main bool) {
+	// shot looks at the page at each screenshot width: no text of a chart may overlap another,
+	// and the full page (cut at maxScreenshotHeight) is kept as a small PNG, in the artifacts
+	// and, with LENS_UPDATE_SCREENSHOTS=1, in docs/screenshots as <name>-<width>.png.
+	shot := func(name string) {
 		t.Helper()
-		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
-		check("screenshot "+name, err)
-		if err := os.WriteFile(filepath.Join(artifacts, name+".png"), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if main && update {
-			if err := os.WriteFile(filepath.Join(stacktest.RepoRoot, "docs", "screenshots", name+".png"), png, 0o644); err != nil {
+		for _, w := range screenshotWidths {
+			step := fmt.Sprintf("screenshot %s at %d px", name, w)
+			check(step, chromedp.Do(ctx, chromedp.EmulateViewport(w, 900)))
+			time.Sleep(150 * time.Millisecond) // the layout settles after the resize
+			// A refreshing page may be replaced under the script: it is run again. A report is
+			// sandboxed: no script runs in it (the browser logs one as an error), so its charts
+			// are left to runtime/report's tests.
+			var overlaps string
+			var err error
+			if !strings.HasSuffix(name, "-report") {
+				overlaps, err = chromedp.Run(ctx, chromedp.Evaluate[string](overlapScript))
+			}
+			for try := 0; err != nil && try < 5; try++ {
+				time.Sleep(300 * time.Millisecond)
+				overlaps, err = chromedp.Run(ctx, chromedp.Evaluate[string](overlapScript))
+			}
+			check(step, err)
+			if overlaps != "" {
+				t.Errorf("%s: chart texts overlap:\n%s", step, overlaps)
+			}
+			raw, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+			check(step, err)
+			small, err := smallPNG(raw)
+			if err != nil {
+				t.Fatalf("%s: %v", step, err)
+			}
+			file := fmt.Sprintf("%s-%d.png", name, w)
+			if err := os.WriteFile(filepath.Join(artifacts, file), small, 0o644); err != nil {
 				t.Fatal(err)
 			}
+			if update {
+				if err := os.WriteFile(filepath.Join(stacktest.RepoRoot, "docs", "screenshots", file), small, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
+		check("back to the wide viewport", chromedp.Do(ctx, chromedp.EmulateViewport(screenshotWidths[0], 900)))
 	}
 	// leftPage waits until a click has taken the browser off the page at from.
 	leftPage := func(step, from string) string {
@@ -241,7 +276,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	visible := func(sel string) chromedp.Action[chromedp.Void] { return chromedp.WaitVisible(chromedp.CSS(sel)) }
 
 	do("sign in", chromedp.Navigate(base+"/tasks"), visible("#token"))
-	shot("login", false)
+	shot("login")
 	do("sign in", chromedp.SendKeys(chromedp.CSS("#token"), token), chromedp.Submit(chromedp.CSS("#token")), visible(`a[href="/tasks/new"]`))
 	if h := text("title", "h1"); h != "Simulation tasks" || !strings.HasSuffix(location(), "/tasks") {
 		t.Fatalf("after sign-in: %q at %s", h, location())
@@ -250,11 +285,10 @@ func TestConsoleInABrowser(t *testing.T) {
 	if page := html(); strings.Contains(page, `class="problem"`) || strings.Contains(page, token) {
 		t.Fatalf("the overview shows a problem or the token:\n%s", page)
 	}
-	shot("overview", true)
 	do("datasets", chromedp.Navigate(base+"/datasets"), visible(`a[href="/datasets/lensfn-sample-chat"]`))
-	shot("datasets", false)
+	shot("datasets")
 	do("timeline", chromedp.Navigate(base+"/datasets/lensfn-sample-chat"), visible("#timeline svg"))
-	shot("dataset-timeline", true)
+	shot("dataset-timeline")
 
 	// The API's validation, shown next to the field.
 	do("task form with a bad endpoint", chromedp.Navigate(base+"/tasks/new"), visible("#task-form"),
@@ -264,13 +298,13 @@ func TestConsoleInABrowser(t *testing.T) {
 	if msg := text("field error", ".field-error"); msg == "" {
 		t.Fatal("the form shows an empty field error")
 	}
-	shot("task-form-errors", false)
+	shot("task-form-errors")
 	do("create a task", chromedp.SetValue(chromedp.CSS("#endpoint_url"), simURL), chromedp.SetValue(chromedp.CSS("#scale_factor"), "10"),
 		chromedp.SetValue(chromedp.CSS("#duration_seconds"), "10"), chromedp.Submit(chromedp.CSS("#task-form")), visible("#task"))
 	taskURL := location()
 	first, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS("#task"), "data-status"))
 	check("first status", err)
-	shot("task-live", true)
+	shot("task-live")
 	if !regexp.MustCompile(`/tasks/[^/]+$`).MatchString(taskURL) {
 		t.Fatalf("created task page at %s", taskURL)
 	}
@@ -282,21 +316,21 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("the task ended %q", st)
 	}
 	t.Logf("the task page first rendered %q, then followed the task live to the end", first.Value)
-	shot("task-results", true)
+	shot("task-results")
 	do("open the report", chromedp.Navigate(taskURL+"/report"), visible("svg"))
-	shot("task-report", true)
+	shot("task-report")
 
 	do("rerun", chromedp.Navigate(taskURL), visible("#rerun"), chromedp.Click(chromedp.CSS("#rerun")))
 	rerunURL := leftPage("rerun", taskURL)
 	do("watch the rerun finish", visible("#task"), visible("#report"))
 	a, b := filepath.Base(taskURL), filepath.Base(rerunURL)
 	do("compare", chromedp.Navigate(base+"/compare?a="+a+"&b="+b), visible("#comparison"))
-	shot("compare", true)
+	shot("compare")
 
 	do("benchmark runs", chromedp.Navigate(base+"/runs"), visible("main table"))
-	shot("runs", false)
+	shot("runs")
 	do("benchmark run form", chromedp.Navigate(base+"/runs/new"), visible("#spec"), chromedp.Submit(chromedp.CSS("#spec")), visible("div.problem"))
-	shot("run-form-errors", false)
+	shot("run-form-errors")
 	// Six seconds of traffic at a fixed rate: long enough for the live summary to show.
 	spec := `{"deployment_execution_id":"` + execID + `","cluster_session_id":"` + stack.LocalSessionID + `",
   "shared_prefix":{"num_groups":2,"num_prompts_per_group":15,"system_prompt_len":32,"question_len":8,"output_len":8,"stages":[{"rate":5,"duration":6}]},
@@ -312,21 +346,51 @@ func TestConsoleInABrowser(t *testing.T) {
 			t.Fatalf("live %s shows %q", sel, v)
 		}
 	}
-	shot("benchmark-run-live", true)
+	shot("benchmark-run-live")
 	// The stream's end reloads the page with the final metrics.
 	do("watch the benchmark run", visible("#metrics"))
 	if st := text("run status", "#run-status"); st != "succeeded" {
 		t.Fatalf("the benchmark run ended %q", st)
 	}
-	shot("benchmark-run", true)
+	// The run's report: the verdict and its margins first, then the tiles, the percentiles and
+	// the charts; the HTML report linked; the raw JSON closed behind its disclosure.
+	runURL := location()
+	if v := text("the run's verdict", "#verdict .verdict-line"); !strings.HasPrefix(v, "SLA met") && !strings.HasPrefix(v, "SLA missed") {
+		t.Fatalf("the run's verdict reads %q", v)
+	}
+	for _, sel := range []string{`#sla tr[data-check="ttft"]`, `#sla tr[data-check="tpot"]`, `#sla tr[data-check="success_rate"]`,
+		`#metrics .tile[data-metric="throughput_tps"]`, `#percentiles tr[data-distribution="ttft"]`, "figure.chart svg", "#report-link"} {
+		do("the run's report shows "+sel, visible(sel))
+	}
+	if order, err := chromedp.Run(ctx, chromedp.Evaluate[string](`["#verdict","#metrics","#percentiles","#raw"].map((s) => document.querySelector(s).getBoundingClientRect().top).join(" ")`)); err != nil ||
+		!ascending(order) {
+		t.Fatalf("the run page is not verdict, tiles, percentiles, then raw JSON: %q %v", order, err)
+	}
+	if open, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector("details#raw").open`)); err != nil || open {
+		t.Fatalf("the raw JSON is not behind a closed disclosure (%v)", err)
+	}
+	shot("benchmark-run")
+	// Opened by its address, as the others: the sandboxed report runs no script, the test's own
+	// (reading the location) included.
+	if page := html(); !strings.Contains(page, `href="/runs/`+path.Base(runURL)+`/report"`) {
+		t.Fatalf("the run page has no report link:\n%s", page)
+	}
+	do("the run's HTML report", chromedp.Navigate(runURL+"/report"), visible("svg"))
+	shot("benchmark-run-report")
 	do("evaluations", chromedp.Navigate(base+"/evaluations"), visible("main h1"))
-	shot("evaluations", true)
+	shot("evaluations")
 	evaluations(t, evaluationSteps{base: base, token: token, session: stack.LocalSessionID, do: do, text: text, location: location,
 		leftPage: leftPage, shot: shot, html: html, eval: func(script string) (string, error) {
 			return chromedp.Run(ctx, chromedp.Evaluate[string](script))
 		}})
 	do("inventory", chromedp.Navigate(base+"/inventory"), visible("main table"))
-	shot("inventory", false)
+	shot("inventory")
+	// The overview lists the runs and evaluations just made, with their verdicts.
+	do("overview", chromedp.Navigate(base+"/"), visible("#recent-runs tr[data-run]"), visible("#recent-evaluations tr[data-evaluation]"))
+	if page := html(); strings.Contains(page, `class="problem"`) || strings.Contains(page, token) || !strings.Contains(page, `">met</span>`) && !strings.Contains(page, `">missed</span>`) {
+		t.Fatalf("the overview shows a problem or the token, or no verdict:\n%s", page)
+	}
+	shot("overview")
 
 	do("delete the rerun", chromedp.Navigate(rerunURL), visible("#delete"))
 	_, err = chromedp.Run(ctx, chromedp.Evaluate[bool](`window.confirm = () => true; true`))
@@ -351,7 +415,7 @@ type evaluationSteps struct {
 	text                 func(step string, sel chromedp.CSS) string
 	location, html       func() string
 	leftPage             func(step, from string) string
-	shot                 func(name string, main bool)
+	shot                 func(name string)
 	// eval evaluates a script in the page; it fails while the page is being replaced.
 	eval func(script string) (string, error)
 }
@@ -415,10 +479,25 @@ func evaluations(t *testing.T, s evaluationSteps) {
 	}
 
 	started := time.Now()
-	first := create("create an evaluation", `{"name":"browser comparison","cluster_session_id":"`+s.session+`","benchmark_plans":[{"id":"small",`+
-		`"configuration_artifact_id":"`+guide+`","baseline_types":["direct-vllm"],`+evalWorkload+`}]}`)
+	// The form's own template, submitted as it stands: it names the newest guide configuration
+	// (the one just stored) and the stack's cluster session, and the API accepts it.
+	s.do("the new-evaluation form", chromedp.Navigate(s.base+"/evaluations/new"), chromedp.WaitVisible(chromedp.CSS("#spec")))
+	template, err := s.eval(`document.getElementById("spec").value`)
+	if err != nil || !strings.Contains(template, `"configuration_artifact_id": "`+guide+`"`) || !strings.Contains(template, `"cluster_session_id": "`+s.session+`"`) {
+		t.Fatalf("the form's template does not name the guide configuration and the session (%v):\n%s", err, template)
+	}
+	s.shot("evaluation-form")
+	s.do("submit the form as it stands", chromedp.Submit(chromedp.CSS("#spec")))
+	first := s.leftPage("submit the form as it stands", s.base+"/evaluations/new")
+	if !regexp.MustCompile(`/evaluations/[^/]+$`).MatchString(first) {
+		t.Fatalf("the form's template was refused: at %s\n%s", first, s.html())
+	}
+	// The evaluation started: its page shows it active (or already done), never refused.
+	if st := s.text("the evaluation started", "#workflow-status"); st == "" || st == "failed" || st == "cancelled" {
+		t.Fatalf("the evaluation from the form's template is %q\n%s", st, s.html())
+	}
 	s.do("watch the evaluation", chromedp.WaitVisible(chromedp.CSS(`#cases tr[data-case="guide-1"]`)), chromedp.WaitVisible(chromedp.CSS(`#cases tr[data-case="baseline-1"]`)))
-	s.shot("evaluation-live", true)
+	s.shot("evaluation-live")
 	statusIs("watch the evaluation", "succeeded", 2*time.Minute)
 	s.do("the comparison", chromedp.WaitVisible(chromedp.CSS("section.comparison table")))
 	if v := s.text("the SLA verdict", "section.comparison h3"); !strings.Contains(v, "guide-1 vs baseline-1 (direct-vllm)") || !strings.Contains(v, "SLA") {
@@ -428,14 +507,23 @@ func evaluations(t *testing.T, s evaluationSteps) {
 		t.Fatalf("the comparison has no rows or a case did not succeed:\n%s", page)
 	}
 	t.Logf("evaluation of two configurations succeeded in the browser in %s", time.Since(started).Round(100*time.Millisecond))
-	s.shot("evaluation", true)
+	// Beside each ratio both sides' numbers, with the intervals; the parity state with its reasons.
+	if v := s.text("the parity", "section.comparison p.parity"); !strings.HasPrefix(v, "Parity valid") && !strings.HasPrefix(v, "Parity not valid") {
+		t.Fatalf("the parity reads %q", v)
+	}
+	row := s.text("the TTFT change", `section.comparison table.changes tr[data-metric="ttft_ms"]`)
+	if !regexp.MustCompile(`TTFT p50 \(ms\)\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+×\s+[0-9.]+× to [0-9.]+×\s+-?[0-9.]+ %\s+-?[0-9.]+ to -?[0-9.]+ %`).MatchString(row) {
+		t.Fatalf("the TTFT change row lacks the absolute numbers or the intervals: %q", row)
+	}
+	s.do("the matched stages", chromedp.WaitVisible(chromedp.CSS("section.comparison table.stages td.ratio")))
+	s.shot("evaluation")
 	// Opened by its address (as the task's): the sandboxed report runs no script, and the
 	// browser logs an error for a script run in it, the test's own included.
 	if page := s.html(); !strings.Contains(page, `href="/evaluations/`+path.Base(first)+`/report"`) {
 		t.Fatalf("the evaluation page has no report link:\n%s", page)
 	}
 	s.do("open the evaluation report", chromedp.Navigate(first+"/report"), chromedp.WaitVisible(chromedp.CSS("svg")))
-	s.shot("evaluation-report", true)
+	s.shot("evaluation-report")
 
 	// Cancel the case of a second evaluation from its page, then retry it from there.
 	url := create("create an evaluation to cancel", `{"name":"browser cancel","cluster_session_id":"`+s.session+`","benchmark_plans":[{`+
@@ -448,7 +536,7 @@ func evaluations(t *testing.T, s evaluationSteps) {
 	if v := s.text("the case's status", `tr[data-case="guide-1"] .status`); v != "cancelled" {
 		t.Fatalf("the case is %q", v)
 	}
-	s.shot("evaluation-cancelled", true)
+	s.shot("evaluation-cancelled")
 	// The retry answers with the same page: it has been reloaded once the retry button is gone
 	// (the evaluation is queued again) or the API's refusal shows.
 	press("retry it", "#retry-workflow")
@@ -508,4 +596,17 @@ func cleanedUp(t *testing.T, workflowURL, token string) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// ascending says whether space-separated numbers increase.
+func ascending(list string) bool {
+	var prev float64
+	for i, f := range strings.Fields(list) {
+		var v float64
+		if _, err := fmt.Sscan(f, &v); err != nil || i > 0 && v <= prev {
+			return false
+		}
+		prev = v
+	}
+	return list != ""
 }
