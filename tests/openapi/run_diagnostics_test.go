@@ -151,7 +151,7 @@ func TestRunDiagnosticsCarryTheClusterEvidence(t *testing.T) {
 		t.Fatalf("diagnostics.cluster %v, cluster_accelerators %v", cluster, acc)
 	}
 
-	diag, raw = finished("exec-local")
+	diag, _ = finished("exec-local")
 	cluster = diag["cluster"].(map[string]any)
 	if cluster["status"] != "unavailable" || !strings.Contains(fmt.Sprint(cluster["reason"]), "local provider") || cluster["pods"] != nil {
 		t.Fatalf("diagnostics.cluster of a local deployment %v", cluster)
