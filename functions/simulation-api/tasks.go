@@ -532,10 +532,10 @@ func (a *API) rerunTask(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	// The spec's name, `<old name> · rerun <new id>`; a rerun of a rerun keeps the first name
-	// rather than growing a suffix per generation.
+	// Named after the task it reruns (its own id is in the answer already); a rerun of a rerun
+	// keeps the first name and names its direct original.
 	base, _, _ := strings.Cut(old.Name, " · rerun ")
-	t.Name = base + " · rerun " + t.ID
+	t.Name = base + " · rerun of " + old.ID
 	t.Status, t.TaskDir, t.ProgressPercent, t.ProgressMessage = simtask.StatusQueued, a.tasks.TaskDir(t.ID), 0, "Queued"
 	t.Logs, t.LogsTruncated, t.Result, t.ErrorMessage, t.ArtifactURI, t.ArtifactError = []string{}, false, nil, nil, nil, nil
 	t.CreatedAt, t.StartedAt, t.ExecutionStartedAt, t.CompletedAt = simtask.Now(), nil, nil, nil

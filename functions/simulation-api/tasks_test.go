@@ -275,14 +275,14 @@ func TestListStopRerunDelete(t *testing.T) {
 	if code := call(t, "POST", h.url+"/api/simulation/tasks/"+a.TaskID+"/rerun", `{"endpoint_url":"`+other+`","api_key":"`+endpointKey+`"}`, &re); code != 202 {
 		t.Fatal(code)
 	}
-	if re.TaskID == a.TaskID || re.Task.Name != "Trace simulation · rerun "+re.TaskID || re.Task.EndpointURL != other ||
+	if re.TaskID == a.TaskID || re.Task.Name != "Trace simulation · rerun of "+a.TaskID || re.Task.EndpointURL != other ||
 		re.Task.Status != "queued" || re.Task.Simulation.Backend != "trace-replayer" {
 		t.Fatalf("%+v", re.Task)
 	}
-	// A rerun of the rerun keeps the first name and carries its own id.
+	// A rerun of the rerun keeps the first name and names the task it reruns.
 	var again created
 	if code := call(t, "POST", h.url+"/api/simulation/tasks/"+re.TaskID+"/rerun", `{"api_key":"`+endpointKey+`"}`, &again); code != 202 ||
-		again.Task.Name != "Trace simulation · rerun "+again.TaskID {
+		again.Task.Name != "Trace simulation · rerun of "+re.TaskID {
 		t.Fatalf("rerun of a rerun: %d %q", code, again.Task.Name)
 	}
 	if code := call(t, "POST", h.url+"/api/simulation/tasks/"+a.TaskID+"/rerun", `{"bogus":1}`, nil); code != 422 {
