@@ -25,7 +25,7 @@ func (a *app) predictCmd() *cobra.Command {
 	var file, workloadName string
 	var seed uint64
 	var replicas int
-	var timeout float64
+	var timeout, warmup float64
 	c := &cobra.Command{Use: "predict (--workload NAME | -f FILE) --model MODEL [engine flags]",
 		Short: "Predict a benchmark run on a vLLM deployment with the engine model, without GPUs or a server",
 		Long: `Predict runs a benchmark workload through Lensfn's model of vLLM's engine (continuous
@@ -40,6 +40,9 @@ is a catalogue model (or a Hugging Face config.json) on a catalogue GPU (or a JS
   lensctl predict -f benchmark.json --model meta-llama/Llama-2-70b-hf --tensor-parallel-size 4 --max-num-seqs 128`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("kernel-warmup-seconds") {
+				spec.KernelWarmupSeconds = &warmup
+			}
 			eng, err := spec.Resolve(true)
 			if err != nil {
 				return usageError{err}
@@ -67,6 +70,7 @@ is a catalogue model (or a Hugging Face config.json) on a catalogue GPU (or a JS
 	f.IntVar(&spec.MaxModelLen, "max-model-len", 0, "context window (default: the model's)")
 	f.BoolVar(&spec.NoPrefixCaching, "no-enable-prefix-caching", false, "turn the prefix cache off")
 	f.BoolVar(&spec.NoAsyncScheduling, "no-async-scheduling", false, "turn async scheduling off")
+	f.Float64Var(&warmup, "kernel-warmup-seconds", 0, "one-time stall of kernels compiled on first use, on the first step above 512 tokens (default: 2.5 for a mixture of experts, 0 for a dense model)")
 	f.Uint64Var(&seed, "seed", 1, "seed of the workload's arrivals and prompts (a benchmark run's seed)")
 	f.Float64Var(&timeout, "timeout", 0, "client timeout per request in seconds (0: the workload's, else none)")
 	return c

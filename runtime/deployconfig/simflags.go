@@ -44,7 +44,7 @@ var SimulatorFlags = map[string]FlagKind{
 	// The engine model (--latency-calculator engine).
 	"engine-model": FlagString, "hardware": FlagString, "tensor-parallel-size": FlagInt, "max-num-batched-tokens": FlagInt,
 	"gpu-memory-utilization": FlagFloat, "kv-cache-blocks": FlagInt, "no-enable-prefix-caching": FlagBool,
-	"no-async-scheduling": FlagBool, "step-cost-coefficients": FlagJSON, "step-cost-module": FlagString,
+	"no-async-scheduling": FlagBool, "kernel-warmup-seconds": FlagFloat, "step-cost-coefficients": FlagJSON, "step-cost-module": FlagString,
 	// klog's flags (the simulator logs through klog, as the reference does).
 	"v": FlagInt, "vmodule": FlagString, "logtostderr": FlagBool, "alsologtostderr": FlagBool,
 	"log_dir": FlagString, "log_file": FlagString, "log_file_max_size": FlagInt, "log_backtrace_at": FlagString,

@@ -22,7 +22,17 @@ type Config struct {
 	// which the scheduler prepares step k+1 while step k runs: a request that arrives during a
 	// step joins the step after the next one.
 	NoAsyncScheduling bool
+	// KernelWarmupSeconds is a stall the engine pays once, on the first step of more than
+	// KernelWarmupAboveTokens tokens: kernels that the CUDA graphs captured at start-up did not
+	// compile are compiled on first use (vLLM's fused-MoE Triton kernels for a prefill-sized
+	// batch). 0: no stall (a dense model, or a server already warmed).
+	KernelWarmupSeconds     float64
+	KernelWarmupAboveTokens int
 }
+
+// MaxKernelWarmupSeconds bounds the one-time kernel warm-up stall (vLLM's own start-up
+// compiles take minutes; a stall past ten is a mistake, not a model).
+const MaxKernelWarmupSeconds = 600
 
 // MaxKVBlocks bounds the KV cache's blocks.
 const MaxKVBlocks = 1 << 22
@@ -34,6 +44,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("max_num_seqs must be between 1 and 65536, got %d", c.MaxNumSeqs)
 	case c.MaxNumBatchedTokens < 1 || c.MaxNumBatchedTokens > 1<<22:
 		return fmt.Errorf("max_num_batched_tokens must be between 1 and 4194304, got %d", c.MaxNumBatchedTokens)
+	case !(c.KernelWarmupSeconds >= 0 && c.KernelWarmupSeconds <= MaxKernelWarmupSeconds):
+		return fmt.Errorf("kernel_warmup_seconds must be between 0 and %d, got %v", MaxKernelWarmupSeconds, c.KernelWarmupSeconds)
+	case c.KernelWarmupAboveTokens < 0:
+		return fmt.Errorf("the kernel warm-up's token threshold must not be negative, got %d", c.KernelWarmupAboveTokens)
 	case c.BlockSize < 1 || c.BlockSize > 1024:
 		return fmt.Errorf("block_size must be between 1 and 1024, got %d", c.BlockSize)
 	case c.KVBlocks < 1 || c.KVBlocks > MaxKVBlocks:
@@ -106,6 +120,8 @@ type Counters struct {
 	MaxWaiting        int     `json:"max_waiting"`
 	BatchTokensSummed int64   `json:"batch_tokens_summed"` // the sum of each step's scheduled tokens (tokens per iteration)
 	BatchSeqsSummed   int64   `json:"batch_seqs_summed"`
+	// WarmupSeconds is the kernel warm-up stall the engine paid (0 or Config.KernelWarmupSeconds).
+	WarmupSeconds float64 `json:"warmup_seconds,omitempty"`
 }
 
 // Add sums o into c (several replicas' counters); maxima stay maxima.
@@ -123,6 +139,7 @@ func (c *Counters) Add(o Counters) {
 	c.MaxWaiting = max(c.MaxWaiting, o.MaxWaiting)
 	c.BatchTokensSummed += o.BatchTokensSummed
 	c.BatchSeqsSummed += o.BatchSeqsSummed
+	c.WarmupSeconds += o.WarmupSeconds
 }
 
 // Engine is one vLLM engine (one data-parallel replica).
@@ -145,7 +162,9 @@ type Engine struct {
 	emitted            []*Seq
 	finished           []*Seq
 	preempt            bool
-	hit                []int32 // scratch: the cached blocks of the request being admitted
+	// warmedUp: the one-time kernel warm-up stall has been paid.
+	warmedUp bool
+	hit      []int32 // scratch: the cached blocks of the request being admitted
 
 	Counters Counters
 }
@@ -380,6 +399,11 @@ func (e *Engine) Schedule(now float64) float64 {
 	d := e.cost.StepTime(&e.batch)
 	if !(d >= minStep) { // a failed or degenerate cost model (0, negative, NaN) still moves time on
 		d = minStep
+	}
+	if !e.warmedUp && e.cfg.KernelWarmupSeconds > 0 && e.batch.Tokens() > e.cfg.KernelWarmupAboveTokens {
+		e.warmedUp = true
+		e.Counters.WarmupSeconds = e.cfg.KernelWarmupSeconds
+		d += e.cfg.KernelWarmupSeconds
 	}
 	e.lastStart, e.lastEnd = now, now+d
 	return d

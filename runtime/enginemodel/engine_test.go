@@ -392,3 +392,61 @@ func TestTransferredKVSkipsThePrefill(t *testing.T) {
 		t.Errorf("seq %+v", s)
 	}
 }
+
+func TestKernelWarmupStallsTheFirstLargeStepOnce(t *testing.T) {
+	cfg := baseConfig()
+	cfg.KernelWarmupSeconds, cfg.KernelWarmupAboveTokens = 2.5, 16
+	e, _ := newTestEngine(t, cfg)
+	// A small prefill (12 tokens) stays within the captured sizes: no stall.
+	small := &Seq{ID: 0, PromptTokens: 12, MaxOutput: 2}
+	if err := e.Add(small, 0); err != nil {
+		t.Fatal(err)
+	}
+	if d := e.Schedule(0); d > 0.01 {
+		t.Fatalf("a 12-token step took %v s: the warm-up is for steps above 16 tokens", d)
+	}
+	e.Commit(0.002, 0.002)
+	runUntilIdle(t, e, 0.002)
+	// The first step above the threshold pays it, the next ones do not.
+	var stalls int
+	for i := 0; i < 3; i++ {
+		if err := e.Add(&Seq{ID: uint64(10 + i), PromptTokens: 40, MaxOutput: 1}, 10*float64(i+1)); err != nil {
+			t.Fatal(err)
+		}
+		d := e.Schedule(10 * float64(i+1))
+		if d >= 2.5 {
+			stalls++
+		}
+		e.Commit(10*float64(i+1)+d, d)
+		runUntilIdle(t, e, 10*float64(i+1)+d)
+	}
+	if stalls != 1 || e.Counters.WarmupSeconds != 2.5 {
+		t.Fatalf("%d stalls, counted %v s: want one of 2.5 s", stalls, e.Counters.WarmupSeconds)
+	}
+	cfg.KernelWarmupSeconds = -1
+	if _, err := New(cfg, &unitCost{}); err == nil || !strings.Contains(err.Error(), "kernel_warmup_seconds") {
+		t.Fatalf("a negative warm-up: %v", err)
+	}
+}
+
+func TestKernelWarmupDefaultsToMoEModelsOnly(t *testing.T) {
+	for model, want := range map[string]float64{"meta-llama/Llama-2-7b-hf": 0, "mistralai/Mixtral-8x7B-v0.1": MoEKernelWarmupSeconds} {
+		r, err := Spec{Model: model, TensorParallelSize: 2}.Resolve(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Engine.KernelWarmupSeconds != want || r.Engine.KernelWarmupAboveTokens != CUDAGraphCaptureTokens {
+			t.Errorf("%s: warm-up %v s above %d tokens, want %v above %d", model, r.Engine.KernelWarmupSeconds,
+				r.Engine.KernelWarmupAboveTokens, want, CUDAGraphCaptureTokens)
+		}
+	}
+	none := 0.0
+	r, err := Spec{Model: "mistralai/Mixtral-8x7B-v0.1", TensorParallelSize: 2, KernelWarmupSeconds: &none}.Resolve(false)
+	if err != nil || r.Engine.KernelWarmupSeconds != 0 {
+		t.Fatalf("an explicit 0 (a warmed server): %v, %+v", err, r)
+	}
+	tooLong := 601.0
+	if _, err := (Spec{Model: "Llama-2-7b-hf", KernelWarmupSeconds: &tooLong}).Resolve(false); err == nil || !strings.Contains(err.Error(), "kernel_warmup_seconds") {
+		t.Fatalf("a 601 s warm-up: %v", err)
+	}
+}

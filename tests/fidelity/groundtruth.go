@@ -238,7 +238,8 @@ func (x *Experiment) Spec(coef stepcost.Coefficients) (*enginemodel.Resolved, er
 			return nil, fmt.Errorf("experiment %s: %v", x.Name, err)
 		}
 	}
-	cfg := enginemodel.Config{MaxNumSeqs: r.MaxNumSeqs, MaxNumBatchedTokens: r.MaxBatched, BlockSize: r.BlockSize, KVBlocks: blocks, MaxModelLen: r.MaxLen}
+	cfg := enginemodel.Config{MaxNumSeqs: r.MaxNumSeqs, MaxNumBatchedTokens: r.MaxBatched, BlockSize: r.BlockSize, KVBlocks: blocks, MaxModelLen: r.MaxLen,
+		KernelWarmupSeconds: enginemodel.DefaultKernelWarmup(r.Arch), KernelWarmupAboveTokens: enginemodel.CUDAGraphCaptureTokens}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("experiment %s: %v", x.Name, err)
 	}

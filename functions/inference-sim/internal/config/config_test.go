@@ -73,6 +73,8 @@ func TestParseConfigErrors(t *testing.T) {
 		"engine tp":            {"--model", "meta-llama/Llama-2-7b-hf", "--latency-calculator", "engine", "--tensor-parallel-size", "3"},
 		"engine no fit":        {"--model", "meta-llama/Llama-2-70b-hf", "--latency-calculator", "engine", "--hardware", "L40S-48GB"},
 		"engine bad gpu":       {"--model", "meta-llama/Llama-2-7b-hf", "--latency-calculator", "engine", "--hardware", "B999"},
+		"engine warm-up":       {"--model", "meta-llama/Llama-2-7b-hf", "--latency-calculator", "engine", "--kernel-warmup-seconds", "-2"},
+		"warm-up not a number": {"--model", "m", "--kernel-warmup-seconds", "soon"},
 		"cpu loras":            {"--model", "m", "--max-loras", "3", "--max-cpu-loras", "2"},
 		"lora base":            {"--model", "m", "--lora-modules", `{"name":"l","base_model_name":"other"}`},
 		"bad fake metrics":     {"--model", "m", "--fake-metrics", `{"kv-cache-usage":2}`},
@@ -88,6 +90,14 @@ func TestParseConfigErrors(t *testing.T) {
 	_, err := Parse([]string{"--config", "missing.yaml"}, Environment{}, func(string) ([]byte, error) { return nil, errors.New("no file") })
 	if err == nil || !strings.Contains(err.Error(), "no file") {
 		t.Fatalf("config file error: %v", err)
+	}
+}
+
+func TestKernelWarmupFlag(t *testing.T) {
+	cfg, err := Parse([]string{"--model", "mistralai/Mixtral-8x7B-v0.1", "--latency-calculator", "engine", "--tensor-parallel-size", "2",
+		"--kernel-warmup-seconds", "0"}, Environment{}, nil)
+	if err != nil || cfg.Engine.KernelWarmupSeconds == nil || *cfg.Engine.KernelWarmupSeconds != 0 {
+		t.Fatalf("--kernel-warmup-seconds 0: %v %+v", err, cfg)
 	}
 }
 
