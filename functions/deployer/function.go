@@ -20,6 +20,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/deployconfig"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/inventory"
+	"github.com/lensfn/lensfn/runtime/leasedrun"
 	"github.com/lensfn/lensfn/runtime/problem"
 	"github.com/lensfn/lensfn/runtime/state"
 )
@@ -356,39 +357,14 @@ func (x *Deployer) workLeased(ctx context.Context, id string) bool {
 		}
 		return false
 	}
-	fence := lease.Fence()
-	leaseCtx, stopRenew := context.WithCancel(ctx)
-	lost := make(chan struct{})
-	renewerDone := make(chan struct{})
-	go func() { // renew the lease while working; losing it stops the work
-		defer close(renewerDone) // the renewer is lease's only writer until it has stopped
-		t := time.NewTicker(x.settings.LeaseTTL / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-leaseCtx.Done():
-				return
-			case <-t.C:
-				l, err := x.deps.Store.RenewLease(leaseCtx, lease, x.settings.LeaseTTL)
-				if errors.Is(err, state.ErrLeaseLost) || errors.Is(err, state.ErrLeaseHeld) {
-					close(lost)
-					stopRenew()
-					return
-				}
-				if err == nil {
-					lease = l
-				}
-			}
-		}
-	}()
+	fence := lease.Fence() // every step checks and writes with it: a lease taken again is lost
+	leaseCtx, done, held := leasedrun.Hold(ctx, x.deps.Store, lease, x.settings.LeaseTTL, leasedrun.SameToken)
 	defer func() {
-		stopRenew()
-		<-renewerDone
-		select {
-		case <-lost:
-		default:
-			_ = x.deps.Store.ReleaseLease(context.WithoutCancel(ctx), lease)
+		held.StopRenewing() // the renewal is the lease's only writer until it has stopped
+		if !errors.Is(context.Cause(leaseCtx), state.ErrLeaseLost) {
+			_ = x.deps.Store.ReleaseLease(context.WithoutCancel(ctx), held.Lease())
 		}
+		done()
 	}()
 	for leaseCtx.Err() == nil {
 		x.mu.Lock()
