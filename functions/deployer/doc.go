@@ -23,7 +23,7 @@
 // has it.
 //
 // It may import events, runtime/fn, runtime/cloudevent, runtime/state, runtime/leasedrun (the
-// renewal of a deployment's lease), runtime/problem, runtime/inventory, runtime/deployconfig,
-// runtime/promtargets and runtime/secret (its redaction of recorded text, for the child-log
-// excerpts in errors).
+// renewal of a deployment's lease, the sweeps' timer), runtime/problem, runtime/inventory,
+// runtime/deployconfig, runtime/promtargets and runtime/secret (its redaction of recorded text,
+// for the child-log excerpts in errors).
 package deployer

@@ -281,7 +281,8 @@ func (x *Deployer) kick(id string) {
 	}()
 }
 
-// Run is the Start hook: it sweeps for deployments nobody works on.
+// Run is the Start hook: it sweeps for deployments nobody works on, at once and every
+// SweepInterval, and returns once the workers it started have stopped.
 func (x *Deployer) Run(ctx context.Context) {
 	x.mu.Lock()
 	x.base = ctx
@@ -291,19 +292,9 @@ func (x *Deployer) Run(ctx context.Context) {
 		defer x.wg.Done()
 		x.refreshEvidence(ctx)
 	}()
-	tick := time.NewTicker(x.settings.SweepInterval)
-	defer tick.Stop()
-	for {
-		if err := x.sweep(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, state.ErrUnavailable) {
-			x.deps.Log.Warnw("deployment sweep failed", "error", err)
-		}
-		select {
-		case <-ctx.Done():
-			x.wg.Wait()
-			return
-		case <-tick.C:
-		}
-	}
+	leasedrun.Periodic{Interval: x.settings.SweepInterval, Log: x.deps.Log, Msg: "deployment sweep failed",
+		QuietErrors: []error{state.ErrUnavailable}}.Run(ctx, x.sweep)
+	x.wg.Wait()
 }
 
 func (x *Deployer) sweep(ctx context.Context) error {
@@ -564,18 +555,8 @@ func (x *Deployer) refreshEvidence(ctx context.Context) {
 	if interval <= 0 {
 		interval = DefaultEvidenceInterval
 	}
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		if err := x.refreshOnce(ctx, interval); err != nil && ctx.Err() == nil && !errors.Is(err, state.ErrUnavailable) {
-			x.deps.Log.Warnw("cluster evidence refresh failed", "error", err)
-		}
-	}
+	leasedrun.Periodic{Interval: interval, Delayed: true, Log: x.deps.Log, Msg: "cluster evidence refresh failed",
+		QuietErrors: []error{state.ErrUnavailable}}.Run(ctx, func(ctx context.Context) error { return x.refreshOnce(ctx, interval) })
 }
 
 func (x *Deployer) refreshOnce(ctx context.Context, interval time.Duration) error {

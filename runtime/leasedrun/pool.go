@@ -188,15 +188,7 @@ func (p *Pool) Sweep(ctx context.Context) {
 }
 
 func (p *Pool) warn(ctx context.Context, msg string, err error) {
-	if ctx.Err() != nil || p.cfg.Log == nil {
-		return
-	}
-	for _, quiet := range p.cfg.QuietErrors {
-		if errors.Is(err, quiet) {
-			return
-		}
-	}
-	p.cfg.Log.Warnw(msg, "error", err)
+	logFailure(ctx, p.cfg.Log, p.cfg.QuietErrors, msg, err)
 }
 
 func (p *Pool) sweepQueue(ctx context.Context) error {
