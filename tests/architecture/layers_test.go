@@ -189,14 +189,14 @@ func TestRuntimeLayerCheckerCatchesBackArrows(t *testing.T) {
 
 // layerRow is a row of ARCHITECTURE.md's table of the layers of runtime/: its layer and its
 // packages cell.
-var layerRow = regexp.MustCompile("(?m)^\\| (records|platform|engine|leaf libraries) \\| ([^|]+) \\|")
+var layerRow = regexp.MustCompile(`(?m)^\| (records|platform|engine|leaf libraries) \| ([^|]+) \|`)
 
 // mdLayers reads the packages ARCHITECTURE.md places in each layer of runtime/: a name in
 // backquotes is under runtime/, one in parentheses after it under that one ("`fn` (`fntest`)"
 // is runtime/fn/fntest), and "x/*" stands for every package under runtime/x.
 func mdLayers(doc string) map[string]string {
 	placed := map[string]string{}
-	name := regexp.MustCompile("\\(|\\)|`([^`]+)`")
+	name := regexp.MustCompile(`\(|\)|` + "`([^`]+)`") // a parenthesis, or a name in backquotes
 	for _, row := range layerRow.FindAllStringSubmatch(doc, -1) {
 		parent, nested := "", false
 		for _, m := range name.FindAllStringSubmatch(row[2], -1) {
