@@ -85,31 +85,32 @@ type Runner struct {
 	metrics  runnerMetrics
 }
 
+// runnerMetrics are the pool's job metrics (leasedrun.Metrics) with the runner's own.
 type runnerMetrics struct {
-	started  prometheus.Counter
-	finished *prometheus.CounterVec
-	active   prometheus.Gauge
-	lost     prometheus.Counter
+	leasedrun.Metrics
 	requests *prometheus.CounterVec
 	workers  prometheus.Counter
 }
 
 func newRunnerMetrics(reg *prometheus.Registry) runnerMetrics {
 	m := runnerMetrics{
-		started: prometheus.NewCounter(prometheus.CounterOpts{Name: "lens_benchmark_runs_started_total",
-			Help: "Benchmark runs this instance claimed and started."}),
-		finished: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_benchmark_runs_finished_total",
-			Help: "Benchmark runs this instance finished, by status (succeeded, failed, cancelled, lease_lost)."}, []string{"status"}),
-		active: prometheus.NewGauge(prometheus.GaugeOpts{Name: "lens_benchmark_runs_active",
-			Help: "Benchmark runs executing on this instance now."}),
-		lost: prometheus.NewCounter(prometheus.CounterOpts{Name: "lens_benchmark_lost_runners_total",
-			Help: "Runs this instance failed because their runner's lease expired."}),
+		Metrics: leasedrun.NewMetrics(reg, leasedrun.MetricOpts{
+			Started: prometheus.Opts{Name: "lens_benchmark_runs_started_total",
+				Help: "Benchmark runs this instance claimed and started."},
+			Finished: prometheus.Opts{Name: "lens_benchmark_runs_finished_total",
+				Help: "Benchmark runs this instance finished, by status (succeeded, failed, cancelled, lease_lost)."},
+			FinishedBy: "status",
+			Active: prometheus.Opts{Name: "lens_benchmark_runs_active",
+				Help: "Benchmark runs executing on this instance now."},
+			Lost: prometheus.Opts{Name: "lens_benchmark_lost_runners_total",
+				Help: "Runs this instance failed because their runner's lease expired."},
+		}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_benchmark_requests_total",
 			Help: "Benchmark requests this instance completed, by outcome (success, failure)."}, []string{"outcome"}),
 		workers: prometheus.NewCounter(prometheus.CounterOpts{Name: "lens_benchmark_workers_started_total",
 			Help: "Parallelism workers of benchmark runs this instance claimed and started."}),
 	}
-	reg.MustRegister(m.started, m.finished, m.active, m.lost, m.requests, m.workers)
+	reg.MustRegister(m.requests, m.workers)
 	return m
 }
 
@@ -166,20 +167,20 @@ func (r *Runner) claim(ctx context.Context, id string, lease state.Lease) (lease
 	if err != nil {
 		return nil, err
 	}
-	r.metrics.started.Inc()
+	r.metrics.Started.Inc()
 	return func(ctx context.Context, held *leasedrun.Held) { r.execute(ctx, run, held) }, nil
 }
 
 // execute runs the benchmark with the lease renewed, records the outcome and announces it.
 func (r *Runner) execute(ctx context.Context, run *evalrun.Run, held *leasedrun.Held) {
-	r.metrics.active.Inc()
-	defer r.metrics.active.Dec()
+	r.metrics.Active.Inc()
+	defer r.metrics.Active.Dec()
 	id := run.ID()
 	r.runs.Logf(ctx, id, "Started on %s", r.owner())
 	res := r.benchmark(ctx, run, held.HeldLease)
 	held.StopRenewing()
 	if errors.Is(context.Cause(ctx), state.ErrLeaseLost) {
-		r.metrics.finished.WithLabelValues("lease_lost").Inc()
+		r.metrics.Finished.WithLabelValues("lease_lost").Inc()
 		r.log.Warnw("lease lost: another instance owns the run now", "run", id)
 		return // the new owner or the sweep decides; our writes would be fenced anyway
 	}
@@ -211,7 +212,7 @@ func (r *Runner) finish(ctx context.Context, run *evalrun.Run, c *state.HeldLeas
 		r.runs.Logf(ctx, id, "Could not record the outcome %s: %v", res.status, err)
 		return
 	}
-	r.metrics.finished.WithLabelValues(res.status).Inc()
+	r.metrics.Finished.WithLabelValues(res.status).Inc()
 	_ = r.deps.Store.ReleaseLease(ctx, c.Lease())
 	r.announce(ctx, finished)
 }
@@ -303,7 +304,7 @@ func (r *Runner) reapLost(ctx context.Context) error {
 			return nil
 		})
 		if err == nil {
-			r.metrics.lost.Inc()
+			r.metrics.Lost.Inc()
 			r.runs.Logf(ctx, run.ID(), "%s: %s", to, msg)
 			r.log.Warnw("ended a run whose runner was lost", "run", run.ID(), "owner", owner, "status", to)
 			r.announce(ctx, ended)

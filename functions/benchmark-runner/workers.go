@@ -202,7 +202,7 @@ func (x *execution) checkLost(ctx context.Context, w *evalrun.Worker) error {
 	err := fmt.Errorf("worker %d of %d was lost: %s stopped renewing its lease before the worker reported a result (the process crashed or was killed)",
 		w.Index, w.Workers, owner)
 	x.abandon(ctx, w, err.Error())
-	r.metrics.lost.Inc()
+	r.metrics.Lost.Inc()
 	return err
 }
 

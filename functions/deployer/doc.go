@@ -22,7 +22,8 @@
 // the local one only, and a deployment its build has no provider for fails saying which build
 // has it.
 //
-// It may import events, runtime/fn, runtime/cloudevent, runtime/state,
-// runtime/problem, runtime/inventory, runtime/deployconfig, runtime/promtargets and
-// runtime/secret (its redaction of recorded text, for the child-log excerpts in errors).
+// It may import events, runtime/fn, runtime/cloudevent, runtime/state, runtime/leasedrun (the
+// renewal of a deployment's lease, the sweeps' timer), runtime/problem, runtime/inventory,
+// runtime/deployconfig, runtime/promtargets and runtime/secret (its redaction of recorded text,
+// for the child-log excerpts in errors).
 package deployer

@@ -20,6 +20,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/deployconfig"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/inventory"
+	"github.com/lensfn/lensfn/runtime/leasedrun"
 	"github.com/lensfn/lensfn/runtime/problem"
 	"github.com/lensfn/lensfn/runtime/state"
 )
@@ -280,7 +281,8 @@ func (x *Deployer) kick(id string) {
 	}()
 }
 
-// Run is the Start hook: it sweeps for deployments nobody works on.
+// Run is the Start hook: it sweeps for deployments nobody works on, at once and every
+// SweepInterval, and returns once the workers it started have stopped.
 func (x *Deployer) Run(ctx context.Context) {
 	x.mu.Lock()
 	x.base = ctx
@@ -290,19 +292,9 @@ func (x *Deployer) Run(ctx context.Context) {
 		defer x.wg.Done()
 		x.refreshEvidence(ctx)
 	}()
-	tick := time.NewTicker(x.settings.SweepInterval)
-	defer tick.Stop()
-	for {
-		if err := x.sweep(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, state.ErrUnavailable) {
-			x.deps.Log.Warnw("deployment sweep failed", "error", err)
-		}
-		select {
-		case <-ctx.Done():
-			x.wg.Wait()
-			return
-		case <-tick.C:
-		}
-	}
+	leasedrun.Periodic{Interval: x.settings.SweepInterval, Log: x.deps.Log, Msg: "deployment sweep failed",
+		QuietErrors: []error{state.ErrUnavailable}}.Run(ctx, x.sweep)
+	x.wg.Wait()
 }
 
 func (x *Deployer) sweep(ctx context.Context) error {
@@ -356,39 +348,14 @@ func (x *Deployer) workLeased(ctx context.Context, id string) bool {
 		}
 		return false
 	}
-	fence := lease.Fence()
-	leaseCtx, stopRenew := context.WithCancel(ctx)
-	lost := make(chan struct{})
-	renewerDone := make(chan struct{})
-	go func() { // renew the lease while working; losing it stops the work
-		defer close(renewerDone) // the renewer is lease's only writer until it has stopped
-		t := time.NewTicker(x.settings.LeaseTTL / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-leaseCtx.Done():
-				return
-			case <-t.C:
-				l, err := x.deps.Store.RenewLease(leaseCtx, lease, x.settings.LeaseTTL)
-				if errors.Is(err, state.ErrLeaseLost) || errors.Is(err, state.ErrLeaseHeld) {
-					close(lost)
-					stopRenew()
-					return
-				}
-				if err == nil {
-					lease = l
-				}
-			}
-		}
-	}()
+	fence := lease.Fence() // every step checks and writes with it: a lease taken again is lost
+	leaseCtx, done, held := leasedrun.Hold(ctx, x.deps.Store, lease, x.settings.LeaseTTL, leasedrun.SameToken)
 	defer func() {
-		stopRenew()
-		<-renewerDone
-		select {
-		case <-lost:
-		default:
-			_ = x.deps.Store.ReleaseLease(context.WithoutCancel(ctx), lease)
+		held.StopRenewing() // the renewal is the lease's only writer until it has stopped
+		if !errors.Is(context.Cause(leaseCtx), state.ErrLeaseLost) {
+			_ = x.deps.Store.ReleaseLease(context.WithoutCancel(ctx), held.Lease())
 		}
+		done()
 	}()
 	for leaseCtx.Err() == nil {
 		x.mu.Lock()
@@ -588,18 +555,8 @@ func (x *Deployer) refreshEvidence(ctx context.Context) {
 	if interval <= 0 {
 		interval = DefaultEvidenceInterval
 	}
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		if err := x.refreshOnce(ctx, interval); err != nil && ctx.Err() == nil && !errors.Is(err, state.ErrUnavailable) {
-			x.deps.Log.Warnw("cluster evidence refresh failed", "error", err)
-		}
-	}
+	leasedrun.Periodic{Interval: interval, Delayed: true, Log: x.deps.Log, Msg: "cluster evidence refresh failed",
+		QuietErrors: []error{state.ErrUnavailable}}.Run(ctx, func(ctx context.Context) error { return x.refreshOnce(ctx, interval) })
 }
 
 func (x *Deployer) refreshOnce(ctx context.Context, interval time.Duration) error {

@@ -54,29 +54,21 @@ type Runner struct {
 	settings Settings
 	replay   func(ctx context.Context, run *Run) (events.TaskReplayed, error)
 	pool     *leasedrun.Pool
-	metrics  runnerMetrics
+	metrics  leasedrun.Metrics
 }
 
-type runnerMetrics struct {
-	started  prometheus.Counter
-	finished *prometheus.CounterVec
-	active   prometheus.Gauge
-	lost     prometheus.Counter
-}
-
-func newRunnerMetrics(reg *prometheus.Registry, prefix string) runnerMetrics {
-	m := runnerMetrics{
-		started: prometheus.NewCounter(prometheus.CounterOpts{Name: prefix + "_tasks_started_total",
-			Help: "Simulation tasks this instance claimed and started."}),
-		finished: prometheus.NewCounterVec(prometheus.CounterOpts{Name: prefix + "_tasks_finished_total",
-			Help: "Replays this instance finished, by outcome (completed, cancelled, failed, lease_lost)."}, []string{"outcome"}),
-		active: prometheus.NewGauge(prometheus.GaugeOpts{Name: prefix + "_tasks_active",
-			Help: "Replays running on this instance now."}),
-		lost: prometheus.NewCounter(prometheus.CounterOpts{Name: prefix + "_lost_runners_total",
-			Help: "Running tasks this instance failed because their runner's lease expired."}),
-	}
-	reg.MustRegister(m.started, m.finished, m.active, m.lost)
-	return m
+func newRunnerMetrics(reg *prometheus.Registry, prefix string) leasedrun.Metrics {
+	return leasedrun.NewMetrics(reg, leasedrun.MetricOpts{
+		Started: prometheus.Opts{Name: prefix + "_tasks_started_total",
+			Help: "Simulation tasks this instance claimed and started."},
+		Finished: prometheus.Opts{Name: prefix + "_tasks_finished_total",
+			Help: "Replays this instance finished, by outcome (completed, cancelled, failed, lease_lost)."},
+		FinishedBy: "outcome",
+		Active: prometheus.Opts{Name: prefix + "_tasks_active",
+			Help: "Replays running on this instance now."},
+		Lost: prometheus.Opts{Name: prefix + "_lost_runners_total",
+			Help: "Running tasks this instance failed because their runner's lease expired."},
+	})
 }
 
 // Run is one claimed task on its way through a replay.
@@ -133,11 +125,11 @@ func (r *Runner) claim(ctx context.Context, id string, lease state.Lease) (lease
 	if err != nil {
 		return nil, err
 	}
-	r.metrics.started.Inc()
+	r.metrics.Started.Inc()
 	key, keyErr := r.tasks.APIKey(t)
 	return func(ctx context.Context, held *leasedrun.Held) {
-		r.metrics.active.Inc()
-		defer r.metrics.active.Dec()
+		r.metrics.Active.Inc()
+		defer r.metrics.Active.Dec()
 		run := &Run{Task: t, held: held.HeldLease, APIKey: key, Repo: r.tasks, Poll: r.settings.PollInterval}
 		if keyErr != nil {
 			held.StopRenewing()
@@ -155,17 +147,17 @@ func (r *Runner) execute(ctx context.Context, run *Run, held *leasedrun.Held) {
 	replayed, err := r.replay(ctx, run)
 	if cause := context.Cause(ctx); errors.Is(cause, state.ErrLeaseLost) {
 		held.StopRenewing()
-		r.metrics.finished.WithLabelValues("lease_lost").Inc()
+		r.metrics.Finished.WithLabelValues("lease_lost").Inc()
 		r.log.Warnw("lease lost: another instance owns the task now", "task", id)
 		return // the new owner (or the janitor) decides the task's fate; writes would be fenced anyway
 	}
 	if err != nil {
 		held.StopRenewing()
-		r.metrics.finished.WithLabelValues("failed").Inc()
+		r.metrics.Finished.WithLabelValues("failed").Inc()
 		r.fail(context.WithoutCancel(ctx), run, err.Error())
 		return
 	}
-	r.metrics.finished.WithLabelValues(replayed.Outcome).Inc()
+	r.metrics.Finished.WithLabelValues(replayed.Outcome).Inc()
 	// The note on disk outlives a store outage and this process: whoever finds the task without
 	// a runner hands the replay off from it instead of failing the task.
 	if err := writeHandOff(r.tasks.TaskDir(id), replayed); err != nil {
@@ -314,7 +306,7 @@ func (r *Runner) takeOver(ctx context.Context, t *simtask.Task) error {
 			return nil
 		})
 		if err == nil {
-			r.metrics.lost.Inc()
+			r.metrics.Lost.Inc()
 			r.tasks.Logf(ctx, t.ID, "Failed: %s", lost)
 			r.log.Warnw("failed a task whose runner was lost", "task", t.ID, "owner", owner)
 		}

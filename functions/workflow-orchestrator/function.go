@@ -15,6 +15,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/inventory"
+	"github.com/lensfn/lensfn/runtime/leasedrun"
 	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/state"
 	"github.com/lensfn/lensfn/runtime/workflow"
@@ -123,18 +124,8 @@ func (o *Orchestrator) Run(ctx context.Context) {
 		o.lifeMu.Unlock()
 		o.retries.Wait()
 	}()
-	tick := time.NewTicker(o.settings.SweepInterval)
-	defer tick.Stop()
-	for {
-		if err := o.Sweep(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, state.ErrUnavailable) {
-			o.deps.Log.Warnw("workflow sweep failed", "error", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
+	leasedrun.Periodic{Interval: o.settings.SweepInterval, Log: o.deps.Log, Msg: "workflow sweep failed",
+		QuietErrors: []error{state.ErrUnavailable}}.Run(ctx, o.Sweep)
 }
 
 // maxSwept bounds one sweep.

@@ -8,5 +8,10 @@
 // sequences them, so every stage gets the same guarantees (a job offered twice at once runs once;
 // a job whose record is no longer queued is skipped; a slot freed wakes the sweep at once).
 //
+// Hold is the lease renewal on its own, for leased work outside a pool (the deployer's steps
+// on a deployment): the pool's jobs run under it too. Periodic is the timer of a stage's sweep
+// of its records (the deployer's, the workflow-orchestrator's), with the pool's logging of a
+// failed sweep. Metrics are the job metrics every pool's stage keeps, under the stage's names.
+//
 // It may import runtime/state.
 package leasedrun

@@ -147,33 +147,10 @@ func (p *Pool) TryStart(ctx context.Context, id string) (bool, error) {
 
 // run renews the lease while the job works.
 func (p *Pool) run(ctx context.Context, lease state.Lease, job Job) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	leaseCtx, stopLease := context.WithCancel(ctx)
-	kept := make(chan struct{})
-	h := &Held{HeldLease: state.NewHeldLease(lease)}
-	go func() {
-		defer close(kept)
-		h.Keep(leaseCtx, p.cfg.Leases, p.cfg.LeaseTTL, func() { cancel(state.ErrLeaseLost) })
-	}()
-	h.stop = func() {
-		stopLease()
-		<-kept
-	}
-	defer h.StopRenewing()
+	ctx, cancel, h := Hold(ctx, p.cfg.Leases, lease, p.cfg.LeaseTTL, Retake)
+	defer cancel() // stops the renewal first, if the job did not
 	job(ctx, h)
 }
-
-// Held is a running job's lease.
-type Held struct {
-	*state.HeldLease
-	once sync.Once
-	stop func()
-}
-
-// StopRenewing stops the renewal and waits for it, so no renewal races the job's release or
-// hand-off of the lease; safe to call more than once.
-func (h *Held) StopRenewing() { h.once.Do(h.stop) }
 
 // freeSlot gives a finished job's slot back and wakes the sweep to fill it.
 func (p *Pool) freeSlot() {
@@ -211,15 +188,7 @@ func (p *Pool) Sweep(ctx context.Context) {
 }
 
 func (p *Pool) warn(ctx context.Context, msg string, err error) {
-	if ctx.Err() != nil || p.cfg.Log == nil {
-		return
-	}
-	for _, quiet := range p.cfg.QuietErrors {
-		if errors.Is(err, quiet) {
-			return
-		}
-	}
-	p.cfg.Log.Warnw(msg, "error", err)
+	logFailure(ctx, p.cfg.Log, p.cfg.QuietErrors, msg, err)
 }
 
 func (p *Pool) sweepQueue(ctx context.Context) error {

@@ -140,7 +140,7 @@ var homes = map[string][]string{
 	"github.com/cloudevents/sdk-go/v2":    {"runtime/cloudevent"},
 	"knative.dev/pkg":                     {"runtime/fn", "runtime/knativeadmission"},
 	"github.com/parquet-go/parquet-go":    {"wasm-modules/tracefmt/baseten"},
-	"github.com/prometheus/client_golang": {"runtime/fn", "functions"},
+	"github.com/prometheus/client_golang": {"runtime/fn", "runtime/leasedrun", "functions"}, // leasedrun: the job metrics of every pool's stage
 	// Mergeable quantile sketches for the benchmark runs' live summaries.
 	"github.com/DataDog/sketches-go": {"runtime/livesummary"},
 	"github.com/openai/openai-go/v3": {}, // tests only
