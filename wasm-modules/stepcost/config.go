@@ -10,13 +10,13 @@ import (
 // (tests/fidelity, `make fidelity`; BENCHMARKS.md has the fit and its leave-one-model-out
 // scores).
 var Fitted = Coefficients{
-	ComputeEfficiency: 0.323,
-	MemoryEfficiency:  0.867,
-	StepOverheadUs:    596,
-	LayerOverheadUs:   17.9,
-	SeqOverheadUs:     3.9,
-	AllReduceUs:       21.1,
-	RequestOverheadUs: 7450,
+	ComputeEfficiency: 0.397,
+	MemoryEfficiency:  0.889,
+	StepOverheadUs:    781,
+	LayerOverheadUs:   20.2,
+	SeqOverheadUs:     3.34,
+	AllReduceUs:       21.0,
+	RequestOverheadUs: 7317,
 }
 
 // Config is a step-cost module's configuration, the JSON of lens_calc_configure for a

@@ -9,7 +9,7 @@ const ModuleName = "stepcost"
 // Descriptor is what the built-in step-cost module reports through lens_describe: a latency
 // calculator with the step_cost capability.
 func Descriptor() abi.Descriptor {
-	return abi.Descriptor{ABIVersion: abi.Version, Kind: abi.KindLatencyCalculator, Name: ModuleName, Version: "1.0.0",
+	return abi.Descriptor{ABIVersion: abi.Version, Kind: abi.KindLatencyCalculator, Name: ModuleName, Version: "1.1.0",
 		Description:  "vLLM engine step cost: a roofline of the batch's compute and memory over the model's architecture and the GPUs, plus fitted overheads",
 		Capabilities: map[string]bool{abi.CapabilityStepCost: true}}
 }
