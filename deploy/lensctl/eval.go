@@ -220,6 +220,7 @@ func (a *app) runList() *cobra.Command {
 			}
 			return a.printer.print(out, func(t table.Writer) {
 				t.AppendHeader(runHeader)
+				dropWhenNarrow(t, "CREATED", "WORKLOAD", "MODEL")
 				for _, r := range out.Items {
 					t.AppendRow(runRow(r))
 				}
@@ -340,6 +341,7 @@ func (a *app) listWorkflows(cmd *cobra.Command, keep func(record) bool) error {
 	out.Items = kept
 	return a.printer.print(out, func(t table.Writer) {
 		t.AppendHeader(workflowHeader)
+		dropWhenNarrow(t, "CREATED", "CASES", "NAME")
 		for _, w := range out.Items {
 			t.AppendRow(workflowRow(w))
 		}

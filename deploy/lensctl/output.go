@@ -91,18 +91,33 @@ func (p printer) table() table.Writer {
 	t := table.NewWriter()
 	t.SetOutputMirror(p.out)
 	t.SetStyle(table.StyleLight)
+	// Footers carry counts and messages ("3 of 40", an error): go-pretty would capitalise them.
+	t.Style().Format.Footer = text.FormatDefault
 	return &fitTable{Writer: t, width: p.tableWidth()}
+}
+
+// dropWhenNarrow names t's columns (by header) that may be hidden, least needed first, when the
+// table does not fit its width without breaking words: a list is read by its ids, which must
+// stay whole to be copied, rather than by every field (-o json has them all). The table says
+// which it hid below itself.
+func dropWhenNarrow(t table.Writer, headers ...string) {
+	if f, ok := t.(*fitTable); ok {
+		f.droppable = headers
+	}
 }
 
 // fitTable records what is appended, to size the columns when it renders.
 type fitTable struct {
 	table.Writer
-	width int
-	rows  []table.Row // header, rows and footers alike
+	width     int
+	rows      []table.Row // header, rows and footers alike
+	header    table.Row
+	droppable []string
 }
 
 func (t *fitTable) AppendHeader(r table.Row, c ...table.RowConfig) {
 	t.rows = append(t.rows, r)
+	t.header = r
 	t.Writer.AppendHeader(r, c...)
 }
 
@@ -122,8 +137,22 @@ func (t *fitTable) AppendFooter(r table.Row, c ...table.RowConfig) {
 }
 
 func (t *fitTable) Render() string {
-	if caps := fitColumns(t.rows, t.width); caps != nil {
+	var drop []int
+	for _, name := range t.droppable {
+		if i := slices.IndexFunc(t.header, func(h any) bool { return fmt.Sprint(h) == name }); i > 0 {
+			drop = append(drop, i)
+		}
+	}
+	caps, hidden := fitColumns(t.rows, t.width, drop)
+	if caps != nil {
 		t.SetColumnConfigs(caps)
+	}
+	if len(hidden) > 0 {
+		names := make([]string, len(hidden))
+		for i, c := range hidden {
+			names[i] = strings.ToLower(fmt.Sprint(t.header[c]))
+		}
+		t.SetCaption("%s hidden to fit %d columns (-o json has every field)", strings.Join(names, ", "), t.width)
 	}
 	return t.Writer.Render()
 }
@@ -132,8 +161,10 @@ func (t *fitTable) Render() string {
 // a rule between columns, is at most width wide, wrapping their cells at spaces. It tries, in
 // turn: wrapping only between words and never the first column (which names the row: an id, a
 // metric); breaking words too (no column narrower than 6); then the first column as well (no
-// column narrower than 3). It returns nil when the table fits as it is.
-func fitColumns(rows []table.Row, width int) []table.ColumnConfig {
+// column narrower than 3). Before it breaks a word it hides the columns of drop (indexes, least
+// needed first) one by one until the rest fit whole, and returns those it hid. It returns nil
+// configurations when the table fits as it is.
+func fitColumns(rows []table.Row, width int, drop []int) ([]table.ColumnConfig, []int) {
 	var widths, words []int // per column: the widest cell, the longest word
 	for _, r := range rows {
 		for i, cell := range r {
@@ -151,8 +182,12 @@ func fitColumns(rows []table.Row, width int) []table.ColumnConfig {
 		wholeWords, firstWhole bool
 		least                  int
 	}
+	hiddenCol := make([]bool, len(widths))
 	// capped is column i's width under limit.
 	capped := func(i, limit int, r rule) int {
+		if hiddenCol[i] {
+			return -3 // no cell, no padding, no rule
+		}
 		if i == 0 && r.firstWhole {
 			return widths[0]
 		}
@@ -171,7 +206,17 @@ func fitColumns(rows []table.Row, width int) []table.ColumnConfig {
 	widest := slices.Max(append([]int{0}, widths...))
 	rules := []rule{{true, true, 6}, {false, true, 6}, {false, false, 3}}
 	if drawn(widest, rules[0]) <= width {
-		return nil
+		return nil, nil
+	}
+	var hidden []int
+	for _, c := range drop {
+		if drawn(0, rules[0]) <= width { // every remaining column whole-worded fits
+			break
+		}
+		if c < len(hiddenCol) {
+			hiddenCol[c] = true
+			hidden = append(hidden, c)
+		}
 	}
 	limit, r := widest, rules[0]
 	for _, r = range rules {
@@ -183,11 +228,13 @@ func fitColumns(rows []table.Row, width int) []table.ColumnConfig {
 	}
 	var caps []table.ColumnConfig
 	for i, w := range widths {
-		if c := capped(i, limit, r); c < w {
+		if hiddenCol[i] {
+			caps = append(caps, table.ColumnConfig{Number: i + 1, Hidden: true})
+		} else if c := capped(i, limit, r); c < w {
 			caps = append(caps, table.ColumnConfig{Number: i + 1, WidthMax: c, WidthMaxEnforcer: text.WrapSoft})
 		}
 	}
-	return caps
+	return caps, hidden
 }
 
 // human is a value as a table shows it: numbers rounded for people (three significant digits

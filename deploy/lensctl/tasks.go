@@ -8,8 +8,10 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/jedib0t/go-pretty/v6/table"
+	"github.com/jedib0t/go-pretty/v6/text"
 	"github.com/spf13/cobra"
 
 	"github.com/lensfn/lensfn/runtime/simtask"
@@ -35,12 +37,18 @@ func taskRow(t *simtask.Task) table.Row {
 
 var taskHeader = table.Row{"ID", "NAME", "STATUS", "PROGRESS", "MODEL", "DATASET", "CREATED"}
 
+// printTask shows one task field by field, as one run is: a row of seven columns does not fit
+// an 80-column terminal without breaking its words; lists keep a row per task.
 func (a *app) printTask(t *simtask.Task) error {
 	return a.printer.print(t, func(tw table.Writer) {
-		tw.AppendHeader(taskHeader)
-		tw.AppendRow(taskRow(t))
+		tw.Style().Format.Header = text.FormatDefault // the id stays as it is
+		tw.AppendHeader(table.Row{"TASK", t.ID})
+		row := taskRow(t)
+		for i, name := range taskHeader[1:] {
+			tw.AppendRow(table.Row{strings.ToLower(fmt.Sprint(name)), row[i+1]})
+		}
 		if t.ErrorMessage != nil {
-			tw.AppendFooter(table.Row{"error", *t.ErrorMessage})
+			tw.AppendRow(table.Row{"error", *t.ErrorMessage})
 		}
 	})
 }
@@ -109,6 +117,7 @@ func (a *app) taskList() *cobra.Command {
 			}
 			return a.printer.print(out, func(t table.Writer) {
 				t.AppendHeader(taskHeader)
+				dropWhenNarrow(t, "CREATED", "DATASET", "PROGRESS", "NAME")
 				for i := range out.Tasks {
 					t.AppendRow(taskRow(&out.Tasks[i]))
 				}

@@ -185,3 +185,54 @@ func TestWatchFitsTheTerminal(t *testing.T) {
 
 // barWidth is lensctl's bar width on a terminal of cols columns (a fifth, 10 to 40).
 func barWidth(cols int) int { return min(max(cols/5, 10), 40) }
+
+// runInTerminal runs the built lensctl in a pseudo-terminal cols wide and returns the screen.
+func runInTerminal(t *testing.T, bin string, env []string, cols int, args ...string) []string {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: uint16(cols)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw bytes.Buffer
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = io.Copy(&raw, tty)
+	}()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("lensctl %v: %v\n%s", args, err, raw.String())
+	}
+	<-copied
+	tty.Close()
+	sc := &screen{cols: cols}
+	sc.write(raw.String())
+	if sc.wrapped > 0 {
+		t.Errorf("%d columns: %d lines ran past the edge:\n%s", cols, sc.wrapped, strings.Join(sc.lines(), "\n"))
+	}
+	return sc.lines()
+}
+
+// TestListsKeepIdsWholeInANarrowTerminal lists runs at 80 and 160 columns: at 80 the 36-character
+// ids stay whole on one line each (they are what a user copies) because the least needed columns
+// are hidden, and the table says which; at 160 every column shows.
+func TestListsKeepIdsWholeInANarrowTerminal(t *testing.T) {
+	bin := buildLensctl(t)
+	es := newEvalStack(t)
+	ids := []string{es.createRun(t), es.createRun(t)}
+	env := []string{"LENS_API=" + es.url, "LENS_TOKEN=" + es.token, "HOME=" + t.TempDir(), "TERM=xterm"}
+	narrow := strings.Join(runInTerminal(t, bin, env, 80, "eval", "runs", "list"), "\n")
+	for _, id := range ids {
+		if !strings.Contains(narrow, "│ "+id+" │") {
+			t.Errorf("80 columns: run %s is not whole on one line:\n%s", id, narrow)
+		}
+	}
+	if !strings.Contains(narrow, "hidden to fit 80 columns") || strings.Contains(narrow, "CREATED") {
+		t.Errorf("80 columns: no word of what was hidden:\n%s", narrow)
+	}
+	wide := strings.Join(runInTerminal(t, bin, env, 160, "eval", "runs", "list"), "\n")
+	if !strings.Contains(wide, "CREATED") || !strings.Contains(wide, "WORKLOAD") || strings.Contains(wide, "hidden") {
+		t.Errorf("160 columns: columns hidden:\n%s", wide)
+	}
+}
