@@ -66,17 +66,13 @@ func (res *result) apply(run *evalrun.Run) {
 
 // execution is one claimed run on its way through its phases.
 type execution struct {
-	r       *Runner
-	run     *evalrun.Run
-	claim   *state.HeldLease
-	spec    events.BenchmarkSpec
-	targets *events.SLATargets
-	key     string
-	timeout int
-	seed    uint64
+	r     *Runner
+	claim *state.HeldLease
+	plan  *runPlan // what it sends, fixed once built
+	// seed is the seed of the repetition being sent (plan.seed for the first).
+	seed uint64
 
 	records *loadgen.JSONLWriter
-	path    string
 	// samples holds every measured request's numbers once for all the builders: the run's
 	// (total), each matrix point's and each stage's.
 	samples *evalrun.Samples
@@ -101,10 +97,6 @@ type execution struct {
 	started   time.Time
 	monitor   *monitor
 	epp       map[string]any // the endpoint picker's readiness before traffic (diagnostics.go)
-	// api, stream and ignoreEOS shape the requests: streamed completions with ignore_eos
-	// unless an inline workload_yaml says otherwise.
-	api               loadgen.API
-	stream, ignoreEOS bool
 	// benchStart is when the measured traffic began, rateStart when the rate stages did, on
 	// the monitor's clock (seconds).
 	benchStart, rateStart float64
@@ -113,43 +105,35 @@ type execution struct {
 	// rather than overlaying stages that each restarted at 0.
 	origin time.Time
 
-	// senders is how many copies of the workload this execution sends itself: the run's
-	// parallelism, or 1 for a worker (the owner of a run with parallelism > 1 sends none: its
-	// workers do, and merge replays their records).
-	senders int
 	// seq numbers the stages in the order every worker sends them, so the owner's merge finds
 	// each stage's records in every worker's file.
-	seq    int
-	worker *evalrun.Worker // set when this execution is one worker of a run
-	merge  *mergeSource    // set while the owner replays its workers' records
+	seq   int
+	merge *mergeSource // set while the owner replays its workers' records
 
 	// The repetitions (repetitions.go): rep is the one being sent, repBuilder counts its
-	// measured requests (guarded by mu), baseSeed is the run's seed (repetition r sends with
-	// seed baseSeed + r x repetitionSeedStride); stageBuilders keep each stage's and point's
+	// measured requests (guarded by mu); stageBuilders keep each stage's and point's
 	// builder across repetitions; repMetrics and bootstrap are the finished repetitions'.
 	rep           int
 	repBuilder    *evalrun.Builder
-	baseSeed      uint64
 	stageBuilders map[string]*evalrun.Builder
 	repMetrics    []evalrun.Metrics
 	bootstrap     []evalrun.BootstrapRepetition
 }
 
-// newExecution prepares the execution of a claimed run (or of one worker of it).
-func (r *Runner) newExecution(run *evalrun.Run, c *state.HeldLease) (*execution, error) {
-	x := &execution{r: r, run: run, claim: c, targets: run.SLATargets(), timeout: run.TimeoutSeconds(),
-		seed: loadgen.SeedOf(run.ID()), started: time.Now(), inFlight: func() int64 { return 0 }, live: livesummary.New(),
-		api: loadgen.APICompletions, stream: true, ignoreEOS: true, stageBuilders: map[string]*evalrun.Builder{}}
-	x.baseSeed = x.seed
-	var err error
-	if x.spec, err = run.Spec(); err != nil {
+// newExecution prepares the execution of a claimed run, by its owner (worker nil) or by one
+// worker of it.
+func (r *Runner) newExecution(run *evalrun.Run, c *state.HeldLease, worker *evalrun.Worker) (*execution, error) {
+	spec, err := run.Spec()
+	if err != nil {
 		return nil, err
 	}
-	x.senders = *x.spec.Parallelism
-	if x.key, err = r.runs.APIKey(run); err != nil {
+	key, err := r.runs.APIKey(run)
+	if err != nil {
 		return nil, fmt.Errorf("the run's API key cannot be opened: %v", err)
 	}
-	return x, nil
+	p := newPlan(run, spec, key, worker)
+	return &execution{r: r, claim: c, plan: p, seed: p.seed, started: time.Now(), inFlight: func() int64 { return 0 },
+		live: livesummary.New(), stageBuilders: map[string]*evalrun.Builder{}}, nil
 }
 
 // benchmark runs the claimed run to its end and says how it ended.
@@ -157,7 +141,7 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 	fail := func(format string, args ...any) *result {
 		return &result{status: evalrun.StatusFailed, err: fmt.Sprintf(format, args...), fields: map[string]any{}}
 	}
-	x, err := r.newExecution(run, c)
+	x, err := r.newExecution(run, c, nil)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -165,15 +149,14 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fail("cannot create the run's folder: %v", err)
 	}
-	x.path = r.runs.RecordsPath(run.ID())
-	f, err := os.Create(x.path)
+	f, err := os.Create(r.runs.RecordsPath(run.ID()))
 	if err != nil {
 		return fail("cannot create the per-request artifact: %v", err)
 	}
 	x.records = loadgen.NewJSONLWriter(f)
 	defer x.records.Close()
 	x.samples = evalrun.NewSamples()
-	x.total = x.samples.NewBuilder(x.targets)
+	x.total = x.samples.NewBuilder(x.plan.targets)
 	x.totalSinks = []*evalrun.Builder{x.total}
 
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -205,7 +188,7 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 	if ferr := x.records.Flush(); ferr != nil && werr == nil {
 		werr = ferr
 	}
-	metrics := x.total.Metrics(x.recordsURI())
+	metrics := x.total.Metrics(x.plan.recordsURI())
 	if ca, ok := fields["capacity_analysis"].(map[string]any); ok {
 		for _, k := range []string{"maximum_stable_qps", "slo_goodput_rps", "slo_violation_point", "saturation_point"} {
 			if ca[k] != nil {
@@ -226,9 +209,9 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 	}
 	x.repetitionResults(fields, metrics)
 	fields["metrics"] = metrics
-	if sla := evalrun.EvaluateSLA(metrics, x.targets); sla != nil {
+	if sla := evalrun.EvaluateSLA(metrics, x.plan.targets); sla != nil {
 		if len(x.repMetrics) > 1 {
-			evalrun.CountRepetitionsMet(sla, x.repMetrics, x.targets)
+			evalrun.CountRepetitionsMet(sla, x.repMetrics, x.plan.targets)
 		}
 		fields["sla"] = sla
 	}
@@ -262,9 +245,6 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 // attacker the layout).
 func artifactsURI(runID string) string { return "/api/v1/evaluate/runs/" + runID + "/artifacts/" }
 
-// recordsURI is the per-request records' artifact, the source goodput names.
-func (x *execution) recordsURI() string { return artifactsURI(x.run.ID()) + "per-request-jsonl" }
-
 // watch polls for a cancel and writes progress, live metrics and the heartbeat until ctx ends.
 func (x *execution) watch(ctx context.Context, cancel context.CancelCauseFunc) {
 	poll := time.NewTicker(x.r.settings.PollInterval)
@@ -276,8 +256,8 @@ func (x *execution) watch(ctx context.Context, cancel context.CancelCauseFunc) {
 			return
 		case <-poll.C:
 		}
-		if run, err := x.r.runs.Load(ctx, x.run.ID()); err == nil && (run.Internal.CancelRequested || run.Status() == evalrun.StatusCancelling ||
-			x.worker != nil && run.Status() != evalrun.StatusRunning) {
+		if run, err := x.r.runs.Load(ctx, x.plan.id()); err == nil && (run.Internal.CancelRequested || run.Status() == evalrun.StatusCancelling ||
+			x.plan.worker != nil && run.Status() != evalrun.StatusRunning) {
 			cancel(errCancelled) // a worker also stops when its run ended without it (its owner failed it)
 			return
 		}
@@ -289,7 +269,7 @@ func (x *execution) watch(ctx context.Context, cancel context.CancelCauseFunc) {
 }
 
 func (x *execution) report(ctx context.Context) {
-	if x.worker != nil {
+	if x.plan.worker != nil {
 		x.reportWorker(ctx)
 		return
 	}
@@ -308,7 +288,7 @@ func (x *execution) report(ctx context.Context) {
 	live := evalrun.LiveMetrics{Phase: phase, PlannedRequests: planned, CompletedRequests: done,
 		SuccessfulRequests: x.succeeded.Load(), FailedRequests: x.failed.Load(), InFlightRequests: inFlight(),
 		ElapsedSeconds: math.Round(time.Since(x.started).Seconds()*10) / 10, Summary: &summary}
-	_, _ = x.r.runs.Patch(ctx, x.run.ID(), x.claim.Fence(), func(run *evalrun.Run) error {
+	_, _ = x.r.runs.Patch(ctx, x.plan.id(), x.claim.Fence(), func(run *evalrun.Run) error {
 		run.Set("heartbeat_at", evalrun.Now())
 		run.Set("progress_percent", pct)
 		run.Set("progress_message", fmt.Sprintf("%s: %d of %d requests completed", phase, done, planned))
@@ -324,11 +304,11 @@ func (x *execution) setPhase(ctx context.Context, phase string) {
 	x.mu.Lock()
 	x.phase = phase
 	x.mu.Unlock()
-	if x.worker != nil || x.merge != nil {
+	if x.plan.worker != nil || x.merge != nil {
 		return // a worker reports its phase on its own record; the merge replays finished phases
 	}
 	now := evalrun.Now()
-	_, _ = x.r.runs.Patch(ctx, x.run.ID(), x.claim.Fence(), func(run *evalrun.Run) error {
+	_, _ = x.r.runs.Patch(ctx, x.plan.id(), x.claim.Fence(), func(run *evalrun.Run) error {
 		run.Set("phase", phase)
 		run.Set("phase_started_at", now)
 		run.Set("progress_message", phase+": starting") // not the last phase's count until the next report
@@ -342,16 +322,16 @@ func (x *execution) setPhase(ctx context.Context, phase string) {
 		}
 		return nil
 	})
-	x.r.runs.Logf(ctx, x.run.ID(), "Phase %s", phase)
+	x.r.runs.Logf(ctx, x.plan.id(), "Phase %s", phase)
 }
 
 // prepare checks the endpoint serves the model before any traffic, within the resolved budget.
 func (x *execution) prepare(ctx context.Context, fields map[string]any) error {
 	x.setPhase(ctx, evalrun.PhasePreparingMonitoring)
-	budget := time.Duration(x.timeout) * time.Second
+	budget := time.Duration(x.plan.timeout) * time.Second
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	url := strings.TrimRight(x.run.Internal.Endpoint, "/")
+	url := strings.TrimRight(x.plan.run.Internal.Endpoint, "/")
 	if !strings.HasSuffix(url, "/v1") {
 		url += "/v1"
 	}
@@ -370,7 +350,7 @@ func (x *execution) prepare(ctx context.Context, fields map[string]any) error {
 			if errors.Is(context.Cause(ctx), errCancelled) {
 				return errCancelled
 			}
-			return fmt.Errorf("the endpoint was not ready within the %d s budget: %s", x.timeout, last)
+			return fmt.Errorf("the endpoint was not ready within the %d s budget: %s", x.plan.timeout, last)
 		case <-time.After(time.Second):
 		}
 	}
@@ -378,18 +358,18 @@ func (x *execution) prepare(ctx context.Context, fields map[string]any) error {
 	if x.monitor, err = x.newMonitor(ctx); err != nil {
 		return err
 	}
-	preflight, err := x.monitor.ready(ctx, x.run.ID())
+	preflight, err := x.monitor.ready(ctx, x.plan.id())
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errCancelled) {
 			return errCancelled
 		}
-		return fmt.Errorf("serving monitoring was not ready within the %d s budget: %v", x.timeout, err)
+		return fmt.Errorf("serving monitoring was not ready within the %d s budget: %v", x.plan.timeout, err)
 	}
 	preflight["endpoint_models"] = "ready"
 	x.epp = x.eppReadiness(ctx)
 	preflight["epp"] = x.epp
 	fields["monitoring"] = x.monitoringField(preflight)
-	x.r.runs.Logf(ctx, x.run.ID(), "Monitoring ready: %s", x.monitor.monitoredWhere())
+	x.r.runs.Logf(ctx, x.plan.id(), "Monitoring ready: %s", x.monitor.monitoredWhere())
 	return nil
 }
 
@@ -401,8 +381,8 @@ func (x *execution) probe(ctx context.Context, url string) string {
 	if err != nil {
 		return err.Error()
 	}
-	if x.key != "" {
-		req.Header.Set("Authorization", "Bearer "+x.key)
+	if x.plan.key != "" {
+		req.Header.Set("Authorization", "Bearer "+x.plan.key)
 	}
 	resp, err := x.r.client.Do(req)
 	if err != nil {
@@ -413,8 +393,8 @@ func (x *execution) probe(ctx context.Context, url string) string {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Sprintf("the model list answered HTTP %d", resp.StatusCode)
 	}
-	if !strings.Contains(string(body), `"`+x.run.Internal.Model+`"`) {
-		return fmt.Sprintf("the endpoint does not serve model %q", x.run.Internal.Model)
+	if !strings.Contains(string(body), `"`+x.plan.run.Internal.Model+`"`) {
+		return fmt.Sprintf("the endpoint does not serve model %q", x.plan.run.Internal.Model)
 	}
 	return ""
 }
@@ -422,7 +402,7 @@ func (x *execution) probe(ctx context.Context, url string) string {
 // invocation runs one phase under the resolved per-invocation limit.
 func (x *execution) invocation(ctx context.Context, phase string, body func(ctx context.Context) error) error {
 	x.setPhase(ctx, phase)
-	ictx, cancel := context.WithTimeoutCause(ctx, time.Duration(x.timeout)*time.Second, timeoutError{phase, x.timeout})
+	ictx, cancel := context.WithTimeoutCause(ctx, time.Duration(x.plan.timeout)*time.Second, timeoutError{phase, x.plan.timeout})
 	defer cancel()
 	err := body(ictx)
 	if cause := context.Cause(ictx); cause != nil {
@@ -470,9 +450,9 @@ func (x *execution) stage(ctx context.Context, phase string, sched loadgen.Sched
 	if x.merge != nil {
 		return x.merge.replay(x, seq, measured, sink)
 	}
-	workers, base := x.senders, 0 // senders w of this execution are the run's workers base+w
-	if x.worker != nil {
-		base = x.worker.Index
+	workers, base := x.plan.senders, 0 // senders w of this execution are the run's workers base+w
+	if x.plan.worker != nil {
+		base = x.plan.worker.Index
 	}
 	progresses := make([]*loadgen.Progress, workers)
 	for w := range progresses {
@@ -488,20 +468,20 @@ func (x *execution) stage(ctx context.Context, phase string, sched loadgen.Sched
 	}
 	x.mu.Unlock()
 	errs := make(chan error, workers)
-	parallel := *x.spec.Parallelism > 1
+	parallel := x.plan.parallel()
 	for w := base; w < base+workers; w++ {
 		progress := progresses[w-base]
 		sched := sched
 		if parallel {
 			sched = workerSessions{Schedule: sched, worker: w}
 		}
-		cfg := loadgen.Config{BaseURL: x.run.Internal.Endpoint, APIKey: x.key, Model: x.run.Internal.Model,
-			API: x.api, Stream: x.stream, IgnoreEOS: x.ignoreEOS, InterTokenTimes: x.stream, RequestTimeout: timeout,
+		cfg := loadgen.Config{BaseURL: x.plan.run.Internal.Endpoint, APIKey: x.plan.key, Model: x.plan.run.Internal.Model,
+			API: x.plan.api, Stream: x.plan.stream, IgnoreEOS: x.plan.ignoreEOS, InterTokenTimes: x.plan.stream, RequestTimeout: timeout,
 			Concurrency: concurrency, Seed: x.seed + uint64(w)*7919, Progress: progress, Origin: x.origin,
 			// The engine's lean HTTP/1.1 client, dialling only where the endpoint policy allows
 			// (redirect targets included); x.r.client (net/http) serves the probes and the monitor.
 			Dial:  x.r.deps.Egress.DialContext,
-			RunID: fmt.Sprintf("%s-%s-w%d", x.run.ID()[:8], phase, w),
+			RunID: fmt.Sprintf("%s-%s-w%d", x.plan.id()[:8], phase, w),
 			// Fewer collections while the workload runs (loadgen's gcpace.go).
 			GCHeadroomBytes: runGCHeadroomBytes}
 		go func() {
@@ -511,11 +491,11 @@ func (x *execution) stage(ctx context.Context, phase string, sched loadgen.Sched
 					return nil // warm-up requests are not recorded
 				}
 				x.mu.Lock()
-				if *x.spec.Repetitions > 1 {
+				if x.plan.repetitions() > 1 {
 					rec.Metadata["repetition"] = x.rep
 				}
 				x.live.Add(observation(rec), time.Now())
-				if x.worker != nil {
+				if x.plan.worker != nil {
 					// A worker's records keep their gaps and stage number for the owner's merge.
 					rec.Metadata["seq"] = seq
 				} else {
@@ -580,22 +560,17 @@ func takeGaps(meta map[string]any) []float64 {
 // workloadOnce runs the run's workload once (one repetition) and stores its per-stage results
 // in fields.
 func (x *execution) workloadOnce(ctx context.Context, fields map[string]any) error {
-	spec := x.spec
+	spec := x.plan.spec
 	switch {
 	case len(spec.Matrix) > 0:
 		return x.matrix(ctx, fields)
 	case spec.SharedPrefix != nil:
 		return x.sharedPrefix(ctx, fields)
 	case spec.WorkloadYAML != nil:
-		cfg, err := evalrun.ParseWorkloadYAML(*spec.WorkloadYAML)
-		if err != nil {
-			return fmt.Errorf("the workload_yaml no longer parses: %v", err)
+		if x.plan.yamlErr != nil {
+			return fmt.Errorf("the workload_yaml no longer parses: %v", x.plan.yamlErr)
 		}
-		w, sp := cfg.Workload()
-		x.stream, x.ignoreEOS = w.Stream, w.IgnoreEOS
-		if w.API == "chat" {
-			x.api = loadgen.APIChat
-		}
+		w, sp := x.plan.yaml.Workload()
 		if sp != nil {
 			return x.sharedPrefixStages(ctx, sp, time.Duration(w.RequestTimeout*float64(time.Second)), fields)
 		}
@@ -609,12 +584,12 @@ func (x *execution) workloadOnce(ctx context.Context, fields map[string]any) err
 }
 
 func (x *execution) matrix(ctx context.Context, fields map[string]any) error {
-	spec := x.spec
+	spec := x.plan.spec
 	stages := evalrun.Stages(spec)
-	workers := int64(x.senders)
+	workers := int64(x.plan.senders)
 	for range spec.Matrix {
 		for _, st := range stages {
-			x.plan(int64(st.NumRequests) * workers)
+			x.planRequests(int64(st.NumRequests) * workers)
 		}
 	}
 	if n := *spec.WarmupRequests; n > 0 && x.rep == 0 { // the endpoint stays warm between repetitions
@@ -646,7 +621,7 @@ func (x *execution) matrix(ctx context.Context, fields map[string]any) error {
 					func(loadgen.Record) []*evalrun.Builder { return counting })
 				x.mu.Lock()
 				stageMetrics = append(stageMetrics, map[string]any{"concurrency": st.Concurrency, "num_requests": st.NumRequests,
-					"metrics": b.Metrics(x.recordsURI())})
+					"metrics": b.Metrics(x.plan.recordsURI())})
 				x.mu.Unlock()
 				if err != nil {
 					return err
@@ -655,7 +630,7 @@ func (x *execution) matrix(ctx context.Context, fields map[string]any) error {
 			return nil
 		})
 		status := "succeeded"
-		m := point.Metrics(x.recordsURI())
+		m := point.Metrics(x.plan.recordsURI())
 		stderr := ""
 		if err != nil {
 			status, stderr = "failed", err.Error()
@@ -672,7 +647,7 @@ func (x *execution) matrix(ctx context.Context, fields map[string]any) error {
 }
 
 func (x *execution) sharedPrefix(ctx context.Context, fields map[string]any) error {
-	return x.sharedPrefixStages(ctx, x.spec.SharedPrefix, 120*time.Second, fields)
+	return x.sharedPrefixStages(ctx, x.plan.spec.SharedPrefix, 120*time.Second, fields)
 }
 
 // sharedPrefixStages runs shared-prefix rate stages in one invocation, each request bounded by
@@ -683,7 +658,7 @@ func (x *execution) sharedPrefixStages(ctx context.Context, sp *events.SharedPre
 		seed = uint64(*sp.Seed) + uint64(x.rep)*repetitionSeedStride
 	}
 	sched := workload.NewSharedPrefix(sp, seed)
-	x.plan(int64(sched.Len()) * int64(x.senders))
+	x.planRequests(int64(sched.Len()) * int64(x.plan.senders))
 	builders := make([]*evalrun.Builder, len(sp.Stages))
 	counting := make([][]*evalrun.Builder, len(sp.Stages)) // a stage's builder and the run's
 	for i := range builders {
@@ -708,21 +683,21 @@ func (x *execution) rateResults(fields map[string]any, builders []*evalrun.Build
 	results := make([]map[string]any, len(stages))
 	offset := 0.0
 	for i, st := range stages {
-		m := builders[i].Metrics(x.recordsURI())
+		m := builders[i].Metrics(x.plan.recordsURI())
 		results[i] = map[string]any{"rate": st.Rate, "duration": st.Duration, "metrics": m,
 			"observability": map[string]any{"window": map[string]float64{"start": offset, "end": offset + st.Duration}}}
 		offset += st.Duration
 	}
 	fields["rate_stage_results"] = results
-	fields["capacity_analysis"] = capacity(results, x.targets, *x.spec.Parallelism, x.rep+1)
+	fields["capacity_analysis"] = capacity(results, x.plan.targets, *x.plan.spec.Parallelism, x.rep+1)
 }
 
 func (x *execution) named(ctx context.Context, w evalrun.Workload, fields map[string]any) error {
-	workers := int64(x.senders)
+	workers := int64(x.plan.senders)
 	timeout := time.Duration(w.RequestTimeout * float64(time.Second))
 	if len(w.ConcurrencyStages) > 0 {
 		for _, st := range w.ConcurrencyStages {
-			x.plan(int64(st.NumRequests) * workers)
+			x.planRequests(int64(st.NumRequests) * workers)
 		}
 		return x.invocation(ctx, evalrun.PhaseBenchmark, func(ctx context.Context) error {
 			for j, st := range w.ConcurrencyStages {
@@ -735,7 +710,7 @@ func (x *execution) named(ctx context.Context, w evalrun.Workload, fields map[st
 		})
 	}
 	sched := workload.NewNamed(w, x.seed)
-	x.plan(int64(sched.Len()) * workers)
+	x.planRequests(int64(sched.Len()) * workers)
 	return x.invocation(ctx, evalrun.PhaseBenchmark, func(ctx context.Context) error {
 		return x.stage(ctx, evalrun.PhaseBenchmark, sched, 0, timeout, true, x.totalOnly)
 	})

@@ -32,7 +32,7 @@ const seriesReplicaUp = "inference_router_replica_up"
 // (an existing endpoint, a Model Service's member, a single replica) has no EPP to check.
 func (x *execution) eppReadiness(ctx context.Context) map[string]any {
 	at := time.Now().UTC().Format(time.RFC3339Nano)
-	id := x.run.String("deployment_execution_id")
+	id := x.plan.run.String("deployment_execution_id")
 	var e inventory.Execution
 	var err error
 	if id != "" {
@@ -117,12 +117,12 @@ func (x *execution) diagnostics(ctx context.Context, epp map[string]any) map[str
 		"reason": "the KV working set needs a KV-capture probe in the serving containers (vLLM V1, prefix caching, one FullAttention cache group) " +
 			"and request association; Lensfn installs no probe and benchmarks the target as it is",
 		"equivalents": "metrics.kv_cache_usage and metrics.prefix_cache_hit_rate (per endpoint in metrics.per_endpoint), from the endpoints' vLLM gauges and counters"}
-	if p := *x.spec.Parallelism; p != 1 {
+	if p := *x.plan.spec.Parallelism; p != 1 {
 		kv["reason"] = fmt.Sprintf("parallelism is %d: the KV working set is collected with one worker only (request association); "+
 			"besides, Lensfn installs no KV-capture probe", p)
 	}
-	harness := map[string]any{"status": "available", "kind": "in-process", "harness": *x.spec.Harness,
-		"runner_instance": x.r.deps.Config.InstanceID, "workers": *x.spec.Parallelism,
+	harness := map[string]any{"status": "available", "kind": "in-process", "harness": *x.plan.spec.Harness,
+		"runner_instance": x.r.deps.Config.InstanceID, "workers": *x.plan.spec.Parallelism,
 		"harness_pods": nil, "harness_pods_reason": "no harness pod: the load generator runs inside the benchmark-runner instance (workers are its own leased executions)"}
 	cluster := x.clusterEvidence(ctx)
 	hw := x.hardwareProfile()
@@ -141,7 +141,7 @@ const clusterSource = "the deployer's knative provider, read with the cluster se
 func (x *execution) clusterEvidence(ctx context.Context) map[string]any {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	id := x.run.String("deployment_execution_id")
+	id := x.plan.run.String("deployment_execution_id")
 	unavailable := func(reason string) map[string]any {
 		return map[string]any{"status": "unavailable", "reason": reason, "source": clusterSource}
 	}
@@ -212,7 +212,7 @@ const noDeviceMetrics = "the runner reads no device metrics: the serving endpoin
 // measured; unavailable without a catalogue GPU (no profile requested, or a vendor profile that
 // names no device).
 func (x *execution) hardwareProfile() map[string]any {
-	requested := x.spec.AcceleratorProfile
+	requested := x.plan.spec.AcceleratorProfile
 	out := map[string]any{"accelerator_profile": requested, "device_metrics": "unavailable: " + noDeviceMetrics}
 	if requested == nil || *requested == "" {
 		out["status"], out["reason"] = "unavailable", "no accelerator_profile was requested, and "+noDeviceMetrics

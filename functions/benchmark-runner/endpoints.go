@@ -49,7 +49,7 @@ func (r *Runner) servingEndpoints(ctx context.Context, run *evalrun.Run) ([]serv
 // newMonitor is the run's monitor: through the configured Prometheus (LENS_PROMETHEUS_URL) or,
 // without one, the runner's own scrapes.
 func (x *execution) newMonitor(ctx context.Context) (*monitor, error) {
-	endpoints, err := x.r.servingEndpoints(ctx, x.run)
+	endpoints, err := x.r.servingEndpoints(ctx, x.plan.run)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +72,7 @@ func (x *execution) resourceSnapshot(ctx context.Context) map[string]any {
 	}
 	snap := x.monitor.snapshot(context.WithoutCancel(ctx))
 	if err := x.monitor.release(); err != nil {
-		x.r.log.Warnw("the run's Prometheus discovery file was not removed", "run", x.run.ID(), "error", err)
+		x.r.log.Warnw("the run's Prometheus discovery file was not removed", "run", x.plan.id(), "error", err)
 	}
 	return snap
 }

@@ -17,24 +17,24 @@ const repetitionSeedStride = 0x9e3779b97f4a7c15
 // sends, and the owner's merge replays its repetitions in the same order). Warm-up runs before
 // the first repetition only.
 func (x *execution) workload(ctx context.Context, fields map[string]any) error {
-	reps := *x.spec.Repetitions
+	reps := x.plan.repetitions()
 	for r := range reps {
 		x.mu.Lock()
-		x.rep, x.repBuilder = r, x.samples.NewBuilder(x.targets)
+		x.rep, x.repBuilder = r, x.samples.NewBuilder(x.plan.targets)
 		x.mu.Unlock()
-		x.seed = x.baseSeed + uint64(r)*repetitionSeedStride
+		x.seed = x.plan.repetitionSeed(r)
 		switch {
 		case reps <= 1 || x.merge != nil: // the merge replays what the workers logged
-		case x.worker != nil:
-			x.r.runs.Logf(ctx, x.run.ID(), "Worker %d: repetition %d of %d", x.worker.Index, r+1, reps)
+		case x.plan.worker != nil:
+			x.r.runs.Logf(ctx, x.plan.id(), "Worker %d: repetition %d of %d", x.plan.worker.Index, r+1, reps)
 		default:
-			x.r.runs.Logf(ctx, x.run.ID(), "Repetition %d of %d", r+1, reps)
+			x.r.runs.Logf(ctx, x.plan.id(), "Repetition %d of %d", r+1, reps)
 		}
 		err := x.workloadOnce(ctx, fields)
-		if x.worker == nil && x.repBuilder.Count() > 0 {
-			m := x.repBuilder.Metrics(x.recordsURI())
+		if x.plan.worker == nil && x.repBuilder.Count() > 0 {
+			m := x.repBuilder.Metrics(x.plan.recordsURI())
 			x.repMetrics = append(x.repMetrics, m)
-			x.bootstrap = append(x.bootstrap, evalrun.BootstrapOf(r, x.repBuilder, m, x.baseSeed+uint64(r)))
+			x.bootstrap = append(x.bootstrap, evalrun.BootstrapOf(r, x.repBuilder, m, x.plan.seed+uint64(r)))
 		}
 		if err != nil {
 			return err
@@ -49,9 +49,9 @@ func (x *execution) workload(ctx context.Context, fields map[string]any) error {
 func (x *execution) repetitionResults(fields map[string]any, metrics evalrun.Metrics) {
 	if len(x.bootstrap) > 0 {
 		fields["bootstrap"] = evalrun.Bootstrap{SchemaVersion: 1, Method: evalrun.BootstrapMethod,
-			Replicates: evalrun.BootstrapReplicates, Seed: x.baseSeed, Repetitions: x.bootstrap}
+			Replicates: evalrun.BootstrapReplicates, Seed: x.plan.seed, Repetitions: x.bootstrap}
 	}
-	if *x.spec.Repetitions <= 1 {
+	if x.plan.repetitions() <= 1 {
 		return
 	}
 	summaries := make([]map[string]any, len(x.repMetrics))
@@ -75,15 +75,15 @@ func (x *execution) sinks(sink sinkFunc, rec loadgen.Record) []*evalrun.Builder 
 func (x *execution) builder(key string) *evalrun.Builder {
 	b, ok := x.stageBuilders[key]
 	if !ok {
-		b = x.samples.NewBuilder(x.targets)
+		b = x.samples.NewBuilder(x.plan.targets)
 		x.stageBuilders[key] = b
 	}
 	return b
 }
 
-// plan adds a stage's requests to the planned count, for every repetition at once.
-func (x *execution) plan(n int64) {
+// planRequests adds a stage's requests to the planned count, for every repetition at once.
+func (x *execution) planRequests(n int64) {
 	if x.rep == 0 {
-		x.planned.Add(n * int64(*x.spec.Repetitions))
+		x.planned.Add(n * int64(x.plan.repetitions()))
 	}
 }

@@ -35,7 +35,7 @@ import (
 
 // runWorkload sends the workload itself, or through workers when the run asks for several.
 func (x *execution) runWorkload(ctx context.Context, fields map[string]any) error {
-	if x.senders > 1 && x.worker == nil {
+	if x.plan.distributed() {
 		return x.distribute(ctx, fields)
 	}
 	return x.workload(ctx, fields)
@@ -43,7 +43,7 @@ func (x *execution) runWorkload(ctx context.Context, fields map[string]any) erro
 
 // distribute fans the run's workers out, waits for them and merges their records.
 func (x *execution) distribute(ctx context.Context, fields map[string]any) error {
-	r, id, n := x.r, x.run.ID(), x.senders
+	r, id, n := x.r, x.plan.id(), x.plan.senders
 	if err := os.MkdirAll(filepath.Dir(r.runs.WorkerRecordsPath(id, 0)), 0o755); err != nil {
 		return fmt.Errorf("cannot create the workers' folder: %v", err)
 	}
@@ -97,14 +97,14 @@ func (x *execution) distribute(ctx context.Context, fields map[string]any) error
 // returns the workers as last read and, when one was lost or never claimed, the error that
 // fails the run.
 func (x *execution) await(ctx context.Context, n int) ([]*evalrun.Worker, error) {
-	r, id := x.r, x.run.ID()
+	r, id := x.r, x.plan.id()
 	var inFlight atomic.Int64
 	x.mu.Lock()
 	x.inFlight = inFlight.Load
 	x.mu.Unlock()
 	tick := time.NewTicker(r.settings.PollInterval)
 	defer tick.Stop()
-	unclaimed, fanned := time.Duration(x.timeout)*time.Second, time.Now()
+	unclaimed, fanned := time.Duration(x.plan.timeout)*time.Second, time.Now()
 	var stopped time.Time // when the run was cancelled or its runner began shutting down
 	workers := make([]*evalrun.Worker, n)
 	for {
@@ -129,7 +129,7 @@ func (x *execution) await(ctx context.Context, n int) ([]*evalrun.Worker, error)
 					return workers, lostErr
 				}
 			case w.Status == evalrun.WorkerQueued && stopped.IsZero() && time.Since(fanned) > unclaimed:
-				err := fmt.Errorf("worker %d of %d was not claimed by any benchmark-runner within %d s", k, n, x.timeout)
+				err := fmt.Errorf("worker %d of %d was not claimed by any benchmark-runner within %d s", k, n, x.plan.timeout)
 				x.abandon(ctx, w, err.Error())
 				return workers, err
 			}
@@ -166,11 +166,11 @@ func (x *execution) mergeLive(workers []*evalrun.Worker) {
 		}
 		one := livesummary.New()
 		if err := json.Unmarshal(w.LiveSummary, one); err != nil {
-			x.r.log.Warnw("a worker's live summary is unreadable; the run's leaves it out", "run", x.run.ID(), "worker", w.Index, "error", err)
+			x.r.log.Warnw("a worker's live summary is unreadable; the run's leaves it out", "run", x.plan.id(), "worker", w.Index, "error", err)
 			continue
 		}
 		if err := merged.Merge(one); err != nil {
-			x.r.log.Warnw("a worker's live summary does not merge; the run's leaves it out", "run", x.run.ID(), "worker", w.Index, "error", err)
+			x.r.log.Warnw("a worker's live summary does not merge; the run's leaves it out", "run", x.plan.id(), "worker", w.Index, "error", err)
 		}
 	}
 	x.mu.Lock()
@@ -472,12 +472,11 @@ func (r *Runner) runWorker(ctx context.Context, w *evalrun.Worker, held *leasedr
 		end(evalrun.WorkerCancelled, "the run is no longer running", nil, nil)
 		return
 	}
-	x, err := r.newExecution(run, held.HeldLease)
+	x, err := r.newExecution(run, held.HeldLease, w)
 	if err != nil {
 		end(evalrun.WorkerFailed, err.Error(), nil, nil)
 		return
 	}
-	x.worker, x.senders = w, 1
 	path := r.runs.WorkerRecordsPath(w.RunID, w.Index)
 	err = os.MkdirAll(filepath.Dir(path), 0o755)
 	var f *os.File
@@ -488,8 +487,8 @@ func (r *Runner) runWorker(ctx context.Context, w *evalrun.Worker, held *leasedr
 		end(evalrun.WorkerFailed, "cannot create the worker's records: "+err.Error(), nil, nil)
 		return
 	}
-	x.path, x.records, x.samples = path, loadgen.NewJSONLWriter(f), evalrun.NewSamples()
-	x.total = x.samples.NewBuilder(x.targets)
+	x.records, x.samples = loadgen.NewJSONLWriter(f), evalrun.NewSamples()
+	x.total = x.samples.NewBuilder(x.plan.targets)
 	x.totalSinks = []*evalrun.Builder{x.total}
 	r.runs.Logf(ctx, w.RunID, "Worker %d of %d started on %s", w.Index, w.Workers, r.owner())
 
@@ -532,7 +531,7 @@ func (x *execution) reportWorker(ctx context.Context) {
 	if err != nil {
 		summary = nil // the owner then shows the others' summaries; the counts still go
 	}
-	_, _ = x.r.runs.TransitionWorker(ctx, x.worker.ID(), []string{evalrun.WorkerRunning}, evalrun.WorkerRunning, x.claim.Fence(), func(w *evalrun.Worker) error {
+	_, _ = x.r.runs.TransitionWorker(ctx, x.plan.worker.ID(), []string{evalrun.WorkerRunning}, evalrun.WorkerRunning, x.claim.Fence(), func(w *evalrun.Worker) error {
 		w.Planned, w.Completed, w.Succeeded, w.Failed = x.planned.Load(), x.completed.Load(), x.succeeded.Load(), x.failed.Load()
 		w.InFlight, w.Phase, w.HeartbeatAt = inFlight(), phase, evalrun.Now()
 		w.LiveSummary = summary
