@@ -10,13 +10,11 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/lensfn/lensfn/events"
 	"github.com/lensfn/lensfn/runtime/egress"
 	"github.com/lensfn/lensfn/runtime/evalrun"
-	"github.com/lensfn/lensfn/runtime/livesummary"
 	"github.com/lensfn/lensfn/runtime/loadgen"
 	"github.com/lensfn/lensfn/runtime/state"
 	"github.com/lensfn/lensfn/runtime/workload"
@@ -79,24 +77,12 @@ type execution struct {
 	total   *evalrun.Builder
 	// totalSinks is totalOnly's answer, built once (a sink runs for every record).
 	totalSinks []*evalrun.Builder
-	mu         sync.Mutex // guards the builders, the live summary and the current phase
-	// progressMu orders the stored progress: a phase change (memory and record) and a progress
-	// report (read and record) never interleave, so no stored entry pairs one phase with another
-	// phase's message, and a report never writes an older phase over a newer one.
-	progressMu sync.Mutex
-	// live summarises the measured requests as they complete (live_metrics.summary): this
-	// execution's own, or for the owner of a run with workers the merge of theirs.
-	live *livesummary.Summary
+	mu         sync.Mutex // guards the builders and the repetition number
 
-	planned   atomic.Int64 // written by the workload, read by the progress reporter
-	completed atomic.Int64
-	succeeded atomic.Int64
-	failed    atomic.Int64
-	inFlight  func() int64
-	phase     string
-	started   time.Time
-	monitor   *monitor
-	epp       map[string]any // the endpoint picker's readiness before traffic (diagnostics.go)
+	progress *progressReporter // the phase, counts, live summary and heartbeat it stores
+	started  time.Time
+	monitor  *monitor
+	epp      map[string]any // the endpoint picker's readiness before traffic (diagnostics.go)
 	// benchStart is when the measured traffic began, rateStart when the rate stages did, on
 	// the monitor's clock (seconds).
 	benchStart, rateStart float64
@@ -131,9 +117,9 @@ func (r *Runner) newExecution(run *evalrun.Run, c *state.HeldLease, worker *eval
 	if err != nil {
 		return nil, fmt.Errorf("the run's API key cannot be opened: %v", err)
 	}
-	p := newPlan(run, spec, key, worker)
-	return &execution{r: r, claim: c, plan: p, seed: p.seed, started: time.Now(), inFlight: func() int64 { return 0 },
-		live: livesummary.New(), stageBuilders: map[string]*evalrun.Builder{}}, nil
+	p, started := newPlan(run, spec, key, worker), time.Now()
+	return &execution{r: r, claim: c, plan: p, seed: p.seed, started: started, progress: newProgress(r.runs, p, c, started),
+		stageBuilders: map[string]*evalrun.Builder{}}, nil
 }
 
 // benchmark runs the claimed run to its end and says how it ended.
@@ -164,7 +150,7 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
-		x.watch(ctx, cancel)
+		x.progress.watch(ctx, cancel, r.settings.PollInterval, r.settings.ReportInterval)
 	}()
 	defer func() { cancel(nil); <-watched }()
 
@@ -245,84 +231,14 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 // attacker the layout).
 func artifactsURI(runID string) string { return "/api/v1/evaluate/runs/" + runID + "/artifacts/" }
 
-// watch polls for a cancel and writes progress, live metrics and the heartbeat until ctx ends.
-func (x *execution) watch(ctx context.Context, cancel context.CancelCauseFunc) {
-	poll := time.NewTicker(x.r.settings.PollInterval)
-	defer poll.Stop()
-	last := time.Now()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-poll.C:
-		}
-		if run, err := x.r.runs.Load(ctx, x.plan.id()); err == nil && (run.Internal.CancelRequested || run.Status() == evalrun.StatusCancelling ||
-			x.plan.worker != nil && run.Status() != evalrun.StatusRunning) {
-			cancel(errCancelled) // a worker also stops when its run ended without it (its owner failed it)
-			return
-		}
-		if time.Since(last) >= x.r.settings.ReportInterval {
-			last = time.Now()
-			x.report(ctx)
-		}
-	}
-}
-
-func (x *execution) report(ctx context.Context) {
-	if x.plan.worker != nil {
-		x.reportWorker(ctx)
+// setPhase records the phase the run enters (the merge's replayed phases are only remembered:
+// the workers' were stored as they ran).
+func (x *execution) setPhase(ctx context.Context, phase string) {
+	if x.merge != nil {
+		x.progress.notePhase(phase)
 		return
 	}
-	x.progressMu.Lock()
-	defer x.progressMu.Unlock()
-	x.mu.Lock()
-	phase, inFlight := x.phase, x.inFlight
-	summary := x.live.Snapshot(time.Now())
-	x.mu.Unlock()
-	done := x.completed.Load()
-	pct := 0.0
-	planned := x.planned.Load()
-	if planned > 0 {
-		pct = math.Round(min(99, 100*float64(done)/float64(planned))*10) / 10
-	}
-	live := evalrun.LiveMetrics{Phase: phase, PlannedRequests: planned, CompletedRequests: done,
-		SuccessfulRequests: x.succeeded.Load(), FailedRequests: x.failed.Load(), InFlightRequests: inFlight(),
-		ElapsedSeconds: math.Round(time.Since(x.started).Seconds()*10) / 10, Summary: &summary}
-	_, _ = x.r.runs.Patch(ctx, x.plan.id(), x.claim.Fence(), func(run *evalrun.Run) error {
-		run.Set("heartbeat_at", evalrun.Now())
-		run.Set("progress_percent", pct)
-		run.Set("progress_message", fmt.Sprintf("%s: %d of %d requests completed", phase, done, planned))
-		run.Set("live_metrics", live)
-		return nil
-	})
-}
-
-// setPhase records the phase the run enters.
-func (x *execution) setPhase(ctx context.Context, phase string) {
-	x.progressMu.Lock()
-	defer x.progressMu.Unlock()
-	x.mu.Lock()
-	x.phase = phase
-	x.mu.Unlock()
-	if x.plan.worker != nil || x.merge != nil {
-		return // a worker reports its phase on its own record; the merge replays finished phases
-	}
-	now := evalrun.Now()
-	_, _ = x.r.runs.Patch(ctx, x.plan.id(), x.claim.Fence(), func(run *evalrun.Run) error {
-		run.Set("phase", phase)
-		run.Set("phase_started_at", now)
-		run.Set("progress_message", phase+": starting") // not the last phase's count until the next report
-		run.Set("heartbeat_at", now)
-		if phase != evalrun.PhasePreparingMonitoring && !run.Has("benchmark_started_at") {
-			started := now
-			if !x.origin.IsZero() {
-				started = evalrun.Timestamp(x.origin) // the zero of the records' times
-			}
-			run.Set("benchmark_started_at", started)
-		}
-		return nil
-	})
-	x.r.runs.Logf(ctx, x.plan.id(), "Phase %s", phase)
+	x.progress.setPhase(ctx, phase, x.origin)
 }
 
 // prepare checks the endpoint serves the model before any traffic, within the resolved budget.
@@ -419,25 +335,6 @@ func (x *execution) invocation(ctx context.Context, phase string, body func(ctx 
 	return err
 }
 
-// observation is what a completed request adds to the live summary.
-func observation(rec loadgen.Record) livesummary.Observation {
-	o := livesummary.Observation{Successful: rec.Successful, LatencyMs: rec.LatencyMs, TTFTMs: -1, TPOTMs: -1, OutputTokens: rec.OutputTokens}
-	if rec.TTFTMs != nil {
-		o.TTFTMs = *rec.TTFTMs
-	}
-	if rec.TPOTMs != nil {
-		o.TPOTMs = *rec.TPOTMs
-	}
-	if !rec.Successful {
-		errText := ""
-		if rec.Error != nil {
-			errText = *rec.Error
-		}
-		o.Cause = livesummary.CauseOf(errText, rec.StatusCode)
-	}
-	return o
-}
-
 // sinkFunc names the builders that count a measured record (the run's total among them); the
 // stage stores its numbers once in x.samples for all of them.
 type sinkFunc func(rec loadgen.Record) []*evalrun.Builder
@@ -458,15 +355,13 @@ func (x *execution) stage(ctx context.Context, phase string, sched loadgen.Sched
 	for w := range progresses {
 		progresses[w] = &loadgen.Progress{}
 	}
-	x.mu.Lock()
-	x.inFlight = func() int64 {
+	x.progress.setInFlight(func() int64 {
 		var n int64
 		for _, p := range progresses {
 			n += p.Snapshot().InFlight
 		}
 		return n
-	}
-	x.mu.Unlock()
+	})
 	errs := make(chan error, workers)
 	parallel := x.plan.parallel()
 	for w := base; w < base+workers; w++ {
@@ -494,7 +389,6 @@ func (x *execution) stage(ctx context.Context, phase string, sched loadgen.Sched
 				if x.plan.repetitions() > 1 {
 					rec.Metadata["repetition"] = x.rep
 				}
-				x.live.Add(observation(rec), time.Now())
 				if x.plan.worker != nil {
 					// A worker's records keep their gaps and stage number for the owner's merge.
 					rec.Metadata["seq"] = seq
@@ -502,12 +396,10 @@ func (x *execution) stage(ctx context.Context, phase string, sched loadgen.Sched
 					x.samples.Add(rec, takeGaps(rec.Metadata), x.sinks(sink, rec)...)
 				}
 				x.mu.Unlock()
-				x.completed.Add(1)
+				x.progress.observe(rec)
 				if rec.Successful {
-					x.succeeded.Add(1)
 					x.r.metrics.requests.WithLabelValues("success").Inc()
 				} else {
-					x.failed.Add(1)
 					x.r.metrics.requests.WithLabelValues("failure").Inc()
 				}
 				return x.records.Record(rec)

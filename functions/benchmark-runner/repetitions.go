@@ -84,6 +84,6 @@ func (x *execution) builder(key string) *evalrun.Builder {
 // planRequests adds a stage's requests to the planned count, for every repetition at once.
 func (x *execution) planRequests(n int64) {
 	if x.rep == 0 {
-		x.planned.Add(n * int64(x.plan.repetitions()))
+		x.progress.addPlanned(n * int64(x.plan.repetitions()))
 	}
 }

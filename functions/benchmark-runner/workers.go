@@ -71,7 +71,7 @@ func (x *execution) distribute(ctx context.Context, fields map[string]any) error
 	defer m.close()
 	x.merge = m
 	x.seq = 0
-	x.planned.Store(0)                 // the merge plans the whole run's requests again (the workers' counts stay)
+	x.progress.resetPlanned()          // the merge plans the whole run's requests again (the workers' counts stay)
 	mctx := context.WithoutCancel(ctx) // a cancel ended the workers; their records still merge
 	werr := x.workload(mctx, fields)
 	x.merge = nil
@@ -99,9 +99,7 @@ func (x *execution) distribute(ctx context.Context, fields map[string]any) error
 func (x *execution) await(ctx context.Context, n int) ([]*evalrun.Worker, error) {
 	r, id := x.r, x.plan.id()
 	var inFlight atomic.Int64
-	x.mu.Lock()
-	x.inFlight = inFlight.Load
-	x.mu.Unlock()
+	x.progress.setInFlight(inFlight.Load)
 	tick := time.NewTicker(r.settings.PollInterval)
 	defer tick.Stop()
 	unclaimed, fanned := time.Duration(x.plan.timeout)*time.Second, time.Now()
@@ -135,12 +133,9 @@ func (x *execution) await(ctx context.Context, n int) ([]*evalrun.Worker, error)
 			}
 		}
 		x.mergeLive(workers)
-		x.planned.Store(planned)
-		x.completed.Store(completed)
-		x.succeeded.Store(succeeded)
-		x.failed.Store(failed)
+		x.progress.setCounts(planned, completed, succeeded, failed)
 		inFlight.Store(flying)
-		if phase := workers[0].Phase; phase != "" && phase != x.currentPhase() {
+		if phase := workers[0].Phase; phase != "" && phase != x.progress.currentPhase() {
 			x.setPhase(ctx, phase)
 		}
 		if ended == n {
@@ -173,15 +168,7 @@ func (x *execution) mergeLive(workers []*evalrun.Worker) {
 			x.r.log.Warnw("a worker's live summary does not merge; the run's leaves it out", "run", x.plan.id(), "worker", w.Index, "error", err)
 		}
 	}
-	x.mu.Lock()
-	x.live = merged
-	x.mu.Unlock()
-}
-
-func (x *execution) currentPhase() string {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.phase
+	x.progress.setLive(merged)
 }
 
 // checkLost reports a running worker nobody holds a lease on: its runner died. The worker is
@@ -455,7 +442,7 @@ func (r *Runner) runWorker(ctx context.Context, w *evalrun.Worker, held *leasedr
 		_, err := r.runs.TransitionWorker(bg, w.ID(), []string{evalrun.WorkerRunning}, status, held.Fence(), func(w *evalrun.Worker) error {
 			w.Error, w.FailedStage, w.FinishedAt, w.InFlight = msg, failedStage, evalrun.Now(), 0
 			if x != nil {
-				w.Planned, w.Completed, w.Succeeded, w.Failed = x.planned.Load(), x.completed.Load(), x.succeeded.Load(), x.failed.Load()
+				w.Planned, w.Completed, w.Succeeded, w.Failed = x.progress.counts()
 				if x.rateStart > 0 {
 					w.RateStartedAt = float64(x.started.UnixNano())/1e9 + x.rateStart
 				}
@@ -496,7 +483,7 @@ func (r *Runner) runWorker(ctx context.Context, w *evalrun.Worker, held *leasedr
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
-		x.watch(wctx, cancel)
+		x.progress.watch(wctx, cancel, r.settings.PollInterval, r.settings.ReportInterval)
 	}()
 	x.origin = time.Now()
 	werr := x.workload(wctx, map[string]any{})
@@ -519,22 +506,6 @@ func (r *Runner) runWorker(ctx context.Context, w *evalrun.Worker, held *leasedr
 	default:
 		end(evalrun.WorkerSucceeded, "", nil, x)
 	}
-	r.runs.Logf(context.WithoutCancel(ctx), w.RunID, "Worker %d of %d ended: %d requests", w.Index, w.Workers, x.completed.Load())
-}
-
-// reportWorker writes a worker's progress on its record (the owner sums them for the run).
-func (x *execution) reportWorker(ctx context.Context) {
-	x.mu.Lock()
-	phase, inFlight := x.phase, x.inFlight
-	summary, err := json.Marshal(x.live)
-	x.mu.Unlock()
-	if err != nil {
-		summary = nil // the owner then shows the others' summaries; the counts still go
-	}
-	_, _ = x.r.runs.TransitionWorker(ctx, x.plan.worker.ID(), []string{evalrun.WorkerRunning}, evalrun.WorkerRunning, x.claim.Fence(), func(w *evalrun.Worker) error {
-		w.Planned, w.Completed, w.Succeeded, w.Failed = x.planned.Load(), x.completed.Load(), x.succeeded.Load(), x.failed.Load()
-		w.InFlight, w.Phase, w.HeartbeatAt = inFlight(), phase, evalrun.Now()
-		w.LiveSummary = summary
-		return nil
-	})
+	_, completed, _, _ := x.progress.counts()
+	r.runs.Logf(context.WithoutCancel(ctx), w.RunID, "Worker %d of %d ended: %d requests", w.Index, w.Workers, completed)
 }
