@@ -81,11 +81,10 @@ type execution struct {
 
 	progress *progressReporter // the phase, counts, live summary and heartbeat it stores
 	started  time.Time
-	monitor  *monitor
-	epp      map[string]any // the endpoint picker's readiness before traffic (diagnostics.go)
-	// benchStart is when the measured traffic began, rateStart when the rate stages did, on
-	// the monitor's clock (seconds).
-	benchStart, rateStart float64
+	// evidence gathers the serving evidence and diagnostics around the traffic.
+	evidence *evidenceMonitor
+	// rateStart is when the rate stages began, on the monitor's clock (seconds).
+	rateStart float64
 	// origin is the zero of every stage's record times: stages run back to back on this one
 	// clock, so a run's window (and its throughput, goodput and timelines) spans them all
 	// rather than overlaying stages that each restarted at 0.
@@ -119,6 +118,7 @@ func (r *Runner) newExecution(run *evalrun.Run, c *state.HeldLease, worker *eval
 	}
 	p, started := newPlan(run, spec, key, worker), time.Now()
 	return &execution{r: r, claim: c, plan: p, seed: p.seed, started: started, progress: newProgress(r.runs, p, c, started),
+		evidence:      newEvidenceMonitor(r, p, started),
 		stageBuilders: map[string]*evalrun.Builder{}}, nil
 }
 
@@ -158,18 +158,14 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 	werr := x.prepare(ctx, fields)
 	var evidence map[string]any
 	if werr == nil {
-		scrapeCtx, stopScrape := context.WithCancel(ctx)
-		scraped := make(chan struct{})
-		go func() { defer close(scraped); x.monitor.run(scrapeCtx, r.settings.ScrapeInterval) }()
+		stopScrape := x.evidence.scrape(ctx)
 		x.origin = time.Now()
-		x.benchStart = x.origin.Sub(x.started).Seconds()
+		benchStart := x.origin.Sub(x.started).Seconds()
 		werr = x.runWorkload(ctx, fields)
 		end := time.Since(x.started).Seconds()
 		stopScrape()
-		<-scraped
-		x.monitor.finish(ctx, x.benchStart, end)
-		evidence = x.monitor.evidence(x.benchStart, end)
-		x.stageEvidence(fields)
+		evidence = x.evidence.window(ctx, benchStart, end)
+		x.evidence.stageEvidence(fields, x.rateStart)
 	}
 	if ferr := x.records.Flush(); ferr != nil && werr == nil {
 		werr = ferr
@@ -209,8 +205,8 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 		{"kind": "per-request-csv", "media_type": "text/csv; charset=utf-8", "uri": uri + "per-request-csv"},
 		{"kind": "report-html", "media_type": "text/html; charset=utf-8", "uri": uri + "report-html"},
 	}
-	fields["resource_snapshot"] = x.resourceSnapshot(ctx)
-	fields["diagnostics"] = x.diagnostics(ctx, x.epp)
+	fields["resource_snapshot"] = x.evidence.resourceSnapshot(ctx)
+	fields["diagnostics"] = x.evidence.diagnostics(ctx)
 	res := &result{status: evalrun.StatusSucceeded, fields: fields}
 	cause := context.Cause(ctx)
 	switch {
@@ -270,22 +266,11 @@ func (x *execution) prepare(ctx context.Context, fields map[string]any) error {
 		case <-time.After(time.Second):
 		}
 	}
-	var err error
-	if x.monitor, err = x.newMonitor(ctx); err != nil {
+	monitoring, err := x.evidence.prepare(ctx)
+	if err != nil {
 		return err
 	}
-	preflight, err := x.monitor.ready(ctx, x.plan.id())
-	if err != nil {
-		if errors.Is(context.Cause(ctx), errCancelled) {
-			return errCancelled
-		}
-		return fmt.Errorf("serving monitoring was not ready within the %d s budget: %v", x.plan.timeout, err)
-	}
-	preflight["endpoint_models"] = "ready"
-	x.epp = x.eppReadiness(ctx)
-	preflight["epp"] = x.epp
-	fields["monitoring"] = x.monitoringField(preflight)
-	x.r.runs.Logf(ctx, x.plan.id(), "Monitoring ready: %s", x.monitor.monitoredWhere())
+	fields["monitoring"] = monitoring
 	return nil
 }
 
@@ -606,24 +591,6 @@ func (x *execution) named(ctx context.Context, w evalrun.Workload, fields map[st
 	return x.invocation(ctx, evalrun.PhaseBenchmark, func(ctx context.Context) error {
 		return x.stage(ctx, evalrun.PhaseBenchmark, sched, 0, timeout, true, x.totalOnly)
 	})
-}
-
-// stageEvidence adds each rate stage's monitoring evidence: queue depth, running requests and
-// the prefix cache hit rate over the stage's window (unavailable series stay null).
-func (x *execution) stageEvidence(fields map[string]any) {
-	results, ok := fields["rate_stage_results"].([]map[string]any)
-	if !ok {
-		return
-	}
-	for _, st := range results {
-		w := st["observability"].(map[string]any)["window"].(map[string]float64)
-		ev := x.monitor.evidence(x.rateStart+w["start"], x.rateStart+w["end"])
-		m := st["metrics"].(evalrun.Metrics)
-		for _, k := range []string{"queue_depth", "running_requests", "prefix_cache_hit_rate", "kv_cache_usage", "preemptions", "tokens_per_step", "mechanism_metrics"} {
-			m[k] = ev[k]
-		}
-		st["observability"] = map[string]any{"window": w, "summary": ev["observability"]}
-	}
 }
 
 // capacity is the capacity analysis of rate stages (lens-evaluation.md §5): a stage is stable
