@@ -93,7 +93,7 @@ type execution struct {
 	// seq numbers the stages in the order every worker sends them, so the owner's merge finds
 	// each stage's records in every worker's file.
 	seq   int
-	merge *mergeSource // set while the owner replays its workers' records
+	merge *ownerMerge // set while the owner replays its workers' records (merge.go)
 
 	// The repetitions (repetitions.go): rep is the one being sent, repBuilder counts its
 	// measured requests (guarded by mu); stageBuilders keep each stage's and point's
@@ -330,7 +330,12 @@ func (x *execution) stage(ctx context.Context, phase string, sched loadgen.Sched
 	seq := x.seq
 	x.seq++
 	if x.merge != nil {
-		return x.merge.replay(x, seq, measured, sink)
+		return x.merge.replay(seq, measured, func(rec loadgen.Record, gaps []float64) error {
+			x.mu.Lock()
+			x.samples.Add(rec, gaps, x.sinks(sink, rec)...)
+			x.mu.Unlock()
+			return x.records.Record(rec)
+		})
 	}
 	workers, base := x.plan.senders, 0 // senders w of this execution are the run's workers base+w
 	if x.plan.worker != nil {
