@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/lensfn/lensfn/events"
@@ -62,47 +61,36 @@ func (res *result) apply(run *evalrun.Run) {
 	run.Remove("live_metrics")
 }
 
-// execution is one claimed run on its way through its phases.
+// execution is one claimed run on its way through its phases: it prepares the run, sends its
+// workload stage by stage (or has its workers send it) and assembles the result. Its parts, each
+// with its own file and lock: plan (what it sends, read-only), progress (what it shows while it
+// runs), evidence (the serving evidence and diagnostics around the traffic), tally (the
+// measured requests' numbers) and, while the owner of a run with workers replays their records,
+// merge. It takes no lock of its own, and it never holds one part's lock while calling another
+// part. Its own fields are the execution's goroutine's: the stages' senders read records,
+// origin and seq, which are set before the senders start.
 type execution struct {
 	r     *Runner
 	claim *state.HeldLease
-	plan  *runPlan // what it sends, fixed once built
-	// seed is the seed of the repetition being sent (plan.seed for the first).
-	seed uint64
+	plan  *runPlan // what it sends, fixed once built (plan.go)
 
-	records *loadgen.JSONLWriter
-	// samples holds every measured request's numbers once for all the builders: the run's
-	// (total), each matrix point's and each stage's.
-	samples *evalrun.Samples
-	total   *evalrun.Builder
-	// totalSinks is totalOnly's answer, built once (a sink runs for every record).
-	totalSinks []*evalrun.Builder
-	mu         sync.Mutex // guards the builders and the repetition number
+	progress *progressReporter // the phase, counts, live summary and heartbeat it stores (progress.go)
+	evidence *evidenceMonitor  // the serving evidence and diagnostics (evidence.go, diagnostics.go)
+	tally    *tally            // the measured requests' numbers (tally.go)
+	merge    *ownerMerge       // set while the owner replays its workers' records (merge.go)
+	records  *loadgen.JSONLWriter
 
-	progress *progressReporter // the phase, counts, live summary and heartbeat it stores
-	started  time.Time
-	// evidence gathers the serving evidence and diagnostics around the traffic.
-	evidence *evidenceMonitor
-	// rateStart is when the rate stages began, on the monitor's clock (seconds).
+	// started is the execution's start, the zero of the monitor's clock; rateStart is when the
+	// rate stages began on it (seconds).
+	started   time.Time
 	rateStart float64
 	// origin is the zero of every stage's record times: stages run back to back on this one
 	// clock, so a run's window (and its throughput, goodput and timelines) spans them all
 	// rather than overlaying stages that each restarted at 0.
 	origin time.Time
-
 	// seq numbers the stages in the order every worker sends them, so the owner's merge finds
 	// each stage's records in every worker's file.
-	seq   int
-	merge *ownerMerge // set while the owner replays its workers' records (merge.go)
-
-	// The repetitions (repetitions.go): rep is the one being sent, repBuilder counts its
-	// measured requests (guarded by mu); stageBuilders keep each stage's and point's
-	// builder across repetitions; repMetrics and bootstrap are the finished repetitions'.
-	rep           int
-	repBuilder    *evalrun.Builder
-	stageBuilders map[string]*evalrun.Builder
-	repMetrics    []evalrun.Metrics
-	bootstrap     []evalrun.BootstrapRepetition
+	seq int
 }
 
 // newExecution prepares the execution of a claimed run, by its owner (worker nil) or by one
@@ -117,9 +105,8 @@ func (r *Runner) newExecution(run *evalrun.Run, c *state.HeldLease, worker *eval
 		return nil, fmt.Errorf("the run's API key cannot be opened: %v", err)
 	}
 	p, started := newPlan(run, spec, key, worker), time.Now()
-	return &execution{r: r, claim: c, plan: p, seed: p.seed, started: started, progress: newProgress(r.runs, p, c, started),
-		evidence:      newEvidenceMonitor(r, p, started),
-		stageBuilders: map[string]*evalrun.Builder{}}, nil
+	return &execution{r: r, claim: c, plan: p, started: started, progress: newProgress(r.runs, p, c, started),
+		evidence: newEvidenceMonitor(r, p, started), tally: newTally(p.targets)}, nil
 }
 
 // benchmark runs the claimed run to its end and says how it ended.
@@ -141,9 +128,6 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 	}
 	x.records = loadgen.NewJSONLWriter(f)
 	defer x.records.Close()
-	x.samples = evalrun.NewSamples()
-	x.total = x.samples.NewBuilder(x.plan.targets)
-	x.totalSinks = []*evalrun.Builder{x.total}
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -170,7 +154,7 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 	if ferr := x.records.Flush(); ferr != nil && werr == nil {
 		werr = ferr
 	}
-	metrics := x.total.Metrics(x.plan.recordsURI())
+	metrics := x.tally.metrics(x.tally.total, x.plan.recordsURI())
 	if ca, ok := fields["capacity_analysis"].(map[string]any); ok {
 		for _, k := range []string{"maximum_stable_qps", "slo_goodput_rps", "slo_violation_point", "saturation_point"} {
 			if ca[k] != nil {
@@ -192,8 +176,8 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 	x.repetitionResults(fields, metrics)
 	fields["metrics"] = metrics
 	if sla := evalrun.EvaluateSLA(metrics, x.plan.targets); sla != nil {
-		if len(x.repMetrics) > 1 {
-			evalrun.CountRepetitionsMet(sla, x.repMetrics, x.plan.targets)
+		if repMetrics, _ := x.tally.repetitions(); len(repMetrics) > 1 {
+			evalrun.CountRepetitionsMet(sla, repMetrics, x.plan.targets)
 		}
 		fields["sla"] = sla
 	}
@@ -216,7 +200,7 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 		res.status = evalrun.StatusCancelled
 	case werr != nil:
 		res.status, res.err = evalrun.StatusFailed, werr.Error()
-	case x.total.Count() > 0 && metrics["success_count"] == int64(0):
+	case x.tally.count() > 0 && metrics["success_count"] == int64(0):
 		res.status, res.err = evalrun.StatusFailed, "every measured request failed; see the per-request artifact for their errors"
 	}
 	return res
@@ -320,10 +304,6 @@ func (x *execution) invocation(ctx context.Context, phase string, body func(ctx 
 	return err
 }
 
-// sinkFunc names the builders that count a measured record (the run's total among them); the
-// stage stores its numbers once in x.samples for all of them.
-type sinkFunc func(rec loadgen.Record) []*evalrun.Builder
-
 // stage sends a schedule with the run's parallelism: each of the N workers sends the whole
 // schedule, as N harness pods would. concurrency > 0 makes it a closed loop.
 func (x *execution) stage(ctx context.Context, phase string, sched loadgen.Schedule, concurrency int, timeout time.Duration, measured bool, sink sinkFunc) error {
@@ -331,9 +311,7 @@ func (x *execution) stage(ctx context.Context, phase string, sched loadgen.Sched
 	x.seq++
 	if x.merge != nil {
 		return x.merge.replay(seq, measured, func(rec loadgen.Record, gaps []float64) error {
-			x.mu.Lock()
-			x.samples.Add(rec, gaps, x.sinks(sink, rec)...)
-			x.mu.Unlock()
+			x.tally.add(rec, gaps, sink)
 			return x.records.Record(rec)
 		})
 	}
@@ -362,7 +340,7 @@ func (x *execution) stage(ctx context.Context, phase string, sched loadgen.Sched
 		}
 		cfg := loadgen.Config{BaseURL: x.plan.run.Internal.Endpoint, APIKey: x.plan.key, Model: x.plan.run.Internal.Model,
 			API: x.plan.api, Stream: x.plan.stream, IgnoreEOS: x.plan.ignoreEOS, InterTokenTimes: x.plan.stream, RequestTimeout: timeout,
-			Concurrency: concurrency, Seed: x.seed + uint64(w)*7919, Progress: progress, Origin: x.origin,
+			Concurrency: concurrency, Seed: x.seed() + uint64(w)*7919, Progress: progress, Origin: x.origin,
 			// The engine's lean HTTP/1.1 client, dialling only where the endpoint policy allows
 			// (redirect targets included); x.r.client (net/http) serves the probes and the monitor.
 			Dial:  x.r.deps.Egress.DialContext,
@@ -375,17 +353,15 @@ func (x *execution) stage(ctx context.Context, phase string, sched loadgen.Sched
 				if !measured {
 					return nil // warm-up requests are not recorded
 				}
-				x.mu.Lock()
 				if x.plan.repetitions() > 1 {
-					rec.Metadata["repetition"] = x.rep
+					rec.Metadata["repetition"] = x.tally.repetition()
 				}
 				if x.plan.worker != nil {
 					// A worker's records keep their gaps and stage number for the owner's merge.
 					rec.Metadata["seq"] = seq
 				} else {
-					x.samples.Add(rec, takeGaps(rec.Metadata), x.sinks(sink, rec)...)
+					x.tally.add(rec, takeGaps(rec.Metadata), sink)
 				}
-				x.mu.Unlock()
 				x.progress.observe(rec)
 				if rec.Successful {
 					x.r.metrics.requests.WithLabelValues("success").Inc()
@@ -405,9 +381,6 @@ func (x *execution) stage(ctx context.Context, phase string, sched loadgen.Sched
 	}
 	return first
 }
-
-// totalOnly is the sink of a stage counted in the run's metrics only.
-func (x *execution) totalOnly(loadgen.Record) []*evalrun.Builder { return x.totalSinks }
 
 // workerSessions is a schedule as worker w sends it: its sessions are the worker's own
 // (w<k>-<session>), as they would be in N harness pods, so X-Session-ID never ties two workers'
@@ -474,7 +447,7 @@ func (x *execution) matrix(ctx context.Context, fields map[string]any) error {
 			x.planRequests(int64(st.NumRequests) * workers)
 		}
 	}
-	if n := *spec.WarmupRequests; n > 0 && x.rep == 0 { // the endpoint stays warm between repetitions
+	if n := *spec.WarmupRequests; n > 0 && x.tally.repetition() == 0 { // the endpoint stays warm between repetitions
 		p := spec.Matrix[0]
 		warm := map[string]any{"isl": p.ISL, "osl": p.OSL, "num_requests": n, "status": "running", "stdout": "", "stderr": ""}
 		err := x.invocation(ctx, evalrun.PhaseWarmup, func(ctx context.Context) error {
@@ -492,19 +465,17 @@ func (x *execution) matrix(ctx context.Context, fields map[string]any) error {
 	defer func() { fields["matrix_results"] = results }()
 	for i, p := range spec.Matrix {
 		phase := evalrun.PhaseMatrix(i)
-		point := x.builder(fmt.Sprintf("point/%d", i))
+		point := x.tally.builder(fmt.Sprintf("point/%d", i))
 		var stageMetrics []map[string]any
 		err := x.invocation(ctx, phase, func(ctx context.Context) error {
 			for j, st := range stages {
-				b := x.builder(fmt.Sprintf("stage/%d/%d", i, j))
-				counting := []*evalrun.Builder{b, point, x.total}
+				b := x.tally.builder(fmt.Sprintf("stage/%d/%d", i, j))
+				counting := []*evalrun.Builder{b, point, x.tally.total}
 				meta := map[string]any{"stage": j, "concurrency": st.Concurrency, "isl": p.ISL, "osl": p.OSL}
 				err := x.stage(ctx, phase, workload.Fixed{N: st.NumRequests, ISL: p.ISL, OSL: p.OSL, Meta: meta}, st.Concurrency, 0, true,
 					func(loadgen.Record) []*evalrun.Builder { return counting })
-				x.mu.Lock()
 				stageMetrics = append(stageMetrics, map[string]any{"concurrency": st.Concurrency, "num_requests": st.NumRequests,
-					"metrics": b.Metrics(x.plan.recordsURI())})
-				x.mu.Unlock()
+					"metrics": x.tally.metrics(b, x.plan.recordsURI())})
 				if err != nil {
 					return err
 				}
@@ -512,7 +483,7 @@ func (x *execution) matrix(ctx context.Context, fields map[string]any) error {
 			return nil
 		})
 		status := "succeeded"
-		m := point.Metrics(x.plan.recordsURI())
+		m := x.tally.metrics(point, x.plan.recordsURI())
 		stderr := ""
 		if err != nil {
 			status, stderr = "failed", err.Error()
@@ -535,17 +506,17 @@ func (x *execution) sharedPrefix(ctx context.Context, fields map[string]any) err
 // sharedPrefixStages runs shared-prefix rate stages in one invocation, each request bounded by
 // timeout (0: none).
 func (x *execution) sharedPrefixStages(ctx context.Context, sp *events.SharedPrefix, timeout time.Duration, fields map[string]any) error {
-	seed := x.seed
+	seed := x.seed()
 	if sp.Seed != nil {
-		seed = uint64(*sp.Seed) + uint64(x.rep)*repetitionSeedStride
+		seed = uint64(*sp.Seed) + uint64(x.tally.repetition())*repetitionSeedStride
 	}
 	sched := workload.NewSharedPrefix(sp, seed)
 	x.planRequests(int64(sched.Len()) * int64(x.plan.senders))
 	builders := make([]*evalrun.Builder, len(sp.Stages))
 	counting := make([][]*evalrun.Builder, len(sp.Stages)) // a stage's builder and the run's
 	for i := range builders {
-		builders[i] = x.builder(fmt.Sprintf("rate/%d", i))
-		counting[i] = []*evalrun.Builder{builders[i], x.total}
+		builders[i] = x.tally.builder(fmt.Sprintf("rate/%d", i))
+		counting[i] = []*evalrun.Builder{builders[i], x.tally.total}
 	}
 	x.rateStart = time.Since(x.started).Seconds()
 	err := x.invocation(ctx, evalrun.PhaseBenchmark, func(ctx context.Context) error {
@@ -553,7 +524,7 @@ func (x *execution) sharedPrefixStages(ctx context.Context, sp *events.SharedPre
 			if k, ok := rec.Metadata["stage"].(int); ok && k >= 0 && k < len(builders) {
 				return counting[k]
 			}
-			return x.totalOnly(rec)
+			return x.tally.totalOnly(rec)
 		})
 	})
 	x.rateResults(fields, builders, sp.Stages)
@@ -565,13 +536,13 @@ func (x *execution) rateResults(fields map[string]any, builders []*evalrun.Build
 	results := make([]map[string]any, len(stages))
 	offset := 0.0
 	for i, st := range stages {
-		m := builders[i].Metrics(x.plan.recordsURI())
+		m := x.tally.metrics(builders[i], x.plan.recordsURI())
 		results[i] = map[string]any{"rate": st.Rate, "duration": st.Duration, "metrics": m,
 			"observability": map[string]any{"window": map[string]float64{"start": offset, "end": offset + st.Duration}}}
 		offset += st.Duration
 	}
 	fields["rate_stage_results"] = results
-	fields["capacity_analysis"] = capacity(results, x.plan.targets, *x.plan.spec.Parallelism, x.rep+1)
+	fields["capacity_analysis"] = capacity(results, x.plan.targets, *x.plan.spec.Parallelism, x.tally.repetition()+1)
 }
 
 func (x *execution) named(ctx context.Context, w evalrun.Workload, fields map[string]any) error {
@@ -583,18 +554,18 @@ func (x *execution) named(ctx context.Context, w evalrun.Workload, fields map[st
 		}
 		return x.invocation(ctx, evalrun.PhaseBenchmark, func(ctx context.Context) error {
 			for j, st := range w.ConcurrencyStages {
-				sched := workload.Lengths{N: st.NumRequests, In: w.Input, Out: w.Output, Seed: x.seed, Stage: uint64(j)}
-				if err := x.stage(ctx, evalrun.PhaseBenchmark, sched, st.Concurrency, timeout, true, x.totalOnly); err != nil {
+				sched := workload.Lengths{N: st.NumRequests, In: w.Input, Out: w.Output, Seed: x.seed(), Stage: uint64(j)}
+				if err := x.stage(ctx, evalrun.PhaseBenchmark, sched, st.Concurrency, timeout, true, x.tally.totalOnly); err != nil {
 					return err
 				}
 			}
 			return nil
 		})
 	}
-	sched := workload.NewNamed(w, x.seed)
+	sched := workload.NewNamed(w, x.seed())
 	x.planRequests(int64(sched.Len()) * workers)
 	return x.invocation(ctx, evalrun.PhaseBenchmark, func(ctx context.Context) error {
-		return x.stage(ctx, evalrun.PhaseBenchmark, sched, 0, timeout, true, x.totalOnly)
+		return x.stage(ctx, evalrun.PhaseBenchmark, sched, 0, timeout, true, x.tally.totalOnly)
 	})
 }
 

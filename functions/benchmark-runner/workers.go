@@ -185,9 +185,7 @@ func (r *Runner) runWorker(ctx context.Context, w *evalrun.Worker, held *leasedr
 		end(evalrun.WorkerFailed, "cannot create the worker's records: "+err.Error(), nil, nil)
 		return
 	}
-	x.records, x.samples = loadgen.NewJSONLWriter(f), evalrun.NewSamples()
-	x.total = x.samples.NewBuilder(x.plan.targets)
-	x.totalSinks = []*evalrun.Builder{x.total}
+	x.records = loadgen.NewJSONLWriter(f)
 	r.runs.Logf(ctx, w.RunID, "Worker %d of %d started on %s", w.Index, w.Workers, r.owner())
 
 	wctx, cancel := context.WithCancelCause(ctx)
