@@ -70,9 +70,8 @@ func (res *result) apply(run *evalrun.Run) {
 // part. Its own fields are the execution's goroutine's: the stages' senders read records,
 // origin and seq, which are set before the senders start.
 type execution struct {
-	r     *Runner
-	claim *state.HeldLease
-	plan  *runPlan // what it sends, fixed once built (plan.go)
+	r    *Runner
+	plan *runPlan // what it sends, fixed once built (plan.go)
 
 	progress *progressReporter // the phase, counts, live summary and heartbeat it stores (progress.go)
 	evidence *evidenceMonitor  // the serving evidence and diagnostics (evidence.go, diagnostics.go)
@@ -105,7 +104,7 @@ func (r *Runner) newExecution(run *evalrun.Run, c *state.HeldLease, worker *eval
 		return nil, fmt.Errorf("the run's API key cannot be opened: %v", err)
 	}
 	p, started := newPlan(run, spec, key, worker), time.Now()
-	return &execution{r: r, claim: c, plan: p, started: started, progress: newProgress(r.runs, p, c, started),
+	return &execution{r: r, plan: p, started: started, progress: newProgress(r.runs, p, c, started),
 		evidence: newEvidenceMonitor(r, p, started), tally: newTally(p.targets)}, nil
 }
 
