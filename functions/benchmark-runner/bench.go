@@ -9,14 +9,11 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/lensfn/lensfn/events"
 	"github.com/lensfn/lensfn/runtime/egress"
 	"github.com/lensfn/lensfn/runtime/evalrun"
-	"github.com/lensfn/lensfn/runtime/livesummary"
 	"github.com/lensfn/lensfn/runtime/loadgen"
 	"github.com/lensfn/lensfn/runtime/state"
 	"github.com/lensfn/lensfn/runtime/workload"
@@ -64,92 +61,51 @@ func (res *result) apply(run *evalrun.Run) {
 	run.Remove("live_metrics")
 }
 
-// execution is one claimed run on its way through its phases.
+// execution is one claimed run on its way through its phases: it prepares the run, sends its
+// workload stage by stage (or has its workers send it) and assembles the result. Its parts, each
+// with its own file and lock: plan (what it sends, read-only), progress (what it shows while it
+// runs), evidence (the serving evidence and diagnostics around the traffic), tally (the
+// measured requests' numbers) and, while the owner of a run with workers replays their records,
+// merge. It takes no lock of its own, and it never holds one part's lock while calling another
+// part. Its own fields are the execution's goroutine's: the stages' senders read records,
+// origin and seq, which are set before the senders start.
 type execution struct {
-	r       *Runner
-	run     *evalrun.Run
-	claim   *state.HeldLease
-	spec    events.BenchmarkSpec
-	targets *events.SLATargets
-	key     string
-	timeout int
-	seed    uint64
+	r    *Runner
+	plan *runPlan // what it sends, fixed once built (plan.go)
 
-	records *loadgen.JSONLWriter
-	path    string
-	// samples holds every measured request's numbers once for all the builders: the run's
-	// (total), each matrix point's and each stage's.
-	samples *evalrun.Samples
-	total   *evalrun.Builder
-	// totalSinks is totalOnly's answer, built once (a sink runs for every record).
-	totalSinks []*evalrun.Builder
-	mu         sync.Mutex // guards the builders, the live summary and the current phase
-	// progressMu orders the stored progress: a phase change (memory and record) and a progress
-	// report (read and record) never interleave, so no stored entry pairs one phase with another
-	// phase's message, and a report never writes an older phase over a newer one.
-	progressMu sync.Mutex
-	// live summarises the measured requests as they complete (live_metrics.summary): this
-	// execution's own, or for the owner of a run with workers the merge of theirs.
-	live *livesummary.Summary
+	progress *progressReporter // the phase, counts, live summary and heartbeat it stores (progress.go)
+	evidence *evidenceMonitor  // the serving evidence and diagnostics (evidence.go, diagnostics.go)
+	tally    *tally            // the measured requests' numbers (tally.go)
+	merge    *ownerMerge       // set while the owner replays its workers' records (merge.go)
+	records  *loadgen.JSONLWriter
 
-	planned   atomic.Int64 // written by the workload, read by the progress reporter
-	completed atomic.Int64
-	succeeded atomic.Int64
-	failed    atomic.Int64
-	inFlight  func() int64
-	phase     string
+	// started is the execution's start, the zero of the monitor's clock; rateStart is when the
+	// rate stages began on it (seconds).
 	started   time.Time
-	monitor   *monitor
-	epp       map[string]any // the endpoint picker's readiness before traffic (diagnostics.go)
-	// api, stream and ignoreEOS shape the requests: streamed completions with ignore_eos
-	// unless an inline workload_yaml says otherwise.
-	api               loadgen.API
-	stream, ignoreEOS bool
-	// benchStart is when the measured traffic began, rateStart when the rate stages did, on
-	// the monitor's clock (seconds).
-	benchStart, rateStart float64
+	rateStart float64
 	// origin is the zero of every stage's record times: stages run back to back on this one
 	// clock, so a run's window (and its throughput, goodput and timelines) spans them all
 	// rather than overlaying stages that each restarted at 0.
 	origin time.Time
-
-	// senders is how many copies of the workload this execution sends itself: the run's
-	// parallelism, or 1 for a worker (the owner of a run with parallelism > 1 sends none: its
-	// workers do, and merge replays their records).
-	senders int
 	// seq numbers the stages in the order every worker sends them, so the owner's merge finds
 	// each stage's records in every worker's file.
-	seq    int
-	worker *evalrun.Worker // set when this execution is one worker of a run
-	merge  *mergeSource    // set while the owner replays its workers' records
-
-	// The repetitions (repetitions.go): rep is the one being sent, repBuilder counts its
-	// measured requests (guarded by mu), baseSeed is the run's seed (repetition r sends with
-	// seed baseSeed + r x repetitionSeedStride); stageBuilders keep each stage's and point's
-	// builder across repetitions; repMetrics and bootstrap are the finished repetitions'.
-	rep           int
-	repBuilder    *evalrun.Builder
-	baseSeed      uint64
-	stageBuilders map[string]*evalrun.Builder
-	repMetrics    []evalrun.Metrics
-	bootstrap     []evalrun.BootstrapRepetition
+	seq int
 }
 
-// newExecution prepares the execution of a claimed run (or of one worker of it).
-func (r *Runner) newExecution(run *evalrun.Run, c *state.HeldLease) (*execution, error) {
-	x := &execution{r: r, run: run, claim: c, targets: run.SLATargets(), timeout: run.TimeoutSeconds(),
-		seed: loadgen.SeedOf(run.ID()), started: time.Now(), inFlight: func() int64 { return 0 }, live: livesummary.New(),
-		api: loadgen.APICompletions, stream: true, ignoreEOS: true, stageBuilders: map[string]*evalrun.Builder{}}
-	x.baseSeed = x.seed
-	var err error
-	if x.spec, err = run.Spec(); err != nil {
+// newExecution prepares the execution of a claimed run, by its owner (worker nil) or by one
+// worker of it.
+func (r *Runner) newExecution(run *evalrun.Run, c *state.HeldLease, worker *evalrun.Worker) (*execution, error) {
+	spec, err := run.Spec()
+	if err != nil {
 		return nil, err
 	}
-	x.senders = *x.spec.Parallelism
-	if x.key, err = r.runs.APIKey(run); err != nil {
+	key, err := r.runs.APIKey(run)
+	if err != nil {
 		return nil, fmt.Errorf("the run's API key cannot be opened: %v", err)
 	}
-	return x, nil
+	p, started := newPlan(run, spec, key, worker), time.Now()
+	return &execution{r: r, plan: p, started: started, progress: newProgress(r.runs, p, c, started),
+		evidence: newEvidenceMonitor(r, p, started), tally: newTally(p.targets)}, nil
 }
 
 // benchmark runs the claimed run to its end and says how it ended.
@@ -157,7 +113,7 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 	fail := func(format string, args ...any) *result {
 		return &result{status: evalrun.StatusFailed, err: fmt.Sprintf(format, args...), fields: map[string]any{}}
 	}
-	x, err := r.newExecution(run, c)
+	x, err := r.newExecution(run, c, nil)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -165,23 +121,19 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fail("cannot create the run's folder: %v", err)
 	}
-	x.path = r.runs.RecordsPath(run.ID())
-	f, err := os.Create(x.path)
+	f, err := os.Create(r.runs.RecordsPath(run.ID()))
 	if err != nil {
 		return fail("cannot create the per-request artifact: %v", err)
 	}
 	x.records = loadgen.NewJSONLWriter(f)
 	defer x.records.Close()
-	x.samples = evalrun.NewSamples()
-	x.total = x.samples.NewBuilder(x.targets)
-	x.totalSinks = []*evalrun.Builder{x.total}
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
-		x.watch(ctx, cancel)
+		x.progress.watch(ctx, cancel, r.settings.PollInterval, r.settings.ReportInterval)
 	}()
 	defer func() { cancel(nil); <-watched }()
 
@@ -189,23 +141,19 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 	werr := x.prepare(ctx, fields)
 	var evidence map[string]any
 	if werr == nil {
-		scrapeCtx, stopScrape := context.WithCancel(ctx)
-		scraped := make(chan struct{})
-		go func() { defer close(scraped); x.monitor.run(scrapeCtx, r.settings.ScrapeInterval) }()
+		stopScrape := x.evidence.scrape(ctx)
 		x.origin = time.Now()
-		x.benchStart = x.origin.Sub(x.started).Seconds()
+		benchStart := x.origin.Sub(x.started).Seconds()
 		werr = x.runWorkload(ctx, fields)
 		end := time.Since(x.started).Seconds()
 		stopScrape()
-		<-scraped
-		x.monitor.finish(ctx, x.benchStart, end)
-		evidence = x.monitor.evidence(x.benchStart, end)
-		x.stageEvidence(fields)
+		evidence = x.evidence.window(ctx, benchStart, end)
+		x.evidence.stageEvidence(fields, x.rateStart)
 	}
 	if ferr := x.records.Flush(); ferr != nil && werr == nil {
 		werr = ferr
 	}
-	metrics := x.total.Metrics(x.recordsURI())
+	metrics := x.tally.metrics(x.tally.total, x.plan.recordsURI())
 	if ca, ok := fields["capacity_analysis"].(map[string]any); ok {
 		for _, k := range []string{"maximum_stable_qps", "slo_goodput_rps", "slo_violation_point", "saturation_point"} {
 			if ca[k] != nil {
@@ -226,9 +174,9 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 	}
 	x.repetitionResults(fields, metrics)
 	fields["metrics"] = metrics
-	if sla := evalrun.EvaluateSLA(metrics, x.targets); sla != nil {
-		if len(x.repMetrics) > 1 {
-			evalrun.CountRepetitionsMet(sla, x.repMetrics, x.targets)
+	if sla := evalrun.EvaluateSLA(metrics, x.plan.targets); sla != nil {
+		if repMetrics, _ := x.tally.repetitions(); len(repMetrics) > 1 {
+			evalrun.CountRepetitionsMet(sla, repMetrics, x.plan.targets)
 		}
 		fields["sla"] = sla
 	}
@@ -240,8 +188,8 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 		{"kind": "per-request-csv", "media_type": "text/csv; charset=utf-8", "uri": uri + "per-request-csv"},
 		{"kind": "report-html", "media_type": "text/html; charset=utf-8", "uri": uri + "report-html"},
 	}
-	fields["resource_snapshot"] = x.resourceSnapshot(ctx)
-	fields["diagnostics"] = x.diagnostics(ctx, x.epp)
+	fields["resource_snapshot"] = x.evidence.resourceSnapshot(ctx)
+	fields["diagnostics"] = x.evidence.diagnostics(ctx)
 	res := &result{status: evalrun.StatusSucceeded, fields: fields}
 	cause := context.Cause(ctx)
 	switch {
@@ -251,7 +199,7 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 		res.status = evalrun.StatusCancelled
 	case werr != nil:
 		res.status, res.err = evalrun.StatusFailed, werr.Error()
-	case x.total.Count() > 0 && metrics["success_count"] == int64(0):
+	case x.tally.count() > 0 && metrics["success_count"] == int64(0):
 		res.status, res.err = evalrun.StatusFailed, "every measured request failed; see the per-request artifact for their errors"
 	}
 	return res
@@ -262,96 +210,23 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 // attacker the layout).
 func artifactsURI(runID string) string { return "/api/v1/evaluate/runs/" + runID + "/artifacts/" }
 
-// recordsURI is the per-request records' artifact, the source goodput names.
-func (x *execution) recordsURI() string { return artifactsURI(x.run.ID()) + "per-request-jsonl" }
-
-// watch polls for a cancel and writes progress, live metrics and the heartbeat until ctx ends.
-func (x *execution) watch(ctx context.Context, cancel context.CancelCauseFunc) {
-	poll := time.NewTicker(x.r.settings.PollInterval)
-	defer poll.Stop()
-	last := time.Now()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-poll.C:
-		}
-		if run, err := x.r.runs.Load(ctx, x.run.ID()); err == nil && (run.Internal.CancelRequested || run.Status() == evalrun.StatusCancelling ||
-			x.worker != nil && run.Status() != evalrun.StatusRunning) {
-			cancel(errCancelled) // a worker also stops when its run ended without it (its owner failed it)
-			return
-		}
-		if time.Since(last) >= x.r.settings.ReportInterval {
-			last = time.Now()
-			x.report(ctx)
-		}
-	}
-}
-
-func (x *execution) report(ctx context.Context) {
-	if x.worker != nil {
-		x.reportWorker(ctx)
+// setPhase records the phase the run enters (the merge's replayed phases are only remembered:
+// the workers' were stored as they ran).
+func (x *execution) setPhase(ctx context.Context, phase string) {
+	if x.merge != nil {
+		x.progress.notePhase(phase)
 		return
 	}
-	x.progressMu.Lock()
-	defer x.progressMu.Unlock()
-	x.mu.Lock()
-	phase, inFlight := x.phase, x.inFlight
-	summary := x.live.Snapshot(time.Now())
-	x.mu.Unlock()
-	done := x.completed.Load()
-	pct := 0.0
-	planned := x.planned.Load()
-	if planned > 0 {
-		pct = math.Round(min(99, 100*float64(done)/float64(planned))*10) / 10
-	}
-	live := evalrun.LiveMetrics{Phase: phase, PlannedRequests: planned, CompletedRequests: done,
-		SuccessfulRequests: x.succeeded.Load(), FailedRequests: x.failed.Load(), InFlightRequests: inFlight(),
-		ElapsedSeconds: math.Round(time.Since(x.started).Seconds()*10) / 10, Summary: &summary}
-	_, _ = x.r.runs.Patch(ctx, x.run.ID(), x.claim.Fence(), func(run *evalrun.Run) error {
-		run.Set("heartbeat_at", evalrun.Now())
-		run.Set("progress_percent", pct)
-		run.Set("progress_message", fmt.Sprintf("%s: %d of %d requests completed", phase, done, planned))
-		run.Set("live_metrics", live)
-		return nil
-	})
-}
-
-// setPhase records the phase the run enters.
-func (x *execution) setPhase(ctx context.Context, phase string) {
-	x.progressMu.Lock()
-	defer x.progressMu.Unlock()
-	x.mu.Lock()
-	x.phase = phase
-	x.mu.Unlock()
-	if x.worker != nil || x.merge != nil {
-		return // a worker reports its phase on its own record; the merge replays finished phases
-	}
-	now := evalrun.Now()
-	_, _ = x.r.runs.Patch(ctx, x.run.ID(), x.claim.Fence(), func(run *evalrun.Run) error {
-		run.Set("phase", phase)
-		run.Set("phase_started_at", now)
-		run.Set("progress_message", phase+": starting") // not the last phase's count until the next report
-		run.Set("heartbeat_at", now)
-		if phase != evalrun.PhasePreparingMonitoring && !run.Has("benchmark_started_at") {
-			started := now
-			if !x.origin.IsZero() {
-				started = evalrun.Timestamp(x.origin) // the zero of the records' times
-			}
-			run.Set("benchmark_started_at", started)
-		}
-		return nil
-	})
-	x.r.runs.Logf(ctx, x.run.ID(), "Phase %s", phase)
+	x.progress.setPhase(ctx, phase, x.origin)
 }
 
 // prepare checks the endpoint serves the model before any traffic, within the resolved budget.
 func (x *execution) prepare(ctx context.Context, fields map[string]any) error {
 	x.setPhase(ctx, evalrun.PhasePreparingMonitoring)
-	budget := time.Duration(x.timeout) * time.Second
+	budget := time.Duration(x.plan.timeout) * time.Second
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	url := strings.TrimRight(x.run.Internal.Endpoint, "/")
+	url := strings.TrimRight(x.plan.run.Internal.Endpoint, "/")
 	if !strings.HasSuffix(url, "/v1") {
 		url += "/v1"
 	}
@@ -370,26 +245,15 @@ func (x *execution) prepare(ctx context.Context, fields map[string]any) error {
 			if errors.Is(context.Cause(ctx), errCancelled) {
 				return errCancelled
 			}
-			return fmt.Errorf("the endpoint was not ready within the %d s budget: %s", x.timeout, last)
+			return fmt.Errorf("the endpoint was not ready within the %d s budget: %s", x.plan.timeout, last)
 		case <-time.After(time.Second):
 		}
 	}
-	var err error
-	if x.monitor, err = x.newMonitor(ctx); err != nil {
+	monitoring, err := x.evidence.prepare(ctx)
+	if err != nil {
 		return err
 	}
-	preflight, err := x.monitor.ready(ctx, x.run.ID())
-	if err != nil {
-		if errors.Is(context.Cause(ctx), errCancelled) {
-			return errCancelled
-		}
-		return fmt.Errorf("serving monitoring was not ready within the %d s budget: %v", x.timeout, err)
-	}
-	preflight["endpoint_models"] = "ready"
-	x.epp = x.eppReadiness(ctx)
-	preflight["epp"] = x.epp
-	fields["monitoring"] = x.monitoringField(preflight)
-	x.r.runs.Logf(ctx, x.run.ID(), "Monitoring ready: %s", x.monitor.monitoredWhere())
+	fields["monitoring"] = monitoring
 	return nil
 }
 
@@ -401,8 +265,8 @@ func (x *execution) probe(ctx context.Context, url string) string {
 	if err != nil {
 		return err.Error()
 	}
-	if x.key != "" {
-		req.Header.Set("Authorization", "Bearer "+x.key)
+	if x.plan.key != "" {
+		req.Header.Set("Authorization", "Bearer "+x.plan.key)
 	}
 	resp, err := x.r.client.Do(req)
 	if err != nil {
@@ -413,8 +277,8 @@ func (x *execution) probe(ctx context.Context, url string) string {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Sprintf("the model list answered HTTP %d", resp.StatusCode)
 	}
-	if !strings.Contains(string(body), `"`+x.run.Internal.Model+`"`) {
-		return fmt.Sprintf("the endpoint does not serve model %q", x.run.Internal.Model)
+	if !strings.Contains(string(body), `"`+x.plan.run.Internal.Model+`"`) {
+		return fmt.Sprintf("the endpoint does not serve model %q", x.plan.run.Internal.Model)
 	}
 	return ""
 }
@@ -422,7 +286,7 @@ func (x *execution) probe(ctx context.Context, url string) string {
 // invocation runs one phase under the resolved per-invocation limit.
 func (x *execution) invocation(ctx context.Context, phase string, body func(ctx context.Context) error) error {
 	x.setPhase(ctx, phase)
-	ictx, cancel := context.WithTimeoutCause(ctx, time.Duration(x.timeout)*time.Second, timeoutError{phase, x.timeout})
+	ictx, cancel := context.WithTimeoutCause(ctx, time.Duration(x.plan.timeout)*time.Second, timeoutError{phase, x.plan.timeout})
 	defer cancel()
 	err := body(ictx)
 	if cause := context.Cause(ictx); cause != nil {
@@ -439,69 +303,47 @@ func (x *execution) invocation(ctx context.Context, phase string, body func(ctx 
 	return err
 }
 
-// observation is what a completed request adds to the live summary.
-func observation(rec loadgen.Record) livesummary.Observation {
-	o := livesummary.Observation{Successful: rec.Successful, LatencyMs: rec.LatencyMs, TTFTMs: -1, TPOTMs: -1, OutputTokens: rec.OutputTokens}
-	if rec.TTFTMs != nil {
-		o.TTFTMs = *rec.TTFTMs
-	}
-	if rec.TPOTMs != nil {
-		o.TPOTMs = *rec.TPOTMs
-	}
-	if !rec.Successful {
-		errText := ""
-		if rec.Error != nil {
-			errText = *rec.Error
-		}
-		o.Cause = livesummary.CauseOf(errText, rec.StatusCode)
-	}
-	return o
-}
-
-// sinkFunc names the builders that count a measured record (the run's total among them); the
-// stage stores its numbers once in x.samples for all of them.
-type sinkFunc func(rec loadgen.Record) []*evalrun.Builder
-
 // stage sends a schedule with the run's parallelism: each of the N workers sends the whole
 // schedule, as N harness pods would. concurrency > 0 makes it a closed loop.
 func (x *execution) stage(ctx context.Context, phase string, sched loadgen.Schedule, concurrency int, timeout time.Duration, measured bool, sink sinkFunc) error {
 	seq := x.seq
 	x.seq++
 	if x.merge != nil {
-		return x.merge.replay(x, seq, measured, sink)
+		return x.merge.replay(seq, measured, func(rec loadgen.Record, gaps []float64) error {
+			x.tally.add(rec, gaps, sink)
+			return x.records.Record(rec)
+		})
 	}
-	workers, base := x.senders, 0 // senders w of this execution are the run's workers base+w
-	if x.worker != nil {
-		base = x.worker.Index
+	workers, base := x.plan.senders, 0 // senders w of this execution are the run's workers base+w
+	if x.plan.worker != nil {
+		base = x.plan.worker.Index
 	}
 	progresses := make([]*loadgen.Progress, workers)
 	for w := range progresses {
 		progresses[w] = &loadgen.Progress{}
 	}
-	x.mu.Lock()
-	x.inFlight = func() int64 {
+	x.progress.setInFlight(func() int64 {
 		var n int64
 		for _, p := range progresses {
 			n += p.Snapshot().InFlight
 		}
 		return n
-	}
-	x.mu.Unlock()
+	})
 	errs := make(chan error, workers)
-	parallel := *x.spec.Parallelism > 1
+	parallel := x.plan.parallel()
 	for w := base; w < base+workers; w++ {
 		progress := progresses[w-base]
 		sched := sched
 		if parallel {
 			sched = workerSessions{Schedule: sched, worker: w}
 		}
-		cfg := loadgen.Config{BaseURL: x.run.Internal.Endpoint, APIKey: x.key, Model: x.run.Internal.Model,
-			API: x.api, Stream: x.stream, IgnoreEOS: x.ignoreEOS, InterTokenTimes: x.stream, RequestTimeout: timeout,
-			Concurrency: concurrency, Seed: x.seed + uint64(w)*7919, Progress: progress, Origin: x.origin,
+		cfg := loadgen.Config{BaseURL: x.plan.run.Internal.Endpoint, APIKey: x.plan.key, Model: x.plan.run.Internal.Model,
+			API: x.plan.api, Stream: x.plan.stream, IgnoreEOS: x.plan.ignoreEOS, InterTokenTimes: x.plan.stream, RequestTimeout: timeout,
+			Concurrency: concurrency, Seed: x.seed() + uint64(w)*7919, Progress: progress, Origin: x.origin,
 			// The engine's lean HTTP/1.1 client, dialling only where the endpoint policy allows
 			// (redirect targets included); x.r.client (net/http) serves the probes and the monitor.
 			Dial:  x.r.deps.Egress.DialContext,
-			RunID: fmt.Sprintf("%s-%s-w%d", x.run.ID()[:8], phase, w),
+			RunID: fmt.Sprintf("%s-%s-w%d", x.plan.id()[:8], phase, w),
 			// Fewer collections while the workload runs (loadgen's gcpace.go).
 			GCHeadroomBytes: runGCHeadroomBytes}
 		go func() {
@@ -510,24 +352,19 @@ func (x *execution) stage(ctx context.Context, phase string, sched loadgen.Sched
 				if !measured {
 					return nil // warm-up requests are not recorded
 				}
-				x.mu.Lock()
-				if *x.spec.Repetitions > 1 {
-					rec.Metadata["repetition"] = x.rep
+				if x.plan.repetitions() > 1 {
+					rec.Metadata["repetition"] = x.tally.repetition()
 				}
-				x.live.Add(observation(rec), time.Now())
-				if x.worker != nil {
+				if x.plan.worker != nil {
 					// A worker's records keep their gaps and stage number for the owner's merge.
 					rec.Metadata["seq"] = seq
 				} else {
-					x.samples.Add(rec, takeGaps(rec.Metadata), x.sinks(sink, rec)...)
+					x.tally.add(rec, takeGaps(rec.Metadata), sink)
 				}
-				x.mu.Unlock()
-				x.completed.Add(1)
+				x.progress.observe(rec)
 				if rec.Successful {
-					x.succeeded.Add(1)
 					x.r.metrics.requests.WithLabelValues("success").Inc()
 				} else {
-					x.failed.Add(1)
 					x.r.metrics.requests.WithLabelValues("failure").Inc()
 				}
 				return x.records.Record(rec)
@@ -543,9 +380,6 @@ func (x *execution) stage(ctx context.Context, phase string, sched loadgen.Sched
 	}
 	return first
 }
-
-// totalOnly is the sink of a stage counted in the run's metrics only.
-func (x *execution) totalOnly(loadgen.Record) []*evalrun.Builder { return x.totalSinks }
 
 // workerSessions is a schedule as worker w sends it: its sessions are the worker's own
 // (w<k>-<session>), as they would be in N harness pods, so X-Session-ID never ties two workers'
@@ -580,22 +414,17 @@ func takeGaps(meta map[string]any) []float64 {
 // workloadOnce runs the run's workload once (one repetition) and stores its per-stage results
 // in fields.
 func (x *execution) workloadOnce(ctx context.Context, fields map[string]any) error {
-	spec := x.spec
+	spec := x.plan.spec
 	switch {
 	case len(spec.Matrix) > 0:
 		return x.matrix(ctx, fields)
 	case spec.SharedPrefix != nil:
 		return x.sharedPrefix(ctx, fields)
 	case spec.WorkloadYAML != nil:
-		cfg, err := evalrun.ParseWorkloadYAML(*spec.WorkloadYAML)
-		if err != nil {
-			return fmt.Errorf("the workload_yaml no longer parses: %v", err)
+		if x.plan.yamlErr != nil {
+			return fmt.Errorf("the workload_yaml no longer parses: %v", x.plan.yamlErr)
 		}
-		w, sp := cfg.Workload()
-		x.stream, x.ignoreEOS = w.Stream, w.IgnoreEOS
-		if w.API == "chat" {
-			x.api = loadgen.APIChat
-		}
+		w, sp := x.plan.yaml.Workload()
 		if sp != nil {
 			return x.sharedPrefixStages(ctx, sp, time.Duration(w.RequestTimeout*float64(time.Second)), fields)
 		}
@@ -609,15 +438,15 @@ func (x *execution) workloadOnce(ctx context.Context, fields map[string]any) err
 }
 
 func (x *execution) matrix(ctx context.Context, fields map[string]any) error {
-	spec := x.spec
+	spec := x.plan.spec
 	stages := evalrun.Stages(spec)
-	workers := int64(x.senders)
+	workers := int64(x.plan.senders)
 	for range spec.Matrix {
 		for _, st := range stages {
-			x.plan(int64(st.NumRequests) * workers)
+			x.planRequests(int64(st.NumRequests) * workers)
 		}
 	}
-	if n := *spec.WarmupRequests; n > 0 && x.rep == 0 { // the endpoint stays warm between repetitions
+	if n := *spec.WarmupRequests; n > 0 && x.tally.repetition() == 0 { // the endpoint stays warm between repetitions
 		p := spec.Matrix[0]
 		warm := map[string]any{"isl": p.ISL, "osl": p.OSL, "num_requests": n, "status": "running", "stdout": "", "stderr": ""}
 		err := x.invocation(ctx, evalrun.PhaseWarmup, func(ctx context.Context) error {
@@ -635,19 +464,17 @@ func (x *execution) matrix(ctx context.Context, fields map[string]any) error {
 	defer func() { fields["matrix_results"] = results }()
 	for i, p := range spec.Matrix {
 		phase := evalrun.PhaseMatrix(i)
-		point := x.builder(fmt.Sprintf("point/%d", i))
+		point := x.tally.builder(fmt.Sprintf("point/%d", i))
 		var stageMetrics []map[string]any
 		err := x.invocation(ctx, phase, func(ctx context.Context) error {
 			for j, st := range stages {
-				b := x.builder(fmt.Sprintf("stage/%d/%d", i, j))
-				counting := []*evalrun.Builder{b, point, x.total}
+				b := x.tally.builder(fmt.Sprintf("stage/%d/%d", i, j))
+				counting := []*evalrun.Builder{b, point, x.tally.total}
 				meta := map[string]any{"stage": j, "concurrency": st.Concurrency, "isl": p.ISL, "osl": p.OSL}
 				err := x.stage(ctx, phase, workload.Fixed{N: st.NumRequests, ISL: p.ISL, OSL: p.OSL, Meta: meta}, st.Concurrency, 0, true,
 					func(loadgen.Record) []*evalrun.Builder { return counting })
-				x.mu.Lock()
 				stageMetrics = append(stageMetrics, map[string]any{"concurrency": st.Concurrency, "num_requests": st.NumRequests,
-					"metrics": b.Metrics(x.recordsURI())})
-				x.mu.Unlock()
+					"metrics": x.tally.metrics(b, x.plan.recordsURI())})
 				if err != nil {
 					return err
 				}
@@ -655,7 +482,7 @@ func (x *execution) matrix(ctx context.Context, fields map[string]any) error {
 			return nil
 		})
 		status := "succeeded"
-		m := point.Metrics(x.recordsURI())
+		m := x.tally.metrics(point, x.plan.recordsURI())
 		stderr := ""
 		if err != nil {
 			status, stderr = "failed", err.Error()
@@ -672,23 +499,23 @@ func (x *execution) matrix(ctx context.Context, fields map[string]any) error {
 }
 
 func (x *execution) sharedPrefix(ctx context.Context, fields map[string]any) error {
-	return x.sharedPrefixStages(ctx, x.spec.SharedPrefix, 120*time.Second, fields)
+	return x.sharedPrefixStages(ctx, x.plan.spec.SharedPrefix, 120*time.Second, fields)
 }
 
 // sharedPrefixStages runs shared-prefix rate stages in one invocation, each request bounded by
 // timeout (0: none).
 func (x *execution) sharedPrefixStages(ctx context.Context, sp *events.SharedPrefix, timeout time.Duration, fields map[string]any) error {
-	seed := x.seed
+	seed := x.seed()
 	if sp.Seed != nil {
-		seed = uint64(*sp.Seed) + uint64(x.rep)*repetitionSeedStride
+		seed = uint64(*sp.Seed) + uint64(x.tally.repetition())*repetitionSeedStride
 	}
 	sched := workload.NewSharedPrefix(sp, seed)
-	x.plan(int64(sched.Len()) * int64(x.senders))
+	x.planRequests(int64(sched.Len()) * int64(x.plan.senders))
 	builders := make([]*evalrun.Builder, len(sp.Stages))
 	counting := make([][]*evalrun.Builder, len(sp.Stages)) // a stage's builder and the run's
 	for i := range builders {
-		builders[i] = x.builder(fmt.Sprintf("rate/%d", i))
-		counting[i] = []*evalrun.Builder{builders[i], x.total}
+		builders[i] = x.tally.builder(fmt.Sprintf("rate/%d", i))
+		counting[i] = []*evalrun.Builder{builders[i], x.tally.total}
 	}
 	x.rateStart = time.Since(x.started).Seconds()
 	err := x.invocation(ctx, evalrun.PhaseBenchmark, func(ctx context.Context) error {
@@ -696,7 +523,7 @@ func (x *execution) sharedPrefixStages(ctx context.Context, sp *events.SharedPre
 			if k, ok := rec.Metadata["stage"].(int); ok && k >= 0 && k < len(builders) {
 				return counting[k]
 			}
-			return x.totalOnly(rec)
+			return x.tally.totalOnly(rec)
 		})
 	})
 	x.rateResults(fields, builders, sp.Stages)
@@ -708,55 +535,37 @@ func (x *execution) rateResults(fields map[string]any, builders []*evalrun.Build
 	results := make([]map[string]any, len(stages))
 	offset := 0.0
 	for i, st := range stages {
-		m := builders[i].Metrics(x.recordsURI())
+		m := x.tally.metrics(builders[i], x.plan.recordsURI())
 		results[i] = map[string]any{"rate": st.Rate, "duration": st.Duration, "metrics": m,
 			"observability": map[string]any{"window": map[string]float64{"start": offset, "end": offset + st.Duration}}}
 		offset += st.Duration
 	}
 	fields["rate_stage_results"] = results
-	fields["capacity_analysis"] = capacity(results, x.targets, *x.spec.Parallelism, x.rep+1)
+	fields["capacity_analysis"] = capacity(results, x.plan.targets, *x.plan.spec.Parallelism, x.tally.repetition()+1)
 }
 
 func (x *execution) named(ctx context.Context, w evalrun.Workload, fields map[string]any) error {
-	workers := int64(x.senders)
+	workers := int64(x.plan.senders)
 	timeout := time.Duration(w.RequestTimeout * float64(time.Second))
 	if len(w.ConcurrencyStages) > 0 {
 		for _, st := range w.ConcurrencyStages {
-			x.plan(int64(st.NumRequests) * workers)
+			x.planRequests(int64(st.NumRequests) * workers)
 		}
 		return x.invocation(ctx, evalrun.PhaseBenchmark, func(ctx context.Context) error {
 			for j, st := range w.ConcurrencyStages {
-				sched := workload.Lengths{N: st.NumRequests, In: w.Input, Out: w.Output, Seed: x.seed, Stage: uint64(j)}
-				if err := x.stage(ctx, evalrun.PhaseBenchmark, sched, st.Concurrency, timeout, true, x.totalOnly); err != nil {
+				sched := workload.Lengths{N: st.NumRequests, In: w.Input, Out: w.Output, Seed: x.seed(), Stage: uint64(j)}
+				if err := x.stage(ctx, evalrun.PhaseBenchmark, sched, st.Concurrency, timeout, true, x.tally.totalOnly); err != nil {
 					return err
 				}
 			}
 			return nil
 		})
 	}
-	sched := workload.NewNamed(w, x.seed)
-	x.plan(int64(sched.Len()) * workers)
+	sched := workload.NewNamed(w, x.seed())
+	x.planRequests(int64(sched.Len()) * workers)
 	return x.invocation(ctx, evalrun.PhaseBenchmark, func(ctx context.Context) error {
-		return x.stage(ctx, evalrun.PhaseBenchmark, sched, 0, timeout, true, x.totalOnly)
+		return x.stage(ctx, evalrun.PhaseBenchmark, sched, 0, timeout, true, x.tally.totalOnly)
 	})
-}
-
-// stageEvidence adds each rate stage's monitoring evidence: queue depth, running requests and
-// the prefix cache hit rate over the stage's window (unavailable series stay null).
-func (x *execution) stageEvidence(fields map[string]any) {
-	results, ok := fields["rate_stage_results"].([]map[string]any)
-	if !ok {
-		return
-	}
-	for _, st := range results {
-		w := st["observability"].(map[string]any)["window"].(map[string]float64)
-		ev := x.monitor.evidence(x.rateStart+w["start"], x.rateStart+w["end"])
-		m := st["metrics"].(evalrun.Metrics)
-		for _, k := range []string{"queue_depth", "running_requests", "prefix_cache_hit_rate", "kv_cache_usage", "preemptions", "tokens_per_step", "mechanism_metrics"} {
-			m[k] = ev[k]
-		}
-		st["observability"] = map[string]any{"window": w, "summary": ev["observability"]}
-	}
 }
 
 // capacity is the capacity analysis of rate stages (lens-evaluation.md §5): a stage is stable

@@ -30,13 +30,13 @@ const seriesReplicaUp = "inference_router_replica_up"
 // inference-router) before traffic: the process answers /ready and at least one replica is up
 // (the spec's "a discovered EPP service needs a healthy target"). An execution without a router
 // (an existing endpoint, a Model Service's member, a single replica) has no EPP to check.
-func (x *execution) eppReadiness(ctx context.Context) map[string]any {
+func (mon *evidenceMonitor) eppReadiness(ctx context.Context) map[string]any {
 	at := time.Now().UTC().Format(time.RFC3339Nano)
-	id := x.run.String("deployment_execution_id")
+	id := mon.plan.run.String("deployment_execution_id")
 	var e inventory.Execution
 	var err error
 	if id != "" {
-		e, err = x.r.uses.Execution(ctx, id)
+		e, err = mon.r.uses.Execution(ctx, id)
 	}
 	picker := routerBase(e)
 	if id == "" || err != nil || picker == "" {
@@ -44,13 +44,13 @@ func (x *execution) eppReadiness(ctx context.Context) map[string]any {
 			"reason": "the target has no endpoint picker: it is a single endpoint (an existing endpoint, a Model Service member or one replica), not a routed deployment"}
 	}
 	out := map[string]any{"endpoint_picker": picker, "checked_at": at}
-	ready, reason := x.getOK(ctx, picker+"/ready")
+	ready, reason := mon.getOK(ctx, picker+"/ready")
 	out["ready"] = ready
 	if !ready {
 		out["status"], out["reason"] = "available", "the endpoint picker is not ready: "+reason
 		return out
 	}
-	families, err := x.monitor.readMetrics(ctx, picker+"/metrics")
+	families, err := mon.monitor.readMetrics(ctx, picker+"/metrics")
 	if err != nil {
 		out["status"], out["reason"] = "available", "the endpoint picker's metrics could not be read: "+err.Error()
 		out["healthy_targets"] = nil
@@ -90,14 +90,14 @@ func replicasUp(f *dto.MetricFamily) (up, total int) {
 }
 
 // getOK reports whether url answers 2xx within 5 s, or why not.
-func (x *execution) getOK(ctx context.Context, url string) (bool, string) {
+func (mon *evidenceMonitor) getOK(ctx context.Context, url string) (bool, string) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return false, err.Error()
 	}
-	resp, err := x.r.client.Do(req)
+	resp, err := mon.r.client.Do(req)
 	if err != nil {
 		return false, err.Error()
 	}
@@ -108,8 +108,10 @@ func (x *execution) getOK(ctx context.Context, url string) (bool, string) {
 	return true, ""
 }
 
-// diagnostics is the run's diagnostics block at completion; epp is what the preparation found.
-func (x *execution) diagnostics(ctx context.Context, epp map[string]any) map[string]any {
+// diagnostics is the run's diagnostics block at completion, with the endpoint picker's
+// readiness as the preparation found it.
+func (mon *evidenceMonitor) diagnostics(ctx context.Context) map[string]any {
+	epp := mon.epp
 	if epp == nil {
 		epp = map[string]any{"status": "unavailable", "reason": "serving monitoring was not prepared, so the endpoint picker was not checked"}
 	}
@@ -117,15 +119,15 @@ func (x *execution) diagnostics(ctx context.Context, epp map[string]any) map[str
 		"reason": "the KV working set needs a KV-capture probe in the serving containers (vLLM V1, prefix caching, one FullAttention cache group) " +
 			"and request association; Lensfn installs no probe and benchmarks the target as it is",
 		"equivalents": "metrics.kv_cache_usage and metrics.prefix_cache_hit_rate (per endpoint in metrics.per_endpoint), from the endpoints' vLLM gauges and counters"}
-	if p := *x.spec.Parallelism; p != 1 {
+	if p := *mon.plan.spec.Parallelism; p != 1 {
 		kv["reason"] = fmt.Sprintf("parallelism is %d: the KV working set is collected with one worker only (request association); "+
 			"besides, Lensfn installs no KV-capture probe", p)
 	}
-	harness := map[string]any{"status": "available", "kind": "in-process", "harness": *x.spec.Harness,
-		"runner_instance": x.r.deps.Config.InstanceID, "workers": *x.spec.Parallelism,
+	harness := map[string]any{"status": "available", "kind": "in-process", "harness": *mon.plan.spec.Harness,
+		"runner_instance": mon.r.deps.Config.InstanceID, "workers": *mon.plan.spec.Parallelism,
 		"harness_pods": nil, "harness_pods_reason": "no harness pod: the load generator runs inside the benchmark-runner instance (workers are its own leased executions)"}
-	cluster := x.clusterEvidence(ctx)
-	hw := x.hardwareProfile()
+	cluster := mon.clusterEvidence(ctx)
+	hw := mon.hardwareProfile()
 	hw["cluster_accelerators"] = clusterAccelerators(cluster)
 	return map[string]any{"epp_readiness": epp, "kv_working_set": kv, "harness": harness, "hardware_profile": hw, "cluster": cluster}
 }
@@ -138,23 +140,23 @@ const clusterSource = "the deployer's knative provider, read with the cluster se
 // warnings), gathered at readiness and refreshed while runs use it, with when it was collected
 // and whether that was during this run; or unavailable with why (the execution is not a
 // deployment the deployer made on a Kubernetes cluster, or it recorded none).
-func (x *execution) clusterEvidence(ctx context.Context) map[string]any {
+func (mon *evidenceMonitor) clusterEvidence(ctx context.Context) map[string]any {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	id := x.run.String("deployment_execution_id")
+	id := mon.plan.run.String("deployment_execution_id")
 	unavailable := func(reason string) map[string]any {
 		return map[string]any{"status": "unavailable", "reason": reason, "source": clusterSource}
 	}
 	if id == "" {
 		return unavailable("the run names no deployment execution")
 	}
-	e, err := x.r.uses.Execution(ctx, id)
+	e, err := mon.r.uses.Execution(ctx, id)
 	if err != nil {
 		return unavailable("deployment execution " + id + " could not be read: " + err.Error())
 	}
 	ev := e.ClusterEvidence
 	if ev == nil {
-		switch kind := x.clusterKind(ctx, e); {
+		switch kind := mon.clusterKind(ctx, e); {
 		case e.Ownership != inventory.OwnershipEvaluation:
 			return unavailable("deployment execution " + id + " is a registered endpoint (" + e.Ownership + "), not a deployment the deployer made: " +
 				"Lensfn has no access to the cluster that serves it")
@@ -167,7 +169,7 @@ func (x *execution) clusterEvidence(ctx context.Context) map[string]any {
 		}
 	}
 	out := map[string]any{"status": ev.Status, "source": clusterSource, "collected_at": ev.CollectedAt.Format(time.RFC3339Nano),
-		"occasion": ev.Occasion, "collected_during_run": !ev.CollectedAt.Before(x.started), "cluster": ev.Cluster,
+		"occasion": ev.Occasion, "collected_during_run": !ev.CollectedAt.Before(mon.started), "cluster": ev.Cluster,
 		"namespace": ev.Namespace, "services": ev.Services, "pods": ev.Pods, "nodes": ev.Nodes, "events": ev.Events}
 	if ev.Reason != "" {
 		out["reason"] = ev.Reason
@@ -176,8 +178,8 @@ func (x *execution) clusterEvidence(ctx context.Context) map[string]any {
 }
 
 // clusterKind is the kind of the cluster the execution's session belongs to ("" unknown).
-func (x *execution) clusterKind(ctx context.Context, e inventory.Execution) string {
-	s, err := x.r.uses.Session(ctx, e.ClusterSessionID)
+func (mon *evidenceMonitor) clusterKind(ctx context.Context, e inventory.Execution) string {
+	s, err := mon.r.uses.Session(ctx, e.ClusterSessionID)
 	if err != nil {
 		return ""
 	}
@@ -211,8 +213,8 @@ const noDeviceMetrics = "the runner reads no device metrics: the serving endpoin
 // accelerator_profile from the engine model's GPU catalogue (compute, memory, bandwidth), never
 // measured; unavailable without a catalogue GPU (no profile requested, or a vendor profile that
 // names no device).
-func (x *execution) hardwareProfile() map[string]any {
-	requested := x.spec.AcceleratorProfile
+func (mon *evidenceMonitor) hardwareProfile() map[string]any {
+	requested := mon.plan.spec.AcceleratorProfile
 	out := map[string]any{"accelerator_profile": requested, "device_metrics": "unavailable: " + noDeviceMetrics}
 	if requested == nil || *requested == "" {
 		out["status"], out["reason"] = "unavailable", "no accelerator_profile was requested, and "+noDeviceMetrics

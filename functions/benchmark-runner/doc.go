@@ -30,6 +30,25 @@
 // (runtime/livesummary: percentiles from mergeable sketches, windowed and overall throughput,
 // error causes); a worker stores its summary on its record and the owner merges the workers'.
 //
+// An execution (bench.go) is one claimed run on its way through its phases: it prepares the
+// run, sends the workload stage by stage and assembles the result from parts, each its own type
+// and file with its own lock over its own fields only:
+//   - runPlan (plan.go): what the execution sends, fixed once built (spec, stages and workload,
+//     the endpoint, model and key, the request shape, budget, seed, and its role: the owner or
+//     one worker, and how many copies it sends); read-only, so unlocked.
+//   - progressReporter (progress.go): the phase, request counts, live summary and heartbeat it
+//     stores on the run (a worker: on its worker record), and the cancel watch.
+//   - evidenceMonitor (evidence.go, diagnostics.go; the collector in monitor.go, prometheus.go,
+//     derive.go): monitoring readiness before the traffic, the scrapes during it, the window's and
+//     rate stages' evidence, the resource snapshot and the diagnostics after it.
+//   - ownerMerge (merge.go): the owner's side of a run with workers (workers.go holds the
+//     worker's): fan-out, following the workers into the run's progress, and the replay of their
+//     records stage by stage.
+//   - tally (tally.go): the measured requests' numbers (the run's, points', stages' and
+//     repetitions' builders over one sample store).
+//
+// No part holds its lock while calling another, so there is no lock order between parts.
+//
 // It may import events, runtime/fn, runtime/cloudevent, runtime/state,
 // runtime/egress, runtime/inventory, runtime/evalrun, runtime/leasedrun, runtime/livesummary,
 // runtime/loadgen, runtime/promtargets, runtime/workload (the request schedules), and

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/lensfn/lensfn/runtime/evalrun"
 )
@@ -44,42 +43,6 @@ func (r *Runner) servingEndpoints(ctx context.Context, run *evalrun.Run) ([]serv
 		}
 	}
 	return out, nil
-}
-
-// newMonitor is the run's monitor: through the configured Prometheus (LENS_PROMETHEUS_URL) or,
-// without one, the runner's own scrapes.
-func (x *execution) newMonitor(ctx context.Context) (*monitor, error) {
-	endpoints, err := x.r.servingEndpoints(ctx, x.run)
-	if err != nil {
-		return nil, err
-	}
-	var prom *promSource
-	if u := x.r.deps.Config.PrometheusURL; u != "" {
-		if prom, err = newPromSource(u, x.r.settings.ScrapeInterval, x.r.deps.Config.PrometheusTargetsDir); err != nil {
-			return nil, err
-		}
-	}
-	return newMonitor(endpoints, x.r.client, x.started, prom), nil
-}
-
-// resourceSnapshot is the run's resource_snapshot, taken at completion (before any cleanup),
-// after which the run's monitoring setup is released; unavailable when monitoring was never
-// prepared.
-func (x *execution) resourceSnapshot(ctx context.Context) map[string]any {
-	if x.monitor == nil {
-		return map[string]any{"status": "unavailable", "reason": "serving monitoring was not prepared",
-			"captured_at": time.Now().UTC().Format(time.RFC3339Nano), "endpoints": []any{}}
-	}
-	snap := x.monitor.snapshot(context.WithoutCancel(ctx))
-	if err := x.monitor.release(); err != nil {
-		x.r.log.Warnw("the run's Prometheus discovery file was not removed", "run", x.run.ID(), "error", err)
-	}
-	return snap
-}
-
-// monitoringField is the run's monitoring block once preparation succeeded.
-func (x *execution) monitoringField(preflight map[string]any) map[string]any {
-	return map[string]any{"status": "ready", "source": x.monitor.source(), "message": x.monitor.describe(), "preparation": preflight}
 }
 
 // monitoredWhere names what is monitored, for the run's log.

@@ -1,24 +1,18 @@
 package benchmarkrunner
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/lensfn/lensfn/events"
 	"github.com/lensfn/lensfn/runtime/cloudevent"
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/leasedrun"
-	"github.com/lensfn/lensfn/runtime/livesummary"
 	"github.com/lensfn/lensfn/runtime/loadgen"
 	"github.com/lensfn/lensfn/runtime/state"
 )
@@ -31,11 +25,12 @@ import (
 // workers out as events any instance may take (each claims its worker with a lease of its own),
 // follows their progress, and once every worker ended merges their per-request records into the
 // run's one result: every metric is computed over the union. A worker that stops renewing its
-// lease before it reported fails the run, naming the worker.
+// lease before it reported fails the run, naming the worker. The owner's side is ownerMerge
+// (merge.go); this file holds the worker's side and the execution's choice between the two.
 
 // runWorkload sends the workload itself, or through workers when the run asks for several.
 func (x *execution) runWorkload(ctx context.Context, fields map[string]any) error {
-	if x.senders > 1 && x.worker == nil {
+	if x.plan.distributed() {
 		return x.distribute(ctx, fields)
 	}
 	return x.workload(ctx, fields)
@@ -43,35 +38,20 @@ func (x *execution) runWorkload(ctx context.Context, fields map[string]any) erro
 
 // distribute fans the run's workers out, waits for them and merges their records.
 func (x *execution) distribute(ctx context.Context, fields map[string]any) error {
-	r, id, n := x.r, x.run.ID(), x.senders
-	if err := os.MkdirAll(filepath.Dir(r.runs.WorkerRecordsPath(id, 0)), 0o755); err != nil {
-		return fmt.Errorf("cannot create the workers' folder: %v", err)
+	m := newOwnerMerge(x.r, x.plan)
+	if err := m.fanOut(ctx); err != nil {
+		return err
 	}
-	workers, err := r.runs.CreateWorkers(ctx, id, n)
-	if err != nil {
-		return fmt.Errorf("cannot create the run's workers: %v", err)
-	}
-	for _, w := range workers {
-		if w.Status != evalrun.WorkerQueued {
-			continue
-		}
-		data := events.RunWorkerQueued{RunID: id, Worker: w.Index, Workers: n}
-		if err := r.deps.Events.Send(ctx, events.TypeRunWorkerQueued, w.ID()+"/queued", id, data); err != nil && !errors.Is(err, cloudevent.ErrNoSink) {
-			r.log.Warnw("worker.queued not delivered; the workers' sweep takes it", "run", id, "worker", w.Index, "error", err)
-		}
-	}
-	r.runs.Logf(ctx, id, "Fanned out %d workers; each sends the whole workload", n)
-	workers, lost := x.await(ctx, n)
+	lost := m.await(ctx, x.progress, x.origin)
 	// The records the workers left are merged even when one was lost or the run was cancelled,
 	// so the partial result covers what was sent.
-	m, err := openMerge(r.runs, id, workers)
-	if err != nil {
+	if err := m.open(); err != nil {
 		return err
 	}
 	defer m.close()
 	x.merge = m
 	x.seq = 0
-	x.planned.Store(0)                 // the merge plans the whole run's requests again (the workers' counts stay)
+	x.progress.resetPlanned()          // the merge plans the whole run's requests again (the workers' counts stay)
 	mctx := context.WithoutCancel(ctx) // a cancel ended the workers; their records still merge
 	werr := x.workload(mctx, fields)
 	x.merge = nil
@@ -91,288 +71,6 @@ func (x *execution) distribute(ctx context.Context, fields map[string]any) error
 		return errShutdown // the records merged are partial: the owner is stopping
 	}
 	return nil
-}
-
-// await follows the workers until every one ended, reporting their progress as the run's. It
-// returns the workers as last read and, when one was lost or never claimed, the error that
-// fails the run.
-func (x *execution) await(ctx context.Context, n int) ([]*evalrun.Worker, error) {
-	r, id := x.r, x.run.ID()
-	var inFlight atomic.Int64
-	x.mu.Lock()
-	x.inFlight = inFlight.Load
-	x.mu.Unlock()
-	tick := time.NewTicker(r.settings.PollInterval)
-	defer tick.Stop()
-	unclaimed, fanned := time.Duration(x.timeout)*time.Second, time.Now()
-	var stopped time.Time // when the run was cancelled or its runner began shutting down
-	workers := make([]*evalrun.Worker, n)
-	for {
-		ended := 0
-		var planned, completed, succeeded, failed, flying int64
-		for k := range n {
-			w, err := r.runs.LoadWorker(context.WithoutCancel(ctx), evalrun.WorkerID(id, k))
-			if err != nil {
-				if workers[k] == nil {
-					workers[k] = &evalrun.Worker{RunID: id, Index: k, Workers: n, Status: evalrun.WorkerQueued}
-				}
-				continue // the store may be briefly unavailable; read it again next tick
-			}
-			workers[k] = w
-			planned, completed, succeeded, failed = planned+w.Planned, completed+w.Completed, succeeded+w.Succeeded, failed+w.Failed
-			switch {
-			case w.Terminal():
-				ended++
-			case w.Status == evalrun.WorkerRunning:
-				flying += w.InFlight
-				if lostErr := x.checkLost(ctx, w); lostErr != nil {
-					return workers, lostErr
-				}
-			case w.Status == evalrun.WorkerQueued && stopped.IsZero() && time.Since(fanned) > unclaimed:
-				err := fmt.Errorf("worker %d of %d was not claimed by any benchmark-runner within %d s", k, n, x.timeout)
-				x.abandon(ctx, w, err.Error())
-				return workers, err
-			}
-		}
-		x.mergeLive(workers)
-		x.planned.Store(planned)
-		x.completed.Store(completed)
-		x.succeeded.Store(succeeded)
-		x.failed.Store(failed)
-		inFlight.Store(flying)
-		if phase := workers[0].Phase; phase != "" && phase != x.currentPhase() {
-			x.setPhase(ctx, phase)
-		}
-		if ended == n {
-			return workers, nil
-		}
-		if ctx.Err() != nil && stopped.IsZero() {
-			stopped = time.Now() // the workers see the cancel themselves within a poll interval
-		}
-		if !stopped.IsZero() && time.Since(stopped) > 3*r.settings.LeaseTTL {
-			return workers, nil // merge what they wrote; a worker still going is cut off
-		}
-		<-tick.C // not ctx: after a cancel the workers still end and report
-	}
-}
-
-// mergeLive makes the run's live summary the merge of its workers' latest ones (their sketches
-// merge into the sketch of every request sent so far; percentiles are never averaged).
-func (x *execution) mergeLive(workers []*evalrun.Worker) {
-	merged := livesummary.New()
-	for _, w := range workers {
-		if w == nil || len(w.LiveSummary) == 0 {
-			continue
-		}
-		one := livesummary.New()
-		if err := json.Unmarshal(w.LiveSummary, one); err != nil {
-			x.r.log.Warnw("a worker's live summary is unreadable; the run's leaves it out", "run", x.run.ID(), "worker", w.Index, "error", err)
-			continue
-		}
-		if err := merged.Merge(one); err != nil {
-			x.r.log.Warnw("a worker's live summary does not merge; the run's leaves it out", "run", x.run.ID(), "worker", w.Index, "error", err)
-		}
-	}
-	x.mu.Lock()
-	x.live = merged
-	x.mu.Unlock()
-}
-
-func (x *execution) currentPhase() string {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.phase
-}
-
-// checkLost reports a running worker nobody holds a lease on: its runner died. The worker is
-// marked failed under a lease of the owner's, so its runner, were it to come back, is fenced out.
-func (x *execution) checkLost(ctx context.Context, w *evalrun.Worker) error {
-	r := x.r
-	if _, err := r.deps.Store.LeaseHolder(ctx, evalrun.WorkerLeaseName(w.ID())); !errors.Is(err, state.ErrNotFound) {
-		return nil
-	}
-	// It may have ended and released its lease between the two reads.
-	if again, err := r.runs.LoadWorker(ctx, w.ID()); err != nil || again.Terminal() {
-		return nil
-	}
-	owner := w.OwnerInstanceID
-	if owner == "" {
-		owner = "an unknown instance"
-	}
-	err := fmt.Errorf("worker %d of %d was lost: %s stopped renewing its lease before the worker reported a result (the process crashed or was killed)",
-		w.Index, w.Workers, owner)
-	x.abandon(ctx, w, err.Error())
-	r.metrics.Lost.Inc()
-	return err
-}
-
-// abandon ends a worker that will never report, fenced by a lease the owner takes on it.
-func (x *execution) abandon(ctx context.Context, w *evalrun.Worker, msg string) {
-	r := x.r
-	ctx = context.WithoutCancel(ctx)
-	lease, err := r.deps.Store.AcquireLease(ctx, evalrun.WorkerLeaseName(w.ID()), r.owner(), r.settings.LeaseTTL)
-	if err != nil {
-		return // its runner came back; it sees the run ended and stops
-	}
-	defer func() { _ = r.deps.Store.ReleaseLease(ctx, lease) }()
-	_, _ = r.runs.TransitionWorker(ctx, w.ID(), []string{evalrun.WorkerQueued, evalrun.WorkerRunning}, evalrun.WorkerFailed, lease.Fence(),
-		func(w *evalrun.Worker) error {
-			w.Error, w.FinishedAt = msg, evalrun.Now()
-			return nil
-		})
-}
-
-// mergeSource replays the workers' records stage by stage: every worker sends the same stages in
-// the same order, numbered by execution.seq.
-type mergeSource struct {
-	workers []*evalrun.Worker
-	readers []*recordReader
-}
-
-func openMerge(runs *evalrun.Repo, id string, workers []*evalrun.Worker) (*mergeSource, error) {
-	m := &mergeSource{workers: workers}
-	for _, w := range workers {
-		f, err := os.Open(runs.WorkerRecordsPath(id, w.Index))
-		if errors.Is(err, os.ErrNotExist) {
-			m.readers = append(m.readers, &recordReader{done: true})
-			continue
-		}
-		if err != nil {
-			m.close()
-			return nil, fmt.Errorf("cannot read worker %d's records: %v", w.Index, err)
-		}
-		m.readers = append(m.readers, &recordReader{f: f, dec: json.NewDecoder(bufio.NewReaderSize(f, 64<<10))})
-	}
-	return m, nil
-}
-
-func (m *mergeSource) close() {
-	for _, rd := range m.readers {
-		if rd.f != nil {
-			_ = rd.f.Close()
-		}
-	}
-}
-
-// replay feeds stage seq's records of every worker through the run's sinks and artifact, then
-// fails the stage as a worker's own stage failed.
-func (m *mergeSource) replay(x *execution, seq int, measured bool, sink sinkFunc) error {
-	for _, rd := range m.readers {
-		for {
-			rec, ok := rd.peek()
-			if !ok || recordSeq(rec) > seq {
-				break
-			}
-			rd.next = nil
-			if recordSeq(rec) < seq || !measured {
-				continue
-			}
-			delete(rec.Metadata, "seq")
-			gaps := takeGaps(rec.Metadata)
-			x.mu.Lock()
-			x.samples.Add(*rec, gaps, x.sinks(sink, *rec)...)
-			x.mu.Unlock()
-			if err := x.records.Record(*rec); err != nil {
-				return err
-			}
-		}
-	}
-	for _, w := range m.workers {
-		if w.FailedStage != nil && *w.FailedStage == seq {
-			return workerError(w)
-		}
-	}
-	return nil
-}
-
-// unreached is the error of a worker that failed before or after every stage the merge
-// replayed (nil when every worker succeeded or was cancelled).
-func (m *mergeSource) unreached() error {
-	for _, w := range m.workers {
-		if w.Status == evalrun.WorkerFailed {
-			return workerError(w)
-		}
-	}
-	return nil
-}
-
-// rateStart is when the first worker's rate stages began (Unix seconds; 0: none).
-func (m *mergeSource) rateStart() float64 {
-	first := 0.0
-	for _, w := range m.workers {
-		if w.RateStartedAt > 0 && (first == 0 || w.RateStartedAt < first) {
-			first = w.RateStartedAt
-		}
-	}
-	return first
-}
-
-func workerError(w *evalrun.Worker) error {
-	if w.Status == evalrun.WorkerCancelled {
-		return errCancelled
-	}
-	msg := w.Error
-	if msg == "" {
-		msg = "it ended " + w.Status
-	}
-	if strings.HasPrefix(msg, "worker ") {
-		return errors.New(msg)
-	}
-	return fmt.Errorf("worker %d of %d failed: %s", w.Index, w.Workers, msg)
-}
-
-// recordReader reads one worker's records in order; a torn last line (a worker cut off
-// mid-write) ends it.
-type recordReader struct {
-	f    *os.File
-	dec  *json.Decoder
-	next *loadgen.Record
-	done bool
-}
-
-func (rd *recordReader) peek() (*loadgen.Record, bool) {
-	if rd.next != nil {
-		return rd.next, true
-	}
-	if rd.done {
-		return nil, false
-	}
-	var rec loadgen.Record
-	if err := rd.dec.Decode(&rec); err != nil {
-		rd.done = true
-		return nil, false
-	}
-	normalizeMetadata(rec.Metadata)
-	rd.next = &rec
-	return rd.next, true
-}
-
-// normalizeMetadata gives metadata read back from JSON the types the workload wrote: whole
-// numbers as int, the inter-token gaps as []float64.
-func normalizeMetadata(meta map[string]any) {
-	for k, v := range meta {
-		switch v := v.(type) {
-		case float64:
-			if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
-				meta[k] = int(v)
-			}
-		case []any:
-			if k == "inter_token_ms" {
-				gaps := make([]float64, 0, len(v))
-				for _, g := range v {
-					if f, ok := g.(float64); ok {
-						gaps = append(gaps, f)
-					}
-				}
-				meta[k] = gaps
-			}
-		}
-	}
-}
-
-func recordSeq(rec *loadgen.Record) int {
-	seq, _ := rec.Metadata["seq"].(int)
-	return seq
 }
 
 // The worker side: a worker is claimed from its event or the workers' sweep, sends the
@@ -455,7 +153,7 @@ func (r *Runner) runWorker(ctx context.Context, w *evalrun.Worker, held *leasedr
 		_, err := r.runs.TransitionWorker(bg, w.ID(), []string{evalrun.WorkerRunning}, status, held.Fence(), func(w *evalrun.Worker) error {
 			w.Error, w.FailedStage, w.FinishedAt, w.InFlight = msg, failedStage, evalrun.Now(), 0
 			if x != nil {
-				w.Planned, w.Completed, w.Succeeded, w.Failed = x.planned.Load(), x.completed.Load(), x.succeeded.Load(), x.failed.Load()
+				w.Planned, w.Completed, w.Succeeded, w.Failed = x.progress.counts()
 				if x.rateStart > 0 {
 					w.RateStartedAt = float64(x.started.UnixNano())/1e9 + x.rateStart
 				}
@@ -472,12 +170,11 @@ func (r *Runner) runWorker(ctx context.Context, w *evalrun.Worker, held *leasedr
 		end(evalrun.WorkerCancelled, "the run is no longer running", nil, nil)
 		return
 	}
-	x, err := r.newExecution(run, held.HeldLease)
+	x, err := r.newExecution(run, held.HeldLease, w)
 	if err != nil {
 		end(evalrun.WorkerFailed, err.Error(), nil, nil)
 		return
 	}
-	x.worker, x.senders = w, 1
 	path := r.runs.WorkerRecordsPath(w.RunID, w.Index)
 	err = os.MkdirAll(filepath.Dir(path), 0o755)
 	var f *os.File
@@ -488,16 +185,14 @@ func (r *Runner) runWorker(ctx context.Context, w *evalrun.Worker, held *leasedr
 		end(evalrun.WorkerFailed, "cannot create the worker's records: "+err.Error(), nil, nil)
 		return
 	}
-	x.path, x.records, x.samples = path, loadgen.NewJSONLWriter(f), evalrun.NewSamples()
-	x.total = x.samples.NewBuilder(x.targets)
-	x.totalSinks = []*evalrun.Builder{x.total}
+	x.records = loadgen.NewJSONLWriter(f)
 	r.runs.Logf(ctx, w.RunID, "Worker %d of %d started on %s", w.Index, w.Workers, r.owner())
 
 	wctx, cancel := context.WithCancelCause(ctx)
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
-		x.watch(wctx, cancel)
+		x.progress.watch(wctx, cancel, r.settings.PollInterval, r.settings.ReportInterval)
 	}()
 	x.origin = time.Now()
 	werr := x.workload(wctx, map[string]any{})
@@ -520,22 +215,6 @@ func (r *Runner) runWorker(ctx context.Context, w *evalrun.Worker, held *leasedr
 	default:
 		end(evalrun.WorkerSucceeded, "", nil, x)
 	}
-	r.runs.Logf(context.WithoutCancel(ctx), w.RunID, "Worker %d of %d ended: %d requests", w.Index, w.Workers, x.completed.Load())
-}
-
-// reportWorker writes a worker's progress on its record (the owner sums them for the run).
-func (x *execution) reportWorker(ctx context.Context) {
-	x.mu.Lock()
-	phase, inFlight := x.phase, x.inFlight
-	summary, err := json.Marshal(x.live)
-	x.mu.Unlock()
-	if err != nil {
-		summary = nil // the owner then shows the others' summaries; the counts still go
-	}
-	_, _ = x.r.runs.TransitionWorker(ctx, x.worker.ID(), []string{evalrun.WorkerRunning}, evalrun.WorkerRunning, x.claim.Fence(), func(w *evalrun.Worker) error {
-		w.Planned, w.Completed, w.Succeeded, w.Failed = x.planned.Load(), x.completed.Load(), x.succeeded.Load(), x.failed.Load()
-		w.InFlight, w.Phase, w.HeartbeatAt = inFlight(), phase, evalrun.Now()
-		w.LiveSummary = summary
-		return nil
-	})
+	_, completed, _, _ := x.progress.counts()
+	r.runs.Logf(context.WithoutCancel(ctx), w.RunID, "Worker %d of %d ended: %d requests", w.Index, w.Workers, completed)
 }
