@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // The runner's job metrics keep their names, help and labels (dashboards and alerts use them):
@@ -28,24 +28,9 @@ lens_replayer_tasks_finished_total{outcome="completed"} 1
 # TYPE lens_replayer_tasks_started_total counter
 lens_replayer_tasks_started_total 0
 `, "lens_replayer", prefix)
-		if got := exposition(t, reg); got != want {
-			t.Errorf("metrics:\n%s\nwant:\n%s", got, want)
+		// The whole exposition: a metric added, renamed or relabelled fails.
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+			t.Error(err)
 		}
 	}
-}
-
-// exposition is reg's metrics in the text format.
-func exposition(t *testing.T, reg *prometheus.Registry) string {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	for _, f := range families {
-		if _, err := expfmt.MetricFamilyToText(&b, f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return b.String()
 }
