@@ -65,7 +65,13 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 			"rate_stage_statistics":{"stage_count":1,"rows":[{"rate":4,"duration":2,"guide":{"throughput_tps":15.867,"ttft_ms":116.227},"baseline":{"throughput_tps":22.844,"ttft_ms":80.663},"ratio":{"throughput_tps":0.6946,"ttft_ms":1.4409}}]},
 			"significance":{"confidence":0.95,"metrics":{
 				"ttft_ms":{"guide":40.5,"baseline":81,"ratio":0.5,"ratio_ci_low":0.445,"ratio_ci_high":0.5575,"change_percent":-50,"change_percent_ci_low":-55.5,"change_percent_ci_high":-44.25,"higher_is_better":false,"verdict":"better"},
-				"itl_ms":{"change_percent":100,"change_percent_ci_low":-80,"change_percent_ci_high":400,"higher_is_better":false,"verdict":"no significant difference"}}}}]}}`)
+				"itl_ms":{"change_percent":100,"change_percent_ci_low":-80,"change_percent_ci_high":400,"higher_is_better":false,"verdict":"no significant difference"}}}}],
+			"topology_comparisons":[{"left_case_id":"guide-1","right_case_id":"guide-2",
+			"left":{"guide":"optimized-baseline","runtime":"inference-sim","replicas":2,"tensor_parallel_size":1},
+			"right":{"guide":"baseline-vllm","runtime":"inference-sim","replicas":1,"tensor_parallel_size":1},
+			"left_metrics":{"throughput_tps":1226.034,"ttft_ms":50.967},"right_metrics":{"throughput_tps":621.27,"ttft_ms":255.638},
+			"ratio":{"throughput_tps":1.9734,"ttft_ms":0.1994},
+			"matrix_statistics":{"rows":[{"isl":128,"osl":32,"concurrency":8,"guide":{"throughput_tps":1226.034},"baseline":{"throughput_tps":621.27},"ratio":{"throughput_tps":1.9734}}]}}]}}`)
 	})
 	mux.HandleFunc("GET /api/v1/evaluate/workflow-runs/w2/details", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, `{"workflow":{"id":"w2","name":"running comparison","status":"benchmarking"},"report":null,
@@ -392,7 +398,10 @@ func TestEvaluationShowsCasesAndTheComparison(t *testing.T) {
 		"matrix: throughput_tps", "<svg", "1.25", "<strong>Parity not valid</strong> · accelerators 2 vs 1", "<li>accelerator count differs: guide 2, baseline 1</li>",
 		`<th>TTFT p50 (ms)</th><td>40.500</td><td>81</td><td>0.500×</td><td>0.445× to 0.557×</td>`, "4 req/s × 2 s", "<td>15.867</td><td>22.844</td><td class=\"ratio\">0.695×</td>",
 		"Change versus the baseline, with 95 % intervals", "-55.500 to -44.250 %", "no significant difference", `class="interval"`,
-		`fill-opacity="0.35"`, `class="cut"`} {
+		`fill-opacity="0.35"`, `class="cut"`,
+		// The configurations against each other (two replicas against one), with both sides' numbers.
+		"Configurations compared", "guide-1 vs guide-2", "optimized-baseline · inference-sim · 2 replicas", "baseline-vllm · inference-sim · 1 replica",
+		`<th>Output throughput (tok/s)</th><td>1226.0</td><td>621.3</td><td class="ratio">1.973×</td>`, "Ratio, left / right (1 = equal)"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the page lacks %q", want)
 		}

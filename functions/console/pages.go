@@ -653,6 +653,7 @@ func (c *Console) showEvaluation(w http.ResponseWriter, r *http.Request, q *requ
 		"retryable": status == "failed" || status == "cancelled", "hasReport": get(details, "report") != nil}
 	if rep, ok := get(details, "report").(map[string]any); ok {
 		data["comparisons"] = comparisonViews(rep)
+		data["topology"] = topologyViews(rep)
 	}
 	if failed != nil {
 		// The action's problem is the page's: no refresh may take it away before it is read.
@@ -1027,4 +1028,73 @@ func short(v any) string {
 		return s[:45] + "…"
 	}
 	return s
+}
+
+// topologyView is one configuration against another (the report's topology_comparisons: each
+// pair of guides, such as two replicas against one): what each side ran, their headline numbers
+// with the ratio left / right, and the matched stages.
+type topologyView struct {
+	Label       string
+	Left, Right string // the configurations, in a line each
+	Metrics     []topologyMetric
+	Stages      []matchedStage
+	StageTitles []string
+	Chart       template.HTML
+}
+
+type topologyMetric struct{ Label, Left, Right, Ratio string }
+
+// topologyMetricOrder is the headline metrics a topology comparison shows, in order.
+var topologyMetricOrder = []string{"throughput_tps", "input_throughput_tps", "throughput_rps", "ttft_ms", "itl_ms", "tpot_ms", "request_latency_ms"}
+
+// describeConfiguration is one side of a topology comparison in a line: its guide, runtime,
+// replicas and tensor parallelism.
+func describeConfiguration(c any) string {
+	parts := []string{or(str(get(c, "guide")), "configuration")}
+	if rt := str(get(c, "runtime")); rt != "" {
+		parts = append(parts, rt)
+	}
+	if n := num(get(c, "replicas")); n != "" {
+		parts = append(parts, n+" replica"+map[bool]string{true: "", false: "s"}[n == "1"])
+	}
+	if tp := num(get(c, "tensor_parallel_size")); tp != "" && tp != "1" {
+		parts = append(parts, "TP "+tp)
+	}
+	if pr, dr := num(get(c, "prefill_replicas")), num(get(c, "decode_replicas")); pr != "" || dr != "" {
+		parts = append(parts, "prefill "+or(pr, "?")+" / decode "+or(dr, "?"))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// topologyViews reads the report's topology comparisons.
+func topologyViews(rep map[string]any) []topologyView {
+	comps, _ := rep["topology_comparisons"].([]any)
+	var out []topologyView
+	for _, cmp := range comps {
+		v := topologyView{Label: str(get(cmp, "left_case_id")) + " vs " + str(get(cmp, "right_case_id")),
+			Left: describeConfiguration(get(cmp, "left")), Right: describeConfiguration(get(cmp, "right"))}
+		var labels []string
+		var values []float64
+		for _, k := range topologyMetricOrder {
+			l, r, ratio := get(cmp, "left_metrics."+k), get(cmp, "right_metrics."+k), get(cmp, "ratio."+k)
+			if l == nil && r == nil && ratio == nil {
+				continue
+			}
+			m := topologyMetric{Label: or(metricLabels[k], k), Left: or(num(l), "–"), Right: or(num(r), "–"), Ratio: "–"}
+			if x, ok := ratio.(float64); ok {
+				m.Ratio = report.Num(x) + "×"
+				labels, values = append(labels, k), append(values, x)
+			}
+			v.Metrics = append(v.Metrics, m)
+		}
+		if len(labels) > 0 {
+			v.Chart = report.BarChart{Title: "Ratio, left / right (1 = equal)", YLabel: "ratio", Labels: labels, Values: values}.SVG()
+		}
+		for _, t := range stageMetrics {
+			v.StageTitles = append(v.StageTitles, t.label)
+		}
+		v.Stages = append(matchedStages(get(cmp, "matrix_statistics"), false), matchedStages(get(cmp, "rate_stage_statistics"), true)...)
+		out = append(out, v)
+	}
+	return out
 }
