@@ -12,11 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lensfn/lensfn/events"
-	"github.com/lensfn/lensfn/runtime/auth"
 	"github.com/lensfn/lensfn/runtime/cloudevent"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/inventory"
-	"github.com/lensfn/lensfn/runtime/openapi"
 	"github.com/lensfn/lensfn/runtime/problem"
 	"github.com/lensfn/lensfn/runtime/simtask"
 	"github.com/lensfn/lensfn/runtime/sse"
@@ -40,6 +38,8 @@ type API struct {
 	// watchers holds a slot per open event stream; streamLimits bound each one.
 	watchers     sse.Slots
 	streamLimits sse.Limits
+	// doc is the OpenAPI document rendered from the route table.
+	doc []byte
 }
 
 // New builds the function. Parsers reads traces (the WASM parser modules in production).
@@ -74,29 +74,10 @@ func New(d fn.Deps, parsers TraceParsers) (*fn.Function, *API, error) {
 		a.announce(ctx, ds, res)
 	}
 
-	read, run := auth.SimulationRead, auth.SimulationRun
-	routes := []fn.Route{
-		{Method: "GET", Path: "/api/simulation/backends", Scope: read, Handler: fn.Handle(a.listBackends)},
-		{Method: "GET", Path: "/api/simulation/scenarios", Scope: read, Handler: fn.Handle(a.listScenarios)},
-		{Method: "POST", Path: "/api/simulation/models/discover", Scope: run, Handler: fn.Handle(a.discover)},
-		{Method: "GET", Path: "/api/simulation/trace-datasets", Scope: read, Handler: fn.Handle(a.listDatasets)},
-		{Method: "POST", Path: "/api/simulation/trace-datasets/download", Scope: run, Handler: fn.Handle(a.download)},
-		{Method: "GET", Path: "/api/simulation/trace-datasets/{name}/timeline", Scope: read, Handler: fn.Handle(a.timeline), Query: []string{"bins"}},
-		{Method: "POST", Path: "/api/simulation/tasks", Scope: run, Handler: fn.Handle(a.createTask)},
-		{Method: "GET", Path: "/api/simulation/tasks", Scope: read, Handler: fn.Handle(a.listTasks), Query: listQuery},
-		{Method: "GET", Path: "/api/simulation/tasks/{id}", Scope: read, Handler: fn.Handle(a.getTask)},
-		{Method: "DELETE", Path: "/api/simulation/tasks/{id}", Scope: run, Handler: fn.Handle(a.deleteTask)},
-		{Method: "POST", Path: "/api/simulation/tasks/{id}/stop", Scope: run, Handler: fn.Handle(a.stopTask)},
-		{Method: "POST", Path: "/api/simulation/tasks/{id}/rerun", Scope: run, Handler: fn.Handle(a.rerunTask)},
-		{Method: "GET", Path: "/api/simulation/tasks/{id}/artifacts/{kind}", Scope: read, Handler: fn.Handle(a.downloadArtifact)},
-		{Method: "GET", Path: "/api/simulation/tasks/{id}/events", Scope: read, Handler: fn.Handle(a.taskEvents), Query: []string{"lastEventId"}},
-		{Method: "GET", Path: "/api/simulation/tasks/{id}/response-code-issues", Scope: read, Handler: fn.Handle(a.responseCodeIssues), Query: []string{"status_code", "offset", "limit"}},
-	}
-	doc, err := Document().JSON()
+	routes, err := a.routes()
 	if err != nil {
 		return nil, nil, err
 	}
-	routes = append(routes, fn.Route{Method: "GET", Path: OpenAPIPath, Scope: auth.Public, Handler: openapi.Handler(doc)})
 	return &fn.Function{
 		Routes: routes,
 		Events: map[string]cloudevent.Handler{Consumes[0]: a.onDatasetDownloaded},

@@ -560,10 +560,6 @@ func sameEndpoint(a, b string) bool {
 		strings.TrimRight(ua.Path, "/") == strings.TrimRight(ub.Path, "/")
 }
 
-// listQuery is what GET /tasks accepts; the runtime refuses any other parameter.
-var listQuery = []string{"status", "scenario", "search", "backend", "model", "dataset", "trace_format", "endpoint",
-	"created_after", "created_before", "offset", "limit"}
-
 func scenarioNames() []string {
 	names := make([]string, len(Scenarios))
 	for i, s := range Scenarios {

@@ -76,8 +76,28 @@ type Response struct {
 
 var pathParam = regexp.MustCompile(`\{([a-zA-Z_]+)\}`)
 
-// Add puts an operation into the document.
+// QueryNames lists the names of the operation's query parameters (nil when it has none), the
+// list a route table gives the runtime as the query parameters the route accepts.
+func (op Op) QueryNames() []string {
+	var names []string
+	for _, q := range op.Query {
+		names = append(names, q.Name)
+	}
+	return names
+}
+
+// Add puts an operation into the document. An operation without a method, path, summary or
+// response is an error (JSON reports it): a route table that documents its routes by
+// construction cannot leave one undocumented.
 func (d *Doc) Add(op Op) {
+	switch {
+	case op.Method == "" || !strings.HasPrefix(op.Path, "/"):
+		d.errs = append(d.errs, fmt.Errorf("openapi: operation %q %q needs a method and a path", op.Method, op.Path))
+	case op.Summary == "":
+		d.errs = append(d.errs, fmt.Errorf("openapi: %s %s has no summary", op.Method, op.Path))
+	case len(op.Responses) == 0:
+		d.errs = append(d.errs, fmt.Errorf("openapi: %s %s documents no response", op.Method, op.Path))
+	}
 	item := d.paths[op.Path]
 	if item == nil {
 		item = map[string]any{}
@@ -210,9 +230,12 @@ func (d *Doc) JSON() ([]byte, error) {
 
 // Handler serves the rendered document.
 func Handler(doc []byte) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "public, max-age=300")
-		_, _ = w.Write(doc)
-	})
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { Write(w, doc) })
+}
+
+// Write answers a request for the document with the rendered doc.
+func Write(w http.ResponseWriter, doc []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	_, _ = w.Write(doc)
 }

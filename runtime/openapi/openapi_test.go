@@ -47,7 +47,7 @@ func TestSchemasFollowEncodingJSON(t *testing.T) {
 	d := openapi.New("t", "v1", "")
 	resp := d.Of(Thing{})
 	req := d.Request(Thing{}, "name")
-	d.Add(openapi.Op{Method: "POST", Path: "/things/{id}", Scope: "things:write", Request: req,
+	d.Add(openapi.Op{Method: "POST", Path: "/things/{id}", Summary: "make a thing", Scope: "things:write", Request: req,
 		Responses: map[int]openapi.Response{201: {Description: "made", Schema: resp}}})
 	doc := render(t, d)
 	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
@@ -96,10 +96,45 @@ func TestSchemasFollowEncodingJSON(t *testing.T) {
 
 func TestDuplicateOperationsAreAnError(t *testing.T) {
 	d := openapi.New("t", "v1", "")
-	d.Add(openapi.Op{Method: "GET", Path: "/a"})
-	d.Add(openapi.Op{Method: "GET", Path: "/a"})
-	if _, err := d.JSON(); err == nil {
-		t.Fatal("a duplicate operation rendered")
+	ok := map[int]openapi.Response{200: {Description: "ok"}}
+	d.Add(openapi.Op{Method: "GET", Path: "/a", Summary: "a", Responses: ok})
+	if _, err := d.JSON(); err != nil {
+		t.Fatal(err)
+	}
+	d.Add(openapi.Op{Method: "GET", Path: "/a", Summary: "a again", Responses: ok})
+	if _, err := d.JSON(); err == nil || !strings.Contains(err.Error(), "added twice") {
+		t.Fatalf("a duplicate operation rendered: %v", err)
+	}
+}
+
+// An operation a route table leaves without its documentation does not render: the function
+// then fails to build instead of serving a route its document lacks.
+func TestIncompleteOperationsAreAnError(t *testing.T) {
+	ok := map[int]openapi.Response{200: {Description: "ok"}}
+	for name, tc := range map[string]struct {
+		op   openapi.Op
+		want string
+	}{
+		"no summary":   {openapi.Op{Method: "GET", Path: "/a", Responses: ok}, "no summary"},
+		"no responses": {openapi.Op{Method: "GET", Path: "/a", Summary: "a"}, "no response"},
+		"no method":    {openapi.Op{Path: "/a", Summary: "a", Responses: ok}, "method and a path"},
+		"no path":      {openapi.Op{Method: "GET", Summary: "a", Responses: ok}, "method and a path"},
+	} {
+		d := openapi.New("t", "v1", "")
+		d.Add(tc.op)
+		if _, err := d.JSON(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error saying %q", name, err, tc.want)
+		}
+	}
+}
+
+func TestQueryNamesAreTheRoutesQuery(t *testing.T) {
+	if names := (openapi.Op{}).QueryNames(); names != nil {
+		t.Errorf("no parameters: %v, want nil (the route accepts none)", names)
+	}
+	op := openapi.Op{Query: []openapi.Param{{Name: "offset"}, {Name: "limit"}}}
+	if got := strings.Join(op.QueryNames(), ","); got != "offset,limit" {
+		t.Errorf("names %s", got)
 	}
 }
 
@@ -124,7 +159,8 @@ func TestBoundsRefinementsAndNames(t *testing.T) {
 	d.Bound(req, "name", openapi.Schema{"maxLength": 5})
 	d.Bound(req, "count", openapi.Schema{"minimum": 1})
 	d.Refine("InnerRecord", "n", openapi.Schema{"enum": []int{1, 2}})
-	d.Add(openapi.Op{Method: "POST", Path: "/limits", Request: req})
+	d.Add(openapi.Op{Method: "POST", Path: "/limits", Summary: "limits", Request: req,
+		Responses: map[int]openapi.Response{204: {Description: "accepted"}}})
 	doc := render(t, d)
 	props := req["properties"].(map[string]any)
 	name := props["name"].(map[string]any)["anyOf"].([]any)[0].(map[string]any)
