@@ -16,13 +16,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lensfn/lensfn/events"
-	"github.com/lensfn/lensfn/runtime/auth"
 	"github.com/lensfn/lensfn/runtime/cloudevent"
 	"github.com/lensfn/lensfn/runtime/egress"
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/inventory"
-	"github.com/lensfn/lensfn/runtime/openapi"
 	"github.com/lensfn/lensfn/runtime/problem"
 	"github.com/lensfn/lensfn/runtime/report/runreport"
 	"github.com/lensfn/lensfn/runtime/sse"
@@ -71,6 +69,8 @@ type API struct {
 	// watchers holds a slot per open event stream; streamLimits bound each one.
 	watchers     sse.Slots
 	streamLimits sse.Limits
+	// doc is the OpenAPI document rendered from the route table.
+	doc []byte
 }
 
 // Build is the function's fn.Builder.
@@ -106,33 +106,16 @@ func New(d fn.Deps, inv Inventory) (*fn.Function, *API, error) {
 		Help: "Benchmark-run event streams (GET /runs/{id}/events) open on this instance."},
 		func() float64 { return float64(a.watchers.Open()) })
 	d.Metrics.Registry.MustRegister(a.created, a.workflowsCreated, streams)
-	read, write := a.scopes()
-	routes := []fn.Route{
-		{Method: "GET", Path: Prefix + "/benchmark-defaults", Scope: read, Handler: fn.Handle(a.benchmarkDefaults)},
-		{Method: "POST", Path: Prefix + "/timing-estimate", Scope: read, Handler: fn.Handle(a.timingEstimate)},
-		{Method: "POST", Path: Prefix + "/runs", Scope: write, Handler: fn.Handle(a.createRun), MaxBodyBytes: maxRunBody},
-		{Method: "GET", Path: Prefix + "/runs", Scope: read, Handler: fn.Handle(a.listRuns)},
-		{Method: "GET", Path: Prefix + "/runs/{id}", Scope: read, Handler: fn.Handle(a.getRun)},
-		{Method: "POST", Path: Prefix + "/runs/{id}/cancel", Scope: write, Handler: fn.Handle(a.cancelRun)},
-		{Method: "DELETE", Path: Prefix + "/runs/{id}", Scope: write, Handler: fn.Handle(a.deleteRun)},
-		{Method: "GET", Path: Prefix + "/runs/{id}/events", Scope: read, Handler: fn.Handle(a.runEvents), Query: []string{"lastEventId"}},
-		{Method: "GET", Path: Prefix + "/runs/{id}/artifacts/{kind}", Scope: read, Handler: fn.Handle(a.downloadArtifact)},
-	}
-	routes = append(routes, a.workflowRoutes()...)
-	doc, err := Document().JSON()
+	routes, err := a.routes()
 	if err != nil {
 		return nil, nil, err
 	}
-	routes = append(routes, fn.Route{Method: "GET", Path: OpenAPIPath, Scope: auth.Public, Handler: openapi.Handler(doc)})
 	return &fn.Function{
 		Routes: routes,
 		Events: map[string]cloudevent.Handler{events.TypeRunRequested: a.onRunRequested, events.TypeKnativePing: a.onPing,
 			events.TypeEvaluationRequested: a.onEvaluationRequested},
 	}, a, nil
 }
-
-// scopes are the read and write scopes of the evaluation routes.
-func (a *API) scopes() (read, write auth.Scope) { return auth.EvaluateRunRead, auth.EvaluateRunWrite }
 
 // defaultsFrom follows the reference: a local llm-d-benchmark runtime is configured when
 // LLM_D_BENCHMARK_EXECUTABLE or LLM_D_BENCHMARK_ROOT is set or llmdbenchmark is on the PATH.

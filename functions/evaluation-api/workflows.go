@@ -26,24 +26,6 @@ import (
 // maxEvaluationBody admits 20 plans with their benchmarks (workload_yaml included) and scenarios.
 const maxEvaluationBody = 4 << 20
 
-// workflowRoutes are the workflow-run and evaluation routes.
-func (a *API) workflowRoutes() []fn.Route {
-	read, write := a.scopes()
-	return []fn.Route{
-		{Method: "POST", Path: Prefix + "/workflow-runs", Scope: write, Handler: fn.Handle(a.createSimple)},
-		{Method: "POST", Path: Prefix + "/evaluations", Scope: write, Handler: fn.Handle(a.createEvaluation), MaxBodyBytes: maxEvaluationBody},
-		{Method: "GET", Path: Prefix + "/workflow-runs", Scope: read, Handler: fn.Handle(a.listWorkflows)},
-		{Method: "GET", Path: Prefix + "/workflow-runs/{id}", Scope: read, Handler: fn.Handle(a.getWorkflow)},
-		{Method: "GET", Path: Prefix + "/workflow-runs/{id}/details", Scope: read, Handler: fn.Handle(a.workflowDetails)},
-		{Method: "GET", Path: Prefix + "/workflow-runs/{id}/events", Scope: read, Handler: fn.Handle(a.workflowEvents), Query: []string{"lastEventId"}},
-		{Method: "GET", Path: Prefix + "/workflow-runs/{id}/artifacts/" + comparisonreport.KindHTML, Scope: read, Handler: fn.Handle(a.workflowReportHTML)},
-		{Method: "POST", Path: Prefix + "/workflow-runs/{id}/retry", Scope: write, Handler: fn.Handle(a.retryWorkflow)},
-		{Method: "POST", Path: Prefix + "/workflow-runs/{id}/cancel", Scope: write, Handler: fn.Handle(a.cancelWorkflow)},
-		{Method: "POST", Path: Prefix + "/workflow-runs/{id}/cases/{case}/cancel", Scope: write, Handler: fn.Handle(a.cancelCase)},
-		{Method: "DELETE", Path: Prefix + "/workflow-runs/{id}", Scope: write, Handler: fn.Handle(a.deleteWorkflow)},
-	}
-}
-
 func (a *API) createSimple(w http.ResponseWriter, r *http.Request) error {
 	body, err := readBody(r)
 	if err != nil {
@@ -436,7 +418,7 @@ func CancelTargets(wf *workflow.Workflow, caseID string) map[string]bool {
 }
 
 func (a *API) cancelCase(w http.ResponseWriter, r *http.Request) error {
-	res, err := a.cancelWorkflowCase(r.Context(), r.PathValue("id"), r.PathValue("case"))
+	res, err := a.cancelWorkflowCase(r.Context(), r.PathValue("id"), r.PathValue("case_id"))
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,8 @@
 // Package openapi_test checks the OpenAPI 3.1 documents the API functions serve
 // (/api/simulation/openapi.json, /api/v1/evaluate/openapi.json, /api/cluster/openapi.json for
-// inventory-api): each is served without a token; every route of a function's route table is in
-// its document and every documented operation is routed;
+// inventory-api): each is served without a token; every route a function serves is an operation
+// of its document, with the route's scope and the query parameters the runtime accepts, and every
+// documented operation is routed (each function makes both from one route table);
 // every schema compiles as JSON Schema 2020-12; every JSON example of ../shared/spec validates
 // against the schema of the request or response it shows; and the functions' real answers
 // (lists, creates, reads, cancels, problems; for evaluation-api also a workflow-run and an

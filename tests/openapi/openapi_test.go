@@ -97,22 +97,37 @@ var param = regexp.MustCompile(`\{[^}]*\}`)
 
 func normal(op string) string { return param.ReplaceAllString(op, "{}") }
 
+// Each function makes its routes and its document from one route table; this checks the
+// outcome from outside: every route the running function serves is an operation of the
+// document it serves, with the route's scope and exactly the query parameters the runtime lets
+// through, and every documented operation is routed.
 func TestEveryRouteIsDocumentedAndEveryOperationRouted(t *testing.T) {
 	for _, a := range apis {
 		t.Run(a.name, func(t *testing.T) {
-			s := start(t, a)
+			doc, _, s := servedBy(t, a)
+			paths := doc["paths"].(map[string]any)
 			routed := map[string]bool{}
 			for _, r := range s.routes {
 				routed[normal(r.Method+" "+r.Path)] = true
+				item, _ := paths[r.Path].(map[string]any)
+				op, ok := item[strings.ToLower(r.Method)].(map[string]any)
+				if !ok {
+					t.Errorf("%s %s is routed but missing from %s", r.Method, r.Path, a.docPath)
+					continue
+				}
+				if scope, _ := op["x-lens-scope"].(string); scope != string(r.Scope) {
+					t.Errorf("%s %s: routed with scope %q, documented with %q", r.Method, r.Path, r.Scope, scope)
+				}
+				if got, want := queryParams(op), strings.Join(r.Query, ","); got != want {
+					t.Errorf("%s %s: the runtime accepts query parameters [%s], the document lists [%s]", r.Method, r.Path, want, got)
+				}
 			}
 			documented := map[string]bool{}
 			for _, op := range a.document().Operations() {
 				documented[normal(op)] = true
 			}
-			for op := range routed {
-				if !documented[op] {
-					t.Errorf("%s is routed but missing from %s", op, a.docPath)
-				}
+			if len(documented) != len(routed) {
+				t.Errorf("%d operations documented, %d routes", len(documented), len(routed))
 			}
 			for op := range documented {
 				if !routed[op] {
@@ -121,6 +136,18 @@ func TestEveryRouteIsDocumentedAndEveryOperationRouted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// queryParams lists an operation's query parameters' names, in order.
+func queryParams(op map[string]any) string {
+	params, _ := op["parameters"].([]any)
+	var names []string
+	for _, p := range params {
+		if m := p.(map[string]any); m["in"] == "query" {
+			names = append(names, m["name"].(string))
+		}
+	}
+	return strings.Join(names, ",")
 }
 
 // served fetches a function's document without a token and compiles it.
