@@ -12,11 +12,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/lensfn/lensfn/runtime/auth"
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/inventory"
-	"github.com/lensfn/lensfn/runtime/openapi"
 	"github.com/lensfn/lensfn/runtime/problem"
 	"github.com/lensfn/lensfn/runtime/state"
 )
@@ -56,6 +54,8 @@ type API struct {
 	client   *http.Client
 	prober   *Prober
 	endpoint *prometheus.CounterVec
+	// doc is the OpenAPI document rendered from the route table.
+	doc []byte
 }
 
 // Build is the function's Builder.
@@ -93,35 +93,10 @@ func New(d fn.Deps, cfg Config) (*fn.Function, *API, error) {
 		Timeout: cfg.ProbeTimeout, Probes: memberProbes, Sweeps: sweeps,
 		Log: func(msg string, kv ...any) { d.Log.Warnw(msg, kv...) }}
 
-	read, admin := auth.EvaluateRunRead, auth.InventoryAdmin
-	routes := []fn.Route{
-		{Method: "POST", Path: "/api/cluster/clusters", Scope: admin, Handler: fn.Handle(a.createCluster), MaxBodyBytes: maxKubeconfigBytes + 64<<10},
-		{Method: "GET", Path: "/api/cluster/clusters", Scope: read, Handler: fn.Handle(a.listClusters), Query: []string{"offset", "limit", "name"}},
-		{Method: "GET", Path: "/api/cluster/clusters/{id}", Scope: read, Handler: fn.Handle(a.getCluster)},
-		{Method: "POST", Path: "/api/cluster/clusters/{id}/sessions", Scope: admin, Handler: fn.Handle(a.openSession)},
-		{Method: "GET", Path: "/api/cluster/sessions/{id}", Scope: read, Handler: fn.Handle(a.getSession)},
-		{Method: "POST", Path: "/api/v1/deployments/executions", Scope: admin, Handler: fn.Handle(a.createExecution)},
-		{Method: "GET", Path: "/api/v1/deployments/executions", Scope: read, Handler: fn.Handle(a.listExecutions),
-			Query: []string{"offset", "limit", "cluster_session_id", "deployment_ownership", "status", "model"}},
-		{Method: "GET", Path: "/api/v1/deployments/executions/{id}", Scope: read, Handler: fn.Handle(a.getExecution)},
-		{Method: "DELETE", Path: "/api/v1/deployments/executions/{id}", Scope: admin, Handler: fn.Handle(a.deleteExecution)},
-		{Method: "POST", Path: "/api/v1/model-services", Scope: admin, Handler: fn.Handle(a.createModelService)},
-		{Method: "GET", Path: "/api/v1/model-services", Scope: read, Handler: fn.Handle(a.listModelServices),
-			Query: []string{"offset", "limit", "cluster_session_id", "published_name", "status"}},
-		{Method: "GET", Path: "/api/v1/model-services/{id}", Scope: read, Handler: fn.Handle(a.getModelService)},
-		{Method: "DELETE", Path: "/api/v1/model-services/{id}", Scope: admin, Handler: fn.Handle(a.deleteModelService)},
-		{Method: "POST", Path: "/api/v1/configurations", Scope: admin, Handler: fn.Handle(a.createConfiguration),
-			MaxBodyBytes: inventory.MaxConfigurationContentBytes + inventory.MaxConfigurationProvenanceBytes + 64<<10},
-		{Method: "GET", Path: "/api/v1/configurations", Scope: read, Handler: fn.Handle(a.listConfigurations),
-			Query: []string{"offset", "limit", "type", "provider_ref", "checksum"}},
-		{Method: "GET", Path: "/api/v1/configurations/{id}", Scope: read, Handler: fn.Handle(a.getConfiguration)},
-	}
-
-	doc, err := Document().JSON()
+	routes, err := a.routes()
 	if err != nil {
 		return nil, nil, err
 	}
-	routes = append(routes, fn.Route{Method: "GET", Path: OpenAPIPath, Scope: auth.Public, Handler: openapi.Handler(doc)})
 	return &fn.Function{
 		Routes: routes,
 		// The runtime runs the health loop once the server listens and stops it at the drain.
