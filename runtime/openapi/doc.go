@@ -9,8 +9,14 @@
 // none can drift from its Go type; what tests/openapi checks is that real answers fit them.
 // Envelopes (Object) are closed too. Every operation carries its scope, its
 // path and query parameters and the problem+json error answers, so the document is the route
-// table seen from outside; tests/openapi checks each document against its function's routes and
-// every example of ../shared/spec against its schema.
+// table seen from outside. It is made from the route table: each API function's table
+// (routes.go) is a list of Ops with their handlers, from which the function derives both its
+// fn.Routes (method, path, scope, the query names Op.QueryNames gives) and its document (Add per
+// entry), so no route is served undocumented and no operation documented unserved; Add refuses
+// an operation without a method, path, summary or response, so an entry cannot skip its
+// documentation either. tests/openapi checks each served document against the routes the
+// function serves (scope and query parameters included) and every example of ../shared/spec
+// against its schema.
 //
 // It imports only the standard library.
 package openapi
