@@ -17,7 +17,7 @@
 // workflow-orchestrator stage carries them out.
 //
 // It may import events, runtime/fn, runtime/auth, runtime/cloudevent, runtime/problem,
-// runtime/state, runtime/sse, runtime/openapi, runtime/report/runreport, runtime/egress,
+// runtime/state, runtime/sse, runtime/openapi, runtime/apiroute, runtime/report/runreport, runtime/egress,
 // runtime/inventory, runtime/evalrun, runtime/deployconfig, runtime/workflow, runtime/comparison
 // and runtime/report/comparisonreport.
 package evaluationapi

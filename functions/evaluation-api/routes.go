@@ -1,10 +1,10 @@
 package evaluationapi
 
 import (
-	"fmt"
 	"net/http"
 
 	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/runtime/apiroute"
 	"github.com/lensfn/lensfn/runtime/auth"
 	"github.com/lensfn/lensfn/runtime/comparison"
 	"github.com/lensfn/lensfn/runtime/deployconfig"
@@ -18,17 +18,9 @@ import (
 // OpenAPIPath is where the function serves its OpenAPI document.
 const OpenAPIPath = Prefix + "/openapi.json"
 
-// route is one entry of the function's route table: the operation that documents it (method,
-// path, scope, summary, query parameters, request and responses) and what serving it takes
-// besides. The runtime's routes (fn.Route) and the OpenAPI document are both made from the
-// table, so a route cannot be served without its operation nor documented without being served.
-type route struct {
-	openapi.Op
-	// handle serves the route: a method expression of API.
-	handle func(*API, http.ResponseWriter, *http.Request) error
-	// maxBody caps the request body (0: fn.DefaultMaxBodyBytes).
-	maxBody int64
-}
+// route is one entry of the function's route table (apiroute.Route): the operation that
+// documents it and the method of API that serves it.
+type route = apiroute.Route[*API]
 
 // Document is the evaluation API's OpenAPI 3.1 document: one operation per route of the route
 // table, generated from Go types: request bodies from the types the handlers decode strictly,
@@ -36,40 +28,24 @@ type route struct {
 // workflow.View and workflow.CaseView, which list the fields of those records (kept as raw JSON
 // so stored fields survive), and the comparison report from comparison.Report.
 func Document() *openapi.Doc {
-	d, _ := document()
-	return d
+	return apiroute.Document(newTable())
 }
 
-// document builds the route table and the document of its operations.
-func document() (*openapi.Doc, []route) {
+// newTable makes the document's header and the route table, its operations' schemas
+// registered in the document (apiroute adds the operations).
+func newTable() (*openapi.Doc, []route) {
 	d := openapi.New("Lensfn evaluation API", "v1",
 		"Benchmark defaults, timing estimates, benchmark runs with live progress and artifacts, evaluation workflows (spec/evaluation-api.txt).")
-	t := table(d)
-	for _, r := range t {
-		d.Add(r.Op)
-	}
-	return d, t
+	return d, table(d)
 }
 
 // routes is the route table as the runtime serves it for a; it renders the document a serves at
 // OpenAPIPath.
 func (a *API) routes() ([]fn.Route, error) {
-	d, t := document()
-	doc, err := d.JSON()
-	if err != nil {
-		return nil, err
-	}
+	d, t := newTable()
+	routes, doc, err := apiroute.Serve(d, t, a)
 	a.doc = doc
-	out := make([]fn.Route, 0, len(t))
-	for _, r := range t {
-		handle := r.handle
-		if handle == nil {
-			return nil, fmt.Errorf("route %s %s has no handler", r.Method, r.Path)
-		}
-		out = append(out, fn.Route{Method: r.Method, Path: r.Path, Scope: auth.Scope(r.Scope), Query: r.QueryNames(), MaxBodyBytes: r.maxBody,
-			Handler: fn.Handle(func(w http.ResponseWriter, req *http.Request) error { return handle(a, w, req) })})
-	}
-	return out, nil
+	return routes, err
 }
 
 // openAPIDocument serves the document rendered from the route table.
@@ -102,47 +78,47 @@ func table(d *openapi.Doc) []route {
 	}
 	routes := []route{
 		{Op: openapi.Op{Method: "GET", Path: OpenAPIPath, Summary: "This document",
-			Responses: ok("the OpenAPI 3.1 document", openapi.Schema{"type": "object"})}, handle: (*API).openAPIDocument},
+			Responses: ok("the OpenAPI 3.1 document", openapi.Schema{"type": "object"})}, Handle: (*API).openAPIDocument},
 		{Op: openapi.Op{Method: "GET", Path: Prefix + "/benchmark-defaults", Summary: "llm-d-benchmark defaults", Scope: read,
-			Responses: ok("BenchmarkDefaultsResponse", d.Of(Defaults{}))}, handle: (*API).benchmarkDefaults},
+			Responses: ok("BenchmarkDefaultsResponse", d.Of(Defaults{}))}, Handle: (*API).benchmarkDefaults},
 		{Op: openapi.Op{Method: "POST", Path: Prefix + "/timing-estimate", Summary: "Estimate a benchmark's timing and timeout", Scope: read,
-			Request: d.Request(events.BenchmarkSpec{}), OptionalBody: true, Responses: ok("BenchmarkTimingResponse", d.Of(evalrun.Timing{}))}, handle: (*API).timingEstimate},
+			Request: d.Request(events.BenchmarkSpec{}), OptionalBody: true, Responses: ok("BenchmarkTimingResponse", d.Of(evalrun.Timing{}))}, Handle: (*API).timingEstimate},
 		{Op: openapi.Op{Method: "POST", Path: Prefix + "/runs", Summary: "Start a benchmark run", Scope: write,
 			Request:   d.Request(events.EvaluateRunRequest{}),
 			Responses: map[int]openapi.Response{http.StatusAccepted: {Description: "the queued run", Schema: run}},
-			Errors:    []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict}}, handle: (*API).createRun, maxBody: maxRunBody},
+			Errors:    []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict}}, Handle: (*API).createRun, MaxBody: maxRunBody},
 		{Op: openapi.Op{Method: "GET", Path: Prefix + "/runs", Summary: "List benchmark runs", Scope: read,
-			Responses: ok("BenchmarkRunListResponse (newest first)", items(run))}, handle: (*API).listRuns},
+			Responses: ok("BenchmarkRunListResponse (newest first)", items(run))}, Handle: (*API).listRuns},
 		{Op: openapi.Op{Method: "GET", Path: Prefix + "/runs/{id}", Summary: "Get a benchmark run", Scope: read,
-			Responses: ok("BenchmarkRunResponse", run), Errors: []int{http.StatusNotFound}}, handle: (*API).getRun},
+			Responses: ok("BenchmarkRunResponse", run), Errors: []int{http.StatusNotFound}}, Handle: (*API).getRun},
 		{Op: openapi.Op{Method: "POST", Path: Prefix + "/runs/{id}/cancel", Summary: "Cancel a benchmark run (idempotent)", Scope: write,
-			Responses: ok("EvaluationCancelResponse", cancel), Errors: []int{http.StatusNotFound, http.StatusConflict}}, handle: (*API).cancelRun},
+			Responses: ok("EvaluationCancelResponse", cancel), Errors: []int{http.StatusNotFound, http.StatusConflict}}, Handle: (*API).cancelRun},
 		{Op: openapi.Op{Method: "DELETE", Path: Prefix + "/runs/{id}", Summary: "Delete a finished benchmark run", Scope: write,
-			Responses: map[int]openapi.Response{http.StatusNoContent: {Description: "deleted"}}, Errors: []int{http.StatusNotFound, http.StatusConflict}}, handle: (*API).deleteRun},
+			Responses: map[int]openapi.Response{http.StatusNoContent: {Description: "deleted"}}, Errors: []int{http.StatusNotFound, http.StatusConflict}}, Handle: (*API).deleteRun},
 		{Op: openapi.Op{Method: "GET", Path: Prefix + "/runs/{id}/events", Summary: "Follow a benchmark run live (Server-Sent Events)", Scope: read,
 			Description: "Events: `status` {status, phase, progress_percent, progress_message, live_metrics}, `log` {line}, and a closing `end` " +
 				"{status, progress_percent, progress_message, error, sla}. Each event's id resumes the stream (Last-Event-ID header or lastEventId).",
 			Query:     []openapi.Param{{Name: "lastEventId", Description: "resume after this event id (for clients that cannot set Last-Event-ID)"}},
 			Responses: map[int]openapi.Response{http.StatusOK: {Description: "the event stream", Media: "text/event-stream", Schema: openapi.Schema{"type": "string"}}},
-			Errors:    []int{http.StatusBadRequest, http.StatusNotFound, http.StatusTooManyRequests}}, handle: (*API).runEvents},
+			Errors:    []int{http.StatusBadRequest, http.StatusNotFound, http.StatusTooManyRequests}}, Handle: (*API).runEvents},
 		{Op: openapi.Op{Method: "GET", Path: Prefix + "/runs/{id}/artifacts/{kind}", Summary: "Download a run's artifact", Scope: read,
 			Description: "kind: per-request-jsonl (the records as written), per-request-csv, report-html (self-contained, charts as inline SVG).",
 			Responses: map[int]openapi.Response{http.StatusOK: {Description: "the artifact as an attachment", Media: "application/octet-stream",
 				Headers: map[string]string{"Content-Disposition": "attachment; filename=<run>-<artifact>"}}},
-			Errors: []int{http.StatusNotFound}}, handle: (*API).downloadArtifact},
+			Errors: []int{http.StatusNotFound}}, Handle: (*API).downloadArtifact},
 		{Op: openapi.Op{Method: "POST", Path: Prefix + "/workflow-runs", Summary: "Start an evaluation workflow", Scope: write,
 			Request: simpleRequest(d), Errors: []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict},
-			Responses: map[int]openapi.Response{http.StatusAccepted: {Description: "EvaluationWorkflowResponse", Schema: workflowSchema}}}, handle: (*API).createSimple},
+			Responses: map[int]openapi.Response{http.StatusAccepted: {Description: "EvaluationWorkflowResponse", Schema: workflowSchema}}}, Handle: (*API).createSimple},
 		{Op: openapi.Op{Method: "POST", Path: Prefix + "/evaluations", Summary: "Start a multi-configuration evaluation", Scope: write,
 			Request: evaluationRequest(d), Errors: []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict},
-			Responses: map[int]openapi.Response{http.StatusAccepted: {Description: "EvaluationWorkflowResponse with generated cases", Schema: workflowSchema}}}, handle: (*API).createEvaluation, maxBody: maxEvaluationBody},
+			Responses: map[int]openapi.Response{http.StatusAccepted: {Description: "EvaluationWorkflowResponse with generated cases", Schema: workflowSchema}}}, Handle: (*API).createEvaluation, MaxBody: maxEvaluationBody},
 		{Op: openapi.Op{Method: "GET", Path: Prefix + "/workflow-runs", Summary: "List evaluation workflows", Scope: read,
-			Responses: ok("EvaluationWorkflowListResponse", items(workflowSchema))}, handle: (*API).listWorkflows},
+			Responses: ok("EvaluationWorkflowListResponse", items(workflowSchema))}, Handle: (*API).listWorkflows},
 		{Op: openapi.Op{Method: "GET", Path: Prefix + "/workflow-runs/{id}", Summary: "Get an evaluation workflow", Scope: read,
-			Responses: ok("EvaluationWorkflowResponse", workflowSchema), Errors: []int{http.StatusNotFound}}, handle: (*API).getWorkflow},
+			Responses: ok("EvaluationWorkflowResponse", workflowSchema), Errors: []int{http.StatusNotFound}}, Handle: (*API).getWorkflow},
 		{Op: openapi.Op{Method: "GET", Path: Prefix + "/workflow-runs/{id}/details", Summary: "A workflow with its cases and comparison report", Scope: read,
 			Responses: ok("EvaluationDetailsResponse", openapi.Object(map[string]any{"workflow": workflowSchema, "cases": openapi.ArrayOf(detailsCase),
-				"report": openapi.Nullable(d.Of(comparison.Report{}))}, "workflow", "cases", "report")), Errors: []int{http.StatusNotFound}}, handle: (*API).workflowDetails},
+				"report": openapi.Nullable(d.Of(comparison.Report{}))}, "workflow", "cases", "report")), Errors: []int{http.StatusNotFound}}, Handle: (*API).workflowDetails},
 		{Op: openapi.Op{Method: "GET", Path: Prefix + "/workflow-runs/{id}/events", Summary: "Follow a workflow live (Server-Sent Events)", Scope: read,
 			Description: "Events: `status` {status, error?} of the workflow, `case` {case_id, status, error?} per case change, `log` {line} " +
 				"(one per change), and a closing `end` {status, error?, cancellation_error?, finished_at?, report_ready, sla_met} at a terminal status " +
@@ -150,22 +126,22 @@ func table(d *openapi.Doc) []route {
 				"Each event's id resumes the stream (Last-Event-ID header or lastEventId).",
 			Query:     []openapi.Param{{Name: "lastEventId", Description: "resume after this event id (for clients that cannot set Last-Event-ID)"}},
 			Responses: map[int]openapi.Response{http.StatusOK: {Description: "the event stream", Media: "text/event-stream", Schema: openapi.Schema{"type": "string"}}},
-			Errors:    []int{http.StatusBadRequest, http.StatusNotFound, http.StatusTooManyRequests}}, handle: (*API).workflowEvents},
+			Errors:    []int{http.StatusBadRequest, http.StatusNotFound, http.StatusTooManyRequests}}, Handle: (*API).workflowEvents},
 		{Op: openapi.Op{Method: "GET", Path: Prefix + "/workflow-runs/{id}/artifacts/" + comparisonreport.KindHTML, Summary: "Download an evaluation's comparison report", Scope: read,
 			Description: "The comparison report as one self-contained HTML page (bar charts as inline SVG; it loads and runs nothing), " +
 				"rebuilt first when the stored report is stale. 404 until the evaluation has a report.",
 			Responses: map[int]openapi.Response{http.StatusOK: {Description: "the page as an attachment", Media: "text/html",
 				Headers: map[string]string{"Content-Disposition": "attachment; filename=<workflow>-report.html"}}},
-			Errors: []int{http.StatusNotFound}}, handle: (*API).workflowReportHTML},
+			Errors: []int{http.StatusNotFound}}, Handle: (*API).workflowReportHTML},
 		{Op: openapi.Op{Method: "POST", Path: Prefix + "/workflow-runs/{id}/retry", Summary: "Retry a failed workflow", Scope: write,
 			Responses: map[int]openapi.Response{http.StatusAccepted: {Description: "EvaluationWorkflowResponse", Schema: workflowSchema}},
-			Errors:    []int{http.StatusNotFound, http.StatusConflict}}, handle: (*API).retryWorkflow},
+			Errors:    []int{http.StatusNotFound, http.StatusConflict}}, Handle: (*API).retryWorkflow},
 		{Op: openapi.Op{Method: "POST", Path: Prefix + "/workflow-runs/{id}/cancel", Summary: "Cancel a workflow", Scope: write,
-			Responses: ok("EvaluationCancelResponse", cancel), Errors: []int{http.StatusNotFound, http.StatusConflict}}, handle: (*API).cancelWorkflow},
+			Responses: ok("EvaluationCancelResponse", cancel), Errors: []int{http.StatusNotFound, http.StatusConflict}}, Handle: (*API).cancelWorkflow},
 		{Op: openapi.Op{Method: "POST", Path: Prefix + "/workflow-runs/{id}/cases/{case_id}/cancel", Summary: "Cancel one case of a workflow", Scope: write,
-			Responses: ok("EvaluationCancelResponse", cancel), Errors: []int{http.StatusNotFound, http.StatusConflict}}, handle: (*API).cancelCase},
+			Responses: ok("EvaluationCancelResponse", cancel), Errors: []int{http.StatusNotFound, http.StatusConflict}}, Handle: (*API).cancelCase},
 		{Op: openapi.Op{Method: "DELETE", Path: Prefix + "/workflow-runs/{id}", Summary: "Delete a finished workflow", Scope: write,
-			Responses: map[int]openapi.Response{http.StatusNoContent: {Description: "deleted"}}, Errors: []int{http.StatusNotFound, http.StatusConflict}}, handle: (*API).deleteWorkflow},
+			Responses: map[int]openapi.Response{http.StatusNoContent: {Description: "deleted"}}, Errors: []int{http.StatusNotFound, http.StatusConflict}}, Handle: (*API).deleteWorkflow},
 	}
 	// The bounds refine the request components the table registered.
 	requestBounds(d)

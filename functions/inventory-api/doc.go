@@ -9,7 +9,7 @@
 // /api/v1/configurations stores deployable configuration artifacts with their checksum.
 //
 // The records themselves, their storage and their rules live in runtime/inventory, which the
-// evaluation functions use too. It may import runtime/fn, runtime/auth, runtime/openapi, runtime/problem,
+// evaluation functions use too. It may import runtime/fn, runtime/auth, runtime/openapi, runtime/apiroute, runtime/problem,
 // runtime/deployconfig (the provider refs its document lists),
 // runtime/state, runtime/inventory, runtime/kubeconfig and runtime/evalrun (whether a use's run has ended, so a use
 // a stopped process left behind does not block a delete), and prometheus/client_golang; nothing imports it but its

@@ -1,9 +1,9 @@
 package inventoryapi
 
 import (
-	"fmt"
 	"net/http"
 
+	"github.com/lensfn/lensfn/runtime/apiroute"
 	"github.com/lensfn/lensfn/runtime/auth"
 	"github.com/lensfn/lensfn/runtime/deployconfig"
 	"github.com/lensfn/lensfn/runtime/fn"
@@ -15,56 +15,32 @@ import (
 // of its route prefixes; the document covers all four).
 const OpenAPIPath = "/api/cluster/openapi.json"
 
-// route is one entry of the function's route table: the operation that documents it (method,
-// path, scope, summary, query parameters, request and responses) and what serving it takes
-// besides. The runtime's routes (fn.Route) and the OpenAPI document are both made from the
-// table, so a route cannot be served without its operation nor documented without being served.
-type route struct {
-	openapi.Op
-	// handle serves the route: a method expression of API.
-	handle func(*API, http.ResponseWriter, *http.Request) error
-	// maxBody caps the request body (0: fn.DefaultMaxBodyBytes).
-	maxBody int64
-}
+// route is one entry of the function's route table (apiroute.Route): the operation that
+// documents it and the method of API that serves it.
+type route = apiroute.Route[*API]
 
 // Document is the inventory API's OpenAPI 3.1 document: one operation per route of the route
 // table, its schemas generated from the request types the handlers decode and the inventory
 // records they answer.
 func Document() *openapi.Doc {
-	d, _ := document()
-	return d
+	return apiroute.Document(newTable())
 }
 
-// document builds the route table and the document of its operations.
-func document() (*openapi.Doc, []route) {
+// newTable makes the document's header and the route table, its operations' schemas
+// registered in the document (apiroute adds the operations).
+func newTable() (*openapi.Doc, []route) {
 	d := openapi.New("Lensfn inventory API", "v1",
 		"Clusters and their sessions, deployment executions, Model Services and deployable configurations: the records an evaluation refers to.")
-	t := table(d)
-	for _, r := range t {
-		d.Add(r.Op)
-	}
-	return d, t
+	return d, table(d)
 }
 
 // routes is the route table as the runtime serves it for a; it renders the document a serves at
 // OpenAPIPath.
 func (a *API) routes() ([]fn.Route, error) {
-	d, t := document()
-	doc, err := d.JSON()
-	if err != nil {
-		return nil, err
-	}
+	d, t := newTable()
+	routes, doc, err := apiroute.Serve(d, t, a)
 	a.doc = doc
-	out := make([]fn.Route, 0, len(t))
-	for _, r := range t {
-		handle := r.handle
-		if handle == nil {
-			return nil, fmt.Errorf("route %s %s has no handler", r.Method, r.Path)
-		}
-		out = append(out, fn.Route{Method: r.Method, Path: r.Path, Scope: auth.Scope(r.Scope), Query: r.QueryNames(), MaxBodyBytes: r.maxBody,
-			Handler: fn.Handle(func(w http.ResponseWriter, req *http.Request) error { return handle(a, w, req) })})
-	}
-	return out, nil
+	return routes, err
 }
 
 // openAPIDocument serves the document rendered from the route table.
@@ -100,32 +76,32 @@ func table(d *openapi.Doc) []route {
 	notFound, conflict, bad := http.StatusNotFound, http.StatusConflict, http.StatusBadRequest
 
 	routes := []route{
-		{Op: openapi.Op{Method: "GET", Path: OpenAPIPath, Summary: "This document", Responses: ok("the OpenAPI 3.1 document", openapi.Schema{"type": "object"})}, handle: (*API).openAPIDocument},
+		{Op: openapi.Op{Method: "GET", Path: OpenAPIPath, Summary: "This document", Responses: ok("the OpenAPI 3.1 document", openapi.Schema{"type": "object"})}, Handle: (*API).openAPIDocument},
 		{Op: openapi.Op{Method: "POST", Path: "/api/cluster/clusters", Summary: "Register a cluster (its kubeconfig, inline credentials only, is sealed, never returned)", Scope: admin,
-			Request: clusterRequest(d), Responses: created("the cluster with its first session", cluster), Errors: []int{bad, conflict}}, handle: (*API).createCluster, maxBody: maxKubeconfigBytes + 64<<10},
-		{Op: openapi.Op{Method: "GET", Path: "/api/cluster/clusters", Summary: "List clusters", Scope: read, Query: filters("name"), Responses: ok("clusters", list(cluster))}, handle: (*API).listClusters},
-		{Op: openapi.Op{Method: "GET", Path: "/api/cluster/clusters/{id}", Summary: "Get a cluster", Scope: read, Responses: ok("the cluster", cluster), Errors: []int{notFound}}, handle: (*API).getCluster},
+			Request: clusterRequest(d), Responses: created("the cluster with its first session", cluster), Errors: []int{bad, conflict}}, Handle: (*API).createCluster, MaxBody: maxKubeconfigBytes + 64<<10},
+		{Op: openapi.Op{Method: "GET", Path: "/api/cluster/clusters", Summary: "List clusters", Scope: read, Query: filters("name"), Responses: ok("clusters", list(cluster))}, Handle: (*API).listClusters},
+		{Op: openapi.Op{Method: "GET", Path: "/api/cluster/clusters/{id}", Summary: "Get a cluster", Scope: read, Responses: ok("the cluster", cluster), Errors: []int{notFound}}, Handle: (*API).getCluster},
 		{Op: openapi.Op{Method: "POST", Path: "/api/cluster/clusters/{id}/sessions", Summary: "Open a new active session", Scope: admin,
-			Request: openapi.Schema{"type": "object", "additionalProperties": false}, OptionalBody: true, Responses: created("the session", session), Errors: []int{notFound}}, handle: (*API).openSession},
-		{Op: openapi.Op{Method: "GET", Path: "/api/cluster/sessions/{id}", Summary: "Get a cluster session", Scope: read, Responses: ok("the session", session), Errors: []int{notFound}}, handle: (*API).getSession},
+			Request: openapi.Schema{"type": "object", "additionalProperties": false}, OptionalBody: true, Responses: created("the session", session), Errors: []int{notFound}}, Handle: (*API).openSession},
+		{Op: openapi.Op{Method: "GET", Path: "/api/cluster/sessions/{id}", Summary: "Get a cluster session", Scope: read, Responses: ok("the session", session), Errors: []int{notFound}}, Handle: (*API).getSession},
 		{Op: openapi.Op{Method: "POST", Path: "/api/v1/deployments/executions", Summary: "Register an existing OpenAI-compatible endpoint (probed via /v1/models)", Scope: admin,
-			Request: d.Request(ExecutionRequest{}, "cluster_session_id", "name", "model", "endpoint"), Responses: created("the ready execution", execution), Errors: []int{bad, notFound, conflict}}, handle: (*API).createExecution},
+			Request: d.Request(ExecutionRequest{}, "cluster_session_id", "name", "model", "endpoint"), Responses: created("the ready execution", execution), Errors: []int{bad, notFound, conflict}}, Handle: (*API).createExecution},
 		{Op: openapi.Op{Method: "GET", Path: "/api/v1/deployments/executions", Summary: "List deployment executions", Scope: read,
-			Query: filters("cluster_session_id", "deployment_ownership", "status", "model"), Responses: ok("executions", list(execution))}, handle: (*API).listExecutions},
-		{Op: openapi.Op{Method: "GET", Path: "/api/v1/deployments/executions/{id}", Summary: "Get a deployment execution", Scope: read, Responses: ok("the execution", execution), Errors: []int{notFound}}, handle: (*API).getExecution},
+			Query: filters("cluster_session_id", "deployment_ownership", "status", "model"), Responses: ok("executions", list(execution))}, Handle: (*API).listExecutions},
+		{Op: openapi.Op{Method: "GET", Path: "/api/v1/deployments/executions/{id}", Summary: "Get a deployment execution", Scope: read, Responses: ok("the execution", execution), Errors: []int{notFound}}, Handle: (*API).getExecution},
 		{Op: openapi.Op{Method: "DELETE", Path: "/api/v1/deployments/executions/{id}", Summary: "Delete a deployment execution (409 while a run uses it)", Scope: admin,
-			Responses: deleted, Errors: []int{notFound, conflict}}, handle: (*API).deleteExecution},
+			Responses: deleted, Errors: []int{notFound, conflict}}, Handle: (*API).deleteExecution},
 		{Op: openapi.Op{Method: "POST", Path: "/api/v1/model-services", Summary: "Publish a Model Service (its access key is shown once)", Scope: admin,
-			Request: d.Request(ModelServiceRequest{}, "name", "published_name", "cluster_session_id", "member_execution_ids"), Responses: created("the Model Service with its access key", d.Of(CreatedModelService{})), Errors: []int{bad, notFound, conflict}}, handle: (*API).createModelService},
+			Request: d.Request(ModelServiceRequest{}, "name", "published_name", "cluster_session_id", "member_execution_ids"), Responses: created("the Model Service with its access key", d.Of(CreatedModelService{})), Errors: []int{bad, notFound, conflict}}, Handle: (*API).createModelService},
 		{Op: openapi.Op{Method: "GET", Path: "/api/v1/model-services", Summary: "List Model Services", Scope: read,
-			Query: filters("cluster_session_id", "published_name", "status"), Responses: ok("Model Services", list(service))}, handle: (*API).listModelServices},
-		{Op: openapi.Op{Method: "GET", Path: "/api/v1/model-services/{id}", Summary: "Get a Model Service with its members' health", Scope: read, Responses: ok("the Model Service", service), Errors: []int{notFound}}, handle: (*API).getModelService},
-		{Op: openapi.Op{Method: "DELETE", Path: "/api/v1/model-services/{id}", Summary: "Delete a Model Service", Scope: admin, Responses: deleted, Errors: []int{notFound, conflict}}, handle: (*API).deleteModelService},
+			Query: filters("cluster_session_id", "published_name", "status"), Responses: ok("Model Services", list(service))}, Handle: (*API).listModelServices},
+		{Op: openapi.Op{Method: "GET", Path: "/api/v1/model-services/{id}", Summary: "Get a Model Service with its members' health", Scope: read, Responses: ok("the Model Service", service), Errors: []int{notFound}}, Handle: (*API).getModelService},
+		{Op: openapi.Op{Method: "DELETE", Path: "/api/v1/model-services/{id}", Summary: "Delete a Model Service", Scope: admin, Responses: deleted, Errors: []int{notFound, conflict}}, Handle: (*API).deleteModelService},
 		{Op: openapi.Op{Method: "POST", Path: "/api/v1/configurations", Summary: "Store a deployable configuration artifact", Scope: admin,
-			Request: configurationRequest(d), Responses: created("the configuration with its checksum", configuration), Errors: []int{bad, conflict}}, handle: (*API).createConfiguration, maxBody: inventory.MaxConfigurationContentBytes + inventory.MaxConfigurationProvenanceBytes + 64<<10},
+			Request: configurationRequest(d), Responses: created("the configuration with its checksum", configuration), Errors: []int{bad, conflict}}, Handle: (*API).createConfiguration, MaxBody: inventory.MaxConfigurationContentBytes + inventory.MaxConfigurationProvenanceBytes + 64<<10},
 		{Op: openapi.Op{Method: "GET", Path: "/api/v1/configurations", Summary: "List configurations", Scope: read,
-			Query: filters("type", "provider_ref", "checksum"), Responses: ok("configurations", list(configuration))}, handle: (*API).listConfigurations},
-		{Op: openapi.Op{Method: "GET", Path: "/api/v1/configurations/{id}", Summary: "Get a configuration", Scope: read, Responses: ok("the configuration", configuration), Errors: []int{notFound}}, handle: (*API).getConfiguration},
+			Query: filters("type", "provider_ref", "checksum"), Responses: ok("configurations", list(configuration))}, Handle: (*API).listConfigurations},
+		{Op: openapi.Op{Method: "GET", Path: "/api/v1/configurations/{id}", Summary: "Get a configuration", Scope: read, Responses: ok("the configuration", configuration), Errors: []int{notFound}}, Handle: (*API).getConfiguration},
 	}
 	// The enums refine the record components the table registered.
 	recordEnums(d)

@@ -10,7 +10,7 @@
 // A task naming a model_service_group_id is bound to the Model Service's active member through
 // runtime/inventory (the access key authorises; the member's own key goes with the requests).
 //
-// It may import events, runtime/fn, runtime/auth, runtime/openapi, runtime/problem, runtime/cloudevent,
+// It may import events, runtime/fn, runtime/auth, runtime/openapi, runtime/apiroute, runtime/problem, runtime/cloudevent,
 // runtime/state, runtime/simtask, runtime/egress, runtime/analysis, runtime/loadgen,
 // runtime/inventory, runtime/sse, runtime/report/simreport and
 // runtime/wasmhost; nothing imports it but its cmd and tests/.

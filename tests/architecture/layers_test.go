@@ -53,6 +53,7 @@ var runtimeLayers = map[string]runtimeLayer{
 	"runtime/secret":                     leafLayer,
 	"runtime/sockpeek":                   leafLayer,
 	"runtime/timingtest":                 leafLayer,
+	"runtime/apiroute":                   platformLayer,
 	"runtime/auth":                       platformLayer,
 	"runtime/cloudevent":                 platformLayer,
 	"runtime/fn":                         platformLayer,
