@@ -14,7 +14,7 @@ func TestEngineModelEvaluationNamesTheMechanism(t *testing.T) {
 	if testing.Short() {
 		t.Skip("deploys and benchmarks two configurations in real time")
 	}
-	stack, _ := workflowStackOf(t)
+	stack, binDir := workflowStackOf(t)
 	base, api := stack.APIURL, stack.APIURL+"/api/v1/evaluate"
 	cfg := configuration(t, base, "baseline-vllm", `{"model":{"name":"meta-llama/Llama-2-7b-hf"},"decode":{"replicas":1,"max_num_seqs":8,"max_model_len":4096},`+
 		`"simulator":{"latency-calculator":"engine","hardware":"H100-SXM-80GB","max-num-batched-tokens":2048}}`)
@@ -24,6 +24,11 @@ func TestEngineModelEvaluationNamesTheMechanism(t *testing.T) {
 		`{"id":"one-vs-two","configuration_artifact_id":"` + cfg + `","baseline_types":["direct-vllm"],` +
 		`"baseline_parameters":{"direct-vllm":{"replicas":2}},` + bench + `}]}`
 	id := createEvaluation(t, api, body)["id"].(string)
+	// Cleanup runs after the workflow finishes: wait for it, so no replica outlives the stack.
+	defer func() {
+		waitWorkflow(t, api, id, time.Minute, "cleaned up", allCleaned)
+		eventually(t, 30*time.Second, "no simulator or router left", func() bool { return simulatorsRunning(binDir) == 0 })
+	}()
 	wf := waitWorkflow(t, api, id, 5*time.Minute, "finished", workflowFinished)
 	if wf["status"] != "succeeded" {
 		t.Fatalf("evaluation ended %v: %v (cases %v)", wf["status"], wf["error"], wf["cases"])

@@ -25,7 +25,7 @@ func comparisonOf(t *testing.T, wf map[string]any, guide, baseline string) map[s
 // identical benchmark. A second plan gives its direct-vllm baseline one replica, so its parity
 // fails, naming both values.
 func TestEvaluationOfIdenticalConfigurations(t *testing.T) {
-	stack, _ := workflowStackOf(t)
+	stack, binDir := workflowStackOf(t)
 	base, api := stack.APIURL, stack.APIURL+"/api/v1/evaluate"
 	// Latencies with a spread of their own (TTFT 200 ms and 50 ms per token, each +-30 %), long
 	// enough that the shared test host's drift between the guide's and the baseline's minutes
@@ -40,6 +40,11 @@ func TestEvaluationOfIdenticalConfigurations(t *testing.T) {
 		`{"id":"smaller-baseline","configuration_artifact_id":"` + cfg + `","baseline_types":["direct-vllm"],` +
 		`"baseline_parameters":{"direct-vllm":{"replicas":1}},` + bench + `}]}`
 	id := createEvaluation(t, api, body)["id"].(string)
+	// Cleanup runs after the workflow finishes: wait for it, so no replica outlives the stack.
+	defer func() {
+		waitWorkflow(t, api, id, time.Minute, "cleaned up", allCleaned)
+		eventually(t, 30*time.Second, "no simulator or router left", func() bool { return simulatorsRunning(binDir) == 0 })
+	}()
 	wf := waitWorkflow(t, api, id, 4*time.Minute, "finished", workflowFinished)
 	if wf["status"] != "succeeded" {
 		t.Fatalf("evaluation ended %v: %v (cases %v)", wf["status"], wf["error"], wf["cases"])
