@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -103,18 +104,8 @@ func TestWatchFitsTheTerminal(t *testing.T) {
 	es := newEvalStack(t)
 	for _, cols := range []int{80, 100, 160} {
 		id := es.createRun(t)
-		cmd := exec.Command(bin, "eval", "runs", "watch", id)
-		cmd.Env = []string{"LENS_API=" + es.url, "LENS_TOKEN=" + es.token, "HOME=" + t.TempDir(), "TERM=xterm"}
-		tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: uint16(cols)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var raw bytes.Buffer
-		copied := make(chan struct{})
-		go func() {
-			defer close(copied)
-			_, _ = io.Copy(&raw, tty) // ends with EIO when lensctl exits
-		}()
+		env := []string{"LENS_API=" + es.url, "LENS_TOKEN=" + es.token, "HOME=" + t.TempDir(), "TERM=xterm"}
+		cmd, tty, raw, copied := startInTerminal(t, bin, env, cols, "eval", "runs", "watch", id)
 		time.Sleep(300 * time.Millisecond) // watching the queued run
 		// The runner prepares its monitoring (phase and message alike), then benchmarks.
 		if _, err := es.runs.Transition(context.Background(), id, []string{evalrun.StatusQueued}, evalrun.StatusRunning, state.Fence{}, func(r *evalrun.Run) error {
@@ -186,8 +177,9 @@ func TestWatchFitsTheTerminal(t *testing.T) {
 // barWidth is lensctl's bar width on a terminal of cols columns (a fifth, 10 to 40).
 func barWidth(cols int) int { return min(max(cols/5, 10), 40) }
 
-// runInTerminal runs the built lensctl in a pseudo-terminal cols wide and returns the screen.
-func runInTerminal(t *testing.T, bin string, env []string, cols int, args ...string) []string {
+// startInTerminal starts the built lensctl in a pseudo-terminal cols wide; what it writes
+// collects in the buffer until copied closes (after lensctl exits).
+func startInTerminal(t *testing.T, bin string, env []string, cols int, args ...string) (*exec.Cmd, *os.File, *bytes.Buffer, chan struct{}) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
@@ -195,12 +187,19 @@ func runInTerminal(t *testing.T, bin string, env []string, cols int, args ...str
 	if err != nil {
 		t.Fatal(err)
 	}
-	var raw bytes.Buffer
+	raw := &bytes.Buffer{}
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
-		_, _ = io.Copy(&raw, tty)
+		_, _ = io.Copy(raw, tty) // ends with EIO when lensctl exits
 	}()
+	return cmd, tty, raw, copied
+}
+
+// runInTerminal runs the built lensctl in a pseudo-terminal cols wide and returns the screen.
+func runInTerminal(t *testing.T, bin string, env []string, cols int, args ...string) []string {
+	t.Helper()
+	cmd, tty, raw, copied := startInTerminal(t, bin, env, cols, args...)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("lensctl %v: %v\n%s", args, err, raw.String())
 	}
