@@ -197,7 +197,9 @@ func (a *app) printComparison(report record) error {
 		r := record(row)
 		parity, _ := r["parity"].(map[string]any)
 		parityText := fmt.Sprint(orEmpty(parity["valid"]))
-		if reasons, _ := parity["reasons"].([]any); len(reasons) > 0 {
+		if r.str("baseline_case_id") == "" && r.str("baseline_type") == "" {
+			parityText = "-" // a guide alone: nothing to be on a par with
+		} else if reasons, _ := parity["reasons"].([]any); len(reasons) > 0 {
 			texts := make([]string, len(reasons))
 			for i, x := range reasons {
 				texts[i] = fmt.Sprint(x)

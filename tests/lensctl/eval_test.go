@@ -346,7 +346,8 @@ const reportJSON = `{"comparison_version":2,"comparisons":[{"workload_id":"chat"
 	"sla":{"met":false,"checks":{}},"parity":{"valid":false,"reasons":["accelerator count differs: guide 2, baseline 1"]},"delta_percent":{"throughput_tps":12.5,"ttft_ms":-8.1},
 	"significance":{"metrics":{"ttft_ms":{"change_percent":-8.4,"change_percent_ci_low":-12.2,"change_percent_ci_high":-4.6,"verdict":"better"},
 	"tpot_ms":{"change_percent":1.5,"change_percent_ci_low":-3,"change_percent_ci_high":6,"verdict":"no significant difference"}}},
-	"matrix_statistics":{"geometric_mean_ratio":{"throughput_tps":1.125}}}],
+	"matrix_statistics":{"geometric_mean_ratio":{"throughput_tps":1.125}}},
+	{"workload_id":"solo","guide":"baseline-vllm","sla":{"met":true,"checks":{}},"parity":{"valid":false,"reasons":[]}}],
 	"topology_comparisons":[{"left_case_id":"guide-1","right_case_id":"guide-2","ratio":{"throughput_tps":1.2}}]}`
 
 func TestWorkflowAndEvaluationCommands(t *testing.T) {
@@ -372,6 +373,18 @@ func TestWorkflowAndEvaluationCommands(t *testing.T) {
 		!strings.Contains(r.stdout, "-8.4 [-12.2, -4.6] better") || !strings.Contains(r.stdout, "no significant difference") ||
 		!strings.Contains(r.stdout, "accelerator count differs: guide 2, baseline 1") {
 		t.Fatalf("compare --evaluation: %+v", r)
+	}
+	// A guide compared with no baseline (the "solo" column) has no parity to speak of.
+	cmp := es.run(t, nil, "compare", "--evaluation", "wf-1")
+	var parityRow string
+	for _, line := range strings.Split(cmp.stdout, "\n") {
+		if strings.HasPrefix(line, "│ parity") {
+			parityRow = line
+		}
+	}
+	if cells := strings.Split(strings.Trim(parityRow, "│ "), "│"); len(cells) != 3 || strings.TrimSpace(cells[2]) != "-" ||
+		!strings.HasPrefix(strings.TrimSpace(cells[1]), "false: accelerator count differs") {
+		t.Errorf("parity row %q: want the baseline's verdict, then - for the guide alone", parityRow)
 	}
 	for _, verb := range []string{"cancel", "retry", "delete"} {
 		if r := es.run(t, nil, "eval", "workflows", verb, "wf-1"); r.code != 0 {
