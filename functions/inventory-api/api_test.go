@@ -464,6 +464,11 @@ func TestModelServices(t *testing.T) {
 		created.Members[0].Health != "unhealthy" || created.Members[1].Health != "healthy" || !strings.Contains(created.Members[0].LastError, "unreachable") {
 		t.Fatalf("health after the first probe: %s", raw)
 	}
+	for _, m := range created.Members {
+		if m.LastProbeAt == nil || time.Since(*m.LastProbeAt) > time.Minute || time.Since(*m.LastProbeAt) < 0 {
+			t.Errorf("member %s: last_probe_at %v, want the probe just made", m.ExecutionID, m.LastProbeAt)
+		}
+	}
 	got := h.expect(t, "GET", "/api/v1/model-services/"+created.ID, "", 200)
 	if strings.Contains(got, created.AccessKey) || strings.Contains(got, "hash") || strings.Contains(got, "sk-b") {
 		t.Fatalf("GET shows a secret: %s", got)

@@ -128,8 +128,10 @@ func (p *Prober) ProbeGroup(ctx context.Context, g inventory.ModelService) (inve
 
 // probeMember checks the member's execution still exists, is ready and serves the published
 // name, which is what requests to the group carry.
-func (p *Prober) probeMember(ctx context.Context, executionID, publishedName string) inventory.Probe {
-	probe := inventory.Probe{ExecutionID: executionID}
+func (p *Prober) probeMember(ctx context.Context, executionID, publishedName string) (probe inventory.Probe) {
+	probe.ExecutionID = executionID
+	// A named result: the deferred stamp must reach the probe returned (it never did, and every
+	// member showed last_probe_at 0001-01-01).
 	defer func() {
 		probe.At = time.Now()
 		outcome := "unhealthy"
