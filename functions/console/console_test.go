@@ -571,8 +571,8 @@ func TestRunPageIsTheRunsReport(t *testing.T) {
 	c := browser(t)
 	resp, page := fetch(t, c, "GET", srv.URL+"/runs/r2", nil)
 	for _, want := range []string{`class="verdict v-missed"`, "SLA missed", "Missed: TTFT p99 (2310.5 ms against ≤ 2000 ms)",
-		`<tr data-check="ttft" class="c-missed"><th>TTFT p99</th><td>≤ 2000 ms</td><td>2310.5 ms</td><td>310.5 ms past</td><td>-15.525 %</td>`,
-		`<th>Success rate</th><td>≥ 99 %</td><td>100 %</td><td>1 % inside</td><td>&#43;1.010 %</td>`,
+		`<tr data-check="ttft" class="c-missed"><th>TTFT p99</th><td>≤ 2000 ms</td><td>2310.5 ms</td><td>310.5 ms past</td><td>-15.5 %</td>`,
+		`<th>Success rate</th><td>≥ 99 %</td><td>100 %</td><td>1 % inside</td><td>&#43;1.0 %</td>`,
 		`href="/runs/r2/report"`, `data-metric="throughput_tps"`, "<b>51.888</b>", `data-distribution="ttft"`, "<td>49.113</td>",
 		"Request times by percentile", "5 req/s × 6 s", "10 req/s × 6 s", "Output throughput by stage",
 		`<details id="raw">`, "shared prefix: 2 groups × 15 prompts"} {

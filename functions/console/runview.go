@@ -75,7 +75,11 @@ func readSLA(v any) slaView {
 			cv.Margin = withUnit(math.Abs(m), unit) + " " + side
 		}
 		if p, ok := c["margin_percent"].(float64); ok {
-			cv.MarginPercent = signed(p) + " %"
+			// A share of the limit reads in tenths of a percent; the API keeps three decimals.
+			if math.Abs(p) < 0.05 {
+				p = 0 // never "-0.0"
+			}
+			cv.MarginPercent = fmt.Sprintf("%+.1f %%", p)
 		}
 		switch c["met"] {
 		case true:
