@@ -131,15 +131,6 @@ func withUnit(v any, unit string) string {
 	return report.Num(f) + " " + unit
 }
 
-// signed writes a number with its sign ("+12.5", "-3.1", "0").
-func signed(v float64) string {
-	s := report.Num(v)
-	if v > 0 {
-		s = "+" + s
-	}
-	return s
-}
-
 // tile is one headline number.
 type tile struct {
 	Key, Label, Value, Unit, Note string
