@@ -141,7 +141,13 @@ type Config struct {
 	// provider lists each deployment's replicas there, the benchmark runner a benchmarked
 	// endpoint Prometheus does not scrape yet, for the run's duration.
 	PrometheusTargetsDir string
+
+	// environ is the environment the function started with, which ReadSettings reads. It holds
+	// secrets: behind a pointer, fmt prints only its address with the Config.
+	environ *environment
 }
+
+type environment struct{ vars map[string]string }
 
 // Secret is a configuration value that must never reach a log: it formats as [redacted].
 type Secret string
@@ -152,9 +158,10 @@ func (Secret) GoString() string { return "[redacted]" }
 // Reveal returns the secret's value, for the one place that uses it.
 func (s Secret) Reveal() string { return string(s) }
 
-// LoadConfig reads the environment through getenv (os.Getenv in a main, a map in tests).
-func LoadConfig(getenv func(string) string) (Config, error) {
-	c := Config{
+// LoadConfig reads the environment, given as a map (os.Environ's in a main, a literal in tests).
+func LoadConfig(environ map[string]string) (Config, error) {
+	getenv := func(k string) string { return environ[k] }
+	c := Config{environ: &environment{vars: environ},
 		Service: getenv("K_SERVICE"), Revision: getenv("K_REVISION"), Configuration: getenv("K_CONFIGURATION"),
 		Sink: getenv("K_SINK"), RedisURL: getenv("REDIS_URL"), StorePrefix: getenv("LENS_STORE_PREFIX"), ModuleDir: getenv("LENS_MODULE_DIR"),
 		LogLevel: orDefault(getenv("LOG_LEVEL"), "info"), LoggingConfig: getenv("K_LOGGING_CONFIG"),

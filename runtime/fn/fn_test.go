@@ -21,7 +21,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/state"
 )
 
-func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+func env(m map[string]string) map[string]string { return m }
 
 func TestLoadConfig(t *testing.T) {
 	cases := []struct {
