@@ -101,10 +101,6 @@ type Config struct {
 	// SweepInterval is how often the trace-replayer sweeps the queue and checks for lost runners
 	// (LENS_SWEEP_INTERVAL, default 2s).
 	SweepInterval time.Duration
-	// MemberProbeInterval is how often inventory-api probes Model Service members
-	// (LENS_MEMBER_PROBE_INTERVAL, default 10s); EndpointProbeTimeout bounds one probe
-	// (LENS_ENDPOINT_PROBE_TIMEOUT, default 5s). Both 10ms-1h.
-	MemberProbeInterval, EndpointProbeTimeout time.Duration
 	// StaticExecutions are deployment executions the operator registers in the environment for
 	// evaluation-api (LENS_STATIC_EXECUTIONS, a JSON array; the function parses it).
 	StaticExecutions string
@@ -301,9 +297,7 @@ func LoadConfig(environ map[string]string) (Config, error) {
 		name     string
 		dst      *time.Duration
 		def, min time.Duration
-	}{{"LENS_MEMBER_PROBE_INTERVAL", &c.MemberProbeInterval, 10 * time.Second, 10 * time.Millisecond},
-		{"LENS_ENDPOINT_PROBE_TIMEOUT", &c.EndpointProbeTimeout, 5 * time.Second, 10 * time.Millisecond},
-		{"LENS_SCRAPE_INTERVAL", &c.ScrapeInterval, time.Second, 10 * time.Millisecond}} {
+	}{{"LENS_SCRAPE_INTERVAL", &c.ScrapeInterval, time.Second, 10 * time.Millisecond}} {
 		if *v.dst, err = durationVar(getenv, v.name, v.def); err != nil {
 			return c, err
 		}
