@@ -1,6 +1,8 @@
 package resultanalyzer_test
 
 import (
+	"time"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,7 +23,11 @@ func newAnalyzer(t *testing.T) (*resultanalyzer.Analyzer, *simtask.Repo, fn.Deps
 	t.Helper()
 	deps := fntest.Deps(t, resultanalyzer.Name, fntest.Env(t, nil))
 	repo := &simtask.Repo{Store: deps.Store, DataDir: deps.Config.DataDir}
-	return resultanalyzer.New(deps, repo), repo, deps
+	var s resultanalyzer.Settings
+	if err := deps.Config.ReadSettings(&s); err != nil || s.LeaseTTL != 15*time.Second {
+		t.Fatalf("settings %+v, %v", s, err)
+	}
+	return resultanalyzer.New(deps, repo, s), repo, deps
 }
 
 func ptr[T any](v T) *T { return &v }
