@@ -93,9 +93,6 @@ type Config struct {
 	// DatasetMirror makes the simulation API fetch <mirror>/<file> instead of the upstream URL
 	// (LENS_DATASET_MIRROR, for air-gapped clusters).
 	DatasetMirror string
-	// MaxConcurrentTasks bounds the replays one trace-replayer instance runs at once
-	// (LENS_MAX_CONCURRENT_TASKS, default 1).
-	MaxConcurrentTasks int
 	// LeaseTTL is how long a task's runner lease lives unless renewed (LENS_LEASE_TTL, default 15s).
 	LeaseTTL time.Duration
 	// SweepInterval is how often the trace-replayer sweeps the queue and checks for lost runners
@@ -261,12 +258,6 @@ func LoadConfig(environ map[string]string) (Config, error) {
 	c.AllowedOrigins = listVar(getenv("LENS_ALLOWED_ORIGINS"))
 	if c.Endpoints, err = egress.ParseRules(getenv("LENS_ENDPOINT_ALLOW"), getenv("LENS_ENDPOINT_DENY")); err != nil {
 		return c, err
-	}
-	if c.MaxConcurrentTasks, err = intVar(getenv, "LENS_MAX_CONCURRENT_TASKS", 1); err != nil {
-		return c, err
-	}
-	if c.MaxConcurrentTasks < 1 {
-		return c, fmt.Errorf("LENS_MAX_CONCURRENT_TASKS=%d is not a positive integer", c.MaxConcurrentTasks)
 	}
 	for _, v := range []struct {
 		name string
