@@ -113,12 +113,6 @@ type Config struct {
 	// ScrapeInterval is how often the benchmark runner samples an endpoint's /metrics during a
 	// run (LENS_SCRAPE_INTERVAL, default 1s).
 	ScrapeInterval time.Duration
-	// BinDir is where the deployer's local provider finds inference-sim and inference-router
-	// (LENS_BIN_DIR; empty: the directory of the running executable).
-	BinDir string
-	// DeployTimeout bounds one deployment's wait for its health probes (LENS_DEPLOY_TIMEOUT,
-	// default 2m).
-	DeployTimeout time.Duration
 	// APIURL is the ingress the console calls the APIs through with the user's token
 	// (LENS_API_URL, an http(s) base URL such as http://127.0.0.1:8080; empty: no console).
 	APIURL string
@@ -162,7 +156,6 @@ func LoadConfig(environ map[string]string) (Config, error) {
 		StaticExecutions:        getenv("LENS_STATIC_EXECUTIONS"),
 		LLMDBenchmarkExecutable: strings.TrimSpace(getenv("LLM_D_BENCHMARK_EXECUTABLE")),
 		LLMDBenchmarkRoot:       strings.TrimSpace(getenv("LLM_D_BENCHMARK_ROOT")),
-		BinDir:                  getenv("LENS_BIN_DIR"),
 		PrometheusURL:           strings.TrimRight(strings.TrimSpace(getenv("LENS_PROMETHEUS_URL")), "/"),
 		PrometheusTargetsDir:    getenv("LENS_PROMETHEUS_TARGETS_DIR"),
 	}
@@ -263,8 +256,7 @@ func LoadConfig(environ map[string]string) (Config, error) {
 		name string
 		dst  *time.Duration
 		def  time.Duration
-	}{{"LENS_LEASE_TTL", &c.LeaseTTL, 15 * time.Second}, {"LENS_SWEEP_INTERVAL", &c.SweepInterval, 2 * time.Second},
-		{"LENS_DEPLOY_TIMEOUT", &c.DeployTimeout, 2 * time.Minute}} {
+	}{{"LENS_LEASE_TTL", &c.LeaseTTL, 15 * time.Second}, {"LENS_SWEEP_INTERVAL", &c.SweepInterval, 2 * time.Second}} {
 		if *v.dst, err = durationVar(getenv, v.name, v.def); err != nil {
 			return c, err
 		}
