@@ -104,30 +104,12 @@ type Config struct {
 	// LLMDBenchmarkExecutable and LLMDBenchmarkRoot are what benchmark-defaults reports as a
 	// local llm-d-benchmark runtime (LLM_D_BENCHMARK_EXECUTABLE, LLM_D_BENCHMARK_ROOT).
 	LLMDBenchmarkExecutable, LLMDBenchmarkRoot string
-	// MaxConcurrentRuns bounds the benchmark runs one benchmark-runner instance executes at once
-	// (LENS_MAX_CONCURRENT_RUNS, default 1, at most 64).
-	MaxConcurrentRuns int
-	// MaxConcurrentWorkers bounds the parallelism workers of benchmark runs one benchmark-runner
-	// instance sends at once (LENS_MAX_CONCURRENT_WORKERS, default 32, at most 64).
-	MaxConcurrentWorkers int
-	// ScrapeInterval is how often the benchmark runner samples an endpoint's /metrics during a
-	// run (LENS_SCRAPE_INTERVAL, default 1s).
-	ScrapeInterval time.Duration
 	// APIURL is the ingress the console calls the APIs through with the user's token
 	// (LENS_API_URL, an http(s) base URL such as http://127.0.0.1:8080; empty: no console).
 	APIURL string
 	// CookieSecure marks the console's session cookie Secure (LENS_COOKIE_SECURE, default
 	// true; the local stack, plain HTTP on loopback, sets false).
 	CookieSecure bool
-	// PrometheusURL is the Prometheus whose HTTP API the benchmark runner reads serving
-	// evidence from (LENS_PROMETHEUS_URL, an http(s) URL; empty: the runner scrapes /metrics
-	// itself).
-	PrometheusURL string
-	// PrometheusTargetsDir is a directory that Prometheus discovers scrape targets from
-	// (file_sd_configs; LENS_PROMETHEUS_TARGETS_DIR; empty: none written): the deployer's local
-	// provider lists each deployment's replicas there, the benchmark runner a benchmarked
-	// endpoint Prometheus does not scrape yet, for the run's duration.
-	PrometheusTargetsDir string
 
 	// environ is the environment the function started with, which ReadSettings reads. It holds
 	// secrets: behind a pointer, fmt prints only its address with the Config.
@@ -156,8 +138,6 @@ func LoadConfig(environ map[string]string) (Config, error) {
 		StaticExecutions:        getenv("LENS_STATIC_EXECUTIONS"),
 		LLMDBenchmarkExecutable: strings.TrimSpace(getenv("LLM_D_BENCHMARK_EXECUTABLE")),
 		LLMDBenchmarkRoot:       strings.TrimSpace(getenv("LLM_D_BENCHMARK_ROOT")),
-		PrometheusURL:           strings.TrimRight(strings.TrimSpace(getenv("LENS_PROMETHEUS_URL")), "/"),
-		PrometheusTargetsDir:    getenv("LENS_PROMETHEUS_TARGETS_DIR"),
 	}
 	var err error
 	if c.Port, err = intVar(getenv, "PORT", 8080); err != nil {
@@ -218,11 +198,6 @@ func LoadConfig(environ map[string]string) (Config, error) {
 	if c.RedisCAFile = getenv("REDIS_CA_FILE"); c.RedisCAFile != "" && c.RedisURL == "" {
 		return c, errors.New("REDIS_CA_FILE is set but REDIS_URL is not: the embedded store has no TLS (set REDIS_URL to the rediss:// server)")
 	}
-	if c.PrometheusURL != "" {
-		if u, perr := url.Parse(c.PrometheusURL); perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return c, errors.New("LENS_PROMETHEUS_URL is not an http(s) URL such as http://127.0.0.1:9090")
-		}
-	}
 	c.ListenHost = getenv("LENS_LISTEN_HOST")
 	if c.APIURL = strings.TrimRight(strings.TrimSpace(getenv("LENS_API_URL")), "/"); c.APIURL != "" {
 		u, err := url.Parse(c.APIURL)
@@ -262,30 +237,6 @@ func LoadConfig(environ map[string]string) (Config, error) {
 		}
 		if *v.dst == 0 {
 			return c, fmt.Errorf("%s must be a positive duration", v.name)
-		}
-	}
-	if c.MaxConcurrentRuns, err = intVar(getenv, "LENS_MAX_CONCURRENT_RUNS", 1); err != nil {
-		return c, err
-	}
-	if c.MaxConcurrentRuns < 1 || c.MaxConcurrentRuns > 64 {
-		return c, fmt.Errorf("LENS_MAX_CONCURRENT_RUNS=%d is not an integer in 1-64", c.MaxConcurrentRuns)
-	}
-	if c.MaxConcurrentWorkers, err = intVar(getenv, "LENS_MAX_CONCURRENT_WORKERS", 32); err != nil {
-		return c, err
-	}
-	if c.MaxConcurrentWorkers < 1 || c.MaxConcurrentWorkers > 64 {
-		return c, fmt.Errorf("LENS_MAX_CONCURRENT_WORKERS=%d is not an integer in 1-64", c.MaxConcurrentWorkers)
-	}
-	for _, v := range []struct {
-		name     string
-		dst      *time.Duration
-		def, min time.Duration
-	}{{"LENS_SCRAPE_INTERVAL", &c.ScrapeInterval, time.Second, 10 * time.Millisecond}} {
-		if *v.dst, err = durationVar(getenv, v.name, v.def); err != nil {
-			return c, err
-		}
-		if *v.dst < v.min || *v.dst > time.Hour {
-			return c, fmt.Errorf("%s=%s is not a duration from %s to 1h", v.name, *v.dst, v.min)
 		}
 	}
 	switch strings.ToLower(c.LogLevel) {
