@@ -29,6 +29,7 @@ func TestReadSettings(t *testing.T) {
 		{"LENS_MAX_CONCURRENT_WORKERS", "65", "LENS_MAX_CONCURRENT_WORKERS=65 is not an integer in 1-64"},
 		{"LENS_MAX_CONCURRENT_WORKERS", "lots", `LENS_MAX_CONCURRENT_WORKERS="lots" is not an integer`},
 		{"LENS_SCRAPE_INTERVAL", "1ms", "LENS_SCRAPE_INTERVAL=1ms is not a duration from 10ms to 1h"},
+		{"LENS_LEASE_TTL", "0s", "LENS_LEASE_TTL must be a positive duration"},
 		{"LENS_PROMETHEUS_URL", "ftp://prom", "LENS_PROMETHEUS_URL is not an http(s) URL"},
 	} {
 		if _, err := read(map[string]string{tc.key: tc.value}); err == nil || !strings.Contains(err.Error(), tc.wantErr) {

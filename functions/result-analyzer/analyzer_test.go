@@ -327,3 +327,13 @@ func TestALostRunnersProgressIsWhatItSent(t *testing.T) {
 		t.Fatalf("%s at %v %%, want failed at 2.4 %% (2 of 82 sent)", task.Status, task.ProgressPercent)
 	}
 }
+
+// A bad lease TTL stops the function at start, naming the variable.
+func TestBuildRefusesABadLeaseTTL(t *testing.T) {
+	for value, want := range map[string]string{"0s": "LENS_LEASE_TTL must be a positive duration", "soon": `LENS_LEASE_TTL="soon" is not a duration such as 2s`} {
+		deps := fntest.Deps(t, resultanalyzer.Name, fntest.Env(t, map[string]string{"LENS_LEASE_TTL": value}))
+		if _, err := resultanalyzer.Build(context.Background(), deps); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("LENS_LEASE_TTL=%s: err = %v, want %q", value, err, want)
+		}
+	}
+}

@@ -25,6 +25,8 @@ func TestSettings(t *testing.T) {
 	for _, tc := range []struct{ key, value, wantErr string }{
 		{"LENS_MAX_CONCURRENT_TASKS", "0", "LENS_MAX_CONCURRENT_TASKS=0 is not a positive integer"},
 		{"LENS_MAX_CONCURRENT_TASKS", "two", `LENS_MAX_CONCURRENT_TASKS="two" is not an integer`},
+		{"LENS_LEASE_TTL", "0s", "LENS_LEASE_TTL must be a positive duration"},
+		{"LENS_SWEEP_INTERVAL", "often", `LENS_SWEEP_INTERVAL="often" is not a duration such as 2s`},
 	} {
 		if _, err := read(map[string]string{tc.key: tc.value}); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 			t.Errorf("%s=%s: err = %v, want %q", tc.key, tc.value, err, tc.wantErr)

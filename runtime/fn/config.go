@@ -93,11 +93,6 @@ type Config struct {
 	// DatasetMirror makes the simulation API fetch <mirror>/<file> instead of the upstream URL
 	// (LENS_DATASET_MIRROR, for air-gapped clusters).
 	DatasetMirror string
-	// LeaseTTL is how long a task's runner lease lives unless renewed (LENS_LEASE_TTL, default 15s).
-	LeaseTTL time.Duration
-	// SweepInterval is how often the trace-replayer sweeps the queue and checks for lost runners
-	// (LENS_SWEEP_INTERVAL, default 2s).
-	SweepInterval time.Duration
 	// StaticExecutions are deployment executions the operator registers in the environment for
 	// evaluation-api (LENS_STATIC_EXECUTIONS, a JSON array; the function parses it).
 	StaticExecutions string
@@ -226,18 +221,6 @@ func LoadConfig(environ map[string]string) (Config, error) {
 	c.AllowedOrigins = listVar(getenv("LENS_ALLOWED_ORIGINS"))
 	if c.Endpoints, err = egress.ParseRules(getenv("LENS_ENDPOINT_ALLOW"), getenv("LENS_ENDPOINT_DENY")); err != nil {
 		return c, err
-	}
-	for _, v := range []struct {
-		name string
-		dst  *time.Duration
-		def  time.Duration
-	}{{"LENS_LEASE_TTL", &c.LeaseTTL, 15 * time.Second}, {"LENS_SWEEP_INTERVAL", &c.SweepInterval, 2 * time.Second}} {
-		if *v.dst, err = durationVar(getenv, v.name, v.def); err != nil {
-			return c, err
-		}
-		if *v.dst == 0 {
-			return c, fmt.Errorf("%s must be a positive duration", v.name)
-		}
 	}
 	switch strings.ToLower(c.LogLevel) {
 	case "debug", "info", "warn", "error":
