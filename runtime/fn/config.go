@@ -90,12 +90,6 @@ type Config struct {
 	// LENS_AUTH=required): sent with every event, and required on /events when set. It prints
 	// as [redacted].
 	EventToken Secret
-	// APIURL is the ingress the console calls the APIs through with the user's token
-	// (LENS_API_URL, an http(s) base URL such as http://127.0.0.1:8080; empty: no console).
-	APIURL string
-	// CookieSecure marks the console's session cookie Secure (LENS_COOKIE_SECURE, default
-	// true; the local stack, plain HTTP on loopback, sets false).
-	CookieSecure bool
 
 	// environ is the environment the function started with, which ReadSettings reads. It holds
 	// secrets: behind a pointer, fmt prints only its address with the Config.
@@ -182,19 +176,6 @@ func LoadConfig(environ map[string]string) (Config, error) {
 		return c, errors.New("REDIS_CA_FILE is set but REDIS_URL is not: the embedded store has no TLS (set REDIS_URL to the rediss:// server)")
 	}
 	c.ListenHost = getenv("LENS_LISTEN_HOST")
-	if c.APIURL = strings.TrimRight(strings.TrimSpace(getenv("LENS_API_URL")), "/"); c.APIURL != "" {
-		u, err := url.Parse(c.APIURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" {
-			return c, fmt.Errorf("LENS_API_URL %q is not an http(s) base URL without credentials or query", c.APIURL)
-		}
-	}
-	switch v := strings.ToLower(strings.TrimSpace(getenv("LENS_COOKIE_SECURE"))); v {
-	case "", "true", "1":
-		c.CookieSecure = true
-	case "false", "0":
-	default:
-		return c, fmt.Errorf("LENS_COOKIE_SECURE %q is not true or false", v)
-	}
 	switch mode := AuthMode(strings.ToLower(orDefault(getenv("LENS_AUTH"), string(AuthRequired)))); mode {
 	case AuthRequired, AuthOff:
 		c.Auth = mode
