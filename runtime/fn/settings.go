@@ -42,7 +42,7 @@ func readEnv(environ map[string]string, dst any) error {
 	v := reflect.ValueOf(dst).Elem()
 	for i := range v.NumField() {
 		f := v.Type().Field(i)
-		if d, ok := v.Field(i).Interface().(time.Duration); ok && d < 0 {
+		if f.Type == reflect.TypeFor[time.Duration]() && v.Field(i).Int() < 0 {
 			key := envKey(f)
 			return fmt.Errorf("%s=%q is not a duration such as 2s", key, environ[key])
 		}
