@@ -61,8 +61,8 @@ func (mon *evidenceMonitor) newMonitor(ctx context.Context) (*monitor, error) {
 		return nil, err
 	}
 	var prom *promSource
-	if u := mon.r.deps.Config.PrometheusURL; u != "" {
-		if prom, err = newPromSource(u, mon.r.settings.ScrapeInterval, mon.r.deps.Config.PrometheusTargetsDir); err != nil {
+	if u := mon.r.settings.PrometheusURL; u != "" {
+		if prom, err = newPromSource(u, mon.r.settings.ScrapeInterval, mon.r.settings.PrometheusTargetsDir); err != nil {
 			return nil, err
 		}
 	}

@@ -2,12 +2,15 @@ package benchmarkrunner
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,37 +32,82 @@ const Name = "benchmark-runner"
 // Consumes lists the event types the function receives at /events.
 var Consumes = []string{events.TypeRunQueued, events.TypeRunWorkerQueued}
 
-// Settings tune the runner (environment, read once at start).
+// Settings tune the runner, read from the environment at start (ReadSettings); the fields
+// without a variable are fixed.
 type Settings struct {
-	MaxConcurrent int           // LENS_MAX_CONCURRENT_RUNS, default 1
-	LeaseTTL      time.Duration // LENS_LEASE_TTL, default 15s; renewed every third of it
-	SweepInterval time.Duration // LENS_SWEEP_INTERVAL, default 2s: queue sweep and lost-runner checks
-	PollInterval  time.Duration // how often a run checks for a cancel, default 250ms
+	// MaxConcurrent bounds the runs one instance executes at once (LENS_MAX_CONCURRENT_RUNS, 1-64).
+	MaxConcurrent int `env:"LENS_MAX_CONCURRENT_RUNS" envDefault:"1"`
+	// LeaseTTL is a run's lease, renewed every third of it (LENS_LEASE_TTL).
+	LeaseTTL time.Duration `env:"LENS_LEASE_TTL" envDefault:"15s"`
+	// SweepInterval is the period of the queue sweep and lost-runner checks (LENS_SWEEP_INTERVAL).
+	SweepInterval time.Duration `env:"LENS_SWEEP_INTERVAL" envDefault:"2s"`
+	// PollInterval is how often a run checks for a cancel (250ms).
+	PollInterval time.Duration
 	// ReportInterval is how often progress, live metrics and the heartbeat are written (1s).
 	ReportInterval time.Duration
 	// ScrapeInterval is how often the endpoint's /metrics is sampled during a run
-	// (LENS_SCRAPE_INTERVAL, default 1s).
-	ScrapeInterval time.Duration
+	// (LENS_SCRAPE_INTERVAL, 10ms-1h).
+	ScrapeInterval time.Duration `env:"LENS_SCRAPE_INTERVAL" envDefault:"1s"`
 	// MaxWorkers bounds the parallelism workers one instance sends at once
-	// (LENS_MAX_CONCURRENT_WORKERS, default 32: one instance can send a whole run's workers).
-	MaxWorkers int
+	// (LENS_MAX_CONCURRENT_WORKERS, 1-64; 32: one instance can send a whole run's workers).
+	MaxWorkers int `env:"LENS_MAX_CONCURRENT_WORKERS" envDefault:"32"`
 	// WorkerHold is how long a worker event's delivery is held open while the worker runs
 	// (540 s, inside Knative's 600 s request timeout), so Knative routes the next one elsewhere.
 	WorkerHold time.Duration
 	// WorkerSweepGrace is how long a queued worker is left to its event before an instance's
 	// sweep takes it (30 s: time for Knative to start a pod for it).
 	WorkerSweepGrace time.Duration
+	// PrometheusURL is the Prometheus whose HTTP API serving evidence is read from
+	// (LENS_PROMETHEUS_URL, an http(s) URL; empty: the runner scrapes /metrics itself).
+	PrometheusURL string `env:"LENS_PROMETHEUS_URL"`
+	// PrometheusTargetsDir is a directory Prometheus discovers scrape targets from (file_sd;
+	// LENS_PROMETHEUS_TARGETS_DIR): a benchmarked endpoint Prometheus does not scrape yet is
+	// listed there for the run's duration. Empty: none written.
+	PrometheusTargetsDir string `env:"LENS_PROMETHEUS_TARGETS_DIR"`
 }
 
-func settingsFrom(c fn.Config) Settings {
-	return Settings{MaxConcurrent: c.MaxConcurrentRuns, LeaseTTL: c.LeaseTTL, SweepInterval: c.SweepInterval,
-		PollInterval: 250 * time.Millisecond, ReportInterval: time.Second, ScrapeInterval: c.ScrapeInterval,
-		MaxWorkers: c.MaxConcurrentWorkers, WorkerHold: 540 * time.Second, WorkerSweepGrace: 30 * time.Second}
+// Validate checks the ranges and the Prometheus URL, and sets the fixed intervals.
+func (s *Settings) Validate() error {
+	if s.MaxConcurrent < 1 || s.MaxConcurrent > 64 {
+		return fmt.Errorf("LENS_MAX_CONCURRENT_RUNS=%d is not an integer in 1-64", s.MaxConcurrent)
+	}
+	if s.MaxWorkers < 1 || s.MaxWorkers > 64 {
+		return fmt.Errorf("LENS_MAX_CONCURRENT_WORKERS=%d is not an integer in 1-64", s.MaxWorkers)
+	}
+	if s.LeaseTTL == 0 {
+		return errors.New("LENS_LEASE_TTL must be a positive duration")
+	}
+	if s.SweepInterval == 0 {
+		return errors.New("LENS_SWEEP_INTERVAL must be a positive duration")
+	}
+	if s.ScrapeInterval < 10*time.Millisecond || s.ScrapeInterval > time.Hour {
+		return fmt.Errorf("LENS_SCRAPE_INTERVAL=%s is not a duration from 10ms to 1h", s.ScrapeInterval)
+	}
+	if s.PrometheusURL = strings.TrimRight(strings.TrimSpace(s.PrometheusURL), "/"); s.PrometheusURL != "" {
+		if u, err := url.Parse(s.PrometheusURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return errors.New("LENS_PROMETHEUS_URL is not an http(s) URL such as http://127.0.0.1:9090")
+		}
+	}
+	s.PollInterval = cmp.Or(s.PollInterval, 250*time.Millisecond)
+	s.ReportInterval = cmp.Or(s.ReportInterval, time.Second)
+	s.WorkerHold = cmp.Or(s.WorkerHold, 540*time.Second)
+	s.WorkerSweepGrace = cmp.Or(s.WorkerSweepGrace, 30*time.Second)
+	return nil
+}
+
+// ReadSettings reads the runner's settings through the runtime's environment reader.
+func ReadSettings(c fn.Config) (Settings, error) {
+	var s Settings
+	err := c.ReadSettings(&s)
+	return s, err
 }
 
 // Build is the function's fn.Builder.
 func Build(_ context.Context, d fn.Deps) (*fn.Function, error) {
-	s := settingsFrom(d.Config)
+	s, err := ReadSettings(d.Config)
+	if err != nil {
+		return nil, err
+	}
 	sealer, err := d.Config.Sealer()
 	if err != nil {
 		return nil, err

@@ -155,6 +155,12 @@ func startWith(t *testing.T, model *fakeModel, settings benchmarkrunner.Settings
 		extra[k] = v
 	}
 	deps := fntest.Deps(t, benchmarkrunner.Name, fntest.Env(t, extra))
+	// The Prometheus settings come from the environment, as in the function.
+	read, err := benchmarkrunner.ReadSettings(deps.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings.PrometheusURL, settings.PrometheusTargetsDir = read.PrometheusURL, read.PrometheusTargetsDir
 	sealer, _ := secret.FromEnv(key)
 	h := &harness{deps: deps, model: model, url: srv.URL + "/v1",
 		runs: &evalrun.Repo{Store: deps.Store, Sealer: sealer, DataDir: deps.Config.DataDir}}

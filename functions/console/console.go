@@ -57,9 +57,34 @@ func Build(_ context.Context, d fn.Deps) (*fn.Function, error) {
 	return &fn.Function{Routes: c.Routes()}, nil
 }
 
+// Settings are the console's own, read from the environment at start (fn.Config.ReadSettings).
+type Settings struct {
+	// APIURL is the ingress the console calls the APIs through with the user's token
+	// (LENS_API_URL, an http(s) base URL such as http://127.0.0.1:8080; required).
+	APIURL string `env:"LENS_API_URL"`
+	// CookieSecure marks the session cookie Secure (LENS_COOKIE_SECURE; the local stack, plain
+	// HTTP on loopback, sets false).
+	CookieSecure bool `env:"LENS_COOKIE_SECURE" envDefault:"true"`
+}
+
+// Validate normalises LENS_API_URL and refuses one that is not a plain http(s) base URL.
+func (s *Settings) Validate() error {
+	if s.APIURL = strings.TrimRight(strings.TrimSpace(s.APIURL), "/"); s.APIURL != "" {
+		u, err := url.Parse(s.APIURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" {
+			return fmt.Errorf("LENS_API_URL %q is not an http(s) base URL without credentials or query", s.APIURL)
+		}
+	}
+	return nil
+}
+
 // New builds the console from its dependencies.
 func New(d fn.Deps) (*Console, error) {
-	if d.Config.APIURL == "" {
+	var settings Settings
+	if err := d.Config.ReadSettings(&settings); err != nil {
+		return nil, err
+	}
+	if settings.APIURL == "" {
 		return nil, errors.New("LENS_API_URL is not set: the console calls the APIs through the ingress at that URL")
 	}
 	sealer, err := secret.FromEnv(d.Config.SecretKey.Reveal())
@@ -79,12 +104,12 @@ func New(d fn.Deps) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
-	api, err := newAPIClient(d.Config.APIURL, d.Metrics.Registry)
+	api, err := newAPIClient(settings.APIURL, d.Metrics.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("LENS_API_URL: %w", err)
 	}
 	c := &Console{deps: d, api: api,
-		sessions: &sessions{sealer: sealer, secure: d.Config.CookieSecure, now: time.Now},
+		sessions: &sessions{sealer: sealer, secure: settings.CookieSecure, now: time.Now},
 		pages:    pages, authOn: d.Config.Auth != fn.AuthOff, watchers: make(chan struct{}, maxWatchers),
 		logins: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_console_logins_total",
 			Help: "Console sign-ins, by outcome (ok, invalid, unavailable)."}, []string{"outcome"})}

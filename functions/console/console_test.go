@@ -377,6 +377,22 @@ func TestTaskEventsAreRelayed(t *testing.T) {
 	}
 }
 
+// TestConsoleRefusesBadSettings: a bad LENS_API_URL or LENS_COOKIE_SECURE stops the console at
+// start with an error naming the variable.
+func TestConsoleRefusesBadSettings(t *testing.T) {
+	for _, tc := range []struct{ key, value, want string }{
+		{"LENS_API_URL", "ftp://ingress", `LENS_API_URL "ftp://ingress" is not an http(s) base URL`},
+		{"LENS_API_URL", "http://user:pw@ingress", "without credentials or query"},
+		{"LENS_COOKIE_SECURE", "maybe", `LENS_COOKIE_SECURE "maybe" is not true or false`},
+	} {
+		env := map[string]string{"LENS_API_URL": "http://127.0.0.1:8080", tc.key: tc.value}
+		_, err := fn.NewServer(context.Background(), fntest.Config(t, fntest.Env(t, env)), console.Name, console.Build)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s=%s: err = %v, want %q", tc.key, tc.value, err, tc.want)
+		}
+	}
+}
+
 // TestConsoleNeedsItsAPIURL: without LENS_API_URL the console refuses to start, saying why.
 func TestConsoleNeedsItsAPIURL(t *testing.T) {
 	_, err := fn.NewServer(context.Background(), fntest.Config(t, fntest.Env(t, nil)), console.Name, console.Build)

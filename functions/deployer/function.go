@@ -57,30 +57,54 @@ type EvidenceGatherer interface {
 // DefaultEvidenceInterval is how often the cluster evidence of an execution in use is refreshed.
 const DefaultEvidenceInterval = 30 * time.Second
 
-// Settings are the deployer's knobs, from the runtime's config.
+// Settings are the deployer's knobs, read from the environment at start (ReadSettings).
 type Settings struct {
-	LeaseTTL      time.Duration // a worker's lease on one deployment
-	SweepInterval time.Duration // how often orphaned deployments are looked for
-	DeployTimeout time.Duration // readiness wait of one deployment
-	BinDir        string        // where the local provider finds inference-sim and inference-router
-	LogDir        string        // the local provider's per-process logs
+	// LeaseTTL is a worker's lease on one deployment (LENS_LEASE_TTL).
+	LeaseTTL time.Duration `env:"LENS_LEASE_TTL" envDefault:"15s"`
+	// SweepInterval is how often orphaned deployments are looked for (LENS_SWEEP_INTERVAL).
+	SweepInterval time.Duration `env:"LENS_SWEEP_INTERVAL" envDefault:"2s"`
+	// DeployTimeout is the readiness wait of one deployment (LENS_DEPLOY_TIMEOUT).
+	DeployTimeout time.Duration `env:"LENS_DEPLOY_TIMEOUT" envDefault:"2m"`
+	// BinDir is where the local provider finds inference-sim and inference-router
+	// (LENS_BIN_DIR; empty: the directory of the running executable).
+	BinDir string `env:"LENS_BIN_DIR"`
+	// LogDir holds the local provider's per-process logs (<data dir>/logs/deployments).
+	LogDir string
 	// TargetsDir is where the local provider writes each deployment's Prometheus file-SD
 	// targets (LENS_PROMETHEUS_TARGETS_DIR; empty: none).
-	TargetsDir string
+	TargetsDir string `env:"LENS_PROMETHEUS_TARGETS_DIR"`
 	// EvidenceInterval is how often the cluster evidence of the executions runs use is
 	// refreshed (0: DefaultEvidenceInterval).
 	EvidenceInterval time.Duration
 }
 
-func settingsFrom(c fn.Config) Settings {
-	bin := c.BinDir
-	if bin == "" {
-		if exe, err := os.Executable(); err == nil {
-			bin = filepath.Dir(exe)
+// Validate refuses zero durations.
+func (s *Settings) Validate() error {
+	for _, v := range []struct {
+		name string
+		d    time.Duration
+	}{{"LENS_LEASE_TTL", s.LeaseTTL}, {"LENS_SWEEP_INTERVAL", s.SweepInterval}, {"LENS_DEPLOY_TIMEOUT", s.DeployTimeout}} {
+		if v.d == 0 {
+			return fmt.Errorf("%s must be a positive duration", v.name)
 		}
 	}
-	return Settings{LeaseTTL: c.LeaseTTL, SweepInterval: c.SweepInterval, DeployTimeout: c.DeployTimeout, BinDir: bin,
-		LogDir: filepath.Join(c.DataDir, "logs", "deployments"), TargetsDir: c.PrometheusTargetsDir}
+	return nil
+}
+
+// ReadSettings reads the deployer's settings through the runtime's environment reader and
+// completes the directories the environment leaves out.
+func ReadSettings(c fn.Config) (Settings, error) {
+	var s Settings
+	if err := c.ReadSettings(&s); err != nil {
+		return s, err
+	}
+	if s.BinDir == "" {
+		if exe, err := os.Executable(); err == nil {
+			s.BinDir = filepath.Dir(exe)
+		}
+	}
+	s.LogDir = filepath.Join(c.DataDir, "logs", "deployments")
+	return s, nil
 }
 
 // ProviderFactory makes one provider of a deployer. A command wires the providers it links
@@ -104,7 +128,10 @@ func Builder(factories ...ProviderFactory) fn.Builder {
 		if err != nil {
 			return nil, err
 		}
-		s := settingsFrom(d.Config)
+		s, err := ReadSettings(d.Config)
+		if err != nil {
+			return nil, err
+		}
 		repo := &inventory.Repo{Store: d.Store, Sealer: sealer, Endpoints: d.Egress}
 		providers := map[string]Provider{}
 		for _, f := range factories {

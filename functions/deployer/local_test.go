@@ -127,6 +127,10 @@ func newHarness(t *testing.T) *harness {
 	env := fntest.Env(t, map[string]string{"K_SINK": sinkURL, "LENS_SECRET_KEY": secret.NewKey(), "LENS_LEASE_TTL": "1s",
 		"LENS_SWEEP_INTERVAL": "200ms", "LENS_DEPLOY_TIMEOUT": "15s", "LENS_BIN_DIR": binaries(t), "POD_NAME": "deployer-a"})
 	deps := fntest.Deps(t, "deployer", env)
+	if s, err := deployer.ReadSettings(deps.Config); err != nil || s.LeaseTTL != time.Second || s.SweepInterval != 200*time.Millisecond ||
+		s.DeployTimeout != 15*time.Second || s.BinDir != env["LENS_BIN_DIR"] || s.LogDir != filepath.Join(env["LENS_DATA_DIR"], "logs", "deployments") {
+		t.Fatalf("settings %+v, %v", s, err)
+	}
 	sealer, err := secret.FromEnv(env["LENS_SECRET_KEY"])
 	if err != nil {
 		t.Fatal(err)

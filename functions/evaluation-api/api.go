@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -73,9 +74,31 @@ type API struct {
 	doc []byte
 }
 
+// Settings are the function's own, read from the environment at start (fn.Config.ReadSettings).
+type Settings struct {
+	// StaticExecutions are deployment executions the operator registers in the environment
+	// (LENS_STATIC_EXECUTIONS, a JSON array; parseStaticExecutions checks it).
+	StaticExecutions string `env:"LENS_STATIC_EXECUTIONS"`
+	// LLMDBenchmarkExecutable and LLMDBenchmarkRoot are what benchmark-defaults reports as a
+	// local llm-d-benchmark runtime (LLM_D_BENCHMARK_EXECUTABLE, LLM_D_BENCHMARK_ROOT).
+	LLMDBenchmarkExecutable string `env:"LLM_D_BENCHMARK_EXECUTABLE"`
+	LLMDBenchmarkRoot       string `env:"LLM_D_BENCHMARK_ROOT"`
+}
+
+// Validate trims the llm-d-benchmark paths.
+func (s *Settings) Validate() error {
+	s.LLMDBenchmarkExecutable = strings.TrimSpace(s.LLMDBenchmarkExecutable)
+	s.LLMDBenchmarkRoot = strings.TrimSpace(s.LLMDBenchmarkRoot)
+	return nil
+}
+
 // Build is the function's fn.Builder.
 func Build(_ context.Context, d fn.Deps) (*fn.Function, error) {
-	static, err := parseStaticExecutions(d.Config.StaticExecutions)
+	var s Settings
+	if err := d.Config.ReadSettings(&s); err != nil {
+		return nil, err
+	}
+	static, err := parseStaticExecutions(s.StaticExecutions)
 	if err != nil {
 		return nil, err
 	}
@@ -89,13 +112,17 @@ func Build(_ context.Context, d fn.Deps) (*fn.Function, error) {
 
 // New builds the function over an inventory (tests pass their own).
 func New(d fn.Deps, inv Inventory) (*fn.Function, *API, error) {
+	var settings Settings
+	if err := d.Config.ReadSettings(&settings); err != nil {
+		return nil, nil, err
+	}
 	sealer, err := d.Config.Sealer()
 	if err != nil {
 		return nil, nil, err
 	}
 	a := &API{deps: d, inventory: inv, cancelWait: 1500 * time.Millisecond,
 		runs:     &evalrun.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir},
-		defaults: defaultsFrom(d.Config), watchers: sse.NewSlots(maxWatchers),
+		defaults: defaultsFrom(settings), watchers: sse.NewSlots(maxWatchers),
 		created: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_evaluation_runs_created_total",
 			Help: "Benchmark runs created, by origin (rest or event)."}, []string{"origin"}),
 		workflows: &workflow.Repo{Store: d.Store}, inv: &inventory.Repo{Store: d.Store, Sealer: sealer},
@@ -119,7 +146,7 @@ func New(d fn.Deps, inv Inventory) (*fn.Function, *API, error) {
 
 // defaultsFrom follows the reference: a local llm-d-benchmark runtime is configured when
 // LLM_D_BENCHMARK_EXECUTABLE or LLM_D_BENCHMARK_ROOT is set or llmdbenchmark is on the PATH.
-func defaultsFrom(c fn.Config) Defaults {
+func defaultsFrom(c Settings) Defaults {
 	d := Defaults{Mode: "managed-source", Repository: evalrun.DefaultRepository, Revision: evalrun.DefaultRevision}
 	_, lookErr := exec.LookPath("llmdbenchmark")
 	executable := c.LLMDBenchmarkExecutable != ""

@@ -150,6 +150,35 @@ func TestBenchmarkDefaults(t *testing.T) {
 	}
 }
 
+// The llm-d-benchmark settings come from the environment: a blank executable is none, a root
+// configures a local runtime, and the executable makes it the mode.
+func TestBenchmarkDefaultsFromTheEnvironment(t *testing.T) {
+	for _, tc := range []struct {
+		env        []string
+		mode       string
+		configured bool
+	}{
+		{[]string{"LLM_D_BENCHMARK_EXECUTABLE", "  "}, "managed-source", false},
+		{[]string{"LLM_D_BENCHMARK_ROOT", " /opt/llm-d-benchmark "}, "managed-source", true},
+		{[]string{"LLM_D_BENCHMARK_EXECUTABLE", "/usr/local/bin/llmdbenchmark"}, "local-runtime", true},
+	} {
+		h := start(t, tc.env...)
+		var d map[string]any
+		if code := call(t, "GET", h.url+"/benchmark-defaults", "", &d); code != 200 || d["mode"] != tc.mode || d["localRuntimeConfigured"] != tc.configured {
+			t.Errorf("%v: %d %v", tc.env, code, d)
+		}
+	}
+}
+
+// A bad LENS_STATIC_EXECUTIONS stops the function at start, naming the variable.
+func TestBuildRefusesBadStaticExecutions(t *testing.T) {
+	cfg := fntest.Config(t, fntest.Env(t, map[string]string{"LENS_SECRET_KEY": secret.NewKey(), "LENS_STATIC_EXECUTIONS": "{"}))
+	_, err := fn.NewServer(context.Background(), cfg, evaluationapi.Name, evaluationapi.Build)
+	if err == nil || !strings.Contains(err.Error(), "LENS_STATIC_EXECUTIONS is not a JSON array") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
 func TestTimingEstimateOverHTTP(t *testing.T) {
 	h := start(t)
 	body := `{"wait_timeout_seconds":null,"parallelism":1,"shared_prefix":{"num_groups":4,"num_prompts_per_group":5,

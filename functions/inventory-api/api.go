@@ -25,25 +25,34 @@ const Name = "inventory-api"
 // PathPrefixes are the route families this function serves (its lensfn.dev/path-prefix).
 var PathPrefixes = []string{"/api/cluster", "/api/v1/deployments", "/api/v1/model-services", "/api/v1/configurations"}
 
-// Config is the function's own settings.
+// Config is the function's own settings, read from the environment at start (LoadConfig).
 type Config struct {
 	// ProbeInterval is how often Model Service members are health-probed
-	// (fn.Config.MemberProbeInterval, LENS_MEMBER_PROBE_INTERVAL).
-	ProbeInterval time.Duration
+	// (LENS_MEMBER_PROBE_INTERVAL, 10ms-1h).
+	ProbeInterval time.Duration `env:"LENS_MEMBER_PROBE_INTERVAL" envDefault:"10s"`
 	// ProbeTimeout bounds one endpoint probe, at registration and in the health loop
-	// (fn.Config.EndpointProbeTimeout, LENS_ENDPOINT_PROBE_TIMEOUT).
-	ProbeTimeout time.Duration
+	// (LENS_ENDPOINT_PROBE_TIMEOUT, 10ms-1h).
+	ProbeTimeout time.Duration `env:"LENS_ENDPOINT_PROBE_TIMEOUT" envDefault:"5s"`
 }
 
-// LoadConfig takes the function's settings from the runtime's config, which read them at start.
-func LoadConfig(c fn.Config) (Config, error) {
-	cfg := Config{ProbeInterval: c.MemberProbeInterval, ProbeTimeout: c.EndpointProbeTimeout}
-	for name, v := range map[string]time.Duration{"LENS_MEMBER_PROBE_INTERVAL": cfg.ProbeInterval, "LENS_ENDPOINT_PROBE_TIMEOUT": cfg.ProbeTimeout} {
-		if v < 10*time.Millisecond || v > time.Hour {
-			return cfg, fmt.Errorf("%s=%s is not a duration from 10ms to 1h", name, v)
+// Validate holds both durations to 10ms-1h.
+func (c *Config) Validate() error {
+	for _, v := range []struct {
+		name string
+		d    time.Duration
+	}{{"LENS_MEMBER_PROBE_INTERVAL", c.ProbeInterval}, {"LENS_ENDPOINT_PROBE_TIMEOUT", c.ProbeTimeout}} {
+		if v.d < 10*time.Millisecond || v.d > time.Hour {
+			return fmt.Errorf("%s=%s is not a duration from 10ms to 1h", v.name, v.d)
 		}
 	}
-	return cfg, nil
+	return nil
+}
+
+// LoadConfig reads the function's settings through the runtime's environment reader.
+func LoadConfig(c fn.Config) (Config, error) {
+	var cfg Config
+	err := c.ReadSettings(&cfg)
+	return cfg, err
 }
 
 // API serves the inventory routes.

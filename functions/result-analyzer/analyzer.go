@@ -40,23 +40,42 @@ const (
 	sweepInterval    = 5 * time.Second
 )
 
+// Settings are the analyzer's own, read from the environment at start (fn.Config.ReadSettings).
+type Settings struct {
+	// LeaseTTL is how long a task's analysis lease lives unless renewed (LENS_LEASE_TTL).
+	LeaseTTL time.Duration `env:"LENS_LEASE_TTL" envDefault:"15s"`
+}
+
+// Validate refuses a zero lease.
+func (s *Settings) Validate() error {
+	if s.LeaseTTL == 0 {
+		return errors.New("LENS_LEASE_TTL must be a positive duration")
+	}
+	return nil
+}
+
 // Analyzer finishes replayed tasks.
 type Analyzer struct {
 	deps     fn.Deps
+	settings Settings
 	tasks    *simtask.Repo
 	analyzed *prometheus.CounterVec
 }
 
 // Build is the function's fn.Builder.
 func Build(_ context.Context, d fn.Deps) (*fn.Function, error) {
+	var s Settings
+	if err := d.Config.ReadSettings(&s); err != nil {
+		return nil, err
+	}
 	// The analyzer never opens endpoint keys, so it gets no sealing key.
-	a := New(d, &simtask.Repo{Store: d.Store, DataDir: d.Config.DataDir})
+	a := New(d, &simtask.Repo{Store: d.Store, DataDir: d.Config.DataDir}, s)
 	return &fn.Function{Events: map[string]cloudevent.Handler{Consumes[0]: a.onReplayed}, Start: a.Sweep}, nil
 }
 
-// New builds an analyzer; its Sweep runs in the function's Start hook.
-func New(d fn.Deps, tasks *simtask.Repo) *Analyzer {
-	a := &Analyzer{deps: d, tasks: tasks,
+// New builds an analyzer; its Sweep runs in the function's Start hook. A zero LeaseTTL is 15s.
+func New(d fn.Deps, tasks *simtask.Repo, s Settings) *Analyzer {
+	a := &Analyzer{deps: d, tasks: tasks, settings: s,
 		analyzed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lens_analyzer_tasks_total",
 			Help: "Simulation tasks analysed, by final status."}, []string{"status"})}
 	d.Metrics.Registry.MustRegister(a.analyzed)
@@ -93,7 +112,7 @@ func (a *Analyzer) Analyze(ctx context.Context, id string) error {
 	// analyzer that died mid-event frees within one TTL: the broker's redelivery to the restarted
 	// analyzer then takes it, instead of being answered 429 until it is dead-lettered while the
 	// sweep completes the task later.
-	ttl := a.deps.Config.LeaseTTL
+	ttl := a.settings.LeaseTTL
 	if ttl <= 0 {
 		ttl = 15 * time.Second
 	}

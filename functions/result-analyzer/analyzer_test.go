@@ -1,6 +1,8 @@
 package resultanalyzer_test
 
 import (
+	"time"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,7 +23,11 @@ func newAnalyzer(t *testing.T) (*resultanalyzer.Analyzer, *simtask.Repo, fn.Deps
 	t.Helper()
 	deps := fntest.Deps(t, resultanalyzer.Name, fntest.Env(t, nil))
 	repo := &simtask.Repo{Store: deps.Store, DataDir: deps.Config.DataDir}
-	return resultanalyzer.New(deps, repo), repo, deps
+	var s resultanalyzer.Settings
+	if err := deps.Config.ReadSettings(&s); err != nil || s.LeaseTTL != 15*time.Second {
+		t.Fatalf("settings %+v, %v", s, err)
+	}
+	return resultanalyzer.New(deps, repo, s), repo, deps
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -319,5 +325,15 @@ func TestALostRunnersProgressIsWhatItSent(t *testing.T) {
 	task, _ := repo.Get(ctx, id)
 	if task.Status != simtask.StatusFailed || task.ProgressPercent != 2.4 {
 		t.Fatalf("%s at %v %%, want failed at 2.4 %% (2 of 82 sent)", task.Status, task.ProgressPercent)
+	}
+}
+
+// A bad lease TTL stops the function at start, naming the variable.
+func TestBuildRefusesABadLeaseTTL(t *testing.T) {
+	for value, want := range map[string]string{"0s": "LENS_LEASE_TTL must be a positive duration", "soon": `LENS_LEASE_TTL="soon" is not a duration such as 2s`} {
+		deps := fntest.Deps(t, resultanalyzer.Name, fntest.Env(t, map[string]string{"LENS_LEASE_TTL": value}))
+		if _, err := resultanalyzer.Build(context.Background(), deps); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("LENS_LEASE_TTL=%s: err = %v, want %q", value, err, want)
+		}
 	}
 }

@@ -42,8 +42,19 @@ type API struct {
 	doc []byte
 }
 
+// Settings are the function's own, read from the environment at start (fn.Config.ReadSettings).
+type Settings struct {
+	// DatasetMirror makes downloads fetch <mirror>/<file> instead of the upstream URL
+	// (LENS_DATASET_MIRROR, for air-gapped clusters; empty: upstream).
+	DatasetMirror string `env:"LENS_DATASET_MIRROR"`
+}
+
 // New builds the function. Parsers reads traces (the WASM parser modules in production).
 func New(d fn.Deps, parsers TraceParsers) (*fn.Function, *API, error) {
+	var settings Settings
+	if err := d.Config.ReadSettings(&settings); err != nil {
+		return nil, nil, err
+	}
 	sealer, err := d.Config.Sealer()
 	if err != nil {
 		return nil, nil, err
@@ -55,7 +66,7 @@ func New(d fn.Deps, parsers TraceParsers) (*fn.Function, *API, error) {
 	d.Metrics.Registry.MustRegister(builds, fetches)
 
 	client := &http.Client{Timeout: 0, Transport: http.DefaultTransport}
-	dl := &Downloader{Root: filepath.Join(d.Config.DataDir, "datasets"), Mirror: d.Config.DatasetMirror,
+	dl := &Downloader{Root: filepath.Join(d.Config.DataDir, "datasets"), Mirror: settings.DatasetMirror,
 		Client: client, Store: d.Store, Owner: d.Config.InstanceID, MaxBytes: 2 << 30}
 	a := &API{deps: d, downloader: dl, watchers: sse.NewSlots(maxWatchers),
 		tasks:     &simtask.Repo{Store: d.Store, Sealer: sealer, DataDir: d.Config.DataDir},

@@ -18,7 +18,10 @@ import (
 // Build is the function's fn.Builder: it loads the parser modules and consumes task.queued
 // events; its Start hook runs each backend's queue sweep.
 func Build(ctx context.Context, d fn.Deps) (*fn.Function, error) {
-	settings := settingsFrom(d.Config)
+	var settings Settings
+	if err := d.Config.ReadSettings(&settings); err != nil {
+		return nil, err
+	}
 	sealer, err := d.Config.Sealer()
 	if err != nil {
 		return nil, err

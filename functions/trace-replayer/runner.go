@@ -32,16 +32,34 @@ const (
 // Consumes lists the event types the function receives at /events.
 var Consumes = []string{events.TypeTaskQueued}
 
-// Settings tune the runner (from the function's configuration, read once at start).
+// Settings tune the runner, read from the environment at start (fn.Config.ReadSettings).
 type Settings struct {
-	MaxConcurrent int           // LENS_MAX_CONCURRENT_TASKS, default 1
-	LeaseTTL      time.Duration // LENS_LEASE_TTL, default 15s; renewed every third of it
-	SweepInterval time.Duration // LENS_SWEEP_INTERVAL, default 2s: queue sweep and lost-runner checks
-	PollInterval  time.Duration // how often a run checks for a stop request, default 250ms
+	// MaxConcurrent bounds the replays one instance runs at once (LENS_MAX_CONCURRENT_TASKS).
+	MaxConcurrent int `env:"LENS_MAX_CONCURRENT_TASKS" envDefault:"1"`
+	// LeaseTTL is how long a task's runner lease lives unless renewed, every third of it
+	// (LENS_LEASE_TTL).
+	LeaseTTL time.Duration `env:"LENS_LEASE_TTL" envDefault:"15s"`
+	// SweepInterval is how often the queue is swept and lost runners checked (LENS_SWEEP_INTERVAL).
+	SweepInterval time.Duration `env:"LENS_SWEEP_INTERVAL" envDefault:"2s"`
+	// PollInterval is how often a run checks for a stop request (not configurable; 250ms).
+	PollInterval time.Duration
 }
 
-func settingsFrom(c fn.Config) Settings {
-	return Settings{MaxConcurrent: c.MaxConcurrentTasks, LeaseTTL: c.LeaseTTL, SweepInterval: c.SweepInterval, PollInterval: 250 * time.Millisecond}
+// Validate refuses no concurrency and zero durations, and sets the poll interval.
+func (s *Settings) Validate() error {
+	if s.MaxConcurrent < 1 {
+		return fmt.Errorf("LENS_MAX_CONCURRENT_TASKS=%d is not a positive integer", s.MaxConcurrent)
+	}
+	if s.LeaseTTL == 0 {
+		return errors.New("LENS_LEASE_TTL must be a positive duration")
+	}
+	if s.SweepInterval == 0 {
+		return errors.New("LENS_SWEEP_INTERVAL must be a positive duration")
+	}
+	if s.PollInterval == 0 {
+		s.PollInterval = 250 * time.Millisecond
+	}
+	return nil
 }
 
 // Runner claims and runs the tasks of one backend.

@@ -30,11 +30,24 @@ var Consumes = []string{events.TypeWorkflowQueued, events.TypeDeploymentReady, e
 
 // Settings are the orchestrator's knobs.
 type Settings struct {
-	// SweepInterval is how often every workflow with work ahead is advanced from the store.
-	SweepInterval time.Duration
+	// SweepInterval is how often every workflow with work ahead is advanced from the store
+	// (LENS_SWEEP_INTERVAL).
+	SweepInterval time.Duration `env:"LENS_SWEEP_INTERVAL" envDefault:"2s"`
 	// ResendAfter is how long a deployment or cleanup request waits for its answer before the
-	// sweep sends it again (the deployer answers a repeat from its record).
+	// sweep sends it again (the deployer answers a repeat from its record): five sweeps when
+	// read from the environment.
 	ResendAfter time.Duration
+}
+
+// Validate refuses a zero sweep interval and sets ResendAfter to five sweeps.
+func (s *Settings) Validate() error {
+	if s.SweepInterval == 0 {
+		return errors.New("LENS_SWEEP_INTERVAL must be a positive duration")
+	}
+	if s.ResendAfter == 0 {
+		s.ResendAfter = 5 * s.SweepInterval
+	}
+	return nil
 }
 
 // Orchestrator advances workflows.
@@ -67,7 +80,11 @@ func Build(_ context.Context, d fn.Deps) (*fn.Function, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := New(d, Settings{SweepInterval: d.Config.SweepInterval, ResendAfter: 5 * d.Config.SweepInterval}, sealer)
+	var s Settings
+	if err := d.Config.ReadSettings(&s); err != nil {
+		return nil, err
+	}
+	o := New(d, s, sealer)
 	return o.Function(), nil
 }
 

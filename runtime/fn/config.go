@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,132 +15,88 @@ import (
 	"github.com/lensfn/lensfn/runtime/secret"
 )
 
-// Config is the environment of a function, read once at start and never changed.
+// Config is the platform contract of a function: the Knative variables, the state store, auth,
+// the endpoint policy, the data, module and cache directories, logging, drain and shutdown, the
+// listen host and the instance's identity. It is read once at start (LoadConfig) and never
+// changed. A function's own settings are not here: each function declares its settings struct
+// and reads it from the same environment with ReadSettings. Fields with an env tag are read by
+// the reader; the others are derived from variables LoadConfig parses itself.
 type Config struct {
-	Port          int    // PORT (Knative sets it; default 8080)
-	Service       string // K_SERVICE
-	Revision      string // K_REVISION
-	Configuration string // K_CONFIGURATION
+	Port          int    `env:"PORT" envDefault:"8080"` // Knative sets it
+	Service       string `env:"K_SERVICE"`
+	Revision      string `env:"K_REVISION"`
+	Configuration string `env:"K_CONFIGURATION"`
 	// Sink is where events go (K_SINK, the Broker); empty means the function emits nothing.
-	Sink string
+	Sink string `env:"K_SINK"`
 	// CEOverrides are extensions added to every event sent (K_CE_OVERRIDES).
-	CEOverrides map[string]string
+	CEOverrides map[string]string `env:"-"`
 	// RedisURL locates the state store (REDIS_URL); empty starts an embedded in-process store
 	// whose data lives only as long as the process. REDIS_PASSWORD (from a Secret) is added to
 	// it when the URL carries none.
-	RedisURL string
+	RedisURL string `env:"REDIS_URL"`
 	// RedisCAFile is a PEM file of the CA certificates a rediss:// server's certificate must
 	// chain to (REDIS_CA_FILE, a mounted Secret or ConfigMap); empty: the system's roots.
-	RedisCAFile string
+	RedisCAFile string `env:"REDIS_CA_FILE"`
 	// StorePrefix starts every state-store key (LENS_STORE_PREFIX, default "lens:{v1}:"); it
 	// must hold a {hash tag} and end with ':'. Separate prefixes let tests share one server.
-	StorePrefix string
+	StorePrefix string `env:"LENS_STORE_PREFIX"`
 	// DataDir holds datasets and artifacts (LENS_DATA_DIR, default ~/.local/share/lensfn).
-	DataDir string
+	DataDir string `env:"LENS_DATA_DIR"`
 	// ModuleDir holds user WASM modules with their manifests (LENS_MODULE_DIR, optional).
-	ModuleDir string
+	ModuleDir string `env:"LENS_MODULE_DIR"`
 	// BuiltinModuleDir holds the built-in WASM modules (LENS_BUILTIN_MODULE_DIR, default
 	// bin/modules as built by `make wasm`).
-	BuiltinModuleDir string
+	BuiltinModuleDir string `env:"LENS_BUILTIN_MODULE_DIR" envDefault:"bin/modules"`
 	// CacheDir keeps the WASM compilation cache (LENS_CACHE_DIR, default <DataDir>/cache).
-	CacheDir string
+	CacheDir string `env:"LENS_CACHE_DIR"`
 	// InstanceID names this process for leases and logs (POD_NAME, else host-pid). The Knative
 	// manifests set no POD_NAME, since Knative refuses the downward API by default: Kubernetes
 	// names a pod's host after the pod, so the fallback carries the pod name.
-	InstanceID string
+	InstanceID string `env:"-"`
 	// BackendID names the backend this instance belongs to (LENS_BACKEND_ID, optional): the
 	// instances of one backend share its work, and when several backends share a state store
 	// each acts only on the work it owns (the evaluation spec's ownership 409). When set,
 	// InstanceID is "<BackendID>/<instance>", so every lease names its holder's backend.
-	BackendID     string
-	LogLevel      string // LOG_LEVEL: debug, info, warn, error
-	LoggingConfig string // K_LOGGING_CONFIG: a zap JSON config, as in Knative's config-logging
+	BackendID     string `env:"LENS_BACKEND_ID"`
+	LogLevel      string `env:"LOG_LEVEL" envDefault:"info"` // debug, info, warn, error
+	LoggingConfig string `env:"K_LOGGING_CONFIG"`            // a zap JSON config, as in Knative's config-logging
 	// DrainQuietPeriod is how long the drain waits without requests before shutting down
 	// (LENS_DRAIN_QUIET_PERIOD, default 2s locally; queue-proxy already drained on Knative).
-	DrainQuietPeriod time.Duration
+	DrainQuietPeriod time.Duration `env:"LENS_DRAIN_QUIET_PERIOD" envDefault:"2s"`
 	// ShutdownTimeout bounds the whole graceful shutdown (LENS_SHUTDOWN_TIMEOUT, default 30s).
-	ShutdownTimeout time.Duration
+	ShutdownTimeout time.Duration `env:"LENS_SHUTDOWN_TIMEOUT" envDefault:"30s"`
 	// ListenHost is the address the server binds (LENS_LISTEN_HOST; empty: every interface, as
 	// Knative needs; the local stack sets 127.0.0.1).
-	ListenHost string
+	ListenHost string `env:"LENS_LISTEN_HOST"`
 	// Auth says whether routes that declare a scope need a bearer token (LENS_AUTH, default
 	// required; off only where the network is trusted, as the loopback local stack is).
-	Auth AuthMode
+	Auth AuthMode `env:"LENS_AUTH" envDefault:"required"`
 	// BootstrapTokenSHA256 is the hex SHA-256 of a token carrying every scope
 	// (LENS_BOOTSTRAP_TOKEN_SHA256, from a Kubernetes Secret).
-	BootstrapTokenSHA256 string
+	BootstrapTokenSHA256 string `env:"LENS_BOOTSTRAP_TOKEN_SHA256"`
 	// AllowedHosts, when set, are the only Host names a scoped route answers (LENS_ALLOWED_HOSTS,
 	// comma-separated; DNS rebinding). Origin, when sent, must name one of them or the Host.
-	AllowedHosts []string
+	AllowedHosts []string `env:"-"`
 	// AllowedOrigins are further browser origins that may call the API (LENS_ALLOWED_ORIGINS,
 	// comma-separated, e.g. https://ui.example.com).
-	AllowedOrigins []string
+	AllowedOrigins []string `env:"-"`
 	// Endpoints is the operator's policy for user-given endpoints (LENS_ENDPOINT_ALLOW,
 	// LENS_ENDPOINT_DENY).
-	Endpoints egress.Rules
-
-	// The settings of single functions follow, read in the same pass: there is no way to read
-	// the environment after start.
-
+	Endpoints egress.Rules `env:"-"`
 	// SecretKey seals and opens endpoint API keys (LENS_SECRET_KEY: 32 random bytes, base64);
-	// empty means keys cannot be stored. It prints as [redacted].
-	SecretKey Secret
+	// empty means keys cannot be stored. Only Sealer reads it. It prints as [redacted].
+	SecretKey Secret `env:"LENS_SECRET_KEY"`
 	// EventToken is the credential of events (LENS_EVENT_TOKEN; the local stack sets it when
 	// LENS_AUTH=required): sent with every event, and required on /events when set. It prints
 	// as [redacted].
-	EventToken Secret
-	// DatasetMirror makes the simulation API fetch <mirror>/<file> instead of the upstream URL
-	// (LENS_DATASET_MIRROR, for air-gapped clusters).
-	DatasetMirror string
-	// MaxConcurrentTasks bounds the replays one trace-replayer instance runs at once
-	// (LENS_MAX_CONCURRENT_TASKS, default 1).
-	MaxConcurrentTasks int
-	// LeaseTTL is how long a task's runner lease lives unless renewed (LENS_LEASE_TTL, default 15s).
-	LeaseTTL time.Duration
-	// SweepInterval is how often the trace-replayer sweeps the queue and checks for lost runners
-	// (LENS_SWEEP_INTERVAL, default 2s).
-	SweepInterval time.Duration
-	// MemberProbeInterval is how often inventory-api probes Model Service members
-	// (LENS_MEMBER_PROBE_INTERVAL, default 10s); EndpointProbeTimeout bounds one probe
-	// (LENS_ENDPOINT_PROBE_TIMEOUT, default 5s). Both 10ms-1h.
-	MemberProbeInterval, EndpointProbeTimeout time.Duration
-	// StaticExecutions are deployment executions the operator registers in the environment for
-	// evaluation-api (LENS_STATIC_EXECUTIONS, a JSON array; the function parses it).
-	StaticExecutions string
-	// LLMDBenchmarkExecutable and LLMDBenchmarkRoot are what benchmark-defaults reports as a
-	// local llm-d-benchmark runtime (LLM_D_BENCHMARK_EXECUTABLE, LLM_D_BENCHMARK_ROOT).
-	LLMDBenchmarkExecutable, LLMDBenchmarkRoot string
-	// MaxConcurrentRuns bounds the benchmark runs one benchmark-runner instance executes at once
-	// (LENS_MAX_CONCURRENT_RUNS, default 1, at most 64).
-	MaxConcurrentRuns int
-	// MaxConcurrentWorkers bounds the parallelism workers of benchmark runs one benchmark-runner
-	// instance sends at once (LENS_MAX_CONCURRENT_WORKERS, default 32, at most 64).
-	MaxConcurrentWorkers int
-	// ScrapeInterval is how often the benchmark runner samples an endpoint's /metrics during a
-	// run (LENS_SCRAPE_INTERVAL, default 1s).
-	ScrapeInterval time.Duration
-	// BinDir is where the deployer's local provider finds inference-sim and inference-router
-	// (LENS_BIN_DIR; empty: the directory of the running executable).
-	BinDir string
-	// DeployTimeout bounds one deployment's wait for its health probes (LENS_DEPLOY_TIMEOUT,
-	// default 2m).
-	DeployTimeout time.Duration
-	// APIURL is the ingress the console calls the APIs through with the user's token
-	// (LENS_API_URL, an http(s) base URL such as http://127.0.0.1:8080; empty: no console).
-	APIURL string
-	// CookieSecure marks the console's session cookie Secure (LENS_COOKIE_SECURE, default
-	// true; the local stack, plain HTTP on loopback, sets false).
-	CookieSecure bool
-	// PrometheusURL is the Prometheus whose HTTP API the benchmark runner reads serving
-	// evidence from (LENS_PROMETHEUS_URL, an http(s) URL; empty: the runner scrapes /metrics
-	// itself).
-	PrometheusURL string
-	// PrometheusTargetsDir is a directory that Prometheus discovers scrape targets from
-	// (file_sd_configs; LENS_PROMETHEUS_TARGETS_DIR; empty: none written): the deployer's local
-	// provider lists each deployment's replicas there, the benchmark runner a benchmarked
-	// endpoint Prometheus does not scrape yet, for the run's duration.
-	PrometheusTargetsDir string
+	EventToken Secret `env:"LENS_EVENT_TOKEN"`
+
+	// environ is the environment the function started with, which ReadSettings reads. It holds
+	// secrets: behind a pointer, fmt prints only its address with the Config.
+	environ *environment
 }
+
+type environment struct{ vars map[string]string }
 
 // Secret is a configuration value that must never reach a log: it formats as [redacted].
 type Secret string
@@ -152,28 +107,21 @@ func (Secret) GoString() string { return "[redacted]" }
 // Reveal returns the secret's value, for the one place that uses it.
 func (s Secret) Reveal() string { return string(s) }
 
-// LoadConfig reads the environment through getenv (os.Getenv in a main, a map in tests).
-func LoadConfig(getenv func(string) string) (Config, error) {
-	c := Config{
-		Service: getenv("K_SERVICE"), Revision: getenv("K_REVISION"), Configuration: getenv("K_CONFIGURATION"),
-		Sink: getenv("K_SINK"), RedisURL: getenv("REDIS_URL"), StorePrefix: getenv("LENS_STORE_PREFIX"), ModuleDir: getenv("LENS_MODULE_DIR"),
-		LogLevel: orDefault(getenv("LOG_LEVEL"), "info"), LoggingConfig: getenv("K_LOGGING_CONFIG"),
-		SecretKey: Secret(getenv("LENS_SECRET_KEY")), EventToken: Secret(getenv("LENS_EVENT_TOKEN")), DatasetMirror: getenv("LENS_DATASET_MIRROR"),
-		StaticExecutions:        getenv("LENS_STATIC_EXECUTIONS"),
-		LLMDBenchmarkExecutable: strings.TrimSpace(getenv("LLM_D_BENCHMARK_EXECUTABLE")),
-		LLMDBenchmarkRoot:       strings.TrimSpace(getenv("LLM_D_BENCHMARK_ROOT")),
-		BinDir:                  getenv("LENS_BIN_DIR"),
-		PrometheusURL:           strings.TrimRight(strings.TrimSpace(getenv("LENS_PROMETHEUS_URL")), "/"),
-		PrometheusTargetsDir:    getenv("LENS_PROMETHEUS_TARGETS_DIR"),
+// LoadConfig reads the platform contract from the environment, given as a map (os.Environ's in a
+// main, a literal in tests), through the same reader as ReadSettings, then derives and checks
+// what the tags cannot say. It keeps the environment for the function's ReadSettings.
+func LoadConfig(environ map[string]string) (Config, error) {
+	if environ == nil {
+		environ = map[string]string{}
 	}
-	var err error
-	if c.Port, err = intVar(getenv, "PORT", 8080); err != nil {
+	c := Config{environ: &environment{vars: environ}}
+	if err := readEnv(environ, &c); err != nil {
 		return c, err
 	}
 	if c.Port < 0 || c.Port > 65535 {
 		return c, fmt.Errorf("PORT %d is out of range", c.Port)
 	}
-	if raw := getenv("K_CE_OVERRIDES"); raw != "" {
+	if raw := environ["K_CE_OVERRIDES"]; raw != "" {
 		var o struct {
 			Extensions map[string]string `json:"extensions"`
 		}
@@ -182,37 +130,32 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		}
 		c.CEOverrides = o.Extensions
 	}
-	c.DataDir = getenv("LENS_DATA_DIR")
 	if c.DataDir == "" {
-		home := getenv("HOME")
+		home := environ["HOME"]
 		if home == "" {
 			home = os.TempDir()
 		}
 		c.DataDir = filepath.Join(home, ".local", "share", "lensfn")
 	}
+	var err error
 	if c.DataDir, err = filepath.Abs(c.DataDir); err != nil {
 		return c, err
 	}
-	c.CacheDir = orDefault(getenv("LENS_CACHE_DIR"), filepath.Join(c.DataDir, "cache"))
-	c.BuiltinModuleDir = orDefault(getenv("LENS_BUILTIN_MODULE_DIR"), filepath.Join("bin", "modules"))
-	c.InstanceID = getenv("POD_NAME")
+	if c.CacheDir == "" {
+		c.CacheDir = filepath.Join(c.DataDir, "cache")
+	}
+	c.InstanceID = environ["POD_NAME"]
 	if c.InstanceID == "" {
 		host, _ := os.Hostname()
 		c.InstanceID = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
-	if c.BackendID = getenv("LENS_BACKEND_ID"); c.BackendID != "" {
+	if c.BackendID != "" {
 		if strings.Contains(c.BackendID, "/") || len(c.BackendID) > 128 {
 			return c, fmt.Errorf("LENS_BACKEND_ID %q: at most 128 characters, no '/'", c.BackendID)
 		}
 		c.InstanceID = c.BackendID + "/" + c.InstanceID
 	}
-	if c.DrainQuietPeriod, err = durationVar(getenv, "LENS_DRAIN_QUIET_PERIOD", 2*time.Second); err != nil {
-		return c, err
-	}
-	if c.ShutdownTimeout, err = durationVar(getenv, "LENS_SHUTDOWN_TIMEOUT", 30*time.Second); err != nil {
-		return c, err
-	}
-	if pw := getenv("REDIS_PASSWORD"); pw != "" && c.RedisURL != "" {
+	if pw := environ["REDIS_PASSWORD"]; pw != "" && c.RedisURL != "" {
 		u, err := url.Parse(c.RedisURL)
 		if err != nil {
 			return c, errors.New("REDIS_URL is not a redis:// URL")
@@ -222,87 +165,23 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			c.RedisURL = u.String()
 		}
 	}
-	if c.RedisCAFile = getenv("REDIS_CA_FILE"); c.RedisCAFile != "" && c.RedisURL == "" {
+	if c.RedisCAFile != "" && c.RedisURL == "" {
 		return c, errors.New("REDIS_CA_FILE is set but REDIS_URL is not: the embedded store has no TLS (set REDIS_URL to the rediss:// server)")
 	}
-	if c.PrometheusURL != "" {
-		if u, perr := url.Parse(c.PrometheusURL); perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return c, errors.New("LENS_PROMETHEUS_URL is not an http(s) URL such as http://127.0.0.1:9090")
-		}
-	}
-	c.ListenHost = getenv("LENS_LISTEN_HOST")
-	if c.APIURL = strings.TrimRight(strings.TrimSpace(getenv("LENS_API_URL")), "/"); c.APIURL != "" {
-		u, err := url.Parse(c.APIURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" {
-			return c, fmt.Errorf("LENS_API_URL %q is not an http(s) base URL without credentials or query", c.APIURL)
-		}
-	}
-	switch v := strings.ToLower(strings.TrimSpace(getenv("LENS_COOKIE_SECURE"))); v {
-	case "", "true", "1":
-		c.CookieSecure = true
-	case "false", "0":
-	default:
-		return c, fmt.Errorf("LENS_COOKIE_SECURE %q is not true or false", v)
-	}
-	switch mode := AuthMode(strings.ToLower(orDefault(getenv("LENS_AUTH"), string(AuthRequired)))); mode {
+	switch mode := AuthMode(strings.ToLower(string(c.Auth))); mode {
 	case AuthRequired, AuthOff:
 		c.Auth = mode
 	default:
-		return c, fmt.Errorf("LENS_AUTH %q is not one of required, off", getenv("LENS_AUTH"))
+		return c, fmt.Errorf("LENS_AUTH %q is not one of required, off", environ["LENS_AUTH"])
 	}
-	c.BootstrapTokenSHA256 = strings.ToLower(strings.TrimSpace(getenv("LENS_BOOTSTRAP_TOKEN_SHA256")))
+	c.BootstrapTokenSHA256 = strings.ToLower(strings.TrimSpace(c.BootstrapTokenSHA256))
 	if c.BootstrapTokenSHA256 != "" && !auth.ValidBootstrapHash(c.BootstrapTokenSHA256) {
 		return c, fmt.Errorf("LENS_BOOTSTRAP_TOKEN_SHA256 is not 64 hex characters (printf %%s \"$TOKEN\" | sha256sum)")
 	}
-	c.AllowedHosts = listVar(getenv("LENS_ALLOWED_HOSTS"))
-	c.AllowedOrigins = listVar(getenv("LENS_ALLOWED_ORIGINS"))
-	if c.Endpoints, err = egress.ParseRules(getenv("LENS_ENDPOINT_ALLOW"), getenv("LENS_ENDPOINT_DENY")); err != nil {
+	c.AllowedHosts = listVar(environ["LENS_ALLOWED_HOSTS"])
+	c.AllowedOrigins = listVar(environ["LENS_ALLOWED_ORIGINS"])
+	if c.Endpoints, err = egress.ParseRules(environ["LENS_ENDPOINT_ALLOW"], environ["LENS_ENDPOINT_DENY"]); err != nil {
 		return c, err
-	}
-	if c.MaxConcurrentTasks, err = intVar(getenv, "LENS_MAX_CONCURRENT_TASKS", 1); err != nil {
-		return c, err
-	}
-	if c.MaxConcurrentTasks < 1 {
-		return c, fmt.Errorf("LENS_MAX_CONCURRENT_TASKS=%d is not a positive integer", c.MaxConcurrentTasks)
-	}
-	for _, v := range []struct {
-		name string
-		dst  *time.Duration
-		def  time.Duration
-	}{{"LENS_LEASE_TTL", &c.LeaseTTL, 15 * time.Second}, {"LENS_SWEEP_INTERVAL", &c.SweepInterval, 2 * time.Second},
-		{"LENS_DEPLOY_TIMEOUT", &c.DeployTimeout, 2 * time.Minute}} {
-		if *v.dst, err = durationVar(getenv, v.name, v.def); err != nil {
-			return c, err
-		}
-		if *v.dst == 0 {
-			return c, fmt.Errorf("%s must be a positive duration", v.name)
-		}
-	}
-	if c.MaxConcurrentRuns, err = intVar(getenv, "LENS_MAX_CONCURRENT_RUNS", 1); err != nil {
-		return c, err
-	}
-	if c.MaxConcurrentRuns < 1 || c.MaxConcurrentRuns > 64 {
-		return c, fmt.Errorf("LENS_MAX_CONCURRENT_RUNS=%d is not an integer in 1-64", c.MaxConcurrentRuns)
-	}
-	if c.MaxConcurrentWorkers, err = intVar(getenv, "LENS_MAX_CONCURRENT_WORKERS", 32); err != nil {
-		return c, err
-	}
-	if c.MaxConcurrentWorkers < 1 || c.MaxConcurrentWorkers > 64 {
-		return c, fmt.Errorf("LENS_MAX_CONCURRENT_WORKERS=%d is not an integer in 1-64", c.MaxConcurrentWorkers)
-	}
-	for _, v := range []struct {
-		name     string
-		dst      *time.Duration
-		def, min time.Duration
-	}{{"LENS_MEMBER_PROBE_INTERVAL", &c.MemberProbeInterval, 10 * time.Second, 10 * time.Millisecond},
-		{"LENS_ENDPOINT_PROBE_TIMEOUT", &c.EndpointProbeTimeout, 5 * time.Second, 10 * time.Millisecond},
-		{"LENS_SCRAPE_INTERVAL", &c.ScrapeInterval, time.Second, 10 * time.Millisecond}} {
-		if *v.dst, err = durationVar(getenv, v.name, v.def); err != nil {
-			return c, err
-		}
-		if *v.dst < v.min || *v.dst > time.Hour {
-			return c, fmt.Errorf("%s=%s is not a duration from %s to 1h", v.name, *v.dst, v.min)
-		}
 	}
 	switch strings.ToLower(c.LogLevel) {
 	case "debug", "info", "warn", "error":
@@ -343,30 +222,6 @@ func listVar(raw string) []string {
 		}
 	}
 	return out
-}
-
-func intVar(getenv func(string) string, name string, def int) (int, error) {
-	raw := getenv(name)
-	if raw == "" {
-		return def, nil
-	}
-	v, err := strconv.Atoi(raw)
-	if err != nil {
-		return 0, fmt.Errorf("%s=%q is not an integer", name, raw)
-	}
-	return v, nil
-}
-
-func durationVar(getenv func(string) string, name string, def time.Duration) (time.Duration, error) {
-	raw := getenv(name)
-	if raw == "" {
-		return def, nil
-	}
-	v, err := time.ParseDuration(raw)
-	if err != nil || v < 0 {
-		return 0, fmt.Errorf("%s=%q is not a duration such as 2s", name, raw)
-	}
-	return v, nil
 }
 
 // BackendOf is the backend named by an instance id (a lease's owner): what precedes its '/', ""

@@ -1,7 +1,10 @@
 // Package fn is the contract every Lensfn function is built on and the runtime that serves it on
 // Knative or in the local stack.
 //
-// A function's main reads the environment once (LoadConfig), then hands a Builder to Main. The
+// Main reads the environment once (LoadConfig: the platform contract in Config), then runs the
+// function's Builder, which reads the function's own settings struct from the same environment
+// through the one reader, Config.ReadSettings (github.com/caarlos0/env, as Knative's sharedmain
+// reads its settings with envconfig); a bad value stops the function at start. The
 // runtime owns everything the Knative runtime contract asks of a container: listening on PORT,
 // kubelet and K-Network-Probe probes through knative's Drainer, /healthz and /readyz, /metrics on
 // a private Prometheus registry (requests and latency per route, events in and out, store
@@ -20,6 +23,6 @@
 //
 // It may import runtime/problem, runtime/cloudevent, runtime/state,
 // runtime/state/redisstore, runtime/auth, runtime/egress and runtime/secret, and the
-// third-party packages knative.dev/pkg (signals, network only), zap, zapdriver and
-// prometheus/client_golang.
+// third-party packages knative.dev/pkg (signals, network only), zap, zapdriver,
+// prometheus/client_golang and caarlos0/env.
 package fn

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/caarlos0/env/v11"
 	"go.uber.org/zap"
 	"knative.dev/pkg/network/handlers"
 	"knative.dev/pkg/signals"
@@ -72,7 +73,7 @@ type Builder func(ctx context.Context, d Deps) (*Function, error)
 func Main(name string, build Builder) {
 	// Files a function writes under the data dir (datasets, artifacts, spools) are private.
 	syscall.Umask(0o077)
-	cfg, err := LoadConfig(os.Getenv)
+	cfg, err := LoadConfig(env.ToMap(os.Environ()))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: configuration: %v\n", name, err)
 		os.Exit(2)

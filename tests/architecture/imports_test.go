@@ -148,10 +148,12 @@ var homes = map[string][]string{
 	"github.com/chromedp/chromedp": {},
 	"github.com/chromedp/cdproto":  {},
 	// lensctl's progress is tested in pseudo-terminals (tests/lensctl only).
-	"github.com/creack/pty":              {},
-	"gopkg.in/yaml.v3":                   {"deploy", "functions/inference-sim", "runtime/evalrun"},
-	"golang.org/x/sync":                  {"functions", "runtime"},
-	"go.uber.org/zap":                    {"runtime/fn"},
+	"github.com/creack/pty": {},
+	"gopkg.in/yaml.v3":      {"deploy", "functions/inference-sim", "runtime/evalrun"},
+	"golang.org/x/sync":     {"functions", "runtime"},
+	"go.uber.org/zap":       {"runtime/fn"},
+	// The one environment reader: fn.Config.ReadSettings, which functions call for their own settings.
+	"github.com/caarlos0/env/v11":        {"runtime/fn"},
 	"github.com/blendle/zapdriver":       {"runtime/fn"}, // Knative's Stackdriver-style zap defaults, without knative.dev/pkg/logging's k8s tree
 	"github.com/prometheus/client_model": {"functions", "runtime", "tests"},
 	"github.com/prometheus/common":       {"functions", "runtime", "tests"},

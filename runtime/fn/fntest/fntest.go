@@ -33,7 +33,7 @@ func Env(t testing.TB, extra map[string]string) map[string]string {
 // Config loads env as a function's configuration.
 func Config(t testing.TB, env map[string]string) fn.Config {
 	t.Helper()
-	cfg, err := fn.LoadConfig(func(k string) string { return env[k] })
+	cfg, err := fn.LoadConfig(env)
 	if err != nil {
 		t.Fatal(err)
 	}
