@@ -72,7 +72,16 @@ func (s *Settings) Validate() error {
 	if s.APIURL = strings.TrimRight(strings.TrimSpace(s.APIURL), "/"); s.APIURL != "" {
 		u, err := url.Parse(s.APIURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" {
-			return fmt.Errorf("LENS_API_URL %q is not an http(s) base URL without credentials or query", s.APIURL)
+			shown := s.APIURL
+			if err != nil || u.User != nil || u.RawQuery != "" {
+				// Credentials or a token in the URL must not reach the start-up log.
+				shown = "(not shown: it may carry credentials)"
+				if err == nil {
+					u.User, u.RawQuery = nil, ""
+					shown = u.Redacted() + " (credentials and query removed)"
+				}
+			}
+			return fmt.Errorf("LENS_API_URL %q is not an http(s) base URL without credentials or query", shown)
 		}
 	}
 	return nil

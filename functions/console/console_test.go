@@ -390,6 +390,9 @@ func TestConsoleRefusesBadSettings(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s=%s: err = %v, want %q", tc.key, tc.value, err, tc.want)
 		}
+		if err != nil && strings.Contains(err.Error(), "pw") {
+			t.Errorf("the start-up error carries the URL's password: %v", err)
+		}
 	}
 }
 

@@ -165,7 +165,14 @@ func ParseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 			}
 			u, err := url.Parse(s)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-				errs = append(errs, fmt.Errorf("--%s: %q is not an http(s) base URL without credentials", name, s))
+				shown := s // the flag's value, unless it may carry a credential the log must not show
+				if err != nil {
+					shown = "(not shown: it does not parse)"
+				} else if u.User != nil || u.RawQuery != "" {
+					u.User, u.RawQuery = nil, ""
+					shown = u.String() + " (credentials and query removed)"
+				}
+				errs = append(errs, fmt.Errorf("--%s: %q is not an http(s) base URL without credentials", name, shown))
 				continue
 			}
 			out = append(out, s)

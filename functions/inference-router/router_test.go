@@ -44,6 +44,11 @@ func TestParseConfigRejectsBadInput(t *testing.T) {
 			t.Errorf("%v: accepted", args)
 		}
 	}
+	// A replica URL with credentials is refused without the password in the error (it is logged).
+	if _, err := ParseConfig([]string{"--replicas", "http://u:s3cret@h:1/?token=t0k"}, func(string) string { return "" }, io.Discard); err == nil ||
+		strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "t0k") || !strings.Contains(err.Error(), "http://h:1") {
+		t.Errorf("a replica URL with credentials: %v", err)
+	}
 	env := map[string]string{"ROUTER_REPLICAS": "http://a:1, http://b:2/", "ROUTER_PROFILE": "load", "PORT": "9000"}
 	cfg, err := ParseConfig(nil, func(k string) string { return env[k] }, io.Discard)
 	if err != nil || cfg.Port != 9000 || cfg.Profile != ProfileLoad || len(cfg.Replicas) != 2 || cfg.Replicas[1] != "http://b:2" {
