@@ -498,9 +498,22 @@ func TestProgressStreamCarriesStatusPhasesLiveMetricsAndLogs(t *testing.T) {
 	id := h.create(t, `{"deployment_execution_id":"exec-1","matrix":[{"isl":32,"osl":8}],
 		"concurrency_stages":[{"concurrency":2,"num_requests":16}],"warmup_requests":1}`)
 	h.waitFor(t, id, 30*time.Second, terminal)
-	entries, err := h.deps.Store.ReadProgress(context.Background(), evalrun.Kind, id, "", 1000, 0)
-	if err != nil {
-		t.Fatal(err)
+	// The record turns final before its last status entry is appended (the stream is a view; a
+	// watcher reads the record's status when the stream ends), so wait for that entry too.
+	var entries []state.ProgressEntry
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var err error
+		if entries, err = h.deps.Store.ReadProgress(context.Background(), evalrun.Kind, id, "", 1000, 0); err != nil {
+			t.Fatal(err)
+		}
+		sawFinal, sawFinishedLog := false, false
+		for _, e := range entries {
+			sawFinal = sawFinal || e.Fields["status"] == "succeeded"
+			sawFinishedLog = sawFinishedLog || strings.Contains(e.Fields["line"], "Finished succeeded")
+		}
+		if (sawFinal && sawFinishedLog) || time.Now().After(deadline) {
+			break
+		}
 	}
 	var statuses, logs []string
 	sawPhase, sawLive := false, false
