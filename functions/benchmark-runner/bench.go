@@ -41,24 +41,69 @@ func (e timeoutError) Error() string {
 type result struct {
 	status string
 	err    string
-	fields map[string]any
+	out    outcome
+}
+
+// outcome is what a benchmark stores on its run when it ends, filled in as the workload goes
+// (the last repetition's results win); a block left unset is not written.
+type outcome struct {
+	monitoring        map[string]any
+	warmup            map[string]any
+	matrixResults     *[]map[string]any // a matrix's points (null when it sent none)
+	rateStageResults  []map[string]any
+	capacityAnalysis  map[string]any
+	repetitionResults []map[string]any
+	bootstrap         *evalrun.Bootstrap
+	metrics           evalrun.Metrics
+	sla               *events.SLAVerdict
+	artifacts         []map[string]string
+	resourceSnapshot  map[string]any
+	diagnostics       map[string]any
+	// ended says the benchmark ran to its end, so its metrics, artifacts, resource snapshot and
+	// diagnostics are written (a run that failed before its benchmark writes none).
+	ended bool
+}
+
+// result is the outcome as the run's stored blocks.
+func (o *outcome) result() evalrun.Result {
+	var res evalrun.Result
+	if o.monitoring != nil {
+		res.Monitoring = evalrun.JSON(o.monitoring)
+	}
+	if o.warmup != nil {
+		res.Warmup = evalrun.JSON(o.warmup)
+	}
+	if o.matrixResults != nil {
+		res.MatrixResults = evalrun.JSON(*o.matrixResults)
+	}
+	if o.rateStageResults != nil {
+		res.RateStageResults = evalrun.JSON(o.rateStageResults)
+		res.CapacityAnalysis = evalrun.JSON(o.capacityAnalysis)
+	}
+	if o.repetitionResults != nil {
+		res.RepetitionResults = evalrun.JSON(o.repetitionResults)
+	}
+	res.Bootstrap, res.SLA = o.bootstrap, o.sla
+	if o.ended {
+		res.Metrics, res.Artifacts = evalrun.JSON(o.metrics), evalrun.JSON(o.artifacts)
+		res.ResourceSnapshot, res.Diagnostics = evalrun.JSON(o.resourceSnapshot), evalrun.JSON(o.diagnostics)
+	}
+	return res
 }
 
 func (res *result) apply(run *evalrun.Run) {
-	for k, v := range res.fields {
-		run.Set(k, v)
-	}
-	run.Set("finished_at", evalrun.Now())
+	run.Finish(res.out.result())
+	run.FinishedAt = evalrun.Ptr(evalrun.Now())
 	if res.err != "" {
-		run.Set("error", res.err)
+		run.Error = evalrun.Value(res.err)
 	} else {
-		run.Set("error", nil)
+		run.Error = evalrun.Null[string]()
 	}
-	run.Set("progress_message", "Benchmark "+res.status)
+	run.ProgressMessage = evalrun.Ptr("Benchmark " + res.status)
 	if res.status == evalrun.StatusSucceeded {
-		run.Set("progress_percent", 100)
+		run.ProgressPercent = evalrun.Ptr(100.0)
 	}
-	run.Remove("live_metrics")
+	run.LiveMetrics = nil
 }
 
 // execution is one claimed run on its way through its phases: it prepares the run, sends its
@@ -111,17 +156,17 @@ func (r *Runner) newExecution(run *evalrun.Run, c *state.HeldLease, worker *eval
 // benchmark runs the claimed run to its end and says how it ended.
 func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldLease) *result {
 	fail := func(format string, args ...any) *result {
-		return &result{status: evalrun.StatusFailed, err: fmt.Sprintf(format, args...), fields: map[string]any{}}
+		return &result{status: evalrun.StatusFailed, err: fmt.Sprintf(format, args...)}
 	}
 	x, err := r.newExecution(run, c, nil)
 	if err != nil {
 		return fail("%v", err)
 	}
-	dir := r.runs.RunDir(run.ID())
+	dir := r.runs.RunDir(run.ID)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fail("cannot create the run's folder: %v", err)
 	}
-	f, err := os.Create(r.runs.RecordsPath(run.ID()))
+	f, err := os.Create(r.runs.RecordsPath(run.ID))
 	if err != nil {
 		return fail("cannot create the per-request artifact: %v", err)
 	}
@@ -137,24 +182,24 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 	}()
 	defer func() { cancel(nil); <-watched }()
 
-	fields := map[string]any{}
-	werr := x.prepare(ctx, fields)
+	var out outcome
+	werr := x.prepare(ctx, &out)
 	var evidence map[string]any
 	if werr == nil {
 		stopScrape := x.evidence.scrape(ctx)
 		x.origin = time.Now()
 		benchStart := x.origin.Sub(x.started).Seconds()
-		werr = x.runWorkload(ctx, fields)
+		werr = x.runWorkload(ctx, &out)
 		end := time.Since(x.started).Seconds()
 		stopScrape()
 		evidence = x.evidence.window(ctx, benchStart, end)
-		x.evidence.stageEvidence(fields, x.rateStart)
+		x.evidence.stageEvidence(out.rateStageResults, x.rateStart)
 	}
 	if ferr := x.records.Flush(); ferr != nil && werr == nil {
 		werr = ferr
 	}
 	metrics := x.tally.metrics(x.tally.total, x.plan.recordsURI())
-	if ca, ok := fields["capacity_analysis"].(map[string]any); ok {
+	if ca := out.capacityAnalysis; ca != nil {
 		for _, k := range []string{"maximum_stable_qps", "slo_goodput_rps", "slo_violation_point", "saturation_point"} {
 			if ca[k] != nil {
 				metrics[k] = ca[k]
@@ -164,7 +209,7 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 	for k, v := range evidence {
 		metrics[k] = v
 	}
-	if mon, ok := fields["monitoring"].(map[string]any); ok && evidence != nil {
+	if mon := out.monitoring; mon != nil && evidence != nil {
 		obs := evidence["observability"].(map[string]any)
 		if obs["status"] == "available" && obs["flow_status"] != "available" {
 			mon["status"] = "partial" // resources sampled, but no traffic samples
@@ -172,25 +217,25 @@ func (r *Runner) benchmark(ctx context.Context, run *evalrun.Run, c *state.HeldL
 			mon["status"] = obs["status"]
 		}
 	}
-	x.repetitionResults(fields, metrics)
-	fields["metrics"] = metrics
+	x.repetitionResults(&out, metrics)
+	out.metrics, out.ended = metrics, true
 	if sla := evalrun.EvaluateSLA(metrics, x.plan.targets); sla != nil {
 		if repMetrics, _ := x.tally.repetitions(); len(repMetrics) > 1 {
 			evalrun.CountRepetitionsMet(sla, repMetrics, x.plan.targets)
 		}
-		fields["sla"] = sla
+		out.sla = sla
 	}
 	// The CSV and the HTML report are rendered from the records and the stored run when they
 	// are downloaded.
-	uri := artifactsURI(run.ID())
-	fields["artifacts"] = []map[string]string{
+	uri := artifactsURI(run.ID)
+	out.artifacts = []map[string]string{
 		{"kind": "per-request-jsonl", "media_type": "application/x-ndjson", "uri": uri + "per-request-jsonl"},
 		{"kind": "per-request-csv", "media_type": "text/csv; charset=utf-8", "uri": uri + "per-request-csv"},
 		{"kind": "report-html", "media_type": "text/html; charset=utf-8", "uri": uri + "report-html"},
 	}
-	fields["resource_snapshot"] = x.evidence.resourceSnapshot(ctx)
-	fields["diagnostics"] = x.evidence.diagnostics(ctx)
-	res := &result{status: evalrun.StatusSucceeded, fields: fields}
+	out.resourceSnapshot = x.evidence.resourceSnapshot(ctx)
+	out.diagnostics = x.evidence.diagnostics(ctx)
+	res := &result{status: evalrun.StatusSucceeded, out: out}
 	cause := context.Cause(ctx)
 	switch {
 	case errors.Is(cause, errCancelled):
@@ -221,7 +266,7 @@ func (x *execution) setPhase(ctx context.Context, phase string) {
 }
 
 // prepare checks the endpoint serves the model before any traffic, within the resolved budget.
-func (x *execution) prepare(ctx context.Context, fields map[string]any) error {
+func (x *execution) prepare(ctx context.Context, out *outcome) error {
 	x.setPhase(ctx, evalrun.PhasePreparingMonitoring)
 	budget := time.Duration(x.plan.timeout) * time.Second
 	ctx, cancel := context.WithTimeout(ctx, budget)
@@ -253,7 +298,7 @@ func (x *execution) prepare(ctx context.Context, fields map[string]any) error {
 	if err != nil {
 		return err
 	}
-	fields["monitoring"] = monitoring
+	out.monitoring = monitoring
 	return nil
 }
 
@@ -412,32 +457,32 @@ func takeGaps(meta map[string]any) []float64 {
 }
 
 // workloadOnce runs the run's workload once (one repetition) and stores its per-stage results
-// in fields.
-func (x *execution) workloadOnce(ctx context.Context, fields map[string]any) error {
+// in out.
+func (x *execution) workloadOnce(ctx context.Context, out *outcome) error {
 	spec := x.plan.spec
 	switch {
 	case len(spec.Matrix) > 0:
-		return x.matrix(ctx, fields)
+		return x.matrix(ctx, out)
 	case spec.SharedPrefix != nil:
-		return x.sharedPrefix(ctx, fields)
+		return x.sharedPrefix(ctx, out)
 	case spec.WorkloadYAML != nil:
 		if x.plan.yamlErr != nil {
 			return fmt.Errorf("the workload_yaml no longer parses: %v", x.plan.yamlErr)
 		}
 		w, sp := x.plan.yaml.Workload()
 		if sp != nil {
-			return x.sharedPrefixStages(ctx, sp, time.Duration(w.RequestTimeout*float64(time.Second)), fields)
+			return x.sharedPrefixStages(ctx, sp, time.Duration(w.RequestTimeout*float64(time.Second)), out)
 		}
-		return x.named(ctx, w, fields)
+		return x.named(ctx, w, out)
 	}
 	w, ok := evalrun.NamedWorkload(*spec.Workload)
 	if !ok {
 		return fmt.Errorf("workload %q is not shipped with Lensfn", *spec.Workload)
 	}
-	return x.named(ctx, w, fields)
+	return x.named(ctx, w, out)
 }
 
-func (x *execution) matrix(ctx context.Context, fields map[string]any) error {
+func (x *execution) matrix(ctx context.Context, out *outcome) error {
 	spec := x.plan.spec
 	stages := evalrun.Stages(spec)
 	workers := int64(x.plan.senders)
@@ -455,13 +500,13 @@ func (x *execution) matrix(ctx context.Context, fields map[string]any) error {
 		warm["status"] = "succeeded"
 		if err != nil {
 			warm["status"], warm["stderr"] = "failed", err.Error()
-			fields["warmup"] = warm
+			out.warmup = warm
 			return err
 		}
-		fields["warmup"] = warm
+		out.warmup = warm
 	}
 	var results []map[string]any
-	defer func() { fields["matrix_results"] = results }()
+	defer func() { out.matrixResults = &results }()
 	for i, p := range spec.Matrix {
 		phase := evalrun.PhaseMatrix(i)
 		point := x.tally.builder(fmt.Sprintf("point/%d", i))
@@ -498,13 +543,13 @@ func (x *execution) matrix(ctx context.Context, fields map[string]any) error {
 	return nil
 }
 
-func (x *execution) sharedPrefix(ctx context.Context, fields map[string]any) error {
-	return x.sharedPrefixStages(ctx, x.plan.spec.SharedPrefix, 120*time.Second, fields)
+func (x *execution) sharedPrefix(ctx context.Context, out *outcome) error {
+	return x.sharedPrefixStages(ctx, x.plan.spec.SharedPrefix, 120*time.Second, out)
 }
 
 // sharedPrefixStages runs shared-prefix rate stages in one invocation, each request bounded by
 // timeout (0: none).
-func (x *execution) sharedPrefixStages(ctx context.Context, sp *events.SharedPrefix, timeout time.Duration, fields map[string]any) error {
+func (x *execution) sharedPrefixStages(ctx context.Context, sp *events.SharedPrefix, timeout time.Duration, out *outcome) error {
 	seed := x.seed()
 	if sp.Seed != nil {
 		seed = uint64(*sp.Seed) + uint64(x.tally.repetition())*repetitionSeedStride
@@ -526,12 +571,12 @@ func (x *execution) sharedPrefixStages(ctx context.Context, sp *events.SharedPre
 			return x.tally.totalOnly(rec)
 		})
 	})
-	x.rateResults(fields, builders, sp.Stages)
+	x.rateResults(out, builders, sp.Stages)
 	return err
 }
 
 // rateResults stores rate_stage_results and the capacity analysis of a rate-stage run.
-func (x *execution) rateResults(fields map[string]any, builders []*evalrun.Builder, stages []events.RateStage) {
+func (x *execution) rateResults(out *outcome, builders []*evalrun.Builder, stages []events.RateStage) {
 	results := make([]map[string]any, len(stages))
 	offset := 0.0
 	for i, st := range stages {
@@ -540,11 +585,11 @@ func (x *execution) rateResults(fields map[string]any, builders []*evalrun.Build
 			"observability": map[string]any{"window": map[string]float64{"start": offset, "end": offset + st.Duration}}}
 		offset += st.Duration
 	}
-	fields["rate_stage_results"] = results
-	fields["capacity_analysis"] = capacity(results, x.plan.targets, *x.plan.spec.Parallelism, x.tally.repetition()+1)
+	out.rateStageResults = results
+	out.capacityAnalysis = capacity(results, x.plan.targets, *x.plan.spec.Parallelism, x.tally.repetition()+1)
 }
 
-func (x *execution) named(ctx context.Context, w evalrun.Workload, fields map[string]any) error {
+func (x *execution) named(ctx context.Context, w evalrun.Workload, out *outcome) error {
 	workers := int64(x.plan.senders)
 	timeout := time.Duration(w.RequestTimeout * float64(time.Second))
 	if len(w.ConcurrencyStages) > 0 {

@@ -10,6 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/lensfn/lensfn/runtime/enginemodel"
+	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/wasm-modules/stepcost"
 )
@@ -32,7 +33,7 @@ const seriesReplicaUp = "inference_router_replica_up"
 // (an existing endpoint, a Model Service's member, a single replica) has no EPP to check.
 func (mon *evidenceMonitor) eppReadiness(ctx context.Context) map[string]any {
 	at := time.Now().UTC().Format(time.RFC3339Nano)
-	id := mon.plan.run.String("deployment_execution_id")
+	id := evalrun.Str(mon.plan.run.DeploymentExecutionID)
 	var e inventory.Execution
 	var err error
 	if id != "" {
@@ -143,7 +144,7 @@ const clusterSource = "the deployer's knative provider, read with the cluster se
 func (mon *evidenceMonitor) clusterEvidence(ctx context.Context) map[string]any {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	id := mon.plan.run.String("deployment_execution_id")
+	id := evalrun.Str(mon.plan.run.DeploymentExecutionID)
 	unavailable := func(reason string) map[string]any {
 		return map[string]any{"status": "unavailable", "reason": reason, "source": clusterSource}
 	}

@@ -16,7 +16,7 @@ import (
 // A Model Service's other members receive none of the run's traffic and are not monitored.
 func (r *Runner) servingEndpoints(ctx context.Context, run *evalrun.Run) ([]servingEndpoint, error) {
 	raw := []string{run.Internal.Endpoint}
-	if id := run.String("deployment_execution_id"); id != "" {
+	if id := evalrun.Str(run.DeploymentExecutionID); id != "" {
 		e, err := r.uses.Execution(ctx, id)
 		switch {
 		case err == nil && len(e.ReplicaEndpoints) > 0:
@@ -24,7 +24,7 @@ func (r *Runner) servingEndpoints(ctx context.Context, run *evalrun.Run) ([]serv
 		case err != nil:
 			// A static execution (not in the inventory), or a store hiccup: the run's own
 			// endpoint is still known.
-			r.log.Debugw("execution not read; monitoring the run's endpoint", "run", run.ID(), "execution", id, "error", err)
+			r.log.Debugw("execution not read; monitoring the run's endpoint", "run", run.ID, "execution", id, "error", err)
 		}
 	}
 	if len(raw) > maxEndpoints {

@@ -88,11 +88,7 @@ func (mon *evidenceMonitor) window(ctx context.Context, from, to float64) map[st
 // stageEvidence adds each rate stage's monitoring evidence: queue depth, running requests and
 // the prefix cache hit rate over the stage's window (unavailable series stay null); rateStart is
 // when the rate stages began on the monitor's clock.
-func (mon *evidenceMonitor) stageEvidence(fields map[string]any, rateStart float64) {
-	results, ok := fields["rate_stage_results"].([]map[string]any)
-	if !ok {
-		return
-	}
+func (mon *evidenceMonitor) stageEvidence(results []map[string]any, rateStart float64) {
 	for _, st := range results {
 		w := st["observability"].(map[string]any)["window"].(map[string]float64)
 		ev := mon.monitor.evidence(rateStart+w["start"], rateStart+w["end"])

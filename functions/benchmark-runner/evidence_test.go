@@ -111,7 +111,7 @@ func (h *harness) createAgainst(t *testing.T, endpoint, key, body string) string
 	if err := h.runs.Create(context.Background(), run, key); err != nil {
 		t.Fatal(err)
 	}
-	return run.ID()
+	return run.ID
 }
 
 const routedMatrix = `{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":8}],"warmup_requests":0,
@@ -287,9 +287,9 @@ func (h *harness) expectNotReady(t *testing.T, budget int, cause string) {
 	t.Helper()
 	id := h.create(t, `{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":4}],"wait_timeout_seconds":`+strconv.Itoa(budget)+`}`)
 	run := h.waitFor(t, id, time.Duration(budget+18)*time.Second, terminal)
-	if run.Status() != evalrun.StatusFailed || !strings.Contains(run.String("error"), "monitoring was not ready") ||
-		!strings.Contains(run.String("error"), cause) || len(h.model.prompts) != 0 {
-		t.Fatalf("status %s error %q, %d requests", run.Status(), run.String("error"), len(h.model.prompts))
+	if run.Status != evalrun.StatusFailed || !strings.Contains(run.ErrorText(), "monitoring was not ready") ||
+		!strings.Contains(run.ErrorText(), cause) || len(h.model.prompts) != 0 {
+		t.Fatalf("status %s error %q, %d requests", run.Status, run.ErrorText(), len(h.model.prompts))
 	}
 }
 
@@ -332,15 +332,15 @@ func (h *harness) cancelInMatrix(t *testing.T, create func() string, reach time.
 	timingtest.RetryTimed(t, nil, 3, 500*time.Millisecond, func(begin func()) error {
 		id := create()
 		h.waitFor(t, id, reach, func(r *evalrun.Run) bool {
-			return r.Status() == evalrun.StatusRunning && r.String("phase") == "matrix-0"
+			return r.Status == evalrun.StatusRunning && evalrun.Str(r.Phase) == "matrix-0"
 		})
 		begin()
 		asked := time.Now()
 		h.cancel(t, id)
 		run = h.waitFor(t, id, 10*time.Second, terminal)
 		took := time.Since(asked)
-		if run.Status() != evalrun.StatusCancelled {
-			t.Fatalf("status %s after %s: %s", run.Status(), took, run.String("error"))
+		if run.Status != evalrun.StatusCancelled {
+			t.Fatalf("status %s after %s: %s", run.Status, took, run.ErrorText())
 		}
 		if took > time.Second {
 			return fmt.Errorf("cancelled after %s, want within a second", took)
@@ -362,7 +362,7 @@ func TestCancelIsHonouredWithinASecondThroughPrometheus(t *testing.T) {
 			"concurrency_stages":[{"concurrency":2,"num_requests":1000}]}`)
 	}, 30*time.Second)
 	var metrics map[string]any
-	if !run.Get("metrics", &metrics) || metrics["observability"].(map[string]any)["source"] != "prometheus" {
+	if !evalrun.Decode(run.Metrics, &metrics) || metrics["observability"].(map[string]any)["source"] != "prometheus" {
 		t.Fatalf("a cancelled run keeps its evidence: %v", metrics["observability"])
 	}
 }

@@ -204,12 +204,8 @@ func (r *Runner) claim(ctx context.Context, id string, lease state.Lease) (lease
 	owner, pid := r.owner(), os.Getpid()
 	now := evalrun.Now()
 	run, err := r.runs.Transition(ctx, id, []string{evalrun.StatusQueued}, evalrun.StatusRunning, lease.Fence(), func(run *evalrun.Run) error {
-		run.Set("started_at", now)
-		run.Set("heartbeat_at", now)
-		run.Set("owner_instance_id", owner)
-		run.Set("owner_pid", pid)
-		run.Set("progress_percent", 0)
-		run.Set("progress_message", "Starting")
+		run.StartedAt, run.HeartbeatAt, run.OwnerInstanceID, run.OwnerPID = &now, &now, &owner, &pid
+		run.ProgressPercent, run.ProgressMessage = evalrun.Ptr(0.0), evalrun.Ptr("Starting")
 		return nil
 	})
 	if err != nil {
@@ -223,7 +219,7 @@ func (r *Runner) claim(ctx context.Context, id string, lease state.Lease) (lease
 func (r *Runner) execute(ctx context.Context, run *evalrun.Run, held *leasedrun.Held) {
 	r.metrics.Active.Inc()
 	defer r.metrics.Active.Dec()
-	id := run.ID()
+	id := run.ID
 	r.runs.Logf(ctx, id, "Started on %s", r.owner())
 	res := r.benchmark(ctx, run, held.HeldLease)
 	held.StopRenewing()
@@ -238,7 +234,7 @@ func (r *Runner) execute(ctx context.Context, run *evalrun.Run, held *leasedrun.
 // finish gives back the run's use of its deployment, stores the outcome, releases the lease
 // and emits run.finished.
 func (r *Runner) finish(ctx context.Context, run *evalrun.Run, c *state.HeldLease, res *result) {
-	id := run.ID()
+	id := run.ID
 	// The closing log line goes first: a watcher's stream ends at the terminal status, so a line
 	// appended after it would never reach the watcher (nor a reader of the finished run's stream).
 	if res.err != "" {
@@ -268,24 +264,21 @@ func (r *Runner) finish(ctx context.Context, run *evalrun.Run, c *state.HeldLeas
 // release gives up the run's use of its deployment execution (so it may be deleted again),
 // before the run's terminal status is written.
 func (r *Runner) release(ctx context.Context, run *evalrun.Run) {
-	if err := r.uses.ReleaseUse(ctx, run.String("deployment_execution_id"), run.ID()); err != nil {
-		r.log.Warnw("could not release the run's use of its execution", "run", run.ID(), "error", err)
+	if err := r.uses.ReleaseUse(ctx, evalrun.Str(run.DeploymentExecutionID), run.ID); err != nil {
+		r.log.Warnw("could not release the run's use of its execution", "run", run.ID, "error", err)
 	}
 }
 
 func (r *Runner) announce(ctx context.Context, run *evalrun.Run) {
 	var m evalrun.Metrics
-	run.Get("metrics", &m)
-	data := events.RunFinished{RunID: run.ID(), Status: run.Status(), Metrics: evalrun.Headline(m)}
-	if msg := run.String("error"); msg != "" {
+	evalrun.Decode(run.Metrics, &m)
+	data := events.RunFinished{RunID: run.ID, Status: run.Status, Metrics: evalrun.Headline(m)}
+	if msg := run.ErrorText(); msg != "" {
 		data.Error = &msg
 	}
-	var sla events.SLAVerdict
-	if run.Get("sla", &sla) {
-		data.SLA = &sla
-	}
-	if err := r.deps.Events.Send(ctx, events.TypeRunFinished, run.ID()+"/finished", run.ID(), data); err != nil && !errors.Is(err, cloudevent.ErrNoSink) {
-		r.log.Warnw("run.finished not delivered", "run", run.ID(), "error", err)
+	data.SLA = run.SLA
+	if err := r.deps.Events.Send(ctx, events.TypeRunFinished, run.ID+"/finished", run.ID, data); err != nil && !errors.Is(err, cloudevent.ErrNoSink) {
+		r.log.Warnw("run.finished not delivered", "run", run.ID, "error", err)
 	}
 }
 
@@ -297,7 +290,7 @@ func (r *Runner) queued(ctx context.Context) ([]string, error) {
 	}
 	ids := make([]string, 0, len(runs))
 	for i := len(runs) - 1; i >= 0; i-- {
-		ids = append(ids, runs[i].ID())
+		ids = append(ids, runs[i].ID)
 	}
 	return ids, nil
 }
@@ -310,7 +303,7 @@ func (r *Runner) reapLost(ctx context.Context) error {
 		return err
 	}
 	for _, run := range active {
-		from := run.Status()
+		from := run.Status
 		if from != evalrun.StatusRunning && from != evalrun.StatusCancelling {
 			// A run listed with a terminal status has its outcome, and a transition from that
 			// status would overwrite it with "runner lost". The Redis store leaves out records
@@ -318,13 +311,13 @@ func (r *Runner) reapLost(ctx context.Context) error {
 			// sweep safe over any state.Store that does not.
 			continue
 		}
-		if _, err := r.deps.Store.LeaseHolder(ctx, evalrun.LeaseName(run.ID())); !errors.Is(err, state.ErrNotFound) {
+		if _, err := r.deps.Store.LeaseHolder(ctx, evalrun.LeaseName(run.ID)); !errors.Is(err, state.ErrNotFound) {
 			continue
 		}
-		if r.pool.Running(run.ID()) {
+		if r.pool.Running(run.ID) {
 			continue // this instance runs it and is taking its lease again
 		}
-		owner := run.String("owner_instance_id")
+		owner := evalrun.Str(run.OwnerInstanceID)
 		if owner == "" {
 			owner = "an unknown instance"
 		}
@@ -338,32 +331,29 @@ func (r *Runner) reapLost(ctx context.Context) error {
 		// finish.
 		r.release(ctx, run)
 		partial, n := r.partialMetrics(run)
-		ended, err := r.runs.Transition(ctx, run.ID(), []string{from}, to, state.Fence{}, func(run *evalrun.Run) error {
-			run.Set("error", msg)
-			run.Set("finished_at", evalrun.Now())
-			run.Set("progress_message", "Runner lost")
-			if partial != nil && !run.Has("metrics") {
+		ended, err := r.runs.Transition(ctx, run.ID, []string{from}, to, state.Fence{}, func(run *evalrun.Run) error {
+			run.Error, run.FinishedAt, run.ProgressMessage = evalrun.Value(msg), evalrun.Ptr(evalrun.Now()), evalrun.Ptr("Runner lost")
+			if partial != nil && run.Metrics == nil {
 				// What the records on disk support: the run is partial, and says so.
-				run.Set("metrics", partial)
-				run.Set("partial", true)
-				run.Set("partial_reason", fmt.Sprintf("The runner was lost after %d requests were recorded; "+
+				run.Metrics, run.Partial = evalrun.JSON(partial), evalrun.Ptr(true)
+				run.PartialReason = evalrun.Ptr(fmt.Sprintf("The runner was lost after %d requests were recorded; "+
 					"the metrics are computed from those records only.", n))
 			}
 			return nil
 		})
 		if err == nil {
 			r.metrics.Lost.Inc()
-			r.runs.Logf(ctx, run.ID(), "%s: %s", to, msg)
-			r.log.Warnw("ended a run whose runner was lost", "run", run.ID(), "owner", owner, "status", to)
+			r.runs.Logf(ctx, run.ID, "%s: %s", to, msg)
+			r.log.Warnw("ended a run whose runner was lost", "run", run.ID, "owner", owner, "status", to)
 			r.announce(ctx, ended)
 			continue
 		}
 		// Not ended here: if it is still active (its status moved on meanwhile, a cancel say),
 		// it still holds its deployment, so take back the use released above; a run that ended
 		// meanwhile released its own.
-		if now, gerr := r.runs.Load(ctx, run.ID()); gerr == nil && evalrun.Active(now.Status()) {
-			if aerr := r.uses.AcquireUse(ctx, run.String("deployment_execution_id"), run.ID()); aerr != nil {
-				r.log.Warnw("could not take back the use of a run left active", "run", run.ID(), "error", aerr)
+		if now, gerr := r.runs.Load(ctx, run.ID); gerr == nil && evalrun.Active(now.Status) {
+			if aerr := r.uses.AcquireUse(ctx, evalrun.Str(run.DeploymentExecutionID), run.ID); aerr != nil {
+				r.log.Warnw("could not take back the use of a run left active", "run", run.ID, "error", aerr)
 			}
 		}
 	}
@@ -376,12 +366,12 @@ const maxPartialRecords = 2_000_000
 // partialMetrics computes a lost run's metrics from the per-request records its runner had
 // written (a truncated last line is skipped); nil when there are none.
 func (r *Runner) partialMetrics(run *evalrun.Run) (evalrun.Metrics, int) {
-	f, err := os.Open(r.runs.RecordsPath(run.ID()))
+	f, err := os.Open(r.runs.RecordsPath(run.ID))
 	if err != nil {
 		return nil, 0
 	}
 	defer f.Close()
-	b := evalrun.NewBuilder(run.SLATargets())
+	b := evalrun.NewBuilder(run.SLATargets)
 	dec := json.NewDecoder(bufio.NewReaderSize(f, 64<<10))
 	n := 0
 	for n < maxPartialRecords {
@@ -395,7 +385,7 @@ func (r *Runner) partialMetrics(run *evalrun.Run) (evalrun.Metrics, int) {
 	if n == 0 {
 		return nil, 0
 	}
-	return b.Metrics(artifactsURI(run.ID()) + "per-request-jsonl"), n
+	return b.Metrics(artifactsURI(run.ID) + "per-request-jsonl"), n
 }
 
 // Sweep starts queued runs this instance has room for and ends runs whose runner was lost,

@@ -13,14 +13,10 @@ import (
 
 // liveOf reads a running run's live_metrics: its counts and its summary.
 func liveOf(r *evalrun.Run) (completed int64, summary *livesummary.Snapshot) {
-	var live struct {
-		Completed int64                 `json:"completed_requests"`
-		Summary   *livesummary.Snapshot `json:"summary"`
-	}
-	if !r.Get("live_metrics", &live) {
+	if r.LiveMetrics == nil {
 		return 0, nil
 	}
-	return live.Completed, live.Summary
+	return r.LiveMetrics.CompletedRequests, r.LiveMetrics.Summary
 }
 
 // While a run sends, live_metrics carries the summary of the requests so far: the fake model's
@@ -32,7 +28,7 @@ func TestLiveMetricsCarryTheSummaryMidRun(t *testing.T) {
 		"concurrency_stages":[{"concurrency":2,"num_requests":100000}]}`)
 	run := h.waitFor(t, id, 20*time.Second, func(r *evalrun.Run) bool {
 		_, s := liveOf(r)
-		return r.Status() == evalrun.StatusRunning && s != nil && s.Requests >= 10
+		return r.Status == evalrun.StatusRunning && s != nil && s.Requests >= 10
 	})
 	_, s := liveOf(run)
 	h.cancel(t, id)
@@ -67,7 +63,7 @@ func TestLiveMetricsNameTheTopErrorCause(t *testing.T) {
 		return terminal(r) || s != nil && s.Requests >= 5
 	})
 	if terminal(run) {
-		t.Fatalf("the run ended before its live metrics showed (%s: %s)", run.Status(), run.String("error"))
+		t.Fatalf("the run ended before its live metrics showed (%s: %s)", run.Status, run.ErrorText())
 	}
 	_, s := liveOf(run)
 	h.cancel(t, id)

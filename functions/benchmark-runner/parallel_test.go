@@ -119,9 +119,9 @@ func TestLostWorkerFailsTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := h.waitFor(t, id, 30*time.Second, terminal)
-	msg := run.String("error")
-	if run.Status() != evalrun.StatusFailed || !strings.Contains(msg, "worker 1 of 2 was lost") || !strings.Contains(msg, "ghost-pod") {
-		t.Fatalf("status %s error %q", run.Status(), msg)
+	msg := run.ErrorText()
+	if run.Status != evalrun.StatusFailed || !strings.Contains(msg, "worker 1 of 2 was lost") || !strings.Contains(msg, "ghost-pod") {
+		t.Fatalf("status %s error %q", run.Status, msg)
 	}
 	// Worker 0 ran (the run did start) and stops once the run failed.
 	deadline := time.Now().Add(10 * time.Second)
@@ -151,14 +151,13 @@ func TestParallelRunCancelStopsEveryWorker(t *testing.T) {
 	id := h.create(t, `{"deployment_execution_id":"exec-1","parallelism":2,"matrix":[{"isl":8,"osl":20}],"warmup_requests":0,
 		"concurrency_stages":[{"concurrency":2,"num_requests":100000}]}`)
 	h.waitFor(t, id, 20*time.Second, func(r *evalrun.Run) bool {
-		var live map[string]any
-		return r.Get("live_metrics", &live) && live["completed_requests"] != nil && live["completed_requests"].(float64) >= 8
+		return r.LiveMetrics != nil && r.LiveMetrics.CompletedRequests >= 8
 	})
 	asked := time.Now()
 	h.cancel(t, id)
 	run := h.waitFor(t, id, 15*time.Second, terminal)
-	if run.Status() != evalrun.StatusCancelled {
-		t.Fatalf("status %s error %q", run.Status(), run.String("error"))
+	if run.Status != evalrun.StatusCancelled {
+		t.Fatalf("status %s error %q", run.Status, run.ErrorText())
 	}
 	t.Logf("cancelled after %s", time.Since(asked).Round(10*time.Millisecond))
 	for k := range 2 {
@@ -168,7 +167,7 @@ func TestParallelRunCancelStopsEveryWorker(t *testing.T) {
 		}
 	}
 	var m map[string]any
-	run.Get("metrics", &m)
+	evalrun.Decode(run.Metrics, &m)
 	if n, _ := m["request_count"].(float64); n < 8 || int(n) != len(records(t, h, id)) {
 		t.Fatalf("partial result of %v requests, artifact %d", m["request_count"], len(records(t, h, id)))
 	}

@@ -38,8 +38,8 @@ type runPlan struct {
 // newPlan is the plan of a claimed run with its API key, sent by the owner (worker nil) or by
 // one of its workers.
 func newPlan(run *evalrun.Run, spec events.BenchmarkSpec, key string, worker *evalrun.Worker) *runPlan {
-	p := &runPlan{run: run, spec: spec, targets: run.SLATargets(), key: key, timeout: run.TimeoutSeconds(),
-		seed: loadgen.SeedOf(run.ID()), senders: *spec.Parallelism, worker: worker,
+	p := &runPlan{run: run, spec: spec, targets: run.SLATargets, key: key, timeout: run.TimeoutSeconds(),
+		seed: loadgen.SeedOf(run.ID), senders: *spec.Parallelism, worker: worker,
 		api: loadgen.APICompletions, stream: true, ignoreEOS: true}
 	if worker != nil {
 		p.senders = 1
@@ -57,7 +57,7 @@ func newPlan(run *evalrun.Run, spec events.BenchmarkSpec, key string, worker *ev
 }
 
 // id is the run's ID.
-func (p *runPlan) id() string { return p.run.ID() }
+func (p *runPlan) id() string { return p.run.ID }
 
 // recordsURI is the per-request records' artifact, the source goodput names.
 func (p *runPlan) recordsURI() string { return artifactsURI(p.id()) + "per-request-jsonl" }

@@ -63,8 +63,8 @@ func (p *progressReporter) watch(ctx context.Context, cancel context.CancelCause
 			return
 		case <-ticker.C:
 		}
-		if run, err := p.runs.Load(ctx, p.runID); err == nil && (run.Internal.CancelRequested || run.Status() == evalrun.StatusCancelling ||
-			p.worker != nil && run.Status() != evalrun.StatusRunning) {
+		if run, err := p.runs.Load(ctx, p.runID); err == nil && (run.Internal.CancelRequested || run.Status == evalrun.StatusCancelling ||
+			p.worker != nil && run.Status != evalrun.StatusRunning) {
 			cancel(errCancelled) // a worker also stops when its run ended without it (its owner failed it)
 			return
 		}
@@ -97,10 +97,9 @@ func (p *progressReporter) report(ctx context.Context) {
 		SuccessfulRequests: p.succeeded.Load(), FailedRequests: p.failed.Load(), InFlightRequests: inFlight(),
 		ElapsedSeconds: math.Round(time.Since(p.started).Seconds()*10) / 10, Summary: &summary}
 	_, _ = p.runs.Patch(ctx, p.runID, p.claim.Fence(), func(run *evalrun.Run) error {
-		run.Set("heartbeat_at", evalrun.Now())
-		run.Set("progress_percent", pct)
-		run.Set("progress_message", fmt.Sprintf("%s: %d of %d requests completed", phase, done, planned))
-		run.Set("live_metrics", live)
+		run.HeartbeatAt, run.ProgressPercent = evalrun.Ptr(evalrun.Now()), &pct
+		run.ProgressMessage = evalrun.Ptr(fmt.Sprintf("%s: %d of %d requests completed", phase, done, planned))
+		run.LiveMetrics = &live
 		return nil
 	})
 }
@@ -135,16 +134,14 @@ func (p *progressReporter) setPhase(ctx context.Context, phase string, origin ti
 	}
 	now := evalrun.Now()
 	_, _ = p.runs.Patch(ctx, p.runID, p.claim.Fence(), func(run *evalrun.Run) error {
-		run.Set("phase", phase)
-		run.Set("phase_started_at", now)
-		run.Set("progress_message", phase+": starting") // not the last phase's count until the next report
-		run.Set("heartbeat_at", now)
-		if phase != evalrun.PhasePreparingMonitoring && !run.Has("benchmark_started_at") {
+		run.Phase, run.PhaseStartedAt, run.HeartbeatAt = &phase, &now, &now
+		run.ProgressMessage = evalrun.Ptr(phase + ": starting") // not the last phase's count until the next report
+		if phase != evalrun.PhasePreparingMonitoring && run.BenchmarkStartedAt == nil {
 			started := now
 			if !origin.IsZero() {
 				started = evalrun.Timestamp(origin)
 			}
-			run.Set("benchmark_started_at", started)
+			run.BenchmarkStartedAt = &started
 		}
 		return nil
 	})

@@ -66,8 +66,8 @@ func TestARunEndingWhileTheSweepListsKeepsItsOutcome(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := evalrun.BuildRun(evalrun.NewID(), req, raw, evalrun.Target{ExecutionID: "exec-1", Model: "fake-model", Endpoint: "http://127.0.0.1:9/v1", Status: "ready"})
-	run.Set("status", evalrun.StatusRunning)
-	run.Set("owner_instance_id", deps.Config.InstanceID)
+	run.Status = evalrun.StatusRunning
+	run.OwnerInstanceID = evalrun.Ptr(deps.Config.InstanceID)
 	if err := runs.Create(context.Background(), run, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -86,11 +86,11 @@ func TestARunEndingWhileTheSweepListsKeepsItsOutcome(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	got, err := runs.Get(context.Background(), run.ID())
+	got, err := runs.Get(context.Background(), run.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status() != evalrun.StatusCancelled || got.String("error") != "" {
-		t.Fatalf("status %s error %q, want the cancelled outcome kept", got.Status(), got.String("error"))
+	if got.Status != evalrun.StatusCancelled || got.ErrorText() != "" {
+		t.Fatalf("status %s error %q, want the cancelled outcome kept", got.Status, got.ErrorText())
 	}
 }

@@ -28,7 +28,7 @@ type usesAtTheEnd struct {
 func (s *usesAtTheEnd) Update(ctx context.Context, r state.Record, opts state.UpdateOptions) (state.Record, error) {
 	if r.Kind == evalrun.Kind && evalrun.Terminal(r.Status) {
 		if run, err := (&evalrun.Repo{Store: s.Store}).Load(ctx, r.ID); err == nil {
-			if e, err := s.inv.Execution(ctx, run.String("deployment_execution_id")); err == nil {
+			if e, err := s.inv.Execution(ctx, evalrun.Str(run.DeploymentExecutionID)); err == nil {
 				s.mu.Lock()
 				s.seen[r.ID] = e.ActiveUses
 				s.mu.Unlock()
@@ -75,8 +75,8 @@ func TestARunReleasesItsDeploymentBeforeItEnds(t *testing.T) {
 		}
 		run := evalrun.BuildRun(id, req, raw, evalrun.Target{ExecutionID: exec.ID, Model: "fake-model", Endpoint: exec.Endpoint, Status: "ready"})
 		if id == lost {
-			run.Set("status", evalrun.StatusRunning)
-			run.Set("owner_instance_id", "a-dead-instance")
+			run.Status = evalrun.StatusRunning
+			run.OwnerInstanceID = evalrun.Ptr("a-dead-instance")
 		}
 		if err := inv.AcquireUse(ctx, exec.ID, id); err != nil { // as whoever creates a run does, first
 			t.Fatal(err)
@@ -96,7 +96,7 @@ func TestARunReleasesItsDeploymentBeforeItEnds(t *testing.T) {
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			run, err := runs.Load(ctx, id)
-			if err == nil && evalrun.Terminal(run.Status()) {
+			if err == nil && evalrun.Terminal(run.Status) {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -182,8 +182,8 @@ func TestARunTheSweepCouldNotEndKeepsItsDeployment(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := evalrun.BuildRun(id, req, raw, evalrun.Target{ExecutionID: exec.ID, Model: "fake-model", Endpoint: exec.Endpoint, Status: "ready"})
-	run.Set("status", evalrun.StatusRunning)
-	run.Set("owner_instance_id", "a-dead-instance")
+	run.Status = evalrun.StatusRunning
+	run.OwnerInstanceID = evalrun.Ptr("a-dead-instance")
 	if err := inv.AcquireUse(ctx, exec.ID, id); err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestARunTheSweepCouldNotEndKeepsItsDeployment(t *testing.T) {
 	// lease: cancelled). Between the two the run is active and must hold its use.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if r, err := runs.Load(ctx, id); err == nil && evalrun.Terminal(r.Status()) {
+		if r, err := runs.Load(ctx, id); err == nil && evalrun.Terminal(r.Status) {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -15,7 +15,7 @@ const repetitionSeedStride = 0x9e3779b97f4a7c15
 // and keeps each repetition's metrics and bootstrap replicates (the owner does; a worker only
 // sends, and the owner's merge replays its repetitions in the same order). Warm-up runs before
 // the first repetition only.
-func (x *execution) workload(ctx context.Context, fields map[string]any) error {
+func (x *execution) workload(ctx context.Context, out *outcome) error {
 	reps := x.plan.repetitions()
 	for r := range reps {
 		x.tally.startRepetition(r)
@@ -26,7 +26,7 @@ func (x *execution) workload(ctx context.Context, fields map[string]any) error {
 		default:
 			x.r.runs.Logf(ctx, x.plan.id(), "Repetition %d of %d", r+1, reps)
 		}
-		err := x.workloadOnce(ctx, fields)
+		err := x.workloadOnce(ctx, out)
 		if x.plan.worker == nil {
 			x.tally.endRepetition(r, x.plan.recordsURI(), x.plan.seed+uint64(r))
 		}
@@ -40,10 +40,10 @@ func (x *execution) workload(ctx context.Context, fields map[string]any) error {
 // repetitionResults stores what the repetitions give: every run keeps its bootstrap replicates
 // (a comparison's confidence intervals come from them); a run of several repetitions also keeps
 // each repetition's summary and, in its metrics, the spread of the headline metrics.
-func (x *execution) repetitionResults(fields map[string]any, metrics evalrun.Metrics) {
+func (x *execution) repetitionResults(out *outcome, metrics evalrun.Metrics) {
 	repMetrics, bootstrap := x.tally.repetitions()
 	if len(bootstrap) > 0 {
-		fields["bootstrap"] = evalrun.Bootstrap{SchemaVersion: 1, Method: evalrun.BootstrapMethod,
+		out.bootstrap = &evalrun.Bootstrap{SchemaVersion: 1, Method: evalrun.BootstrapMethod,
 			Replicates: evalrun.BootstrapReplicates, Seed: x.plan.seed, Repetitions: bootstrap}
 	}
 	if x.plan.repetitions() <= 1 {
@@ -53,7 +53,7 @@ func (x *execution) repetitionResults(fields map[string]any, metrics evalrun.Met
 	for i, m := range repMetrics {
 		summaries[i] = evalrun.RepetitionSummary(i, m)
 	}
-	fields["repetition_results"] = summaries
+	out.repetitionResults = summaries
 	metrics["repetitions"] = len(repMetrics)
 	metrics["repetition_spread"] = evalrun.Spread(repMetrics)
 }

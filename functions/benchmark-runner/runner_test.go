@@ -211,7 +211,7 @@ func (h *harness) cancel(t *testing.T, id string) {
 	}
 }
 
-func terminal(run *evalrun.Run) bool { return evalrun.Terminal(run.Status()) }
+func terminal(run *evalrun.Run) bool { return evalrun.Terminal(run.Status) }
 
 func doc(t *testing.T, run *evalrun.Run) map[string]any {
 	raw, _ := json.Marshal(run)
@@ -327,7 +327,7 @@ func TestCancelIsHonouredWithinASecond(t *testing.T) {
 			"concurrency_stages":[{"concurrency":2,"num_requests":1000}]}`)
 	}, 10*time.Second)
 	var points []map[string]any
-	if !run.Get("matrix_results", &points) || len(points) != 1 || points[0]["status"] != "failed" {
+	if !evalrun.Decode(run.MatrixResults, &points) || len(points) != 1 || points[0]["status"] != "failed" {
 		t.Fatalf("partial results %v", points)
 	}
 }
@@ -337,8 +337,8 @@ func TestTimeoutFailsTheRun(t *testing.T) {
 	id := h.create(t, `{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":100}],"warmup_requests":0,"wait_timeout_seconds":1,
 		"concurrency_stages":[{"concurrency":1,"num_requests":100}]}`)
 	run := h.waitFor(t, id, 10*time.Second, terminal)
-	if run.Status() != evalrun.StatusFailed || !strings.Contains(run.String("error"), "wait timeout of 1 s") {
-		t.Fatalf("status %s error %q", run.Status(), run.String("error"))
+	if run.Status != evalrun.StatusFailed || !strings.Contains(run.ErrorText(), "wait timeout of 1 s") {
+		t.Fatalf("status %s error %q", run.Status, run.ErrorText())
 	}
 }
 
@@ -348,8 +348,8 @@ func TestDeadEndpointFailsBeforeTraffic(t *testing.T) {
 	// created run raced the runner's sweep, which could claim it first.
 	id := h.createAgainst(t, "http://127.0.0.1:1/v1", "sk-test", `{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":4}],"wait_timeout_seconds":1}`)
 	run := h.waitFor(t, id, 10*time.Second, terminal)
-	if run.Status() != evalrun.StatusFailed || !strings.Contains(run.String("error"), "not ready") || run.String("phase") != "preparing-monitoring" {
-		t.Fatalf("status %s phase %s error %q", run.Status(), run.String("phase"), run.String("error"))
+	if run.Status != evalrun.StatusFailed || !strings.Contains(run.ErrorText(), "not ready") || evalrun.Str(run.Phase) != "preparing-monitoring" {
+		t.Fatalf("status %s phase %s error %q", run.Status, evalrun.Str(run.Phase), run.ErrorText())
 	}
 }
 
@@ -403,8 +403,8 @@ func lostRun(t *testing.T, h *harness, prepare func(*evalrun.Run)) *evalrun.Run 
 		t.Fatal(err)
 	}
 	lost := evalrun.BuildRun(evalrun.NewID(), req, raw, evalrun.Target{ExecutionID: "exec-1", Model: "fake-model", Endpoint: h.url, Status: "ready"})
-	lost.Set("status", evalrun.StatusRunning)
-	lost.Set("owner_instance_id", "dead-pod")
+	lost.Status = evalrun.StatusRunning
+	lost.OwnerInstanceID = evalrun.Ptr("dead-pod")
 	if prepare != nil {
 		prepare(lost)
 	}
@@ -416,12 +416,12 @@ func lostRun(t *testing.T, h *harness, prepare func(*evalrun.Run)) *evalrun.Run 
 
 func TestLostRunnerFailsTheRun(t *testing.T) {
 	h := start(t, &fakeModel{}, fast())
-	id := lostRun(t, h, nil).ID()
+	id := lostRun(t, h, nil).ID
 	run := h.waitFor(t, id, 5*time.Second, terminal)
-	if run.Status() != evalrun.StatusFailed || !strings.Contains(run.String("error"), "runner was lost") || !strings.Contains(run.String("error"), "dead-pod") {
-		t.Fatalf("status %s error %q", run.Status(), run.String("error"))
+	if run.Status != evalrun.StatusFailed || !strings.Contains(run.ErrorText(), "runner was lost") || !strings.Contains(run.ErrorText(), "dead-pod") {
+		t.Fatalf("status %s error %q", run.Status, run.ErrorText())
 	}
-	if run.Has("partial") {
+	if run.Partial != nil {
 		t.Errorf("a run without records is marked partial")
 	}
 }
@@ -431,7 +431,7 @@ func TestLostRunnerFailsTheRun(t *testing.T) {
 func TestLostRunnerKeepsWhatItsRecordsSupport(t *testing.T) {
 	h := start(t, &fakeModel{}, fast())
 	lost := lostRun(t, h, func(lost *evalrun.Run) {
-		if err := os.MkdirAll(h.runs.RunDir(lost.ID()), 0o700); err != nil {
+		if err := os.MkdirAll(h.runs.RunDir(lost.ID), 0o700); err != nil {
 			t.Fatal(err)
 		}
 		var lines strings.Builder
@@ -443,11 +443,11 @@ func TestLostRunnerKeepsWhatItsRecordsSupport(t *testing.T) {
 			lines.Write(append(b, '\n'))
 		}
 		lines.WriteString(`{"request_id":99,"succ`) // the line being written when the runner died
-		if err := os.WriteFile(h.runs.RecordsPath(lost.ID()), []byte(lines.String()), 0o600); err != nil {
+		if err := os.WriteFile(h.runs.RecordsPath(lost.ID), []byte(lines.String()), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	})
-	m := doc(t, h.waitFor(t, lost.ID(), 5*time.Second, terminal))
+	m := doc(t, h.waitFor(t, lost.ID, 5*time.Second, terminal))
 	metrics, _ := m["metrics"].(map[string]any)
 	if m["status"] != "failed" || m["partial"] != true || !strings.Contains(m["partial_reason"].(string), "98 requests") ||
 		metrics["request_count"] != 98.0 || metrics["ttft_ms"] == nil {
@@ -460,8 +460,8 @@ func TestEndpointPolicyIsEnforcedBeforeTraffic(t *testing.T) {
 	h := startWith(t, model, fast(), map[string]string{"LENS_ENDPOINT_DENY": "127.0.0.0/8"})
 	id := h.create(t, `{"deployment_execution_id":"exec-1","matrix":[{"isl":8,"osl":4}]}`)
 	run := h.waitFor(t, id, 10*time.Second, terminal)
-	if run.Status() != evalrun.StatusFailed || !strings.Contains(run.String("error"), "endpoint policy") || len(model.prompts) != 0 {
-		t.Fatalf("status %s error %q, %d requests sent", run.Status(), run.String("error"), len(model.prompts))
+	if run.Status != evalrun.StatusFailed || !strings.Contains(run.ErrorText(), "endpoint policy") || len(model.prompts) != 0 {
+		t.Fatalf("status %s error %q, %d requests sent", run.Status, run.ErrorText(), len(model.prompts))
 	}
 }
 

@@ -29,15 +29,15 @@ import (
 // (merge.go); this file holds the worker's side and the execution's choice between the two.
 
 // runWorkload sends the workload itself, or through workers when the run asks for several.
-func (x *execution) runWorkload(ctx context.Context, fields map[string]any) error {
+func (x *execution) runWorkload(ctx context.Context, out *outcome) error {
 	if x.plan.distributed() {
-		return x.distribute(ctx, fields)
+		return x.distribute(ctx, out)
 	}
-	return x.workload(ctx, fields)
+	return x.workload(ctx, out)
 }
 
 // distribute fans the run's workers out, waits for them and merges their records.
-func (x *execution) distribute(ctx context.Context, fields map[string]any) error {
+func (x *execution) distribute(ctx context.Context, out *outcome) error {
 	m := newOwnerMerge(x.r, x.plan)
 	if err := m.fanOut(ctx); err != nil {
 		return err
@@ -53,7 +53,7 @@ func (x *execution) distribute(ctx context.Context, fields map[string]any) error
 	x.seq = 0
 	x.progress.resetPlanned()          // the merge plans the whole run's requests again (the workers' counts stay)
 	mctx := context.WithoutCancel(ctx) // a cancel ended the workers; their records still merge
-	werr := x.workload(mctx, fields)
+	werr := x.workload(mctx, out)
 	x.merge = nil
 	if started := m.rateStart(); started > 0 {
 		x.rateStart = started - float64(x.started.UnixNano())/1e9
@@ -166,7 +166,7 @@ func (r *Runner) runWorker(ctx context.Context, w *evalrun.Worker, held *leasedr
 		_ = r.deps.Store.ReleaseLease(bg, held.Lease())
 	}
 	run, err := r.runs.Load(ctx, w.RunID)
-	if err != nil || run.Status() != evalrun.StatusRunning {
+	if err != nil || run.Status != evalrun.StatusRunning {
 		end(evalrun.WorkerCancelled, "the run is no longer running", nil, nil)
 		return
 	}
@@ -195,7 +195,7 @@ func (r *Runner) runWorker(ctx context.Context, w *evalrun.Worker, held *leasedr
 		x.progress.watch(wctx, cancel, r.settings.PollInterval, r.settings.ReportInterval)
 	}()
 	x.origin = time.Now()
-	werr := x.workload(wctx, map[string]any{})
+	werr := x.workload(wctx, &outcome{}) // a worker only sends: the owner assembles the outcome
 	cause := context.Cause(wctx)
 	cancel(nil)
 	<-watched

@@ -225,10 +225,15 @@ func (a *API) create(ctx context.Context, body []byte, idempotencyKey, id string
 	// The owner is the identity of the token that created the run, or "event:<source>" for a
 	// run.requested event (runtime/fn makes the sender the caller); null when nobody
 	// authenticated (LENS_AUTH=off).
-	run.Set("owner_user_id", ownerOf(ctx))
-	a.stampOwner(run.Set)
+	run.OwnerUserID = evalrun.Null[string]()
+	if owner, ok := ownerOf(ctx).(string); ok {
+		run.OwnerUserID = evalrun.Value(owner)
+	}
+	if b := a.deps.Config.BackendID; b != "" {
+		run.OwnerBackendID = &b // as stampOwner does for a workflow
+	}
 	if target.ModelServiceGroupID != "" {
-		run.Set("model_service_group_id", target.ModelServiceGroupID)
+		run.ModelServiceGroupID = &target.ModelServiceGroupID
 	}
 	// The execution may not be deleted while the run uses it; the runner releases the use
 	// when the run ends.
@@ -308,9 +313,6 @@ func (a *API) resolve(ctx context.Context, req events.EvaluateRunRequest) (evalr
 	return target, key, nil
 }
 
-// listHeavy are the fields list items leave out.
-var listHeavy = []string{"logs", "matrix_results", "rate_stage_results", "timing", "bootstrap", "repetition_results"}
-
 func (a *API) listRuns(w http.ResponseWriter, r *http.Request) error {
 	runs, err := a.runs.List(r.Context(), maxListed)
 	if err != nil {
@@ -318,7 +320,7 @@ func (a *API) listRuns(w http.ResponseWriter, r *http.Request) error {
 	}
 	items := make([]*evalrun.Run, 0, len(runs))
 	for _, run := range runs {
-		items = append(items, run.Without(listHeavy...))
+		items = append(items, run.ListItem())
 	}
 	fn.WriteJSON(w, http.StatusOK, map[string]any{"items": items})
 	return nil
@@ -354,16 +356,16 @@ func ownerOf(ctx context.Context) any {
 // known configuration (none for an existing endpoint), the endpoint the traffic went to and the
 // deployment case it ran against.
 func withDetail(run *evalrun.Run) *evalrun.Run {
-	if !run.Has("configuration") {
-		run.Set("configuration", nil)
+	if run.Configuration == nil {
+		run.Configuration = json.RawMessage("null")
 	}
-	if !run.Has("endpoint_used") {
-		run.Set("endpoint_used", run.Raw("endpoint"))
+	if run.EndpointUsed == nil {
+		run.EndpointUsed = run.Endpoint
 	}
-	if !run.Has("deployment_cases") {
-		run.Set("deployment_cases", []map[string]any{{
-			"id": run.String("deployment_execution_id"), "execution_id": run.String("deployment_execution_id"),
-			"guide": nil, "namespace": run.Raw("namespace"), "endpoint": run.String("endpoint"),
+	if run.DeploymentCases == nil {
+		run.DeploymentCases = evalrun.JSON([]map[string]any{{
+			"id": evalrun.Str(run.DeploymentExecutionID), "execution_id": evalrun.Str(run.DeploymentExecutionID),
+			"guide": nil, "namespace": run.Namespace, "endpoint": evalrun.Str(run.Endpoint),
 			"status": "ready", "execution_status": "ready", "monitoring_setup": nil, "diagnostics": nil,
 			"resource_snapshot": map[string]any{},
 		}})
@@ -388,7 +390,7 @@ func (a *API) cancelRun(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	// A run a workflow case owns is cancelled as that case (its deployment is the case's to clean).
-	if wfID, caseID := a.owningCase(ctx, run); wfID != "" && evalrun.Active(run.Status()) {
+	if wfID, caseID := a.owningCase(ctx, run); wfID != "" && evalrun.Active(run.Status) {
 		res, err := a.cancelWorkflowCase(ctx, wfID, caseID)
 		if err != nil {
 			return err
@@ -396,23 +398,22 @@ func (a *API) cancelRun(w http.ResponseWriter, r *http.Request) error {
 		fn.WriteJSON(w, http.StatusOK, CancelResponse{ID: id, Status: res.Status})
 		return nil
 	}
-	switch run.Status() {
+	switch run.Status {
 	case evalrun.StatusCancelled:
 		fn.WriteJSON(w, http.StatusOK, CancelResponse{ID: id, Status: evalrun.StatusCancelled})
 		return nil
 	case evalrun.StatusSucceeded, evalrun.StatusFailed:
-		return problem.New(problem.CodeConflict, "benchmark run %s is %s; only an active run can be cancelled", id, run.Status())
+		return problem.New(problem.CodeConflict, "benchmark run %s is %s; only an active run can be cancelled", id, run.Status)
 	case evalrun.StatusQueued:
 		// Nobody runs it yet: cancel it at once. A runner that claims it meanwhile makes this
 		// transition fail, and the run is then cancelled as a running one.
 		_, err := a.runs.Transition(ctx, id, []string{evalrun.StatusQueued}, evalrun.StatusCancelled, state.Fence{}, func(run *evalrun.Run) error {
 			run.Internal.CancelRequested = true
-			run.Set("finished_at", evalrun.Now())
-			run.Set("error", nil)
+			run.FinishedAt, run.Error = evalrun.Ptr(evalrun.Now()), evalrun.Null[string]()
 			return nil
 		})
 		if err == nil {
-			_ = a.inventory.ReleaseUse(ctx, run.String("deployment_execution_id"), id)
+			_ = a.inventory.ReleaseUse(ctx, evalrun.Str(run.DeploymentExecutionID), id)
 			a.runs.Logf(ctx, id, "Cancelled before it started")
 			a.finished(ctx, id)
 			fn.WriteJSON(w, http.StatusOK, CancelResponse{ID: id, Status: evalrun.StatusCancelled})
@@ -446,12 +447,12 @@ func (a *API) waitTerminal(ctx context.Context, id string) string {
 		if err != nil {
 			return evalrun.StatusCancelling
 		}
-		if evalrun.Terminal(run.Status()) || time.Now().After(deadline) {
-			return run.Status()
+		if evalrun.Terminal(run.Status) || time.Now().After(deadline) {
+			return run.Status
 		}
 		select {
 		case <-ctx.Done():
-			return run.Status()
+			return run.Status
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

@@ -23,7 +23,7 @@ func (a *API) runEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	id := run.ID()
+	id := run.ID
 	gate := newFinalGate(r)
 	src := &sse.ProgressSource{Store: a.deps.Store, Kind: evalrun.Kind, ID: id, Decode: gate.decode(evalrun.DecodeEntry),
 		Finished: func(ctx context.Context) (sse.Event, bool, error) {
@@ -31,7 +31,7 @@ func (a *API) runEvents(w http.ResponseWriter, r *http.Request) error {
 			if errors.Is(err, state.ErrNotFound) {
 				return sse.Event{Type: "end", Data: map[string]any{"status": "deleted"}}, true, nil
 			}
-			if err != nil || !evalrun.Terminal(cur.Status()) || !gate.sent(cur.Status()) {
+			if err != nil || !evalrun.Terminal(cur.Status) || !gate.sent(cur.Status) {
 				return sse.Event{}, false, err
 			}
 			return sse.Event{Type: "end", Data: endData(cur)}, true, nil
@@ -42,11 +42,15 @@ func (a *API) runEvents(w http.ResponseWriter, r *http.Request) error {
 // endData is the closing event: the final status, its error and the SLA verdict, so a watcher
 // (lensctl eval runs watch) can say how the run ended without another read.
 func endData(run *evalrun.Run) map[string]any {
-	data := map[string]any{"status": run.Status(), "progress_message": run.String("progress_message")}
-	for _, key := range []string{"progress_percent", "error", "sla"} {
-		if raw := run.Raw(key); raw != nil {
-			data[key] = raw
-		}
+	data := map[string]any{"status": run.Status, "progress_message": evalrun.Str(run.ProgressMessage)}
+	if run.ProgressPercent != nil {
+		data["progress_percent"] = *run.ProgressPercent
+	}
+	if !run.Error.IsZero() {
+		data["error"] = run.Error
+	}
+	if run.SLA != nil {
+		data["sla"] = run.SLA
 	}
 	return data
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lensfn/lensfn/events"
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/sse"
 	"github.com/lensfn/lensfn/runtime/sse/ssetest"
@@ -51,7 +52,7 @@ func TestRunEventsStreamStatusProgressLogsAndEnd(t *testing.T) {
 	}
 	ctx := context.Background()
 	if _, err := h.runs.Transition(ctx, id, []string{evalrun.StatusQueued}, evalrun.StatusRunning, state.Fence{}, func(r *evalrun.Run) error {
-		r.Set("phase", evalrun.PhaseMatrix(0))
+		r.Phase = evalrun.Ptr(evalrun.PhaseMatrix(0))
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -62,9 +63,8 @@ func TestRunEventsStreamStatusProgressLogsAndEnd(t *testing.T) {
 	}
 	resumeAfter := m.ID
 	if _, err := h.runs.Patch(ctx, id, state.Fence{}, func(r *evalrun.Run) error {
-		r.Set("progress_percent", 50)
-		r.Set("progress_message", "matrix-0: 4 of 8 requests completed")
-		r.Set("live_metrics", map[string]any{"completed_requests": 4, "planned_requests": 8})
+		r.ProgressPercent, r.ProgressMessage = evalrun.Ptr(50.0), evalrun.Ptr("matrix-0: 4 of 8 requests completed")
+		r.LiveMetrics = &evalrun.LiveMetrics{CompletedRequests: 4, PlannedRequests: 8}
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -80,8 +80,7 @@ func TestRunEventsStreamStatusProgressLogsAndEnd(t *testing.T) {
 		t.Fatalf("log line %+v (secrets must be redacted)", m)
 	}
 	if _, err := h.runs.Transition(ctx, id, []string{evalrun.StatusRunning}, evalrun.StatusSucceeded, state.Fence{}, func(r *evalrun.Run) error {
-		r.Set("progress_percent", 100)
-		r.Set("sla", map[string]any{"met": false})
+		r.ProgressPercent, r.SLA = evalrun.Ptr(100.0), &events.SLAVerdict{Met: evalrun.Ptr(false)}
 		return nil
 	}); err != nil {
 		t.Fatal(err)

@@ -56,7 +56,7 @@ func (a *API) checkOwner(ctx context.Context, what, id, createdBy string, leases
 
 // checkRunOwner is checkOwner for a benchmark run (its runner's lease).
 func (a *API) checkRunOwner(ctx context.Context, run *evalrun.Run) error {
-	return a.checkOwner(ctx, "benchmark run", run.ID(), run.String(ownerBackendKey), evalrun.LeaseName(run.ID()))
+	return a.checkOwner(ctx, "benchmark run", run.ID, evalrun.Str(run.OwnerBackendID), evalrun.LeaseName(run.ID))
 }
 
 // checkWorkflowOwner is checkOwner for a workflow (and the leases of its benchmark runs).

@@ -38,8 +38,8 @@ func TestAnotherBackendGets409(t *testing.T) {
 	id := run["id"].(string)
 	owned(t, b, "POST", "/runs/"+id+"/cancel", `backend \"backend-a\"`)
 	owned(t, b, "DELETE", "/runs/"+id, `backend \"backend-a\"`)
-	if stored, _ := a.runs.Load(ctx, id); stored.Status() != evalrun.StatusQueued || stored.Internal.CancelRequested {
-		t.Fatalf("b's refused cancel changed the run: %s", stored.Status())
+	if stored, _ := a.runs.Load(ctx, id); stored.Status != evalrun.StatusQueued || stored.Internal.CancelRequested {
+		t.Fatalf("b's refused cancel changed the run: %s", stored.Status)
 	}
 	if code := call(t, "POST", a.url+"/runs/"+id+"/cancel", "", nil); code != 200 {
 		t.Fatalf("cancel on the owner: %d", code)

@@ -24,9 +24,9 @@ type route = apiroute.Route[*API]
 
 // Document is the evaluation API's OpenAPI 3.1 document: one operation per route of the route
 // table, generated from Go types: request bodies from the types the handlers decode strictly,
-// with the bounds their validation checks; a run, a workflow and its cases from evalrun.View,
-// workflow.View and workflow.CaseView, which list the fields of those records (kept as raw JSON
-// so stored fields survive), and the comparison report from comparison.Report.
+// with the bounds their validation checks; a run from its record, evalrun.Run; a workflow and
+// its cases from workflow.View and workflow.CaseView, which list the fields of those records
+// (kept as raw JSON so stored fields survive); and the comparison report from comparison.Report.
 func Document() *openapi.Doc {
 	return apiroute.Document(newTable())
 }
@@ -148,10 +148,10 @@ func table(d *openapi.Doc) []route {
 	return routes
 }
 
-// runView is BenchmarkRunResponse, generated from evalrun.View, with the run statuses.
+// runView is BenchmarkRunResponse, generated from evalrun.Run, with the run statuses.
 func runView(d *openapi.Doc) openapi.Schema {
-	d.Name(evalrun.View{}, "BenchmarkRunResponse")
-	s := d.Of(evalrun.View{})
+	d.Name(evalrun.Run{}, "BenchmarkRunResponse")
+	s := d.Of(evalrun.Run{})
 	d.Refine("BenchmarkRunResponse", "kind", openapi.Schema{"const": "benchmark"})
 	d.Refine("BenchmarkRunResponse", "status", openapi.Schema{"enum": evalrun.Statuses})
 	d.Refine("BenchmarkRunResponse", "created_at", openapi.Schema{"format": "date-time"})

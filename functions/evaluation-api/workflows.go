@@ -202,7 +202,8 @@ func (a *API) workflowDetails(w http.ResponseWriter, r *http.Request) error {
 		}
 		if runID := c.String("evaluation_run_id"); runID != "" {
 			if run, err := a.runs.Load(ctx, runID); err == nil {
-				entry["evaluation"] = withDetail(run.Without("matrix_results", "rate_stage_results", workflow.FieldBootstrap))
+				run.MatrixResults, run.RateStageResults, run.Bootstrap = nil, nil, nil // a case entry leaves them out
+				entry["evaluation"] = withDetail(run)
 			}
 		}
 		cases = append(cases, entry)
@@ -481,7 +482,7 @@ func (a *API) cancelWorkflowCase(ctx context.Context, id, caseID string) (Cancel
 // owningCase returns the workflow and case that own a run ("" when it is standalone or its
 // workflow is gone).
 func (a *API) owningCase(ctx context.Context, run *evalrun.Run) (string, string) {
-	id, caseID := run.String("evaluation_workflow_id"), run.String("evaluation_case_id")
+	id, caseID := evalrun.Str(run.EvaluationWorkflow), evalrun.Str(run.EvaluationCase)
 	if id == "" {
 		return "", ""
 	}

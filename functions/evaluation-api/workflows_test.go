@@ -241,8 +241,7 @@ func TestCancelRetryDeleteOverHTTP(t *testing.T) {
 	// Finished again, with a child run: delete removes the workflow and the run.
 	runID := workflow.RunID(id, "guide-1", 1)
 	run := evalrun.New(runID)
-	run.Set("status", evalrun.StatusSucceeded)
-	run.Set("created_at", evalrun.Now())
+	run.Status = evalrun.StatusSucceeded
 	if err := w.runs.Create(context.Background(), run, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -262,11 +261,9 @@ func TestCancelRetryDeleteOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A run a workflow owns is not deleted on its own.
-	run.Set("evaluation_workflow_id", id)
-	run.Set("evaluation_case_id", "guide-1")
+	run.EvaluationWorkflow, run.EvaluationCase = &id, evalrun.Ptr("guide-1")
 	if _, err := w.runs.Patch(context.Background(), runID, state.Fence{}, func(r *evalrun.Run) error {
-		r.Set("evaluation_workflow_id", id)
-		r.Set("evaluation_case_id", "guide-1")
+		r.EvaluationWorkflow, r.EvaluationCase = &id, evalrun.Ptr("guide-1")
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -471,9 +468,7 @@ func TestCancelOfACaseRunIsTheCaseCancel(t *testing.T) {
 	id := wf["id"].(string)
 	runID := workflow.RunID(id, "guide-1", 0)
 	run := evalrun.New(runID)
-	run.Set("created_at", evalrun.Now())
-	run.Set("evaluation_workflow_id", id)
-	run.Set("evaluation_case_id", "guide-1")
+	run.EvaluationWorkflow, run.EvaluationCase = &id, evalrun.Ptr("guide-1")
 	if err := w.runs.Create(context.Background(), run, ""); err != nil {
 		t.Fatal(err)
 	}

@@ -397,7 +397,7 @@ func TestExecutions(t *testing.T) {
 	runs := &evalrun.Repo{Store: h.api.Repo().Store}
 	for id, status := range map[string]string{"run-cancelled": evalrun.StatusCancelled, "run-running": evalrun.StatusRunning} {
 		run := evalrun.New(id)
-		run.Set("status", status)
+		run.Status = status
 		if err := runs.Create(ctx, run, ""); err != nil {
 			t.Fatal(err)
 		}

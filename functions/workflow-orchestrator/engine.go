@@ -279,9 +279,9 @@ func (s *step) benchmark(c *workflow.Case) error {
 	}
 	// The evidence (prefix cache hits, queues) is the replicas': the runner reads them from the
 	// execution's replica_endpoints (a router's /metrics has no vllm series).
-	s.setCase(c, "evaluation_run_id", run.ID())
+	s.setCase(c, "evaluation_run_id", run.ID)
 	s.setCase(c, "status", workflow.CaseBenchmarking)
-	s.wf.AddRunID(run.ID())
+	s.wf.AddRunID(run.ID)
 	s.do(func(ctx context.Context) error { return s.o.createRun(ctx, run, target) })
 	return nil
 }
@@ -291,21 +291,21 @@ func (s *step) benchmark(c *workflow.Case) error {
 // alone: taking the use again could hold the execution for a run that already ended and
 // released it, and nothing would ever release it again.
 func (o *Orchestrator) createRun(ctx context.Context, run *evalrun.Run, target evalrun.Target) error {
-	if _, err := o.runs.Load(ctx, run.ID()); err == nil {
+	if _, err := o.runs.Load(ctx, run.ID); err == nil {
 		return nil
 	} else if !errors.Is(err, state.ErrNotFound) {
 		return err
 	}
 	// The use is taken before the run exists, so no runner can end it unheld.
-	if err := o.inv.AcquireUse(ctx, target.ExecutionID, run.ID()); err != nil {
+	if err := o.inv.AcquireUse(ctx, target.ExecutionID, run.ID); err != nil {
 		return err
 	}
 	err := o.runs.Create(ctx, run, target.APIKey)
 	if errors.Is(err, state.ErrExists) {
 		// Created meanwhile by the racing advance; if it has ended too, the use just taken is
 		// one its runner already gave back.
-		if cur, lerr := o.runs.Load(ctx, run.ID()); lerr == nil && evalrun.Terminal(cur.Status()) {
-			return o.inv.ReleaseUse(ctx, target.ExecutionID, run.ID())
+		if cur, lerr := o.runs.Load(ctx, run.ID); lerr == nil && evalrun.Terminal(cur.Status) {
+			return o.inv.ReleaseUse(ctx, target.ExecutionID, run.ID)
 		}
 		return nil
 	}
@@ -313,9 +313,9 @@ func (o *Orchestrator) createRun(ctx context.Context, run *evalrun.Run, target e
 		return err
 	}
 	o.m.runs.Inc()
-	o.runs.Logf(ctx, run.ID(), "Queued by workflow %s case %s against %s", run.String("evaluation_workflow_id"),
-		run.String("evaluation_case_id"), target.Endpoint)
-	return o.send(ctx, events.TypeRunQueued, run.ID()+"/queued", run.ID(), events.RunQueued{RunID: run.ID()})
+	o.runs.Logf(ctx, run.ID, "Queued by workflow %s case %s against %s", evalrun.Str(run.EvaluationWorkflow),
+		evalrun.Str(run.EvaluationCase), target.Endpoint)
+	return o.send(ctx, events.TypeRunQueued, run.ID+"/queued", run.ID, events.RunQueued{RunID: run.ID})
 }
 
 // watchRun follows a benchmarking case's run and takes its result when it ends.
@@ -333,16 +333,17 @@ func (s *step) watchRun(c *workflow.Case) error {
 	if err != nil {
 		return err
 	}
-	if !evalrun.Terminal(run.Status()) {
+	if !evalrun.Terminal(run.Status) {
 		return nil
 	}
 	s.setCase(c, "finished_at", evalrun.Now())
+	doc := run.Document()
 	for _, k := range workflow.RunResultFields {
-		if run.Has(k) {
-			s.setCase(c, k, run.Raw(k))
+		if v, ok := doc[k]; ok {
+			s.setCase(c, k, v)
 		}
 	}
-	switch run.Status() {
+	switch run.Status {
 	case evalrun.StatusSucceeded:
 		s.setCase(c, "status", workflow.CaseSucceeded)
 		s.setCase(c, "error", nil)
@@ -353,7 +354,7 @@ func (s *step) watchRun(c *workflow.Case) error {
 		}
 		s.failCase(c, workflow.CaseBenchmarking, "the benchmark run was cancelled outside the workflow")
 	default:
-		msg := run.String("error")
+		msg := run.ErrorText()
 		if msg == "" {
 			msg = "the benchmark run failed"
 		}
@@ -447,7 +448,7 @@ func (s *step) inUse(exec string, except *workflow.Case) bool {
 			return true
 		}
 		if id := c.String("evaluation_run_id"); id != "" {
-			if run, err := s.o.runs.Load(s.ctx, id); err == nil && !evalrun.Terminal(run.Status()) {
+			if run, err := s.o.runs.Load(s.ctx, id); err == nil && !evalrun.Terminal(run.Status) {
 				return true
 			}
 		}
@@ -536,7 +537,7 @@ func (s *step) uses(exec string) (ended []string, live bool) {
 	}
 	for _, id := range users {
 		run, err := s.o.runs.Load(s.ctx, id)
-		if err != nil || !evalrun.Terminal(run.Status()) {
+		if err != nil || !evalrun.Terminal(run.Status) {
 			return nil, true
 		}
 		ended = append(ended, id)
@@ -555,17 +556,18 @@ func (s *step) cancelCase(c *workflow.Case) error {
 		if err != nil && !errors.Is(err, state.ErrNotFound) {
 			return err
 		}
-		if err == nil && !evalrun.Terminal(run.Status()) {
+		if err == nil && !evalrun.Terminal(run.Status) {
 			s.do(func(ctx context.Context) error { return s.o.cancelRun(ctx, id) })
 			return nil
 		}
 		if err == nil {
+			doc := run.Document()
 			for _, k := range workflow.RunResultFields {
 				if k == "sla" {
 					continue // a cancelled case keeps no verdict
 				}
-				if run.Has(k) && !c.Has(k) {
-					s.setCase(c, k, run.Raw(k))
+				if v, ok := doc[k]; ok && !c.Has(k) {
+					s.setCase(c, k, v)
 				}
 			}
 		}
@@ -597,14 +599,13 @@ func (s *step) cancelCase(c *workflow.Case) error {
 func (o *Orchestrator) cancelRun(ctx context.Context, id string) error {
 	_, err := o.runs.Transition(ctx, id, []string{evalrun.StatusQueued}, evalrun.StatusCancelled, state.Fence{}, func(run *evalrun.Run) error {
 		run.Internal.CancelRequested = true
-		run.Set("finished_at", evalrun.Now())
-		run.Set("error", nil)
+		run.FinishedAt, run.Error = evalrun.Ptr(evalrun.Now()), evalrun.Null[string]()
 		return nil
 	})
 	if err == nil {
 		run, _ := o.runs.Load(ctx, id)
 		if run != nil {
-			_ = o.inv.ReleaseUse(ctx, run.String("deployment_execution_id"), id)
+			_ = o.inv.ReleaseUse(ctx, evalrun.Str(run.DeploymentExecutionID), id)
 		}
 		return o.send(ctx, events.TypeRunFinished, id+"/finished", id, events.RunFinished{RunID: id, Status: evalrun.StatusCancelled})
 	}

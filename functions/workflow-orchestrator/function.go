@@ -336,7 +336,7 @@ func (o *Orchestrator) onRunFinished(ctx context.Context, e cloudevent.Event) er
 	if err != nil {
 		return err
 	}
-	wfID := run.String("evaluation_workflow_id")
+	wfID := evalrun.Str(run.EvaluationWorkflow)
 	if wfID == "" {
 		return nil // a standalone run
 	}

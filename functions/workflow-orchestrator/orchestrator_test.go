@@ -182,7 +182,7 @@ func (w *world) runRun(id string) {
 		return
 	}
 	w.mu.Lock()
-	ttft := w.ttft[run.String("evaluation_case_id")]
+	ttft := w.ttft[evalrun.Str(run.EvaluationCase)]
 	w.mu.Unlock()
 	if hold {
 		w.answering.Add(1)
@@ -213,13 +213,13 @@ func (w *world) finishRun(id, status string, metrics map[string]any) {
 	if err != nil {
 		return
 	}
-	exec := cur.String("deployment_execution_id")
+	exec := evalrun.Str(cur.DeploymentExecutionID)
 	_ = w.inv.ReleaseUse(ctx, exec, id)
 	_, err = w.runs.Transition(ctx, id, []string{evalrun.StatusRunning, evalrun.StatusCancelling}, status, state.Fence{}, func(r *evalrun.Run) error {
 		if metrics != nil {
-			r.Set("metrics", metrics)
+			r.Metrics = evalrun.JSON(metrics)
 		}
-		r.Set("finished_at", evalrun.Now())
+		r.FinishedAt = evalrun.Ptr(evalrun.Now())
 		return nil
 	})
 	if err != nil {
@@ -239,7 +239,7 @@ func (w *world) waitRun(id, status string) {
 	w.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if run, err := w.runs.Load(context.Background(), id); err == nil && run.Status() == status {
+		if run, err := w.runs.Load(context.Background(), id); err == nil && run.Status == status {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -406,7 +406,7 @@ func TestEvaluationRunsCasesInOrderAndReports(t *testing.T) {
 		t.Fatalf("baseline artifact %+v %v", art, err)
 	}
 	run, err := w.runs.Load(context.Background(), b.String("evaluation_run_id"))
-	if err != nil || run.String("evaluation_workflow_id") != id || run.String("evaluation_case_id") != "baseline-1" || run.String("deployment_ownership") != "evaluation" {
+	if err != nil || evalrun.Str(run.EvaluationWorkflow) != id || evalrun.Str(run.EvaluationCase) != "baseline-1" || evalrun.Str(run.DeploymentOwnership) != "evaluation" {
 		t.Fatalf("baseline run %v %v", run, err)
 	}
 	// More events change nothing once the end is recorded as announced.
@@ -466,7 +466,7 @@ func TestKubernetesServiceBaselineReusesTheGuide(t *testing.T) {
 		t.Fatalf("baseline ran on %s (guide %s, balanced %s)", b.String("endpoint"), g.String("endpoint"), g.String("baseline_url"))
 	}
 	run, _ := w.runs.Load(context.Background(), b.String("evaluation_run_id"))
-	if run.String("endpoint_kind") != "kubernetes-service" || !run.Has("use_baseline_endpoint") {
+	if evalrun.Str(run.EndpointKind) != "kubernetes-service" || run.UseBaselineEndpoint == nil {
 		t.Fatalf("run %s", mustJSON(run))
 	}
 	w.mu.Lock()
@@ -507,8 +507,8 @@ func TestCancelCaseThenRetry(t *testing.T) {
 	if got := statuses(wf); !slices.Equal(got, []string{"cancelled", "succeeded"}) {
 		t.Fatalf("cases %v", got)
 	}
-	if run, _ := w.runs.Load(context.Background(), runID); run.Status() != "cancelled" {
-		t.Fatalf("guide run is %s", run.Status())
+	if run, _ := w.runs.Load(context.Background(), runID); run.Status != "cancelled" {
+		t.Fatalf("guide run is %s", run.Status)
 	}
 	if g := wf.Case("guide-1"); g.String("cleanup_status") != "cleaned" {
 		t.Fatalf("guide cancelled before its cleanup: %s", mustJSON(g))

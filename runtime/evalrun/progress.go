@@ -18,16 +18,17 @@ const (
 // watchers: a failed append must not undo a write already stored, and a watcher that missed it
 // still reads the record's status when the stream ends.
 func (r *Repo) appendStatus(ctx context.Context, run *Run) {
-	fields := map[string]string{"type": EntryStatus, "status": run.Status(), "phase": run.String("phase"),
-		"progress_message": run.String("progress_message")}
-	var pct float64
-	if run.Get("progress_percent", &pct) {
-		fields["progress_percent"] = strconv.FormatFloat(pct, 'f', -1, 64)
+	fields := map[string]string{"type": EntryStatus, "status": run.Status, "phase": Str(run.Phase),
+		"progress_message": Str(run.ProgressMessage)}
+	if run.ProgressPercent != nil {
+		fields["progress_percent"] = strconv.FormatFloat(*run.ProgressPercent, 'f', -1, 64)
 	}
-	if live := run.Raw("live_metrics"); len(live) > 0 && string(live) != "null" {
-		fields["live_metrics"] = string(live)
+	if run.LiveMetrics != nil {
+		if live, err := marshal(run.LiveMetrics); err == nil {
+			fields["live_metrics"] = string(live)
+		}
 	}
-	_, _ = r.Store.AppendProgress(ctx, Kind, run.ID(), fields)
+	_, _ = r.Store.AppendProgress(ctx, Kind, run.ID, fields)
 }
 
 // DecodeEntry turns an entry of a run's progress stream into an event type and its data:

@@ -51,20 +51,20 @@ func LeaseName(id string) string { return Kind + ":" + id }
 // docs is the shared record repository under this one.
 func (r *Repo) docs() *recordrepo.Repo[*Run] {
 	return &recordrepo.Repo[*Run]{Store: r.Store, Sealer: r.Sealer, Kind: Kind, NoSealer: ErrNoSealer,
-		Encode: r.record, Decode: fromRecord, SetStatus: func(run *Run, status string) { run.Set("status", status) }}
+		Encode: r.record, Decode: fromRecord, SetStatus: func(run *Run, status string) { run.Status = status }}
 }
 
 func attrs(run *Run) map[string]string {
 	return map[string]string{
-		"deployment_execution_id": run.String("deployment_execution_id"),
-		"model_service_group_id":  run.String("model_service_group_id"),
-		"model":                   run.String("model"),
+		"deployment_execution_id": Str(run.DeploymentExecutionID),
+		"model_service_group_id":  Str(run.ModelServiceGroupID),
+		"model":                   Str(run.Model),
 	}
 }
 
 func searchText(run *Run) string {
-	return strings.ToLower(strings.Join([]string{run.ID(), run.String("model"), run.String("endpoint"),
-		run.String("workload"), run.String("deployment_execution_id")}, " "))
+	return strings.ToLower(strings.Join([]string{run.ID, Str(run.Model), Str(run.Endpoint),
+		Str(run.Workload), Str(run.DeploymentExecutionID)}, " "))
 }
 
 func (r *Repo) record(run *Run, version int64) (state.Record, error) {
@@ -72,9 +72,9 @@ func (r *Repo) record(run *Run, version int64) (state.Record, error) {
 	if err != nil {
 		return state.Record{}, err
 	}
-	rec := state.Record{Kind: Kind, ID: run.ID(), Status: run.Status(), Version: version, Attrs: attrs(run),
+	rec := state.Record{Kind: Kind, ID: run.ID, Status: run.Status, Version: version, Attrs: attrs(run),
 		Search: searchText(run), Doc: doc}
-	if created, err := time.Parse(time.RFC3339Nano, run.String("created_at")); err == nil {
+	if created, err := time.Parse(time.RFC3339Nano, run.CreatedAt); err == nil {
 		rec.CreatedAt = created
 	}
 	return rec, nil
@@ -84,7 +84,7 @@ func (r *Repo) record(run *Run, version int64) (state.Record, error) {
 func (r *Repo) Create(ctx context.Context, run *Run, apiKey string) error {
 	docs := r.docs()
 	if apiKey != "" {
-		sealed, err := docs.SealKey(run.ID(), apiKey)
+		sealed, err := docs.SealKey(run.ID, apiKey)
 		if err != nil {
 			return err
 		}
@@ -125,8 +125,7 @@ func (r *Repo) Get(ctx context.Context, id string) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	run.Set("logs", lines)
-	run.Set("logs_truncated", truncated)
+	run.Logs, run.LogsTruncated = lines, &truncated
 	return run, nil
 }
 
@@ -167,13 +166,13 @@ func fromRecord(rec state.Record) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	run.Set("status", rec.Status)
+	run.Status = rec.Status
 	return run, nil
 }
 
 // APIKey opens the run's sealed key ("" when it has none).
 func (r *Repo) APIKey(run *Run) (string, error) {
-	return r.docs().OpenKey(run.ID(), run.Internal.APIKey)
+	return r.docs().OpenKey(run.ID, run.Internal.APIKey)
 }
 
 // Transition moves a run from one of from to status to, applying mutate to its document;

@@ -44,15 +44,18 @@ func TestStoredFieldsSurviveAReadAsWritten(t *testing.T) {
 	ctx := context.Background()
 	run := build(t, `{"deployment_execution_id":"exec-1","accelerator_profile":null,"matrix":[{"isl":16,"osl":8}],`+
 		`"concurrency_stages":[{"concurrency":2,"num_requests":4}],"api_key":"sk-secret","sla_targets":{"ttft_ms":500}}`)
-	run.Set("from_a_newer_version", map[string]any{"x": 1})
+	run.Extra["from_a_newer_version"] = json.RawMessage(`{"x":1}`) // the request's explicit null is there already
 	if err := repo.Create(ctx, run, "sk-secret"); err != nil {
 		t.Fatal(err)
 	}
-	got, err := repo.Get(ctx, run.ID())
+	got, err := repo.Get(ctx, run.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, _ := json.Marshal(got)
+	doc, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var m map[string]json.RawMessage
 	_ = json.Unmarshal(doc, &m)
 	if string(m["accelerator_profile"]) != "null" {
@@ -77,13 +80,82 @@ func TestStoredFieldsSurviveAReadAsWritten(t *testing.T) {
 	if string(m["wait_timeout_seconds"]) != "900" || string(m["kind"]) != `"benchmark"` || string(m["status"]) != `"queued"` {
 		t.Errorf("resolved fields: wait=%s kind=%s status=%s", m["wait_timeout_seconds"], m["kind"], m["status"])
 	}
-	var timing Timing
-	if !got.Get("timing", &timing) || timing.Basis != "configuration" {
+	if got.Timing == nil || got.Timing.Basis != "configuration" {
 		t.Errorf("timing = %s", m["timing"])
 	}
 	key, err := repo.APIKey(got)
 	if err != nil || key != "sk-secret" {
 		t.Fatalf("sealed key opens to %q, %v", key, err)
+	}
+}
+
+// A stored field this version does not know, and a stored explicit null, survive a
+// read-modify-write (a patch and a transition) as stored.
+func TestUnknownStoredFieldsSurviveAReadModifyWrite(t *testing.T) {
+	repo := newRepo(t)
+	ctx := context.Background()
+	run := build(t, `{"deployment_execution_id":"exec-1","sla_targets":null,"matrix":[]}`)
+	run.Extra["from_a_newer_version"] = json.RawMessage(`{"x":[1,null]}`) // with the request's null and []
+	if err := repo.Create(ctx, run, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.Patch(ctx, run.ID, state.Fence{}, func(r *Run) error {
+		r.ProgressMessage = ptr("patched")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.Transition(ctx, run.ID, Sources(StatusRunning), StatusRunning, state.Fence{}, func(r *Run) error {
+		r.StartedAt = ptr(Now())
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := repo.Get(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(doc, &m)
+	for k, want := range map[string]string{"from_a_newer_version": `{"x":[1,null]}`, "sla_targets": "null", "matrix": "[]",
+		"progress_message": `"patched"`, "status": `"running"`} {
+		if string(m[k]) != want {
+			t.Errorf("%s = %s, want %s", k, m[k], want)
+		}
+	}
+	if _, ok := m["started_at"]; !ok {
+		t.Error("the transition's write is lost")
+	}
+}
+
+// A run stored by an older version reads as it did: a benchmark block without a key has that
+// key's default, and fields it lacks stay absent.
+func TestARunStoredByAnOlderVersionReadsWithItsDefaults(t *testing.T) {
+	old := `{"kind":"benchmark","id":"r1","status":"succeeded","created_at":"2026-01-01T00:00:00.000000Z",` +
+		`"benchmark":{"harness":"inference-perf","workload":"sanity_random.yaml","parallelism":2,"wait_timeout_seconds":null,` +
+		`"harness_memory_gib":8,"matrix":[],"concurrency_stages":[],"warmup_requests":2,"shared_prefix":null,` +
+		`"workload_yaml":null,"accelerator_profile":null,"storage_class_name":null},` +
+		`"error":null,"_internal":{"model":"m","endpoint":"http://127.0.0.1:1/v1"}}`
+	run, err := Unmarshal([]byte(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := run.Spec()
+	if err != nil || *spec.Repetitions != DefaultRepetitions || *spec.Parallelism != 2 || spec.WaitTimeoutSeconds != nil {
+		t.Fatalf("spec = %+v, %v", spec, err)
+	}
+	if run.Internal.Model != "m" || run.Error.Valid() || run.ErrorText() != "" {
+		t.Errorf("internal %+v, error %v", run.Internal, run.Error)
+	}
+	doc, _ := json.Marshal(run)
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(doc, &m)
+	if string(m["error"]) != "null" || m["_internal"] != nil || m["metrics"] != nil || m["finished_at"] != nil {
+		t.Errorf("document = %s", doc)
 	}
 }
 
@@ -94,11 +166,11 @@ func TestTransitionsFollowTheStateMachine(t *testing.T) {
 	if err := repo.Create(ctx, run, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := repo.Transition(ctx, run.ID(), Sources(StatusSucceeded), StatusSucceeded, state.Fence{}, nil); !errors.Is(err, state.ErrInvalidTransition) {
+	if _, err := repo.Transition(ctx, run.ID, Sources(StatusSucceeded), StatusSucceeded, state.Fence{}, nil); !errors.Is(err, state.ErrInvalidTransition) {
 		t.Fatalf("queued -> succeeded: %v", err)
 	}
 	for _, to := range []string{StatusRunning, StatusCancelling, StatusCancelled} {
-		if _, err := repo.Transition(ctx, run.ID(), Sources(to), to, state.Fence{}, nil); err != nil {
+		if _, err := repo.Transition(ctx, run.ID, Sources(to), to, state.Fence{}, nil); err != nil {
 			t.Fatalf("-> %s: %v", to, err)
 		}
 	}

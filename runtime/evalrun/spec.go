@@ -323,69 +323,104 @@ type Target struct {
 	APIKey string
 }
 
-// specKeys are the keys of a run's `benchmark` block, in the spec's order.
-var specKeys = []string{"harness", "workload", "parallelism", "wait_timeout_seconds", "harness_memory_gib", "matrix",
-	"concurrency_stages", "warmup_requests", "shared_prefix", "workload_yaml", "accelerator_profile", "storage_class_name", "repetitions"}
-
 // secretKeys are request fields never stored in the document (the key is sealed apart).
 var secretKeys = map[string]bool{"api_key": true}
 
 // BuildRun makes the queued run a validated request creates: the request's fields as sent (no
 // api_key), defaults, the resolved timeout at the top level, the user's intent in `benchmark`,
-// the estimate in `timing`, and the target's context.
+// the estimate in `timing`, and the target's context. The defaults are applied here, once.
 func BuildRun(id string, req events.EvaluateRunRequest, raw map[string]json.RawMessage, target Target) *Run {
-	run := New(id)
-	run.Set("created_at", Now())
+	sent := make(map[string]json.RawMessage, len(raw))
 	for k, v := range raw {
-		if secretKeys[k] {
-			continue
+		if !secretKeys[k] {
+			sent[k] = v
 		}
-		run.Set(k, v)
 	}
-	run.Set("kind", "benchmark")
-	run.Set("id", id)
-	run.Set("status", StatusQueued)
+	run := &Run{}
+	if doc, err := marshal(sent); err != nil || run.UnmarshalJSON(doc) != nil {
+		run = &Run{} // raw is what DecodeStrictFields read: it always decodes
+	}
+	run.Kind, run.ID, run.Status, run.CreatedAt = "benchmark", id, StatusQueued, Now()
 	d := WithDefaults(req.BenchmarkSpec)
-	run.Set("harness", *d.Harness)
-	run.Set("workload", *d.Workload)
-	run.Set("parallelism", *d.Parallelism)
-	run.Set("harness_memory_gib", *d.HarnessMemoryGiB)
+	run.Harness, run.Workload, run.Parallelism, run.HarnessMemoryGiB = d.Harness, d.Workload, d.Parallelism, d.HarnessMemoryGiB
 	if len(req.Matrix) > 0 {
-		run.Set("warmup_requests", *d.WarmupRequests)
+		run.WarmupRequests = d.WarmupRequests
 	}
 	timing := Estimate(req.BenchmarkSpec)
-	run.Set("wait_timeout_seconds", timing.TimeoutSeconds)
-	run.Set("timing", timing)
-	run.Set("benchmark", benchmarkBlock(d, req.BenchmarkSpec))
-	if !run.Has("benchmark_source") {
-		run.Set("benchmark_source", map[string]string{"repository": DefaultRepository, "revision": DefaultRevision})
+	run.WaitTimeoutSeconds = ptr(timing.TimeoutSeconds)
+	run.Timing = &timing
+	run.Benchmark = benchmarkBlock(d, req.BenchmarkSpec)
+	if run.BenchmarkSource == nil && run.Extra["benchmark_source"] == nil {
+		run.BenchmarkSource = &events.BenchmarkSource{Repository: ptr(DefaultRepository), Revision: ptr(DefaultRevision)}
 	}
-	run.Set("benchmark_runtime", map[string]any{})
-	run.Set("deployment_execution_id", target.ExecutionID)
-	run.Set("cluster_session_id", target.ClusterSessionID)
+	run.BenchmarkRuntime = json.RawMessage(`{}`)
+	run.DeploymentExecutionID = ptr(target.ExecutionID)
+	run.ClusterSessionID = ptr(target.ClusterSessionID)
 	if target.ClusterID != "" {
-		run.Set("cluster_id", target.ClusterID)
+		run.ClusterID = ptr(target.ClusterID)
 	}
-	run.Set("deployment_ownership", orDefault(target.Ownership, "existing-endpoint"))
-	run.Set("model", target.Model)
-	run.Set("namespace", nullable(target.Namespace))
-	run.Set("endpoint", target.Endpoint)
-	run.Set("endpoint_used", target.Endpoint) // where the traffic goes: a Model Service's member, a kubernetes-service baseline's Service
-	run.Set("deployment", map[string]any{"name": orDefault(target.Name, target.ExecutionID),
-		"namespace": nullable(target.Namespace), "endpoint": target.Endpoint})
+	run.DeploymentOwnership = ptr(orDefault(target.Ownership, "existing-endpoint"))
+	run.Model = ptr(target.Model)
+	run.Namespace = nullable(target.Namespace)
+	run.Endpoint = ptr(target.Endpoint)
+	run.EndpointUsed = ptr(target.Endpoint) // where the traffic goes: a Model Service's member, a kubernetes-service baseline's Service
+	run.Deployment, _ = marshal(map[string]any{"name": orDefault(target.Name, target.ExecutionID),
+		"namespace": run.Namespace, "endpoint": target.Endpoint})
 	run.Internal.Model, run.Internal.Endpoint = target.Model, target.Endpoint
 	return run
 }
 
-// BenchmarkBlock is a benchmark block as the API echoes it: every key of the spec present, the
-// defaults applied (a matrix without stages shows the stages it runs), null where unset; the
-// wait timeout stays as asked (null: automatic).
+// Benchmark is a run's benchmark block: the user's intent with every key present, the defaults
+// applied (a matrix without stages shows the stages it runs), null where unset; the wait
+// timeout stays as asked (null: automatic). A block stored by an older version without a key
+// reads with that key's default.
+type Benchmark struct {
+	Harness            string                    `json:"harness"`
+	Workload           string                    `json:"workload"`
+	Parallelism        int                       `json:"parallelism"`
+	WaitTimeoutSeconds *int                      `json:"wait_timeout_seconds"`
+	HarnessMemoryGiB   float64                   `json:"harness_memory_gib"`
+	Matrix             []events.MatrixPoint      `json:"matrix"`
+	ConcurrencyStages  []events.ConcurrencyStage `json:"concurrency_stages"`
+	WarmupRequests     int                       `json:"warmup_requests"`
+	SharedPrefix       *events.SharedPrefix      `json:"shared_prefix"`
+	WorkloadYAML       *string                   `json:"workload_yaml"`
+	AcceleratorProfile *string                   `json:"accelerator_profile"`
+	StorageClassName   *string                   `json:"storage_class_name"`
+	Repetitions        int                       `json:"repetitions,omitempty" doc:"1-20; a block stored before repetitions existed reads as 1"`
+}
+
+// UnmarshalJSON reads a stored block, filling in the defaults of keys it lacks.
+func (b *Benchmark) UnmarshalJSON(doc []byte) error {
+	var spec events.BenchmarkSpec
+	if err := json.Unmarshal(doc, &spec); err != nil {
+		return err
+	}
+	*b = *benchmarkBlock(WithDefaults(spec), spec)
+	b.ConcurrencyStages = spec.ConcurrencyStages // as stored
+	if b.ConcurrencyStages == nil {
+		b.ConcurrencyStages = []events.ConcurrencyStage{}
+	}
+	return nil
+}
+
+// Spec is the block as a benchmark spec (defaults filled in).
+func (b *Benchmark) Spec() events.BenchmarkSpec {
+	return events.BenchmarkSpec{Harness: ptr(b.Harness), Workload: ptr(b.Workload), WorkloadYAML: b.WorkloadYAML,
+		Parallelism: ptr(b.Parallelism), WaitTimeoutSeconds: b.WaitTimeoutSeconds, HarnessMemoryGiB: ptr(b.HarnessMemoryGiB),
+		AcceleratorProfile: b.AcceleratorProfile, StorageClassName: b.StorageClassName, Matrix: b.Matrix,
+		ConcurrencyStages: b.ConcurrencyStages, WarmupRequests: ptr(b.WarmupRequests), SharedPrefix: b.SharedPrefix,
+		Repetitions: ptr(b.Repetitions)}
+}
+
+// BenchmarkBlock is a benchmark block as the API echoes it (Benchmark).
 func BenchmarkBlock(spec events.BenchmarkSpec) json.RawMessage {
-	return benchmarkBlock(WithDefaults(spec), spec)
+	doc, _ := marshal(benchmarkBlock(WithDefaults(spec), spec))
+	return doc
 }
 
 // benchmarkBlock is the user's intent with defaults: every key present, null where unset.
-func benchmarkBlock(d, asked events.BenchmarkSpec) json.RawMessage {
+func benchmarkBlock(d, asked events.BenchmarkSpec) *Benchmark {
 	matrix, stages := d.Matrix, d.ConcurrencyStages
 	if matrix == nil {
 		matrix = []events.MatrixPoint{}
@@ -396,49 +431,26 @@ func benchmarkBlock(d, asked events.BenchmarkSpec) json.RawMessage {
 	if stages == nil {
 		stages = []events.ConcurrencyStage{}
 	}
-	values := map[string]any{
-		"harness": *d.Harness, "workload": *d.Workload, "parallelism": *d.Parallelism,
-		"wait_timeout_seconds": asked.WaitTimeoutSeconds, "harness_memory_gib": *d.HarnessMemoryGiB,
-		"matrix": matrix, "concurrency_stages": stages, "warmup_requests": *d.WarmupRequests,
-		"shared_prefix": d.SharedPrefix, "workload_yaml": d.WorkloadYAML,
-		"accelerator_profile": d.AcceleratorProfile, "storage_class_name": d.StorageClassName,
-		"repetitions": *d.Repetitions,
-	}
-	out := []byte{'{'}
-	for i, k := range specKeys {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		key, _ := marshal(k)
-		val, _ := marshal(values[k])
-		out = append(append(append(out, key...), ':'), val...)
-	}
-	return append(out, '}')
+	return &Benchmark{Harness: *d.Harness, Workload: *d.Workload, Parallelism: *d.Parallelism,
+		WaitTimeoutSeconds: asked.WaitTimeoutSeconds, HarnessMemoryGiB: *d.HarnessMemoryGiB,
+		Matrix: matrix, ConcurrencyStages: stages, WarmupRequests: *d.WarmupRequests,
+		SharedPrefix: d.SharedPrefix, WorkloadYAML: d.WorkloadYAML,
+		AcceleratorProfile: d.AcceleratorProfile, StorageClassName: d.StorageClassName,
+		Repetitions: *d.Repetitions}
 }
 
-// Spec reads the run's benchmark block back (the user's intent, defaults filled in).
+// Spec is the run's benchmark block as a spec (the user's intent, defaults filled in).
 func (r *Run) Spec() (events.BenchmarkSpec, error) {
-	var spec events.BenchmarkSpec
-	if err := json.Unmarshal(r.Raw("benchmark"), &spec); err != nil {
-		return spec, fmt.Errorf("evalrun: run %s has no readable benchmark block: %w", r.ID(), err)
+	if r.Benchmark == nil {
+		return events.BenchmarkSpec{}, fmt.Errorf("evalrun: run %s has no readable benchmark block", r.ID)
 	}
-	return WithDefaults(spec), nil
-}
-
-// SLATargets reads the run's SLA targets (nil when none).
-func (r *Run) SLATargets() *events.SLATargets {
-	var t events.SLATargets
-	if !r.Get("sla_targets", &t) {
-		return nil
-	}
-	return &t
+	return r.Benchmark.Spec(), nil
 }
 
 // TimeoutSeconds is the resolved per-invocation limit (600 for a record without one).
 func (r *Run) TimeoutSeconds() int {
-	var n int
-	if r.Get("wait_timeout_seconds", &n) && n > 0 {
-		return n
+	if r.WaitTimeoutSeconds != nil && *r.WaitTimeoutSeconds > 0 {
+		return *r.WaitTimeoutSeconds
 	}
 	return 600
 }
@@ -450,9 +462,9 @@ func orDefault(v, def string) string {
 	return v
 }
 
-func nullable(s string) any {
+func nullable(s string) Nullable[string] {
 	if s == "" {
-		return nil
+		return Null[string]()
 	}
-	return s
+	return Value(s)
 }

@@ -18,7 +18,7 @@ func TestWorkersLiveAndDieWithTheirRun(t *testing.T) {
 	if err := r.Create(ctx, run, ""); err != nil {
 		t.Fatal(err)
 	}
-	ws, err := r.CreateWorkers(ctx, run.ID(), 3)
+	ws, err := r.CreateWorkers(ctx, run.ID, 3)
 	if err != nil || len(ws) != 3 {
 		t.Fatalf("%d workers, %v", len(ws), err)
 	}
@@ -32,7 +32,7 @@ func TestWorkersLiveAndDieWithTheirRun(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	again, err := r.CreateWorkers(ctx, run.ID(), 3)
+	again, err := r.CreateWorkers(ctx, run.ID, 3)
 	if err != nil || again[1].Status != WorkerRunning || again[1].OwnerInstanceID != "pod-a" || again[0].Status != WorkerQueued {
 		t.Fatalf("a second fan-out: %+v %v", again, err)
 	}
@@ -44,7 +44,7 @@ func TestWorkersLiveAndDieWithTheirRun(t *testing.T) {
 	if _, err := r.TransitionWorker(ctx, ws[1].ID(), []string{WorkerRunning}, WorkerSucceeded, state.Fence{Lease: lease.Name, Token: lease.Token - 1}, nil); err == nil {
 		t.Fatal("a stale fence ended the worker")
 	}
-	if err := r.Delete(ctx, run.ID(), 0); err != nil {
+	if err := r.Delete(ctx, run.ID, 0); err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range ws {

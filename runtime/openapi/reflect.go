@@ -14,7 +14,12 @@ var (
 	timeType      = reflect.TypeFor[time.Time]()
 	marshalerType = reflect.TypeFor[json.Marshaler]()
 	textType      = reflect.TypeFor[encoding.TextMarshaler]()
+	nullableType  = reflect.TypeFor[nullable]()
 )
+
+// nullable is a type with its own encoding that writes a T or null (evalrun.Nullable): its
+// schema is T's, nullable.
+type nullable interface{ NullableOf() reflect.Type }
 
 // Of returns the schema of v's Go type as encoding/json writes it (a response): a reference
 // for a named struct, which becomes a component under its Go name, every field without
@@ -118,6 +123,12 @@ func (d *Doc) schemaOf(t reflect.Type, input bool) (Schema, error) {
 		return Schema{}, nil // any JSON value
 	case t == timeType:
 		return Schema{"type": "string", "format": "date-time"}, nil
+	case t.Kind() != reflect.Pointer && t.Implements(nullableType):
+		inner, err := d.schemaOf(reflect.Zero(t).Interface().(nullable).NullableOf(), input)
+		if err != nil {
+			return nil, err
+		}
+		return Nullable(inner), nil
 	case t.Kind() != reflect.Pointer && t.Implements(textType):
 		return Schema{"type": "string"}, nil
 	case t.Kind() != reflect.Pointer && t.Implements(marshalerType):

@@ -55,24 +55,28 @@ func (w *Workflow) NewRun(c *Case, target evalrun.Target) (*evalrun.Run, error) 
 		return nil, err
 	}
 	run := evalrun.BuildRun(RunID(w.ID(), c.ID(), c.Attempt()), req, raw, target)
-	run.Set("deployment_ownership", OwnershipEvaluation)
-	run.Set("evaluation_workflow_id", w.ID())
-	run.Set("evaluation_case_id", c.ID())
-	run.Set("deployment_case_id", c.ID())
-	run.Set("owner_user_id", w.Raw("owner_user_id"))
+	ownership, wfID, caseID := OwnershipEvaluation, w.ID(), c.ID()
+	run.DeploymentOwnership, run.EvaluationWorkflow, run.EvaluationCase, run.DeploymentCaseID = &ownership, &wfID, &caseID, &caseID
+	if json.Unmarshal(w.Raw("owner_user_id"), &run.OwnerUserID) != nil {
+		run.OwnerUserID = evalrun.Null[string]() // a workflow without an owner
+	}
 	// The configuration it benchmarks, as the case's facts say and as it was deployed.
 	facts := w.Facts(c)
-	run.Set("configuration", facts)
-	run.Set("guide", facts["guide"])
-	if c.Has("deployment_configuration") {
-		run.Set("deployment_configuration", c.Raw("deployment_configuration"))
-	}
-	if c.SharesGuidePods() {
-		run.Set("use_baseline_endpoint", true)
-		run.Set("endpoint_kind", EndpointKubernetesService)
+	run.Configuration = mustJSON(facts)
+	if guide, ok := facts["guide"].(string); ok {
+		run.Guide = evalrun.Value(guide)
 	} else {
-		run.Set("endpoint_kind", EndpointRouted)
+		run.Guide = evalrun.Null[string]()
 	}
+	if c.Has("deployment_configuration") {
+		run.DeploymentConfig = c.Raw("deployment_configuration")
+	}
+	kind := EndpointRouted
+	if c.SharesGuidePods() {
+		baseline := true
+		run.UseBaselineEndpoint, kind = &baseline, EndpointKubernetesService
+	}
+	run.EndpointKind = &kind
 	return run, nil
 }
 

@@ -95,15 +95,15 @@ func (es *evalStack) finishRun(t *testing.T, id, status string, ttftLimit float6
 	t.Helper()
 	ctx := context.Background()
 	if _, err := es.runs.Transition(ctx, id, []string{evalrun.StatusQueued, evalrun.StatusRunning}, evalrun.StatusRunning, state.Fence{}, func(r *evalrun.Run) error {
-		r.Set("phase", evalrun.PhaseMatrix(0))
-		r.Set("progress_percent", 50)
-		r.Set("progress_message", "matrix-0: 4 of 8 requests completed")
+		r.Phase, r.ProgressPercent = evalrun.Ptr(evalrun.PhaseMatrix(0)), evalrun.Ptr(50.0)
+		r.ProgressMessage = evalrun.Ptr("matrix-0: 4 of 8 requests completed")
 		live := livesummary.New()
 		now := time.Now()
 		for range 4 {
 			live.Add(livesummary.Observation{Successful: true, TTFTMs: 40, TPOTMs: 10, LatencyMs: 200, OutputTokens: 16}, now)
 		}
-		r.Set("live_metrics", map[string]any{"phase": evalrun.PhaseMatrix(0), "completed_requests": 4, "summary": live.Snapshot(now)})
+		summary := live.Snapshot(now)
+		r.LiveMetrics = &evalrun.LiveMetrics{Phase: evalrun.PhaseMatrix(0), CompletedRequests: 4, Summary: &summary}
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -130,14 +130,12 @@ func (es *evalStack) finishRun(t *testing.T, id, status string, ttftLimit float6
 	f.Close()
 	m := b.Metrics(es.runs.RecordsPath(id))
 	if _, err := es.runs.Transition(ctx, id, []string{evalrun.StatusRunning}, status, state.Fence{}, func(r *evalrun.Run) error {
-		r.Set("progress_percent", 100)
-		r.Set("finished_at", evalrun.Now())
+		r.ProgressPercent, r.FinishedAt = evalrun.Ptr(100.0), evalrun.Ptr(evalrun.Now())
 		if status == evalrun.StatusFailed {
-			r.Set("error", "the endpoint stopped answering")
+			r.Error = evalrun.Value("the endpoint stopped answering")
 			return nil
 		}
-		r.Set("metrics", m)
-		r.Set("sla", evalrun.EvaluateSLA(m, targets.sla()))
+		r.Metrics, r.SLA = evalrun.JSON(m), evalrun.EvaluateSLA(m, targets.sla())
 		return nil
 	}); err != nil {
 		t.Fatal(err)

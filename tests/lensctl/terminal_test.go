@@ -109,9 +109,7 @@ func TestWatchFitsTheTerminal(t *testing.T) {
 		time.Sleep(300 * time.Millisecond) // watching the queued run
 		// The runner prepares its monitoring (phase and message alike), then benchmarks.
 		if _, err := es.runs.Transition(context.Background(), id, []string{evalrun.StatusQueued}, evalrun.StatusRunning, state.Fence{}, func(r *evalrun.Run) error {
-			r.Set("phase", "preparing-monitoring")
-			r.Set("progress_message", "preparing-monitoring")
-			r.Set("progress_percent", 2)
+			r.Phase, r.ProgressMessage, r.ProgressPercent = evalrun.Ptr("preparing-monitoring"), evalrun.Ptr("preparing-monitoring"), evalrun.Ptr(2.0)
 			return nil
 		}); err != nil {
 			t.Fatal(err)

@@ -59,8 +59,8 @@ func componentProperties(t *testing.T, d *openapi.Doc, component string) []strin
 
 // TestARunDocumentsEveryRequestFieldItStores: BuildRun copies a POST /runs body's fields into
 // the run as sent (all but api_key, which is sealed apart), so a field added to
-// events.EvaluateRunRequest must be added to evalrun.View, or answers carrying it would not fit
-// BenchmarkRunResponse.
+// events.EvaluateRunRequest must be added to evalrun.Run (else the run keeps it in Extra), or
+// answers carrying it would not fit BenchmarkRunResponse.
 func TestARunDocumentsEveryRequestFieldItStores(t *testing.T) {
 	props := componentProperties(t, evaluationapi.Document(), "BenchmarkRunResponse")
 	for _, name := range jsonFields(reflect.TypeFor[events.EvaluateRunRequest]()) {

@@ -7,5 +7,5 @@
 // record.
 //
 // It may import runtime/report, runtime/report/recordcsv, runtime/analysis (the record reader),
-// runtime/loadgen, runtime/evalrun and events (the SLA verdict's shape).
+// runtime/loadgen and runtime/evalrun (the run, its SLA verdict included).
 package runreport

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lensfn/lensfn/events"
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/report"
 )
@@ -13,9 +12,9 @@ import (
 // build lays out a run's report from its record and the binned records.
 func build(run *evalrun.Run, m evalrun.Metrics, d *distributions, now time.Time) report.Page {
 	p := report.Page{
-		Title: "Benchmark run report: " + run.ID(),
-		Subtitle: fmt.Sprintf("%s · model %s · %s · execution %s · harness %s", run.Status(), run.String("model"),
-			run.String("endpoint"), run.String("deployment_execution_id"), run.String("harness")),
+		Title: "Benchmark run report: " + run.ID,
+		Subtitle: fmt.Sprintf("%s · model %s · %s · execution %s · harness %s", run.Status, evalrun.Str(run.Model),
+			evalrun.Str(run.Endpoint), evalrun.Str(run.DeploymentExecutionID), evalrun.Str(run.Harness)),
 		Generated: now,
 	}
 	fact := func(label, key, unit string) {
@@ -36,11 +35,11 @@ func build(run *evalrun.Run, m evalrun.Metrics, d *distributions, now time.Time)
 	fact("benchmark time (s)", "benchmark_time_seconds", "")
 
 	overview := report.Section{Heading: "Overview"}
-	if e := run.String("error"); e != "" {
+	if e := run.ErrorText(); e != "" {
 		overview.Warnings = append(overview.Warnings, "The run ended with an error: "+e)
 	}
-	if !evalrun.Terminal(run.Status()) {
-		overview.Warnings = append(overview.Warnings, "The run is "+run.Status()+"; this report shows it as far as it got.")
+	if !evalrun.Terminal(run.Status) {
+		overview.Warnings = append(overview.Warnings, "The run is "+run.Status+"; this report shows it as far as it got.")
 	}
 	if len(m) == 0 {
 		overview.Notes = append(overview.Notes, "The run has no metrics yet.")
@@ -74,11 +73,11 @@ func build(run *evalrun.Run, m evalrun.Metrics, d *distributions, now time.Time)
 // slaSection shows the verdict and each check; a missed SLA is a warning and a fact.
 func slaSection(run *evalrun.Run, p *report.Page) report.Section {
 	sec := report.Section{Heading: "SLA"}
-	var sla events.SLAVerdict
-	if !run.Get("sla", &sla) || sla.Checks == nil {
+	if run.SLA == nil || run.SLA.Checks == nil {
 		sec.Notes = []string{"No SLA targets were configured."}
 		return sec
 	}
+	sla := *run.SLA
 	verdict := verdictText(sla.Met)
 	p.Facts = append([]report.Fact{{Label: "SLA", Value: verdict}}, p.Facts...)
 	if sla.Met != nil && !*sla.Met {
@@ -193,7 +192,7 @@ func stageSections(run *evalrun.Run) []report.Section {
 			Metrics     map[string]any `json:"metrics"`
 		} `json:"stage_metrics"`
 	}
-	if run.Get("matrix_results", &matrix) && len(matrix) > 0 {
+	if evalrun.Decode(run.MatrixResults, &matrix) && len(matrix) > 0 {
 		var stages []stage
 		var warnings []string
 		for _, pt := range matrix {
@@ -212,7 +211,7 @@ func stageSections(run *evalrun.Run) []report.Section {
 		Rate, Duration float64
 		Metrics        map[string]any `json:"metrics"`
 	}
-	if run.Get("rate_stage_results", &rates) && len(rates) > 0 {
+	if evalrun.Decode(run.RateStageResults, &rates) && len(rates) > 0 {
 		stages := make([]stage, 0, len(rates))
 		for _, st := range rates {
 			stages = append(stages, stage{fmt.Sprintf("%g req/s", st.Rate), st.Metrics})

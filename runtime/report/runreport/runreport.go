@@ -80,7 +80,7 @@ func meta(rec loadgen.Record, key string) string {
 // that never sent a request has none; the report then shows the record alone).
 func WriteHTML(w io.Writer, run *evalrun.Run, recordsPath string, now time.Time) error {
 	var m evalrun.Metrics
-	run.Get("metrics", &m)
+	evalrun.Decode(run.Metrics, &m)
 	d := newDistributions(m)
 	var readErr error
 	if f, err := os.Open(recordsPath); err == nil {

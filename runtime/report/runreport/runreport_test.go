@@ -59,12 +59,12 @@ func finishedRun(t *testing.T, n int) (*evalrun.Run, string, evalrun.Metrics) {
 	f.Close()
 	m := total.Metrics(path)
 	run := evalrun.New("3f1c0a9e-0000-4000-8000-000000000001")
-	run.Set("status", evalrun.StatusSucceeded)
-	run.Set("model", "Qwen/<b>Qwen3</b>")
-	run.Set("endpoint", "http://127.0.0.1:8000/v1")
-	run.Set("metrics", m)
-	run.Set("sla", evalrun.EvaluateSLA(m, targets))
-	run.Set("matrix_results", []map[string]any{{"isl": 64, "osl": 16, "status": "succeeded", "stderr": "", "metrics": m, "stage_metrics": stages}})
+	run.Status = evalrun.StatusSucceeded
+	run.Model = evalrun.Ptr("Qwen/<b>Qwen3</b>")
+	run.Endpoint = evalrun.Ptr("http://127.0.0.1:8000/v1")
+	run.Metrics = evalrun.JSON(m)
+	run.SLA = evalrun.EvaluateSLA(m, targets)
+	run.MatrixResults = evalrun.JSON([]map[string]any{{"isl": 64, "osl": 16, "status": "succeeded", "stderr": "", "metrics": m, "stage_metrics": stages}})
 	// What the store gives back: the run as JSON.
 	doc, _ := evalrun.Marshal(run)
 	stored, err := evalrun.Unmarshal(doc)
@@ -72,7 +72,7 @@ func finishedRun(t *testing.T, n int) (*evalrun.Run, string, evalrun.Metrics) {
 		t.Fatal(err)
 	}
 	var metrics evalrun.Metrics
-	stored.Get("metrics", &metrics)
+	evalrun.Decode(stored.Metrics, &metrics)
 	return stored, path, metrics
 }
 
@@ -121,8 +121,8 @@ func TestHTMLReportIsSelfContainedAndShowsTheRun(t *testing.T) {
 
 func TestHTMLReportOfARunWithoutRecords(t *testing.T) {
 	run := evalrun.New("r-1")
-	run.Set("status", evalrun.StatusFailed)
-	run.Set("error", "monitoring not ready: vllm:num_requests_running has no samples")
+	run.Status = evalrun.StatusFailed
+	run.Error = evalrun.Value("monitoring not ready: vllm:num_requests_running has no samples")
 	var buf bytes.Buffer
 	if err := runreport.WriteHTML(&buf, run, filepath.Join(t.TempDir(), "none.jsonl"), time.Now()); err != nil {
 		t.Fatal(err)
@@ -185,7 +185,7 @@ func TestTimelinesResolveShortAndLongRuns(t *testing.T) {
 		}
 		f.Close()
 		run := evalrun.New("r")
-		run.Set("status", evalrun.StatusSucceeded)
+		run.Status = evalrun.StatusSucceeded
 		var buf bytes.Buffer
 		if err := runreport.WriteHTML(&buf, run, path, time.Now()); err != nil {
 			t.Fatal(err)
@@ -203,10 +203,11 @@ func TestHTMLReportShowsMarginsAndRepetitions(t *testing.T) {
 	run, path, m := finishedRun(t, 20)
 	m["repetitions"] = 3.0
 	m["repetition_spread"] = map[string]any{"ttft_ms": map[string]any{"repetitions": 3.0, "mean": 23.5, "stddev": 1.25, "cv_percent": 5.319, "min": 22.0, "max": 25.0}}
-	run.Set("metrics", m)
-	run.Set("sla", map[string]any{"met": false, "repetitions_met": 1, "repetitions": 3, "checks": map[string]any{
+	run.Metrics = evalrun.JSON(m)
+	run.SLA = nil
+	_ = json.Unmarshal(evalrun.JSON(map[string]any{"met": false, "repetitions_met": 1, "repetitions": 3, "checks": map[string]any{
 		"ttft": map[string]any{"actual": 26.0, "target": 10.0, "unit": "ms", "percentile": "p99", "met": false, "margin": -16.0,
-			"margin_percent": -160.0, "repetitions_met": 1, "repetitions": 3}}})
+			"margin_percent": -160.0, "repetitions_met": 1, "repetitions": 3}}}), &run.SLA)
 	var buf bytes.Buffer
 	if err := runreport.WriteHTML(&buf, run, path, time.Now()); err != nil {
 		t.Fatal(err)
