@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -80,7 +81,8 @@ func TestStoredFieldsSurviveAReadAsWritten(t *testing.T) {
 	if string(m["wait_timeout_seconds"]) != "900" || string(m["kind"]) != `"benchmark"` || string(m["status"]) != `"queued"` {
 		t.Errorf("resolved fields: wait=%s kind=%s status=%s", m["wait_timeout_seconds"], m["kind"], m["status"])
 	}
-	if got.Timing == nil || got.Timing.Basis != "configuration" {
+	if got.Timing == nil || got.Timing.Basis != "configuration" || got.Timing.Phases.Len() == 0 ||
+		!slices.Equal(got.Timing.Phases.Names(), run.Timing.Phases.Names()) {
 		t.Errorf("timing = %s", m["timing"])
 	}
 	key, err := repo.APIKey(got)

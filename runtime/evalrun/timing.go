@@ -1,6 +1,9 @@
 package evalrun
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"math"
 
 	"github.com/lensfn/lensfn/events"
@@ -53,6 +56,32 @@ func (p Phases) MarshalJSON() ([]byte, error) {
 		out = append(append(append(out, key...), ':'), val...)
 	}
 	return append(out, '}'), nil
+}
+
+// UnmarshalJSON reads stored phases, keeping their order.
+func (p *Phases) UnmarshalJSON(b []byte) error {
+	*p = Phases{}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		if tok == nil && err == nil {
+			return nil // null: no phases
+		}
+		return fmt.Errorf("evalrun: timing phases are not a JSON object")
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		name, _ := tok.(string)
+		var bounds PhaseBounds
+		if err := dec.Decode(&bounds); err != nil {
+			return err
+		}
+		p.add(name, bounds)
+	}
+	_, err := dec.Token()
+	return err
 }
 
 // Timing is the BenchmarkTimingResponse (fields in the reference's order).
