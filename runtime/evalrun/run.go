@@ -2,7 +2,6 @@ package evalrun
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -247,106 +246,6 @@ func (r *Run) ListItem() *Run {
 		delete(c.Extra, k)
 	}
 	return c
-}
-
-// plain is Run without its methods (the encoding of its Go fields).
-type plain Run
-
-// fields is the public document as raw fields: the Go fields, then the Extra ones the Go fields
-// left out.
-func (r *Run) fields() (map[string]json.RawMessage, error) {
-	doc, err := rawjson.Encode((*plain)(r))
-	if err != nil {
-		return nil, err
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(doc, &fields); err != nil {
-		return nil, err
-	}
-	for k, v := range r.Extra {
-		if _, ok := fields[k]; !ok {
-			fields[k] = v
-		}
-	}
-	return fields, nil
-}
-
-// MarshalJSON encodes the public document (Extra included, Internal left out).
-func (r *Run) MarshalJSON() ([]byte, error) {
-	fields, err := r.fields()
-	if err != nil {
-		return nil, err
-	}
-	return rawjson.Encode(fields)
-}
-
-// UnmarshalJSON decodes a public document: the fields this version knows into the Go fields,
-// the others (and known ones the Go fields cannot carry as stored) into Extra. A stored field of
-// another shape than this version's is kept as stored too.
-func (r *Run) UnmarshalJSON(doc []byte) error {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(doc, &fields); err != nil || fields == nil {
-		return fmt.Errorf("evalrun: stored run is not a JSON object: %v", err)
-	}
-	delete(fields, internalKey)
-	var p plain
-	if err := json.Unmarshal(doc, &p); err != nil {
-		if _, ok := errors.AsType[*json.UnmarshalTypeError](err); !ok {
-			return fmt.Errorf("evalrun: stored run does not decode: %w", err)
-		}
-	}
-	known, err := rawjson.Encode(&p)
-	if err != nil {
-		return err
-	}
-	var kept map[string]json.RawMessage
-	if err := json.Unmarshal(known, &kept); err != nil {
-		return err
-	}
-	p.Extra = nil
-	for k, v := range fields {
-		if _, ok := kept[k]; !ok {
-			if p.Extra == nil {
-				p.Extra = map[string]json.RawMessage{}
-			}
-			p.Extra[k] = v
-		}
-	}
-	p.Internal = r.Internal
-	*r = Run(p)
-	return nil
-}
-
-// Marshal encodes the run for the store, internal fields included.
-func Marshal(r *Run) ([]byte, error) {
-	doc, err := r.fields()
-	if err != nil {
-		return nil, err
-	}
-	internal, err := rawjson.Encode(r.Internal)
-	if err != nil {
-		return nil, err
-	}
-	doc[internalKey] = internal
-	return rawjson.Encode(doc)
-}
-
-// Unmarshal decodes a stored run.
-func Unmarshal(doc []byte) (*Run, error) {
-	var stored struct {
-		Internal *Internal `json:"_internal"`
-	}
-	r := &Run{}
-	if err := r.UnmarshalJSON(doc); err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(doc, &stored); err != nil {
-		return nil, fmt.Errorf("evalrun: stored run's internal part is not valid: %w", err)
-	}
-	if stored.Internal != nil {
-		r.Internal = *stored.Internal
-	}
-	return r, nil
 }
 
 func marshal(v any) ([]byte, error) { return rawjson.Encode(v) }
