@@ -160,6 +160,18 @@ func (r *Run) decode(doc []byte) (json.RawMessage, error) {
 		if _, ok := errors.AsType[*json.UnmarshalTypeError](err); !ok {
 			return nil, fmt.Errorf("evalrun: stored run does not decode: %w", err)
 		}
+		// A field of another shape (a newer version's): decode field by field, leaving each that
+		// does not decode zero, so that Extra keeps it as stored.
+		p = plain{Internal: r.Internal}
+		pv := reflect.ValueOf(&p).Elem()
+		for k, raw := range fields {
+			if f, ok := goFields[k]; ok {
+				v := reflect.New(pv.FieldByIndex(f.index).Type())
+				if json.Unmarshal(raw, v.Interface()) == nil {
+					pv.FieldByIndex(f.index).Set(v.Elem())
+				}
+			}
+		}
 	}
 	p.Extra = nil
 	for k, v := range fields {

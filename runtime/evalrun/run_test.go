@@ -256,3 +256,31 @@ func multiTurnBody(groups, prompts, system, question, output int, stages string)
 	return fmt.Sprintf(`{"deployment_execution_id":"a","shared_prefix":{"num_groups":%d,"num_prompts_per_group":%d,"system_prompt_len":%d,`+
 		`"question_len":%d,"output_len":%d,"enable_multi_turn_chat":true,"stages":[%s]}}`, groups, prompts, system, question, output, stages)
 }
+
+// A stored field of another shape than this version's Go field is kept as stored, and a Go
+// field set since a read wins over the stored value Extra kept for it.
+func TestStoredFieldsOfAnotherShapeAreKept(t *testing.T) {
+	run, err := Unmarshal([]byte(`{"kind":"benchmark","id":"r1","status":"running","created_at":"x",` +
+		`"progress_percent":"half","phase":null,"future":[1]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.ProgressPercent != nil || run.Phase != nil || string(run.Extra["progress_percent"]) != `"half"` {
+		t.Fatalf("progress %v phase %v extra %s", run.ProgressPercent, run.Phase, run.Extra)
+	}
+	doc, err := json.Marshal(run)
+	if err != nil || !strings.Contains(string(doc), `"progress_percent":"half"`) || !strings.Contains(string(doc), `"phase":null`) ||
+		!strings.Contains(string(doc), `"future":[1]`) {
+		t.Fatalf("document %s, %v", doc, err)
+	}
+	run.Phase, run.ProgressPercent = ptr(PhaseWarmup), ptr(50.0)
+	doc, _ = json.Marshal(run)
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &m); err != nil || string(m["phase"]) != `"warmup"` || string(m["progress_percent"]) != "50" {
+		t.Fatalf("document %s, %v", doc, err)
+	}
+	run.Extra["broken"] = json.RawMessage(`{`)
+	if _, err := json.Marshal(run); err == nil {
+		t.Fatal("an Extra field that is not JSON was written")
+	}
+}
