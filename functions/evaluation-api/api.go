@@ -359,7 +359,7 @@ func withDetail(run *evalrun.Run) *evalrun.Run {
 	if run.Configuration == nil {
 		run.Configuration = json.RawMessage("null")
 	}
-	if run.EndpointUsed == nil {
+	if _, stored := run.Extra["endpoint_used"]; run.EndpointUsed == nil && !stored {
 		run.EndpointUsed = run.Endpoint
 	}
 	if run.DeploymentCases == nil {
