@@ -59,8 +59,9 @@ type outcome struct {
 	artifacts         []map[string]string
 	resourceSnapshot  map[string]any
 	diagnostics       map[string]any
-	// ended says the benchmark ran to its end, so its metrics, artifacts, resource snapshot and
-	// diagnostics are written (a run that failed before its benchmark writes none).
+	// ended says the result was assembled (after the workload, or after a failed preparation),
+	// so its metrics, artifacts, resource snapshot and diagnostics are written; a run that failed
+	// before it could start (its folder, its records file, its key) writes none.
 	ended bool
 }
 
