@@ -73,14 +73,14 @@ func (w *wfHarness) orchestrate(t *testing.T, id string) {
 		for ctx.Err() == nil {
 			_, _ = w.workflows.Update(ctx, id, func(wf *workflow.Workflow) error {
 				changed := false
-				for _, c := range wf.Cases() {
-					if c.Status() == workflow.CaseCancelling {
-						c.Set("status", workflow.CaseCancelled)
+				for _, c := range wf.AllCases() {
+					if c.Status == workflow.CaseCancelling {
+						c.Status = workflow.CaseCancelled
 						changed = true
 					}
 				}
-				if wf.Status() == workflow.StatusCancelling {
-					wf.Set("status", workflow.StatusCancelled)
+				if wf.Status == workflow.StatusCancelling {
+					wf.Status = workflow.StatusCancelled
 					changed = true
 				}
 				if !changed {
@@ -184,12 +184,12 @@ func TestSimpleWorkflowOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := w.inv.Configuration(context.Background(), stored.Cases()[0].String("configuration_artifact_id"))
+	cfg, err := w.inv.Configuration(context.Background(), stored.AllCases()[0].ConfigurationArtifactID.Get())
 	if err != nil || cfg.ProviderRef != "optimized-baseline" || !strings.Contains(string(cfg.Content), `"replicas":2`) {
 		t.Fatalf("simple configuration %+v %v", cfg, err)
 	}
 	// A simple workflow has no cases to retry.
-	if code := call(t, "POST", w.url+"/workflow-runs/"+stored.ID()+"/retry", "", nil); code != 409 {
+	if code := call(t, "POST", w.url+"/workflow-runs/"+stored.ID+"/retry", "", nil); code != 409 {
 		t.Fatalf("retry of a deploying simple workflow %d", code)
 	}
 }
@@ -217,11 +217,11 @@ func TestCancelRetryDeleteOverHTTP(t *testing.T) {
 	}
 	stored, _, _ := w.workflows.Get(context.Background(), id)
 	got := []string{}
-	for _, c := range stored.Cases() {
-		got = append(got, c.ID()+"="+c.Status())
+	for _, c := range stored.AllCases() {
+		got = append(got, c.ID+"="+c.Status)
 	}
-	if strings.Join(got, ",") != "guide-1=cancelled,baseline-1=cancelled,baseline-2=queued" || stored.Status() != "queued" {
-		t.Fatalf("after case cancel: %v, workflow %s", got, stored.Status())
+	if strings.Join(got, ",") != "guide-1=cancelled,baseline-1=cancelled,baseline-2=queued" || stored.Status != "queued" {
+		t.Fatalf("after case cancel: %v, workflow %s", got, stored.Status)
 	}
 	if code := call(t, "POST", w.url+"/workflow-runs/"+id+"/cancel", "", &res); code != 200 || res.Status != "cancelled" {
 		t.Fatalf("workflow cancel %d %+v", code, res)
@@ -247,14 +247,14 @@ func TestCancelRetryDeleteOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := w.workflows.Update(context.Background(), id, func(wf *workflow.Workflow) error {
-		wf.Set("status", "running")
+		wf.Status = "running"
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = w.workflows.Update(context.Background(), id, func(wf *workflow.Workflow) error {
-		wf.Set("status", "succeeded")
+		wf.Status = "succeeded"
 		wf.AddRunID(runID)
 		return nil
 	})
@@ -293,10 +293,10 @@ func TestCancelWithAFailedCleanupIs409(t *testing.T) {
 	call(t, "POST", w.url+"/evaluations", w.body(`{"configuration_artifact_id":"`+w.cfg+`","include_baseline":false}`), &wf)
 	id := wf["id"].(string)
 	_, err := w.workflows.Update(context.Background(), id, func(wf *workflow.Workflow) error {
-		wf.Set("status", "running")
+		wf.Status = "running"
 		c := wf.Case("guide-1")
-		c.Set("status", "deploying")
-		c.Set("execution_id", "exec-9")
+		c.Status = "deploying"
+		c.ExecutionID = workflow.Some("exec-9")
 		return nil
 	})
 	if err != nil {
@@ -309,12 +309,12 @@ func TestCancelWithAFailedCleanupIs409(t *testing.T) {
 		for ctx.Err() == nil {
 			_, _ = w.workflows.Update(ctx, id, func(wf *workflow.Workflow) error {
 				c := wf.Case("guide-1")
-				if wf.Status() != "cancelling" || c.String("cleanup_status") == "failed" {
+				if wf.Status != "cancelling" || c.CleanupStatus.Get() == "failed" {
 					return workflow.ErrUnchanged
 				}
-				c.Set("cleanup_status", "failed")
-				c.Set("cleanup_error", "the cluster refused")
-				wf.Set("cancellation_error", "the cluster refused")
+				c.CleanupStatus = workflow.Some("failed")
+				c.CleanupError = workflow.Some("the cluster refused")
+				wf.CancellationError = workflow.Some("the cluster refused")
 				return nil
 			})
 			time.Sleep(20 * time.Millisecond)
@@ -325,8 +325,8 @@ func TestCancelWithAFailedCleanupIs409(t *testing.T) {
 		t.Fatalf("cancel with a failed cleanup: %d %v", code, p)
 	}
 	stored, _, _ := w.workflows.Get(context.Background(), id)
-	if stored.Status() != "cancelling" || stored.Case("guide-1").Status() != "cancelling" {
-		t.Fatalf("after the failed cleanup: %s %s", stored.Status(), stored.Case("guide-1").Status())
+	if stored.Status != "cancelling" || stored.Case("guide-1").Status != "cancelling" {
+		t.Fatalf("after the failed cleanup: %s %s", stored.Status, stored.Case("guide-1").Status)
 	}
 	cancel()
 	// A retried cancel clears the error and asks for the cleanup again (cleanup_status retry);
@@ -338,13 +338,13 @@ func TestCancelWithAFailedCleanupIs409(t *testing.T) {
 		for ctx2.Err() == nil {
 			_, _ = w.workflows.Update(ctx2, id, func(wf *workflow.Workflow) error {
 				c := wf.Case("guide-1")
-				if wf.Status() != "cancelling" || c.String("cleanup_status") != "retry" {
+				if wf.Status != "cancelling" || c.CleanupStatus.Get() != "retry" {
 					return workflow.ErrUnchanged
 				}
-				retried <- !wf.Has("cancellation_error")
-				c.Set("cleanup_status", "cleaned")
-				c.Set("status", "cancelled")
-				wf.Set("status", "cancelled")
+				retried <- !wf.CancellationError.Present()
+				c.CleanupStatus = workflow.Some("cleaned")
+				c.Status = "cancelled"
+				wf.Status = "cancelled"
 				return nil
 			})
 			time.Sleep(20 * time.Millisecond)
@@ -371,10 +371,10 @@ func errString(err error) string {
 func (w *wfHarness) succeedWithAStaleReport(t *testing.T, id string) {
 	t.Helper()
 	_, err := w.workflows.Update(context.Background(), id, func(wf *workflow.Workflow) error {
-		wf.Set("status", "running")
-		for i, c := range wf.Cases() {
-			c.Set("status", "succeeded")
-			c.Set("metrics", map[string]any{"ttft_ms": float64(10 * (i + 1)), "throughput_tps": 100.0})
+		wf.Status = "running"
+		for i, c := range wf.AllCases() {
+			c.Status = "succeeded"
+			c.Metrics = json.RawMessage(mustJSON(map[string]any{"ttft_ms": float64(10 * (i + 1)), "throughput_tps": 100.0}))
 		}
 		return nil
 	})
@@ -382,8 +382,8 @@ func (w *wfHarness) succeedWithAStaleReport(t *testing.T, id string) {
 		t.Fatal(err)
 	}
 	_, err = w.workflows.Update(context.Background(), id, func(wf *workflow.Workflow) error {
-		wf.Set("status", "succeeded")
-		wf.Set("report", map[string]any{"comparison_version": 1, "comparisons": []any{}})
+		wf.Status = "succeeded"
+		wf.Report = workflow.ReportJSON(mustJSON(map[string]any{"comparison_version": 1, "comparisons": []any{}}))
 		return nil
 	})
 	if err != nil {
@@ -398,7 +398,7 @@ func (w *wfHarness) expectFreshReportSaved(t *testing.T, id string) {
 	var report struct {
 		Version int `json:"comparison_version"`
 	}
-	if stored.Get("report", &report); report.Version != 2 {
+	if workflow.Decode(stored.Report.Raw(), &report); report.Version != 2 {
 		t.Fatal("the fresh report was not saved")
 	}
 }
@@ -478,10 +478,10 @@ func TestCancelOfACaseRunIsTheCaseCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := w.workflows.Update(context.Background(), id, func(wf *workflow.Workflow) error {
-		wf.Set("status", "running")
+		wf.Status = "running"
 		c := wf.Case("guide-1")
-		c.Set("status", "benchmarking")
-		c.Set("evaluation_run_id", runID)
+		c.Status = "benchmarking"
+		c.EvaluationRunID = workflow.Some(runID)
 		return nil
 	})
 	if err != nil {
@@ -493,7 +493,7 @@ func TestCancelOfACaseRunIsTheCaseCancel(t *testing.T) {
 		t.Fatalf("cancel %d %+v", code, res)
 	}
 	stored, _, _ := w.workflows.Get(context.Background(), id)
-	if c := stored.Case("guide-1"); !c.CancelRequested() || c.Status() != "cancelled" || stored.Case("baseline-1").Status() != "queued" {
+	if c := stored.Case("guide-1"); !c.CancelRequested.Get() || c.Status != "cancelled" || stored.Case("baseline-1").Status != "queued" {
 		t.Fatalf("the case was not cancelled: %s", mustJSON(stored))
 	}
 }
@@ -573,9 +573,9 @@ func TestWorkflowEventsStreamStatusCasesLogsAndEnd(t *testing.T) {
 
 	ctx := context.Background()
 	if _, err := w.workflows.Update(ctx, id, func(wf *workflow.Workflow) error {
-		wf.Set("status", "running")
-		wf.Cases()[0].Set("status", "failed")
-		wf.Cases()[0].Set("error", "boom")
+		wf.Status = "running"
+		wf.AllCases()[0].Status = "failed"
+		wf.AllCases()[0].Error = workflow.Some("boom")
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -588,15 +588,15 @@ func TestWorkflowEventsStreamStatusCasesLogsAndEnd(t *testing.T) {
 	running := expect("status", func(d map[string]any) bool { return d["status"] == "running" })
 
 	// A write that moves no status adds nothing; the terminal one ends the stream.
-	if _, err := w.workflows.Update(ctx, id, func(wf *workflow.Workflow) error { wf.Set("name", "renamed"); return nil }); err != nil {
+	if _, err := w.workflows.Update(ctx, id, func(wf *workflow.Workflow) error { wf.Name = workflow.Some("renamed"); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := w.workflows.Update(ctx, id, func(wf *workflow.Workflow) error {
-		wf.Set("status", "failed")
-		wf.Set("error", "case guide-1 failed: boom")
-		wf.Set("report", map[string]any{"comparison_version": 2, "comparisons": []any{
+		wf.Status = "failed"
+		wf.Error = workflow.Some("case guide-1 failed: boom")
+		wf.Report = workflow.ReportJSON(mustJSON(map[string]any{"comparison_version": 2, "comparisons": []any{
 			map[string]any{"guide_case_id": "guide-1", "sla": map[string]any{"met": true, "checks": map[string]any{}}},
-			map[string]any{"guide_case_id": "guide-1", "sla": map[string]any{"met": false, "checks": map[string]any{}}}}})
+			map[string]any{"guide_case_id": "guide-1", "sla": map[string]any{"met": false, "checks": map[string]any{}}}}}))
 		return nil
 	}); err != nil {
 		t.Fatal(err)

@@ -31,14 +31,14 @@ func RunID(workflowID, caseID string, attempt int) string {
 // may carry baseline_type and baseline_parameters, which a run's spec has no place for.
 func (w *Workflow) NewRun(c *Case, target evalrun.Target) (*evalrun.Run, error) {
 	var spec events.BenchmarkSpec
-	if raw := c.Raw("benchmark"); len(raw) > 0 {
+	if raw := c.Benchmark; len(raw) > 0 && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &spec); err != nil {
-			return nil, fmt.Errorf("workflow: case %s has no readable benchmark: %w", c.ID(), err)
+			return nil, fmt.Errorf("workflow: case %s has no readable benchmark: %w", c.ID, err)
 		}
 	}
 	req := events.EvaluateRunRequest{DeploymentExecutionID: &target.ExecutionID, BenchmarkSpec: spec}
 	var sla events.SLATargets
-	if c.Get("sla_targets", &sla) {
+	if len(c.SLATargets) > 0 && string(c.SLATargets) != "null" && json.Unmarshal(c.SLATargets, &sla) == nil {
 		req.SLATargets = &sla
 	}
 	raw := map[string]json.RawMessage{"deployment_execution_id": mustJSON(target.ExecutionID)}
@@ -54,18 +54,18 @@ func (w *Workflow) NewRun(c *Case, target evalrun.Target) (*evalrun.Run, error) 
 	if err := evalrun.ValidateRequest(req); err != nil {
 		return nil, err
 	}
-	run := evalrun.BuildRun(RunID(w.ID(), c.ID(), c.Attempt()), req, raw, target)
+	run := evalrun.BuildRun(RunID(w.ID, c.ID, c.Attempt.Get()), req, raw, target)
 	run.Set("deployment_ownership", OwnershipEvaluation)
-	run.Set("evaluation_workflow_id", w.ID())
-	run.Set("evaluation_case_id", c.ID())
-	run.Set("deployment_case_id", c.ID())
-	run.Set("owner_user_id", w.Raw("owner_user_id"))
+	run.Set("evaluation_workflow_id", w.ID)
+	run.Set("evaluation_case_id", c.ID)
+	run.Set("deployment_case_id", c.ID)
+	run.Set("owner_user_id", mustJSON(w.OwnerUserID))
 	// The configuration it benchmarks, as the case's facts say and as it was deployed.
 	facts := w.Facts(c)
 	run.Set("configuration", facts)
 	run.Set("guide", facts["guide"])
-	if c.Has("deployment_configuration") {
-		run.Set("deployment_configuration", c.Raw("deployment_configuration"))
+	if c.DeploymentConfiguration != nil {
+		run.Set("deployment_configuration", c.DeploymentConfiguration)
 	}
 	if c.SharesGuidePods() {
 		run.Set("use_baseline_endpoint", true)

@@ -63,8 +63,8 @@ func mustEvaluate(t *testing.T, body string) *workflow.Workflow {
 
 func ids(w *workflow.Workflow) []string {
 	var out []string
-	for _, c := range w.Cases() {
-		out = append(out, c.ID())
+	for _, c := range w.AllCases() {
+		out = append(out, c.ID)
 	}
 	return out
 }
@@ -75,8 +75,8 @@ func content(t *testing.T, c *workflow.Case) map[string]any {
 		ProviderRef string         `json:"provider_ref"`
 		Content     map[string]any `json:"content"`
 	}
-	if !c.Get("deployment_configuration", &cfg) {
-		t.Fatalf("case %s has no deployment configuration", c.ID())
+	if !get(c, "deployment_configuration", &cfg) {
+		t.Fatalf("case %s has no deployment configuration", c.ID)
 	}
 	cfg.Content["_provider"] = cfg.ProviderRef
 	return cfg.Content
@@ -109,11 +109,11 @@ func TestDefaultPlanHasOneGuideAndADirectVLLMBaseline(t *testing.T) {
 	if got := ids(w); !slices.Equal(got, []string{"guide-1", "baseline-1"}) {
 		t.Fatalf("cases %v", got)
 	}
-	g, b := w.Cases()[0], w.Cases()[1]
-	if g.Status() != "queued" || g.String("deployment_group_id") != "candidate:guide" || g.String("baseline_case_id") != "baseline-1" {
+	g, b := w.AllCases()[0], w.AllCases()[1]
+	if g.Status != "queued" || str(g, "deployment_group_id") != "candidate:guide" || str(g, "baseline_case_id") != "baseline-1" {
 		t.Fatalf("guide %s", mustJSON(g))
 	}
-	if b.String("deployment_group_id") != "candidate:baseline:direct-vllm" || b.BaselineType() != "direct-vllm" {
+	if str(b, "deployment_group_id") != "candidate:baseline:direct-vllm" || b.BaselineType.Get() != "direct-vllm" {
 		t.Fatalf("baseline %s", mustJSON(b))
 	}
 	c := content(t, b)
@@ -124,15 +124,15 @@ func TestDefaultPlanHasOneGuideAndADirectVLLMBaseline(t *testing.T) {
 		t.Fatalf("baseline inherits the source's replicas: %v", d)
 	}
 	var bench map[string]any
-	b.Get("benchmark", &bench)
+	get(b, "benchmark", &bench)
 	if bench["baseline_type"] != "direct-vllm" || bench["baseline_parameters"] == nil {
 		t.Fatalf("baseline benchmark carries its type and parameters: %v", bench)
 	}
-	if w.Status() != "queued" || w.String("name") != "Evaluation" || !w.Bool("compare_configurations") {
+	if w.Status != "queued" || str(w, "name") != "Evaluation" || !boolKey(w, "compare_configurations") {
 		t.Fatalf("workflow defaults: %s", mustJSON(w))
 	}
 	var arts map[string]string
-	w.Get("configuration_artifacts", &arts)
+	get(w, "configuration_artifacts", &arts)
 	if arts["opt"] != fixtures["opt"].Checksum {
 		t.Fatalf("configuration_artifacts %v", arts)
 	}
@@ -148,13 +148,13 @@ func TestBaselineTypesMapToProvidersAndProfiles(t *testing.T) {
 		t.Fatalf("order %v, want %v", got, want)
 	}
 	profiles := map[string]string{}
-	for _, c := range w.Cases()[2:] {
+	for _, c := range w.AllCases()[2:] {
 		cc := content(t, c)
 		profile := ""
 		if r, ok := cc["router"].(map[string]any); ok {
 			profile = r["profile"].(string)
 		}
-		profiles[c.BaselineType()] = cc["_provider"].(string) + "/" + profile
+		profiles[c.BaselineType.Get()] = cc["_provider"].(string) + "/" + profile
 	}
 	wantProfiles := map[string]string{"direct-vllm": "baseline-vllm/", "router-neutral": "optimized-baseline/random",
 		"load-only": "optimized-baseline/load", "affinity-only": "optimized-baseline/prefix-affinity",
@@ -164,12 +164,12 @@ func TestBaselineTypesMapToProvidersAndProfiles(t *testing.T) {
 			t.Errorf("%s deploys %s, want %s", k, profiles[k], v)
 		}
 	}
-	ks := w.Cases()[1]
-	if ks.BaselineType() != "kubernetes-service" || ks.String("dependent_guide_case_id") != "guide-1" || ks.Has("deployment_configuration") && string(ks.Raw("deployment_configuration")) != "null" {
+	ks := w.AllCases()[1]
+	if ks.BaselineType.Get() != "kubernetes-service" || str(ks, "dependent_guide_case_id") != "guide-1" || has(ks, "deployment_configuration") && string(raw(ks, "deployment_configuration")) != "null" {
 		t.Fatalf("kubernetes-service deploys nothing and names its guide: %s", mustJSON(ks))
 	}
 	var linked []string
-	w.Cases()[0].Get("baseline_case_ids", &linked)
+	get(w.AllCases()[0], "baseline_case_ids", &linked)
 	if !slices.Equal(linked, []string{"baseline-1", "baseline-2", "baseline-3", "baseline-4", "baseline-5", "baseline-6"}) {
 		t.Fatalf("guide links %v", linked)
 	}
@@ -191,11 +191,11 @@ func TestBaselinesAreDeduplicatedAcrossPlans(t *testing.T) {
 		t.Fatalf("cases %v", got)
 	}
 	var wl []string
-	w.Case("baseline-1").Get("workload_ids", &wl)
+	get(w.Case("baseline-1"), "workload_ids", &wl)
 	if !slices.Equal(wl, []string{"a", "b"}) {
 		t.Fatalf("shared baseline serves %v", wl)
 	}
-	if w.Case("guide-2").String("baseline_case_id") != "baseline-1" || w.Case("guide-3").String("baseline_case_id") != "baseline-2" {
+	if str(w.Case("guide-2"), "baseline_case_id") != "baseline-1" || str(w.Case("guide-3"), "baseline_case_id") != "baseline-2" {
 		t.Fatal("guides link the de-duplicated baselines")
 	}
 	// kubernetes-service baselines are keyed by their guide: never shared.
@@ -215,11 +215,11 @@ func TestScenariosNameGuidesAndWorkloads(t *testing.T) {
 	}
 	g := w.Case("guide-1-2")
 	var wl []string
-	g.Get("workload_ids", &wl)
-	if !slices.Equal(wl, []string{"p--long"}) || g.String("scenario_id") != "long" || g.String("scenario_name") != "long" {
+	get(g, "workload_ids", &wl)
+	if !slices.Equal(wl, []string{"p--long"}) || str(g, "scenario_id") != "long" || str(g, "scenario_name") != "long" {
 		t.Fatalf("scenario guide %s", mustJSON(g))
 	}
-	if w.Case("guide-1-1").String("scenario_name") != "Short" {
+	if str(w.Case("guide-1-1"), "scenario_name") != "Short" {
 		t.Fatal("scenario name")
 	}
 }
@@ -300,7 +300,7 @@ func TestBaselineParametersApply(t *testing.T) {
 		t.Fatalf("block_size goes to the simulator's block-size: %v", sim)
 	}
 	var custom []map[string]string
-	b.Get("custom_parameters", &custom)
+	get(b, "custom_parameters", &custom)
 	names := []string{}
 	for _, p := range custom {
 		if p["target"] != "decode" || p["kind"] != "argument" {
@@ -312,7 +312,7 @@ func TestBaselineParametersApply(t *testing.T) {
 		t.Fatalf("custom parameters %v", names)
 	}
 	var params map[string]any
-	b.Get("baseline_parameters", &params)
+	get(b, "baseline_parameters", &params)
 	if params["replicas"] != 3.0 || len(params) != 6 {
 		t.Fatalf("baseline_parameters without nulls: %v", params)
 	}
@@ -355,15 +355,15 @@ func TestBaselinesOnlyPlan(t *testing.T) {
 		t.Fatalf("cases %v", got)
 	}
 	w = mustEvaluate(t, `{"cluster_session_id":"s","benchmark_plans":[{"configuration_artifact_id":"opt","include_baseline":false}]}`)
-	if got := ids(w); !slices.Equal(got, []string{"guide-1"}) || string(w.Case("guide-1").Raw("baseline_case_id")) != "null" {
+	if got := ids(w); !slices.Equal(got, []string{"guide-1"}) || string(raw(w.Case("guide-1"), "baseline_case_id")) != "null" {
 		t.Fatalf("cases %v", got)
 	}
 }
 
 func TestStoredFieldsSurviveARoundTrip(t *testing.T) {
 	w := mustEvaluate(t, `{"cluster_session_id":"s","name":"N","benchmark_plans":[{"configuration_artifact_id":"opt"}]}`)
-	w.Case("guide-1").Set("future_field", map[string]int{"x": 1})
-	w.Set("another", nil)
+	setKey(w.Case("guide-1"), "future_field", map[string]int{"x": 1})
+	w.Extra = map[string]json.RawMessage{"another": json.RawMessage("null")}
 	w.Internal.IdempotencyKey = "k"
 	doc, err := workflow.Marshal(w)
 	if err != nil {
@@ -373,7 +373,7 @@ func TestStoredFieldsSurviveARoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(back.Case("guide-1").Raw("future_field")) != `{"x":1}` || string(back.Raw("another")) != "null" || back.Internal.IdempotencyKey != "k" {
+	if string(raw(back.Case("guide-1"), "future_field")) != `{"x":1}` || string(raw(back, "another")) != "null" || back.Internal.IdempotencyKey != "k" {
 		t.Fatalf("lost fields: %s", doc)
 	}
 	public, _ := json.Marshal(back)
@@ -433,69 +433,69 @@ func TestRetryResetRules(t *testing.T) {
 	// baseline-2 (direct-vllm) failed on a still-ready deployment; baseline-3 was cancelled.
 	set := func(id, status string, kv ...string) {
 		c := w.Case(id)
-		c.Set("status", status)
+		setKey(c, "status", status)
 		for i := 0; i < len(kv); i += 2 {
-			c.Set(kv[i], kv[i+1])
+			setKey(c, kv[i], kv[i+1])
 		}
-		c.Set("cancel_requested", true)
+		setKey(c, "cancel_requested", true)
 	}
 	set("guide-1", "succeeded", "execution_id", "e-guide", "deployment_run_id", "e-guide", "evaluation_run_id", "r-g", "endpoint", "http://g")
 	set("baseline-1", "failed", "evaluation_run_id", "r-3", "error", "boom", "execution_id", "e-guide", "endpoint", "http://g/balanced")
 	set("baseline-2", "failed", "execution_id", "e-1", "deployment_run_id", "e-1", "evaluation_run_id", "r-1", "error", "boom")
 	set("baseline-3", "cancelled", "execution_id", "e-2", "deployment_run_id", "e-2")
-	w.Set("status", "failed")
-	w.Set("error", "boom")
-	w.Set("report", map[string]int{"x": 1})
-	w.Set("finished_at", "t")
-	ready := func(c *workflow.Case) bool { return c.String("execution_id") == "e-1" }
+	w.Status = "failed"
+	w.Error = workflow.Some("boom")
+	w.Report = workflow.ReportJSON(`{"x":1}`)
+	w.FinishedAt = workflow.Some("t")
+	ready := func(c *workflow.Case) bool { return str(c, "execution_id") == "e-1" }
 	if err := w.Retry(ready, func(*workflow.Case) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	g := w.Case("guide-1")
-	if g.Status() != "queued" || string(g.Raw("execution_id")) != "null" || string(g.Raw("evaluation_run_id")) != "null" || g.Has("endpoint") {
+	if g.Status != "queued" || string(raw(g, "execution_id")) != "null" || string(raw(g, "evaluation_run_id")) != "null" || has(g, "endpoint") {
 		t.Fatalf("a guide without a ready deployment is requeued for its kubernetes-service baseline: %s", mustJSON(g))
 	}
-	if b := w.Case("baseline-1"); b.Status() != "queued" || string(b.Raw("error")) != "null" || b.Has("endpoint") {
+	if b := w.Case("baseline-1"); b.Status != "queued" || string(raw(b, "error")) != "null" || has(b, "endpoint") {
 		t.Fatalf("kubernetes-service baseline %s", mustJSON(b))
 	}
-	if b := w.Case("baseline-2"); b.Status() != "benchmarking" || b.String("execution_id") != "e-1" || string(b.Raw("evaluation_run_id")) != "null" {
+	if b := w.Case("baseline-2"); b.Status != "benchmarking" || str(b, "execution_id") != "e-1" || string(raw(b, "evaluation_run_id")) != "null" {
 		t.Fatalf("a case on a ready deployment benchmarks again on it: %s", mustJSON(b))
 	}
-	if b := w.Case("baseline-3"); b.Status() != "queued" || string(b.Raw("execution_id")) != "null" {
+	if b := w.Case("baseline-3"); b.Status != "queued" || string(raw(b, "execution_id")) != "null" {
 		t.Fatalf("cancelled case requeued: %s", mustJSON(b))
 	}
-	for _, c := range w.Cases() {
-		if c.CancelRequested() {
-			t.Fatalf("%s keeps cancel_requested", c.ID())
+	for _, c := range w.AllCases() {
+		if c.CancelRequested.Get() {
+			t.Fatalf("%s keeps cancel_requested", c.ID)
 		}
 	}
-	if w.Status() != "queued" || string(w.Raw("report")) != "null" || w.Has("finished_at") || string(w.Raw("error")) != "null" {
+	if w.Status != "queued" || string(raw(w, "report")) != "null" || has(w, "finished_at") || string(raw(w, "error")) != "null" {
 		t.Fatalf("workflow reset: %s", mustJSON(w))
 	}
 	// Succeeded cases are kept when their kubernetes-service baseline succeeded too.
 	w2 := mustEvaluate(t, `{"cluster_session_id":"s","benchmark_plans":[{"configuration_artifact_id":"opt"}]}`)
-	w2.Case("guide-1").Set("status", "succeeded")
-	w2.Case("baseline-1").Set("status", "failed")
-	w2.Case("baseline-1").Set("execution_id", "gone")
-	w2.Set("status", "failed")
+	setKey(w2.Case("guide-1"), "status", "succeeded")
+	setKey(w2.Case("baseline-1"), "status", "failed")
+	setKey(w2.Case("baseline-1"), "execution_id", "gone")
+	w2.Status = "failed"
 	if err := w2.Retry(func(*workflow.Case) bool { return false }, func(*workflow.Case) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if w2.Case("guide-1").Status() != "succeeded" || w2.Case("baseline-1").Status() != "queued" {
+	if w2.Case("guide-1").Status != "succeeded" || w2.Case("baseline-1").Status != "queued" {
 		t.Fatal("succeeded cases are kept")
 	}
 	// An irreproducible snapshot is a 409, and so is retrying anything but failed/cancelled.
-	w2.Set("status", "failed")
-	w2.Case("baseline-1").Set("status", "failed")
-	w2.Case("baseline-1").Set("execution_id", "gone")
+	w2.Status = "failed"
+	setKey(w2.Case("baseline-1"), "status", "failed")
+	setKey(w2.Case("baseline-1"), "execution_id", "gone")
 	err := w2.Retry(func(*workflow.Case) bool { return false }, func(*workflow.Case) error {
 		return problem.New(problem.CodeConflict, "snapshot changed")
 	})
 	wantCode(t, err, problem.CodeConflict, "snapshot")
-	w2.Set("status", "running")
+	w2.Status = "running"
 	wantCode(t, w2.Retry(func(*workflow.Case) bool { return false }, func(*workflow.Case) error { return nil }), problem.CodeConflict, "running")
 	simple := workflow.NewSimple("s-1", workflow.SimpleRequest{Model: "m", ClusterSessionID: "s"}, "c", "cfg", "e")
-	simple.Set("status", "failed")
+	simple.Status = "failed"
 	wantCode(t, simple.Retry(func(*workflow.Case) bool { return false }, func(*workflow.Case) error { return nil }), problem.CodeConflict, "no cases")
 }
 
@@ -542,7 +542,7 @@ func TestSimpleWorkflow(t *testing.T) {
 	}
 	stored, _ := workflow.Marshal(w)
 	back, _ := workflow.Unmarshal(stored)
-	if !back.Simple() || len(back.Cases()) != 1 || back.Cases()[0].String("execution_id") != "exec" {
+	if !back.Simple() || len(back.AllCases()) != 1 || str(back.AllCases()[0], "execution_id") != "exec" {
 		t.Fatalf("simple case lost: %s", stored)
 	}
 	for _, body := range []string{`{"cluster_session_id":"s"}`, `{"model":"m","cluster_session_id":"s","replicas":0}`, `{"model":"m","cluster_session_id":"s","x":1}`} {
@@ -561,3 +561,47 @@ func mustJSON(v any) string {
 }
 
 var _ = events.TypeWorkflowQueued
+
+// The helpers below read and write a record's document by JSON key, as the stored record and
+// the API's answers hold it.
+
+func fields(v any) map[string]json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(b, &m)
+	return m
+}
+
+func raw(v any, key string) json.RawMessage { return fields(v)[key] }
+
+func has(v any, key string) bool { _, ok := fields(v)[key]; return ok }
+
+func str(v any, key string) string {
+	var s string
+	_ = json.Unmarshal(raw(v, key), &s)
+	return s
+}
+
+func get(v any, key string, out any) bool {
+	r := raw(v, key)
+	return len(r) > 0 && string(r) != "null" && json.Unmarshal(r, out) == nil
+}
+
+// setKey sets a case's field by its JSON key (v encoded; nil is a null).
+func setKey(c *workflow.Case, key string, v any) {
+	m := fields(c)
+	m[key], _ = json.Marshal(v)
+	b, _ := json.Marshal(m)
+	if err := json.Unmarshal(b, c); err != nil {
+		panic(err)
+	}
+}
+
+func boolKey(v any, key string) bool {
+	var b bool
+	_ = json.Unmarshal(raw(v, key), &b)
+	return b
+}
