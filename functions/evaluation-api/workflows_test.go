@@ -433,6 +433,52 @@ func TestDetailsRegenerateAStaleReport(t *testing.T) {
 	w.expectFreshReportSaved(t, id)
 }
 
+// Fields a newer build stored on a workflow and on its cases, and request fields Lensfn echoes
+// without reading (benchmark_source), survive read-modify-writes through the API (the details
+// read rebuilds and saves a stale report) and are answered as stored.
+func TestUnknownStoredFieldsSurviveTheAPI(t *testing.T) {
+	w := startWorkflows(t)
+	var wf map[string]any
+	body := `{"cluster_session_id":"` + w.session + `","benchmark_source":{},"benchmark_plans":[{"configuration_artifact_id":"` + w.cfg + `"}]}`
+	if code := call(t, "POST", w.url+"/evaluations", body, &wf); code != 202 {
+		t.Fatalf("create %d", code)
+	}
+	id := wf["id"].(string)
+	ctx := context.Background()
+	rec, err := w.deps.Store.Get(ctx, workflow.Kind, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	_ = json.Unmarshal(rec.Doc, &doc)
+	doc["future_top"] = map[string]any{"nested": []any{1, "two", nil}}
+	doc["cases"].([]any)[0].(map[string]any)["future_case"] = "kept"
+	rec.Doc, _ = json.Marshal(doc)
+	if _, err := w.deps.Store.Update(ctx, rec, state.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w.succeedWithAStaleReport(t, id)
+	if code := call(t, "GET", w.url+"/workflow-runs/"+id+"/details", "", nil); code != 200 {
+		t.Fatalf("details %d", code)
+	}
+	w.expectFreshReportSaved(t, id)
+	rec, _ = w.deps.Store.Get(ctx, workflow.Kind, id)
+	for _, want := range []string{`"future_top":{"nested":[1,"two",null]}`, `"future_case":"kept"`, `"benchmark_source":{}`} {
+		if !strings.Contains(string(rec.Doc), want) {
+			t.Fatalf("stored record lost %s: %s", want, rec.Doc)
+		}
+	}
+	var got struct {
+		FutureTop json.RawMessage              `json:"future_top"`
+		Source    json.RawMessage              `json:"benchmark_source"`
+		Cases     []map[string]json.RawMessage `json:"cases"`
+	}
+	if code := call(t, "GET", w.url+"/workflow-runs/"+id, "", &got); code != 200 || string(got.FutureTop) != `{"nested":[1,"two",null]}` ||
+		string(got.Source) != `{}` || len(got.Cases) == 0 || string(got.Cases[0]["future_case"]) != `"kept"` {
+		t.Fatalf("answered %d %+v", code, got)
+	}
+}
+
 func TestEvaluationRequestedEventCreatesOneWorkflowPerKey(t *testing.T) {
 	w := startWorkflows(t)
 	data := `{"idempotency_key":"nightly","cluster_session_id":"` + w.session + `","benchmark_plans":[{"configuration_artifact_id":"` + w.cfg + `"}]}`

@@ -1,9 +1,12 @@
 package workflow_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +14,9 @@ import (
 	"github.com/lensfn/lensfn/events"
 	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/runtime/rawjson"
+	"github.com/lensfn/lensfn/runtime/state"
+	"github.com/lensfn/lensfn/runtime/state/redisstore"
 	"github.com/lensfn/lensfn/runtime/workflow"
 )
 
@@ -604,4 +610,134 @@ func boolKey(v any, key string) bool {
 	var b bool
 	_ = json.Unmarshal(raw(v, key), &b)
 	return b
+}
+
+// stored reads a testdata record (as a build before the typed records wrote it).
+func stored(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.TrimSpace(b)
+}
+
+// withoutKeys is doc (a JSON object) re-encoded as the store writes it, without keys.
+func withoutKeys(t *testing.T, doc []byte, keys ...string) string {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		delete(m, k)
+	}
+	b, _ := rawjson.Encode(m)
+	return string(b)
+}
+
+// TestRecordsOfOlderBuildsReadTheSame: records the raw-document builds stored (a retried
+// evaluation with explicit nulls, absent fields, a newer build's fields at both levels; a
+// simple workflow; a record from before workflows had an internal part; a report of an older
+// comparison version) decode, answer and store back byte for byte as they were.
+func TestRecordsOfOlderBuildsReadTheSame(t *testing.T) {
+	evaluation := stored(t, "stored-evaluation.json")
+	oldReport := bytes.Replace(evaluation, []byte(`"report":null`), []byte(`"report":{"comparison_version":1,"comparisons":[],"old":"x"}`), 1)
+	noInternal := []byte(withoutKeys(t, evaluation, "_internal"))
+	for name, doc := range map[string][]byte{"evaluation": evaluation, "old report": oldReport, "no internal part": noInternal} {
+		w, err := workflow.Unmarshal(doc)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if w.Simple() || w.Internal.Kind != workflow.KindEvaluation || len(w.Cases) != 1 {
+			t.Fatalf("%s: read as %+v", name, w.Internal)
+		}
+		public, _ := json.Marshal(w)
+		if want := withoutKeys(t, doc, "_internal"); string(public) != want {
+			t.Fatalf("%s: answered\n%s\nwant\n%s", name, public, want)
+		}
+		if name == "no internal part" {
+			continue
+		}
+		back, _ := workflow.Marshal(w)
+		if !bytes.Equal(back, doc) {
+			t.Fatalf("%s: stored back\n%s\nwant\n%s", name, back, doc)
+		}
+	}
+	w, _ := workflow.Unmarshal(evaluation)
+	if string(w.Extra["future"]) != `{"x":[1,null]}` || string(w.Cases[0].Extra["case_future"]) != "null" || !w.Error.Present() ||
+		w.Error.Valid() || w.FinishedAt.Present() || w.Cases[0].Attempt.Get() != 1 {
+		t.Fatalf("fields read as %+v", w)
+	}
+
+	simple := stored(t, "stored-simple.json")
+	s, err := workflow.Unmarshal(simple)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Simple() || len(s.Cases) != 1 || s.Cases[0].ExecutionID.Get() != "e" {
+		t.Fatalf("simple read as %+v", s)
+	}
+	public, _ := json.Marshal(s)
+	if want := withoutKeys(t, simple, "_internal"); string(public) != want {
+		t.Fatalf("simple answered\n%s\nwant\n%s", public, want)
+	}
+	if back, _ := workflow.Marshal(s); !bytes.Equal(back, simple) {
+		t.Fatalf("simple stored back\n%s\nwant\n%s", back, simple)
+	}
+}
+
+// TestRepoKeepsUnknownFieldsThroughAnUpdate: fields a newer build stored, on the workflow and on
+// a case, survive a read-modify-write through Repo.Update unchanged.
+func TestRepoKeepsUnknownFieldsThroughAnUpdate(t *testing.T) {
+	srv, err := redisstore.StartEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx := context.Background()
+	store, err := redisstore.Open(ctx, srv.URL(), redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	repo := &workflow.Repo{Store: store}
+	if err := repo.Create(ctx, mustEvaluate(t, `{"cluster_session_id":"s","benchmark_plans":[{"configuration_artifact_id":"opt"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	// A newer build writes fields this one does not know.
+	rec, err := store.Get(ctx, workflow.Kind, "wf-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	_ = json.Unmarshal(rec.Doc, &doc)
+	doc["future_top"] = map[string]any{"nested": []any{1, "two", nil}}
+	doc["cases"].([]any)[0].(map[string]any)["future_case"] = "kept"
+	rec.Doc, _ = json.Marshal(doc)
+	if _, err := store.Update(ctx, rec, state.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.Update(ctx, "wf-1", func(w *workflow.Workflow) error {
+		w.Name = workflow.Some("renamed")
+		w.Status = workflow.StatusRunning
+		w.Case("guide-1").Status = workflow.CaseDeploying
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ = store.Get(ctx, workflow.Kind, "wf-1")
+	var after map[string]json.RawMessage
+	_ = json.Unmarshal(rec.Doc, &after)
+	var cases []map[string]json.RawMessage
+	_ = json.Unmarshal(after["cases"], &cases)
+	if string(after["future_top"]) != `{"nested":[1,"two",null]}` || string(cases[0]["future_case"]) != `"kept"` ||
+		string(after["name"]) != `"renamed"` || string(cases[0]["status"]) != `"deploying"` {
+		t.Fatalf("after the update: %s", rec.Doc)
+	}
+	w, _, _ := repo.Get(ctx, "wf-1")
+	if public, _ := json.Marshal(w); !strings.Contains(string(public), `"future_top":{"nested":[1,"two",null]}`) ||
+		!strings.Contains(string(public), `"future_case":"kept"`) {
+		t.Fatalf("answered %s", public)
+	}
 }
