@@ -100,6 +100,40 @@ func encodeFields(v any, extra map[string]json.RawMessage) (map[string]json.RawM
 	return fields, nil
 }
 
+// encodeDoc is v (a struct without methods of its own, its fields in the order of their keys)
+// encoded with extra's fields it does not hold, keys sorted as the store writes them. Without
+// extra that is v's own encoding; an extra key sorting before all of v's (_internal) is put in
+// front; anything else goes through encodeFields.
+func encodeDoc(v any, extra map[string]json.RawMessage) ([]byte, error) {
+	raw, err := rawjson.Encode(v)
+	if err != nil || len(extra) == 0 {
+		return raw, err
+	}
+	if len(extra) == 1 && len(raw) > 2 {
+		for k, x := range extra {
+			if k < "a" { // before every lowercase key of v
+				key, _ := rawjson.Encode(k)
+				var out bytes.Buffer
+				out.Grow(len(raw) + len(key) + len(x) + 2)
+				out.WriteByte('{')
+				out.Write(key)
+				out.WriteByte(':')
+				if err := json.Compact(&out, x); err != nil {
+					return nil, err
+				}
+				out.WriteByte(',')
+				out.Write(raw[1:])
+				return out.Bytes(), nil
+			}
+		}
+	}
+	fields, err := encodeFields(v, extra)
+	if err != nil {
+		return nil, err
+	}
+	return rawjson.Encode(fields)
+}
+
 // decodeFields decodes b into v (a pointer to a struct without methods of its own) and returns
 // the fields v's type does not know (nil when none).
 func decodeFields(b []byte, v any) (map[string]json.RawMessage, error) {

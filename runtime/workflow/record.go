@@ -32,62 +32,63 @@ var errNotObject = errors.New("not a JSON object")
 // the case's public document (EvaluationCase of the evaluation API's OpenAPI document, generated
 // from this type); Extra keeps the stored fields this version does not know, written back as
 // they were. Blocks the API writes as given (benchmarks, configurations, metrics) are any JSON.
+// The fields are in the order of their keys, so a record without Extra encodes with sorted
+// keys, as the store has always written it, in one pass.
 type Case struct {
-	ID                      string          `json:"id" doc:"guide-<n> or baseline-<n>"`
-	Kind                    string          `json:"kind" doc:"guide or baseline"`
-	Status                  string          `json:"status"`
-	BaselineType            Opt[string]     `json:"baseline_type,omitzero" doc:"a baseline's type"`
-	BaselineParameters      json.RawMessage `json:"baseline_parameters,omitempty"`
-	CustomParameters        json.RawMessage `json:"custom_parameters,omitempty"`
+	Attempt                 Opt[int]        `json:"attempt,omitzero" doc:"retries of the case so far"`
 	BaselineCaseID          Opt[string]     `json:"baseline_case_id,omitzero"`
 	BaselineCaseIDs         []string        `json:"baseline_case_ids,omitzero" doc:"a guide's baselines"`
-	DependentGuideCaseID    Opt[string]     `json:"dependent_guide_case_id,omitzero" doc:"a kubernetes-service baseline's guide"`
-	BenchmarkPlanID         Opt[string]     `json:"benchmark_plan_id,omitzero"`
-	WorkloadIDs             []string        `json:"workload_ids,omitzero"`
-	ScenarioID              Opt[string]     `json:"scenario_id,omitzero"`
-	ScenarioName            Opt[string]     `json:"scenario_name,omitzero"`
+	BaselineParameters      json.RawMessage `json:"baseline_parameters,omitempty"`
+	BaselineType            Opt[string]     `json:"baseline_type,omitzero" doc:"a baseline's type"`
+	BaselineURL             Opt[string]     `json:"baseline_url,omitzero"`
 	Benchmark               json.RawMessage `json:"benchmark,omitempty"`
-	SLATargets              json.RawMessage `json:"sla_targets,omitempty"`
-	ConfigurationArtifactID Opt[string]     `json:"configuration_artifact_id,omitzero"`
-	DeploymentConfiguration json.RawMessage `json:"deployment_configuration,omitempty" doc:"the configuration the case deploys (content, provenance)"`
+	BenchmarkPlanID         Opt[string]     `json:"benchmark_plan_id,omitzero"`
+	Bootstrap               json.RawMessage `json:"bootstrap,omitempty" doc:"the run's bootstrap replicates (left out of lists)"`
+	CancelRequested         Opt[bool]       `json:"cancel_requested,omitzero"`
+	CleanupAttempts         Opt[int]        `json:"cleanup_attempts,omitzero"`
+	CleanupError            Opt[string]     `json:"cleanup_error,omitzero"`
+	CleanupRequestedAt      Opt[string]     `json:"cleanup_requested_at,omitzero" doc:"when the cleanup was last requested"`
+	CleanupStatus           Opt[string]     `json:"cleanup_status,omitzero"`
 	Configuration           json.RawMessage `json:"configuration,omitempty" doc:"the case's configuration facts (in lists)"`
-	Provider                Opt[string]     `json:"provider,omitzero"`
-	ProviderRef             Opt[string]     `json:"provider_ref,omitzero"`
-	Model                   Opt[string]     `json:"model,omitzero"`
-	DeploymentGroupID       Opt[string]     `json:"deployment_group_id,omitzero"`
-	DeploymentName          Opt[string]     `json:"deployment_name,omitzero"`
-	DeploymentRunID         Opt[string]     `json:"deployment_run_id,omitzero"`
+	ConfigurationArtifactID Opt[string]     `json:"configuration_artifact_id,omitzero"`
+	CustomParameters        json.RawMessage `json:"custom_parameters,omitempty"`
+	DependentGuideCaseID    Opt[string]     `json:"dependent_guide_case_id,omitzero" doc:"a kubernetes-service baseline's guide"`
+	DeploymentCaseID        Opt[string]     `json:"deployment_case_id,omitzero"`
+	DeploymentConfiguration json.RawMessage `json:"deployment_configuration,omitempty" doc:"the configuration the case deploys (content, provenance)"`
 	// DeploymentConfigurationID is the inventory configuration a baseline's generated
 	// deployment was saved as.
-	DeploymentConfigurationID Opt[string]   `json:"deployment_configuration_id,omitzero"`
-	DeploymentRequestedAt     Opt[string]   `json:"deployment_requested_at,omitzero" doc:"when the deployment was last requested"`
-	DeploymentStatus          Opt[string]   `json:"deployment_status,omitzero"`
-	DeploymentError           Opt[string]   `json:"deployment_error,omitzero"`
-	DeploymentCaseID          Opt[string]   `json:"deployment_case_id,omitzero"`
-	PreserveDeployment        Opt[bool]     `json:"preserve_deployment,omitzero"`
-	ExecutionID               Opt[string]   `json:"execution_id,omitzero"`
-	Namespace                 Opt[string]   `json:"namespace,omitzero"`
-	Endpoint                  Opt[string]   `json:"endpoint,omitzero"`
-	ReplicaEndpoints          Opt[[]string] `json:"replica_endpoints,omitzero"`
-	BaselineURL               Opt[string]   `json:"baseline_url,omitzero"`
-	EvaluationRunID           Opt[string]   `json:"evaluation_run_id,omitzero"`
-	// The run's results, copied when it finishes (RunResultFields).
-	Metrics            json.RawMessage `json:"metrics,omitempty"`
-	SLA                json.RawMessage `json:"sla,omitempty" doc:"the run's SLA verdict"`
-	MatrixResults      json.RawMessage `json:"matrix_results,omitempty" doc:"the run's matrix stages (left out of lists)"`
-	RateStageResults   json.RawMessage `json:"rate_stage_results,omitempty" doc:"the run's rate stages (left out of lists)"`
-	RepetitionResults  json.RawMessage `json:"repetition_results,omitempty" doc:"the run's repetitions' headline metrics (left out of lists)"`
-	Bootstrap          json.RawMessage `json:"bootstrap,omitempty" doc:"the run's bootstrap replicates (left out of lists)"`
-	Attempt            Opt[int]        `json:"attempt,omitzero" doc:"retries of the case so far"`
-	CancelRequested    Opt[bool]       `json:"cancel_requested,omitzero"`
-	CleanupStatus      Opt[string]     `json:"cleanup_status,omitzero"`
-	CleanupError       Opt[string]     `json:"cleanup_error,omitzero"`
-	CleanupRequestedAt Opt[string]     `json:"cleanup_requested_at,omitzero" doc:"when the cleanup was last requested"`
-	CleanupAttempts    Opt[int]        `json:"cleanup_attempts,omitzero"`
-	StartedAt          Opt[string]     `json:"started_at,omitzero"`
-	FinishedAt         Opt[string]     `json:"finished_at,omitzero"`
-	FailedStage        Opt[string]     `json:"failed_stage,omitzero"`
-	Error              Opt[string]     `json:"error,omitzero"`
+	DeploymentConfigurationID Opt[string]     `json:"deployment_configuration_id,omitzero"`
+	DeploymentError           Opt[string]     `json:"deployment_error,omitzero"`
+	DeploymentGroupID         Opt[string]     `json:"deployment_group_id,omitzero"`
+	DeploymentName            Opt[string]     `json:"deployment_name,omitzero"`
+	DeploymentRequestedAt     Opt[string]     `json:"deployment_requested_at,omitzero" doc:"when the deployment was last requested"`
+	DeploymentRunID           Opt[string]     `json:"deployment_run_id,omitzero"`
+	DeploymentStatus          Opt[string]     `json:"deployment_status,omitzero"`
+	Endpoint                  Opt[string]     `json:"endpoint,omitzero"`
+	Error                     Opt[string]     `json:"error,omitzero"`
+	EvaluationRunID           Opt[string]     `json:"evaluation_run_id,omitzero"`
+	ExecutionID               Opt[string]     `json:"execution_id,omitzero"`
+	FailedStage               Opt[string]     `json:"failed_stage,omitzero"`
+	FinishedAt                Opt[string]     `json:"finished_at,omitzero"`
+	ID                        string          `json:"id" doc:"guide-<n> or baseline-<n>"`
+	Kind                      string          `json:"kind" doc:"guide or baseline"`
+	MatrixResults             json.RawMessage `json:"matrix_results,omitempty" doc:"the run's matrix stages (left out of lists)"`
+	Metrics                   json.RawMessage `json:"metrics,omitempty"`
+	Model                     Opt[string]     `json:"model,omitzero"`
+	Namespace                 Opt[string]     `json:"namespace,omitzero"`
+	PreserveDeployment        Opt[bool]       `json:"preserve_deployment,omitzero"`
+	Provider                  Opt[string]     `json:"provider,omitzero"`
+	ProviderRef               Opt[string]     `json:"provider_ref,omitzero"`
+	RateStageResults          json.RawMessage `json:"rate_stage_results,omitempty" doc:"the run's rate stages (left out of lists)"`
+	RepetitionResults         json.RawMessage `json:"repetition_results,omitempty" doc:"the run's repetitions' headline metrics (left out of lists)"`
+	ReplicaEndpoints          Opt[[]string]   `json:"replica_endpoints,omitzero"`
+	ScenarioID                Opt[string]     `json:"scenario_id,omitzero"`
+	ScenarioName              Opt[string]     `json:"scenario_name,omitzero"`
+	SLA                       json.RawMessage `json:"sla,omitempty" doc:"the run's SLA verdict"`
+	SLATargets                json.RawMessage `json:"sla_targets,omitempty"`
+	StartedAt                 Opt[string]     `json:"started_at,omitzero"`
+	Status                    string          `json:"status"`
+	WorkloadIDs               []string        `json:"workload_ids,omitzero"`
 
 	// Extra holds the stored fields this version does not know, written back unchanged.
 	Extra map[string]json.RawMessage `json:"-"`
@@ -131,13 +132,7 @@ func (w *Workflow) merge(raw map[string]json.RawMessage) error {
 }
 
 // MarshalJSON encodes the case's document, Extra included, keys sorted.
-func (c *Case) MarshalJSON() ([]byte, error) {
-	fields, err := c.Fields()
-	if err != nil {
-		return nil, err
-	}
-	return rawjson.Encode(fields)
-}
+func (c *Case) MarshalJSON() ([]byte, error) { return encodeDoc((*plainCase)(c), c.Extra) }
 
 // UnmarshalJSON decodes a case, keeping the fields it does not know in Extra.
 func (c *Case) UnmarshalJSON(b []byte) error {
@@ -188,42 +183,43 @@ func (r ReportJSON) Ready() bool { return len(r) > 0 && !bytes.Equal(r, []byte("
 // (EvaluationWorkflowResponse of the evaluation API's OpenAPI document, generated from this
 // type, whose answers tests/openapi checks against it); Extra keeps the stored fields this
 // version does not know (fields of a newer build, a request's fields Lensfn echoes without
-// reading), written back unchanged; Internal is stored but never shown.
+// reading), written back unchanged; Internal is stored but never shown. The fields are in the
+// order of their keys (see Case).
 type Workflow struct {
-	Kind                   string                     `json:"kind" doc:"always workflow"`
-	ID                     string                     `json:"id"`
-	Status                 string                     `json:"status" doc:"lens-evaluation.md §3"`
-	CreatedAt              string                     `json:"created_at" doc:"RFC 3339 UTC"`
-	Name                   Opt[string]                `json:"name,omitzero" doc:"an evaluation's display name"`
-	OwnerUserID            Opt[string]                `json:"owner_user_id,omitzero"`
-	OwnerBackendID         Opt[string]                `json:"owner_backend_id,omitzero" doc:"the backend (LENS_BACKEND_ID) that created the workflow; absent for the unnamed one"`
+	BenchmarkPlans    []json.RawMessage `json:"benchmark_plans,omitzero" doc:"an evaluation's plans as requested"`
+	BenchmarkRuntime  json.RawMessage   `json:"benchmark_runtime,omitempty"`
+	CancellationError Opt[string]       `json:"cancellation_error,omitzero" doc:"why a cancel's cleanup failed"`
+	// Cases are an evaluation's cases in execution order; a simple workflow's single case is
+	// stored in Internal and never shown, but is here too while the record is in memory.
+	Cases                  []Case                     `json:"cases,omitzero" doc:"an evaluation's cases in execution order"`
 	ClusterID              Opt[string]                `json:"cluster_id,omitzero"`
 	ClusterSessionID       Opt[string]                `json:"cluster_session_id,omitzero"`
-	Model                  Opt[string]                `json:"model,omitzero" doc:"a simple workflow's model"`
-	Harness                Opt[string]                `json:"harness,omitzero" doc:"a simple workflow's harness"`
-	Workload               Opt[string]                `json:"workload,omitzero" doc:"a simple workflow's workload"`
-	Parallelism            Opt[int]                   `json:"parallelism,omitzero" doc:"a simple workflow's parallelism"`
-	Repetitions            Opt[int]                   `json:"repetitions,omitzero" doc:"a simple workflow's repetitions; an evaluation's default for cases whose benchmark sets none"`
+	CompareConfigurations  Opt[bool]                  `json:"compare_configurations,omitzero"`
+	ConfigurationArtifacts map[string]json.RawMessage `json:"configuration_artifacts,omitzero" doc:"configuration artifact id -> checksum"`
+	CreatedAt              string                     `json:"created_at" doc:"RFC 3339 UTC"`
 	DeploymentOwnership    Opt[string]                `json:"deployment_ownership,omitzero" doc:"evaluation or existing-endpoint"`
 	DeploymentRunID        Opt[string]                `json:"deployment_run_id,omitzero" doc:"a simple workflow's deployment execution"`
 	DeploymentSource       json.RawMessage            `json:"deployment_source,omitempty"`
-	EvaluationRunID        Opt[string]                `json:"evaluation_run_id,omitzero" doc:"a simple workflow's benchmark run"`
 	Endpoint               Opt[string]                `json:"endpoint,omitzero" doc:"a simple workflow's benchmarked endpoint"`
+	Error                  Opt[string]                `json:"error,omitzero" doc:"why it failed"`
+	EvaluationRunID        Opt[string]                `json:"evaluation_run_id,omitzero" doc:"a simple workflow's benchmark run"`
+	FailedStage            Opt[string]                `json:"failed_stage,omitzero"`
+	FinishedAt             Opt[string]                `json:"finished_at,omitzero"`
+	Harness                Opt[string]                `json:"harness,omitzero" doc:"a simple workflow's harness"`
+	ID                     string                     `json:"id"`
+	Kind                   string                     `json:"kind" doc:"always workflow"`
 	Metrics                json.RawMessage            `json:"metrics,omitempty" doc:"a simple workflow's benchmark metrics"`
+	Model                  Opt[string]                `json:"model,omitzero" doc:"a simple workflow's model"`
+	Name                   Opt[string]                `json:"name,omitzero" doc:"an evaluation's display name"`
+	OwnerBackendID         Opt[string]                `json:"owner_backend_id,omitzero" doc:"the backend (LENS_BACKEND_ID) that created the workflow; absent for the unnamed one"`
+	OwnerUserID            Opt[string]                `json:"owner_user_id,omitzero"`
+	Parallelism            Opt[int]                   `json:"parallelism,omitzero" doc:"a simple workflow's parallelism"`
+	Repetitions            Opt[int]                   `json:"repetitions,omitzero" doc:"a simple workflow's repetitions; an evaluation's default for cases whose benchmark sets none"`
+	Report                 ReportJSON                 `json:"report,omitempty" doc:"the comparison report, null until the evaluation has one"`
 	Runtime                json.RawMessage            `json:"runtime,omitempty" doc:"proxy settings, recorded"`
-	BenchmarkRuntime       json.RawMessage            `json:"benchmark_runtime,omitempty"`
-	BenchmarkPlans         []json.RawMessage          `json:"benchmark_plans,omitzero" doc:"an evaluation's plans as requested"`
-	CompareConfigurations  Opt[bool]                  `json:"compare_configurations,omitzero"`
-	ConfigurationArtifacts map[string]json.RawMessage `json:"configuration_artifacts,omitzero" doc:"configuration artifact id -> checksum"`
-	// Cases are an evaluation's cases in execution order; a simple workflow's single case is
-	// stored in Internal and never shown, but is here too while the record is in memory.
-	Cases             []Case      `json:"cases,omitzero" doc:"an evaluation's cases in execution order"`
-	Report            ReportJSON  `json:"report,omitempty" doc:"the comparison report, null until the evaluation has one"`
-	StartedAt         Opt[string] `json:"started_at,omitzero"`
-	FinishedAt        Opt[string] `json:"finished_at,omitzero"`
-	Error             Opt[string] `json:"error,omitzero" doc:"why it failed"`
-	FailedStage       Opt[string] `json:"failed_stage,omitzero"`
-	CancellationError Opt[string] `json:"cancellation_error,omitzero" doc:"why a cancel's cleanup failed"`
+	StartedAt              Opt[string]                `json:"started_at,omitzero"`
+	Status                 string                     `json:"status" doc:"lens-evaluation.md §3"`
+	Workload               Opt[string]                `json:"workload,omitzero" doc:"a simple workflow's workload"`
 
 	// Extra holds the stored fields this version does not know, written back unchanged.
 	Extra map[string]json.RawMessage `json:"-"`
@@ -303,20 +299,19 @@ func (w *Workflow) Clone() *Workflow {
 // Fields is the public document as raw fields (Extra included; a simple workflow shows no
 // cases).
 func (w *Workflow) Fields() (map[string]json.RawMessage, error) {
+	return encodeFields(w.public(), w.Extra)
+}
+
+// MarshalJSON encodes the public document (what the API answers), keys sorted.
+func (w *Workflow) MarshalJSON() ([]byte, error) { return encodeDoc(w.public(), w.Extra) }
+
+// public is the document's struct (a simple workflow shows no cases).
+func (w *Workflow) public() *plainWorkflow {
 	p := plainWorkflow(*w)
 	if w.Simple() {
 		p.Cases = nil
 	}
-	return encodeFields(&p, w.Extra)
-}
-
-// MarshalJSON encodes the public document (what the API answers), keys sorted.
-func (w *Workflow) MarshalJSON() ([]byte, error) {
-	fields, err := w.Fields()
-	if err != nil {
-		return nil, err
-	}
-	return rawjson.Encode(fields)
+	return &p
 }
 
 // Without returns the public document without the named fields.
@@ -333,18 +328,20 @@ func (w *Workflow) Without(keys ...string) map[string]json.RawMessage {
 
 // Marshal encodes the workflow for the store, internal fields included.
 func Marshal(w *Workflow) ([]byte, error) {
-	doc, err := w.Fields()
-	if err != nil {
-		return nil, err
-	}
 	internal := w.Internal
 	if w.Simple() && len(w.Cases) > 0 {
 		internal.Case = &w.Cases[0]
 	}
-	if doc[internalKey], err = rawjson.Encode(internal); err != nil {
+	raw, err := rawjson.Encode(internal)
+	if err != nil {
 		return nil, err
 	}
-	return rawjson.Encode(doc)
+	extra := make(map[string]json.RawMessage, len(w.Extra)+1)
+	for k, v := range w.Extra {
+		extra[k] = v
+	}
+	extra[internalKey] = raw
+	return encodeDoc(w.public(), extra)
 }
 
 // Unmarshal decodes a stored workflow. A record of a build that kept no kind is an evaluation.

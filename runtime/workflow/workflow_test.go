@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -739,5 +740,35 @@ func TestRepoKeepsUnknownFieldsThroughAnUpdate(t *testing.T) {
 	if public, _ := json.Marshal(w); !strings.Contains(string(public), `"future_top":{"nested":[1,"two",null]}`) ||
 		!strings.Contains(string(public), `"future_case":"kept"`) {
 		t.Fatalf("answered %s", public)
+	}
+}
+
+// TestFieldsAreInKeyOrder: Workflow and Case declare their fields in the order of their JSON
+// keys, which is what lets a record without Extra encode with the store's sorted keys directly.
+func TestFieldsAreInKeyOrder(t *testing.T) {
+	for _, v := range []any{workflow.Workflow{}, workflow.Case{}} {
+		typ := reflect.TypeOf(v)
+		var keys []string
+		for i := range typ.NumField() {
+			if name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ","); name != "-" && name != "" {
+				keys = append(keys, name)
+			}
+		}
+		if !slices.IsSorted(keys) {
+			t.Errorf("%s: fields out of key order: %v", typ.Name(), keys)
+		}
+	}
+	// A record without Extra, one with only Extra sorting first, and one with Extra among the
+	// keys encode as the sorted map of their fields.
+	w := mustEvaluate(t, `{"cluster_session_id":"s","benchmark_plans":[{"configuration_artifact_id":"opt"}]}`)
+	for _, extra := range []map[string]json.RawMessage{nil, {"Zfirst": json.RawMessage(`{ "a" : 1 }`)},
+		{"middle_key": json.RawMessage(`[1, 2]`), "zz": json.RawMessage(`null`)}} {
+		w.Extra = extra
+		got, _ := json.Marshal(w)
+		fields, _ := w.Fields()
+		want, _ := rawjson.Encode(fields)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("extra %v: encoded\n%s\nwant\n%s", extra, got, want)
+		}
 	}
 }
