@@ -146,14 +146,6 @@ func (c *Case) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Clone returns a deep copy.
-func (c *Case) Clone() Case {
-	raw, _ := json.Marshal(c)
-	var out Case
-	_ = json.Unmarshal(raw, &out)
-	return out
-}
-
 // ReportJSON is the stored comparison report, kept as it was written (a report of an older
 // comparison version stays readable; comparison.NeedsRefresh says when to rebuild it). Its
 // schema is comparison.Report's.
@@ -281,19 +273,6 @@ func (w *Workflow) SetCases(cases []*Case) {
 	for i, c := range cases {
 		w.Cases[i] = *c
 	}
-}
-
-// Clone returns a deep copy.
-func (w *Workflow) Clone() *Workflow {
-	raw, err := Marshal(w)
-	if err != nil {
-		panic(fmt.Sprintf("workflow: %s cannot be encoded: %v", w.ID, err)) // its own fields only
-	}
-	c, err := Unmarshal(raw)
-	if err != nil {
-		panic(fmt.Sprintf("workflow: %s cannot be decoded: %v", w.ID, err))
-	}
-	return c
 }
 
 // Fields is the public document as raw fields (Extra included; a simple workflow shows no
