@@ -199,7 +199,7 @@ func (a *API) workflowDetails(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	cases := make([]map[string]any, 0, len(wf.AllCases()))
+	cases := make([]map[string]any, 0, len(wf.Cases))
 	for _, c := range wf.AllCases() {
 		entry := map[string]any{"case": c, "deployment": nil, "deployment_cases": []any{}, "deployment_warning": nil, "evaluation": nil}
 		if exec := c.ExecutionID.Get(); exec != "" {
@@ -290,7 +290,7 @@ func (a *API) retryWorkflow(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	wf, err := a.workflows.Update(ctx, id, func(cur *workflow.Workflow) error {
-		if workflow.Terminal(cur.Status) && !cur.Simple() && cur.AllCases() != nil {
+		if workflow.Terminal(cur.Status) && !cur.Simple() && cur.Cases != nil {
 			// Rebind to the cluster's active session (409 when it has none).
 			session, err := a.activeSessionOf(ctx, cur)
 			if err != nil {

@@ -549,7 +549,7 @@ func TestSimpleWorkflow(t *testing.T) {
 	}
 	stored, _ := workflow.Marshal(w)
 	back, _ := workflow.Unmarshal(stored)
-	if !back.Simple() || len(back.AllCases()) != 1 || str(back.AllCases()[0], "execution_id") != "exec" {
+	if !back.Simple() || len(back.Cases) != 1 || str(back.AllCases()[0], "execution_id") != "exec" {
 		t.Fatalf("simple case lost: %s", stored)
 	}
 	for _, body := range []string{`{"cluster_session_id":"s"}`, `{"model":"m","cluster_session_id":"s","replicas":0}`, `{"model":"m","cluster_session_id":"s","x":1}`} {
