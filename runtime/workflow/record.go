@@ -108,29 +108,6 @@ func (c *Case) Fields() (map[string]json.RawMessage, error) {
 	return encodeFields((*plainCase)(c), c.Extra)
 }
 
-// merge sets the document's fields named in raw (as sent), over what the struct holds.
-func (w *Workflow) merge(raw map[string]json.RawMessage) error {
-	fields, err := w.Fields()
-	if err != nil {
-		return err
-	}
-	for k, v := range raw {
-		fields[k] = v
-	}
-	b, err := rawjson.Encode(fields)
-	if err != nil {
-		return err
-	}
-	var p plainWorkflow
-	extra, err := decodeFields(b, &p)
-	if err != nil {
-		return err
-	}
-	p.Extra, p.Internal = extra, w.Internal
-	*w = Workflow(p)
-	return nil
-}
-
 // MarshalJSON encodes the case's document, Extra included, keys sorted.
 func (c *Case) MarshalJSON() ([]byte, error) { return encodeDoc((*plainCase)(c), c.Extra) }
 
@@ -303,6 +280,29 @@ func (w *Workflow) Without(keys ...string) map[string]json.RawMessage {
 		delete(fields, k)
 	}
 	return fields
+}
+
+// merge sets the document's fields named in raw (as sent), over what the struct holds.
+func (w *Workflow) merge(raw map[string]json.RawMessage) error {
+	fields, err := w.Fields()
+	if err != nil {
+		return err
+	}
+	for k, v := range raw {
+		fields[k] = v
+	}
+	b, err := rawjson.Encode(fields)
+	if err != nil {
+		return err
+	}
+	var p plainWorkflow
+	extra, err := decodeFields(b, &p)
+	if err != nil {
+		return err
+	}
+	p.Extra, p.Internal = extra, w.Internal
+	*w = Workflow(p)
+	return nil
 }
 
 // Marshal encodes the workflow for the store, internal fields included.
