@@ -62,19 +62,19 @@ func (o *Opt[T]) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// knownKeys lists the JSON names of a struct type's fields (json:"-" excluded).
-var knownKeys sync.Map // reflect.Type -> map[string]bool
+// knownKeys maps the JSON names of a struct type's fields (json:"-" excluded) to their indexes.
+var knownKeys sync.Map // reflect.Type -> map[string]int
 
-func keysOf(t reflect.Type) map[string]bool {
+func keysOf(t reflect.Type) map[string]int {
 	if k, ok := knownKeys.Load(t); ok {
-		return k.(map[string]bool)
+		return k.(map[string]int)
 	}
-	keys := map[string]bool{}
+	keys := map[string]int{}
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if f.IsExported() && name != "-" && name != "" {
-			keys[name] = true
+			keys[name] = i
 		}
 	}
 	knownKeys.Store(t, keys)
@@ -135,19 +135,31 @@ func encodeDoc(v any, extra map[string]json.RawMessage) ([]byte, error) {
 }
 
 // decodeFields decodes b into v (a pointer to a struct without methods of its own) and returns
-// the fields v's type does not know (nil when none).
+// the fields v's type does not know (nil when none). A stored field of another shape than its
+// Go field's (written by another build) is kept as stored in the returned fields, its Go field
+// left absent, so it is written back as it was unless the code sets the field.
 func decodeFields(b []byte, v any) (map[string]json.RawMessage, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(b, &fields); err != nil || fields == nil {
 		return nil, errNotObject
 	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return nil, err
+	rv := reflect.ValueOf(v).Elem()
+	known := keysOf(rv.Type())
+	whole := json.Unmarshal(b, v) == nil
+	if !whole {
+		rv.Set(reflect.Zero(rv.Type())) // field by field instead
 	}
-	known := keysOf(reflect.TypeOf(v).Elem())
 	var extra map[string]json.RawMessage
 	for k, x := range fields {
-		if !known[k] {
+		i, ok := known[k]
+		if ok && !whole {
+			f := rv.Field(i)
+			if err := json.Unmarshal(x, f.Addr().Interface()); err != nil {
+				f.Set(reflect.Zero(f.Type()))
+				ok = false
+			}
+		}
+		if !ok {
 			if extra == nil {
 				extra = map[string]json.RawMessage{}
 			}

@@ -640,7 +640,8 @@ func withoutKeys(t *testing.T, doc []byte, keys ...string) string {
 // TestRecordsOfOlderBuildsReadTheSame: records the raw-document builds stored (a retried
 // evaluation with explicit nulls, absent fields, a newer build's fields at both levels; a
 // simple workflow; a record from before workflows had an internal part; a report of an older
-// comparison version) decode, answer and store back byte for byte as they were.
+// comparison version; fields of another shape than this build's) decode, answer and store back
+// byte for byte as they were.
 func TestRecordsOfOlderBuildsReadTheSame(t *testing.T) {
 	evaluation := stored(t, "stored-evaluation.json")
 	oldReport := bytes.Replace(evaluation, []byte(`"report":null`), []byte(`"report":{"comparison_version":1,"comparisons":[],"old":"x"}`), 1)
@@ -671,6 +672,28 @@ func TestRecordsOfOlderBuildsReadTheSame(t *testing.T) {
 		t.Fatalf("fields read as %+v", w)
 	}
 
+	// Fields of another shape than this build's (written by another build) read, and are
+	// answered and stored back as they were.
+	odd := bytes.Replace(evaluation, []byte(`"attempt":1`), []byte(`"attempt":{"n":1}`), 1)
+	odd = bytes.Replace(odd, []byte(`"compare_configurations":true`), []byte(`"compare_configurations":"yes"`), 1)
+	if bytes.Equal(odd, evaluation) || bytes.Count(odd, []byte(`"yes"`)) != 1 {
+		t.Fatal("the fixture lost the fields the test changes")
+	}
+	w, err := workflow.Unmarshal(odd)
+	if err != nil {
+		t.Fatalf("a field of another shape: %v", err)
+	}
+	if w.Cases[0].Attempt.Present() || w.CompareConfigurations.Present() || w.Cases[0].ID != "guide-1" || w.Name.Get() != "Evaluation" {
+		t.Fatalf("read as %+v", w)
+	}
+	public, _ := json.Marshal(w)
+	if want := withoutKeys(t, odd, "_internal"); string(public) != want {
+		t.Fatalf("answered\n%s\nwant\n%s", public, want)
+	}
+	if back, _ := workflow.Marshal(w); !bytes.Equal(back, odd) {
+		t.Fatalf("stored back\n%s\nwant\n%s", back, odd)
+	}
+
 	simple := stored(t, "stored-simple.json")
 	s, err := workflow.Unmarshal(simple)
 	if err != nil {
@@ -679,7 +702,7 @@ func TestRecordsOfOlderBuildsReadTheSame(t *testing.T) {
 	if !s.Simple() || len(s.Cases) != 1 || s.Cases[0].ExecutionID.Get() != "e" {
 		t.Fatalf("simple read as %+v", s)
 	}
-	public, _ := json.Marshal(s)
+	public, _ = json.Marshal(s)
 	if want := withoutKeys(t, simple, "_internal"); string(public) != want {
 		t.Fatalf("simple answered\n%s\nwant\n%s", public, want)
 	}
