@@ -2,8 +2,9 @@
 // simple deploy-then-benchmark workflow-runs and the multi-configuration evaluations with their
 // cases, as typed structs (Workflow, Case) whose fields are the public document's: Opt keeps a
 // field's three stored states (absent, null, a value), json.RawMessage keeps the blocks that are
-// any JSON, and each record's Extra keeps the stored fields this version does not know and
-// writes them back unchanged, so every stored field survives a read-modify-write (the
+// any JSON, and each record's Extra keeps the stored fields this version does not know (and
+// any stored in another shape than its Go field's) and writes them back unchanged, so every
+// stored field survives a read-modify-write (the
 // evaluation API's OpenAPI schemas are generated from the two types); defaults are applied once,
 // when NewEvaluation or NewSimple builds a workflow, and a record reads back as it was stored.
 // It also owns the workflow and case statuses and their transition tables; case generation
