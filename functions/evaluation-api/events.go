@@ -101,7 +101,7 @@ func (a *API) workflowEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	id := wf.ID()
+	id := wf.ID
 	gate := newFinalGate(r)
 	src := &sse.ProgressSource{Store: a.deps.Store, Kind: workflow.Kind, ID: id, Decode: gate.decode(workflow.DecodeEntry),
 		Finished: func(ctx context.Context) (sse.Event, bool, error) {
@@ -109,7 +109,7 @@ func (a *API) workflowEvents(w http.ResponseWriter, r *http.Request) error {
 			if errors.Is(err, state.ErrNotFound) {
 				return sse.Event{Type: "end", Data: map[string]any{"status": "deleted"}}, true, nil
 			}
-			if err != nil || !workflow.Terminal(cur.Status()) || !gate.sent(cur.Status()) {
+			if err != nil || !workflow.Terminal(cur.Status) || !gate.sent(cur.Status) {
 				return sse.Event{}, false, err
 			}
 			return sse.Event{Type: "end", Data: workflowEndData(cur)}, true, nil
@@ -122,14 +122,14 @@ func (a *API) workflowEvents(w http.ResponseWriter, r *http.Request) error {
 // SLA, true if all that were checked met it, null without checks), so a watcher can say how the
 // evaluation ended without another read.
 func workflowEndData(wf *workflow.Workflow) map[string]any {
-	data := map[string]any{"status": wf.Status(), "report_ready": hasReport(wf), "sla_met": nil}
-	for _, key := range []string{"error", "cancellation_error", "finished_at"} {
-		if raw := wf.Raw(key); raw != nil {
-			data[key] = raw
+	data := map[string]any{"status": wf.Status, "report_ready": hasReport(wf), "sla_met": nil}
+	for key, v := range map[string]workflow.Opt[string]{"error": wf.Error, "cancellation_error": wf.CancellationError, "finished_at": wf.FinishedAt} {
+		if v.Present() {
+			data[key] = v
 		}
 	}
 	var report comparison.Report
-	if hasReport(wf) && wf.Get("report", &report) {
+	if hasReport(wf) && workflow.Decode(wf.Report.Raw(), &report) {
 		for _, c := range report.Comparisons {
 			if c.SLA == nil || c.SLA.Met == nil {
 				continue

@@ -65,5 +65,5 @@ func (a *API) checkWorkflowOwner(ctx context.Context, wf *workflow.Workflow) err
 	for _, id := range wf.RunIDs() {
 		leases = append(leases, evalrun.LeaseName(id))
 	}
-	return a.checkOwner(ctx, "workflow", wf.ID(), wf.String(ownerBackendKey), leases...)
+	return a.checkOwner(ctx, "workflow", wf.ID, wf.OwnerBackendID.Get(), leases...)
 }

@@ -85,8 +85,8 @@ func TestAnotherBackendGets409(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stored.Status() != workflow.StatusQueued {
-		t.Fatalf("b's refused requests changed the workflow: %s", stored.Status())
+	if stored.Status != workflow.StatusQueued {
+		t.Fatalf("b's refused requests changed the workflow: %s", stored.Status)
 	}
 	// The owner is refused only for the workflow's state (a queued workflow cannot be retried).
 	var prob map[string]any

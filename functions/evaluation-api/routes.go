@@ -24,9 +24,9 @@ type route = apiroute.Route[*API]
 
 // Document is the evaluation API's OpenAPI 3.1 document: one operation per route of the route
 // table, generated from Go types: request bodies from the types the handlers decode strictly,
-// with the bounds their validation checks; a run from its record, evalrun.Run; a workflow and
-// its cases from workflow.View and workflow.CaseView, which list the fields of those records
-// (kept as raw JSON so stored fields survive); and the comparison report from comparison.Report.
+// with the bounds their validation checks; runs, workflows and their cases from their record
+// types (evalrun.Run, workflow.Workflow, workflow.Case) themselves; and the comparison report
+// from comparison.Report.
 func Document() *openapi.Doc {
 	return apiroute.Document(newTable())
 }
@@ -159,14 +159,14 @@ func runView(d *openapi.Doc) openapi.Schema {
 	return s
 }
 
-// workflowView is EvaluationWorkflowResponse, generated from workflow.View (and its cases from
-// workflow.CaseView, its report from comparison.Report), with the status enums of
+// workflowView is EvaluationWorkflowResponse, generated from workflow.Workflow (and its cases
+// from workflow.Case, its report from comparison.Report), with the status enums of
 // lens-evaluation.md §3, the baseline types and the provider refs the decoders accept.
 func workflowView(d *openapi.Doc) openapi.Schema {
-	d.Name(workflow.View{}, "EvaluationWorkflowResponse")
-	d.Name(workflow.CaseView{}, "EvaluationCase")
+	d.Name(workflow.Workflow{}, "EvaluationWorkflowResponse")
+	d.Name(workflow.Case{}, "EvaluationCase")
 	d.Name(comparison.Report{}, "ComparisonReport")
-	s := d.Of(workflow.View{})
+	s := d.Of(workflow.Workflow{})
 	d.Refine("EvaluationWorkflowResponse", "kind", openapi.Schema{"const": "workflow"})
 	d.Refine("EvaluationWorkflowResponse", "status", openapi.Schema{"enum": workflow.Statuses})
 	d.Refine("EvaluationWorkflowResponse", "created_at", openapi.Schema{"format": "date-time"})

@@ -48,8 +48,7 @@ func (a *API) createSimple(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	wf := workflow.NewSimple(id, req, session.ClusterID, cfg.ID, inventory.NewID())
-	wf.Set("owner_user_id", ownerOf(ctx))
-	a.stampOwner(wf.Set)
+	a.stampWorkflowOwner(ctx, wf)
 	if err := a.workflows.Create(ctx, wf); err != nil {
 		return err
 	}
@@ -92,15 +91,26 @@ func (a *API) evaluation(ctx context.Context, body []byte, idempotencyKey, id st
 	if err != nil {
 		return nil, err
 	}
-	wf.Set("cluster_id", session.ClusterID)
-	wf.Set("owner_user_id", ownerOf(ctx))
-	a.stampOwner(wf.Set)
+	wf.ClusterID = workflow.Some(session.ClusterID)
+	a.stampWorkflowOwner(ctx, wf)
 	wf.Internal.IdempotencyKey = idempotencyKey
 	if err := a.workflows.Create(ctx, wf); err != nil {
 		return nil, err
 	}
 	a.wake(ctx, id)
 	return wf, nil
+}
+
+// stampWorkflowOwner records who creates a workflow: the caller's token (null when nobody
+// authenticated, see ownerOf) and this backend (nothing for the unnamed one, see stampOwner).
+func (a *API) stampWorkflowOwner(ctx context.Context, wf *workflow.Workflow) {
+	wf.OwnerUserID = workflow.Null[string]()
+	if owner, ok := ownerOf(ctx).(string); ok {
+		wf.OwnerUserID = workflow.Some(owner)
+	}
+	if b := a.deps.Config.BackendID; b != "" {
+		wf.OwnerBackendID = workflow.Some(b)
+	}
 }
 
 // wake tells the orchestrator a workflow has work; a lost event is covered by its sweep.
@@ -123,14 +133,18 @@ func (a *API) listWorkflows(w http.ResponseWriter, r *http.Request) error {
 	items := make([]json.RawMessage, 0, len(all))
 	for _, wf := range all {
 		var cases []map[string]any
-		for _, c := range wf.Cases() {
+		for _, c := range wf.AllCases() {
 			if wf.Simple() {
 				break
 			}
+			fields, err := c.Fields()
+			if err != nil {
+				return err
+			}
 			item := map[string]any{}
-			for _, k := range c.Keys() {
+			for k, v := range fields {
 				if !contains(caseHeavy, k) {
-					item[k] = c.Raw(k)
+					item[k] = v
 				}
 			}
 			item["configuration"] = wf.Facts(c)
@@ -141,7 +155,7 @@ func (a *API) listWorkflows(w http.ResponseWriter, r *http.Request) error {
 			if cases == nil {
 				cases = []map[string]any{}
 			}
-			out.Set("cases", cases)
+			out["cases"], _ = json.Marshal(cases)
 		}
 		raw, _ := json.Marshal(out)
 		items = append(items, raw)
@@ -185,22 +199,22 @@ func (a *API) workflowDetails(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	cases := make([]map[string]any, 0, len(wf.Cases()))
-	for _, c := range wf.Cases() {
+	cases := make([]map[string]any, 0, len(wf.Cases))
+	for _, c := range wf.AllCases() {
 		entry := map[string]any{"case": c, "deployment": nil, "deployment_cases": []any{}, "deployment_warning": nil, "evaluation": nil}
-		if exec := c.String("execution_id"); exec != "" {
+		if exec := c.ExecutionID.Get(); exec != "" {
 			dep := map[string]any{"id": exec, "status": deploymentStatus(c)}
-			dc := map[string]any{"id": c.ID(), "status": deploymentStatus(c), "guide": c.Raw("provider_ref"), "attempt": c.Attempt() + 1,
-				"failure": c.Raw("deployment_error"), "execution_id": exec, "namespace": c.Raw("namespace"), "endpoint": c.Raw("endpoint"),
+			dc := map[string]any{"id": c.ID, "status": deploymentStatus(c), "guide": c.ProviderRef, "attempt": c.Attempt.Get() + 1,
+				"failure": c.DeploymentError, "execution_id": exec, "namespace": c.Namespace, "endpoint": c.Endpoint,
 				"execution_status": deploymentStatus(c), "monitoring_setup": nil, "diagnostics": nil, "resource_snapshot": map[string]any{}}
 			if e, err := a.inv.Execution(ctx, exec); err == nil {
 				dep["status"], dc["execution_status"] = e.Status, e.Status
-			} else if c.String("deployment_status") == "ready" {
+			} else if c.DeploymentStatus.Get() == "ready" {
 				entry["deployment_warning"] = "the deployment execution is no longer recorded"
 			}
 			entry["deployment"], entry["deployment_cases"] = dep, []any{dc}
 		}
-		if runID := c.String("evaluation_run_id"); runID != "" {
+		if runID := c.EvaluationRunID.Get(); runID != "" {
 			if run, err := a.runs.Load(ctx, runID); err == nil {
 				run.MatrixResults, run.RateStageResults, run.Bootstrap = nil, nil, nil // a case entry leaves them out
 				entry["evaluation"] = withDetail(run)
@@ -209,8 +223,8 @@ func (a *API) workflowDetails(w http.ResponseWriter, r *http.Request) error {
 		cases = append(cases, entry)
 	}
 	var report json.RawMessage = []byte("null")
-	if wf.Has("report") {
-		report = wf.Raw("report")
+	if wf.Report != nil {
+		report = wf.Report.Raw()
 	}
 	fn.WriteJSON(w, http.StatusOK, map[string]any{"workflow": wf.Without("report"), "cases": cases, "report": report})
 	return nil
@@ -220,21 +234,21 @@ func (a *API) workflowDetails(w http.ResponseWriter, r *http.Request) error {
 // (comparison.NeedsRefresh).
 func (a *API) freshWorkflow(ctx context.Context, id string) (*workflow.Workflow, error) {
 	wf, _, err := a.loadWorkflow(ctx, id)
-	if err != nil || !hasReport(wf) || !comparison.NeedsRefresh(wf.Raw("report")) {
+	if err != nil || !hasReport(wf) || !comparison.NeedsRefresh(wf.Report.Raw()) {
 		return wf, err
 	}
 	return a.workflows.Update(ctx, id, func(cur *workflow.Workflow) error {
-		if !comparison.NeedsRefresh(cur.Raw("report")) {
+		if !comparison.NeedsRefresh(cur.Report.Raw()) {
 			return workflow.ErrUnchanged
 		}
-		cur.Set("report", cur.BuildReport(time.Now()))
+		cur.SetReport(cur.BuildReport(time.Now()))
 		return nil
 	})
 }
 
 // hasReport tells whether an evaluation has a stored comparison report (simple workflows never do).
 func hasReport(wf *workflow.Workflow) bool {
-	return !wf.Simple() && wf.Has("report") && string(wf.Raw("report")) != "null"
+	return !wf.Simple() && wf.Report.Ready()
 }
 
 // workflowReportHTML answers the evaluation's comparison report as one self-contained HTML
@@ -246,11 +260,11 @@ func (a *API) workflowReportHTML(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if !hasReport(wf) {
-		return problem.New(problem.CodeNotFound, "workflow %s has no comparison report yet (status %s); it is written when the evaluation's cases finish", id, wf.Status())
+		return problem.New(problem.CodeNotFound, "workflow %s has no comparison report yet (status %s); it is written when the evaluation's cases finish", id, wf.Status)
 	}
 	var page bytes.Buffer // rendered whole first, so a failure is still a problem answer
-	info := comparisonreport.Info{WorkflowID: id, Name: wf.String("name"), Status: wf.Status()}
-	if err := comparisonreport.RenderStored(&page, wf.Raw("report"), info); err != nil {
+	info := comparisonreport.Info{WorkflowID: id, Name: wf.Name.Get(), Status: wf.Status}
+	if err := comparisonreport.RenderStored(&page, wf.Report.Raw(), info); err != nil {
 		return err
 	}
 	attachment(w, "text/html; charset=utf-8", id+"-report.html")
@@ -260,7 +274,7 @@ func (a *API) workflowReportHTML(w http.ResponseWriter, r *http.Request) error {
 }
 
 func deploymentStatus(c *workflow.Case) string {
-	if s := c.String("deployment_status"); s != "" {
+	if s := c.DeploymentStatus.Get(); s != "" {
 		return s
 	}
 	return "deploying"
@@ -277,13 +291,13 @@ func (a *API) retryWorkflow(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	wf, err := a.workflows.Update(ctx, id, func(cur *workflow.Workflow) error {
-		if workflow.Terminal(cur.Status()) && !cur.Simple() && cur.Cases() != nil {
+		if workflow.Terminal(cur.Status) && !cur.Simple() && cur.Cases != nil {
 			// Rebind to the cluster's active session (409 when it has none).
 			session, err := a.activeSessionOf(ctx, cur)
 			if err != nil {
 				return err
 			}
-			cur.Set("cluster_session_id", session.ID)
+			cur.ClusterSessionID = workflow.Some(session.ID)
 		}
 		return cur.Retry(func(c *workflow.Case) bool { return a.readyExecution(ctx, c) }, func(c *workflow.Case) error { return a.reproducible(ctx, c) })
 	})
@@ -296,10 +310,10 @@ func (a *API) retryWorkflow(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) activeSessionOf(ctx context.Context, wf *workflow.Workflow) (inventory.Session, error) {
-	if s, err := a.inv.ActiveSession(ctx, wf.String("cluster_session_id")); err == nil {
+	if s, err := a.inv.ActiveSession(ctx, wf.ClusterSessionID.Get()); err == nil {
 		return s, nil
 	}
-	c, err := a.inv.Cluster(ctx, wf.String("cluster_id"))
+	c, err := a.inv.Cluster(ctx, wf.ClusterID.Get())
 	if err != nil || c.SessionID == "" {
 		return inventory.Session{}, problem.New(problem.CodeConflict, "the workflow's cluster has no active session to retry on")
 	}
@@ -308,7 +322,7 @@ func (a *API) activeSessionOf(ctx context.Context, wf *workflow.Workflow) (inven
 
 // readyExecution reports whether the case's deployment is still up and ready.
 func (a *API) readyExecution(ctx context.Context, c *workflow.Case) bool {
-	exec := c.String("execution_id")
+	exec := c.ExecutionID.Get()
 	if exec == "" || c.SharesGuidePods() {
 		return false
 	}
@@ -324,18 +338,18 @@ func (a *API) reproducible(ctx context.Context, c *workflow.Case) error {
 		Checksum    string          `json:"checksum"`
 		Content     json.RawMessage `json:"content"`
 	}
-	if c.SharesGuidePods() || !c.Get("deployment_configuration", &snap) {
+	if c.SharesGuidePods() || !workflow.Decode(c.DeploymentConfiguration, &snap) {
 		return nil
 	}
-	if id := c.String("configuration_artifact_id"); id != "" {
+	if id := c.ConfigurationArtifactID.Get(); id != "" {
 		cfg, err := a.inv.Configuration(ctx, id)
 		if err != nil || cfg.Checksum != snap.Checksum {
-			return problem.New(problem.CodeConflict, "case %s: configuration %s can no longer be reproduced", c.ID(), id)
+			return problem.New(problem.CodeConflict, "case %s: configuration %s can no longer be reproduced", c.ID, id)
 		}
 		return nil
 	}
 	if _, err := deployconfig.Parse(snap.ProviderRef, snap.Content); err != nil {
-		return problem.New(problem.CodeConflict, "case %s: its baseline configuration can no longer be deployed: %v", c.ID(), err)
+		return problem.New(problem.CodeConflict, "case %s: its baseline configuration can no longer be deployed: %v", c.ID, err)
 	}
 	return nil
 }
@@ -351,21 +365,21 @@ func (a *API) cancelWorkflow(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	wf, err := a.workflows.Update(ctx, id, func(cur *workflow.Workflow) error {
-		switch s := cur.Status(); {
+		switch s := cur.Status; {
 		case s == workflow.StatusCancelled:
 			return workflow.ErrUnchanged
 		case workflow.Terminal(s):
 			return problem.New(problem.CodeConflict, "workflow %s is %s; only an active workflow can be cancelled", id, s)
 		}
-		cur.Set("status", workflow.StatusCancelling)
-		cur.Remove("cancellation_error")
-		for _, c := range cur.Cases() {
-			c.Set("cancel_requested", true)
-			if !workflow.CaseTerminal(c.Status()) {
-				c.Set("status", workflow.CaseCancelling)
+		cur.Status = workflow.StatusCancelling
+		cur.CancellationError = workflow.Opt[string]{}
+		for _, c := range cur.AllCases() {
+			c.CancelRequested = workflow.Some(true)
+			if !workflow.CaseTerminal(c.Status) {
+				c.Status = workflow.CaseCancelling
 			}
-			if c.Has("cleanup_error") && c.String("cleanup_status") == "failed" {
-				c.Set("cleanup_status", "retry") // a retried cancel retries the cleanup
+			if c.CleanupError.Present() && c.CleanupStatus.Get() == "failed" {
+				c.CleanupStatus = workflow.Some("retry") // a retried cancel retries the cleanup
 			}
 		}
 		return nil
@@ -373,18 +387,18 @@ func (a *API) cancelWorkflow(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if wf.Status() == workflow.StatusCancelled {
+	if wf.Status == workflow.StatusCancelled {
 		fn.WriteJSON(w, http.StatusOK, CancelResponse{ID: id, Status: workflow.StatusCancelled})
 		return nil
 	}
 	a.wake(ctx, id)
 	wf = a.waitWorkflow(ctx, id, func(wf *workflow.Workflow) bool {
-		return workflow.Terminal(wf.Status()) || wf.String("cancellation_error") != ""
+		return workflow.Terminal(wf.Status) || wf.CancellationError.Get() != ""
 	})
-	if msg := wf.String("cancellation_error"); msg != "" {
+	if msg := wf.CancellationError.Get(); msg != "" {
 		return problem.New(problem.CodeConflict, "workflow %s: deployment cleanup failed and must be retried (cancel again): %s", id, msg)
 	}
-	fn.WriteJSON(w, http.StatusOK, CancelResponse{ID: id, Status: wf.Status()})
+	fn.WriteJSON(w, http.StatusOK, CancelResponse{ID: id, Status: wf.Status})
 	return nil
 }
 
@@ -394,23 +408,23 @@ func CancelTargets(wf *workflow.Workflow, caseID string) map[string]bool {
 	targets := map[string]bool{caseID: true}
 	for changed := true; changed; {
 		changed = false
-		for _, c := range wf.Cases() {
-			if targets[c.ID()] {
+		for _, c := range wf.AllCases() {
+			if targets[c.ID] {
 				continue
 			}
-			linked := targets[c.String("dependent_guide_case_id")]
+			linked := targets[c.DependentGuideCaseID.Get()]
 			for id := range targets {
 				t := wf.Case(id)
 				if t == nil {
 					continue
 				}
-				if t.String("dependent_guide_case_id") == c.ID() ||
-					(!c.SharesGuidePods() && !t.SharesGuidePods() && c.String("deployment_run_id") != "" && c.String("deployment_run_id") == t.String("deployment_run_id")) {
+				if t.DependentGuideCaseID.Get() == c.ID ||
+					(!c.SharesGuidePods() && !t.SharesGuidePods() && c.DeploymentRunID.Get() != "" && c.DeploymentRunID.Get() == t.DeploymentRunID.Get()) {
 					linked = true
 				}
 			}
 			if linked {
-				targets[c.ID()] = true
+				targets[c.ID] = true
 				changed = true
 			}
 		}
@@ -442,20 +456,20 @@ func (a *API) cancelWorkflowCase(ctx context.Context, id, caseID string) (Cancel
 	}
 	_, err = a.workflows.Update(ctx, id, func(cur *workflow.Workflow) error {
 		c := cur.Case(caseID)
-		if c.Status() == workflow.CaseCancelled {
+		if c.Status == workflow.CaseCancelled {
 			return workflow.ErrUnchanged
 		}
-		if workflow.Terminal(cur.Status()) {
-			return problem.New(problem.CodeConflict, "workflow %s is %s; its cases can no longer be cancelled", id, cur.Status())
+		if workflow.Terminal(cur.Status) {
+			return problem.New(problem.CodeConflict, "workflow %s is %s; its cases can no longer be cancelled", id, cur.Status)
 		}
-		if workflow.CaseTerminal(c.Status()) {
-			return problem.New(problem.CodeConflict, "case %s is %s; only an active case can be cancelled", caseID, c.Status())
+		if workflow.CaseTerminal(c.Status) {
+			return problem.New(problem.CodeConflict, "case %s is %s; only an active case can be cancelled", caseID, c.Status)
 		}
 		for target := range CancelTargets(cur, caseID) {
 			t := cur.Case(target)
-			t.Set("cancel_requested", true)
-			if !workflow.CaseTerminal(t.Status()) {
-				t.Set("status", workflow.CaseCancelling)
+			t.CancelRequested = workflow.Some(true)
+			if !workflow.CaseTerminal(t.Status) {
+				t.Status = workflow.CaseCancelling
 			}
 		}
 		return nil
@@ -466,15 +480,15 @@ func (a *API) cancelWorkflowCase(ctx context.Context, id, caseID string) (Cancel
 	a.wake(ctx, id)
 	wf = a.waitWorkflow(ctx, id, func(wf *workflow.Workflow) bool {
 		c := wf.Case(caseID)
-		return c == nil || workflow.CaseTerminal(c.Status()) || c.String("cleanup_status") == "failed"
+		return c == nil || workflow.CaseTerminal(c.Status) || c.CleanupStatus.Get() == "failed"
 	})
 	c := wf.Case(caseID)
-	if c != nil && c.String("cleanup_status") == "failed" && c.Status() != workflow.CaseCancelled {
-		return CancelResponse{}, problem.New(problem.CodeConflict, "case %s: deployment cleanup failed and must be retried (cancel again): %s", caseID, c.String("cleanup_error"))
+	if c != nil && c.CleanupStatus.Get() == "failed" && c.Status != workflow.CaseCancelled {
+		return CancelResponse{}, problem.New(problem.CodeConflict, "case %s: deployment cleanup failed and must be retried (cancel again): %s", caseID, c.CleanupError.Get())
 	}
 	status := workflow.CaseCancelling
 	if c != nil {
-		status = c.Status()
+		status = c.Status
 	}
 	return CancelResponse{ID: caseID, Status: status}, nil
 }
@@ -519,8 +533,8 @@ func (a *API) waitWorkflow(ctx context.Context, id string, done func(*workflow.W
 
 // cleanupInFlight reports whether a case's deployment cleanup was requested and not answered.
 func cleanupInFlight(wf *workflow.Workflow) bool {
-	for _, c := range wf.Cases() {
-		if s := c.String("cleanup_status"); s == "requested" || s == "retry" {
+	for _, c := range wf.AllCases() {
+		if s := c.CleanupStatus.Get(); s == "requested" || s == "retry" {
 			return true
 		}
 	}
@@ -537,8 +551,8 @@ func (a *API) deleteWorkflow(w http.ResponseWriter, r *http.Request) error {
 	if err := a.checkWorkflowOwner(ctx, wf); err != nil {
 		return err
 	}
-	if !workflow.Terminal(wf.Status()) {
-		return problem.New(problem.CodeConflict, "workflow %s is %s; cancel it and wait until it ends before deleting it", id, wf.Status())
+	if !workflow.Terminal(wf.Status) {
+		return problem.New(problem.CodeConflict, "workflow %s is %s; cancel it and wait until it ends before deleting it", id, wf.Status)
 	}
 	// Deleting waits for the in-flight cleanup of a finished workflow before removing history.
 	wf = a.waitWorkflow(ctx, id, func(wf *workflow.Workflow) bool { return !cleanupInFlight(wf) })

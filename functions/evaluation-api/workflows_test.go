@@ -73,14 +73,14 @@ func (w *wfHarness) orchestrate(t *testing.T, id string) {
 		for ctx.Err() == nil {
 			_, _ = w.workflows.Update(ctx, id, func(wf *workflow.Workflow) error {
 				changed := false
-				for _, c := range wf.Cases() {
-					if c.Status() == workflow.CaseCancelling {
-						c.Set("status", workflow.CaseCancelled)
+				for _, c := range wf.AllCases() {
+					if c.Status == workflow.CaseCancelling {
+						c.Status = workflow.CaseCancelled
 						changed = true
 					}
 				}
-				if wf.Status() == workflow.StatusCancelling {
-					wf.Set("status", workflow.StatusCancelled)
+				if wf.Status == workflow.StatusCancelling {
+					wf.Status = workflow.StatusCancelled
 					changed = true
 				}
 				if !changed {
@@ -184,12 +184,12 @@ func TestSimpleWorkflowOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := w.inv.Configuration(context.Background(), stored.Cases()[0].String("configuration_artifact_id"))
+	cfg, err := w.inv.Configuration(context.Background(), stored.AllCases()[0].ConfigurationArtifactID.Get())
 	if err != nil || cfg.ProviderRef != "optimized-baseline" || !strings.Contains(string(cfg.Content), `"replicas":2`) {
 		t.Fatalf("simple configuration %+v %v", cfg, err)
 	}
 	// A simple workflow has no cases to retry.
-	if code := call(t, "POST", w.url+"/workflow-runs/"+stored.ID()+"/retry", "", nil); code != 409 {
+	if code := call(t, "POST", w.url+"/workflow-runs/"+stored.ID+"/retry", "", nil); code != 409 {
 		t.Fatalf("retry of a deploying simple workflow %d", code)
 	}
 }
@@ -217,11 +217,11 @@ func TestCancelRetryDeleteOverHTTP(t *testing.T) {
 	}
 	stored, _, _ := w.workflows.Get(context.Background(), id)
 	got := []string{}
-	for _, c := range stored.Cases() {
-		got = append(got, c.ID()+"="+c.Status())
+	for _, c := range stored.AllCases() {
+		got = append(got, c.ID+"="+c.Status)
 	}
-	if strings.Join(got, ",") != "guide-1=cancelled,baseline-1=cancelled,baseline-2=queued" || stored.Status() != "queued" {
-		t.Fatalf("after case cancel: %v, workflow %s", got, stored.Status())
+	if strings.Join(got, ",") != "guide-1=cancelled,baseline-1=cancelled,baseline-2=queued" || stored.Status != "queued" {
+		t.Fatalf("after case cancel: %v, workflow %s", got, stored.Status)
 	}
 	if code := call(t, "POST", w.url+"/workflow-runs/"+id+"/cancel", "", &res); code != 200 || res.Status != "cancelled" {
 		t.Fatalf("workflow cancel %d %+v", code, res)
@@ -246,14 +246,14 @@ func TestCancelRetryDeleteOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := w.workflows.Update(context.Background(), id, func(wf *workflow.Workflow) error {
-		wf.Set("status", "running")
+		wf.Status = "running"
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = w.workflows.Update(context.Background(), id, func(wf *workflow.Workflow) error {
-		wf.Set("status", "succeeded")
+		wf.Status = "succeeded"
 		wf.AddRunID(runID)
 		return nil
 	})
@@ -290,10 +290,10 @@ func TestCancelWithAFailedCleanupIs409(t *testing.T) {
 	call(t, "POST", w.url+"/evaluations", w.body(`{"configuration_artifact_id":"`+w.cfg+`","include_baseline":false}`), &wf)
 	id := wf["id"].(string)
 	_, err := w.workflows.Update(context.Background(), id, func(wf *workflow.Workflow) error {
-		wf.Set("status", "running")
+		wf.Status = "running"
 		c := wf.Case("guide-1")
-		c.Set("status", "deploying")
-		c.Set("execution_id", "exec-9")
+		c.Status = "deploying"
+		c.ExecutionID = workflow.Some("exec-9")
 		return nil
 	})
 	if err != nil {
@@ -306,12 +306,12 @@ func TestCancelWithAFailedCleanupIs409(t *testing.T) {
 		for ctx.Err() == nil {
 			_, _ = w.workflows.Update(ctx, id, func(wf *workflow.Workflow) error {
 				c := wf.Case("guide-1")
-				if wf.Status() != "cancelling" || c.String("cleanup_status") == "failed" {
+				if wf.Status != "cancelling" || c.CleanupStatus.Get() == "failed" {
 					return workflow.ErrUnchanged
 				}
-				c.Set("cleanup_status", "failed")
-				c.Set("cleanup_error", "the cluster refused")
-				wf.Set("cancellation_error", "the cluster refused")
+				c.CleanupStatus = workflow.Some("failed")
+				c.CleanupError = workflow.Some("the cluster refused")
+				wf.CancellationError = workflow.Some("the cluster refused")
 				return nil
 			})
 			time.Sleep(20 * time.Millisecond)
@@ -322,8 +322,8 @@ func TestCancelWithAFailedCleanupIs409(t *testing.T) {
 		t.Fatalf("cancel with a failed cleanup: %d %v", code, p)
 	}
 	stored, _, _ := w.workflows.Get(context.Background(), id)
-	if stored.Status() != "cancelling" || stored.Case("guide-1").Status() != "cancelling" {
-		t.Fatalf("after the failed cleanup: %s %s", stored.Status(), stored.Case("guide-1").Status())
+	if stored.Status != "cancelling" || stored.Case("guide-1").Status != "cancelling" {
+		t.Fatalf("after the failed cleanup: %s %s", stored.Status, stored.Case("guide-1").Status)
 	}
 	cancel()
 	// A retried cancel clears the error and asks for the cleanup again (cleanup_status retry);
@@ -335,13 +335,13 @@ func TestCancelWithAFailedCleanupIs409(t *testing.T) {
 		for ctx2.Err() == nil {
 			_, _ = w.workflows.Update(ctx2, id, func(wf *workflow.Workflow) error {
 				c := wf.Case("guide-1")
-				if wf.Status() != "cancelling" || c.String("cleanup_status") != "retry" {
+				if wf.Status != "cancelling" || c.CleanupStatus.Get() != "retry" {
 					return workflow.ErrUnchanged
 				}
-				retried <- !wf.Has("cancellation_error")
-				c.Set("cleanup_status", "cleaned")
-				c.Set("status", "cancelled")
-				wf.Set("status", "cancelled")
+				retried <- !wf.CancellationError.Present()
+				c.CleanupStatus = workflow.Some("cleaned")
+				c.Status = "cancelled"
+				wf.Status = "cancelled"
 				return nil
 			})
 			time.Sleep(20 * time.Millisecond)
@@ -368,10 +368,10 @@ func errString(err error) string {
 func (w *wfHarness) succeedWithAStaleReport(t *testing.T, id string) {
 	t.Helper()
 	_, err := w.workflows.Update(context.Background(), id, func(wf *workflow.Workflow) error {
-		wf.Set("status", "running")
-		for i, c := range wf.Cases() {
-			c.Set("status", "succeeded")
-			c.Set("metrics", map[string]any{"ttft_ms": float64(10 * (i + 1)), "throughput_tps": 100.0})
+		wf.Status = "running"
+		for i, c := range wf.AllCases() {
+			c.Status = "succeeded"
+			c.Metrics = json.RawMessage(mustJSON(map[string]any{"ttft_ms": float64(10 * (i + 1)), "throughput_tps": 100.0}))
 		}
 		return nil
 	})
@@ -379,8 +379,8 @@ func (w *wfHarness) succeedWithAStaleReport(t *testing.T, id string) {
 		t.Fatal(err)
 	}
 	_, err = w.workflows.Update(context.Background(), id, func(wf *workflow.Workflow) error {
-		wf.Set("status", "succeeded")
-		wf.Set("report", map[string]any{"comparison_version": 1, "comparisons": []any{}})
+		wf.Status = "succeeded"
+		wf.Report = workflow.ReportJSON(mustJSON(map[string]any{"comparison_version": 1, "comparisons": []any{}}))
 		return nil
 	})
 	if err != nil {
@@ -395,7 +395,7 @@ func (w *wfHarness) expectFreshReportSaved(t *testing.T, id string) {
 	var report struct {
 		Version int `json:"comparison_version"`
 	}
-	if stored.Get("report", &report); report.Version != 2 {
+	if workflow.Decode(stored.Report.Raw(), &report); report.Version != 2 {
 		t.Fatal("the fresh report was not saved")
 	}
 }
@@ -428,6 +428,52 @@ func TestDetailsRegenerateAStaleReport(t *testing.T) {
 		t.Fatalf("cases %v", details.Cases)
 	}
 	w.expectFreshReportSaved(t, id)
+}
+
+// Fields a newer build stored on a workflow and on its cases, and request fields Lensfn echoes
+// without reading (benchmark_source), survive read-modify-writes through the API (the details
+// read rebuilds and saves a stale report) and are answered as stored.
+func TestUnknownStoredFieldsSurviveTheAPI(t *testing.T) {
+	w := startWorkflows(t)
+	var wf map[string]any
+	body := `{"cluster_session_id":"` + w.session + `","benchmark_source":{},"benchmark_plans":[{"configuration_artifact_id":"` + w.cfg + `"}]}`
+	if code := call(t, "POST", w.url+"/evaluations", body, &wf); code != 202 {
+		t.Fatalf("create %d", code)
+	}
+	id := wf["id"].(string)
+	ctx := context.Background()
+	rec, err := w.deps.Store.Get(ctx, workflow.Kind, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	_ = json.Unmarshal(rec.Doc, &doc)
+	doc["future_top"] = map[string]any{"nested": []any{1, "two", nil}}
+	doc["cases"].([]any)[0].(map[string]any)["future_case"] = "kept"
+	rec.Doc, _ = json.Marshal(doc)
+	if _, err := w.deps.Store.Update(ctx, rec, state.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w.succeedWithAStaleReport(t, id)
+	if code := call(t, "GET", w.url+"/workflow-runs/"+id+"/details", "", nil); code != 200 {
+		t.Fatalf("details %d", code)
+	}
+	w.expectFreshReportSaved(t, id)
+	rec, _ = w.deps.Store.Get(ctx, workflow.Kind, id)
+	for _, want := range []string{`"future_top":{"nested":[1,"two",null]}`, `"future_case":"kept"`, `"benchmark_source":{}`} {
+		if !strings.Contains(string(rec.Doc), want) {
+			t.Fatalf("stored record lost %s: %s", want, rec.Doc)
+		}
+	}
+	var got struct {
+		FutureTop json.RawMessage              `json:"future_top"`
+		Source    json.RawMessage              `json:"benchmark_source"`
+		Cases     []map[string]json.RawMessage `json:"cases"`
+	}
+	if code := call(t, "GET", w.url+"/workflow-runs/"+id, "", &got); code != 200 || string(got.FutureTop) != `{"nested":[1,"two",null]}` ||
+		string(got.Source) != `{}` || len(got.Cases) == 0 || string(got.Cases[0]["future_case"]) != `"kept"` {
+		t.Fatalf("answered %d %+v", code, got)
+	}
 }
 
 func TestEvaluationRequestedEventCreatesOneWorkflowPerKey(t *testing.T) {
@@ -473,10 +519,10 @@ func TestCancelOfACaseRunIsTheCaseCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := w.workflows.Update(context.Background(), id, func(wf *workflow.Workflow) error {
-		wf.Set("status", "running")
+		wf.Status = "running"
 		c := wf.Case("guide-1")
-		c.Set("status", "benchmarking")
-		c.Set("evaluation_run_id", runID)
+		c.Status = "benchmarking"
+		c.EvaluationRunID = workflow.Some(runID)
 		return nil
 	})
 	if err != nil {
@@ -488,7 +534,7 @@ func TestCancelOfACaseRunIsTheCaseCancel(t *testing.T) {
 		t.Fatalf("cancel %d %+v", code, res)
 	}
 	stored, _, _ := w.workflows.Get(context.Background(), id)
-	if c := stored.Case("guide-1"); !c.CancelRequested() || c.Status() != "cancelled" || stored.Case("baseline-1").Status() != "queued" {
+	if c := stored.Case("guide-1"); !c.CancelRequested.Get() || c.Status != "cancelled" || stored.Case("baseline-1").Status != "queued" {
 		t.Fatalf("the case was not cancelled: %s", mustJSON(stored))
 	}
 }
@@ -568,9 +614,9 @@ func TestWorkflowEventsStreamStatusCasesLogsAndEnd(t *testing.T) {
 
 	ctx := context.Background()
 	if _, err := w.workflows.Update(ctx, id, func(wf *workflow.Workflow) error {
-		wf.Set("status", "running")
-		wf.Cases()[0].Set("status", "failed")
-		wf.Cases()[0].Set("error", "boom")
+		wf.Status = "running"
+		wf.AllCases()[0].Status = "failed"
+		wf.AllCases()[0].Error = workflow.Some("boom")
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -583,15 +629,15 @@ func TestWorkflowEventsStreamStatusCasesLogsAndEnd(t *testing.T) {
 	running := expect("status", func(d map[string]any) bool { return d["status"] == "running" })
 
 	// A write that moves no status adds nothing; the terminal one ends the stream.
-	if _, err := w.workflows.Update(ctx, id, func(wf *workflow.Workflow) error { wf.Set("name", "renamed"); return nil }); err != nil {
+	if _, err := w.workflows.Update(ctx, id, func(wf *workflow.Workflow) error { wf.Name = workflow.Some("renamed"); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := w.workflows.Update(ctx, id, func(wf *workflow.Workflow) error {
-		wf.Set("status", "failed")
-		wf.Set("error", "case guide-1 failed: boom")
-		wf.Set("report", map[string]any{"comparison_version": 2, "comparisons": []any{
+		wf.Status = "failed"
+		wf.Error = workflow.Some("case guide-1 failed: boom")
+		wf.Report = workflow.ReportJSON(mustJSON(map[string]any{"comparison_version": 2, "comparisons": []any{
 			map[string]any{"guide_case_id": "guide-1", "sla": map[string]any{"met": true, "checks": map[string]any{}}},
-			map[string]any{"guide_case_id": "guide-1", "sla": map[string]any{"met": false, "checks": map[string]any{}}}}})
+			map[string]any{"guide_case_id": "guide-1", "sla": map[string]any{"met": false, "checks": map[string]any{}}}}}))
 		return nil
 	}); err != nil {
 		t.Fatal(err)

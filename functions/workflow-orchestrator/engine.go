@@ -33,11 +33,6 @@ type step struct {
 
 func (s *step) do(e effect) { s.effects = append(s.effects, e) }
 
-func (s *step) setCase(c *workflow.Case, key string, v any) {
-	c.Set(key, v)
-	s.changed = true
-}
-
 // Advance moves a workflow as far as its record and the world allow: one write of the record,
 // then the acts that write decided. It repeats while a step changed something (a finished
 // case lets the next one start) and stops when nothing moves.
@@ -79,47 +74,47 @@ func (o *Orchestrator) Advance(ctx context.Context, id string) error {
 
 // ownsDeployment reports whether the case deployed something of its own that is not cleaned.
 func ownsDeployment(c *workflow.Case) bool {
-	return !c.SharesGuidePods() && c.String("execution_id") != "" && c.String("deployment_status") != "cleaned" &&
-		c.String("cleanup_status") != "cleaned"
+	return !c.SharesGuidePods() && c.ExecutionID.Get() != "" && c.DeploymentStatus.Get() != "cleaned" &&
+		c.CleanupStatus.Get() != "cleaned"
 }
 
 func (s *step) advance() error {
 	wf := s.wf
 	switch {
-	case wf.Status() == workflow.StatusCancelling:
+	case wf.Status == workflow.StatusCancelling:
 		return s.cancelling()
-	case workflow.Terminal(wf.Status()):
+	case workflow.Terminal(wf.Status):
 		s.cleanupAll()
 		s.announce()
 		return nil
 	}
-	if wf.Status() == workflow.StatusQueued && !wf.Simple() {
-		wf.Set("status", workflow.StatusRunning)
-		if !wf.Has("started_at") {
-			wf.Set("started_at", evalrun.Now())
+	if wf.Status == workflow.StatusQueued && !wf.Simple() {
+		wf.Status = workflow.StatusRunning
+		if !wf.StartedAt.Present() {
+			wf.StartedAt = workflow.Some(evalrun.Now())
 		}
 		s.changed = true
 	}
 	// Cases a case cancel named: stop, clean, then cancelled.
-	for _, c := range wf.Cases() {
-		if c.CancelRequested() && !workflow.CaseTerminal(c.Status()) {
+	for _, c := range wf.AllCases() {
+		if c.CancelRequested.Get() && !workflow.CaseTerminal(c.Status) {
 			if err := s.cancelCase(c); err != nil {
 				return err
 			}
 		}
 	}
-	for _, c := range wf.Cases() {
-		if workflow.CaseTerminal(c.Status()) || c.CancelRequested() {
+	for _, c := range wf.AllCases() {
+		if workflow.CaseTerminal(c.Status) || c.CancelRequested.Get() {
 			continue
 		}
 		// Cases run one at a time, in order: this is the active one.
 		if err := s.stepCase(c); err != nil {
 			return err
 		}
-		if !workflow.CaseTerminal(c.Status()) {
+		if !workflow.CaseTerminal(c.Status) {
 			break
 		}
-		if c.Status() == workflow.CaseFailed {
+		if c.Status == workflow.CaseFailed {
 			s.fail(c)
 			break
 		}
@@ -128,7 +123,7 @@ func (s *step) advance() error {
 		s.mirrorSimple()
 	}
 	s.releaseFinished()
-	if !workflow.Terminal(wf.Status()) {
+	if !workflow.Terminal(wf.Status) {
 		s.maybeFinish()
 	}
 	return nil
@@ -136,20 +131,20 @@ func (s *step) advance() error {
 
 // stepCase moves one active case by its status.
 func (s *step) stepCase(c *workflow.Case) error {
-	switch c.Status() {
+	switch c.Status {
 	case workflow.CaseQueued:
 		if c.SharesGuidePods() {
 			return s.startSharedBaseline(c)
 		}
 		return s.deploy(c)
 	case workflow.CaseDeploying:
-		switch c.String("deployment_status") {
+		switch c.DeploymentStatus.Get() {
 		case "ready":
 			return s.benchmark(c)
 		case "failed":
-			s.failCase(c, workflow.CaseDeploying, "deployment failed: "+c.String("deployment_error"))
+			s.failCase(c, workflow.CaseDeploying, "deployment failed: "+c.DeploymentError.Get())
 		default:
-			if !c.Has("deployment_requested_at") || s.stale(c.String("deployment_requested_at")) {
+			if !c.DeploymentRequestedAt.Present() || s.stale(c.DeploymentRequestedAt.Get()) {
 				s.requestDeployment(c)
 			}
 		}
@@ -166,7 +161,7 @@ func (s *step) stale(at string) bool {
 
 // deploy picks the case's execution id and configuration and requests the deployment.
 func (s *step) deploy(c *workflow.Case) error {
-	configID := c.String("configuration_artifact_id")
+	configID := c.ConfigurationArtifactID.Get()
 	if configID == "" {
 		id, err := s.baselineArtifact(c)
 		if err != nil {
@@ -180,13 +175,15 @@ func (s *step) deploy(c *workflow.Case) error {
 		configID = id
 	}
 	exec := inventory.NewID()
-	s.setCase(c, "deployment_configuration_id", configID)
-	s.setCase(c, "execution_id", exec)
-	s.setCase(c, "deployment_run_id", exec)
-	s.setCase(c, "deployment_status", "deploying")
-	s.setCase(c, "status", workflow.CaseDeploying)
-	if !c.Has("started_at") {
-		s.setCase(c, "started_at", evalrun.Now())
+	c.DeploymentConfigurationID = workflow.Some(configID)
+	c.ExecutionID = workflow.Some(exec)
+	c.DeploymentRunID = workflow.Some(exec)
+	c.DeploymentStatus = workflow.Some("deploying")
+	c.Status = workflow.CaseDeploying
+	s.changed = true
+	if !c.StartedAt.Present() {
+		c.StartedAt = workflow.Some(evalrun.Now())
+		s.changed = true
 	}
 	s.requestDeployment(c)
 	return nil
@@ -195,7 +192,7 @@ func (s *step) deploy(c *workflow.Case) error {
 // baselineArtifact finds (by checksum) or stores the configuration a baseline case deploys, so
 // a repeated step never stores it twice.
 func (s *step) baselineArtifact(c *workflow.Case) (string, error) {
-	if id := c.String("deployment_configuration_id"); id != "" {
+	if id := c.DeploymentConfigurationID.Get(); id != "" {
 		return id, nil
 	}
 	var snap struct {
@@ -204,8 +201,8 @@ func (s *step) baselineArtifact(c *workflow.Case) (string, error) {
 		Content     json.RawMessage `json:"content"`
 		Provenance  json.RawMessage `json:"provenance"`
 	}
-	if !c.Get("deployment_configuration", &snap) {
-		return "", problem.New(problem.CodeBadRequest, "case %s has no deployment configuration", c.ID())
+	if !workflow.Decode(c.DeploymentConfiguration, &snap) {
+		return "", problem.New(problem.CodeBadRequest, "case %s has no deployment configuration", c.ID)
 	}
 	found, _, err := s.o.inv.ListConfigurations(s.ctx, inventory.ConfigurationQuery{Type: inventory.ConfigurationBaseline,
 		ProviderRef: snap.ProviderRef, Checksum: snap.Checksum, Page: inventory.Page{Limit: 1}})
@@ -215,20 +212,21 @@ func (s *step) baselineArtifact(c *workflow.Case) (string, error) {
 	if len(found) > 0 {
 		return found[0].ID, nil
 	}
-	cfg, err := s.o.inv.CreateConfiguration(s.ctx, inventory.ConfigurationSpec{Name: s.wf.ID() + " " + c.ID(),
+	cfg, err := s.o.inv.CreateConfiguration(s.ctx, inventory.ConfigurationSpec{Name: s.wf.ID + " " + c.ID,
 		SchemaVersion: inventory.ConfigurationSchemaV1, Type: inventory.ConfigurationBaseline, Format: inventory.ConfigurationFormat,
 		ProviderRef: snap.ProviderRef, Content: snap.Content, Provenance: snap.Provenance})
 	return cfg.ID, err
 }
 
 func (s *step) requestDeployment(c *workflow.Case) {
-	s.setCase(c, "deployment_requested_at", evalrun.Now())
-	configID := c.String("deployment_configuration_id")
+	c.DeploymentRequestedAt = workflow.Some(evalrun.Now())
+	s.changed = true
+	configID := c.DeploymentConfigurationID.Get()
 	if configID == "" {
-		configID = c.String("configuration_artifact_id")
+		configID = c.ConfigurationArtifactID.Get()
 	}
-	data := events.DeploymentRequested{ExecutionID: c.String("execution_id"), ConfigurationID: configID,
-		ClusterSessionID: s.wf.String("cluster_session_id"), CaseRef: s.wf.ID() + "/" + c.ID(), Name: c.String("deployment_name")}
+	data := events.DeploymentRequested{ExecutionID: c.ExecutionID.Get(), ConfigurationID: configID,
+		ClusterSessionID: s.wf.ClusterSessionID.Get(), CaseRef: s.wf.ID + "/" + c.ID, Name: c.DeploymentName.Get()}
 	s.do(func(ctx context.Context) error {
 		s.o.m.deployments.Inc()
 		return s.o.send(ctx, events.TypeDeploymentRequested, data.ExecutionID+"/requested/"+evalrun.Now(), data.ExecutionID, data)
@@ -238,49 +236,53 @@ func (s *step) requestDeployment(c *workflow.Case) {
 // startSharedBaseline benchmarks a kubernetes-service baseline on its guide's plain balanced
 // endpoint (the same pods without the router).
 func (s *step) startSharedBaseline(c *workflow.Case) error {
-	g := s.wf.Case(c.String("dependent_guide_case_id"))
-	if g == nil || g.Status() != workflow.CaseSucceeded || g.String("deployment_status") != "ready" {
+	g := s.wf.Case(c.DependentGuideCaseID.Get())
+	if g == nil || g.Status != workflow.CaseSucceeded || g.DeploymentStatus.Get() != "ready" {
 		s.failCase(c, workflow.CaseQueued, "no ready Guide deployment is available to reuse for this baseline")
 		return nil
 	}
-	if g.String("baseline_url") == "" {
+	if g.BaselineURL.Get() == "" {
 		s.failCase(c, workflow.CaseQueued, "this Guide does not expose a kubernetes-service baseline endpoint for comparison")
 		return nil
 	}
-	s.setCase(c, "execution_id", g.String("execution_id"))
-	s.setCase(c, "endpoint", g.String("baseline_url"))
-	s.setCase(c, "model", g.String("model"))
-	if g.Has("replica_endpoints") {
-		s.setCase(c, "replica_endpoints", g.Raw("replica_endpoints"))
+	c.ExecutionID = workflow.Some(g.ExecutionID.Get())
+	c.Endpoint = workflow.Some(g.BaselineURL.Get())
+	c.Model = workflow.Some(g.Model.Get())
+	s.changed = true
+	if g.ReplicaEndpoints.Present() {
+		c.ReplicaEndpoints = g.ReplicaEndpoints
+		s.changed = true
 	}
-	s.setCase(c, "started_at", evalrun.Now())
+	c.StartedAt = workflow.Some(evalrun.Now())
+	s.changed = true
 	return s.benchmark(c)
 }
 
 // benchmark creates the case's benchmark run (a name-based id: a repeat finds the same run) and
 // moves the case to benchmarking.
 func (s *step) benchmark(c *workflow.Case) error {
-	exec := c.String("execution_id")
-	target := evalrun.Target{ExecutionID: exec, ClusterSessionID: s.wf.String("cluster_session_id"), ClusterID: s.wf.String("cluster_id"),
-		Name: s.wf.ID() + "/" + c.ID(), Model: c.String("model"), Endpoint: c.String("endpoint"), Ownership: workflow.OwnershipEvaluation,
+	exec := c.ExecutionID.Get()
+	target := evalrun.Target{ExecutionID: exec, ClusterSessionID: s.wf.ClusterSessionID.Get(), ClusterID: s.wf.ClusterID.Get(),
+		Name: s.wf.ID + "/" + c.ID, Model: c.Model.Get(), Endpoint: c.Endpoint.Get(), Ownership: workflow.OwnershipEvaluation,
 		Status: "ready"}
 	if key, err := s.o.inv.ExecutionAPIKey(s.ctx, exec); err == nil {
 		target.APIKey = key
 	} else if problem.CodeOf(err) == problem.CodeNotFound {
-		s.failCase(c, c.Status(), "the deployment execution "+exec+" is no longer recorded")
+		s.failCase(c, c.Status, "the deployment execution "+exec+" is no longer recorded")
 		return nil
 	} else {
 		return err
 	}
 	run, err := s.wf.NewRun(c, target)
 	if err != nil {
-		s.failCase(c, c.Status(), "the benchmark cannot be created: "+err.Error())
+		s.failCase(c, c.Status, "the benchmark cannot be created: "+err.Error())
 		return nil
 	}
 	// The evidence (prefix cache hits, queues) is the replicas': the runner reads them from the
 	// execution's replica_endpoints (a router's /metrics has no vllm series).
-	s.setCase(c, "evaluation_run_id", run.ID)
-	s.setCase(c, "status", workflow.CaseBenchmarking)
+	c.EvaluationRunID = workflow.Some(run.ID)
+	c.Status = workflow.CaseBenchmarking
+	s.changed = true
 	s.wf.AddRunID(run.ID)
 	s.do(func(ctx context.Context) error { return s.o.createRun(ctx, run, target) })
 	return nil
@@ -320,14 +322,14 @@ func (o *Orchestrator) createRun(ctx context.Context, run *evalrun.Run, target e
 
 // watchRun follows a benchmarking case's run and takes its result when it ends.
 func (s *step) watchRun(c *workflow.Case) error {
-	runID := c.String("evaluation_run_id")
+	runID := c.EvaluationRunID.Get()
 	if runID == "" { // a retry on a still-ready deployment: a new run
 		return s.benchmark(c)
 	}
 	run, err := s.o.runs.Load(s.ctx, runID)
 	if errors.Is(err, state.ErrNotFound) {
 		// The write that chose the run was saved but its creation was lost: create it again.
-		s.wf.Case(c.ID()).Set("evaluation_run_id", nil)
+		s.wf.Case(c.ID).EvaluationRunID = workflow.Null[string]()
 		return s.benchmark(c)
 	}
 	if err != nil {
@@ -336,20 +338,23 @@ func (s *step) watchRun(c *workflow.Case) error {
 	if !evalrun.Terminal(run.Status) {
 		return nil
 	}
-	s.setCase(c, "finished_at", evalrun.Now())
+	c.FinishedAt = workflow.Some(evalrun.Now())
+	s.changed = true
 	doc := run.Document()
 	for _, k := range workflow.RunResultFields {
 		if v, ok := doc[k]; ok {
-			s.setCase(c, k, v)
+			*c.ResultField(k) = v
 		}
 	}
 	switch run.Status {
 	case evalrun.StatusSucceeded:
-		s.setCase(c, "status", workflow.CaseSucceeded)
-		s.setCase(c, "error", nil)
+		c.Status = workflow.CaseSucceeded
+		c.Error = workflow.Null[string]()
+		s.changed = true
 	case evalrun.StatusCancelled:
-		if c.CancelRequested() {
-			s.setCase(c, "status", workflow.CaseCancelled)
+		if c.CancelRequested.Get() {
+			c.Status = workflow.CaseCancelled
+			s.changed = true
 			return nil
 		}
 		s.failCase(c, workflow.CaseBenchmarking, "the benchmark run was cancelled outside the workflow")
@@ -364,25 +369,27 @@ func (s *step) watchRun(c *workflow.Case) error {
 }
 
 func (s *step) failCase(c *workflow.Case, stage, msg string) {
-	s.setCase(c, "status", workflow.CaseFailed)
-	s.setCase(c, "failed_stage", stage)
-	s.setCase(c, "error", msg)
-	if !c.Has("finished_at") {
-		s.setCase(c, "finished_at", evalrun.Now())
+	c.Status = workflow.CaseFailed
+	c.FailedStage = workflow.Some(stage)
+	c.Error = workflow.Some(msg)
+	s.changed = true
+	if !c.FinishedAt.Present() {
+		c.FinishedAt = workflow.Some(evalrun.Now())
+		s.changed = true
 	}
 }
 
 // fail ends the workflow with a failed case: failed_stage is benchmarking when the case had a
 // run, else the case's.
 func (s *step) fail(c *workflow.Case) {
-	stage := c.String("failed_stage")
-	if c.String("evaluation_run_id") != "" {
+	stage := c.FailedStage.Get()
+	if c.EvaluationRunID.Get() != "" {
 		stage = workflow.StatusBenchmarking
 	}
-	s.wf.Set("status", workflow.StatusFailed)
-	s.wf.Set("failed_stage", stage)
-	s.wf.Set("error", fmt.Sprintf("case %s failed: %s", c.ID(), c.String("error")))
-	s.wf.Set("finished_at", evalrun.Now())
+	s.wf.Status = workflow.StatusFailed
+	s.wf.FailedStage = workflow.Some(stage)
+	s.wf.Error = workflow.Some(fmt.Sprintf("case %s failed: %s", c.ID, c.Error.Get()))
+	s.wf.FinishedAt = workflow.Some(evalrun.Now())
 	s.changed = true
 }
 
@@ -390,12 +397,12 @@ func (s *step) fail(c *workflow.Case) {
 // every case succeeded (cleanup continues after), cancelled when a case was cancelled.
 func (s *step) maybeFinish() {
 	cancelled := false
-	for _, c := range s.wf.Cases() {
-		if !workflow.CaseTerminal(c.Status()) {
+	for _, c := range s.wf.AllCases() {
+		if !workflow.CaseTerminal(c.Status) {
 			return
 		}
-		if c.Status() != workflow.CaseSucceeded {
-			if !c.CancelRequested() {
+		if c.Status != workflow.CaseSucceeded {
+			if !c.CancelRequested.Get() {
 				return
 			}
 			cancelled = true
@@ -406,31 +413,31 @@ func (s *step) maybeFinish() {
 		status = workflow.StatusCancelled
 	}
 	if !s.wf.Simple() {
-		s.wf.Set("report", s.wf.BuildReport(s.o.now()))
+		s.wf.SetReport(s.wf.BuildReport(s.o.now()))
 	}
-	s.wf.Set("status", status)
-	s.wf.Set("finished_at", evalrun.Now())
+	s.wf.Status = status
+	s.wf.FinishedAt = workflow.Some(evalrun.Now())
 	s.changed = true
 }
 
 // mirrorSimple shows a simple workflow's single case on the workflow: deploying, then
 // benchmarking with the child run, then the child's terminal status and metrics.
 func (s *step) mirrorSimple() {
-	c := s.wf.Cases()[0]
-	if id := c.String("evaluation_run_id"); id != "" && s.wf.String("evaluation_run_id") != id {
-		s.wf.Set("evaluation_run_id", id)
+	c := s.wf.AllCases()[0]
+	if id := c.EvaluationRunID.Get(); id != "" && s.wf.EvaluationRunID.Get() != id {
+		s.wf.EvaluationRunID = workflow.Some(id)
 		s.changed = true
 	}
-	if c.Status() == workflow.CaseBenchmarking && s.wf.Status() == workflow.StatusDeploying {
-		s.wf.Set("status", workflow.StatusBenchmarking)
+	if c.Status == workflow.CaseBenchmarking && s.wf.Status == workflow.StatusDeploying {
+		s.wf.Status = workflow.StatusBenchmarking
 		s.changed = true
 	}
-	if c.Has("metrics") && string(s.wf.Raw("metrics")) != string(c.Raw("metrics")) {
-		s.wf.Set("metrics", c.Raw("metrics"))
+	if (c.Metrics != nil) && string(s.wf.Metrics) != string(c.Metrics) {
+		s.wf.Metrics = c.Metrics
 		s.changed = true
 	}
-	if ep := c.String("endpoint"); ep != "" && s.wf.String("endpoint") != ep {
-		s.wf.Set("endpoint", ep)
+	if ep := c.Endpoint.Get(); ep != "" && s.wf.Endpoint.Get() != ep {
+		s.wf.Endpoint = workflow.Some(ep)
 		s.changed = true
 	}
 }
@@ -438,16 +445,16 @@ func (s *step) mirrorSimple() {
 // inUse reports whether a non-terminal case still needs the execution (its run, or a
 // kubernetes-service baseline that will run on it).
 func (s *step) inUse(exec string, except *workflow.Case) bool {
-	for _, c := range s.wf.Cases() {
-		if c == except || c.String("execution_id") != exec && !(c.SharesGuidePods() && s.guideExec(c) == exec) {
+	for _, c := range s.wf.AllCases() {
+		if c == except || c.ExecutionID.Get() != exec && !(c.SharesGuidePods() && s.guideExec(c) == exec) {
 			continue
 		}
 		// While the workflow runs, a case still to come needs the deployment too (a guide waits
 		// for its kubernetes-service baselines); once it ended, only a live run does.
-		if !workflow.Terminal(s.wf.Status()) && !workflow.CaseTerminal(c.Status()) && !(c.CancelRequested() && c.String("evaluation_run_id") == "") {
+		if !workflow.Terminal(s.wf.Status) && !workflow.CaseTerminal(c.Status) && !(c.CancelRequested.Get() && c.EvaluationRunID.Get() == "") {
 			return true
 		}
-		if id := c.String("evaluation_run_id"); id != "" {
+		if id := c.EvaluationRunID.Get(); id != "" {
 			if run, err := s.o.runs.Load(s.ctx, id); err == nil && !evalrun.Terminal(run.Status) {
 				return true
 			}
@@ -457,8 +464,8 @@ func (s *step) inUse(exec string, except *workflow.Case) bool {
 }
 
 func (s *step) guideExec(c *workflow.Case) string {
-	if g := s.wf.Case(c.String("dependent_guide_case_id")); g != nil {
-		return g.String("execution_id")
+	if g := s.wf.Case(c.DependentGuideCaseID.Get()); g != nil {
+		return g.ExecutionID.Get()
 	}
 	return ""
 }
@@ -466,8 +473,8 @@ func (s *step) guideExec(c *workflow.Case) string {
 // releaseFinished cleans the owned deployments no remaining case needs (a guide waits for its
 // kubernetes-service baselines; a preserved one stays).
 func (s *step) releaseFinished() {
-	for _, c := range s.wf.Cases() {
-		if workflow.CaseTerminal(c.Status()) && !c.Bool("preserve_deployment") {
+	for _, c := range s.wf.AllCases() {
+		if workflow.CaseTerminal(c.Status) && !c.PreserveDeployment.Get() {
 			s.cleanup(c, false)
 		}
 	}
@@ -475,8 +482,8 @@ func (s *step) releaseFinished() {
 
 // cleanupAll cleans every owned deployment of a finished workflow (preserved ones stay).
 func (s *step) cleanupAll() {
-	for _, c := range s.wf.Cases() {
-		if !c.Bool("preserve_deployment") || s.wf.Status() != workflow.StatusSucceeded {
+	for _, c := range s.wf.AllCases() {
+		if !c.PreserveDeployment.Get() || s.wf.Status != workflow.StatusSucceeded {
 			s.cleanup(c, false)
 		}
 	}
@@ -488,20 +495,19 @@ func (s *step) cleanup(c *workflow.Case, force bool) {
 	if !ownsDeployment(c) {
 		return
 	}
-	status := c.String("cleanup_status")
-	var attempts int
-	c.Get("cleanup_attempts", &attempts)
+	status := c.CleanupStatus.Get()
+	attempts := c.CleanupAttempts.Get()
 	switch {
 	// Outside a cancel, a failed cleanup is retried a few times by itself (a run's use of the
 	// execution may be released just after the run ended); a cancel reports it instead and
 	// waits for the cancel to be retried.
-	case status == "failed" && !force && (s.wf.Status() == workflow.StatusCancelling || attempts >= maxCleanupAttempts ||
-		!s.stale(c.String("cleanup_requested_at"))):
+	case status == "failed" && !force && (s.wf.Status == workflow.StatusCancelling || attempts >= maxCleanupAttempts ||
+		!s.stale(c.CleanupRequestedAt.Get())):
 		return
-	case status == "requested" && !s.stale(c.String("cleanup_requested_at")):
+	case status == "requested" && !s.stale(c.CleanupRequestedAt.Get()):
 		return
 	}
-	exec := c.String("execution_id")
+	exec := c.ExecutionID.Get()
 	if s.inUse(exec, c) {
 		return
 	}
@@ -510,11 +516,13 @@ func (s *step) cleanup(c *workflow.Case, force bool) {
 		return // a run still holds it: its run.finished (sent after its runner released it) advances again
 	}
 	if status != "requested" {
-		s.setCase(c, "cleanup_status", "requested")
-		s.setCase(c, "cleanup_attempts", attempts+1)
+		c.CleanupStatus = workflow.Some("requested")
+		c.CleanupAttempts = workflow.Some(attempts + 1)
+		s.changed = true
 	}
-	s.setCase(c, "cleanup_requested_at", evalrun.Now())
-	data := events.DeploymentCleanupRequested{ExecutionID: exec, CaseRef: s.wf.ID() + "/" + c.ID()}
+	c.CleanupRequestedAt = workflow.Some(evalrun.Now())
+	s.changed = true
+	data := events.DeploymentCleanupRequested{ExecutionID: exec, CaseRef: s.wf.ID + "/" + c.ID}
 	s.do(func(ctx context.Context) error {
 		for _, id := range ended {
 			if err := s.o.inv.ReleaseUse(ctx, exec, id); err != nil {
@@ -548,10 +556,11 @@ func (s *step) uses(exec string) (ended []string, live bool) {
 // cancelCase carries out a cancel on one case: its run is stopped, then its owned deployment
 // cleaned, then the case is cancelled. A failed cleanup leaves it cancelling.
 func (s *step) cancelCase(c *workflow.Case) error {
-	if c.Status() != workflow.CaseCancelling {
-		s.setCase(c, "status", workflow.CaseCancelling)
+	if c.Status != workflow.CaseCancelling {
+		c.Status = workflow.CaseCancelling
+		s.changed = true
 	}
-	if id := c.String("evaluation_run_id"); id != "" {
+	if id := c.EvaluationRunID.Get(); id != "" {
 		run, err := s.o.runs.Load(s.ctx, id)
 		if err != nil && !errors.Is(err, state.ErrNotFound) {
 			return err
@@ -566,31 +575,37 @@ func (s *step) cancelCase(c *workflow.Case) error {
 				if k == "sla" {
 					continue // a cancelled case keeps no verdict
 				}
-				if v, ok := doc[k]; ok && !c.Has(k) {
-					s.setCase(c, k, v)
+				if field := c.ResultField(k); *field == nil {
+					if v, ok := doc[k]; ok {
+						*field = v
+						s.changed = true
+					}
 				}
 			}
 		}
 	}
-	retry := c.String("cleanup_status") == "retry"
+	retry := c.CleanupStatus.Get() == "retry"
 	if retry {
-		s.setCase(c, "cleanup_status", "failed")
+		c.CleanupStatus = workflow.Some("failed")
+		s.changed = true
 	}
 	s.cleanup(c, retry)
 	if ownsDeployment(c) {
-		if c.String("cleanup_status") == "failed" && s.wf.Status() == workflow.StatusCancelling &&
-			s.wf.String("cancellation_error") != c.String("cleanup_error") {
-			s.wf.Set("cancellation_error", c.String("cleanup_error"))
+		if c.CleanupStatus.Get() == "failed" && s.wf.Status == workflow.StatusCancelling &&
+			s.wf.CancellationError.Get() != c.CleanupError.Get() {
+			s.wf.CancellationError = workflow.Some(c.CleanupError.Get())
 			s.changed = true
 		}
-		if c.String("cleanup_status") == "" && s.inUse(c.String("execution_id"), c) {
+		if c.CleanupStatus.Get() == "" && s.inUse(c.ExecutionID.Get(), c) {
 			return nil // another case's run still uses it: wait
 		}
 		return nil
 	}
-	s.setCase(c, "status", workflow.CaseCancelled)
-	if !c.Has("finished_at") {
-		s.setCase(c, "finished_at", evalrun.Now())
+	c.Status = workflow.CaseCancelled
+	s.changed = true
+	if !c.FinishedAt.Present() {
+		c.FinishedAt = workflow.Some(evalrun.Now())
+		s.changed = true
 	}
 	return nil
 }
@@ -625,19 +640,21 @@ func (o *Orchestrator) cancelRun(ctx context.Context, id string) error {
 // the workflow stays cancelling until a cancel is retried.
 func (s *step) cancelling() error {
 	done := true
-	for _, c := range s.wf.Cases() {
-		if !c.CancelRequested() {
-			s.setCase(c, "cancel_requested", true)
+	for _, c := range s.wf.AllCases() {
+		if !c.CancelRequested.Get() {
+			c.CancelRequested = workflow.Some(true)
+			s.changed = true
 		}
-		if workflow.CaseTerminal(c.Status()) {
-			if ownsDeployment(c) && !c.Bool("preserve_deployment") {
-				retry := c.String("cleanup_status") == "retry"
+		if workflow.CaseTerminal(c.Status) {
+			if ownsDeployment(c) && !c.PreserveDeployment.Get() {
+				retry := c.CleanupStatus.Get() == "retry"
 				if retry {
-					s.setCase(c, "cleanup_status", "failed")
+					c.CleanupStatus = workflow.Some("failed")
+					s.changed = true
 				}
 				s.cleanup(c, retry)
-				if c.String("cleanup_status") == "failed" && s.wf.String("cancellation_error") != c.String("cleanup_error") {
-					s.wf.Set("cancellation_error", c.String("cleanup_error"))
+				if c.CleanupStatus.Get() == "failed" && s.wf.CancellationError.Get() != c.CleanupError.Get() {
+					s.wf.CancellationError = workflow.Some(c.CleanupError.Get())
 					s.changed = true
 				}
 				done = false
@@ -647,16 +664,16 @@ func (s *step) cancelling() error {
 		if err := s.cancelCase(c); err != nil {
 			return err
 		}
-		if !workflow.CaseTerminal(c.Status()) {
+		if !workflow.CaseTerminal(c.Status) {
 			done = false
 		}
 	}
 	if !done {
 		return nil
 	}
-	s.wf.Set("status", workflow.StatusCancelled)
-	s.wf.Remove("cancellation_error")
-	s.wf.Set("finished_at", evalrun.Now())
+	s.wf.Status = workflow.StatusCancelled
+	s.wf.CancellationError = workflow.Opt[string]{}
+	s.wf.FinishedAt = workflow.Some(evalrun.Now())
 	s.changed = true
 	return nil
 }
@@ -674,31 +691,31 @@ func (s *step) announce() {
 	s.wf.Internal.FinishedClaimedAt = evalrun.Now()
 	s.changed = true
 	wf := s.wf
-	data := events.WorkflowFinished{WorkflowID: wf.ID(), Kind: wf.Internal.Kind, Status: wf.Status(), FinishedAt: wf.String("finished_at")}
-	if msg := wf.String("error"); msg != "" {
+	data := events.WorkflowFinished{WorkflowID: wf.ID, Kind: wf.Internal.Kind, Status: wf.Status, FinishedAt: wf.FinishedAt.Get()}
+	if msg := wf.Error.Get(); msg != "" {
 		data.Error = &msg
 	}
-	if st := wf.String("failed_stage"); st != "" {
+	if st := wf.FailedStage.Get(); st != "" {
 		data.FailedStage = &st
 	}
 	if !wf.Simple() {
-		data.CaseCount = len(wf.Cases())
+		data.CaseCount = len(wf.Cases)
 		var report struct {
 			Comparisons []json.RawMessage `json:"comparisons"`
 		}
-		wf.Get("report", &report)
+		workflow.Decode(json.RawMessage(wf.Report), &report)
 		data.Comparisons = len(report.Comparisons)
 	}
 	o := s.o
 	s.do(func(ctx context.Context) error {
 		// Sent first, recorded after: a crash between the two sends it again (at least once;
 		// the event id, the workflow and its finished_at, lets subscribers drop a repeat).
-		if err := o.send(ctx, events.TypeWorkflowFinished, wf.ID()+"/finished/"+data.FinishedAt, wf.ID(), data); err != nil {
+		if err := o.send(ctx, events.TypeWorkflowFinished, wf.ID+"/finished/"+data.FinishedAt, wf.ID, data); err != nil {
 			return err
 		}
 		o.m.finished.WithLabelValues(wf.Internal.Kind, data.Status).Inc()
-		_, err := o.workflows.Update(ctx, wf.ID(), func(cur *workflow.Workflow) error {
-			if cur.Internal.FinishedAnnounced || cur.String("finished_at") != data.FinishedAt {
+		_, err := o.workflows.Update(ctx, wf.ID, func(cur *workflow.Workflow) error {
+			if cur.Internal.FinishedAnnounced || cur.FinishedAt.Get() != data.FinishedAt {
 				return workflow.ErrUnchanged
 			}
 			cur.Internal.FinishedAnnounced = true

@@ -160,11 +160,11 @@ func (o *Orchestrator) Sweep(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if workflow.Terminal(wf.Status()) && !o.pending(wf) {
+		if workflow.Terminal(wf.Status) && !o.pending(wf) {
 			continue
 		}
-		if err := o.Advance(ctx, wf.ID()); err != nil && !errors.Is(err, state.ErrNotFound) {
-			o.deps.Log.Warnw("advancing workflow failed", "workflow", wf.ID(), "error", err)
+		if err := o.Advance(ctx, wf.ID); err != nil && !errors.Is(err, state.ErrNotFound) {
+			o.deps.Log.Warnw("advancing workflow failed", "workflow", wf.ID, "error", err)
 		}
 	}
 	return nil
@@ -176,10 +176,9 @@ func (o *Orchestrator) pending(wf *workflow.Workflow) bool {
 	if !wf.Internal.FinishedAnnounced {
 		return true
 	}
-	for _, c := range wf.Cases() {
-		var attempts int
-		c.Get("cleanup_attempts", &attempts)
-		if ownsDeployment(c) && !c.Bool("preserve_deployment") && (c.String("cleanup_status") != "failed" || attempts < maxCleanupAttempts) {
+	for _, c := range wf.AllCases() {
+		attempts := c.CleanupAttempts.Get()
+		if ownsDeployment(c) && !c.PreserveDeployment.Get() && (c.CleanupStatus.Get() != "failed" || attempts < maxCleanupAttempts) {
 			return true
 		}
 	}
@@ -218,7 +217,7 @@ func (o *Orchestrator) recordCase(ctx context.Context, ref, executionID string, 
 	}
 	_, err := o.workflows.Update(ctx, wfID, func(wf *workflow.Workflow) error {
 		c := wf.Case(caseID)
-		if c == nil || c.String("execution_id") != executionID {
+		if c == nil || c.ExecutionID.Get() != executionID {
 			return workflow.ErrUnchanged // an answer about a deployment the case no longer uses
 		}
 		apply(c)
@@ -239,17 +238,17 @@ func (o *Orchestrator) onDeploymentReady(ctx context.Context, e cloudevent.Event
 		return err
 	}
 	return o.recordCase(ctx, data.CaseRef, data.ExecutionID, func(c *workflow.Case) {
-		if c.String("deployment_status") == "cleaned" || c.String("cleanup_status") != "" {
+		if c.DeploymentStatus.Get() == "cleaned" || c.CleanupStatus.Get() != "" {
 			return // cleanup was already requested; the deployer abandons and cleans it
 		}
-		c.Set("deployment_status", "ready")
-		c.Set("endpoint", data.Endpoint)
-		c.Set("baseline_url", data.BaselineURL)
-		c.Set("provider", data.Provider)
-		c.Set("provider_ref", data.ProviderRef)
-		c.Set("model", data.Model)
-		c.Set("replica_endpoints", data.ReplicaEndpoints)
-		c.Set("namespace", nil)
+		c.DeploymentStatus = workflow.Some("ready")
+		c.Endpoint = workflow.Some(data.Endpoint)
+		c.BaselineURL = workflow.Some(data.BaselineURL)
+		c.Provider = workflow.Some(data.Provider)
+		c.ProviderRef = workflow.Some(data.ProviderRef)
+		c.Model = workflow.Some(data.Model)
+		c.ReplicaEndpoints = workflow.Some(data.ReplicaEndpoints)
+		c.Namespace = workflow.Null[string]()
 	})
 }
 
@@ -260,12 +259,12 @@ func (o *Orchestrator) onDeploymentFailed(ctx context.Context, e cloudevent.Even
 	}
 	err := o.recordCase(ctx, data.CaseRef, data.ExecutionID, func(c *workflow.Case) {
 		if data.Operation == "cleanup" {
-			c.Set("cleanup_status", "failed")
-			c.Set("cleanup_error", data.Error)
+			c.CleanupStatus = workflow.Some("failed")
+			c.CleanupError = workflow.Some(data.Error)
 			return
 		}
-		c.Set("deployment_status", "failed")
-		c.Set("deployment_error", data.Error)
+		c.DeploymentStatus = workflow.Some("failed")
+		c.DeploymentError = workflow.Some(data.Error)
 	})
 	if err == nil && data.Operation == "cleanup" {
 		if wfID, _, ok := splitRef(data.CaseRef); ok {
@@ -318,9 +317,9 @@ func (o *Orchestrator) onDeploymentCleaned(ctx context.Context, e cloudevent.Eve
 		return err
 	}
 	return o.recordCase(ctx, data.CaseRef, data.ExecutionID, func(c *workflow.Case) {
-		c.Set("cleanup_status", "cleaned")
-		c.Set("deployment_status", "cleaned")
-		c.Remove("cleanup_error")
+		c.CleanupStatus = workflow.Some("cleaned")
+		c.DeploymentStatus = workflow.Some("cleaned")
+		c.CleanupError = workflow.Opt[string]{}
 	})
 }
 

@@ -326,7 +326,7 @@ func (w *world) evaluation(body string) string {
 	if err := (&workflow.Repo{Store: w.deps.Store}).Create(context.Background(), wf); err != nil {
 		w.t.Fatal(err)
 	}
-	return wf.ID()
+	return wf.ID
 }
 
 // startGuideAndBaseline creates an evaluation of one optimized-baseline plan (a guide and its
@@ -342,8 +342,8 @@ const optimized = `{"model":{"name":"m"},"decode":{"replicas":2}}`
 
 func statuses(wf *workflow.Workflow) []string {
 	var out []string
-	for _, c := range wf.Cases() {
-		out = append(out, c.Status())
+	for _, c := range wf.AllCases() {
+		out = append(out, c.Status)
 	}
 	return out
 }
@@ -359,9 +359,9 @@ func TestEvaluationRunsCasesInOrderAndReports(t *testing.T) {
 	id := w.evaluation(`{"cluster_session_id":"` + w.session + `","benchmark_plans":[{"id":"p","configuration_artifact_id":"` + cfg + `"}]}`)
 	w.deliver(events.TypeWorkflowQueued, events.WorkflowQueued{WorkflowID: id})
 	wf := w.waitFor(id, "succeeded and cleaned", func(wf *workflow.Workflow) bool {
-		return wf.Status() == "succeeded" && wf.Cases()[0].String("cleanup_status") == "cleaned" && wf.Cases()[1].String("cleanup_status") == "cleaned"
+		return wf.Status == "succeeded" && wf.AllCases()[0].CleanupStatus.Get() == "cleaned" && wf.AllCases()[1].CleanupStatus.Get() == "cleaned"
 	})
-	if got := statuses(wf); !slices.Equal(got, []string{"succeeded", "succeeded"}) || !wf.Has("finished_at") {
+	if got := statuses(wf); !slices.Equal(got, []string{"succeeded", "succeeded"}) || !wf.FinishedAt.Present() {
 		t.Fatalf("cases %v", got)
 	}
 	var report struct {
@@ -375,8 +375,8 @@ func TestEvaluationRunsCasesInOrderAndReports(t *testing.T) {
 			GuideStats map[string]any     `json:"guide_metrics"`
 		} `json:"comparisons"`
 	}
-	if !wf.Get("report", &report) || report.Version != 2 || len(report.Comparisons) != 1 {
-		t.Fatalf("report %s", wf.Raw("report"))
+	if !workflow.Decode(json.RawMessage(wf.Report), &report) || report.Version != 2 || len(report.Comparisons) != 1 {
+		t.Fatalf("report %s", wf.Report)
 	}
 	c := report.Comparisons[0]
 	if c.Guide != "guide-1" || c.Baseline != "baseline-1" || c.Type != "direct-vllm" || c.Delta["ttft_ms"] != -50 {
@@ -401,11 +401,11 @@ func TestEvaluationRunsCasesInOrderAndReports(t *testing.T) {
 	}
 	// The baseline deployed a stored, system-generated artifact; each case's run is linked.
 	b := wf.Case("baseline-1")
-	art, err := w.inv.Configuration(context.Background(), b.String("deployment_configuration_id"))
+	art, err := w.inv.Configuration(context.Background(), b.DeploymentConfigurationID.Get())
 	if err != nil || art.ProviderRef != "baseline-vllm" || art.Type != "baseline" {
 		t.Fatalf("baseline artifact %+v %v", art, err)
 	}
-	run, err := w.runs.Load(context.Background(), b.String("evaluation_run_id"))
+	run, err := w.runs.Load(context.Background(), b.EvaluationRunID.Get())
 	if err != nil || evalrun.Str(run.EvaluationWorkflow) != id || evalrun.Str(run.EvaluationCase) != "baseline-1" || evalrun.Str(run.DeploymentOwnership) != "evaluation" {
 		t.Fatalf("baseline run %v %v", run, err)
 	}
@@ -437,15 +437,15 @@ func TestAUseLeftByAnEndedRunDoesNotBlockCleanup(t *testing.T) {
 	w.mu.Unlock()
 	id := w.startGuideAndBaseline()
 	wf := w.waitFor(id, "succeeded and cleaned", func(wf *workflow.Workflow) bool {
-		return wf.Status() == "succeeded" && wf.Case("guide-1").String("cleanup_status") == "cleaned" &&
-			wf.Case("baseline-1").String("cleanup_status") == "cleaned"
+		return wf.Status == "succeeded" && wf.Case("guide-1").CleanupStatus.Get() == "cleaned" &&
+			wf.Case("baseline-1").CleanupStatus.Get() == "cleaned"
 	})
 	if w.live() != 0 {
 		t.Fatalf("%d deployments left", w.live())
 	}
-	for _, c := range wf.Cases() {
-		if _, err := w.inv.Execution(context.Background(), c.String("execution_id")); problem.CodeOf(err) != problem.CodeNotFound {
-			t.Fatalf("case %s: execution still recorded (%v)", c.ID(), err)
+	for _, c := range wf.AllCases() {
+		if _, err := w.inv.Execution(context.Background(), c.ExecutionID.Get()); problem.CodeOf(err) != problem.CodeNotFound {
+			t.Fatalf("case %s: execution still recorded (%v)", c.ID, err)
 		}
 	}
 }
@@ -459,13 +459,13 @@ func TestKubernetesServiceBaselineReusesTheGuide(t *testing.T) {
 	id := w.evaluation(`{"cluster_session_id":"` + w.session + `","benchmark_plans":[{"configuration_artifact_id":"` + cfg + `","baseline_types":["kubernetes-service"]}]}`)
 	w.deliver(events.TypeWorkflowQueued, events.WorkflowQueued{WorkflowID: id})
 	wf := w.waitFor(id, "succeeded and cleaned", func(wf *workflow.Workflow) bool {
-		return wf.Status() == "succeeded" && wf.Case("guide-1").String("cleanup_status") == "cleaned"
+		return wf.Status == "succeeded" && wf.Case("guide-1").CleanupStatus.Get() == "cleaned"
 	})
 	g, b := wf.Case("guide-1"), wf.Case("baseline-1")
-	if b.String("execution_id") != g.String("execution_id") || b.String("endpoint") != g.String("baseline_url") || b.String("endpoint") == "" {
-		t.Fatalf("baseline ran on %s (guide %s, balanced %s)", b.String("endpoint"), g.String("endpoint"), g.String("baseline_url"))
+	if b.ExecutionID.Get() != g.ExecutionID.Get() || b.Endpoint.Get() != g.BaselineURL.Get() || b.Endpoint.Get() == "" {
+		t.Fatalf("baseline ran on %s (guide %s, balanced %s)", b.Endpoint.Get(), g.Endpoint.Get(), g.BaselineURL.Get())
 	}
-	run, _ := w.runs.Load(context.Background(), b.String("evaluation_run_id"))
+	run, _ := w.runs.Load(context.Background(), b.EvaluationRunID.Get())
 	if evalrun.Str(run.EndpointKind) != "kubernetes-service" || run.UseBaselineEndpoint == nil {
 		t.Fatalf("run %s", mustJSON(run))
 	}
@@ -485,15 +485,15 @@ func TestCancelCaseThenRetry(t *testing.T) {
 	w.orchestrator("a", time.Hour)
 	w.holdRuns = true
 	id := w.startGuideAndBaseline()
-	wf := w.waitFor(id, "guide benchmarking", func(wf *workflow.Workflow) bool { return wf.Case("guide-1").Status() == "benchmarking" })
-	runID := wf.Case("guide-1").String("evaluation_run_id")
+	wf := w.waitFor(id, "guide benchmarking", func(wf *workflow.Workflow) bool { return wf.Case("guide-1").Status == "benchmarking" })
+	runID := wf.Case("guide-1").EvaluationRunID.Get()
 	w.waitRun(runID, "running")
 	repo := &workflow.Repo{Store: w.deps.Store}
 	// What POST .../cases/guide-1/cancel records (evaluation-api), then its wake-up event.
 	_, err := repo.Update(context.Background(), id, func(wf *workflow.Workflow) error {
 		c := wf.Case("guide-1")
-		c.Set("cancel_requested", true)
-		c.Set("status", "cancelling")
+		c.CancelRequested = workflow.Some(true)
+		c.Status = "cancelling"
 		return nil
 	})
 	if err != nil {
@@ -503,17 +503,17 @@ func TestCancelCaseThenRetry(t *testing.T) {
 	w.holdRuns = false
 	w.mu.Unlock()
 	w.deliver(events.TypeWorkflowQueued, events.WorkflowQueued{WorkflowID: id})
-	wf = w.waitFor(id, "cancelled", func(wf *workflow.Workflow) bool { return wf.Status() == "cancelled" })
+	wf = w.waitFor(id, "cancelled", func(wf *workflow.Workflow) bool { return wf.Status == "cancelled" })
 	if got := statuses(wf); !slices.Equal(got, []string{"cancelled", "succeeded"}) {
 		t.Fatalf("cases %v", got)
 	}
 	if run, _ := w.runs.Load(context.Background(), runID); run.Status != "cancelled" {
 		t.Fatalf("guide run is %s", run.Status)
 	}
-	if g := wf.Case("guide-1"); g.String("cleanup_status") != "cleaned" {
+	if g := wf.Case("guide-1"); g.CleanupStatus.Get() != "cleaned" {
 		t.Fatalf("guide cancelled before its cleanup: %s", mustJSON(g))
 	}
-	w.waitFor(id, "baseline cleaned", func(wf *workflow.Workflow) bool { return wf.Case("baseline-1").String("cleanup_status") == "cleaned" })
+	w.waitFor(id, "baseline cleaned", func(wf *workflow.Workflow) bool { return wf.Case("baseline-1").CleanupStatus.Get() == "cleaned" })
 	_, err = repo.Update(context.Background(), id, func(wf *workflow.Workflow) error {
 		return wf.Retry(func(*workflow.Case) bool { return false }, func(*workflow.Case) error { return nil })
 	})
@@ -521,15 +521,15 @@ func TestCancelCaseThenRetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.deliver(events.TypeWorkflowQueued, events.WorkflowQueued{WorkflowID: id})
-	wf = w.waitFor(id, "succeeded after retry", func(wf *workflow.Workflow) bool { return wf.Status() == "succeeded" })
+	wf = w.waitFor(id, "succeeded after retry", func(wf *workflow.Workflow) bool { return wf.Status == "succeeded" })
 	if got := statuses(wf); !slices.Equal(got, []string{"succeeded", "succeeded"}) {
 		t.Fatalf("cases %v", got)
 	}
-	if newRun := wf.Case("guide-1").String("evaluation_run_id"); newRun == runID || len(wf.RunIDs()) != 3 {
+	if newRun := wf.Case("guide-1").EvaluationRunID.Get(); newRun == runID || len(wf.RunIDs()) != 3 {
 		t.Fatalf("retry ran %s again (runs %v)", newRun, wf.RunIDs())
 	}
 	w.waitFor(id, "all cleaned", func(wf *workflow.Workflow) bool {
-		return wf.Case("guide-1").String("cleanup_status") == "cleaned" && wf.Case("baseline-1").String("cleanup_status") == "cleaned"
+		return wf.Case("guide-1").CleanupStatus.Get() == "cleaned" && wf.Case("baseline-1").CleanupStatus.Get() == "cleaned"
 	})
 	if w.live() != 0 {
 		t.Fatalf("%d deployments left", w.live())
@@ -543,22 +543,22 @@ func TestCancelWithFailedCleanupIsRetried(t *testing.T) {
 	w.orchestrator("a", time.Hour)
 	w.holdRuns = true
 	id := w.startGuideAndBaseline()
-	w.waitFor(id, "guide benchmarking", func(wf *workflow.Workflow) bool { return wf.Case("guide-1").Status() == "benchmarking" })
+	w.waitFor(id, "guide benchmarking", func(wf *workflow.Workflow) bool { return wf.Case("guide-1").Status == "benchmarking" })
 	w.mu.Lock()
 	w.failCleanup = true
 	w.mu.Unlock()
 	repo := &workflow.Repo{Store: w.deps.Store}
 	cancel := func() {
 		_, err := repo.Update(context.Background(), id, func(wf *workflow.Workflow) error {
-			wf.Set("status", "cancelling")
-			wf.Remove("cancellation_error")
-			for _, c := range wf.Cases() {
-				c.Set("cancel_requested", true)
-				if !workflow.CaseTerminal(c.Status()) {
-					c.Set("status", "cancelling")
+			wf.Status = "cancelling"
+			wf.CancellationError = workflow.Opt[string]{}
+			for _, c := range wf.AllCases() {
+				c.CancelRequested = workflow.Some(true)
+				if !workflow.CaseTerminal(c.Status) {
+					c.Status = "cancelling"
 				}
-				if c.String("cleanup_status") == "failed" {
-					c.Set("cleanup_status", "retry")
+				if c.CleanupStatus.Get() == "failed" {
+					c.CleanupStatus = workflow.Some("retry")
 				}
 			}
 			return nil
@@ -569,15 +569,15 @@ func TestCancelWithFailedCleanupIsRetried(t *testing.T) {
 		w.deliver(events.TypeWorkflowQueued, events.WorkflowQueued{WorkflowID: id})
 	}
 	cancel()
-	wf := w.waitFor(id, "cancellation_error", func(wf *workflow.Workflow) bool { return wf.String("cancellation_error") != "" })
-	if wf.Status() != "cancelling" || wf.Case("guide-1").Status() != "cancelling" {
-		t.Fatalf("failed cleanup must keep the workflow cancelling: %s %v", wf.Status(), statuses(wf))
+	wf := w.waitFor(id, "cancellation_error", func(wf *workflow.Workflow) bool { return wf.CancellationError.Get() != "" })
+	if wf.Status != "cancelling" || wf.Case("guide-1").Status != "cancelling" {
+		t.Fatalf("failed cleanup must keep the workflow cancelling: %s %v", wf.Status, statuses(wf))
 	}
 	w.mu.Lock()
 	w.failCleanup = false
 	w.mu.Unlock()
 	cancel()
-	wf = w.waitFor(id, "cancelled", func(wf *workflow.Workflow) bool { return wf.Status() == "cancelled" })
+	wf = w.waitFor(id, "cancelled", func(wf *workflow.Workflow) bool { return wf.Status == "cancelled" })
 	if got := statuses(wf); !slices.Equal(got, []string{"cancelled", "cancelled"}) || w.live() != 0 {
 		t.Fatalf("cases %v, %d live", got, w.live())
 	}
@@ -591,7 +591,7 @@ func TestAFreshInstanceFinishesFromTheStore(t *testing.T) {
 	w.orchestrator("a", time.Hour)
 	w.dropReady = true
 	id := w.startGuideAndBaseline()
-	w.waitFor(id, "guide deploying", func(wf *workflow.Workflow) bool { return wf.Case("guide-1").Status() == "deploying" })
+	w.waitFor(id, "guide deploying", func(wf *workflow.Workflow) bool { return wf.Case("guide-1").Status == "deploying" })
 	// Instance a "dies"; b starts with a sweep. The lost ready events are re-asked for
 	// (ResendAfter); the world answers repeats from its record, as the deployer does.
 	w.mu.Lock()
@@ -603,7 +603,7 @@ func TestAFreshInstanceFinishesFromTheStore(t *testing.T) {
 	go func() { f.Start(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 	wf := w.waitFor(id, "succeeded and cleaned", func(wf *workflow.Workflow) bool {
-		return wf.Status() == "succeeded" && wf.Case("baseline-1").String("cleanup_status") == "cleaned" && wf.Case("guide-1").String("cleanup_status") == "cleaned"
+		return wf.Status == "succeeded" && wf.Case("baseline-1").CleanupStatus.Get() == "cleaned" && wf.Case("guide-1").CleanupStatus.Get() == "cleaned"
 	})
 	execs := map[string]bool{}
 	w.mu.Lock()
@@ -631,12 +631,12 @@ func TestFailedDeploymentFailsTheWorkflow(t *testing.T) {
 	// Make the guide's artifact vanish from the deployer's point of view: it answers failed.
 	_ = w.deps.Store.Delete(context.Background(), inventory.KindConfiguration, cfg, state.DeleteOptions{})
 	w.deliver(events.TypeWorkflowQueued, events.WorkflowQueued{WorkflowID: id})
-	wf := w.waitFor(id, "failed", func(wf *workflow.Workflow) bool { return wf.Status() == "failed" })
+	wf := w.waitFor(id, "failed", func(wf *workflow.Workflow) bool { return wf.Status == "failed" })
 	g := wf.Case("guide-1")
-	if g.Status() != "failed" || g.String("failed_stage") != "deploying" || wf.String("failed_stage") != "deploying" || wf.String("error") == "" {
+	if g.Status != "failed" || g.FailedStage.Get() != "deploying" || wf.FailedStage.Get() != "deploying" || wf.Error.Get() == "" {
 		t.Fatalf("failed workflow %s", mustJSON(wf))
 	}
-	if wf.Case("baseline-1").Status() != "queued" {
+	if wf.Case("baseline-1").Status != "queued" {
 		t.Fatal("later cases stay queued")
 	}
 	w.waitFor(id, "announced", func(wf *workflow.Workflow) bool { return wf.Internal.FinishedAnnounced })
@@ -653,13 +653,13 @@ func TestSimpleWorkflow(t *testing.T) {
 	if err := (&workflow.Repo{Store: w.deps.Store}).Create(context.Background(), wf); err != nil {
 		t.Fatal(err)
 	}
-	w.deliver(events.TypeWorkflowQueued, events.WorkflowQueued{WorkflowID: wf.ID()})
-	done := w.waitFor(wf.ID(), "succeeded", func(x *workflow.Workflow) bool { return x.Status() == "succeeded" })
+	w.deliver(events.TypeWorkflowQueued, events.WorkflowQueued{WorkflowID: wf.ID})
+	done := w.waitFor(wf.ID, "succeeded", func(x *workflow.Workflow) bool { return x.Status == "succeeded" })
 	var metrics map[string]any
-	if !done.Get("metrics", &metrics) || metrics["ttft_ms"] != 7.0 || done.String("evaluation_run_id") == "" {
+	if !workflow.Decode(done.Metrics, &metrics) || metrics["ttft_ms"] != 7.0 || done.EvaluationRunID.Get() == "" {
 		t.Fatalf("simple workflow %s", mustJSON(done))
 	}
-	w.waitFor(wf.ID(), "cleaned", func(x *workflow.Workflow) bool { return x.Cases()[0].String("cleanup_status") == "cleaned" })
+	w.waitFor(wf.ID, "cleaned", func(x *workflow.Workflow) bool { return x.AllCases()[0].CleanupStatus.Get() == "cleaned" })
 }
 
 func mustJSON(v any) string {

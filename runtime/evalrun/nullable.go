@@ -3,7 +3,6 @@ package evalrun
 import (
 	"bytes"
 	"encoding/json"
-	"reflect"
 )
 
 // Nullable is a field of a run that is absent (the zero value, left out with omitzero), an
@@ -57,5 +56,5 @@ func (n *Nullable[T]) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// NullableOf is T, for the OpenAPI schema (a nullable T).
-func (Nullable[T]) NullableOf() reflect.Type { return reflect.TypeFor[T]() }
+// OptionalOf is a zero T, for the OpenAPI schema (a nullable T; runtime/openapi.Optional).
+func (Nullable[T]) OptionalOf() any { var v T; return v }

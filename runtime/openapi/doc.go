@@ -4,10 +4,10 @@
 // 3.1 uses it: json tags name properties, fields without omitempty are required, pointers are
 // nullable, a `doc` tag is the description, named structs become components, a struct is a
 // closed object), refined where the decoders' validation says more than the Go type (Bound,
-// Refine: lengths, ranges, enums). A run is generated from its record (evalrun.Run; a type with
-// a NullableOf method is that type, nullable), records kept as raw JSON (workflows, cases) from
-// the View types their packages declare, so no schema is written by hand and
-// none can drift from its Go type; what tests/openapi checks is that real answers fit them.
+// Refine: lengths, ranges, enums; a field type implementing Optional, absent, null or a value,
+// is its value's type made nullable). Records (runs, workflows, cases) are generated from their
+// own types, so no schema is written by hand and none can drift from its Go type; what
+// tests/openapi checks is that real answers fit them.
 // Envelopes (Object) are closed too. Every operation carries its scope, its
 // path and query parameters and the problem+json error answers, so the document is the route
 // table seen from outside. It is made from the route table: each API function's table

@@ -13,6 +13,13 @@ type stamp time.Time
 
 func (s stamp) MarshalJSON() ([]byte, error) { return []byte(`"x"`), nil }
 
+// maybe is a tri-state field (absent, null or an Inner), as records declare them.
+type maybe struct{ v *Inner }
+
+func (m maybe) MarshalJSON() ([]byte, error) { return json.Marshal(m.v) }
+func (m maybe) IsZero() bool                 { return m.v == nil }
+func (maybe) OptionalOf() any                { return Inner{} }
+
 type Inner struct {
 	N int `json:"n"`
 }
@@ -28,6 +35,7 @@ type Thing struct {
 	List  []Inner         `json:"list"`
 	Raw   json.RawMessage `json:"raw"`
 	When  stamp           `json:"when"`
+	Maybe maybe           `json:"maybe,omitzero" doc:"absent, null or an inner"`
 	//lint:ignore U1000 an unexported field, which the schema must leave out (the test's point)
 	skip int
 }
@@ -67,6 +75,10 @@ func TestSchemasFollowEncodingJSON(t *testing.T) {
 	}
 	if inner := props["inner"].(map[string]any); inner["description"] != "nested" || inner["allOf"] == nil {
 		t.Errorf("a described reference: %v", inner)
+	}
+	if m := props["maybe"].(map[string]any); m["description"] != "absent, null or an inner" || len(m["anyOf"].([]any)) != 2 ||
+		m["anyOf"].([]any)[0].(map[string]any)["$ref"] != "#/components/schemas/Inner" {
+		t.Errorf("an Optional is its value's schema, nullable: %v", m)
 	}
 	if len(props["raw"].(map[string]any)) != 0 || props["when"].(map[string]any)["type"] != nil {
 		t.Errorf("raw and custom-encoded values accept anything: %v %v", props["raw"], props["when"])

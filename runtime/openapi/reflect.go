@@ -14,12 +14,13 @@ var (
 	timeType      = reflect.TypeFor[time.Time]()
 	marshalerType = reflect.TypeFor[json.Marshaler]()
 	textType      = reflect.TypeFor[encoding.TextMarshaler]()
-	nullableType  = reflect.TypeFor[nullable]()
+	optionalType  = reflect.TypeFor[Optional]()
 )
 
-// nullable is a type with its own encoding that writes a T or null (evalrun.Nullable): its
-// schema is T's, nullable.
-type nullable interface{ NullableOf() reflect.Type }
+// Optional is implemented by a field type that holds, absent aside, either null or a value of
+// another Go type (a record's tri-state field: evalrun.Nullable, workflow.Opt): its schema is
+// that type's, nullable. OptionalOf returns a zero value of the value's type.
+type Optional interface{ OptionalOf() any }
 
 // Of returns the schema of v's Go type as encoding/json writes it (a response): a reference
 // for a named struct, which becomes a component under its Go name, every field without
@@ -123,8 +124,8 @@ func (d *Doc) schemaOf(t reflect.Type, input bool) (Schema, error) {
 		return Schema{}, nil // any JSON value
 	case t == timeType:
 		return Schema{"type": "string", "format": "date-time"}, nil
-	case t.Kind() != reflect.Pointer && t.Implements(nullableType):
-		inner, err := d.schemaOf(reflect.Zero(t).Interface().(nullable).NullableOf(), input)
+	case t.Kind() != reflect.Pointer && t.Implements(optionalType):
+		inner, err := d.schemaOf(reflect.TypeOf(reflect.Zero(t).Interface().(Optional).OptionalOf()), input)
 		if err != nil {
 			return nil, err
 		}

@@ -13,25 +13,25 @@ func (w *Workflow) Facts(c *Case) map[string]any {
 	facts := map[string]any{"configuration_artifact_id": nil, "model": nil, "guide": nil, "guide_variant": nil,
 		"runtime": nil, "accelerator": nil, "image": nil, "replicas": nil, "tensor_parallel_size": nil,
 		"decode_replicas": nil, "decode_tensor_parallel_size": nil, "prefill_replicas": nil,
-		"prefill_tensor_parallel_size": nil, "benchmark": c.Raw("benchmark")}
+		"prefill_tensor_parallel_size": nil, "benchmark": c.Benchmark}
 	source := c
 	if c.SharesGuidePods() {
-		if g := w.Case(c.String("dependent_guide_case_id")); g != nil {
+		if g := w.Case(c.DependentGuideCaseID.Get()); g != nil {
 			source = g
 		}
 	}
-	facts["configuration_artifact_id"] = nullable(source.String("configuration_artifact_id"))
+	facts["configuration_artifact_id"] = nullable(source.ConfigurationArtifactID.Get())
 	var bench struct {
 		AcceleratorProfile string `json:"accelerator_profile"`
 	}
-	if c.Get("benchmark", &bench) {
+	if Decode(c.Benchmark, &bench) {
 		facts["accelerator"] = nullable(bench.AcceleratorProfile) // the hardware the benchmark says it ran on
 	}
 	var cfg struct {
 		ProviderRef string          `json:"provider_ref"`
 		Content     json.RawMessage `json:"content"`
 	}
-	if !source.Get("deployment_configuration", &cfg) {
+	if !Decode(source.DeploymentConfiguration, &cfg) {
 		return facts
 	}
 	facts["guide"] = cfg.ProviderRef

@@ -58,23 +58,24 @@ func NewEvaluation(ctx context.Context, id string, req events.EvaluationCreateRe
 		return nil, err
 	}
 	w := New(KindEvaluation, id, StatusQueued)
-	w.Set("created_at", evalrun.Now())
-	for k, v := range raw {
-		w.Set(k, v)
+	w.CreatedAt = evalrun.Now()
+	if err := w.merge(raw); err != nil {
+		return nil, problem.New(problem.CodeBadRequest, "the evaluation request's fields do not fit a workflow: %v", err)
 	}
-	w.Set("kind", "workflow")
-	w.Set("id", id)
-	w.Set("status", StatusQueued)
-	w.Set("deployment_ownership", OwnershipEvaluation)
-	w.Set("name", strOr(req.Name, "Evaluation"))
-	w.Set("compare_configurations", boolOr(req.CompareConfigurations, true))
-	if !w.Has("runtime") {
-		w.Set("runtime", map[string]string{"http_proxy": "", "https_proxy": "", "no_proxy": ""})
+	w.Kind, w.ID, w.Status = "workflow", id, StatusQueued
+	w.DeploymentOwnership = Some(OwnershipEvaluation)
+	w.Name = Some(strOr(req.Name, "Evaluation"))
+	w.CompareConfigurations = Some(boolOr(req.CompareConfigurations, true))
+	if w.Runtime == nil {
+		w.Runtime = mustJSON(map[string]string{"http_proxy": "", "https_proxy": "", "no_proxy": ""})
 	}
-	w.Set("benchmark_runtime", map[string]any{})
-	w.Set("deployment_source", map[string]any{})
-	w.Set("configuration_artifacts", artifacts)
-	w.Set("report", nil)
+	w.BenchmarkRuntime = json.RawMessage(`{}`)
+	w.DeploymentSource = json.RawMessage(`{}`)
+	w.ConfigurationArtifacts = map[string]json.RawMessage{}
+	for id, sum := range artifacts {
+		w.ConfigurationArtifacts[id] = mustJSON(sum)
+	}
+	w.Report = ReportJSON("null")
 	w.SetCases(cases)
 	return w, nil
 }
@@ -104,7 +105,7 @@ func generateCases(req events.EvaluationCreateRequest, sources []source) ([]*Cas
 	var out []*Case
 	for _, guide := range g.guides {
 		out = append(out, guide)
-		out = append(out, g.sameGuide[guide.ID()]...)
+		out = append(out, g.sameGuide[guide.ID]...)
 	}
 	out = append(out, g.independent...)
 	// A plan without its configuration still has kubernetes-service baselines refused above, so
@@ -178,29 +179,27 @@ func (g *generator) plan(i int, p events.BenchmarkPlan, src source) error {
 			var c *Case
 			if t == BaselineKubernetesService {
 				c = g.newBaseline(pid, t, params, bench, w)
-				c.Set("dependent_guide_case_id", guide.ID())
-				c.Set("configuration_artifact_id", nil)
-				c.Set("deployment_configuration", nil)
-				c.Set("preserve_deployment", false)
-				g.sameGuide[guide.ID()] = append(g.sameGuide[guide.ID()], c)
+				c.DependentGuideCaseID = Some(guide.ID)
+				c.ConfigurationArtifactID = Null[string]()
+				c.DeploymentConfiguration = json.RawMessage("null")
+				c.PreserveDeployment = Some(false)
+				g.sameGuide[guide.ID] = append(g.sameGuide[guide.ID], c)
 			} else {
 				b := builds[t]
 				key := checksumOf(b.content, b.customParameters, bench)
 				if existing := g.byChecksum[key]; existing != nil {
 					c = existing
-					var ids []string
-					c.Get("workload_ids", &ids)
-					if !slices.Contains(ids, w.id) {
-						c.Set("workload_ids", append(ids, w.id))
+					if !slices.Contains(c.WorkloadIDs, w.id) {
+						c.WorkloadIDs = append(c.WorkloadIDs, w.id)
 					}
 				} else {
 					c = g.newBaseline(pid, t, params, bench, w)
-					c.Set("dependent_guide_case_id", nil)
-					c.Set("configuration_artifact_id", nil)
-					c.Set("preserve_deployment", false) // an independent baseline is never preserved
-					c.Set("custom_parameters", b.customParameters)
+					c.DependentGuideCaseID = Null[string]()
+					c.ConfigurationArtifactID = Null[string]()
+					c.PreserveDeployment = Some(false) // an independent baseline is never preserved
+					c.CustomParameters = mustJSON(b.customParameters)
 					sum, _ := inventory.Checksum(b.content)
-					c.Set("deployment_configuration", map[string]any{
+					c.DeploymentConfiguration = mustJSON(map[string]any{
 						"schema_version": inventory.ConfigurationSchemaV1, "type": inventory.ConfigurationBaseline,
 						"format": inventory.ConfigurationFormat, "provider_ref": b.providerRef, "checksum": sum,
 						"content": b.content, "provenance": map[string]any{"system_generated": true,
@@ -209,72 +208,51 @@ func (g *generator) plan(i int, p events.BenchmarkPlan, src source) error {
 					g.independent = append(g.independent, c)
 				}
 			}
-			linked = append(linked, c.ID())
+			linked = append(linked, c.ID)
 		}
 		if guide != nil {
 			if len(linked) > 0 {
-				guide.Set("baseline_case_id", linked[0])
+				guide.BaselineCaseID = Some(linked[0])
 			} else {
-				guide.Set("baseline_case_id", nil)
+				guide.BaselineCaseID = Null[string]()
 			}
 			if linked == nil {
 				linked = []string{}
 			}
-			guide.Set("baseline_case_ids", linked)
+			guide.BaselineCaseIDs = linked
 		}
 	}
 	return nil
 }
 
 func (g *generator) guide(pid string, p events.BenchmarkPlan, src source, w workload) *Case {
-	c := &Case{Doc: newDoc()}
-	c.Set("id", w.guideID)
-	c.Set("kind", "guide")
-	c.Set("status", CaseQueued)
-	c.Set("workload_ids", []string{w.id})
-	c.Set("benchmark", w.benchmark)
-	c.Set("sla_targets", w.sla)
-	c.Set("deployment_run_id", nil)
-	c.Set("evaluation_run_id", nil)
-	c.Set("configuration_artifact_id", src.artifact.ID)
-	c.Set("benchmark_plan_id", pid)
-	c.Set("deployment_group_id", pid+":guide")
-	c.Set("preserve_deployment", boolOr(p.PreserveDeployment, false))
-	c.Set("deployment_name", strOr(p.DeploymentName, src.artifact.Name))
+	c := &Case{ID: w.guideID, Kind: "guide", Status: CaseQueued, WorkloadIDs: []string{w.id}, Benchmark: w.benchmark,
+		SLATargets: mustJSON(w.sla), DeploymentRunID: Null[string](), EvaluationRunID: Null[string](),
+		ConfigurationArtifactID: Some(src.artifact.ID), BenchmarkPlanID: Some(pid), DeploymentGroupID: Some(pid + ":guide"),
+		PreserveDeployment: Some(boolOr(p.PreserveDeployment, false)), DeploymentName: Some(strOr(p.DeploymentName, src.artifact.Name))}
 	setScenario(c, w)
 	a := src.artifact
-	c.Set("deployment_configuration", map[string]any{"schema_version": a.SchemaVersion, "type": a.Type, "format": a.Format,
+	c.DeploymentConfiguration = mustJSON(map[string]any{"schema_version": a.SchemaVersion, "type": a.Type, "format": a.Format,
 		"provider_ref": a.ProviderRef, "checksum": a.Checksum, "content": a.Content, "provenance": a.Provenance})
 	return c
 }
 
 func (g *generator) newBaseline(pid, t string, params map[string]any, bench json.RawMessage, w workload) *Case {
 	g.baselines++
-	c := &Case{Doc: newDoc()}
-	c.Set("id", "baseline-"+strconv.Itoa(g.baselines))
-	c.Set("kind", "baseline")
-	c.Set("status", CaseQueued)
-	c.Set("workload_ids", []string{w.id})
-	c.Set("benchmark", bench)
-	c.Set("sla_targets", w.sla)
-	c.Set("deployment_run_id", nil)
-	c.Set("evaluation_run_id", nil)
-	c.Set("benchmark_plan_id", pid)
-	c.Set("deployment_group_id", pid+":baseline:"+t)
-	c.Set("baseline_type", t)
-	c.Set("baseline_parameters", params)
+	c := &Case{ID: "baseline-" + strconv.Itoa(g.baselines), Kind: "baseline", Status: CaseQueued, WorkloadIDs: []string{w.id},
+		Benchmark: bench, SLATargets: mustJSON(w.sla), DeploymentRunID: Null[string](), EvaluationRunID: Null[string](),
+		BenchmarkPlanID: Some(pid), DeploymentGroupID: Some(pid + ":baseline:" + t), BaselineType: Some(t),
+		BaselineParameters: mustJSON(params)}
 	setScenario(c, w)
 	return c
 }
 
 func setScenario(c *Case, w workload) {
 	if w.scenarioID == "" {
-		c.Set("scenario_id", nil)
-		c.Set("scenario_name", nil)
+		c.ScenarioID, c.ScenarioName = Null[string](), Null[string]()
 		return
 	}
-	c.Set("scenario_id", w.scenarioID)
-	c.Set("scenario_name", w.scenarioName)
+	c.ScenarioID, c.ScenarioName = Some(w.scenarioID), Some(w.scenarioName)
 }
 
 // buildBaseline derives a baseline type's deployment from the plan's configuration.

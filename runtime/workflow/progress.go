@@ -22,9 +22,9 @@ type statuses struct {
 }
 
 func statusesOf(w *Workflow) statuses {
-	s := statuses{workflow: w.Status(), cases: make(map[string]string, len(w.Cases()))}
-	for _, c := range w.Cases() {
-		s.cases[c.ID()] = c.Status()
+	s := statuses{workflow: w.Status, cases: make(map[string]string, len(w.Cases))}
+	for _, c := range w.AllCases() {
+		s.cases[c.ID] = c.Status
 	}
 	return s
 }
@@ -34,28 +34,28 @@ func statusesOf(w *Workflow) statuses {
 // failed append must not undo a write already stored, and a watcher that missed it still reads
 // the record's status when the stream ends.
 func (r *Repo) appendChanges(ctx context.Context, before statuses, after *Workflow) {
-	id := after.ID()
-	for _, c := range after.Cases() {
-		was := before.cases[c.ID()]
-		if was == c.Status() {
+	id := after.ID
+	for _, c := range after.AllCases() {
+		was := before.cases[c.ID]
+		if was == c.Status {
 			continue
 		}
 		if was == "" {
-			r.logf(ctx, id, "case %s: %s", c.ID(), c.Status())
+			r.logf(ctx, id, "case %s: %s", c.ID, c.Status)
 		} else {
-			r.logf(ctx, id, "case %s: %s -> %s", c.ID(), was, c.Status())
+			r.logf(ctx, id, "case %s: %s -> %s", c.ID, was, c.Status)
 		}
-		r.append(ctx, id, map[string]string{"type": EntryCase, "case_id": c.ID(), "status": c.Status(), "error": c.String("error")})
+		r.append(ctx, id, map[string]string{"type": EntryCase, "case_id": c.ID, "status": c.Status, "error": c.Error.Get()})
 	}
 	// The workflow's status comes last, so a watcher that has read a terminal status has read
 	// every case change written with it.
-	if before.workflow != after.Status() {
+	if before.workflow != after.Status {
 		if before.workflow == "" {
-			r.logf(ctx, id, "workflow %s created: %s", id, after.Status())
+			r.logf(ctx, id, "workflow %s created: %s", id, after.Status)
 		} else {
-			r.logf(ctx, id, "workflow %s: %s -> %s", id, before.workflow, after.Status())
+			r.logf(ctx, id, "workflow %s: %s -> %s", id, before.workflow, after.Status)
 		}
-		r.append(ctx, id, map[string]string{"type": EntryStatus, "status": after.Status(), "error": after.String("error")})
+		r.append(ctx, id, map[string]string{"type": EntryStatus, "status": after.Status, "error": after.Error.Get()})
 	}
 }
 

@@ -3,9 +3,11 @@ package workflow
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
+	"github.com/lensfn/lensfn/runtime/comparison"
 	"github.com/lensfn/lensfn/runtime/rawjson"
 )
 
@@ -24,44 +26,177 @@ const (
 	OwnershipExisting   = "existing-endpoint"
 )
 
-// Doc is a record's public document as raw fields (rawjson.Object), so a read-modify-write
-// never loses a field this version of Lensfn does not know.
-type Doc = rawjson.Object
+var errNotObject = errors.New("not a JSON object")
 
-func newDoc() Doc { return rawjson.New() }
+// Case is one case of an evaluation: a guide (the configuration) or a baseline. Its fields are
+// the case's public document (EvaluationCase of the evaluation API's OpenAPI document, generated
+// from this type); Extra keeps the stored fields this version does not know, written back as
+// they were. Blocks the API writes as given (benchmarks, configurations, metrics) are any JSON.
+// The fields are in the order of their keys, so a record without Extra encodes with sorted
+// keys, as the store has always written it, in one pass.
+type Case struct {
+	Attempt                 Opt[int]        `json:"attempt,omitzero" doc:"retries of the case so far"`
+	BaselineCaseID          Opt[string]     `json:"baseline_case_id,omitzero"`
+	BaselineCaseIDs         []string        `json:"baseline_case_ids,omitzero" doc:"a guide's baselines"`
+	BaselineParameters      json.RawMessage `json:"baseline_parameters,omitempty"`
+	BaselineType            Opt[string]     `json:"baseline_type,omitzero" doc:"a baseline's type"`
+	BaselineURL             Opt[string]     `json:"baseline_url,omitzero"`
+	Benchmark               json.RawMessage `json:"benchmark,omitempty"`
+	BenchmarkPlanID         Opt[string]     `json:"benchmark_plan_id,omitzero"`
+	Bootstrap               json.RawMessage `json:"bootstrap,omitempty" doc:"the run's bootstrap replicates (left out of lists)"`
+	CancelRequested         Opt[bool]       `json:"cancel_requested,omitzero"`
+	CleanupAttempts         Opt[int]        `json:"cleanup_attempts,omitzero"`
+	CleanupError            Opt[string]     `json:"cleanup_error,omitzero"`
+	CleanupRequestedAt      Opt[string]     `json:"cleanup_requested_at,omitzero" doc:"when the cleanup was last requested"`
+	CleanupStatus           Opt[string]     `json:"cleanup_status,omitzero"`
+	Configuration           json.RawMessage `json:"configuration,omitempty" doc:"the case's configuration facts (in lists)"`
+	ConfigurationArtifactID Opt[string]     `json:"configuration_artifact_id,omitzero"`
+	CustomParameters        json.RawMessage `json:"custom_parameters,omitempty"`
+	DependentGuideCaseID    Opt[string]     `json:"dependent_guide_case_id,omitzero" doc:"a kubernetes-service baseline's guide"`
+	DeploymentCaseID        Opt[string]     `json:"deployment_case_id,omitzero"`
+	DeploymentConfiguration json.RawMessage `json:"deployment_configuration,omitempty" doc:"the configuration the case deploys (content, provenance)"`
+	// DeploymentConfigurationID is the inventory configuration a baseline's generated
+	// deployment was saved as.
+	DeploymentConfigurationID Opt[string]     `json:"deployment_configuration_id,omitzero"`
+	DeploymentError           Opt[string]     `json:"deployment_error,omitzero"`
+	DeploymentGroupID         Opt[string]     `json:"deployment_group_id,omitzero"`
+	DeploymentName            Opt[string]     `json:"deployment_name,omitzero"`
+	DeploymentRequestedAt     Opt[string]     `json:"deployment_requested_at,omitzero" doc:"when the deployment was last requested"`
+	DeploymentRunID           Opt[string]     `json:"deployment_run_id,omitzero"`
+	DeploymentStatus          Opt[string]     `json:"deployment_status,omitzero"`
+	Endpoint                  Opt[string]     `json:"endpoint,omitzero"`
+	Error                     Opt[string]     `json:"error,omitzero"`
+	EvaluationRunID           Opt[string]     `json:"evaluation_run_id,omitzero"`
+	ExecutionID               Opt[string]     `json:"execution_id,omitzero"`
+	FailedStage               Opt[string]     `json:"failed_stage,omitzero"`
+	FinishedAt                Opt[string]     `json:"finished_at,omitzero"`
+	ID                        string          `json:"id" doc:"guide-<n> or baseline-<n>"`
+	Kind                      string          `json:"kind" doc:"guide or baseline"`
+	MatrixResults             json.RawMessage `json:"matrix_results,omitempty" doc:"the run's matrix stages (left out of lists)"`
+	Metrics                   json.RawMessage `json:"metrics,omitempty"`
+	Model                     Opt[string]     `json:"model,omitzero"`
+	Namespace                 Opt[string]     `json:"namespace,omitzero"`
+	PreserveDeployment        Opt[bool]       `json:"preserve_deployment,omitzero"`
+	Provider                  Opt[string]     `json:"provider,omitzero"`
+	ProviderRef               Opt[string]     `json:"provider_ref,omitzero"`
+	RateStageResults          json.RawMessage `json:"rate_stage_results,omitempty" doc:"the run's rate stages (left out of lists)"`
+	RepetitionResults         json.RawMessage `json:"repetition_results,omitempty" doc:"the run's repetitions' headline metrics (left out of lists)"`
+	ReplicaEndpoints          Opt[[]string]   `json:"replica_endpoints,omitzero"`
+	ScenarioID                Opt[string]     `json:"scenario_id,omitzero"`
+	ScenarioName              Opt[string]     `json:"scenario_name,omitzero"`
+	SLA                       json.RawMessage `json:"sla,omitempty" doc:"the run's SLA verdict"`
+	SLATargets                json.RawMessage `json:"sla_targets,omitempty"`
+	StartedAt                 Opt[string]     `json:"started_at,omitzero"`
+	Status                    string          `json:"status"`
+	WorkloadIDs               []string        `json:"workload_ids,omitzero"`
 
-// Case is one case of an evaluation: a guide (the configuration) or a baseline.
-type Case struct{ Doc }
+	// Extra holds the stored fields this version does not know, written back unchanged.
+	Extra map[string]json.RawMessage `json:"-"`
+}
 
-// ID is the case id (guide-1, baseline-2...).
-func (c *Case) ID() string { return c.String("id") }
-
-// Status is the case's status.
-func (c *Case) Status() string { return c.String("status") }
+type plainCase Case
 
 // IsGuide reports whether the case benchmarks a plan's configuration.
-func (c *Case) IsGuide() bool { return c.String("kind") == "guide" }
-
-// BaselineType is the baseline's type ("" for a guide).
-func (c *Case) BaselineType() string { return c.String("baseline_type") }
+func (c *Case) IsGuide() bool { return c.Kind == "guide" }
 
 // SharesGuidePods reports whether the case is a kubernetes-service baseline, which deploys
 // nothing and benchmarks its guide's plain balanced endpoint.
-func (c *Case) SharesGuidePods() bool { return c.BaselineType() == BaselineKubernetesService }
+func (c *Case) SharesGuidePods() bool { return c.BaselineType.Get() == BaselineKubernetesService }
 
-// CancelRequested reports whether a cancel names the case.
-func (c *Case) CancelRequested() bool { return c.Bool("cancel_requested") }
-
-// Workflow is one workflow record: its public document as raw fields plus what is stored but
-// never shown.
-type Workflow struct {
-	Doc
-	Internal Internal
-	// cases is the decoded `cases` field (evaluations) or Internal.Case (simple workflows).
-	cases []*Case
-	// view marks a copy made for a response (Without): its fields are final.
-	view bool
+// Fields is the case's document as raw fields (Extra included).
+func (c *Case) Fields() (map[string]json.RawMessage, error) {
+	return encodeFields((*plainCase)(c), c.Extra)
 }
+
+// MarshalJSON encodes the case's document, Extra included, keys sorted.
+func (c *Case) MarshalJSON() ([]byte, error) { return encodeDoc((*plainCase)(c), c.Extra) }
+
+// UnmarshalJSON decodes a case, keeping the fields it does not know in Extra.
+func (c *Case) UnmarshalJSON(b []byte) error {
+	var p plainCase
+	extra, err := decodeFields(b, &p)
+	if err != nil {
+		return fmt.Errorf("workflow: case: %w", err)
+	}
+	*c = Case(p)
+	c.Extra = extra
+	return nil
+}
+
+// ReportJSON is the stored comparison report, kept as it was written (a report of an older
+// comparison version stays readable; comparison.NeedsRefresh says when to rebuild it). Its
+// schema is comparison.Report's.
+type ReportJSON json.RawMessage
+
+// MarshalJSON writes the report (null when empty).
+func (r ReportJSON) MarshalJSON() ([]byte, error) {
+	if len(r) == 0 {
+		return []byte("null"), nil
+	}
+	return r, nil
+}
+
+// UnmarshalJSON keeps the raw report.
+func (r *ReportJSON) UnmarshalJSON(b []byte) error {
+	*r = append(ReportJSON(nil), b...)
+	return nil
+}
+
+// OptionalOf gives the OpenAPI schema comparison.Report's.
+func (ReportJSON) OptionalOf() any { return comparison.Report{} }
+
+// Ready reports whether the report holds one (neither absent nor null).
+func (r ReportJSON) Ready() bool { return len(r) > 0 && !bytes.Equal(r, []byte("null")) }
+
+// Workflow is one workflow record. Its exported fields are the public document
+// (EvaluationWorkflowResponse of the evaluation API's OpenAPI document, generated from this
+// type, whose answers tests/openapi checks against it); Extra keeps the stored fields this
+// version does not know (fields of a newer build, a request's fields Lensfn echoes without
+// reading), written back unchanged; Internal is stored but never shown. The fields are in the
+// order of their keys (see Case).
+type Workflow struct {
+	BenchmarkPlans    []json.RawMessage `json:"benchmark_plans,omitzero" doc:"an evaluation's plans as requested"`
+	BenchmarkRuntime  json.RawMessage   `json:"benchmark_runtime,omitempty"`
+	CancellationError Opt[string]       `json:"cancellation_error,omitzero" doc:"why a cancel's cleanup failed"`
+	// Cases are an evaluation's cases in execution order; a simple workflow's single case is
+	// stored in Internal and never shown, but is here too while the record is in memory.
+	Cases                  []Case                     `json:"cases,omitzero" doc:"an evaluation's cases in execution order"`
+	ClusterID              Opt[string]                `json:"cluster_id,omitzero"`
+	ClusterSessionID       Opt[string]                `json:"cluster_session_id,omitzero"`
+	CompareConfigurations  Opt[bool]                  `json:"compare_configurations,omitzero"`
+	ConfigurationArtifacts map[string]json.RawMessage `json:"configuration_artifacts,omitzero" doc:"configuration artifact id -> checksum"`
+	CreatedAt              string                     `json:"created_at" doc:"RFC 3339 UTC"`
+	DeploymentOwnership    Opt[string]                `json:"deployment_ownership,omitzero" doc:"evaluation or existing-endpoint"`
+	DeploymentRunID        Opt[string]                `json:"deployment_run_id,omitzero" doc:"a simple workflow's deployment execution"`
+	DeploymentSource       json.RawMessage            `json:"deployment_source,omitempty"`
+	Endpoint               Opt[string]                `json:"endpoint,omitzero" doc:"a simple workflow's benchmarked endpoint"`
+	Error                  Opt[string]                `json:"error,omitzero" doc:"why it failed"`
+	EvaluationRunID        Opt[string]                `json:"evaluation_run_id,omitzero" doc:"a simple workflow's benchmark run"`
+	FailedStage            Opt[string]                `json:"failed_stage,omitzero"`
+	FinishedAt             Opt[string]                `json:"finished_at,omitzero"`
+	Harness                Opt[string]                `json:"harness,omitzero" doc:"a simple workflow's harness"`
+	ID                     string                     `json:"id"`
+	Kind                   string                     `json:"kind" doc:"always workflow"`
+	Metrics                json.RawMessage            `json:"metrics,omitempty" doc:"a simple workflow's benchmark metrics"`
+	Model                  Opt[string]                `json:"model,omitzero" doc:"a simple workflow's model"`
+	Name                   Opt[string]                `json:"name,omitzero" doc:"an evaluation's display name"`
+	OwnerBackendID         Opt[string]                `json:"owner_backend_id,omitzero" doc:"the backend (LENS_BACKEND_ID) that created the workflow; absent for the unnamed one"`
+	OwnerUserID            Opt[string]                `json:"owner_user_id,omitzero"`
+	Parallelism            Opt[int]                   `json:"parallelism,omitzero" doc:"a simple workflow's parallelism"`
+	Repetitions            Opt[int]                   `json:"repetitions,omitzero" doc:"a simple workflow's repetitions; an evaluation's default for cases whose benchmark sets none"`
+	Report                 ReportJSON                 `json:"report,omitempty" doc:"the comparison report, null until the evaluation has one"`
+	Runtime                json.RawMessage            `json:"runtime,omitempty" doc:"proxy settings, recorded"`
+	StartedAt              Opt[string]                `json:"started_at,omitzero"`
+	Status                 string                     `json:"status" doc:"lens-evaluation.md §3"`
+	Workload               Opt[string]                `json:"workload,omitzero" doc:"a simple workflow's workload"`
+
+	// Extra holds the stored fields this version does not know, written back unchanged.
+	Extra map[string]json.RawMessage `json:"-"`
+	// Internal is stored but never shown.
+	Internal Internal `json:"-"`
+}
+
+type plainWorkflow Workflow
 
 // Internal is the stored part of a workflow no response shows.
 type Internal struct {
@@ -83,131 +218,142 @@ const internalKey = "_internal"
 
 // New returns a workflow document of the given kind with id and status.
 func New(kind, id, status string) *Workflow {
-	w := &Workflow{Doc: newDoc(), Internal: Internal{Kind: kind}}
-	w.Set("kind", "workflow")
-	w.Set("id", id)
-	w.Set("status", status)
-	return w
+	return &Workflow{Kind: "workflow", ID: id, Status: status, Internal: Internal{Kind: kind}}
 }
-
-// ID is the workflow id.
-func (w *Workflow) ID() string { return w.String("id") }
-
-// Status is the workflow status.
-func (w *Workflow) Status() string { return w.String("status") }
 
 // Simple reports whether this is a simple deploy-then-benchmark workflow.
 func (w *Workflow) Simple() bool { return w.Internal.Kind == KindSimple }
 
-// Cases returns the cases in execution order (a simple workflow's single hidden case).
-func (w *Workflow) Cases() []*Case { return w.cases }
+// AllCases returns pointers to the cases in execution order (a simple workflow's single hidden
+// case), to read or change in place.
+func (w *Workflow) AllCases() []*Case {
+	out := make([]*Case, len(w.Cases))
+	for i := range w.Cases {
+		out[i] = &w.Cases[i]
+	}
+	return out
+}
 
 // Case returns the case with id (nil when there is none).
 func (w *Workflow) Case(id string) *Case {
-	for _, c := range w.cases {
-		if c.ID() == id {
-			return c
+	for i := range w.Cases {
+		if w.Cases[i].ID == id {
+			return &w.Cases[i]
 		}
 	}
 	return nil
 }
 
 // SetCases replaces the cases.
-func (w *Workflow) SetCases(cases []*Case) { w.cases = cases }
-
-// Clone returns a deep copy.
-func (w *Workflow) Clone() *Workflow {
-	c := &Workflow{Doc: w.Doc.Clone(), Internal: w.Internal}
-	for _, k := range w.cases {
-		c.cases = append(c.cases, &Case{Doc: k.Clone()})
+func (w *Workflow) SetCases(cases []*Case) {
+	w.Cases = make([]Case, len(cases))
+	for i, c := range cases {
+		w.Cases[i] = *c
 	}
-	if w.Internal.Case != nil {
-		c.Internal.Case = c.cases[0]
-	}
-	return c
 }
 
-// sync writes the decoded cases back into the document.
-func (w *Workflow) sync() {
-	if w.view {
-		return
-	}
+// Fields is the public document as raw fields (Extra included; a simple workflow shows no
+// cases).
+func (w *Workflow) Fields() (map[string]json.RawMessage, error) {
+	return encodeFields(w.public(), w.Extra)
+}
+
+// MarshalJSON encodes the public document (what the API answers), keys sorted.
+func (w *Workflow) MarshalJSON() ([]byte, error) { return encodeDoc(w.public(), w.Extra) }
+
+// public is the document's struct (a simple workflow shows no cases).
+func (w *Workflow) public() *plainWorkflow {
+	p := plainWorkflow(*w)
 	if w.Simple() {
-		if len(w.cases) > 0 {
-			w.Internal.Case = w.cases[0]
-		}
-		return
+		p.Cases = nil
 	}
-	if w.cases != nil || w.Has("cases") {
-		cases := w.cases
-		if cases == nil {
-			cases = []*Case{}
-		}
-		w.Set("cases", cases)
-	}
-}
-
-// MarshalJSON encodes the public document (what the API answers).
-func (w *Workflow) MarshalJSON() ([]byte, error) {
-	w.sync()
-	return w.Doc.MarshalJSON()
+	return &p
 }
 
 // Without returns the public document without the named fields.
-func (w *Workflow) Without(keys ...string) *Workflow {
-	c := w.Clone()
-	c.sync()
-	for _, k := range keys {
-		c.Remove(k)
+func (w *Workflow) Without(keys ...string) map[string]json.RawMessage {
+	fields, err := w.Fields()
+	if err != nil {
+		panic(fmt.Sprintf("workflow: %s cannot be encoded: %v", w.ID, err)) // its own fields only
 	}
-	c.cases, c.view = nil, true
-	return c
+	for _, k := range keys {
+		delete(fields, k)
+	}
+	return fields
+}
+
+// merge sets the document's fields named in raw (as sent), over what the struct holds.
+func (w *Workflow) merge(raw map[string]json.RawMessage) error {
+	fields, err := w.Fields()
+	if err != nil {
+		return err
+	}
+	for k, v := range raw {
+		fields[k] = v
+	}
+	b, err := rawjson.Encode(fields)
+	if err != nil {
+		return err
+	}
+	var p plainWorkflow
+	extra, err := decodeFields(b, &p)
+	if err != nil {
+		return err
+	}
+	p.Extra, p.Internal = extra, w.Internal
+	*w = Workflow(p)
+	return nil
 }
 
 // Marshal encodes the workflow for the store, internal fields included.
 func Marshal(w *Workflow) ([]byte, error) {
-	w.sync()
-	doc := w.Map()
-	internal, err := marshal(w.Internal)
+	internal := w.Internal
+	if w.Simple() && len(w.Cases) > 0 {
+		internal.Case = &w.Cases[0]
+	}
+	raw, err := rawjson.Encode(internal)
 	if err != nil {
 		return nil, err
 	}
-	doc[internalKey] = internal
-	return marshal(doc)
+	extra := make(map[string]json.RawMessage, len(w.Extra)+1)
+	for k, v := range w.Extra {
+		extra[k] = v
+	}
+	extra[internalKey] = raw
+	return encodeDoc(w.public(), extra)
 }
 
-// Unmarshal decodes a stored workflow.
+// Unmarshal decodes a stored workflow. A record of a build that kept no kind is an evaluation.
 func Unmarshal(b []byte) (*Workflow, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(b, &fields); err != nil || fields == nil {
-		return nil, fmt.Errorf("workflow: stored workflow is not a JSON object: %v", err)
+	var p plainWorkflow
+	extra, err := decodeFields(b, &p)
+	if errors.Is(err, errNotObject) {
+		return nil, fmt.Errorf("workflow: stored workflow is not a JSON object")
+	} else if err != nil {
+		return nil, fmt.Errorf("workflow: stored workflow is not valid: %w", err)
 	}
-	w := &Workflow{}
-	if raw, ok := fields[internalKey]; ok {
+	w := (*Workflow)(&p)
+	if raw, ok := extra[internalKey]; ok {
 		if err := json.Unmarshal(raw, &w.Internal); err != nil {
 			return nil, fmt.Errorf("workflow: stored workflow's internal part is not valid: %w", err)
 		}
-		delete(fields, internalKey)
+		delete(extra, internalKey)
 	}
-	w.Doc = rawjson.FromMap(fields)
+	if len(extra) > 0 {
+		w.Extra = extra
+	}
 	if w.Internal.Kind == "" {
 		w.Internal.Kind = KindEvaluation
 	}
 	if w.Simple() {
+		w.Cases = nil
 		if w.Internal.Case != nil {
-			w.cases = []*Case{w.Internal.Case}
-		}
-		return w, nil
-	}
-	if raw, ok := fields["cases"]; ok && !bytes.Equal(raw, []byte("null")) {
-		if err := json.Unmarshal(raw, &w.cases); err != nil {
-			return nil, fmt.Errorf("workflow: stored cases are not valid: %w", err)
+			w.Cases = []Case{*w.Internal.Case}
+			w.Internal.Case = nil
 		}
 	}
 	return w, nil
 }
-
-func marshal(v any) ([]byte, error) { return rawjson.Encode(v) }
 
 // RunIDs lists every benchmark run the workflow created, over all attempts (what delete removes).
 func (w *Workflow) RunIDs() []string { return w.Internal.RunIDs }
@@ -218,3 +364,6 @@ func (w *Workflow) AddRunID(id string) {
 		w.Internal.RunIDs = append(w.Internal.RunIDs, id)
 	}
 }
+
+// Raw is the report's JSON (nil when absent).
+func (r ReportJSON) Raw() json.RawMessage { return json.RawMessage(r) }

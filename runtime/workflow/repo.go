@@ -17,7 +17,7 @@ var ErrUnchanged = errors.New("workflow: unchanged")
 type Repo struct{ Store state.Store }
 
 func attrs(w *Workflow) map[string]string {
-	return map[string]string{"cluster_session_id": w.String("cluster_session_id"), "workflow_kind": w.Internal.Kind}
+	return map[string]string{"cluster_session_id": w.ClusterSessionID.Get(), "workflow_kind": w.Internal.Kind}
 }
 
 func (r *Repo) record(w *Workflow, version int64) (state.Record, error) {
@@ -25,9 +25,9 @@ func (r *Repo) record(w *Workflow, version int64) (state.Record, error) {
 	if err != nil {
 		return state.Record{}, err
 	}
-	rec := state.Record{Kind: Kind, ID: w.ID(), Status: w.Status(), Version: version, Attrs: attrs(w),
-		Search: strings.ToLower(w.ID() + " " + w.String("name") + " " + w.String("model")), Doc: doc}
-	if created, err := time.Parse(time.RFC3339Nano, w.String("created_at")); err == nil {
+	rec := state.Record{Kind: Kind, ID: w.ID, Status: w.Status, Version: version, Attrs: attrs(w),
+		Search: strings.ToLower(w.ID + " " + w.Name.Get() + " " + w.Model.Get()), Doc: doc}
+	if created, err := time.Parse(time.RFC3339Nano, w.CreatedAt); err == nil {
 		rec.CreatedAt = created
 	}
 	return rec, nil
@@ -60,7 +60,7 @@ func fromRecord(rec state.Record) (*Workflow, error) {
 	if err != nil {
 		return nil, err
 	}
-	w.Set("status", rec.Status)
+	w.Status = rec.Status
 	return w, nil
 }
 
@@ -99,8 +99,8 @@ func (r *Repo) Update(ctx context.Context, id string, mutate func(*Workflow) err
 		} else if err != nil {
 			return nil, err
 		}
-		if !CanTransition(rec.Status, w.Status()) {
-			return nil, fmt.Errorf("%w: workflow %s from %s to %s", state.ErrInvalidTransition, id, rec.Status, w.Status())
+		if !CanTransition(rec.Status, w.Status) {
+			return nil, fmt.Errorf("%w: workflow %s from %s to %s", state.ErrInvalidTransition, id, rec.Status, w.Status)
 		}
 		next, err := r.record(w, rec.Version)
 		if err != nil {

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/lensfn/lensfn/runtime/comparison"
@@ -21,39 +22,66 @@ const (
 // RunResultFields are the fields a finished case copies from its run.
 var RunResultFields = []string{"metrics", "sla", FieldMatrixResults, FieldRateStageResults, FieldBootstrap, FieldRepetitionResults}
 
+// ResultField is the case's field that keeps the run result key names (one of RunResultFields;
+// nil for another key).
+func (c *Case) ResultField(key string) *json.RawMessage {
+	switch key {
+	case "metrics":
+		return &c.Metrics
+	case "sla":
+		return &c.SLA
+	case FieldMatrixResults:
+		return &c.MatrixResults
+	case FieldRateStageResults:
+		return &c.RateStageResults
+	case FieldBootstrap:
+		return &c.Bootstrap
+	case FieldRepetitionResults:
+		return &c.RepetitionResults
+	}
+	return nil
+}
+
+// Decode decodes a raw block of a record into v; false when it is absent, null or of another shape.
+func Decode(raw json.RawMessage, v any) bool {
+	if len(raw) == 0 || string(raw) == "null" {
+		return false
+	}
+	return json.Unmarshal(raw, v) == nil
+}
+
 // ReportCases are the evaluation's cases as runtime/comparison reads them.
 func (w *Workflow) ReportCases() []comparison.Case {
-	out := make([]comparison.Case, 0, len(w.Cases()))
-	for _, c := range w.Cases() {
-		rc := comparison.Case{ID: c.ID(), Role: comparison.RoleBaseline, ScenarioID: c.String("scenario_id"),
-			ScenarioName: c.String("scenario_name"), BaselineType: c.BaselineType()}
+	out := make([]comparison.Case, 0, len(w.Cases))
+	for _, c := range w.AllCases() {
+		rc := comparison.Case{ID: c.ID, Role: comparison.RoleBaseline, ScenarioID: c.ScenarioID.Get(),
+			ScenarioName: c.ScenarioName.Get(), BaselineType: c.BaselineType.Get()}
 		if c.IsGuide() {
 			rc.Role = comparison.RoleGuide
-			c.Get("baseline_case_ids", &rc.BaselineCaseIDs)
+			rc.BaselineCaseIDs = c.BaselineCaseIDs
 		}
-		var workloads []string
-		if c.Get("workload_ids", &workloads) && len(workloads) > 0 {
-			rc.WorkloadID = workloads[0]
+		if len(c.WorkloadIDs) > 0 {
+			rc.WorkloadID = c.WorkloadIDs[0]
 		}
 		rc.Facts = comparison.FactsFrom(w.Facts(c))
 		if rc.Facts.Guide != nil {
 			rc.ProviderRef = *rc.Facts.Guide
 		}
-		c.Get("benchmark", &rc.Benchmark)
+		Decode(c.Benchmark, &rc.Benchmark)
 		rc.Metrics = map[string]any{}
-		c.Get("metrics", &rc.Metrics)
+		Decode(c.Metrics, &rc.Metrics)
 		for _, key := range []string{FieldMatrixResults, FieldRateStageResults} {
 			var v []any
-			if c.Get(key, &v) {
+			if Decode(*c.ResultField(key), &v) {
 				rc.Metrics[key] = v
 			}
 		}
-		c.Get("sla_targets", &rc.SLATargets)
+		Decode(c.SLATargets, &rc.SLATargets)
 		var boot evalrun.Bootstrap
-		if c.Get(FieldBootstrap, &boot) && len(boot.Repetitions) > 0 {
+		if Decode(c.Bootstrap, &boot) && len(boot.Repetitions) > 0 {
 			rc.Bootstrap = &boot
 		}
-		c.Get(FieldRepetitionResults, &rc.Repetitions)
+		Decode(c.RepetitionResults, &rc.Repetitions)
 		out = append(out, rc)
 	}
 	return out
@@ -62,6 +90,14 @@ func (w *Workflow) ReportCases() []comparison.Case {
 // BuildReport makes the comparison v2 report of the evaluation's cases.
 func (w *Workflow) BuildReport(now time.Time) comparison.Report {
 	compare := true
-	w.Get("compare_configurations", &compare)
+	if w.CompareConfigurations.Valid() {
+		compare = w.CompareConfigurations.Get()
+	}
 	return comparison.Build(w.ReportCases(), compare, now)
+}
+
+// SetReport stores a comparison report.
+func (w *Workflow) SetReport(r comparison.Report) {
+	raw, _ := marshal(r)
+	w.Report = raw
 }

@@ -4,22 +4,20 @@ import (
 	"github.com/lensfn/lensfn/runtime/problem"
 )
 
-// linkFields are what ties a case to a deployment and a benchmark.
-var linkFields = []string{"error", "failed_stage", "deployment_run_id", "evaluation_run_id", "deployment_case_id", "execution_id",
-	"namespace", "endpoint", "baseline_url", "deployment_status", "cleanup_status", "cleanup_error", "metrics",
-	"started_at", "finished_at"}
+// clearLinks unties a case from its deployment and its benchmark: the ids become null, the
+// rest leaves the document.
+func clearLinks(c *Case) {
+	clearRun(c)
+	c.DeploymentRunID, c.ExecutionID = Null[string](), Null[string]()
+	c.DeploymentCaseID, c.Namespace, c.Endpoint, c.BaselineURL = Opt[string]{}, Opt[string]{}, Opt[string]{}, Opt[string]{}
+	c.DeploymentStatus, c.CleanupStatus, c.CleanupError = Opt[string]{}, Opt[string]{}, Opt[string]{}
+}
 
-// runFields are what ties a case to its benchmark only.
-var runFields = []string{"error", "failed_stage", "evaluation_run_id", "metrics", "started_at", "finished_at"}
-
-func clearFields(c *Case, fields []string) {
-	for _, f := range fields {
-		if f == "error" || f == "deployment_run_id" || f == "evaluation_run_id" || f == "execution_id" {
-			c.Set(f, nil)
-			continue
-		}
-		c.Remove(f)
-	}
+// clearRun unties a case from its benchmark only.
+func clearRun(c *Case) {
+	c.Error, c.EvaluationRunID = Null[string](), Null[string]()
+	c.FailedStage, c.StartedAt, c.FinishedAt = Opt[string]{}, Opt[string]{}, Opt[string]{}
+	c.Metrics = nil
 }
 
 // Retry resets a failed or cancelled evaluation for another attempt, by the rules of
@@ -29,48 +27,48 @@ func clearFields(c *Case, fields []string) {
 // configuration to be reproducible. ready says whether a case's deployment is still ready;
 // reproducible checks a case's configuration snapshot. Anything else is a 409.
 func (w *Workflow) Retry(ready func(*Case) bool, reproducible func(*Case) error) error {
-	if w.Simple() || w.Cases() == nil {
-		return problem.New(problem.CodeConflict, "workflow %s has no cases; only a multi-configuration evaluation can be retried", w.ID())
+	if w.Simple() || w.Cases == nil {
+		return problem.New(problem.CodeConflict, "workflow %s has no cases; only a multi-configuration evaluation can be retried", w.ID)
 	}
-	if s := w.Status(); s != StatusFailed && s != StatusCancelled {
-		return problem.New(problem.CodeConflict, "workflow %s is %s; only a failed or cancelled evaluation can be retried", w.ID(), s)
+	if s := w.Status; s != StatusFailed && s != StatusCancelled {
+		return problem.New(problem.CodeConflict, "workflow %s is %s; only a failed or cancelled evaluation can be retried", w.ID, s)
 	}
-	for _, c := range w.Cases() {
-		c.Remove("cancel_requested")
+	for _, c := range w.AllCases() {
+		c.CancelRequested = Opt[bool]{}
 	}
 	requeue := func(c *Case) error {
-		if c.Status() == CaseQueued && !c.Has("execution_id") {
+		if c.Status == CaseQueued && !c.ExecutionID.Present() {
 			return nil
 		}
 		if err := reproducible(c); err != nil {
 			return err
 		}
-		clearFields(c, linkFields)
-		c.Set("status", CaseQueued)
+		clearLinks(c)
+		c.Status = CaseQueued
 		bumpAttempt(c)
 		return nil
 	}
-	for _, c := range w.Cases() {
-		if !c.SharesGuidePods() || c.Status() == CaseSucceeded {
+	for _, c := range w.AllCases() {
+		if !c.SharesGuidePods() || c.Status == CaseSucceeded {
 			continue
 		}
-		if g := w.Case(c.String("dependent_guide_case_id")); g != nil && !ready(g) {
+		if g := w.Case(c.DependentGuideCaseID.Get()); g != nil && !ready(g) {
 			if err := requeue(g); err != nil {
 				return err
 			}
 		}
 	}
-	for _, c := range w.Cases() {
+	for _, c := range w.AllCases() {
 		switch {
-		case c.Status() == CaseSucceeded:
+		case c.Status == CaseSucceeded:
 		case c.SharesGuidePods():
-			clearFields(c, []string{"error", "failed_stage", "evaluation_run_id", "execution_id", "namespace", "endpoint", "metrics",
-				"started_at", "finished_at"})
-			c.Set("status", CaseQueued)
+			clearRun(c)
+			c.ExecutionID, c.Namespace, c.Endpoint = Null[string](), Opt[string]{}, Opt[string]{}
+			c.Status = CaseQueued
 			bumpAttempt(c)
-		case c.Has("execution_id") && ready(c):
-			clearFields(c, runFields)
-			c.Set("status", CaseBenchmarking)
+		case c.ExecutionID.Present() && ready(c):
+			clearRun(c)
+			c.Status = CaseBenchmarking
 			bumpAttempt(c)
 		default:
 			if err := requeue(c); err != nil {
@@ -78,21 +76,12 @@ func (w *Workflow) Retry(ready func(*Case) bool, reproducible func(*Case) error)
 			}
 		}
 	}
-	w.Set("status", StatusQueued)
-	w.Set("error", nil)
-	w.Set("report", nil)
-	w.Remove("finished_at")
-	w.Remove("failed_stage")
-	w.Remove("cancellation_error")
+	w.Status = StatusQueued
+	w.Error = Null[string]()
+	w.Report = ReportJSON("null")
+	w.FinishedAt, w.FailedStage, w.CancellationError = Opt[string]{}, Opt[string]{}, Opt[string]{}
 	w.Internal.FinishedAnnounced, w.Internal.FinishedClaimedAt = false, ""
 	return nil
 }
 
-// Attempt is how many times the case was reset (0 for the first attempt); run ids derive from it.
-func (c *Case) Attempt() int {
-	var n int
-	c.Get("attempt", &n)
-	return n
-}
-
-func bumpAttempt(c *Case) { c.Set("attempt", c.Attempt()+1) }
+func bumpAttempt(c *Case) { c.Attempt = Some(c.Attempt.Get() + 1) }

@@ -31,14 +31,14 @@ func RunID(workflowID, caseID string, attempt int) string {
 // may carry baseline_type and baseline_parameters, which a run's spec has no place for.
 func (w *Workflow) NewRun(c *Case, target evalrun.Target) (*evalrun.Run, error) {
 	var spec events.BenchmarkSpec
-	if raw := c.Raw("benchmark"); len(raw) > 0 {
+	if raw := c.Benchmark; len(raw) > 0 && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &spec); err != nil {
-			return nil, fmt.Errorf("workflow: case %s has no readable benchmark: %w", c.ID(), err)
+			return nil, fmt.Errorf("workflow: case %s has no readable benchmark: %w", c.ID, err)
 		}
 	}
 	req := events.EvaluateRunRequest{DeploymentExecutionID: &target.ExecutionID, BenchmarkSpec: spec}
 	var sla events.SLATargets
-	if c.Get("sla_targets", &sla) {
+	if len(c.SLATargets) > 0 && string(c.SLATargets) != "null" && json.Unmarshal(c.SLATargets, &sla) == nil {
 		req.SLATargets = &sla
 	}
 	raw := map[string]json.RawMessage{"deployment_execution_id": mustJSON(target.ExecutionID)}
@@ -54,10 +54,12 @@ func (w *Workflow) NewRun(c *Case, target evalrun.Target) (*evalrun.Run, error) 
 	if err := evalrun.ValidateRequest(req); err != nil {
 		return nil, err
 	}
-	run := evalrun.BuildRun(RunID(w.ID(), c.ID(), c.Attempt()), req, raw, target)
-	ownership, wfID, caseID := OwnershipEvaluation, w.ID(), c.ID()
+	run := evalrun.BuildRun(RunID(w.ID, c.ID, c.Attempt.Get()), req, raw, target)
+	ownership, wfID, caseID := OwnershipEvaluation, w.ID, c.ID
 	run.DeploymentOwnership, run.EvaluationWorkflow, run.EvaluationCase, run.DeploymentCaseID = &ownership, &wfID, &caseID, &caseID
-	if json.Unmarshal(w.Raw("owner_user_id"), &run.OwnerUserID) != nil {
+	if w.OwnerUserID.Valid() {
+		run.OwnerUserID = evalrun.Value(w.OwnerUserID.Get())
+	} else {
 		run.OwnerUserID = evalrun.Null[string]() // a workflow without an owner
 	}
 	// The configuration it benchmarks, as the case's facts say and as it was deployed.
@@ -68,8 +70,8 @@ func (w *Workflow) NewRun(c *Case, target evalrun.Target) (*evalrun.Run, error) 
 	} else {
 		run.Guide = evalrun.Null[string]()
 	}
-	if c.Has("deployment_configuration") {
-		run.DeploymentConfig = c.Raw("deployment_configuration")
+	if c.DeploymentConfiguration != nil {
+		run.DeploymentConfig = c.DeploymentConfiguration
 	}
 	kind := EndpointRouted
 	if c.SharesGuidePods() {

@@ -79,28 +79,19 @@ func (r SimpleRequest) Content() json.RawMessage {
 func NewSimple(id string, req SimpleRequest, clusterID, configurationID, executionID string) *Workflow {
 	w := New(KindSimple, id, StatusDeploying)
 	d := evalrun.WithDefaults(req.Spec())
-	w.Set("deployment_ownership", OwnershipEvaluation)
-	w.Set("created_at", evalrun.Now())
-	w.Set("deployment_run_id", executionID)
-	w.Set("cluster_session_id", req.ClusterSessionID)
-	w.Set("cluster_id", clusterID)
-	w.Set("model", req.Model)
-	w.Set("harness", *d.Harness)
-	w.Set("workload", *d.Workload)
-	w.Set("parallelism", *d.Parallelism)
-	w.Set("repetitions", *d.Repetitions)
-	w.Set("benchmark_runtime", map[string]any{})
-	c := &Case{Doc: newDoc()}
-	c.Set("id", SimpleCaseID)
-	c.Set("kind", "guide")
-	c.Set("status", CaseDeploying)
-	c.Set("configuration_artifact_id", configurationID)
-	c.Set("deployment_run_id", executionID)
-	c.Set("execution_id", executionID)
-	c.Set("evaluation_run_id", nil)
-	c.Set("preserve_deployment", false)
-	c.Set("benchmark", benchmarkJSON(&events.BenchmarkSpec{Harness: d.Harness, Workload: d.Workload, Parallelism: d.Parallelism,
-		Repetitions: d.Repetitions}))
+	w.DeploymentOwnership = Some(OwnershipEvaluation)
+	w.CreatedAt = evalrun.Now()
+	w.DeploymentRunID = Some(executionID)
+	w.ClusterSessionID = Some(req.ClusterSessionID)
+	w.ClusterID = Some(clusterID)
+	w.Model = Some(req.Model)
+	w.Harness, w.Workload = Some(*d.Harness), Some(*d.Workload)
+	w.Parallelism, w.Repetitions = Some(*d.Parallelism), Some(*d.Repetitions)
+	w.BenchmarkRuntime = json.RawMessage(`{}`)
+	c := &Case{ID: SimpleCaseID, Kind: "guide", Status: CaseDeploying, ConfigurationArtifactID: Some(configurationID),
+		DeploymentRunID: Some(executionID), ExecutionID: Some(executionID), EvaluationRunID: Null[string](),
+		PreserveDeployment: Some(false), Benchmark: benchmarkJSON(&events.BenchmarkSpec{Harness: d.Harness, Workload: d.Workload,
+			Parallelism: d.Parallelism, Repetitions: d.Repetitions})}
 	w.SetCases([]*Case{c})
 	return w
 }

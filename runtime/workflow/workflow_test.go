@@ -1,9 +1,13 @@
 package workflow_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +15,9 @@ import (
 	"github.com/lensfn/lensfn/events"
 	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/runtime/rawjson"
+	"github.com/lensfn/lensfn/runtime/state"
+	"github.com/lensfn/lensfn/runtime/state/redisstore"
 	"github.com/lensfn/lensfn/runtime/workflow"
 )
 
@@ -63,8 +70,8 @@ func mustEvaluate(t *testing.T, body string) *workflow.Workflow {
 
 func ids(w *workflow.Workflow) []string {
 	var out []string
-	for _, c := range w.Cases() {
-		out = append(out, c.ID())
+	for _, c := range w.AllCases() {
+		out = append(out, c.ID)
 	}
 	return out
 }
@@ -75,8 +82,8 @@ func content(t *testing.T, c *workflow.Case) map[string]any {
 		ProviderRef string         `json:"provider_ref"`
 		Content     map[string]any `json:"content"`
 	}
-	if !c.Get("deployment_configuration", &cfg) {
-		t.Fatalf("case %s has no deployment configuration", c.ID())
+	if !get(c, "deployment_configuration", &cfg) {
+		t.Fatalf("case %s has no deployment configuration", c.ID)
 	}
 	cfg.Content["_provider"] = cfg.ProviderRef
 	return cfg.Content
@@ -109,11 +116,11 @@ func TestDefaultPlanHasOneGuideAndADirectVLLMBaseline(t *testing.T) {
 	if got := ids(w); !slices.Equal(got, []string{"guide-1", "baseline-1"}) {
 		t.Fatalf("cases %v", got)
 	}
-	g, b := w.Cases()[0], w.Cases()[1]
-	if g.Status() != "queued" || g.String("deployment_group_id") != "candidate:guide" || g.String("baseline_case_id") != "baseline-1" {
+	g, b := w.AllCases()[0], w.AllCases()[1]
+	if g.Status != "queued" || str(g, "deployment_group_id") != "candidate:guide" || str(g, "baseline_case_id") != "baseline-1" {
 		t.Fatalf("guide %s", mustJSON(g))
 	}
-	if b.String("deployment_group_id") != "candidate:baseline:direct-vllm" || b.BaselineType() != "direct-vllm" {
+	if str(b, "deployment_group_id") != "candidate:baseline:direct-vllm" || b.BaselineType.Get() != "direct-vllm" {
 		t.Fatalf("baseline %s", mustJSON(b))
 	}
 	c := content(t, b)
@@ -124,15 +131,15 @@ func TestDefaultPlanHasOneGuideAndADirectVLLMBaseline(t *testing.T) {
 		t.Fatalf("baseline inherits the source's replicas: %v", d)
 	}
 	var bench map[string]any
-	b.Get("benchmark", &bench)
+	get(b, "benchmark", &bench)
 	if bench["baseline_type"] != "direct-vllm" || bench["baseline_parameters"] == nil {
 		t.Fatalf("baseline benchmark carries its type and parameters: %v", bench)
 	}
-	if w.Status() != "queued" || w.String("name") != "Evaluation" || !w.Bool("compare_configurations") {
+	if w.Status != "queued" || str(w, "name") != "Evaluation" || !boolKey(w, "compare_configurations") {
 		t.Fatalf("workflow defaults: %s", mustJSON(w))
 	}
 	var arts map[string]string
-	w.Get("configuration_artifacts", &arts)
+	get(w, "configuration_artifacts", &arts)
 	if arts["opt"] != fixtures["opt"].Checksum {
 		t.Fatalf("configuration_artifacts %v", arts)
 	}
@@ -148,13 +155,13 @@ func TestBaselineTypesMapToProvidersAndProfiles(t *testing.T) {
 		t.Fatalf("order %v, want %v", got, want)
 	}
 	profiles := map[string]string{}
-	for _, c := range w.Cases()[2:] {
+	for _, c := range w.AllCases()[2:] {
 		cc := content(t, c)
 		profile := ""
 		if r, ok := cc["router"].(map[string]any); ok {
 			profile = r["profile"].(string)
 		}
-		profiles[c.BaselineType()] = cc["_provider"].(string) + "/" + profile
+		profiles[c.BaselineType.Get()] = cc["_provider"].(string) + "/" + profile
 	}
 	wantProfiles := map[string]string{"direct-vllm": "baseline-vllm/", "router-neutral": "optimized-baseline/random",
 		"load-only": "optimized-baseline/load", "affinity-only": "optimized-baseline/prefix-affinity",
@@ -164,12 +171,12 @@ func TestBaselineTypesMapToProvidersAndProfiles(t *testing.T) {
 			t.Errorf("%s deploys %s, want %s", k, profiles[k], v)
 		}
 	}
-	ks := w.Cases()[1]
-	if ks.BaselineType() != "kubernetes-service" || ks.String("dependent_guide_case_id") != "guide-1" || ks.Has("deployment_configuration") && string(ks.Raw("deployment_configuration")) != "null" {
+	ks := w.AllCases()[1]
+	if ks.BaselineType.Get() != "kubernetes-service" || str(ks, "dependent_guide_case_id") != "guide-1" || has(ks, "deployment_configuration") && string(raw(ks, "deployment_configuration")) != "null" {
 		t.Fatalf("kubernetes-service deploys nothing and names its guide: %s", mustJSON(ks))
 	}
 	var linked []string
-	w.Cases()[0].Get("baseline_case_ids", &linked)
+	get(w.AllCases()[0], "baseline_case_ids", &linked)
 	if !slices.Equal(linked, []string{"baseline-1", "baseline-2", "baseline-3", "baseline-4", "baseline-5", "baseline-6"}) {
 		t.Fatalf("guide links %v", linked)
 	}
@@ -191,11 +198,11 @@ func TestBaselinesAreDeduplicatedAcrossPlans(t *testing.T) {
 		t.Fatalf("cases %v", got)
 	}
 	var wl []string
-	w.Case("baseline-1").Get("workload_ids", &wl)
+	get(w.Case("baseline-1"), "workload_ids", &wl)
 	if !slices.Equal(wl, []string{"a", "b"}) {
 		t.Fatalf("shared baseline serves %v", wl)
 	}
-	if w.Case("guide-2").String("baseline_case_id") != "baseline-1" || w.Case("guide-3").String("baseline_case_id") != "baseline-2" {
+	if str(w.Case("guide-2"), "baseline_case_id") != "baseline-1" || str(w.Case("guide-3"), "baseline_case_id") != "baseline-2" {
 		t.Fatal("guides link the de-duplicated baselines")
 	}
 	// kubernetes-service baselines are keyed by their guide: never shared.
@@ -215,11 +222,11 @@ func TestScenariosNameGuidesAndWorkloads(t *testing.T) {
 	}
 	g := w.Case("guide-1-2")
 	var wl []string
-	g.Get("workload_ids", &wl)
-	if !slices.Equal(wl, []string{"p--long"}) || g.String("scenario_id") != "long" || g.String("scenario_name") != "long" {
+	get(g, "workload_ids", &wl)
+	if !slices.Equal(wl, []string{"p--long"}) || str(g, "scenario_id") != "long" || str(g, "scenario_name") != "long" {
 		t.Fatalf("scenario guide %s", mustJSON(g))
 	}
-	if w.Case("guide-1-1").String("scenario_name") != "Short" {
+	if str(w.Case("guide-1-1"), "scenario_name") != "Short" {
 		t.Fatal("scenario name")
 	}
 }
@@ -300,7 +307,7 @@ func TestBaselineParametersApply(t *testing.T) {
 		t.Fatalf("block_size goes to the simulator's block-size: %v", sim)
 	}
 	var custom []map[string]string
-	b.Get("custom_parameters", &custom)
+	get(b, "custom_parameters", &custom)
 	names := []string{}
 	for _, p := range custom {
 		if p["target"] != "decode" || p["kind"] != "argument" {
@@ -312,7 +319,7 @@ func TestBaselineParametersApply(t *testing.T) {
 		t.Fatalf("custom parameters %v", names)
 	}
 	var params map[string]any
-	b.Get("baseline_parameters", &params)
+	get(b, "baseline_parameters", &params)
 	if params["replicas"] != 3.0 || len(params) != 6 {
 		t.Fatalf("baseline_parameters without nulls: %v", params)
 	}
@@ -355,15 +362,15 @@ func TestBaselinesOnlyPlan(t *testing.T) {
 		t.Fatalf("cases %v", got)
 	}
 	w = mustEvaluate(t, `{"cluster_session_id":"s","benchmark_plans":[{"configuration_artifact_id":"opt","include_baseline":false}]}`)
-	if got := ids(w); !slices.Equal(got, []string{"guide-1"}) || string(w.Case("guide-1").Raw("baseline_case_id")) != "null" {
+	if got := ids(w); !slices.Equal(got, []string{"guide-1"}) || string(raw(w.Case("guide-1"), "baseline_case_id")) != "null" {
 		t.Fatalf("cases %v", got)
 	}
 }
 
 func TestStoredFieldsSurviveARoundTrip(t *testing.T) {
 	w := mustEvaluate(t, `{"cluster_session_id":"s","name":"N","benchmark_plans":[{"configuration_artifact_id":"opt"}]}`)
-	w.Case("guide-1").Set("future_field", map[string]int{"x": 1})
-	w.Set("another", nil)
+	setKey(w.Case("guide-1"), "future_field", map[string]int{"x": 1})
+	w.Extra = map[string]json.RawMessage{"another": json.RawMessage("null")}
 	w.Internal.IdempotencyKey = "k"
 	doc, err := workflow.Marshal(w)
 	if err != nil {
@@ -373,7 +380,7 @@ func TestStoredFieldsSurviveARoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(back.Case("guide-1").Raw("future_field")) != `{"x":1}` || string(back.Raw("another")) != "null" || back.Internal.IdempotencyKey != "k" {
+	if string(raw(back.Case("guide-1"), "future_field")) != `{"x":1}` || string(raw(back, "another")) != "null" || back.Internal.IdempotencyKey != "k" {
 		t.Fatalf("lost fields: %s", doc)
 	}
 	public, _ := json.Marshal(back)
@@ -433,69 +440,69 @@ func TestRetryResetRules(t *testing.T) {
 	// baseline-2 (direct-vllm) failed on a still-ready deployment; baseline-3 was cancelled.
 	set := func(id, status string, kv ...string) {
 		c := w.Case(id)
-		c.Set("status", status)
+		setKey(c, "status", status)
 		for i := 0; i < len(kv); i += 2 {
-			c.Set(kv[i], kv[i+1])
+			setKey(c, kv[i], kv[i+1])
 		}
-		c.Set("cancel_requested", true)
+		setKey(c, "cancel_requested", true)
 	}
 	set("guide-1", "succeeded", "execution_id", "e-guide", "deployment_run_id", "e-guide", "evaluation_run_id", "r-g", "endpoint", "http://g")
 	set("baseline-1", "failed", "evaluation_run_id", "r-3", "error", "boom", "execution_id", "e-guide", "endpoint", "http://g/balanced")
 	set("baseline-2", "failed", "execution_id", "e-1", "deployment_run_id", "e-1", "evaluation_run_id", "r-1", "error", "boom")
 	set("baseline-3", "cancelled", "execution_id", "e-2", "deployment_run_id", "e-2")
-	w.Set("status", "failed")
-	w.Set("error", "boom")
-	w.Set("report", map[string]int{"x": 1})
-	w.Set("finished_at", "t")
-	ready := func(c *workflow.Case) bool { return c.String("execution_id") == "e-1" }
+	w.Status = "failed"
+	w.Error = workflow.Some("boom")
+	w.Report = workflow.ReportJSON(`{"x":1}`)
+	w.FinishedAt = workflow.Some("t")
+	ready := func(c *workflow.Case) bool { return str(c, "execution_id") == "e-1" }
 	if err := w.Retry(ready, func(*workflow.Case) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	g := w.Case("guide-1")
-	if g.Status() != "queued" || string(g.Raw("execution_id")) != "null" || string(g.Raw("evaluation_run_id")) != "null" || g.Has("endpoint") {
+	if g.Status != "queued" || string(raw(g, "execution_id")) != "null" || string(raw(g, "evaluation_run_id")) != "null" || has(g, "endpoint") {
 		t.Fatalf("a guide without a ready deployment is requeued for its kubernetes-service baseline: %s", mustJSON(g))
 	}
-	if b := w.Case("baseline-1"); b.Status() != "queued" || string(b.Raw("error")) != "null" || b.Has("endpoint") {
+	if b := w.Case("baseline-1"); b.Status != "queued" || string(raw(b, "error")) != "null" || has(b, "endpoint") {
 		t.Fatalf("kubernetes-service baseline %s", mustJSON(b))
 	}
-	if b := w.Case("baseline-2"); b.Status() != "benchmarking" || b.String("execution_id") != "e-1" || string(b.Raw("evaluation_run_id")) != "null" {
+	if b := w.Case("baseline-2"); b.Status != "benchmarking" || str(b, "execution_id") != "e-1" || string(raw(b, "evaluation_run_id")) != "null" {
 		t.Fatalf("a case on a ready deployment benchmarks again on it: %s", mustJSON(b))
 	}
-	if b := w.Case("baseline-3"); b.Status() != "queued" || string(b.Raw("execution_id")) != "null" {
+	if b := w.Case("baseline-3"); b.Status != "queued" || string(raw(b, "execution_id")) != "null" {
 		t.Fatalf("cancelled case requeued: %s", mustJSON(b))
 	}
-	for _, c := range w.Cases() {
-		if c.CancelRequested() {
-			t.Fatalf("%s keeps cancel_requested", c.ID())
+	for _, c := range w.AllCases() {
+		if c.CancelRequested.Get() {
+			t.Fatalf("%s keeps cancel_requested", c.ID)
 		}
 	}
-	if w.Status() != "queued" || string(w.Raw("report")) != "null" || w.Has("finished_at") || string(w.Raw("error")) != "null" {
+	if w.Status != "queued" || string(raw(w, "report")) != "null" || has(w, "finished_at") || string(raw(w, "error")) != "null" {
 		t.Fatalf("workflow reset: %s", mustJSON(w))
 	}
 	// Succeeded cases are kept when their kubernetes-service baseline succeeded too.
 	w2 := mustEvaluate(t, `{"cluster_session_id":"s","benchmark_plans":[{"configuration_artifact_id":"opt"}]}`)
-	w2.Case("guide-1").Set("status", "succeeded")
-	w2.Case("baseline-1").Set("status", "failed")
-	w2.Case("baseline-1").Set("execution_id", "gone")
-	w2.Set("status", "failed")
+	setKey(w2.Case("guide-1"), "status", "succeeded")
+	setKey(w2.Case("baseline-1"), "status", "failed")
+	setKey(w2.Case("baseline-1"), "execution_id", "gone")
+	w2.Status = "failed"
 	if err := w2.Retry(func(*workflow.Case) bool { return false }, func(*workflow.Case) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if w2.Case("guide-1").Status() != "succeeded" || w2.Case("baseline-1").Status() != "queued" {
+	if w2.Case("guide-1").Status != "succeeded" || w2.Case("baseline-1").Status != "queued" {
 		t.Fatal("succeeded cases are kept")
 	}
 	// An irreproducible snapshot is a 409, and so is retrying anything but failed/cancelled.
-	w2.Set("status", "failed")
-	w2.Case("baseline-1").Set("status", "failed")
-	w2.Case("baseline-1").Set("execution_id", "gone")
+	w2.Status = "failed"
+	setKey(w2.Case("baseline-1"), "status", "failed")
+	setKey(w2.Case("baseline-1"), "execution_id", "gone")
 	err := w2.Retry(func(*workflow.Case) bool { return false }, func(*workflow.Case) error {
 		return problem.New(problem.CodeConflict, "snapshot changed")
 	})
 	wantCode(t, err, problem.CodeConflict, "snapshot")
-	w2.Set("status", "running")
+	w2.Status = "running"
 	wantCode(t, w2.Retry(func(*workflow.Case) bool { return false }, func(*workflow.Case) error { return nil }), problem.CodeConflict, "running")
 	simple := workflow.NewSimple("s-1", workflow.SimpleRequest{Model: "m", ClusterSessionID: "s"}, "c", "cfg", "e")
-	simple.Set("status", "failed")
+	simple.Status = "failed"
 	wantCode(t, simple.Retry(func(*workflow.Case) bool { return false }, func(*workflow.Case) error { return nil }), problem.CodeConflict, "no cases")
 }
 
@@ -542,7 +549,7 @@ func TestSimpleWorkflow(t *testing.T) {
 	}
 	stored, _ := workflow.Marshal(w)
 	back, _ := workflow.Unmarshal(stored)
-	if !back.Simple() || len(back.Cases()) != 1 || back.Cases()[0].String("execution_id") != "exec" {
+	if !back.Simple() || len(back.Cases) != 1 || str(back.AllCases()[0], "execution_id") != "exec" {
 		t.Fatalf("simple case lost: %s", stored)
 	}
 	for _, body := range []string{`{"cluster_session_id":"s"}`, `{"model":"m","cluster_session_id":"s","replicas":0}`, `{"model":"m","cluster_session_id":"s","x":1}`} {
@@ -561,3 +568,230 @@ func mustJSON(v any) string {
 }
 
 var _ = events.TypeWorkflowQueued
+
+// The helpers below read and write a record's document by JSON key, as the stored record and
+// the API's answers hold it.
+
+func fields(v any) map[string]json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(b, &m)
+	return m
+}
+
+func raw(v any, key string) json.RawMessage { return fields(v)[key] }
+
+func has(v any, key string) bool { _, ok := fields(v)[key]; return ok }
+
+func str(v any, key string) string {
+	var s string
+	_ = json.Unmarshal(raw(v, key), &s)
+	return s
+}
+
+func get(v any, key string, out any) bool {
+	r := raw(v, key)
+	return len(r) > 0 && string(r) != "null" && json.Unmarshal(r, out) == nil
+}
+
+// setKey sets a case's field by its JSON key (v encoded; nil is a null).
+func setKey(c *workflow.Case, key string, v any) {
+	m := fields(c)
+	m[key], _ = json.Marshal(v)
+	b, _ := json.Marshal(m)
+	if err := json.Unmarshal(b, c); err != nil {
+		panic(err)
+	}
+}
+
+func boolKey(v any, key string) bool {
+	var b bool
+	_ = json.Unmarshal(raw(v, key), &b)
+	return b
+}
+
+// stored reads a testdata record (as a build before the typed records wrote it).
+func stored(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.TrimSpace(b)
+}
+
+// withoutKeys is doc (a JSON object) re-encoded as the store writes it, without keys.
+func withoutKeys(t *testing.T, doc []byte, keys ...string) string {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		delete(m, k)
+	}
+	b, _ := rawjson.Encode(m)
+	return string(b)
+}
+
+// TestRecordsOfOlderBuildsReadTheSame: records the raw-document builds stored (a retried
+// evaluation with explicit nulls, absent fields, a newer build's fields at both levels; a
+// simple workflow; a record from before workflows had an internal part; a report of an older
+// comparison version; fields of another shape than this build's) decode, answer and store back
+// byte for byte as they were.
+func TestRecordsOfOlderBuildsReadTheSame(t *testing.T) {
+	evaluation := stored(t, "stored-evaluation.json")
+	oldReport := bytes.Replace(evaluation, []byte(`"report":null`), []byte(`"report":{"comparison_version":1,"comparisons":[],"old":"x"}`), 1)
+	noInternal := []byte(withoutKeys(t, evaluation, "_internal"))
+	for name, doc := range map[string][]byte{"evaluation": evaluation, "old report": oldReport, "no internal part": noInternal} {
+		w, err := workflow.Unmarshal(doc)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if w.Simple() || w.Internal.Kind != workflow.KindEvaluation || len(w.Cases) != 1 {
+			t.Fatalf("%s: read as %+v", name, w.Internal)
+		}
+		public, _ := json.Marshal(w)
+		if want := withoutKeys(t, doc, "_internal"); string(public) != want {
+			t.Fatalf("%s: answered\n%s\nwant\n%s", name, public, want)
+		}
+		if name == "no internal part" {
+			continue
+		}
+		back, _ := workflow.Marshal(w)
+		if !bytes.Equal(back, doc) {
+			t.Fatalf("%s: stored back\n%s\nwant\n%s", name, back, doc)
+		}
+	}
+	w, _ := workflow.Unmarshal(evaluation)
+	if string(w.Extra["future"]) != `{"x":[1,null]}` || string(w.Cases[0].Extra["case_future"]) != "null" || !w.Error.Present() ||
+		w.Error.Valid() || w.FinishedAt.Present() || w.Cases[0].Attempt.Get() != 1 {
+		t.Fatalf("fields read as %+v", w)
+	}
+
+	// Fields of another shape than this build's (written by another build) read, and are
+	// answered and stored back as they were.
+	odd := bytes.Replace(evaluation, []byte(`"attempt":1`), []byte(`"attempt":{"n":1}`), 1)
+	odd = bytes.Replace(odd, []byte(`"compare_configurations":true`), []byte(`"compare_configurations":"yes"`), 1)
+	if bytes.Equal(odd, evaluation) || bytes.Count(odd, []byte(`"yes"`)) != 1 {
+		t.Fatal("the fixture lost the fields the test changes")
+	}
+	w, err := workflow.Unmarshal(odd)
+	if err != nil {
+		t.Fatalf("a field of another shape: %v", err)
+	}
+	if w.Cases[0].Attempt.Present() || w.CompareConfigurations.Present() || w.Cases[0].ID != "guide-1" || w.Name.Get() != "Evaluation" {
+		t.Fatalf("read as %+v", w)
+	}
+	public, _ := json.Marshal(w)
+	if want := withoutKeys(t, odd, "_internal"); string(public) != want {
+		t.Fatalf("answered\n%s\nwant\n%s", public, want)
+	}
+	if back, _ := workflow.Marshal(w); !bytes.Equal(back, odd) {
+		t.Fatalf("stored back\n%s\nwant\n%s", back, odd)
+	}
+
+	simple := stored(t, "stored-simple.json")
+	s, err := workflow.Unmarshal(simple)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Simple() || len(s.Cases) != 1 || s.Cases[0].ExecutionID.Get() != "e" {
+		t.Fatalf("simple read as %+v", s)
+	}
+	public, _ = json.Marshal(s)
+	if want := withoutKeys(t, simple, "_internal"); string(public) != want {
+		t.Fatalf("simple answered\n%s\nwant\n%s", public, want)
+	}
+	if back, _ := workflow.Marshal(s); !bytes.Equal(back, simple) {
+		t.Fatalf("simple stored back\n%s\nwant\n%s", back, simple)
+	}
+}
+
+// TestRepoKeepsUnknownFieldsThroughAnUpdate: fields a newer build stored, on the workflow and on
+// a case, survive a read-modify-write through Repo.Update unchanged.
+func TestRepoKeepsUnknownFieldsThroughAnUpdate(t *testing.T) {
+	srv, err := redisstore.StartEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx := context.Background()
+	store, err := redisstore.Open(ctx, srv.URL(), redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	repo := &workflow.Repo{Store: store}
+	if err := repo.Create(ctx, mustEvaluate(t, `{"cluster_session_id":"s","benchmark_plans":[{"configuration_artifact_id":"opt"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	// A newer build writes fields this one does not know.
+	rec, err := store.Get(ctx, workflow.Kind, "wf-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	_ = json.Unmarshal(rec.Doc, &doc)
+	doc["future_top"] = map[string]any{"nested": []any{1, "two", nil}}
+	doc["cases"].([]any)[0].(map[string]any)["future_case"] = "kept"
+	rec.Doc, _ = json.Marshal(doc)
+	if _, err := store.Update(ctx, rec, state.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.Update(ctx, "wf-1", func(w *workflow.Workflow) error {
+		w.Name = workflow.Some("renamed")
+		w.Status = workflow.StatusRunning
+		w.Case("guide-1").Status = workflow.CaseDeploying
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ = store.Get(ctx, workflow.Kind, "wf-1")
+	var after map[string]json.RawMessage
+	_ = json.Unmarshal(rec.Doc, &after)
+	var cases []map[string]json.RawMessage
+	_ = json.Unmarshal(after["cases"], &cases)
+	if string(after["future_top"]) != `{"nested":[1,"two",null]}` || string(cases[0]["future_case"]) != `"kept"` ||
+		string(after["name"]) != `"renamed"` || string(cases[0]["status"]) != `"deploying"` {
+		t.Fatalf("after the update: %s", rec.Doc)
+	}
+	w, _, _ := repo.Get(ctx, "wf-1")
+	if public, _ := json.Marshal(w); !strings.Contains(string(public), `"future_top":{"nested":[1,"two",null]}`) ||
+		!strings.Contains(string(public), `"future_case":"kept"`) {
+		t.Fatalf("answered %s", public)
+	}
+}
+
+// TestFieldsAreInKeyOrder: Workflow and Case declare their fields in the order of their JSON
+// keys, which is what lets a record without Extra encode with the store's sorted keys directly.
+func TestFieldsAreInKeyOrder(t *testing.T) {
+	for _, v := range []any{workflow.Workflow{}, workflow.Case{}} {
+		typ := reflect.TypeOf(v)
+		var keys []string
+		for i := range typ.NumField() {
+			if name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ","); name != "-" && name != "" {
+				keys = append(keys, name)
+			}
+		}
+		if !slices.IsSorted(keys) {
+			t.Errorf("%s: fields out of key order: %v", typ.Name(), keys)
+		}
+	}
+	// A record without Extra, one with only Extra sorting first, and one with Extra among the
+	// keys encode as the sorted map of their fields.
+	w := mustEvaluate(t, `{"cluster_session_id":"s","benchmark_plans":[{"configuration_artifact_id":"opt"}]}`)
+	for _, extra := range []map[string]json.RawMessage{nil, {"Zfirst": json.RawMessage(`{ "a" : 1 }`)},
+		{"middle_key": json.RawMessage(`[1, 2]`), "zz": json.RawMessage(`null`)}} {
+		w.Extra = extra
+		got, _ := json.Marshal(w)
+		fields, _ := w.Fields()
+		want, _ := rawjson.Encode(fields)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("extra %v: encoded\n%s\nwant\n%s", extra, got, want)
+		}
+	}
+}

@@ -21,7 +21,6 @@ import (
 	"github.com/lensfn/lensfn/runtime/fn/fntest"
 	"github.com/lensfn/lensfn/runtime/livesummary"
 	"github.com/lensfn/lensfn/runtime/loadgen"
-	"github.com/lensfn/lensfn/runtime/rawjson"
 	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/simtask"
 	"github.com/lensfn/lensfn/runtime/state"
@@ -401,13 +400,10 @@ func (es *evalStack) newWatchedWorkflow(t *testing.T) {
 	wf := workflow.New(workflow.KindEvaluation, "wf-watch", "queued")
 	var cases []*workflow.Case
 	for _, id := range []string{"guide-1", "baseline-1"} {
-		c := &workflow.Case{Doc: rawjson.New()}
-		c.Set("id", id)
-		c.Set("status", "queued")
-		cases = append(cases, c)
+		cases = append(cases, &workflow.Case{ID: id, Status: "queued"})
 	}
 	wf.SetCases(cases)
-	wf.Set("created_at", time.Now().UTC().Format(time.RFC3339Nano))
+	wf.CreatedAt = time.Now().UTC().Format(time.RFC3339Nano)
 	if err := es.workflows.Create(context.Background(), wf); err != nil {
 		t.Fatal(err)
 	}
@@ -419,22 +415,23 @@ func (es *evalStack) finishWorkflow(t *testing.T, status string, slaMet bool) {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := es.workflows.Update(ctx, "wf-watch", func(wf *workflow.Workflow) error {
-		wf.Set("status", "running")
-		for _, c := range wf.Cases() {
-			c.Set("status", status)
+		wf.Status = "running"
+		for _, c := range wf.AllCases() {
+			c.Status = status
 		}
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := es.workflows.Update(ctx, "wf-watch", func(wf *workflow.Workflow) error {
-		wf.Set("status", status)
+		wf.Status = status
 		if status == "failed" {
-			wf.Set("error", "case guide-1 failed: the deployment never became ready")
+			wf.Error = workflow.Some("case guide-1 failed: the deployment never became ready")
 		}
-		wf.Set("report", map[string]any{"comparison_version": 2, "comparisons": []any{
+		report, err := json.Marshal(map[string]any{"comparison_version": 2, "comparisons": []any{
 			map[string]any{"guide_case_id": "guide-1", "sla": map[string]any{"met": slaMet, "checks": map[string]any{}}}}})
-		return nil
+		wf.Report = workflow.ReportJSON(report)
+		return err
 	}); err != nil {
 		t.Fatal(err)
 	}

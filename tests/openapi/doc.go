@@ -11,9 +11,8 @@
 // fake endpoint, with its metrics, results, SLA verdict and artifacts) validate against the schemas their documents give.
 // The schemas are generated from Go types (runtime/openapi), so a field added to a Go type is
 // in its schema by construction; schemas are closed (additionalProperties false), so a field a
-// raw record gains without its View type (workflow.View, workflow.CaseView), or a run keeps in
-// its Extra map because evalrun.Run lacks it, fails
-// the live answers, and drift_test.go fails when a POST /runs request field, which a run
+// record answers from its Extra (fields its Go type does not declare: evalrun.Run,
+// workflow.Workflow, workflow.Case), fails the live answers, and drift_test.go fails when a POST /runs request field, which a run
 // stores as sent, is missing from BenchmarkRunResponse.
 //
 // Like everything under tests/, it may import anything in the module.

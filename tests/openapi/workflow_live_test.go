@@ -3,6 +3,7 @@ package openapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -81,18 +82,18 @@ func TestLiveWorkflowAnswersValidateAgainstTheDocument(t *testing.T) {
 	// rebuilds the stale report with comparison.Report).
 	repo := &workflow.Repo{Store: s.deps.Store}
 	if _, err := repo.Update(ctx, id, func(wf *workflow.Workflow) error {
-		wf.Set("status", workflow.StatusRunning)
-		for i, c := range wf.Cases() {
-			c.Set("status", workflow.CaseSucceeded)
-			c.Set("metrics", map[string]any{"ttft_ms": float64(10 * (i + 1)), "throughput_tps": 100.0})
+		wf.Status = workflow.StatusRunning
+		for i, c := range wf.AllCases() {
+			c.Status = workflow.CaseSucceeded
+			c.Metrics = json.RawMessage(fmt.Sprintf(`{"throughput_tps":100,"ttft_ms":%d}`, 10*(i+1)))
 		}
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := repo.Update(ctx, id, func(wf *workflow.Workflow) error {
-		wf.Set("status", workflow.StatusSucceeded)
-		wf.Set("report", map[string]any{"comparison_version": 1, "comparisons": []any{}})
+		wf.Status = workflow.StatusSucceeded
+		wf.Report = workflow.ReportJSON(`{"comparison_version":1,"comparisons":[]}`)
 		return nil
 	}); err != nil {
 		t.Fatal(err)
