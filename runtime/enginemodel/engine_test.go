@@ -455,3 +455,42 @@ func TestKernelWarmupDefaultsToMoEModelsOnly(t *testing.T) {
 		t.Fatalf("a 601 s warm-up: %v", err)
 	}
 }
+
+// Under async scheduling the step after a request finishes was prepared before that finish
+// was processed: its slot and blocks are free only for the step after that one.
+func TestAsyncSchedulingFreesAFinishedSlotOneStepLate(t *testing.T) {
+	for _, async := range []bool{true, false} {
+		cfg := baseConfig()
+		cfg.MaxNumSeqs, cfg.NoAsyncScheduling = 2, !async
+		e, _ := newTestEngine(t, cfg)
+		short := &Seq{ID: 1, PromptTokens: 4, MaxOutput: 2}
+		long := &Seq{ID: 2, PromptTokens: 4, MaxOutput: 10}
+		queued := &Seq{ID: 3, PromptTokens: 4, MaxOutput: 1}
+		for _, s := range []*Seq{short, long, queued} {
+			if err := e.Add(s, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		now, admittedAt := 0.0, 0
+		for step := 1; step <= 6 && admittedAt == 0; step++ {
+			d := e.Schedule(now)
+			if queued.State == Running {
+				admittedAt = step
+			}
+			now += d
+			e.Commit(now, d)
+			if step == 2 && short.State != Finished {
+				t.Fatalf("async %v: the short request did not finish in step 2: %+v", async, short)
+			}
+		}
+		// short finishes in step 2; the queued request takes its slot in step 3, or in step 4
+		// when step 3 was scheduled before step 2's output was processed.
+		if want := map[bool]int{true: 4, false: 3}[async]; admittedAt != want {
+			t.Errorf("async %v: the queued request was admitted in step %d, want %d", async, admittedAt, want)
+		}
+		runUntilIdle(t, e, now)
+		if e.KVBlocksFree() != cfg.KVBlocks {
+			t.Errorf("async %v: %d of %d blocks free after the run", async, e.KVBlocksFree(), cfg.KVBlocks)
+		}
+	}
+}
