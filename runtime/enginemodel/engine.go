@@ -157,11 +157,6 @@ type Engine struct {
 	whead   int
 	running []*Seq
 
-	// retired are the requests that finished in the last step while async scheduling was
-	// preparing the next one: vLLM frees a request's slot and KV blocks when it processes the
-	// step's output, after the next step was scheduled, so they still count then.
-	retired []*Seq
-
 	sched []*Seq
 	batch stepcost.Batch
 	// lastStart and lastEnd bound the last step; with async scheduling a step admits the
@@ -361,13 +356,9 @@ func (e *Engine) add(s *Seq, newTokens int) {
 func (e *Engine) Schedule(now float64) float64 {
 	cutoff := now
 	if !e.cfg.NoAsyncScheduling && len(e.running) > 0 && e.lastEnd >= now {
-		// Busy: this step was prepared while the last one ran, from what had arrived by then,
-		// with the slots and blocks of the requests that step finished still held.
+		// Busy: this step was prepared while the last one ran, from what had arrived by then.
 		cutoff = e.lastStart
-	} else {
-		e.releaseRetired()
 	}
-	defer e.releaseRetired()
 	e.sched = e.sched[:0]
 	e.batch = stepcost.Batch{}
 	e.preempt = false
@@ -398,7 +389,7 @@ func (e *Engine) Schedule(now float64) float64 {
 		i++
 	}
 	if !e.preempt {
-		for budget > 0 && len(e.running)+len(e.retired) < e.cfg.MaxNumSeqs {
+		for budget > 0 && len(e.running) < e.cfg.MaxNumSeqs {
 			s := e.peekWaiting()
 			if s == nil || s.Admitted > cutoff {
 				break
@@ -454,16 +445,6 @@ func (e *Engine) Schedule(now float64) float64 {
 	return d
 }
 
-// releaseRetired frees the slots and blocks of the requests retired in the last step.
-func (e *Engine) releaseRetired() {
-	for _, s := range e.retired {
-		e.kv.release(s.blocks)
-		s.blocks = s.blocks[:0]
-	}
-	clear(e.retired)
-	e.retired = e.retired[:0]
-}
-
 // Batch is the batch Schedule picked.
 func (e *Engine) Batch() *stepcost.Batch { return &e.batch }
 
@@ -501,12 +482,8 @@ func (e *Engine) Commit(at, duration float64) {
 		e.emitted = append(e.emitted, s)
 		if s.Generated >= s.MaxOutput {
 			s.State, s.Finish = Finished, at
-			if e.cfg.NoAsyncScheduling {
-				e.kv.release(s.blocks)
-				s.blocks = s.blocks[:0]
-			} else {
-				e.retired = append(e.retired, s)
-			}
+			e.kv.release(s.blocks)
+			s.blocks = s.blocks[:0]
 			e.finished = append(e.finished, s)
 			c.FinishedRequests++
 			finished = true
@@ -522,10 +499,6 @@ func (e *Engine) Commit(at, duration float64) {
 		}
 		clear(e.running[len(kept):])
 		e.running = kept
-	}
-	if len(e.running) == 0 {
-		// Nothing left to run: no next step is prepared ahead of this one's output.
-		e.releaseRetired()
 	}
 }
 
