@@ -70,7 +70,7 @@ is a catalogue model (or a Hugging Face config.json) on a catalogue GPU (or a JS
 	f.IntVar(&spec.MaxModelLen, "max-model-len", 0, "context window (default: the model's)")
 	f.BoolVar(&spec.NoPrefixCaching, "no-enable-prefix-caching", false, "turn the prefix cache off")
 	f.BoolVar(&spec.NoAsyncScheduling, "no-async-scheduling", false, "turn async scheduling off")
-	f.Float64Var(&warmup, "kernel-warmup-seconds", 0, "one-time stall of kernels compiled on first use, on the first step above 512 tokens (default: 2.5 for a mixture of experts, 0 for a dense model)")
+	f.Float64Var(&warmup, "kernel-warmup-seconds", 0, "stall per kernel configuration compiled on first use (a mixture of experts' fused-MoE kernels for step sizes its CUDA graphs did not capture; default: 2 for a mixture of experts, 0 for a dense model)")
 	f.Uint64Var(&seed, "seed", 1, "seed of the workload's arrivals and prompts (a benchmark run's seed)")
 	f.Float64Var(&timeout, "timeout", 0, "client timeout per request in seconds (0: the workload's, else none)")
 	return c

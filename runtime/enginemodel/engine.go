@@ -22,10 +22,13 @@ type Config struct {
 	// which the scheduler prepares step k+1 while step k runs: a request that arrives during a
 	// step joins the step after the next one.
 	NoAsyncScheduling bool
-	// KernelWarmupSeconds is a stall the engine pays once, on the first step of more than
-	// KernelWarmupAboveTokens tokens: kernels that the CUDA graphs captured at start-up did not
-	// compile are compiled on first use (vLLM's fused-MoE Triton kernels for a prefill-sized
-	// batch). 0: no stall (a dense model, or a server already warmed).
+	// KernelWarmupSeconds is a stall the engine pays once per kernel configuration it compiles
+	// on first use. vLLM's fused-MoE layers are Triton kernels tuned per batch size
+	// (MoEConfigGrid): a step of M tokens runs the configuration of the grid point nearest M,
+	// JIT-compiled the first time it runs. A fresh server has compiled those of the CUDA graphs
+	// it captured (steps of up to KernelWarmupAboveTokens tokens) and of its start-up profiling
+	// run (MaxNumBatchedTokens); each other grid point a step reaches costs one stall, the
+	// first time. 0: no stall (a dense model, or a server already warmed).
 	KernelWarmupSeconds     float64
 	KernelWarmupAboveTokens int
 }
@@ -120,7 +123,8 @@ type Counters struct {
 	MaxWaiting        int     `json:"max_waiting"`
 	BatchTokensSummed int64   `json:"batch_tokens_summed"` // the sum of each step's scheduled tokens (tokens per iteration)
 	BatchSeqsSummed   int64   `json:"batch_seqs_summed"`
-	// WarmupSeconds is the kernel warm-up stall the engine paid (0 or Config.KernelWarmupSeconds).
+	// WarmupSeconds is the kernel warm-up stalls the engine paid (Config.KernelWarmupSeconds per
+	// configuration compiled on first use).
 	WarmupSeconds float64 `json:"warmup_seconds,omitempty"`
 }
 
@@ -162,8 +166,8 @@ type Engine struct {
 	emitted            []*Seq
 	finished           []*Seq
 	preempt            bool
-	// warmedUp: the one-time kernel warm-up stall has been paid.
-	warmedUp bool
+	// compiled has bit i set when MoEConfigGrid[i]'s kernels are compiled.
+	compiled uint64
 	hit      []int32 // scratch: the cached blocks of the request being admitted
 
 	Counters Counters
@@ -184,7 +188,37 @@ func New(cfg Config, cost StepCoster) (*Engine, error) {
 	if cost == nil {
 		return nil, errors.New("enginemodel: a step-cost model is required")
 	}
-	return &Engine{cfg: cfg, cost: cost, kv: newKVCache(cfg.KVBlocks, cfg.BlockSize)}, nil
+	e := &Engine{cfg: cfg, cost: cost, kv: newKVCache(cfg.KVBlocks, cfg.BlockSize)}
+	// Start-up compiles every configuration up to the largest captured graph's, and the
+	// profiling run's (a forward pass of max_num_batched_tokens).
+	for i := 0; i <= moeConfigIndex(max(cfg.KernelWarmupAboveTokens, 1)); i++ {
+		e.compiled |= 1 << i
+	}
+	e.compiled |= 1 << moeConfigIndex(cfg.MaxNumBatchedTokens)
+	return e, nil
+}
+
+// MoEConfigGrid is the batch sizes (tokens per step) vLLM's fused-MoE kernel configurations
+// are tuned for, the keys of its configs/E=...,N=...,device_name=....json files; a step runs
+// the configuration of the size nearest its token count (the smaller on a tie).
+var MoEConfigGrid = [...]int{1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 256, 512, 1024, 1536, 2048, 3072, 4096}
+
+// moeConfigIndex is the index in MoEConfigGrid of the configuration a step of tokens runs.
+func moeConfigIndex(tokens int) int {
+	best := 0
+	for i, m := range MoEConfigGrid {
+		if abs(m-tokens) < abs(MoEConfigGrid[best]-tokens) {
+			best = i
+		}
+	}
+	return best
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
 
 // Config returns the engine's settings.
@@ -400,10 +434,12 @@ func (e *Engine) Schedule(now float64) float64 {
 	if !(d >= minStep) { // a failed or degenerate cost model (0, negative, NaN) still moves time on
 		d = minStep
 	}
-	if !e.warmedUp && e.cfg.KernelWarmupSeconds > 0 && e.batch.Tokens() > e.cfg.KernelWarmupAboveTokens {
-		e.warmedUp = true
-		e.Counters.WarmupSeconds = e.cfg.KernelWarmupSeconds
-		d += e.cfg.KernelWarmupSeconds
+	if t := e.batch.Tokens(); e.cfg.KernelWarmupSeconds > 0 && t > e.cfg.KernelWarmupAboveTokens {
+		if bit := uint64(1) << moeConfigIndex(t); e.compiled&bit == 0 {
+			e.compiled |= bit
+			e.Counters.WarmupSeconds += e.cfg.KernelWarmupSeconds
+			d += e.cfg.KernelWarmupSeconds
+		}
 	}
 	e.lastStart, e.lastEnd = now, now+d
 	return d

@@ -3,6 +3,7 @@ package enginemodel
 import (
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -393,8 +394,8 @@ func TestTransferredKVSkipsThePrefill(t *testing.T) {
 	}
 }
 
-func TestKernelWarmupStallsTheFirstLargeStepOnce(t *testing.T) {
-	cfg := baseConfig()
+func TestKernelWarmupStallsOncePerColdKernelConfiguration(t *testing.T) {
+	cfg := baseConfig() // max_num_batched_tokens 64: the profiling run compiles grid point 64
 	cfg.KernelWarmupSeconds, cfg.KernelWarmupAboveTokens = 2.5, 16
 	e, _ := newTestEngine(t, cfg)
 	// A small prefill (12 tokens) stays within the captured sizes: no stall.
@@ -406,22 +407,25 @@ func TestKernelWarmupStallsTheFirstLargeStepOnce(t *testing.T) {
 		t.Fatalf("a 12-token step took %v s: the warm-up is for steps above 16 tokens", d)
 	}
 	e.Commit(0.002, 0.002)
-	runUntilIdle(t, e, 0.002)
-	// The first step above the threshold pays it, the next ones do not.
-	var stalls int
-	for i := 0; i < 3; i++ {
-		if err := e.Add(&Seq{ID: uint64(10 + i), PromptTokens: 40, MaxOutput: 1}, 10*float64(i+1)); err != nil {
+	now := runUntilIdle(t, e, 0.002)
+	// One prompt per step: 40 tokens run grid point 32 (cold), 60 run 64 (compiled by the
+	// profiling run), 25 run 24 (cold). Each cold grid point stalls its first step only.
+	var stalls []int
+	for i, prompt := range []int{40, 40, 60, 40, 25, 25} {
+		now += 10
+		if err := e.Add(&Seq{ID: uint64(10 + i), PromptTokens: prompt, MaxOutput: 1}, now); err != nil {
 			t.Fatal(err)
 		}
-		d := e.Schedule(10 * float64(i+1))
+		d := e.Schedule(now)
 		if d >= 2.5 {
-			stalls++
+			stalls = append(stalls, prompt)
 		}
-		e.Commit(10*float64(i+1)+d, d)
-		runUntilIdle(t, e, 10*float64(i+1)+d)
+		now += d
+		e.Commit(now, d)
+		now = runUntilIdle(t, e, now)
 	}
-	if stalls != 1 || e.Counters.WarmupSeconds != 2.5 {
-		t.Fatalf("%d stalls, counted %v s: want one of 2.5 s", stalls, e.Counters.WarmupSeconds)
+	if !slices.Equal(stalls, []int{40, 25}) || e.Counters.WarmupSeconds != 5 {
+		t.Fatalf("stalls on the steps of %v tokens, counted %v s: want the first 40 and the first 25, 5 s", stalls, e.Counters.WarmupSeconds)
 	}
 	cfg.KernelWarmupSeconds = -1
 	if _, err := New(cfg, &unitCost{}); err == nil || !strings.Contains(err.Error(), "kernel_warmup_seconds") {
@@ -435,9 +439,10 @@ func TestKernelWarmupDefaultsToMoEModelsOnly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Engine.KernelWarmupSeconds != want || r.Engine.KernelWarmupAboveTokens != CUDAGraphCaptureTokens {
+		// vLLM's default capture sizes: up to min(2 x max_num_seqs, 512) tokens.
+		if r.Engine.KernelWarmupSeconds != want || r.Engine.KernelWarmupAboveTokens != min(2*DefaultMaxNumSeqs, 512) {
 			t.Errorf("%s: warm-up %v s above %d tokens, want %v above %d", model, r.Engine.KernelWarmupSeconds,
-				r.Engine.KernelWarmupAboveTokens, want, CUDAGraphCaptureTokens)
+				r.Engine.KernelWarmupAboveTokens, want, min(2*DefaultMaxNumSeqs, 512))
 		}
 	}
 	none := 0.0

@@ -48,18 +48,24 @@ const (
 	DefaultHardware             = "H100-SXM-80GB"
 )
 
-// MoEKernelWarmupSeconds is the one-time stall of a mixture-of-experts model's first
-// prefill-sized step: vLLM's fused-MoE kernels are Triton kernels, JIT-compiled per block
-// configuration on first use, and a fresh server has compiled only those the CUDA graphs of
-// decode-sized batches captured at start-up. The shipped Mixtral runs show it as a few seconds'
-// stall early in each run (a mean TTFT 8-10 ms above the median, E2E p99 3 s above the p90);
-// the Llama runs show none. Set from those two Mixtral rows, not by the optimiser; the dense
-// models pay nothing.
-const MoEKernelWarmupSeconds = 2.5
+// MoEKernelWarmupSeconds is a mixture-of-experts model's stall per fused-MoE kernel
+// configuration compiled on first use: vLLM's fused-MoE layers are Triton kernels tuned per
+// batch size (Config.KernelWarmupSeconds, MoEConfigGrid), JIT-compiled the first time a step
+// runs one, and a fresh server has compiled only those of its captured CUDA graphs (up to
+// CUDAGraphCaptureTokens) and of its profiling run (max_num_batched_tokens). The shipped
+// Mixtral runs show it as a few seconds' stall in each run's first stage with a full batch in
+// flight (a mean TTFT 5-10 ms above the median, E2E p99 0.5-3.5 s above the p90), none in the
+// second stage or in the Llama runs. Two kernels (the experts' up- and down-projections)
+// compile per configuration; the 2 s is set from the Mixtral rows by hand, not by the
+// optimiser. The dense models pay nothing.
+const MoEKernelWarmupSeconds = 2.0
 
-// CUDAGraphCaptureTokens is vLLM's largest CUDA-graph capture size (max_cudagraph_capture_size,
-// 512 tokens by default): steps up to it run kernels compiled at start-up.
-const CUDAGraphCaptureTokens = 512
+// CUDAGraphCaptureTokens is vLLM's largest CUDA-graph capture size by default
+// (max_cudagraph_capture_size: min(2 x max_num_seqs, 512), no larger than
+// max_num_batched_tokens): steps up to it run kernels compiled at start-up.
+func CUDAGraphCaptureTokens(maxNumSeqs, maxNumBatchedTokens int) int {
+	return min(2*maxNumSeqs, 512, maxNumBatchedTokens)
+}
 
 // DefaultKernelWarmup is the kernel warm-up stall of an architecture: MoEKernelWarmupSeconds
 // for a mixture of experts, 0 for a dense model.
@@ -205,7 +211,7 @@ func (s Spec) Resolve(allowFiles bool) (*Resolved, error) {
 	}
 	cfg := Config{MaxNumSeqs: s.MaxNumSeqs, MaxNumBatchedTokens: s.MaxNumBatchedTokens, BlockSize: s.BlockSize,
 		KVBlocks: blocks, MaxModelLen: maxLen, NoPrefixCaching: s.NoPrefixCaching, NoAsyncScheduling: s.NoAsyncScheduling,
-		KernelWarmupSeconds: warmup, KernelWarmupAboveTokens: CUDAGraphCaptureTokens}
+		KernelWarmupSeconds: warmup, KernelWarmupAboveTokens: CUDAGraphCaptureTokens(s.MaxNumSeqs, s.MaxNumBatchedTokens)}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -239,7 +239,7 @@ func (x *Experiment) Spec(coef stepcost.Coefficients) (*enginemodel.Resolved, er
 		}
 	}
 	cfg := enginemodel.Config{MaxNumSeqs: r.MaxNumSeqs, MaxNumBatchedTokens: r.MaxBatched, BlockSize: r.BlockSize, KVBlocks: blocks, MaxModelLen: r.MaxLen,
-		KernelWarmupSeconds: enginemodel.DefaultKernelWarmup(r.Arch), KernelWarmupAboveTokens: enginemodel.CUDAGraphCaptureTokens}
+		KernelWarmupSeconds: enginemodel.DefaultKernelWarmup(r.Arch), KernelWarmupAboveTokens: enginemodel.CUDAGraphCaptureTokens(r.MaxNumSeqs, r.MaxBatched)}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("experiment %s: %v", x.Name, err)
 	}

@@ -116,10 +116,12 @@ func TestPredictReadsAHuggingFaceConfig(t *testing.T) {
 	}
 }
 
-// A mixture-of-experts engine pays its kernel warm-up once, early: requests arriving during it
-// wait, so a short run's mean TTFT carries it; --kernel-warmup-seconds 0 (a warmed server) does
+// A mixture-of-experts engine pays its kernel warm-up when a step first reaches a kernel
+// configuration its start-up did not compile (a fresh prompt's prefill of ~575 tokens, past
+// the 256 tokens of its captured graphs; two or three fresh prompts in one step): requests
+// arriving during a stall wait, so a short run's mean TTFT carries it; --kernel-warmup-seconds 0 (a warmed server) does
 // not, and a negative stall is refused.
-func TestPredictPaysAMoEKernelWarmupOnce(t *testing.T) {
+func TestPredictPaysAMoEKernelWarmup(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "benchmark.json")
 	body := `{"shared_prefix":{"num_groups":10,"num_prompts_per_group":10,"system_prompt_len":100,"question_len":475,
 	  "output_len":64,"stages":[{"rate":5,"duration":30}]}}`
@@ -129,8 +131,9 @@ func TestPredictPaysAMoEKernelWarmupOnce(t *testing.T) {
 	engine := []string{"-f", file, "--model", "mistralai/Mixtral-8x7B-v0.1", "--tensor-parallel-size", "2", "--max-num-seqs", "128", "--max-num-batched-tokens", "2048"}
 	cold := predictJSON(t, engine...)
 	warm := predictJSON(t, append(engine, "--kernel-warmup-seconds", "0")...)
-	// About 2.5 s x 5 rps requests wait 1.25 s on average: over 150 requests, ~100 ms of mean TTFT.
-	if d := cold.Stages[0].Metrics.TTFTMean - warm.Stages[0].Metrics.TTFTMean; d < 40 || d > 250 {
+	// One to three 2 s stalls: each makes 2 s x 5 rps requests wait 1 s on average and delays
+	// those queued behind; over 150 requests, 70-1000 ms of mean TTFT.
+	if d := cold.Stages[0].Metrics.TTFTMean - warm.Stages[0].Metrics.TTFTMean; d < 40 || d > 1000 {
 		t.Errorf("the warm-up added %.1f ms to the mean TTFT (cold %.1f, warm %.1f)", d, cold.Stages[0].Metrics.TTFTMean, warm.Stages[0].Metrics.TTFTMean)
 	}
 	if code, _, errOut := runLensctl(t, append([]string{"predict"}, append(engine, "--kernel-warmup-seconds", "-1")...)...); code != lensctl.ExitUsage || !strings.Contains(errOut, "kernel_warmup_seconds") {

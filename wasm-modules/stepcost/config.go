@@ -10,13 +10,13 @@ import (
 // (tests/fidelity, `make fidelity`; BENCHMARKS.md has the fit and its leave-one-model-out
 // scores).
 var Fitted = Coefficients{
-	ComputeEfficiency: 0.397,
-	MemoryEfficiency:  0.889,
-	StepOverheadUs:    781,
+	ComputeEfficiency: 0.411,
+	MemoryEfficiency:  0.891,
+	StepOverheadUs:    779,
 	LayerOverheadUs:   20.2,
-	SeqOverheadUs:     3.34,
-	AllReduceUs:       21.0,
-	RequestOverheadUs: 7317,
+	SeqOverheadUs:     4.70,
+	AllReduceUs:       21.2,
+	RequestOverheadUs: 7367,
 }
 
 // Config is a step-cost module's configuration, the JSON of lens_calc_configure for a

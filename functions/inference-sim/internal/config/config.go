@@ -321,7 +321,7 @@ var flagTable = slices.Concat([]flagSpec{
 	intFlag("kv-cache-blocks", "engine model: KV cache size in blocks (default: sized from the GPU's memory)", func(c *Config) *int { return &c.Engine.KVBlocks }),
 	boolFlag("no-enable-prefix-caching", "engine model: turn the prefix cache off", func(c *Config) *bool { return &c.Engine.NoPrefixCaching }),
 	boolFlag("no-async-scheduling", "engine model: turn async scheduling off", func(c *Config) *bool { return &c.Engine.NoAsyncScheduling }),
-	{name: "kernel-warmup-seconds", help: "engine model: the one-time stall of kernels compiled on first use, on the first step above 512 tokens (default 2.5 for a mixture-of-experts model, 0 for a dense one)", set: func(c *Config, v []string) error {
+	{name: "kernel-warmup-seconds", help: "engine model: the stall per kernel configuration compiled on first use (a mixture of experts' fused-MoE kernels for step sizes its CUDA graphs did not capture; default 2 for a mixture-of-experts model, 0 for a dense one)", set: func(c *Config, v []string) error {
 		f, err := strconv.ParseFloat(strings.TrimSpace(v[0]), 64)
 		if err != nil {
 			return fmt.Errorf("--kernel-warmup-seconds: %q is not a number", v[0])
