@@ -31,28 +31,42 @@ import (
 const never = time.Duration(math.MaxInt64 / 2)
 
 // engineTicket is one request in the engine: its sequences (one engine request per choice)
-// and what the loop has produced of each, read by the request's goroutine.
+// and what the loop has produced of each, read by the request's goroutine. A one-choice
+// request (the usual) keeps both inline, so the loop's per-token stores and the request's
+// reads touch the ticket alone.
 type engineTicket struct {
-	seqs     []enginemodel.Seq
-	produced []atomic.Int32 // tokens produced so far, per sequence
-	first    []atomic.Int64 // when each sequence's first token was produced (pacer time)
-	last     []atomic.Int64
-	cached   atomic.Int32 // prefix-cache hit of the first sequence
-	wake     chan struct{}
+	seqs   []enginemodel.Seq
+	prog   []seqProgress
+	cached atomic.Int32 // prefix-cache hit of the first sequence
+	wake   chan struct{}
 	// ready is when the request reaches the engine: its arrival plus the API server's
 	// per-request time (the step-cost model's request overhead).
 	ready time.Duration
+
+	oneSeq  [1]enginemodel.Seq
+	oneProg [1]seqProgress
+}
+
+// seqProgress is what the loop has produced of one sequence.
+type seqProgress struct {
+	produced    atomic.Int32 // tokens produced so far
+	first, last atomic.Int64 // when its first and latest tokens were produced (pacer time)
 }
 
 func newEngineTicket(n int) *engineTicket {
-	return &engineTicket{seqs: make([]enginemodel.Seq, n), produced: make([]atomic.Int32, n),
-		first: make([]atomic.Int64, n), last: make([]atomic.Int64, n), wake: make(chan struct{}, 1)}
+	t := &engineTicket{wake: make(chan struct{}, 1)}
+	if n == 1 {
+		t.seqs, t.prog = t.oneSeq[:], t.oneProg[:]
+	} else {
+		t.seqs, t.prog = make([]enginemodel.Seq, n), make([]seqProgress, n)
+	}
+	return t
 }
 
 // done reports whether every sequence has all its tokens.
 func (t *engineTicket) done() bool {
 	for i := range t.seqs {
-		if int(t.produced[i].Load()) < t.seqs[i].MaxOutput {
+		if int(t.prog[i].produced.Load()) < t.seqs[i].MaxOutput {
 			return false
 		}
 	}
@@ -70,7 +84,7 @@ func (t *engineTicket) sync(r *engine.Request, now time.Duration) (due bool) {
 		}
 		produced := len(s.Tokens) // a sequence the engine does not run has all its tokens
 		if i < len(t.seqs) && t.seqs[i].MaxOutput > 0 {
-			produced = int(t.produced[i].Load())
+			produced = int(t.prog[i].produced.Load())
 		}
 		if s.Next < produced || s.Next >= len(s.Tokens) && produced >= len(s.Tokens) {
 			s.Deadline, due = now, true
@@ -250,15 +264,15 @@ func (e *engineRank) run(p *pacer.Pacer) {
 		at := int64(pacer.Now())
 		for _, s := range e.eng.Emitted() {
 			t := s.Owner.(*engineTicket)
-			i := s.ID
+			pr := &t.prog[s.ID]
 			if s.Generated == 1 {
-				t.first[i].Store(at)
-				if i == 0 {
+				pr.first.Store(at)
+				if s.ID == 0 {
 					t.cached.Store(int32(s.CachedTokens))
 				}
 			}
-			t.last[i].Store(at)
-			t.produced[i].Store(int32(s.Generated))
+			pr.last.Store(at)
+			pr.produced.Store(int32(s.Generated))
 			select {
 			case t.wake <- struct{}{}:
 			default:
@@ -337,8 +351,8 @@ func (g *genCtx) awaitEngine() bool {
 }
 
 func anyProduced(t *engineTicket) bool {
-	for i := range t.produced {
-		if t.produced[i].Load() > 0 {
+	for i := range t.prog {
+		if t.prog[i].produced.Load() > 0 {
 			return true
 		}
 	}
@@ -383,7 +397,7 @@ func (g *genCtx) finishEngine(now time.Duration) {
 	t := g.ticket
 	for i := range g.req.Seqs {
 		s := &g.req.Seqs[i]
-		first, last := time.Duration(t.first[i].Load()), time.Duration(t.last[i].Load())
+		first, last := time.Duration(t.prog[i].first.Load()), time.Duration(t.prog[i].last.Load())
 		if len(s.Tokens) == 0 {
 			first, last = now, now
 		}

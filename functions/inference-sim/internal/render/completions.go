@@ -227,9 +227,10 @@ func appendRoleChunk(dst []byte, r *engine.Request, s *engine.Sequence) []byte {
 	return appendSSEEnd(dst)
 }
 
-// appendTokenChunk carries one token.
-func appendTokenChunk(dst []byte, r *engine.Request, s *engine.Sequence, tok string) []byte {
-	dst = appendChunkHead(dst, r)
+// appendTokenChunk carries one token; head is appendChunkHead's output for r (the same for
+// every chunk of a stream, so a stream renders it once).
+func appendTokenChunk(dst, head []byte, r *engine.Request, s *engine.Sequence, tok string) []byte {
+	dst = append(dst, head...)
 	dst = strconv.AppendInt(dst, int64(s.Index), 10)
 	if r.Kind == engine.Chat {
 		dst = append(dst, `,"finish_reason":null,"delta":{"content":`...)

@@ -215,3 +215,31 @@ func TestListsAreJSON(t *testing.T) {
 		t.Fatalf("%v %+v", err, models)
 	}
 }
+
+// TestReusedStreamRendersItsOwnHead: a stream renders each token chunk's head (id, model,
+// object, created) once per request; after Reset the next request's chunks carry its own id
+// and model, byte for byte what the first chunk of a fresh stream carries.
+func TestReusedStreamRendersItsOwnHead(t *testing.T) {
+	body := `{"model":"m","prompt":"hi","max_tokens":3,"ignore_eos":true,"stream":true}`
+	r1 := request(t, engine.Text, body)
+	var s Stream
+	s.Reset(Completions, 1<<16)
+	first := strings.Join(drain(t, &s, r1, 4096), "")
+	if n := strings.Count(first, `"id":"chatcmpl-1","model":"m","object":"text_completion"`); n != 4 { // 3 tokens and the finish chunk
+		t.Fatalf("%d chunks with the first request's head: %q", n, first)
+	}
+	r2 := request(t, engine.Text, body)
+	r2.ID, r2.Model, r2.Created = append(r2.ID[:0], "cmpl-2"...), "other", 1700000001
+	s.Reset(Completions, 1<<16)
+	second := strings.Join(drain(t, &s, r2, 4096), "")
+	var fresh Stream
+	fresh.Reset(Completions, 1<<16)
+	r3 := request(t, engine.Text, body)
+	r3.ID, r3.Model, r3.Created = append(r3.ID[:0], "cmpl-2"...), "other", 1700000001
+	if want := strings.Join(drain(t, &fresh, r3, 4096), ""); second != want {
+		t.Fatalf("the reused stream rendered\n%q\na fresh one\n%q", second, want)
+	}
+	if strings.Contains(second, "chatcmpl-1") || strings.Count(second, `"id":"cmpl-2","model":"other","object":"text_completion","created":1700000001`) != 4 {
+		t.Fatalf("the reused stream kept the first request's head: %q", second)
+	}
+}

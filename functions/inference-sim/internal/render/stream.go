@@ -28,6 +28,9 @@ type Stream struct {
 	off    int
 	events events // the Responses API's sequence numbers
 	done   bool   // the last frame is rendered: the stream reached its end
+	// head is the chunk head of the stream's request (appendChunkHead), rendered at its
+	// first token chunk: the id, model, object and creation time do not change in a stream.
+	head []byte
 }
 
 // Reset readies s for a new stream in api, keeping its buffer (within keep bytes).
@@ -36,7 +39,11 @@ func (s *Stream) Reset(api API, keep int) {
 	if cap(out) > keep {
 		out = nil
 	}
-	*s = Stream{api: api, out: out}
+	head := s.head[:0]
+	if cap(head) > keep {
+		head = nil
+	}
+	*s = Stream{api: api, out: out, head: head}
 }
 
 // Pending reports whether rendered frames wait to be read.
@@ -90,7 +97,10 @@ func (s *Stream) Emit(r *engine.Request, now time.Duration, itl Observer) {
 				case seq.ToolOfToken != nil:
 					s.out = appendToolCallChunk(s.out, r, seq, seq.Next)
 				default:
-					s.out = appendTokenChunk(s.out, r, seq, seq.Tokens[seq.Next])
+					if len(s.head) == 0 {
+						s.head = appendChunkHead(s.head, r)
+					}
+					s.out = appendTokenChunk(s.out, s.head, r, seq, seq.Tokens[seq.Next])
 				}
 				seq.Sent()
 				continue

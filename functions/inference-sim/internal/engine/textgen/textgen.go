@@ -2,6 +2,7 @@ package textgen
 
 import (
 	"math"
+	"slices"
 
 	"github.com/lensfn/lensfn/wasm-modules/splitmix"
 )
@@ -115,6 +116,7 @@ func ResponseLengthGaussian(r *RNG, lo, hi int) int {
 // AppendPresetTokens appends exactly n tokens made of random preset
 // sentences, trimming the last one.
 func AppendPresetTokens(dst []string, r *RNG, n int) []string {
+	dst = slices.Grow(dst, max(n, 0)) // one allocation at most, not one per doubling
 	for n > 0 {
 		toks := presetTokens[r.Intn(len(presetTokens))]
 		if len(toks) > n {

@@ -1,5 +1,7 @@
 package textgen
 
+import "slices"
+
 // The dummy tokenizer of the reference simulator: one token per match of
 //
 //	({|}|:|,|-|\.|\?|!|;|@|#|\$|%|\^|&|\*|\(|\)|\+|-|_|~|/|\\|>|<|\[|\]|=|"|'|\w+)(\s*)
@@ -87,6 +89,9 @@ func TokenID(tok string) uint32 {
 
 // AppendTokenIDs appends the ids of the tokens of s.
 func AppendTokenIDs(dst []uint32, s string) []uint32 {
+	// A token is a word and its spaces or one punctuation mark: about one per four bytes of
+	// English, so a fresh buffer is allocated once instead of at every doubling.
+	dst = slices.Grow(dst, len(s)/4)
 	for i := 0; ; {
 		st, en := nextToken(s, i)
 		if st == len(s) {
