@@ -15,7 +15,7 @@ const (
 )
 
 // SimulatorFlags is inference-sim's flag set, by name. The simulator's own test
-// (functions/inference-sim, TestFlagTableMatchesDeployconfig) fails when its flag table and this
+// (functions/inferencesim, TestFlagTableMatchesDeployconfig) fails when its flag table and this
 // list drift apart, so a configuration is checked against the flags the simulator really has.
 var SimulatorFlags = map[string]FlagKind{
 	"port": FlagInt, "host": FlagString, "model": FlagString, "served-model-name": FlagList, "lora-modules": FlagList,

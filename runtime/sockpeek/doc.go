@@ -2,7 +2,7 @@
 // the peer is still there without reading anything: a pooled Redis connection before it is
 // lent again (runtime/state/redisstore), an idle keep-alive connection before the load
 // engine's client reuses it (runtime/loadgen/internal/h1), and the inference simulator's
-// watch for a client that left while its request waits (functions/inference-sim).
+// watch for a client that left while its request waits (functions/inferencesim).
 //
 // A Peeker is made once per connection from its syscall.RawConn and peeks with
 // recv(MSG_PEEK|MSG_DONTWAIT), so a byte that is there stays for the connection's own reader

@@ -129,14 +129,14 @@ var homes = map[string][]string{
 	"github.com/gomodule/redigo":       {"runtime/state/redisstore"},
 	"github.com/alicebob/miniredis/v2": {"runtime/state/redisstore"},
 	"github.com/tetratelabs/wazero":    {"runtime/wasmhost"},
-	"github.com/valyala/fasthttp":      {"functions/inference-sim", "functions/inference-router"}, // the two data-plane servers: the simulator, and the router in front of it (its package doc argues why)
+	"github.com/valyala/fasthttp":      {"functions/inferencesim", "functions/inferencerouter"}, // the two data-plane servers: the simulator, and the router in front of it (its package doc argues why)
 	// The simulator's optional real tokenizer: a pure-Go Hugging Face tokenizer.json loader.
-	"github.com/sugarme/tokenizer": {"functions/inference-sim"},
+	"github.com/sugarme/tokenizer": {"functions/inferencesim"},
 	// The simulator logs through klog (its flags are the specification's), from log/slog by logr's handler.
-	"k8s.io/klog/v2":                      {"functions/inference-sim"},
-	"github.com/go-logr/logr":             {"functions/inference-sim"},
-	"github.com/go-zeromq/zmq4":           {"functions/inference-sim", "functions/inference-router"}, // the KV events: the simulator publishes, the precise-prefix router subscribes
-	"github.com/ncruces/go-sqlite3":       {"functions/inference-sim"},
+	"k8s.io/klog/v2":                      {"functions/inferencesim"},
+	"github.com/go-logr/logr":             {"functions/inferencesim"},
+	"github.com/go-zeromq/zmq4":           {"functions/inferencesim", "functions/inferencerouter"}, // the KV events: the simulator publishes, the precise-prefix router subscribes
+	"github.com/ncruces/go-sqlite3":       {"functions/inferencesim"},
 	"github.com/cloudevents/sdk-go/v2":    {"runtime/cloudevent"},
 	"knative.dev/pkg":                     {"runtime/fn", "runtime/knativeadmission"},
 	"github.com/parquet-go/parquet-go":    {"wasm-modules/tracefmt/baseten"},
@@ -149,7 +149,7 @@ var homes = map[string][]string{
 	"github.com/chromedp/cdproto":  {},
 	// lensctl's progress is tested in pseudo-terminals (tests/lensctl only).
 	"github.com/creack/pty": {},
-	"gopkg.in/yaml.v3":      {"deploy", "functions/inference-sim", "runtime/evalrun"},
+	"gopkg.in/yaml.v3":      {"deploy", "functions/inferencesim", "runtime/evalrun"},
 	"golang.org/x/sync":     {"functions", "runtime"},
 	"go.uber.org/zap":       {"runtime/fn"},
 	// The one environment reader: fn.Config.ReadSettings, which functions call for their own settings.

@@ -30,7 +30,7 @@ bench_wasm() {
 }
 
 bench_replay() {
-  go build -o /tmp/lensfn-bench-sim ./functions/inference-sim/cmd/inference-sim
+  go build -o /tmp/lensfn-bench-sim ./functions/inferencesim/cmd/inference-sim
   go test -run '^$' -bench SchedulingFloor -benchtime 1x ./tests/bench/replay/
   LENS_SIM_BIN=/tmp/lensfn-bench-sim go test -run '^$' -bench ReplayConstantRate -benchtime 1x -count 5 ./tests/bench/replay/
   for n in 100000 1000000 3000000; do
@@ -46,7 +46,7 @@ bench_engine() {
   go run ./tests/fidelity/cmd/fidelity -seeds 1,2,3 -lomo 150
   go test -run '^$' -bench PredictLargestExperiment -benchtime 5x -count 5 ./runtime/predict/
   go test -run '^$' -bench StepAtBatch128 -benchtime 20000x -count 5 ./runtime/enginemodel/
-  go build -o /tmp/lensfn-bench-sim ./functions/inference-sim/cmd/inference-sim
+  go build -o /tmp/lensfn-bench-sim ./functions/inferencesim/cmd/inference-sim
   LENS_SIM_BIN=/tmp/lensfn-bench-sim go test -run '^$' -bench RealTimeReplicas -benchtime 1x -count 3 ./tests/bench/enginemodel/
 }
 
@@ -60,7 +60,7 @@ bench_router() {
 
 # Peak RSS of a fresh simulator process under each hostile request of issue 9 (not timing-sensitive).
 bench_simrss() {
-  go build -o /tmp/lensfn-bench-sim ./functions/inference-sim/cmd/inference-sim
+  go build -o /tmp/lensfn-bench-sim ./functions/inferencesim/cmd/inference-sim
   LENS_SIM_BIN=/tmp/lensfn-bench-sim go test -run '^$' -bench HostileRequestRSS -benchtime 1x ./tests/bench/simrss/
 }
 
@@ -69,7 +69,7 @@ bench_simrss() {
 # benchmark-runner function on the local stack (100,000-request runs: peak RSS; orchestration
 # overhead). k6 and vegeta are installed into $GOPATH/bin when missing.
 bench_evalrun() {
-  go build -o /tmp/lensfn-bench-sim ./functions/inference-sim/cmd/inference-sim
+  go build -o /tmp/lensfn-bench-sim ./functions/inferencesim/cmd/inference-sim
   local gobin
   gobin=$(go env GOPATH)/bin
   [[ -x $gobin/k6 ]] || command -v k6 >/dev/null || GOFLAGS= go install go.k6.io/k6@v1.8.1

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	inferencesim "github.com/lensfn/lensfn/functions/inference-sim"
+	"github.com/lensfn/lensfn/functions/inferencesim"
 	"github.com/lensfn/lensfn/runtime/wasmhost"
 	"github.com/lensfn/lensfn/runtime/wasmhost/wasmtest"
 	"github.com/lensfn/lensfn/tests/tracefixture"

@@ -14,8 +14,8 @@ import (
 
 	"github.com/lensfn/lensfn/deploy/lensctl"
 	"github.com/lensfn/lensfn/events"
-	evaluationapi "github.com/lensfn/lensfn/functions/evaluation-api"
-	simulationapi "github.com/lensfn/lensfn/functions/simulation-api"
+	"github.com/lensfn/lensfn/functions/evaluationapi"
+	"github.com/lensfn/lensfn/functions/simulationapi"
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/fn/fntest"

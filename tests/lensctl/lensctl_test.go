@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/lensfn/lensfn/deploy/lensctl"
-	simulationapi "github.com/lensfn/lensfn/functions/simulation-api"
+	"github.com/lensfn/lensfn/functions/simulationapi"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/fn/fntest"
 	"github.com/lensfn/lensfn/runtime/simtask"

@@ -9,15 +9,15 @@ import (
 
 	"github.com/lensfn/lensfn/deploy/local"
 	"github.com/lensfn/lensfn/events"
-	benchmarkrunner "github.com/lensfn/lensfn/functions/benchmark-runner"
+	"github.com/lensfn/lensfn/functions/benchmarkrunner"
 	"github.com/lensfn/lensfn/functions/console"
 	"github.com/lensfn/lensfn/functions/deployer"
-	evaluationapi "github.com/lensfn/lensfn/functions/evaluation-api"
-	inventoryapi "github.com/lensfn/lensfn/functions/inventory-api"
-	resultanalyzer "github.com/lensfn/lensfn/functions/result-analyzer"
-	simulationapi "github.com/lensfn/lensfn/functions/simulation-api"
-	tracereplayer "github.com/lensfn/lensfn/functions/trace-replayer"
-	workfloworchestrator "github.com/lensfn/lensfn/functions/workflow-orchestrator"
+	"github.com/lensfn/lensfn/functions/evaluationapi"
+	"github.com/lensfn/lensfn/functions/inventoryapi"
+	"github.com/lensfn/lensfn/functions/resultanalyzer"
+	"github.com/lensfn/lensfn/functions/simulationapi"
+	"github.com/lensfn/lensfn/functions/tracereplayer"
+	"github.com/lensfn/lensfn/functions/workfloworchestrator"
 )
 
 // consumers lists what each function consumes. A function missing here fails the test, so a new

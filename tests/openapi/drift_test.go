@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/lensfn/lensfn/events"
-	evaluationapi "github.com/lensfn/lensfn/functions/evaluation-api"
+	"github.com/lensfn/lensfn/functions/evaluationapi"
 	"github.com/lensfn/lensfn/runtime/openapi"
 )
 

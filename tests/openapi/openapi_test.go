@@ -16,9 +16,9 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	evaluationapi "github.com/lensfn/lensfn/functions/evaluation-api"
-	inventoryapi "github.com/lensfn/lensfn/functions/inventory-api"
-	simulationapi "github.com/lensfn/lensfn/functions/simulation-api"
+	"github.com/lensfn/lensfn/functions/evaluationapi"
+	"github.com/lensfn/lensfn/functions/inventoryapi"
+	"github.com/lensfn/lensfn/functions/simulationapi"
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/fn/fntest"
 	"github.com/lensfn/lensfn/runtime/openapi"

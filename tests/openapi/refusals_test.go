@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	evaluationapi "github.com/lensfn/lensfn/functions/evaluation-api"
+	"github.com/lensfn/lensfn/functions/evaluationapi"
 	"github.com/lensfn/lensfn/runtime/fn/fntest"
 )
 

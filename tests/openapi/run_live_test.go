@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	benchmarkrunner "github.com/lensfn/lensfn/functions/benchmark-runner"
-	evaluationapi "github.com/lensfn/lensfn/functions/evaluation-api"
+	"github.com/lensfn/lensfn/functions/benchmarkrunner"
+	"github.com/lensfn/lensfn/functions/evaluationapi"
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/fn/fntest"
 	"github.com/lensfn/lensfn/runtime/secret"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # benchmark-runner as kn commands. The Service is benchmark-runner.yaml itself, the manifest that tests/knative
 # validates with Knative's own code: kn only swaps its ko:// image for IMAGE, the built image
-# (ko build ./functions/benchmark-runner/cmd/benchmark-runner), so anything else is set in the manifest. The Trigger
+# (ko build ./functions/benchmarkrunner/cmd/benchmark-runner), so anything else is set in the manifest. The Trigger
 # is the one in triggers.yaml (tests/knative checks each kn flag against it).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # evaluation-api as kn commands. The Service is evaluation-api.yaml itself, the manifest that tests/knative
 # validates with Knative's own code: kn only swaps its ko:// image for IMAGE, the built image
-# (ko build ./functions/evaluation-api/cmd/evaluation-api), so anything else is set in the manifest. The Trigger
+# (ko build ./functions/evaluationapi/cmd/evaluation-api), so anything else is set in the manifest. The Trigger
 # is the one in triggers.yaml (tests/knative checks each kn flag against it).
 set -euo pipefail
 cd "$(dirname "$0")/.."

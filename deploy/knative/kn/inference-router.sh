@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # inference-router as kn commands. The Service is inference-router.yaml itself, the manifest that
 # tests/knative validates with Knative's own code: kn only swaps its ko:// image for IMAGE, the
-# built image (ko build ./functions/inference-router/cmd/inference-router). The deployer creates
+# built image (ko build ./functions/inferencerouter/cmd/inference-router). The deployer creates
 # one router per routed deployment from the same template; this applies the example.
 set -euo pipefail
 cd "$(dirname "$0")/.."

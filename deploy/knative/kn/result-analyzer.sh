@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # result-analyzer as kn commands. The Service is result-analyzer.yaml itself, the manifest that
 # tests/knative validates with Knative's own code: kn only swaps its ko:// image for IMAGE, the
-# built image (ko build ./functions/result-analyzer/cmd/result-analyzer), so anything else is set
+# built image (ko build ./functions/resultanalyzer/cmd/result-analyzer), so anything else is set
 # in the manifest. The Trigger is the one in triggers.yaml (tests/knative checks each kn flag
 # against it).
 set -euo pipefail

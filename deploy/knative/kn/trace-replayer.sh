@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # trace-replayer as kn commands. The Service is trace-replayer.yaml itself, the manifest that
 # tests/knative validates with Knative's own code: kn only swaps its ko:// image for IMAGE, the
-# built image (ko build ./functions/trace-replayer/cmd/trace-replayer), so anything else is set in
+# built image (ko build ./functions/tracereplayer/cmd/trace-replayer), so anything else is set in
 # the manifest. The Trigger is the one in triggers.yaml (tests/knative checks each kn flag against
 # it).
 set -euo pipefail

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # workflow-orchestrator as kn commands. The Service is workflow-orchestrator.yaml itself, the
 # manifest that tests/knative validates with Knative's own code: kn only swaps its ko:// image for
-# IMAGE, the built image (ko build ./functions/workflow-orchestrator/cmd/workflow-orchestrator).
+# IMAGE, the built image (ko build ./functions/workfloworchestrator/cmd/workflow-orchestrator).
 # The Triggers are the ones in triggers.yaml (tests/knative checks each kn flag against them).
 set -euo pipefail
 cd "$(dirname "$0")/.."

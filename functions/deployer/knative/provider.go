@@ -34,8 +34,8 @@ var ServiceGVR = schema.GroupVersionResource{Group: "serving.knative.dev", Versi
 // Default images of the knative provider: the ko references the manifests use (ko resolves them
 // when the deployer itself is built with ko; an operator may pin built images instead).
 const (
-	DefaultSimulatorImage = "ko://github.com/lensfn/lensfn/functions/inference-sim/cmd/inference-sim"
-	DefaultRouterImage    = "ko://github.com/lensfn/lensfn/functions/inference-router/cmd/inference-router"
+	DefaultSimulatorImage = "ko://github.com/lensfn/lensfn/functions/inferencesim/cmd/inference-sim"
+	DefaultRouterImage    = "ko://github.com/lensfn/lensfn/functions/inferencerouter/cmd/inference-router"
 )
 
 // ServingConfig is the knative-serving configuration deploy/knative declares (its

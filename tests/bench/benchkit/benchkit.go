@@ -20,7 +20,7 @@ import (
 // SimulatorBinary returns LENS_SIM_BIN when set (tests/bench/run.sh builds it once), else builds
 // the simulator into the benchmark's temporary directory.
 func SimulatorBinary(tb testing.TB) string {
-	return Binary(tb, "LENS_SIM_BIN", "./functions/inference-sim/cmd/inference-sim")
+	return Binary(tb, "LENS_SIM_BIN", "./functions/inferencesim/cmd/inference-sim")
 }
 
 // Binary returns the path the environment variable env names when set, else builds the main

@@ -1,5 +1,5 @@
 // Package evalrun benchmarks the benchmark-runner's side of issue 12 against the inference
-// simulator (functions/inference-sim, built and started as a real process on loopback):
+// simulator (functions/inferencesim, built and started as a real process on loopback):
 //
 //   - BenchmarkClosedLoop: one client holds 4,096 requests in flight (a closed loop) and the
 //     client's CPU per request is measured over a steady window; the clients are the runner's

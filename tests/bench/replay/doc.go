@@ -1,5 +1,5 @@
 // Package replay benchmarks the load-generation engine (runtime/loadgen) replaying a synthetic
-// constant-rate schedule against the inference simulator (functions/inference-sim, built and
+// constant-rate schedule against the inference simulator (functions/inferencesim, built and
 // started as a real process) on loopback: schedule drift percentiles and achieved rate. The
 // figures and the exact command are in BENCHMARKS.md under "Trace replay".
 //

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	tracereplayer "github.com/lensfn/lensfn/functions/trace-replayer"
+	"github.com/lensfn/lensfn/functions/tracereplayer"
 	"github.com/lensfn/lensfn/runtime/loadgen"
 	"github.com/lensfn/lensfn/runtime/tracespool"
 	"github.com/lensfn/lensfn/tests/bench/benchkit"

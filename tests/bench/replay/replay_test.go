@@ -97,7 +97,7 @@ func startTarget(b *testing.B) string {
 	bin := os.Getenv("LENS_SIM_BIN") // a prebuilt simulator saves the build on repeated runs
 	if bin == "" {
 		bin = filepath.Join(b.TempDir(), "inference-sim")
-		build := exec.Command("go", "build", "-o", bin, "./functions/inference-sim/cmd/inference-sim")
+		build := exec.Command("go", "build", "-o", bin, "./functions/inferencesim/cmd/inference-sim")
 		build.Dir = root
 		if out, err := build.CombinedOutput(); err != nil {
 			b.Fatalf("building the simulator: %v\n%s", err, out)

@@ -77,7 +77,7 @@ type upstreamUnderTest struct {
 // LENS_ROUTER_PROCESS_ENV (space-separated NAME=value, e.g. GOGC=400) go to the routers only.
 func BenchmarkAddedLatency(b *testing.B) {
 	simBin := benchkit.SimulatorBinary(b)
-	routerBin := benchkit.Binary(b, "LENS_ROUTER_BIN", "./functions/inference-router/cmd/inference-router")
+	routerBin := benchkit.Binary(b, "LENS_ROUTER_BIN", "./functions/inferencerouter/cmd/inference-router")
 	rate := benchkit.EnvInt(b, "LENS_ROUTER_RATE", 10000)
 	seconds := benchkit.EnvInt(b, "LENS_ROUTER_SECONDS", 10)
 	profile := cmp.Or(os.Getenv("LENS_ROUTER_PROFILE"), "random")

@@ -1,4 +1,4 @@
-// Package router benchmarks functions/inference-router's added latency: the same open-loop
+// Package router benchmarks functions/inferencerouter's added latency: the same open-loop
 // constant-rate load (LENS_ROUTER_RATE req/s for LENS_ROUTER_SECONDS) against an upstream
 // directly and through a router process in front of it, on loopback; the difference of the
 // latency percentiles is what the router adds. Beside the latencies it reports what each process

@@ -32,10 +32,10 @@ cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2
 trap cleanup EXIT
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores, $(go version), commit $(git rev-parse --short HEAD)"
 
-go build -o "$DIR/inference-sim" ./functions/inference-sim/cmd/inference-sim
-go build -o "$DIR/inference-router" ./functions/inference-router/cmd/inference-router
+go build -o "$DIR/inference-sim" ./functions/inferencesim/cmd/inference-sim
+go build -o "$DIR/inference-router" ./functions/inferencerouter/cmd/inference-router
 
-go test -run '^$' -bench ServeHTTP -benchtime 1s -count 3 ./functions/inference-router/
+go test -run '^$' -bench ServeHTTP -benchtime 1s -count 3 ./functions/inferencerouter/
 PIN="${PIN:-0}"
 [ "$PIN" = 0 ] || command -v taskset >/dev/null || { echo "taskset is missing (util-linux): the open loop runs unpinned" >&2; PIN=0; }
 LENS_SIM_BIN="$DIR/inference-sim" LENS_ROUTER_BIN="$DIR/inference-router" LENS_ROUTER_PIN="$PIN" \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks functions/inference-sim with the shared loopback kit
+# Benchmarks functions/inferencesim with the shared loopback kit
 # (../shared/bench/simulator), exactly as its README says: server pinned to
 # core 0, wrk (one thread) to core 1, 12 s runs, repeated; figures go to
 # $OUT_DIR (default tests/bench/simulator/results/<UTC timestamp>).
@@ -18,7 +18,7 @@ mkdir -p "$OUT_DIR"
 command -v wrk >/dev/null || { echo "wrk is missing (apt-get install -y wrk)" >&2; exit 1; }
 
 BIN="$OUT_DIR/inference-sim"
-(cd "$ROOT" && go build -o "$BIN" ./functions/inference-sim/cmd/inference-sim)
+(cd "$ROOT" && go build -o "$BIN" ./functions/inferencesim/cmd/inference-sim)
 
 SPID=""
 start_server() { # args: simulator flags
