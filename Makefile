@@ -40,9 +40,8 @@ wasm-first: ## the WASM modules make run builds before the stack starts: all but
 	wasm-modules/build.sh $(MODULES) $(WASM_EXAMPLES) $(addprefix --defer ,$(DEFERRED_MODULES))
 
 kodata: wasm ## stage the WASM modules for ko images (ko copies cmd/*/kodata to /var/run/ko)
-	for f in simulation-api trace-replayer; do \
-	  rm -rf functions/$$f/cmd/$$f/kodata && mkdir -p functions/$$f/cmd/$$f/kodata && \
-	  cp -r $(MODULES) functions/$$f/cmd/$$f/kodata/modules; \
+	for f in simulation-api trace-replayer; do d=functions/$$(echo $$f | tr -d -)/cmd/$$f; \
+	  rm -rf $$d/kodata && mkdir -p $$d/kodata && cp -r $(MODULES) $$d/kodata/modules; \
 	done
 
 # build and wasm-first run side by side: each is one CPU-bound toolchain run, and on two cores

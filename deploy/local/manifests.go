@@ -79,6 +79,13 @@ type Filter struct {
 
 const koPrefix = "ko://github.com/lensfn/lensfn/"
 
+// CmdPackage is the module-relative cmd of the function a Service is named after: its package
+// folder drops the hyphens (Go package names have none), its cmd keeps the Service's name, so
+// the binary is named as the Service (functions/benchmarkrunner/cmd/benchmark-runner).
+func CmdPackage(service string) string {
+	return "functions/" + strings.ReplaceAll(service, "-", "") + "/cmd/" + service
+}
+
 // LocalBuilds maps the image cmd of a function that the local stack runs from a build of its own
 // to that build's cmd (both module-relative; `make build` builds the local one instead). The
 // deployer's image has the local and the knative provider; a local stack deploys on local

@@ -49,7 +49,7 @@ func binaries(t *testing.T) string {
 		}
 		for _, name := range []string{deployer.SimulatorBinary, deployer.RouterBinary} {
 			out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, name),
-				"github.com/lensfn/lensfn/functions/"+name+"/cmd/"+name).CombinedOutput()
+				"github.com/lensfn/lensfn/functions/"+strings.ReplaceAll(name, "-", "")+"/cmd/"+name).CombinedOutput() // the folder drops the hyphen
 			if err != nil {
 				binErr = &buildError{name, string(out)}
 				return

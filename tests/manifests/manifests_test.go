@@ -47,30 +47,37 @@ func load(t *testing.T) *local.Manifests {
 	return m
 }
 
-func functionDirs(t *testing.T) []string {
+// functionServices lists the Service each function folder builds: the cmd whose name is the
+// folder's with its hyphens (functions/benchmarkrunner/cmd/benchmark-runner is benchmark-runner;
+// the deployer's cmd/deployer-local is a local build of the same Service).
+func functionServices(t *testing.T) []string {
 	t.Helper()
-	entries, err := os.ReadDir(filepath.Join(root, "functions"))
+	cmds, err := filepath.Glob(filepath.Join(root, "functions", "*", "cmd", "*"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var names []string
-	for _, e := range entries {
-		if e.IsDir() {
-			names = append(names, e.Name())
+	for _, cmd := range cmds {
+		name, folder := filepath.Base(cmd), filepath.Base(filepath.Dir(filepath.Dir(cmd)))
+		if strings.ReplaceAll(name, "-", "") == folder {
+			names = append(names, name)
 		}
+	}
+	if folders, _ := filepath.Glob(filepath.Join(root, "functions", "*", "doc.go")); len(names) != len(folders) {
+		t.Fatalf("%d function folders but %d cmds named after them: %v", len(folders), len(names), names)
 	}
 	return names
 }
 
 func TestEveryFunctionHasAServiceAndKnCommands(t *testing.T) {
 	m := load(t)
-	for _, name := range functionDirs(t) {
+	for _, name := range functionServices(t) {
 		svc, ok := m.Service(name)
 		if !ok {
-			t.Errorf("functions/%s has no Knative Service in deploy/knative", name)
+			t.Errorf("function %s has no Knative Service in deploy/knative", name)
 			continue
 		}
-		if want := "ko://" + "github.com/lensfn/lensfn/functions/" + name + "/cmd/" + name; svc.Image != want {
+		if want := "ko://github.com/lensfn/lensfn/" + local.CmdPackage(name); svc.Image != want {
 			t.Errorf("Service %s image %q, want %s", name, svc.Image, want)
 		}
 		if _, ok := consumers[name]; !ok {

@@ -43,7 +43,7 @@ func Build(t testing.TB, names ...string) string {
 		}
 		pkg := name
 		if filepath.Base(name) == name {
-			pkg = "functions/" + name + "/cmd/" + name
+			pkg = local.CmdPackage(name)
 			if localBuild, ok := local.LocalBuilds[pkg]; ok {
 				pkg = localBuild // the build the stack runs (the deployer's with the local provider only)
 			}
