@@ -20,16 +20,6 @@ import (
 // lease holder (a lease's owner is "<backend>/<instance>"). Without LENS_BACKEND_ID everything
 // belongs to the one unnamed backend and no request is refused on this ground.
 
-// ownerBackendKey is the record field naming the backend that created a run or a workflow.
-const ownerBackendKey = "owner_backend_id"
-
-// stampOwner records this backend on a record it creates (nothing for the unnamed backend).
-func (a *API) stampOwner(set func(key string, v any)) {
-	if b := a.deps.Config.BackendID; b != "" {
-		set(ownerBackendKey, b)
-	}
-}
-
 // checkOwner answers 409 when the record (what, id) belongs to another backend: it was created
 // there, or a lease of leases is held by an instance of another backend.
 func (a *API) checkOwner(ctx context.Context, what, id, createdBy string, leases ...string) error {
