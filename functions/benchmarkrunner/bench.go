@@ -15,6 +15,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/egress"
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/loadgen"
+	"github.com/lensfn/lensfn/runtime/rawjson"
 	"github.com/lensfn/lensfn/runtime/state"
 	"github.com/lensfn/lensfn/runtime/workload"
 )
@@ -96,9 +97,9 @@ func (res *result) apply(run *evalrun.Run) {
 	run.Finish(res.out.result())
 	run.FinishedAt = evalrun.Ptr(evalrun.Now())
 	if res.err != "" {
-		run.Error = evalrun.Value(res.err)
+		run.Error = rawjson.Some(res.err)
 	} else {
-		run.Error = evalrun.Null[string]()
+		run.Error = rawjson.Null[string]()
 	}
 	run.ProgressMessage = evalrun.Ptr("Benchmark " + res.status)
 	if res.status == evalrun.StatusSucceeded {

@@ -50,7 +50,7 @@
 // No part holds its lock while calling another, so there is no lock order between parts.
 //
 // It may import events, runtime/fn, runtime/cloudevent, runtime/state,
-// runtime/egress, runtime/inventory, runtime/evalrun, runtime/leasedrun, runtime/livesummary,
+// runtime/egress, runtime/inventory, runtime/evalrun, runtime/rawjson, runtime/leasedrun, runtime/livesummary,
 // runtime/loadgen, runtime/promtargets, runtime/workload (the request schedules), and
 // runtime/enginemodel with wasm-modules/stepcost (the declared hardware profile of a run's
 // accelerator_profile, diagnostics.go).

@@ -23,6 +23,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/leasedrun"
 	"github.com/lensfn/lensfn/runtime/loadgen"
+	"github.com/lensfn/lensfn/runtime/rawjson"
 	"github.com/lensfn/lensfn/runtime/state"
 )
 
@@ -332,7 +333,7 @@ func (r *Runner) reapLost(ctx context.Context) error {
 		r.release(ctx, run)
 		partial, n := r.partialMetrics(run)
 		ended, err := r.runs.Transition(ctx, run.ID, []string{from}, to, state.Fence{}, func(run *evalrun.Run) error {
-			run.Error, run.FinishedAt, run.ProgressMessage = evalrun.Value(msg), evalrun.Ptr(evalrun.Now()), evalrun.Ptr("Runner lost")
+			run.Error, run.FinishedAt, run.ProgressMessage = rawjson.Some(msg), evalrun.Ptr(evalrun.Now()), evalrun.Ptr("Runner lost")
 			if partial != nil && run.Metrics == nil {
 				// What the records on disk support: the run is partial, and says so.
 				run.Metrics, run.Partial = evalrun.JSON(partial), evalrun.Ptr(true)

@@ -23,6 +23,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/runtime/rawjson"
 	"github.com/lensfn/lensfn/runtime/report/runreport"
 	"github.com/lensfn/lensfn/runtime/sse"
 	"github.com/lensfn/lensfn/runtime/state"
@@ -225,9 +226,9 @@ func (a *API) create(ctx context.Context, body []byte, idempotencyKey, id string
 	// The owner is the identity of the token that created the run, or "event:<source>" for a
 	// run.requested event (runtime/fn makes the sender the caller); null when nobody
 	// authenticated (LENS_AUTH=off).
-	run.OwnerUserID = evalrun.Null[string]()
+	run.OwnerUserID = rawjson.Null[string]()
 	if owner, ok := ownerOf(ctx).(string); ok {
-		run.OwnerUserID = evalrun.Value(owner)
+		run.OwnerUserID = rawjson.Some(owner)
 	}
 	if b := a.deps.Config.BackendID; b != "" {
 		run.OwnerBackendID = &b // as stampOwner does for a workflow
@@ -409,7 +410,7 @@ func (a *API) cancelRun(w http.ResponseWriter, r *http.Request) error {
 		// transition fail, and the run is then cancelled as a running one.
 		_, err := a.runs.Transition(ctx, id, []string{evalrun.StatusQueued}, evalrun.StatusCancelled, state.Fence{}, func(run *evalrun.Run) error {
 			run.Internal.CancelRequested = true
-			run.FinishedAt, run.Error = evalrun.Ptr(evalrun.Now()), evalrun.Null[string]()
+			run.FinishedAt, run.Error = evalrun.Ptr(evalrun.Now()), rawjson.Null[string]()
 			return nil
 		})
 		if err == nil {

@@ -18,6 +18,6 @@
 //
 // It may import events, runtime/fn, runtime/auth, runtime/cloudevent, runtime/problem,
 // runtime/state, runtime/sse, runtime/openapi, runtime/apiroute, runtime/report/runreport, runtime/egress,
-// runtime/inventory, runtime/evalrun, runtime/deployconfig, runtime/workflow, runtime/comparison
+// runtime/inventory, runtime/evalrun, runtime/rawjson, runtime/deployconfig, runtime/workflow, runtime/comparison
 // and runtime/report/comparisonreport.
 package evaluationapi

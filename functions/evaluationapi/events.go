@@ -8,6 +8,7 @@ import (
 
 	"github.com/lensfn/lensfn/runtime/comparison"
 	"github.com/lensfn/lensfn/runtime/evalrun"
+	"github.com/lensfn/lensfn/runtime/rawjson"
 	"github.com/lensfn/lensfn/runtime/sse"
 	"github.com/lensfn/lensfn/runtime/state"
 	"github.com/lensfn/lensfn/runtime/workflow"
@@ -123,7 +124,7 @@ func (a *API) workflowEvents(w http.ResponseWriter, r *http.Request) error {
 // evaluation ended without another read.
 func workflowEndData(wf *workflow.Workflow) map[string]any {
 	data := map[string]any{"status": wf.Status, "report_ready": hasReport(wf), "sla_met": nil}
-	for key, v := range map[string]workflow.Opt[string]{"error": wf.Error, "cancellation_error": wf.CancellationError, "finished_at": wf.FinishedAt} {
+	for key, v := range map[string]rawjson.Opt[string]{"error": wf.Error, "cancellation_error": wf.CancellationError, "finished_at": wf.FinishedAt} {
 		if v.Present() {
 			data[key] = v
 		}

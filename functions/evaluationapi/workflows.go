@@ -18,6 +18,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/runtime/rawjson"
 	"github.com/lensfn/lensfn/runtime/report/comparisonreport"
 	"github.com/lensfn/lensfn/runtime/state"
 	"github.com/lensfn/lensfn/runtime/workflow"
@@ -91,7 +92,7 @@ func (a *API) evaluation(ctx context.Context, body []byte, idempotencyKey, id st
 	if err != nil {
 		return nil, err
 	}
-	wf.ClusterID = workflow.Some(session.ClusterID)
+	wf.ClusterID = rawjson.Some(session.ClusterID)
 	a.stampWorkflowOwner(ctx, wf)
 	wf.Internal.IdempotencyKey = idempotencyKey
 	if err := a.workflows.Create(ctx, wf); err != nil {
@@ -104,12 +105,12 @@ func (a *API) evaluation(ctx context.Context, body []byte, idempotencyKey, id st
 // stampWorkflowOwner records who creates a workflow: the caller's token (null when nobody
 // authenticated, see ownerOf) and this backend (nothing for the unnamed one, see stampOwner).
 func (a *API) stampWorkflowOwner(ctx context.Context, wf *workflow.Workflow) {
-	wf.OwnerUserID = workflow.Null[string]()
+	wf.OwnerUserID = rawjson.Null[string]()
 	if owner, ok := ownerOf(ctx).(string); ok {
-		wf.OwnerUserID = workflow.Some(owner)
+		wf.OwnerUserID = rawjson.Some(owner)
 	}
 	if b := a.deps.Config.BackendID; b != "" {
-		wf.OwnerBackendID = workflow.Some(b)
+		wf.OwnerBackendID = rawjson.Some(b)
 	}
 }
 
@@ -297,7 +298,7 @@ func (a *API) retryWorkflow(w http.ResponseWriter, r *http.Request) error {
 			if err != nil {
 				return err
 			}
-			cur.ClusterSessionID = workflow.Some(session.ID)
+			cur.ClusterSessionID = rawjson.Some(session.ID)
 		}
 		return cur.Retry(func(c *workflow.Case) bool { return a.readyExecution(ctx, c) }, func(c *workflow.Case) error { return a.reproducible(ctx, c) })
 	})
@@ -372,14 +373,14 @@ func (a *API) cancelWorkflow(w http.ResponseWriter, r *http.Request) error {
 			return problem.New(problem.CodeConflict, "workflow %s is %s; only an active workflow can be cancelled", id, s)
 		}
 		cur.Status = workflow.StatusCancelling
-		cur.CancellationError = workflow.Opt[string]{}
+		cur.CancellationError = rawjson.Opt[string]{}
 		for _, c := range cur.AllCases() {
-			c.CancelRequested = workflow.Some(true)
+			c.CancelRequested = rawjson.Some(true)
 			if !workflow.CaseTerminal(c.Status) {
 				c.Status = workflow.CaseCancelling
 			}
 			if c.CleanupError.Present() && c.CleanupStatus.Get() == "failed" {
-				c.CleanupStatus = workflow.Some("retry") // a retried cancel retries the cleanup
+				c.CleanupStatus = rawjson.Some("retry") // a retried cancel retries the cleanup
 			}
 		}
 		return nil
@@ -467,7 +468,7 @@ func (a *API) cancelWorkflowCase(ctx context.Context, id, caseID string) (Cancel
 		}
 		for target := range CancelTargets(cur, caseID) {
 			t := cur.Case(target)
-			t.CancelRequested = workflow.Some(true)
+			t.CancelRequested = rawjson.Some(true)
 			if !workflow.CaseTerminal(t.Status) {
 				t.Status = workflow.CaseCancelling
 			}

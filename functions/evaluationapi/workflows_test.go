@@ -14,6 +14,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/fn/fntest"
 	"github.com/lensfn/lensfn/runtime/inventory"
+	"github.com/lensfn/lensfn/runtime/rawjson"
 	"github.com/lensfn/lensfn/runtime/sse"
 	"github.com/lensfn/lensfn/runtime/sse/ssetest"
 	"github.com/lensfn/lensfn/runtime/state"
@@ -293,7 +294,7 @@ func TestCancelWithAFailedCleanupIs409(t *testing.T) {
 		wf.Status = "running"
 		c := wf.Case("guide-1")
 		c.Status = "deploying"
-		c.ExecutionID = workflow.Some("exec-9")
+		c.ExecutionID = rawjson.Some("exec-9")
 		return nil
 	})
 	if err != nil {
@@ -309,9 +310,9 @@ func TestCancelWithAFailedCleanupIs409(t *testing.T) {
 				if wf.Status != "cancelling" || c.CleanupStatus.Get() == "failed" {
 					return workflow.ErrUnchanged
 				}
-				c.CleanupStatus = workflow.Some("failed")
-				c.CleanupError = workflow.Some("the cluster refused")
-				wf.CancellationError = workflow.Some("the cluster refused")
+				c.CleanupStatus = rawjson.Some("failed")
+				c.CleanupError = rawjson.Some("the cluster refused")
+				wf.CancellationError = rawjson.Some("the cluster refused")
 				return nil
 			})
 			time.Sleep(20 * time.Millisecond)
@@ -339,7 +340,7 @@ func TestCancelWithAFailedCleanupIs409(t *testing.T) {
 					return workflow.ErrUnchanged
 				}
 				retried <- !wf.CancellationError.Present()
-				c.CleanupStatus = workflow.Some("cleaned")
+				c.CleanupStatus = rawjson.Some("cleaned")
 				c.Status = "cancelled"
 				wf.Status = "cancelled"
 				return nil
@@ -522,7 +523,7 @@ func TestCancelOfACaseRunIsTheCaseCancel(t *testing.T) {
 		wf.Status = "running"
 		c := wf.Case("guide-1")
 		c.Status = "benchmarking"
-		c.EvaluationRunID = workflow.Some(runID)
+		c.EvaluationRunID = rawjson.Some(runID)
 		return nil
 	})
 	if err != nil {
@@ -616,7 +617,7 @@ func TestWorkflowEventsStreamStatusCasesLogsAndEnd(t *testing.T) {
 	if _, err := w.workflows.Update(ctx, id, func(wf *workflow.Workflow) error {
 		wf.Status = "running"
 		wf.AllCases()[0].Status = "failed"
-		wf.AllCases()[0].Error = workflow.Some("boom")
+		wf.AllCases()[0].Error = rawjson.Some("boom")
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -629,12 +630,12 @@ func TestWorkflowEventsStreamStatusCasesLogsAndEnd(t *testing.T) {
 	running := expect("status", func(d map[string]any) bool { return d["status"] == "running" })
 
 	// A write that moves no status adds nothing; the terminal one ends the stream.
-	if _, err := w.workflows.Update(ctx, id, func(wf *workflow.Workflow) error { wf.Name = workflow.Some("renamed"); return nil }); err != nil {
+	if _, err := w.workflows.Update(ctx, id, func(wf *workflow.Workflow) error { wf.Name = rawjson.Some("renamed"); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := w.workflows.Update(ctx, id, func(wf *workflow.Workflow) error {
 		wf.Status = "failed"
-		wf.Error = workflow.Some("case guide-1 failed: boom")
+		wf.Error = rawjson.Some("case guide-1 failed: boom")
 		wf.Report = workflow.ReportJSON(mustJSON(map[string]any{"comparison_version": 2, "comparisons": []any{
 			map[string]any{"guide_case_id": "guide-1", "sla": map[string]any{"met": true, "checks": map[string]any{}}},
 			map[string]any{"guide_case_id": "guide-1", "sla": map[string]any{"met": false, "checks": map[string]any{}}}}}))

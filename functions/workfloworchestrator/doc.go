@@ -12,6 +12,6 @@
 // deployment.cleanup.requested, run.queued and dev.lensfn.evaluation.workflow.finished.v1.
 //
 // It may import events, runtime/fn, runtime/cloudevent, runtime/state, runtime/problem,
-// runtime/secret, runtime/evalrun, runtime/inventory, runtime/workflow and runtime/leasedrun
+// runtime/secret, runtime/evalrun, runtime/rawjson, runtime/inventory, runtime/workflow and runtime/leasedrun
 // (the sweep's timer).
 package workfloworchestrator

@@ -12,6 +12,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/runtime/rawjson"
 	"github.com/lensfn/lensfn/runtime/state"
 	"github.com/lensfn/lensfn/runtime/workflow"
 )
@@ -91,7 +92,7 @@ func (s *step) advance() error {
 	if wf.Status == workflow.StatusQueued && !wf.Simple() {
 		wf.Status = workflow.StatusRunning
 		if !wf.StartedAt.Present() {
-			wf.StartedAt = workflow.Some(evalrun.Now())
+			wf.StartedAt = rawjson.Some(evalrun.Now())
 		}
 		s.changed = true
 	}
@@ -175,14 +176,14 @@ func (s *step) deploy(c *workflow.Case) error {
 		configID = id
 	}
 	exec := inventory.NewID()
-	c.DeploymentConfigurationID = workflow.Some(configID)
-	c.ExecutionID = workflow.Some(exec)
-	c.DeploymentRunID = workflow.Some(exec)
-	c.DeploymentStatus = workflow.Some("deploying")
+	c.DeploymentConfigurationID = rawjson.Some(configID)
+	c.ExecutionID = rawjson.Some(exec)
+	c.DeploymentRunID = rawjson.Some(exec)
+	c.DeploymentStatus = rawjson.Some("deploying")
 	c.Status = workflow.CaseDeploying
 	s.changed = true
 	if !c.StartedAt.Present() {
-		c.StartedAt = workflow.Some(evalrun.Now())
+		c.StartedAt = rawjson.Some(evalrun.Now())
 		s.changed = true
 	}
 	s.requestDeployment(c)
@@ -219,7 +220,7 @@ func (s *step) baselineArtifact(c *workflow.Case) (string, error) {
 }
 
 func (s *step) requestDeployment(c *workflow.Case) {
-	c.DeploymentRequestedAt = workflow.Some(evalrun.Now())
+	c.DeploymentRequestedAt = rawjson.Some(evalrun.Now())
 	s.changed = true
 	configID := c.DeploymentConfigurationID.Get()
 	if configID == "" {
@@ -245,15 +246,15 @@ func (s *step) startSharedBaseline(c *workflow.Case) error {
 		s.failCase(c, workflow.CaseQueued, "this Guide does not expose a kubernetes-service baseline endpoint for comparison")
 		return nil
 	}
-	c.ExecutionID = workflow.Some(g.ExecutionID.Get())
-	c.Endpoint = workflow.Some(g.BaselineURL.Get())
-	c.Model = workflow.Some(g.Model.Get())
+	c.ExecutionID = rawjson.Some(g.ExecutionID.Get())
+	c.Endpoint = rawjson.Some(g.BaselineURL.Get())
+	c.Model = rawjson.Some(g.Model.Get())
 	s.changed = true
 	if g.ReplicaEndpoints.Present() {
 		c.ReplicaEndpoints = g.ReplicaEndpoints
 		s.changed = true
 	}
-	c.StartedAt = workflow.Some(evalrun.Now())
+	c.StartedAt = rawjson.Some(evalrun.Now())
 	s.changed = true
 	return s.benchmark(c)
 }
@@ -280,7 +281,7 @@ func (s *step) benchmark(c *workflow.Case) error {
 	}
 	// The evidence (prefix cache hits, queues) is the replicas': the runner reads them from the
 	// execution's replica_endpoints (a router's /metrics has no vllm series).
-	c.EvaluationRunID = workflow.Some(run.ID)
+	c.EvaluationRunID = rawjson.Some(run.ID)
 	c.Status = workflow.CaseBenchmarking
 	s.changed = true
 	s.wf.AddRunID(run.ID)
@@ -329,7 +330,7 @@ func (s *step) watchRun(c *workflow.Case) error {
 	run, err := s.o.runs.Load(s.ctx, runID)
 	if errors.Is(err, state.ErrNotFound) {
 		// The write that chose the run was saved but its creation was lost: create it again.
-		s.wf.Case(c.ID).EvaluationRunID = workflow.Null[string]()
+		s.wf.Case(c.ID).EvaluationRunID = rawjson.Null[string]()
 		return s.benchmark(c)
 	}
 	if err != nil {
@@ -338,7 +339,7 @@ func (s *step) watchRun(c *workflow.Case) error {
 	if !evalrun.Terminal(run.Status) {
 		return nil
 	}
-	c.FinishedAt = workflow.Some(evalrun.Now())
+	c.FinishedAt = rawjson.Some(evalrun.Now())
 	s.changed = true
 	doc := run.Document()
 	for _, k := range workflow.RunResultFields {
@@ -349,7 +350,7 @@ func (s *step) watchRun(c *workflow.Case) error {
 	switch run.Status {
 	case evalrun.StatusSucceeded:
 		c.Status = workflow.CaseSucceeded
-		c.Error = workflow.Null[string]()
+		c.Error = rawjson.Null[string]()
 		s.changed = true
 	case evalrun.StatusCancelled:
 		if c.CancelRequested.Get() {
@@ -370,11 +371,11 @@ func (s *step) watchRun(c *workflow.Case) error {
 
 func (s *step) failCase(c *workflow.Case, stage, msg string) {
 	c.Status = workflow.CaseFailed
-	c.FailedStage = workflow.Some(stage)
-	c.Error = workflow.Some(msg)
+	c.FailedStage = rawjson.Some(stage)
+	c.Error = rawjson.Some(msg)
 	s.changed = true
 	if !c.FinishedAt.Present() {
-		c.FinishedAt = workflow.Some(evalrun.Now())
+		c.FinishedAt = rawjson.Some(evalrun.Now())
 		s.changed = true
 	}
 }
@@ -387,9 +388,9 @@ func (s *step) fail(c *workflow.Case) {
 		stage = workflow.StatusBenchmarking
 	}
 	s.wf.Status = workflow.StatusFailed
-	s.wf.FailedStage = workflow.Some(stage)
-	s.wf.Error = workflow.Some(fmt.Sprintf("case %s failed: %s", c.ID, c.Error.Get()))
-	s.wf.FinishedAt = workflow.Some(evalrun.Now())
+	s.wf.FailedStage = rawjson.Some(stage)
+	s.wf.Error = rawjson.Some(fmt.Sprintf("case %s failed: %s", c.ID, c.Error.Get()))
+	s.wf.FinishedAt = rawjson.Some(evalrun.Now())
 	s.changed = true
 }
 
@@ -416,7 +417,7 @@ func (s *step) maybeFinish() {
 		s.wf.SetReport(s.wf.BuildReport(s.o.now()))
 	}
 	s.wf.Status = status
-	s.wf.FinishedAt = workflow.Some(evalrun.Now())
+	s.wf.FinishedAt = rawjson.Some(evalrun.Now())
 	s.changed = true
 }
 
@@ -425,7 +426,7 @@ func (s *step) maybeFinish() {
 func (s *step) mirrorSimple() {
 	c := s.wf.AllCases()[0]
 	if id := c.EvaluationRunID.Get(); id != "" && s.wf.EvaluationRunID.Get() != id {
-		s.wf.EvaluationRunID = workflow.Some(id)
+		s.wf.EvaluationRunID = rawjson.Some(id)
 		s.changed = true
 	}
 	if c.Status == workflow.CaseBenchmarking && s.wf.Status == workflow.StatusDeploying {
@@ -437,7 +438,7 @@ func (s *step) mirrorSimple() {
 		s.changed = true
 	}
 	if ep := c.Endpoint.Get(); ep != "" && s.wf.Endpoint.Get() != ep {
-		s.wf.Endpoint = workflow.Some(ep)
+		s.wf.Endpoint = rawjson.Some(ep)
 		s.changed = true
 	}
 }
@@ -516,11 +517,11 @@ func (s *step) cleanup(c *workflow.Case, force bool) {
 		return // a run still holds it: its run.finished (sent after its runner released it) advances again
 	}
 	if status != "requested" {
-		c.CleanupStatus = workflow.Some("requested")
-		c.CleanupAttempts = workflow.Some(attempts + 1)
+		c.CleanupStatus = rawjson.Some("requested")
+		c.CleanupAttempts = rawjson.Some(attempts + 1)
 		s.changed = true
 	}
-	c.CleanupRequestedAt = workflow.Some(evalrun.Now())
+	c.CleanupRequestedAt = rawjson.Some(evalrun.Now())
 	s.changed = true
 	data := events.DeploymentCleanupRequested{ExecutionID: exec, CaseRef: s.wf.ID + "/" + c.ID}
 	s.do(func(ctx context.Context) error {
@@ -586,14 +587,14 @@ func (s *step) cancelCase(c *workflow.Case) error {
 	}
 	retry := c.CleanupStatus.Get() == "retry"
 	if retry {
-		c.CleanupStatus = workflow.Some("failed")
+		c.CleanupStatus = rawjson.Some("failed")
 		s.changed = true
 	}
 	s.cleanup(c, retry)
 	if ownsDeployment(c) {
 		if c.CleanupStatus.Get() == "failed" && s.wf.Status == workflow.StatusCancelling &&
 			s.wf.CancellationError.Get() != c.CleanupError.Get() {
-			s.wf.CancellationError = workflow.Some(c.CleanupError.Get())
+			s.wf.CancellationError = rawjson.Some(c.CleanupError.Get())
 			s.changed = true
 		}
 		if c.CleanupStatus.Get() == "" && s.inUse(c.ExecutionID.Get(), c) {
@@ -604,7 +605,7 @@ func (s *step) cancelCase(c *workflow.Case) error {
 	c.Status = workflow.CaseCancelled
 	s.changed = true
 	if !c.FinishedAt.Present() {
-		c.FinishedAt = workflow.Some(evalrun.Now())
+		c.FinishedAt = rawjson.Some(evalrun.Now())
 		s.changed = true
 	}
 	return nil
@@ -614,7 +615,7 @@ func (s *step) cancelCase(c *workflow.Case) error {
 func (o *Orchestrator) cancelRun(ctx context.Context, id string) error {
 	_, err := o.runs.Transition(ctx, id, []string{evalrun.StatusQueued}, evalrun.StatusCancelled, state.Fence{}, func(run *evalrun.Run) error {
 		run.Internal.CancelRequested = true
-		run.FinishedAt, run.Error = evalrun.Ptr(evalrun.Now()), evalrun.Null[string]()
+		run.FinishedAt, run.Error = evalrun.Ptr(evalrun.Now()), rawjson.Null[string]()
 		return nil
 	})
 	if err == nil {
@@ -642,19 +643,19 @@ func (s *step) cancelling() error {
 	done := true
 	for _, c := range s.wf.AllCases() {
 		if !c.CancelRequested.Get() {
-			c.CancelRequested = workflow.Some(true)
+			c.CancelRequested = rawjson.Some(true)
 			s.changed = true
 		}
 		if workflow.CaseTerminal(c.Status) {
 			if ownsDeployment(c) && !c.PreserveDeployment.Get() {
 				retry := c.CleanupStatus.Get() == "retry"
 				if retry {
-					c.CleanupStatus = workflow.Some("failed")
+					c.CleanupStatus = rawjson.Some("failed")
 					s.changed = true
 				}
 				s.cleanup(c, retry)
 				if c.CleanupStatus.Get() == "failed" && s.wf.CancellationError.Get() != c.CleanupError.Get() {
-					s.wf.CancellationError = workflow.Some(c.CleanupError.Get())
+					s.wf.CancellationError = rawjson.Some(c.CleanupError.Get())
 					s.changed = true
 				}
 				done = false
@@ -672,8 +673,8 @@ func (s *step) cancelling() error {
 		return nil
 	}
 	s.wf.Status = workflow.StatusCancelled
-	s.wf.CancellationError = workflow.Opt[string]{}
-	s.wf.FinishedAt = workflow.Some(evalrun.Now())
+	s.wf.CancellationError = rawjson.Opt[string]{}
+	s.wf.FinishedAt = rawjson.Some(evalrun.Now())
 	s.changed = true
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/fn"
 	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/leasedrun"
+	"github.com/lensfn/lensfn/runtime/rawjson"
 	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/state"
 	"github.com/lensfn/lensfn/runtime/workflow"
@@ -241,14 +242,14 @@ func (o *Orchestrator) onDeploymentReady(ctx context.Context, e cloudevent.Event
 		if c.DeploymentStatus.Get() == "cleaned" || c.CleanupStatus.Get() != "" {
 			return // cleanup was already requested; the deployer abandons and cleans it
 		}
-		c.DeploymentStatus = workflow.Some("ready")
-		c.Endpoint = workflow.Some(data.Endpoint)
-		c.BaselineURL = workflow.Some(data.BaselineURL)
-		c.Provider = workflow.Some(data.Provider)
-		c.ProviderRef = workflow.Some(data.ProviderRef)
-		c.Model = workflow.Some(data.Model)
-		c.ReplicaEndpoints = workflow.Some(data.ReplicaEndpoints)
-		c.Namespace = workflow.Null[string]()
+		c.DeploymentStatus = rawjson.Some("ready")
+		c.Endpoint = rawjson.Some(data.Endpoint)
+		c.BaselineURL = rawjson.Some(data.BaselineURL)
+		c.Provider = rawjson.Some(data.Provider)
+		c.ProviderRef = rawjson.Some(data.ProviderRef)
+		c.Model = rawjson.Some(data.Model)
+		c.ReplicaEndpoints = rawjson.Some(data.ReplicaEndpoints)
+		c.Namespace = rawjson.Null[string]()
 	})
 }
 
@@ -259,12 +260,12 @@ func (o *Orchestrator) onDeploymentFailed(ctx context.Context, e cloudevent.Even
 	}
 	err := o.recordCase(ctx, data.CaseRef, data.ExecutionID, func(c *workflow.Case) {
 		if data.Operation == "cleanup" {
-			c.CleanupStatus = workflow.Some("failed")
-			c.CleanupError = workflow.Some(data.Error)
+			c.CleanupStatus = rawjson.Some("failed")
+			c.CleanupError = rawjson.Some(data.Error)
 			return
 		}
-		c.DeploymentStatus = workflow.Some("failed")
-		c.DeploymentError = workflow.Some(data.Error)
+		c.DeploymentStatus = rawjson.Some("failed")
+		c.DeploymentError = rawjson.Some(data.Error)
 	})
 	if err == nil && data.Operation == "cleanup" {
 		if wfID, _, ok := splitRef(data.CaseRef); ok {
@@ -317,9 +318,9 @@ func (o *Orchestrator) onDeploymentCleaned(ctx context.Context, e cloudevent.Eve
 		return err
 	}
 	return o.recordCase(ctx, data.CaseRef, data.ExecutionID, func(c *workflow.Case) {
-		c.CleanupStatus = workflow.Some("cleaned")
-		c.DeploymentStatus = workflow.Some("cleaned")
-		c.CleanupError = workflow.Opt[string]{}
+		c.CleanupStatus = rawjson.Some("cleaned")
+		c.DeploymentStatus = rawjson.Some("cleaned")
+		c.CleanupError = rawjson.Opt[string]{}
 	})
 }
 

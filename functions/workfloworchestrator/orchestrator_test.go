@@ -19,6 +19,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/fn/fntest"
 	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/runtime/rawjson"
 	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/state"
 	"github.com/lensfn/lensfn/runtime/workflow"
@@ -492,7 +493,7 @@ func TestCancelCaseThenRetry(t *testing.T) {
 	// What POST .../cases/guide-1/cancel records (evaluation-api), then its wake-up event.
 	_, err := repo.Update(context.Background(), id, func(wf *workflow.Workflow) error {
 		c := wf.Case("guide-1")
-		c.CancelRequested = workflow.Some(true)
+		c.CancelRequested = rawjson.Some(true)
 		c.Status = "cancelling"
 		return nil
 	})
@@ -551,14 +552,14 @@ func TestCancelWithFailedCleanupIsRetried(t *testing.T) {
 	cancel := func() {
 		_, err := repo.Update(context.Background(), id, func(wf *workflow.Workflow) error {
 			wf.Status = "cancelling"
-			wf.CancellationError = workflow.Opt[string]{}
+			wf.CancellationError = rawjson.Opt[string]{}
 			for _, c := range wf.AllCases() {
-				c.CancelRequested = workflow.Some(true)
+				c.CancelRequested = rawjson.Some(true)
 				if !workflow.CaseTerminal(c.Status) {
 					c.Status = "cancelling"
 				}
 				if c.CleanupStatus.Get() == "failed" {
-					c.CleanupStatus = workflow.Some("retry")
+					c.CleanupStatus = rawjson.Some("retry")
 				}
 			}
 			return nil

@@ -9,7 +9,7 @@
 // read-modify-write: a field this version does not know (a newer version's), or a known one the
 // Go fields cannot carry as stored (an explicit null, an empty list where a value may be left
 // out), is kept in Extra and written back unchanged; fields the spec writes as null once known
-// (error, namespace, owner_user_id, guide) are Nullable. The defaults of a request are applied
+// (error, namespace, owner_user_id, guide) are rawjson.Opt. The defaults of a request are applied
 // once, when BuildRun makes the run; a benchmark block stored by an older version without a key
 // reads with that key's default.
 //

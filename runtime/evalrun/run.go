@@ -97,27 +97,27 @@ type Run struct {
 	events.BenchmarkSpec
 
 	// What the API adds when it queues the run.
-	Benchmark           *Benchmark       `json:"benchmark,omitempty" doc:"the benchmark as asked, every key present, defaults filled in"`
-	BenchmarkRuntime    json.RawMessage  `json:"benchmark_runtime,omitempty"`
-	Timing              *Timing          `json:"timing,omitempty" doc:"the timing estimate (left out of lists)"`
-	ClusterID           *string          `json:"cluster_id,omitempty"`
-	DeploymentOwnership *string          `json:"deployment_ownership,omitempty" doc:"existing-endpoint or evaluation"`
-	Model               *string          `json:"model,omitempty"`
-	Namespace           Nullable[string] `json:"namespace,omitzero"`
-	Endpoint            *string          `json:"endpoint,omitempty"`
-	EndpointKind        *string          `json:"endpoint_kind,omitempty"`
-	EndpointUsed        *string          `json:"endpoint_used,omitempty"`
-	Deployment          json.RawMessage  `json:"deployment,omitempty" doc:"name, namespace and endpoint of the target"`
-	DeploymentCases     json.RawMessage  `json:"deployment_cases,omitempty"`
-	DeploymentCaseID    *string          `json:"deployment_case_id,omitempty"`
-	DeploymentRunID     *string          `json:"deployment_run_id,omitempty"`
-	DeploymentConfig    json.RawMessage  `json:"deployment_configuration,omitempty"`
-	Configuration       json.RawMessage  `json:"configuration,omitempty" doc:"the deployed configuration's facts, null when none"`
-	Guide               Nullable[string] `json:"guide,omitzero"`
-	OwnerUserID         Nullable[string] `json:"owner_user_id,omitzero" doc:"the token that created the run; null when nobody authenticated"`
-	OwnerBackendID      *string          `json:"owner_backend_id,omitempty" doc:"the backend (LENS_BACKEND_ID) that created the run; absent for the unnamed one"`
-	EvaluationWorkflow  *string          `json:"evaluation_workflow_id,omitempty" doc:"the workflow that created the run"`
-	EvaluationCase      *string          `json:"evaluation_case_id,omitempty" doc:"the workflow case that created the run"`
+	Benchmark           *Benchmark          `json:"benchmark,omitempty" doc:"the benchmark as asked, every key present, defaults filled in"`
+	BenchmarkRuntime    json.RawMessage     `json:"benchmark_runtime,omitempty"`
+	Timing              *Timing             `json:"timing,omitempty" doc:"the timing estimate (left out of lists)"`
+	ClusterID           *string             `json:"cluster_id,omitempty"`
+	DeploymentOwnership *string             `json:"deployment_ownership,omitempty" doc:"existing-endpoint or evaluation"`
+	Model               *string             `json:"model,omitempty"`
+	Namespace           rawjson.Opt[string] `json:"namespace,omitzero"`
+	Endpoint            *string             `json:"endpoint,omitempty"`
+	EndpointKind        *string             `json:"endpoint_kind,omitempty"`
+	EndpointUsed        *string             `json:"endpoint_used,omitempty"`
+	Deployment          json.RawMessage     `json:"deployment,omitempty" doc:"name, namespace and endpoint of the target"`
+	DeploymentCases     json.RawMessage     `json:"deployment_cases,omitempty"`
+	DeploymentCaseID    *string             `json:"deployment_case_id,omitempty"`
+	DeploymentRunID     *string             `json:"deployment_run_id,omitempty"`
+	DeploymentConfig    json.RawMessage     `json:"deployment_configuration,omitempty"`
+	Configuration       json.RawMessage     `json:"configuration,omitempty" doc:"the deployed configuration's facts, null when none"`
+	Guide               rawjson.Opt[string] `json:"guide,omitzero"`
+	OwnerUserID         rawjson.Opt[string] `json:"owner_user_id,omitzero" doc:"the token that created the run; null when nobody authenticated"`
+	OwnerBackendID      *string             `json:"owner_backend_id,omitempty" doc:"the backend (LENS_BACKEND_ID) that created the run; absent for the unnamed one"`
+	EvaluationWorkflow  *string             `json:"evaluation_workflow_id,omitempty" doc:"the workflow that created the run"`
+	EvaluationCase      *string             `json:"evaluation_case_id,omitempty" doc:"the workflow case that created the run"`
 
 	// What the runner writes as the run goes.
 	OwnerInstanceID    *string      `json:"owner_instance_id,omitempty" doc:"the runner instance that claimed the run"`
@@ -133,9 +133,9 @@ type Run struct {
 	Logs               []string     `json:"logs,omitzero" doc:"left out of lists"`
 	LogsTruncated      *bool        `json:"logs_truncated,omitempty"`
 	Result
-	Error         Nullable[string] `json:"error,omitzero" doc:"why the run failed; null when it ended without an error"`
-	FinishedAt    *string          `json:"finished_at,omitempty"`
-	CleanupStatus *string          `json:"cleanup_status,omitempty"`
+	Error         rawjson.Opt[string] `json:"error,omitzero" doc:"why the run failed; null when it ended without an error"`
+	FinishedAt    *string             `json:"finished_at,omitempty"`
+	CleanupStatus *string             `json:"cleanup_status,omitempty"`
 
 	// Extra holds the stored fields this version of Lensfn does not know (a newer version's),
 	// and stored values of known fields the Go fields cannot carry as they are (an explicit null

@@ -12,6 +12,7 @@ import (
 	"github.com/lensfn/lensfn/events"
 	"github.com/lensfn/lensfn/runtime/enginemodel"
 	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/runtime/rawjson"
 )
 
 // Defaults of a benchmark spec (spec/evaluation-api.txt, NOTES.md).
@@ -462,9 +463,9 @@ func orDefault(v, def string) string {
 	return v
 }
 
-func nullable(s string) Nullable[string] {
+func nullable(s string) rawjson.Opt[string] {
 	if s == "" {
-		return Null[string]()
+		return rawjson.Null[string]()
 	}
-	return Value(s)
+	return rawjson.Some(s)
 }

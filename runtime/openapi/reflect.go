@@ -18,7 +18,7 @@ var (
 )
 
 // Optional is implemented by a field type that holds, absent aside, either null or a value of
-// another Go type (a record's tri-state field: evalrun.Nullable, workflow.Opt): its schema is
+// another Go type (a record's tri-state field, rawjson.Opt): its schema is
 // that type's, nullable. OptionalOf returns a zero value of the value's type.
 type Optional interface{ OptionalOf() any }
 

@@ -1,8 +1,7 @@
-// Package rawjson owns Object, a JSON object kept as raw fields: a record's public document
-// (a benchmark run) read and written field by field, so a read-modify-write never loses a field
-// this version of Lensfn does not know, absent stays absent and an explicit null stays null.
-// Encode writes JSON as the records store it (no HTML escaping); the typed workflow records
-// (runtime/workflow) encode with it too.
+// Package rawjson owns what the typed evaluation records (runtime/evalrun, runtime/workflow)
+// share to keep their stored JSON as it was: Opt, a field that is absent, an explicit null or a
+// value, so a read-modify-write keeps each of the three states (omitzero leaves the absent one
+// out); and Encode, JSON as the records store and serve it (no HTML escaping).
 //
 // It imports only the standard library.
 package rawjson

@@ -14,6 +14,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/inventory"
 	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/runtime/rawjson"
 )
 
 // source is one plan's configuration, resolved.
@@ -63,9 +64,9 @@ func NewEvaluation(ctx context.Context, id string, req events.EvaluationCreateRe
 		return nil, problem.New(problem.CodeBadRequest, "the evaluation request's fields do not fit a workflow: %v", err)
 	}
 	w.Kind, w.ID, w.Status = "workflow", id, StatusQueued
-	w.DeploymentOwnership = Some(OwnershipEvaluation)
-	w.Name = Some(strOr(req.Name, "Evaluation"))
-	w.CompareConfigurations = Some(boolOr(req.CompareConfigurations, true))
+	w.DeploymentOwnership = rawjson.Some(OwnershipEvaluation)
+	w.Name = rawjson.Some(strOr(req.Name, "Evaluation"))
+	w.CompareConfigurations = rawjson.Some(boolOr(req.CompareConfigurations, true))
 	if w.Runtime == nil {
 		w.Runtime = mustJSON(map[string]string{"http_proxy": "", "https_proxy": "", "no_proxy": ""})
 	}
@@ -179,10 +180,10 @@ func (g *generator) plan(i int, p events.BenchmarkPlan, src source) error {
 			var c *Case
 			if t == BaselineKubernetesService {
 				c = g.newBaseline(pid, t, params, bench, w)
-				c.DependentGuideCaseID = Some(guide.ID)
-				c.ConfigurationArtifactID = Null[string]()
+				c.DependentGuideCaseID = rawjson.Some(guide.ID)
+				c.ConfigurationArtifactID = rawjson.Null[string]()
 				c.DeploymentConfiguration = json.RawMessage("null")
-				c.PreserveDeployment = Some(false)
+				c.PreserveDeployment = rawjson.Some(false)
 				g.sameGuide[guide.ID] = append(g.sameGuide[guide.ID], c)
 			} else {
 				b := builds[t]
@@ -194,9 +195,9 @@ func (g *generator) plan(i int, p events.BenchmarkPlan, src source) error {
 					}
 				} else {
 					c = g.newBaseline(pid, t, params, bench, w)
-					c.DependentGuideCaseID = Null[string]()
-					c.ConfigurationArtifactID = Null[string]()
-					c.PreserveDeployment = Some(false) // an independent baseline is never preserved
+					c.DependentGuideCaseID = rawjson.Null[string]()
+					c.ConfigurationArtifactID = rawjson.Null[string]()
+					c.PreserveDeployment = rawjson.Some(false) // an independent baseline is never preserved
 					c.CustomParameters = mustJSON(b.customParameters)
 					sum, _ := inventory.Checksum(b.content)
 					c.DeploymentConfiguration = mustJSON(map[string]any{
@@ -212,9 +213,9 @@ func (g *generator) plan(i int, p events.BenchmarkPlan, src source) error {
 		}
 		if guide != nil {
 			if len(linked) > 0 {
-				guide.BaselineCaseID = Some(linked[0])
+				guide.BaselineCaseID = rawjson.Some(linked[0])
 			} else {
-				guide.BaselineCaseID = Null[string]()
+				guide.BaselineCaseID = rawjson.Null[string]()
 			}
 			if linked == nil {
 				linked = []string{}
@@ -227,9 +228,9 @@ func (g *generator) plan(i int, p events.BenchmarkPlan, src source) error {
 
 func (g *generator) guide(pid string, p events.BenchmarkPlan, src source, w workload) *Case {
 	c := &Case{ID: w.guideID, Kind: "guide", Status: CaseQueued, WorkloadIDs: []string{w.id}, Benchmark: w.benchmark,
-		SLATargets: mustJSON(w.sla), DeploymentRunID: Null[string](), EvaluationRunID: Null[string](),
-		ConfigurationArtifactID: Some(src.artifact.ID), BenchmarkPlanID: Some(pid), DeploymentGroupID: Some(pid + ":guide"),
-		PreserveDeployment: Some(boolOr(p.PreserveDeployment, false)), DeploymentName: Some(strOr(p.DeploymentName, src.artifact.Name))}
+		SLATargets: mustJSON(w.sla), DeploymentRunID: rawjson.Null[string](), EvaluationRunID: rawjson.Null[string](),
+		ConfigurationArtifactID: rawjson.Some(src.artifact.ID), BenchmarkPlanID: rawjson.Some(pid), DeploymentGroupID: rawjson.Some(pid + ":guide"),
+		PreserveDeployment: rawjson.Some(boolOr(p.PreserveDeployment, false)), DeploymentName: rawjson.Some(strOr(p.DeploymentName, src.artifact.Name))}
 	setScenario(c, w)
 	a := src.artifact
 	c.DeploymentConfiguration = mustJSON(map[string]any{"schema_version": a.SchemaVersion, "type": a.Type, "format": a.Format,
@@ -240,8 +241,8 @@ func (g *generator) guide(pid string, p events.BenchmarkPlan, src source, w work
 func (g *generator) newBaseline(pid, t string, params map[string]any, bench json.RawMessage, w workload) *Case {
 	g.baselines++
 	c := &Case{ID: "baseline-" + strconv.Itoa(g.baselines), Kind: "baseline", Status: CaseQueued, WorkloadIDs: []string{w.id},
-		Benchmark: bench, SLATargets: mustJSON(w.sla), DeploymentRunID: Null[string](), EvaluationRunID: Null[string](),
-		BenchmarkPlanID: Some(pid), DeploymentGroupID: Some(pid + ":baseline:" + t), BaselineType: Some(t),
+		Benchmark: bench, SLATargets: mustJSON(w.sla), DeploymentRunID: rawjson.Null[string](), EvaluationRunID: rawjson.Null[string](),
+		BenchmarkPlanID: rawjson.Some(pid), DeploymentGroupID: rawjson.Some(pid + ":baseline:" + t), BaselineType: rawjson.Some(t),
 		BaselineParameters: mustJSON(params)}
 	setScenario(c, w)
 	return c
@@ -249,10 +250,10 @@ func (g *generator) newBaseline(pid, t string, params map[string]any, bench json
 
 func setScenario(c *Case, w workload) {
 	if w.scenarioID == "" {
-		c.ScenarioID, c.ScenarioName = Null[string](), Null[string]()
+		c.ScenarioID, c.ScenarioName = rawjson.Null[string](), rawjson.Null[string]()
 		return
 	}
-	c.ScenarioID, c.ScenarioName = Some(w.scenarioID), Some(w.scenarioName)
+	c.ScenarioID, c.ScenarioName = rawjson.Some(w.scenarioID), rawjson.Some(w.scenarioName)
 }
 
 // buildBaseline derives a baseline type's deployment from the plan's configuration.

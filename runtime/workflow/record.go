@@ -35,60 +35,60 @@ var errNotObject = errors.New("not a JSON object")
 // The fields are in the order of their keys, so a record without Extra encodes with sorted
 // keys, as the store has always written it, in one pass.
 type Case struct {
-	Attempt                 Opt[int]        `json:"attempt,omitzero" doc:"retries of the case so far"`
-	BaselineCaseID          Opt[string]     `json:"baseline_case_id,omitzero"`
-	BaselineCaseIDs         []string        `json:"baseline_case_ids,omitzero" doc:"a guide's baselines"`
-	BaselineParameters      json.RawMessage `json:"baseline_parameters,omitempty"`
-	BaselineType            Opt[string]     `json:"baseline_type,omitzero" doc:"a baseline's type"`
-	BaselineURL             Opt[string]     `json:"baseline_url,omitzero"`
-	Benchmark               json.RawMessage `json:"benchmark,omitempty"`
-	BenchmarkPlanID         Opt[string]     `json:"benchmark_plan_id,omitzero"`
-	Bootstrap               json.RawMessage `json:"bootstrap,omitempty" doc:"the run's bootstrap replicates (left out of lists)"`
-	CancelRequested         Opt[bool]       `json:"cancel_requested,omitzero"`
-	CleanupAttempts         Opt[int]        `json:"cleanup_attempts,omitzero"`
-	CleanupError            Opt[string]     `json:"cleanup_error,omitzero"`
-	CleanupRequestedAt      Opt[string]     `json:"cleanup_requested_at,omitzero" doc:"when the cleanup was last requested"`
-	CleanupStatus           Opt[string]     `json:"cleanup_status,omitzero"`
-	Configuration           json.RawMessage `json:"configuration,omitempty" doc:"the case's configuration facts (in lists)"`
-	ConfigurationArtifactID Opt[string]     `json:"configuration_artifact_id,omitzero"`
-	CustomParameters        json.RawMessage `json:"custom_parameters,omitempty"`
-	DependentGuideCaseID    Opt[string]     `json:"dependent_guide_case_id,omitzero" doc:"a kubernetes-service baseline's guide"`
-	DeploymentCaseID        Opt[string]     `json:"deployment_case_id,omitzero"`
-	DeploymentConfiguration json.RawMessage `json:"deployment_configuration,omitempty" doc:"the configuration the case deploys (content, provenance)"`
+	Attempt                 rawjson.Opt[int]    `json:"attempt,omitzero" doc:"retries of the case so far"`
+	BaselineCaseID          rawjson.Opt[string] `json:"baseline_case_id,omitzero"`
+	BaselineCaseIDs         []string            `json:"baseline_case_ids,omitzero" doc:"a guide's baselines"`
+	BaselineParameters      json.RawMessage     `json:"baseline_parameters,omitempty"`
+	BaselineType            rawjson.Opt[string] `json:"baseline_type,omitzero" doc:"a baseline's type"`
+	BaselineURL             rawjson.Opt[string] `json:"baseline_url,omitzero"`
+	Benchmark               json.RawMessage     `json:"benchmark,omitempty"`
+	BenchmarkPlanID         rawjson.Opt[string] `json:"benchmark_plan_id,omitzero"`
+	Bootstrap               json.RawMessage     `json:"bootstrap,omitempty" doc:"the run's bootstrap replicates (left out of lists)"`
+	CancelRequested         rawjson.Opt[bool]   `json:"cancel_requested,omitzero"`
+	CleanupAttempts         rawjson.Opt[int]    `json:"cleanup_attempts,omitzero"`
+	CleanupError            rawjson.Opt[string] `json:"cleanup_error,omitzero"`
+	CleanupRequestedAt      rawjson.Opt[string] `json:"cleanup_requested_at,omitzero" doc:"when the cleanup was last requested"`
+	CleanupStatus           rawjson.Opt[string] `json:"cleanup_status,omitzero"`
+	Configuration           json.RawMessage     `json:"configuration,omitempty" doc:"the case's configuration facts (in lists)"`
+	ConfigurationArtifactID rawjson.Opt[string] `json:"configuration_artifact_id,omitzero"`
+	CustomParameters        json.RawMessage     `json:"custom_parameters,omitempty"`
+	DependentGuideCaseID    rawjson.Opt[string] `json:"dependent_guide_case_id,omitzero" doc:"a kubernetes-service baseline's guide"`
+	DeploymentCaseID        rawjson.Opt[string] `json:"deployment_case_id,omitzero"`
+	DeploymentConfiguration json.RawMessage     `json:"deployment_configuration,omitempty" doc:"the configuration the case deploys (content, provenance)"`
 	// DeploymentConfigurationID is the inventory configuration a baseline's generated
 	// deployment was saved as.
-	DeploymentConfigurationID Opt[string]     `json:"deployment_configuration_id,omitzero"`
-	DeploymentError           Opt[string]     `json:"deployment_error,omitzero"`
-	DeploymentGroupID         Opt[string]     `json:"deployment_group_id,omitzero"`
-	DeploymentName            Opt[string]     `json:"deployment_name,omitzero"`
-	DeploymentRequestedAt     Opt[string]     `json:"deployment_requested_at,omitzero" doc:"when the deployment was last requested"`
-	DeploymentRunID           Opt[string]     `json:"deployment_run_id,omitzero"`
-	DeploymentStatus          Opt[string]     `json:"deployment_status,omitzero"`
-	Endpoint                  Opt[string]     `json:"endpoint,omitzero"`
-	Error                     Opt[string]     `json:"error,omitzero"`
-	EvaluationRunID           Opt[string]     `json:"evaluation_run_id,omitzero"`
-	ExecutionID               Opt[string]     `json:"execution_id,omitzero"`
-	FailedStage               Opt[string]     `json:"failed_stage,omitzero"`
-	FinishedAt                Opt[string]     `json:"finished_at,omitzero"`
-	ID                        string          `json:"id" doc:"guide-<n> or baseline-<n>"`
-	Kind                      string          `json:"kind" doc:"guide or baseline"`
-	MatrixResults             json.RawMessage `json:"matrix_results,omitempty" doc:"the run's matrix stages (left out of lists)"`
-	Metrics                   json.RawMessage `json:"metrics,omitempty"`
-	Model                     Opt[string]     `json:"model,omitzero"`
-	Namespace                 Opt[string]     `json:"namespace,omitzero"`
-	PreserveDeployment        Opt[bool]       `json:"preserve_deployment,omitzero"`
-	Provider                  Opt[string]     `json:"provider,omitzero"`
-	ProviderRef               Opt[string]     `json:"provider_ref,omitzero"`
-	RateStageResults          json.RawMessage `json:"rate_stage_results,omitempty" doc:"the run's rate stages (left out of lists)"`
-	RepetitionResults         json.RawMessage `json:"repetition_results,omitempty" doc:"the run's repetitions' headline metrics (left out of lists)"`
-	ReplicaEndpoints          Opt[[]string]   `json:"replica_endpoints,omitzero"`
-	ScenarioID                Opt[string]     `json:"scenario_id,omitzero"`
-	ScenarioName              Opt[string]     `json:"scenario_name,omitzero"`
-	SLA                       json.RawMessage `json:"sla,omitempty" doc:"the run's SLA verdict"`
-	SLATargets                json.RawMessage `json:"sla_targets,omitempty"`
-	StartedAt                 Opt[string]     `json:"started_at,omitzero"`
-	Status                    string          `json:"status"`
-	WorkloadIDs               []string        `json:"workload_ids,omitzero"`
+	DeploymentConfigurationID rawjson.Opt[string]   `json:"deployment_configuration_id,omitzero"`
+	DeploymentError           rawjson.Opt[string]   `json:"deployment_error,omitzero"`
+	DeploymentGroupID         rawjson.Opt[string]   `json:"deployment_group_id,omitzero"`
+	DeploymentName            rawjson.Opt[string]   `json:"deployment_name,omitzero"`
+	DeploymentRequestedAt     rawjson.Opt[string]   `json:"deployment_requested_at,omitzero" doc:"when the deployment was last requested"`
+	DeploymentRunID           rawjson.Opt[string]   `json:"deployment_run_id,omitzero"`
+	DeploymentStatus          rawjson.Opt[string]   `json:"deployment_status,omitzero"`
+	Endpoint                  rawjson.Opt[string]   `json:"endpoint,omitzero"`
+	Error                     rawjson.Opt[string]   `json:"error,omitzero"`
+	EvaluationRunID           rawjson.Opt[string]   `json:"evaluation_run_id,omitzero"`
+	ExecutionID               rawjson.Opt[string]   `json:"execution_id,omitzero"`
+	FailedStage               rawjson.Opt[string]   `json:"failed_stage,omitzero"`
+	FinishedAt                rawjson.Opt[string]   `json:"finished_at,omitzero"`
+	ID                        string                `json:"id" doc:"guide-<n> or baseline-<n>"`
+	Kind                      string                `json:"kind" doc:"guide or baseline"`
+	MatrixResults             json.RawMessage       `json:"matrix_results,omitempty" doc:"the run's matrix stages (left out of lists)"`
+	Metrics                   json.RawMessage       `json:"metrics,omitempty"`
+	Model                     rawjson.Opt[string]   `json:"model,omitzero"`
+	Namespace                 rawjson.Opt[string]   `json:"namespace,omitzero"`
+	PreserveDeployment        rawjson.Opt[bool]     `json:"preserve_deployment,omitzero"`
+	Provider                  rawjson.Opt[string]   `json:"provider,omitzero"`
+	ProviderRef               rawjson.Opt[string]   `json:"provider_ref,omitzero"`
+	RateStageResults          json.RawMessage       `json:"rate_stage_results,omitempty" doc:"the run's rate stages (left out of lists)"`
+	RepetitionResults         json.RawMessage       `json:"repetition_results,omitempty" doc:"the run's repetitions' headline metrics (left out of lists)"`
+	ReplicaEndpoints          rawjson.Opt[[]string] `json:"replica_endpoints,omitzero"`
+	ScenarioID                rawjson.Opt[string]   `json:"scenario_id,omitzero"`
+	ScenarioName              rawjson.Opt[string]   `json:"scenario_name,omitzero"`
+	SLA                       json.RawMessage       `json:"sla,omitempty" doc:"the run's SLA verdict"`
+	SLATargets                json.RawMessage       `json:"sla_targets,omitempty"`
+	StartedAt                 rawjson.Opt[string]   `json:"started_at,omitzero"`
+	Status                    string                `json:"status"`
+	WorkloadIDs               []string              `json:"workload_ids,omitzero"`
 
 	// Extra holds the stored fields this version does not know, written back unchanged.
 	Extra map[string]json.RawMessage `json:"-"`
@@ -155,40 +155,40 @@ func (r ReportJSON) Ready() bool { return len(r) > 0 && !bytes.Equal(r, []byte("
 // reading), written back unchanged; Internal is stored but never shown. The fields are in the
 // order of their keys (see Case).
 type Workflow struct {
-	BenchmarkPlans    []json.RawMessage `json:"benchmark_plans,omitzero" doc:"an evaluation's plans as requested"`
-	BenchmarkRuntime  json.RawMessage   `json:"benchmark_runtime,omitempty"`
-	CancellationError Opt[string]       `json:"cancellation_error,omitzero" doc:"why a cancel's cleanup failed"`
+	BenchmarkPlans    []json.RawMessage   `json:"benchmark_plans,omitzero" doc:"an evaluation's plans as requested"`
+	BenchmarkRuntime  json.RawMessage     `json:"benchmark_runtime,omitempty"`
+	CancellationError rawjson.Opt[string] `json:"cancellation_error,omitzero" doc:"why a cancel's cleanup failed"`
 	// Cases are an evaluation's cases in execution order; a simple workflow's single case is
 	// stored in Internal and never shown, but is here too while the record is in memory.
 	Cases                  []Case                     `json:"cases,omitzero" doc:"an evaluation's cases in execution order"`
-	ClusterID              Opt[string]                `json:"cluster_id,omitzero"`
-	ClusterSessionID       Opt[string]                `json:"cluster_session_id,omitzero"`
-	CompareConfigurations  Opt[bool]                  `json:"compare_configurations,omitzero"`
+	ClusterID              rawjson.Opt[string]        `json:"cluster_id,omitzero"`
+	ClusterSessionID       rawjson.Opt[string]        `json:"cluster_session_id,omitzero"`
+	CompareConfigurations  rawjson.Opt[bool]          `json:"compare_configurations,omitzero"`
 	ConfigurationArtifacts map[string]json.RawMessage `json:"configuration_artifacts,omitzero" doc:"configuration artifact id -> checksum"`
 	CreatedAt              string                     `json:"created_at" doc:"RFC 3339 UTC"`
-	DeploymentOwnership    Opt[string]                `json:"deployment_ownership,omitzero" doc:"evaluation or existing-endpoint"`
-	DeploymentRunID        Opt[string]                `json:"deployment_run_id,omitzero" doc:"a simple workflow's deployment execution"`
+	DeploymentOwnership    rawjson.Opt[string]        `json:"deployment_ownership,omitzero" doc:"evaluation or existing-endpoint"`
+	DeploymentRunID        rawjson.Opt[string]        `json:"deployment_run_id,omitzero" doc:"a simple workflow's deployment execution"`
 	DeploymentSource       json.RawMessage            `json:"deployment_source,omitempty"`
-	Endpoint               Opt[string]                `json:"endpoint,omitzero" doc:"a simple workflow's benchmarked endpoint"`
-	Error                  Opt[string]                `json:"error,omitzero" doc:"why it failed"`
-	EvaluationRunID        Opt[string]                `json:"evaluation_run_id,omitzero" doc:"a simple workflow's benchmark run"`
-	FailedStage            Opt[string]                `json:"failed_stage,omitzero"`
-	FinishedAt             Opt[string]                `json:"finished_at,omitzero"`
-	Harness                Opt[string]                `json:"harness,omitzero" doc:"a simple workflow's harness"`
+	Endpoint               rawjson.Opt[string]        `json:"endpoint,omitzero" doc:"a simple workflow's benchmarked endpoint"`
+	Error                  rawjson.Opt[string]        `json:"error,omitzero" doc:"why it failed"`
+	EvaluationRunID        rawjson.Opt[string]        `json:"evaluation_run_id,omitzero" doc:"a simple workflow's benchmark run"`
+	FailedStage            rawjson.Opt[string]        `json:"failed_stage,omitzero"`
+	FinishedAt             rawjson.Opt[string]        `json:"finished_at,omitzero"`
+	Harness                rawjson.Opt[string]        `json:"harness,omitzero" doc:"a simple workflow's harness"`
 	ID                     string                     `json:"id"`
 	Kind                   string                     `json:"kind" doc:"always workflow"`
 	Metrics                json.RawMessage            `json:"metrics,omitempty" doc:"a simple workflow's benchmark metrics"`
-	Model                  Opt[string]                `json:"model,omitzero" doc:"a simple workflow's model"`
-	Name                   Opt[string]                `json:"name,omitzero" doc:"an evaluation's display name"`
-	OwnerBackendID         Opt[string]                `json:"owner_backend_id,omitzero" doc:"the backend (LENS_BACKEND_ID) that created the workflow; absent for the unnamed one"`
-	OwnerUserID            Opt[string]                `json:"owner_user_id,omitzero"`
-	Parallelism            Opt[int]                   `json:"parallelism,omitzero" doc:"a simple workflow's parallelism"`
-	Repetitions            Opt[int]                   `json:"repetitions,omitzero" doc:"a simple workflow's repetitions; an evaluation's default for cases whose benchmark sets none"`
+	Model                  rawjson.Opt[string]        `json:"model,omitzero" doc:"a simple workflow's model"`
+	Name                   rawjson.Opt[string]        `json:"name,omitzero" doc:"an evaluation's display name"`
+	OwnerBackendID         rawjson.Opt[string]        `json:"owner_backend_id,omitzero" doc:"the backend (LENS_BACKEND_ID) that created the workflow; absent for the unnamed one"`
+	OwnerUserID            rawjson.Opt[string]        `json:"owner_user_id,omitzero"`
+	Parallelism            rawjson.Opt[int]           `json:"parallelism,omitzero" doc:"a simple workflow's parallelism"`
+	Repetitions            rawjson.Opt[int]           `json:"repetitions,omitzero" doc:"a simple workflow's repetitions; an evaluation's default for cases whose benchmark sets none"`
 	Report                 ReportJSON                 `json:"report,omitempty" doc:"the comparison report, null until the evaluation has one"`
 	Runtime                json.RawMessage            `json:"runtime,omitempty" doc:"proxy settings, recorded"`
-	StartedAt              Opt[string]                `json:"started_at,omitzero"`
+	StartedAt              rawjson.Opt[string]        `json:"started_at,omitzero"`
 	Status                 string                     `json:"status" doc:"lens-evaluation.md §3"`
-	Workload               Opt[string]                `json:"workload,omitzero" doc:"a simple workflow's workload"`
+	Workload               rawjson.Opt[string]        `json:"workload,omitzero" doc:"a simple workflow's workload"`
 
 	// Extra holds the stored fields this version does not know, written back unchanged.
 	Extra map[string]json.RawMessage `json:"-"`

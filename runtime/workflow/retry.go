@@ -2,21 +2,22 @@ package workflow
 
 import (
 	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/runtime/rawjson"
 )
 
 // clearLinks unties a case from its deployment and its benchmark: the ids become null, the
 // rest leaves the document.
 func clearLinks(c *Case) {
 	clearRun(c)
-	c.DeploymentRunID, c.ExecutionID = Null[string](), Null[string]()
-	c.DeploymentCaseID, c.Namespace, c.Endpoint, c.BaselineURL = Opt[string]{}, Opt[string]{}, Opt[string]{}, Opt[string]{}
-	c.DeploymentStatus, c.CleanupStatus, c.CleanupError = Opt[string]{}, Opt[string]{}, Opt[string]{}
+	c.DeploymentRunID, c.ExecutionID = rawjson.Null[string](), rawjson.Null[string]()
+	c.DeploymentCaseID, c.Namespace, c.Endpoint, c.BaselineURL = rawjson.Opt[string]{}, rawjson.Opt[string]{}, rawjson.Opt[string]{}, rawjson.Opt[string]{}
+	c.DeploymentStatus, c.CleanupStatus, c.CleanupError = rawjson.Opt[string]{}, rawjson.Opt[string]{}, rawjson.Opt[string]{}
 }
 
 // clearRun unties a case from its benchmark only.
 func clearRun(c *Case) {
-	c.Error, c.EvaluationRunID = Null[string](), Null[string]()
-	c.FailedStage, c.StartedAt, c.FinishedAt = Opt[string]{}, Opt[string]{}, Opt[string]{}
+	c.Error, c.EvaluationRunID = rawjson.Null[string](), rawjson.Null[string]()
+	c.FailedStage, c.StartedAt, c.FinishedAt = rawjson.Opt[string]{}, rawjson.Opt[string]{}, rawjson.Opt[string]{}
 	c.Metrics = nil
 }
 
@@ -34,7 +35,7 @@ func (w *Workflow) Retry(ready func(*Case) bool, reproducible func(*Case) error)
 		return problem.New(problem.CodeConflict, "workflow %s is %s; only a failed or cancelled evaluation can be retried", w.ID, s)
 	}
 	for _, c := range w.AllCases() {
-		c.CancelRequested = Opt[bool]{}
+		c.CancelRequested = rawjson.Opt[bool]{}
 	}
 	requeue := func(c *Case) error {
 		if c.Status == CaseQueued && !c.ExecutionID.Present() {
@@ -63,7 +64,7 @@ func (w *Workflow) Retry(ready func(*Case) bool, reproducible func(*Case) error)
 		case c.Status == CaseSucceeded:
 		case c.SharesGuidePods():
 			clearRun(c)
-			c.ExecutionID, c.Namespace, c.Endpoint = Null[string](), Opt[string]{}, Opt[string]{}
+			c.ExecutionID, c.Namespace, c.Endpoint = rawjson.Null[string](), rawjson.Opt[string]{}, rawjson.Opt[string]{}
 			c.Status = CaseQueued
 			bumpAttempt(c)
 		case c.ExecutionID.Present() && ready(c):
@@ -77,11 +78,11 @@ func (w *Workflow) Retry(ready func(*Case) bool, reproducible func(*Case) error)
 		}
 	}
 	w.Status = StatusQueued
-	w.Error = Null[string]()
+	w.Error = rawjson.Null[string]()
 	w.Report = ReportJSON("null")
-	w.FinishedAt, w.FailedStage, w.CancellationError = Opt[string]{}, Opt[string]{}, Opt[string]{}
+	w.FinishedAt, w.FailedStage, w.CancellationError = rawjson.Opt[string]{}, rawjson.Opt[string]{}, rawjson.Opt[string]{}
 	w.Internal.FinishedAnnounced, w.Internal.FinishedClaimedAt = false, ""
 	return nil
 }
 
-func bumpAttempt(c *Case) { c.Attempt = Some(c.Attempt.Get() + 1) }
+func bumpAttempt(c *Case) { c.Attempt = rawjson.Some(c.Attempt.Get() + 1) }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lensfn/lensfn/events"
 	"github.com/lensfn/lensfn/runtime/evalrun"
+	"github.com/lensfn/lensfn/runtime/rawjson"
 )
 
 // Endpoint kinds a case benchmarks.
@@ -58,17 +59,17 @@ func (w *Workflow) NewRun(c *Case, target evalrun.Target) (*evalrun.Run, error) 
 	ownership, wfID, caseID := OwnershipEvaluation, w.ID, c.ID
 	run.DeploymentOwnership, run.EvaluationWorkflow, run.EvaluationCase, run.DeploymentCaseID = &ownership, &wfID, &caseID, &caseID
 	if w.OwnerUserID.Valid() {
-		run.OwnerUserID = evalrun.Value(w.OwnerUserID.Get())
+		run.OwnerUserID = rawjson.Some(w.OwnerUserID.Get())
 	} else {
-		run.OwnerUserID = evalrun.Null[string]() // a workflow without an owner
+		run.OwnerUserID = rawjson.Null[string]() // a workflow without an owner
 	}
 	// The configuration it benchmarks, as the case's facts say and as it was deployed.
 	facts := w.Facts(c)
 	run.Configuration = mustJSON(facts)
 	if guide, ok := facts["guide"].(string); ok {
-		run.Guide = evalrun.Value(guide)
+		run.Guide = rawjson.Some(guide)
 	} else {
-		run.Guide = evalrun.Null[string]()
+		run.Guide = rawjson.Null[string]()
 	}
 	if c.DeploymentConfiguration != nil {
 		run.DeploymentConfig = c.DeploymentConfiguration

@@ -8,6 +8,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/deployconfig"
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/problem"
+	"github.com/lensfn/lensfn/runtime/rawjson"
 )
 
 // SimpleCaseID is the id of a simple workflow's single (hidden) case.
@@ -79,18 +80,18 @@ func (r SimpleRequest) Content() json.RawMessage {
 func NewSimple(id string, req SimpleRequest, clusterID, configurationID, executionID string) *Workflow {
 	w := New(KindSimple, id, StatusDeploying)
 	d := evalrun.WithDefaults(req.Spec())
-	w.DeploymentOwnership = Some(OwnershipEvaluation)
+	w.DeploymentOwnership = rawjson.Some(OwnershipEvaluation)
 	w.CreatedAt = evalrun.Now()
-	w.DeploymentRunID = Some(executionID)
-	w.ClusterSessionID = Some(req.ClusterSessionID)
-	w.ClusterID = Some(clusterID)
-	w.Model = Some(req.Model)
-	w.Harness, w.Workload = Some(*d.Harness), Some(*d.Workload)
-	w.Parallelism, w.Repetitions = Some(*d.Parallelism), Some(*d.Repetitions)
+	w.DeploymentRunID = rawjson.Some(executionID)
+	w.ClusterSessionID = rawjson.Some(req.ClusterSessionID)
+	w.ClusterID = rawjson.Some(clusterID)
+	w.Model = rawjson.Some(req.Model)
+	w.Harness, w.Workload = rawjson.Some(*d.Harness), rawjson.Some(*d.Workload)
+	w.Parallelism, w.Repetitions = rawjson.Some(*d.Parallelism), rawjson.Some(*d.Repetitions)
 	w.BenchmarkRuntime = json.RawMessage(`{}`)
-	c := &Case{ID: SimpleCaseID, Kind: "guide", Status: CaseDeploying, ConfigurationArtifactID: Some(configurationID),
-		DeploymentRunID: Some(executionID), ExecutionID: Some(executionID), EvaluationRunID: Null[string](),
-		PreserveDeployment: Some(false), Benchmark: benchmarkJSON(&events.BenchmarkSpec{Harness: d.Harness, Workload: d.Workload,
+	c := &Case{ID: SimpleCaseID, Kind: "guide", Status: CaseDeploying, ConfigurationArtifactID: rawjson.Some(configurationID),
+		DeploymentRunID: rawjson.Some(executionID), ExecutionID: rawjson.Some(executionID), EvaluationRunID: rawjson.Null[string](),
+		PreserveDeployment: rawjson.Some(false), Benchmark: benchmarkJSON(&events.BenchmarkSpec{Harness: d.Harness, Workload: d.Workload,
 			Parallelism: d.Parallelism, Repetitions: d.Repetitions})}
 	w.SetCases([]*Case{c})
 	return w

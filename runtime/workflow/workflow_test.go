@@ -451,9 +451,9 @@ func TestRetryResetRules(t *testing.T) {
 	set("baseline-2", "failed", "execution_id", "e-1", "deployment_run_id", "e-1", "evaluation_run_id", "r-1", "error", "boom")
 	set("baseline-3", "cancelled", "execution_id", "e-2", "deployment_run_id", "e-2")
 	w.Status = "failed"
-	w.Error = workflow.Some("boom")
+	w.Error = rawjson.Some("boom")
 	w.Report = workflow.ReportJSON(`{"x":1}`)
-	w.FinishedAt = workflow.Some("t")
+	w.FinishedAt = rawjson.Some("t")
 	ready := func(c *workflow.Case) bool { return str(c, "execution_id") == "e-1" }
 	if err := w.Retry(ready, func(*workflow.Case) error { return nil }); err != nil {
 		t.Fatal(err)
@@ -743,7 +743,7 @@ func TestRepoKeepsUnknownFieldsThroughAnUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := repo.Update(ctx, "wf-1", func(w *workflow.Workflow) error {
-		w.Name = workflow.Some("renamed")
+		w.Name = rawjson.Some("renamed")
 		w.Status = workflow.StatusRunning
 		w.Case("guide-1").Status = workflow.CaseDeploying
 		return nil

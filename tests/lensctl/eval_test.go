@@ -21,6 +21,7 @@ import (
 	"github.com/lensfn/lensfn/runtime/fn/fntest"
 	"github.com/lensfn/lensfn/runtime/livesummary"
 	"github.com/lensfn/lensfn/runtime/loadgen"
+	"github.com/lensfn/lensfn/runtime/rawjson"
 	"github.com/lensfn/lensfn/runtime/secret"
 	"github.com/lensfn/lensfn/runtime/simtask"
 	"github.com/lensfn/lensfn/runtime/state"
@@ -131,7 +132,7 @@ func (es *evalStack) finishRun(t *testing.T, id, status string, ttftLimit float6
 	if _, err := es.runs.Transition(ctx, id, []string{evalrun.StatusRunning}, status, state.Fence{}, func(r *evalrun.Run) error {
 		r.ProgressPercent, r.FinishedAt = evalrun.Ptr(100.0), evalrun.Ptr(evalrun.Now())
 		if status == evalrun.StatusFailed {
-			r.Error = evalrun.Value("the endpoint stopped answering")
+			r.Error = rawjson.Some("the endpoint stopped answering")
 			return nil
 		}
 		r.Metrics, r.SLA = evalrun.JSON(m), evalrun.EvaluateSLA(m, targets.sla())
@@ -426,7 +427,7 @@ func (es *evalStack) finishWorkflow(t *testing.T, status string, slaMet bool) {
 	if _, err := es.workflows.Update(ctx, "wf-watch", func(wf *workflow.Workflow) error {
 		wf.Status = status
 		if status == "failed" {
-			wf.Error = workflow.Some("case guide-1 failed: the deployment never became ready")
+			wf.Error = rawjson.Some("case guide-1 failed: the deployment never became ready")
 		}
 		report, err := json.Marshal(map[string]any{"comparison_version": 2, "comparisons": []any{
 			map[string]any{"guide_case_id": "guide-1", "sla": map[string]any{"met": slaMet, "checks": map[string]any{}}}}})

@@ -15,6 +15,7 @@ import (
 	"github.com/lensfn/lensfn/events"
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/loadgen"
+	"github.com/lensfn/lensfn/runtime/rawjson"
 	"github.com/lensfn/lensfn/runtime/report"
 	"github.com/lensfn/lensfn/runtime/report/runreport"
 )
@@ -122,7 +123,7 @@ func TestHTMLReportIsSelfContainedAndShowsTheRun(t *testing.T) {
 func TestHTMLReportOfARunWithoutRecords(t *testing.T) {
 	run := evalrun.New("r-1")
 	run.Status = evalrun.StatusFailed
-	run.Error = evalrun.Value("monitoring not ready: vllm:num_requests_running has no samples")
+	run.Error = rawjson.Some("monitoring not ready: vllm:num_requests_running has no samples")
 	var buf bytes.Buffer
 	if err := runreport.WriteHTML(&buf, run, filepath.Join(t.TempDir(), "none.jsonl"), time.Now()); err != nil {
 		t.Fatal(err)
