@@ -55,8 +55,8 @@ var StepCostExamples = []StepCostExample{
 		// One 512-token prompt chunk after 1,024 cached tokens (attention 512 x (1024 + 513/2)),
 		// not its last, beside 31 decodes reading 40,000 tokens between them.
 		Args:       StepTimeArgs{PrefillSeqs: 1, PrefillTokens: 512, PrefillAttention: 655616, PrefillContext: 1024, DecodeSeqs: 31, DecodeContext: 40000, SampledSeqs: 31},
-		StepTimeNs: 22_748_091},
+		StepTimeNs: 22_742_604},
 	{Name: "MoE at TP 2, decode only", Config: StepCostExampleMoE,
 		Args:       StepTimeArgs{DecodeSeqs: 64, DecodeContext: 96000, SampledSeqs: 64},
-		StepTimeNs: 21_728_678},
+		StepTimeNs: 21_679_773},
 }

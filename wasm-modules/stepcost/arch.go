@@ -71,7 +71,17 @@ func (a *Arch) Params() float64 {
 // WeightBytes is the bytes of all weights.
 func (a *Arch) WeightBytes() float64 { return a.Params() * float64(a.DTypeBytes) }
 
-// KVBytesPerToken is the KV cache's bytes for one token over all layers and all GPUs.
+// kvHeadsPerGPU is how many KV heads one of tp ranks holds: its share, or one replicated
+// head when the model has fewer KV heads than ranks.
+func (a *Arch) kvHeadsPerGPU(tp int) float64 {
+	if a.KVHeads < tp {
+		return 1
+	}
+	return float64(a.KVHeads) / float64(tp)
+}
+
+// KVBytesPerToken is the KV cache's bytes for one token over all layers and all GPUs, each KV
+// head counted once.
 func (a *Arch) KVBytesPerToken() float64 {
 	return float64(2 * a.Layers * a.KVHeads * a.HeadDim * a.DTypeBytes)
 }

@@ -10,13 +10,13 @@ import (
 // (tests/fidelity, `make fidelity`; BENCHMARKS.md has the fit and its leave-one-model-out
 // scores).
 var Fitted = Coefficients{
-	ComputeEfficiency: 0.411,
-	MemoryEfficiency:  0.891,
-	StepOverheadUs:    779,
-	LayerOverheadUs:   20.2,
-	SeqOverheadUs:     4.70,
-	AllReduceUs:       21.2,
-	RequestOverheadUs: 7367,
+	ComputeEfficiency: 0.410,
+	MemoryEfficiency:  0.892,
+	StepOverheadUs:    834,
+	LayerOverheadUs:   20.4,
+	SeqOverheadUs:     4.85,
+	AllReduceUs:       21.1,
+	RequestOverheadUs: 7370,
 }
 
 // Config is a step-cost module's configuration, the JSON of lens_calc_configure for a

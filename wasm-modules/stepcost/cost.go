@@ -110,7 +110,8 @@ type Model struct {
 	// per-GPU constants, derived once
 	flopsPerSec, bytesPerSec        float64
 	denseFlopsPerToken              float64 // 2 x active linear params / TP
-	denseWeightBytes                float64 // non-expert weights per GPU
+	denseWeightBytes                float64 // weights every step reads per GPU: all but the experts and the input embedding
+	weightBytesPerGPU               float64 // all the weights one GPU holds
 	expertBytes                     float64 // one expert's MLP per layer per GPU, all layers
 	headFlopsPerSeq                 float64
 	attnFlopsPerPair, kvBytesPerTok float64
@@ -142,21 +143,34 @@ func NewModel(a Arch, hw Hardware, tp int, c Coefficients) (*Model, error) {
 	t := float64(tp)
 	m.flopsPerSec = hw.TFLOPS * 1e12 * c.ComputeEfficiency
 	m.bytesPerSec = hw.MemoryBandwidthGBs * 1e9 * c.MemoryEfficiency
-	layers := float64(a.Layers)
-	active := a.attentionParams()
+	layers, bytes := float64(a.Layers), float64(a.DTypeBytes)
+	// Per GPU: q and o are split across the TP ranks, k and v too unless the model has fewer
+	// KV heads than ranks, when each rank keeps one KV head (vLLM replicates them).
+	kvHeads := a.kvHeadsPerGPU(tp)
+	attention := float64(a.Hidden) * float64(a.HeadDim) * (2*float64(a.Heads)/t + 2*kvHeads)
+	// A step reads every layer's weights and the LM head (vocab-parallel, one slice per rank),
+	// but not the input embedding: it gathers one row per token, which is nothing beside them.
+	head := float64(a.Vocab) * float64(a.Hidden) / t
+	active := attention
 	if a.MoE() {
-		active += float64(a.ExpertsPerToken)*a.mlpParams(a.expertWidth()) + float64(a.Hidden*a.Experts)
-		m.expertBytes = layers * a.mlpParams(a.expertWidth()) * float64(a.DTypeBytes) / t
-		m.denseWeightBytes = (layers*(a.attentionParams()+float64(a.Hidden*a.Experts)) + a.embeddingParams()) * float64(a.DTypeBytes) / t
+		router := float64(a.Hidden*a.Experts) / t
+		active += float64(a.ExpertsPerToken)*a.mlpParams(a.expertWidth())/t + router
+		m.expertBytes = layers * a.mlpParams(a.expertWidth()) * bytes / t
+		m.denseWeightBytes = (layers*(attention+router) + head) * bytes
+		m.weightBytesPerGPU = m.denseWeightBytes + float64(a.Experts)*m.expertBytes
 	} else {
-		active += a.mlpParams(a.IntermediateSize)
-		m.denseWeightBytes = a.WeightBytes() / t
+		active += a.mlpParams(a.IntermediateSize) / t
+		m.denseWeightBytes = (layers*active + head) * bytes
+		m.weightBytesPerGPU = m.denseWeightBytes
 	}
-	m.denseFlopsPerToken = 2 * layers * active / t
-	m.headFlopsPerSeq = 2 * float64(a.Hidden) * float64(a.Vocab) / t
+	if !a.TiedEmbeddings {
+		m.weightBytesPerGPU += head * bytes // the input embedding, held but not streamed
+	}
+	m.denseFlopsPerToken = 2 * layers * active
+	m.headFlopsPerSeq = 2 * head
 	// QK^T and PV: two multiply-adds per query-key pair per head dimension.
 	m.attnFlopsPerPair = 4 * layers * float64(a.Heads*a.HeadDim) / t
-	m.kvBytesPerTok = a.KVBytesPerToken() / t
+	m.kvBytesPerTok = 2 * layers * kvHeads * float64(a.HeadDim) * bytes
 	if tp > 1 {
 		m.allReduces = 2 * layers
 		// A ring all-reduce moves 2(TP-1)/TP of the activation each way.
@@ -224,7 +238,7 @@ func roofline(a, b float64) float64 {
 func (m *Model) RequestOverhead() float64 { return m.Coef.RequestOverheadUs * 1e-6 }
 
 // WeightBytesPerGPU is the weights one GPU holds.
-func (m *Model) WeightBytesPerGPU() float64 { return m.Arch.WeightBytes() / float64(m.TP) }
+func (m *Model) WeightBytesPerGPU() float64 { return m.weightBytesPerGPU }
 
 // KVBytesPerBlock is one KV block's bytes on one GPU.
 func (m *Model) KVBytesPerBlock(blockSize int) float64 { return float64(blockSize) * m.kvBytesPerTok }
