@@ -384,8 +384,14 @@ func TestTheReadmeTour(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("rerun after a restart: %d %s\n--- lensfn-local ---\n%s", resp.StatusCode, body, s.log())
+	// With redis-server the store outlives the stack; without it the stack falls back to the
+	// embedded store, whose data ends with the process (it says so at start), so the task is gone.
+	want := http.StatusAccepted
+	if _, err := exec.LookPath("redis-server"); err != nil && os.Getenv("CI") == "" {
+		want = http.StatusNotFound
+	}
+	if resp.StatusCode != want {
+		t.Fatalf("rerun after a restart: %d (want %d) %s\n--- lensfn-local ---\n%s", resp.StatusCode, want, body, s.log())
 	}
 
 	// The README's second step, the real traces, through the mirror.
