@@ -39,10 +39,11 @@ func (a *Arch) expertWidth() int {
 	return a.IntermediateSize
 }
 
-// attentionParams is one layer's attention projections: q and o (heads x head_dim) and k and
-// v (kv_heads x head_dim).
-func (a *Arch) attentionParams() float64 {
-	return float64(a.Hidden) * float64(2*a.Heads*a.HeadDim+2*a.KVHeads*a.HeadDim)
+// attentionParams is one layer's attention projections on one of tp ranks: q and o (heads x
+// head_dim) split across the ranks, k and v (kv_heads x head_dim) too, or one replicated KV
+// head per rank when the model has fewer KV heads than ranks (tp 1: the whole layer's).
+func (a *Arch) attentionParams(tp int) float64 {
+	return float64(a.Hidden) * float64(a.HeadDim) * (2*float64(a.Heads)/float64(tp) + 2*a.kvHeadsPerGPU(tp))
 }
 
 // mlpParams is one gated MLP (gate, up, down) of width w.
@@ -59,7 +60,7 @@ func (a *Arch) embeddingParams() float64 {
 
 // Params is the model's parameter count (the norms' few parameters left out).
 func (a *Arch) Params() float64 {
-	perLayer := a.attentionParams()
+	perLayer := a.attentionParams(1)
 	if a.MoE() {
 		perLayer += float64(a.Experts)*a.mlpParams(a.expertWidth()) + float64(a.Hidden*a.Experts)
 	} else {

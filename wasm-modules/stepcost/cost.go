@@ -144,10 +144,7 @@ func NewModel(a Arch, hw Hardware, tp int, c Coefficients) (*Model, error) {
 	m.flopsPerSec = hw.TFLOPS * 1e12 * c.ComputeEfficiency
 	m.bytesPerSec = hw.MemoryBandwidthGBs * 1e9 * c.MemoryEfficiency
 	layers, bytes := float64(a.Layers), float64(a.DTypeBytes)
-	// Per GPU: q and o are split across the TP ranks, k and v too unless the model has fewer
-	// KV heads than ranks, when each rank keeps one KV head (vLLM replicates them).
-	kvHeads := a.kvHeadsPerGPU(tp)
-	attention := float64(a.Hidden) * float64(a.HeadDim) * (2*float64(a.Heads)/t + 2*kvHeads)
+	attention := a.attentionParams(tp)
 	// A step reads every layer's weights and the LM head (vocab-parallel, one slice per rank),
 	// but not the input embedding: it gathers one row per token, which is nothing beside them.
 	head := float64(a.Vocab) * float64(a.Hidden) / t
@@ -170,7 +167,7 @@ func NewModel(a Arch, hw Hardware, tp int, c Coefficients) (*Model, error) {
 	m.headFlopsPerSeq = 2 * head
 	// QK^T and PV: two multiply-adds per query-key pair per head dimension.
 	m.attnFlopsPerPair = 4 * layers * float64(a.Heads*a.HeadDim) / t
-	m.kvBytesPerTok = 2 * layers * kvHeads * float64(a.HeadDim) * bytes
+	m.kvBytesPerTok = 2 * layers * a.kvHeadsPerGPU(tp) * float64(a.HeadDim) * bytes
 	if tp > 1 {
 		m.allReduces = 2 * layers
 		// A ring all-reduce moves 2(TP-1)/TP of the activation each way.
