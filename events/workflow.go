@@ -66,6 +66,7 @@ type EvaluationCreateRequest struct {
 	BenchmarkPlans        []BenchmarkPlan  `json:"benchmark_plans" doc:"1-20 plans"`
 	CompareConfigurations *bool            `json:"compare_configurations,omitempty" doc:"add topology comparisons between guides of a scenario (default true)"`
 	Repetitions           *int             `json:"repetitions,omitempty" doc:"repetitions of every case whose benchmark sets none, 1-20 (default 1)"`
+	Confidence            *float64         `json:"confidence,omitempty" doc:"level of the comparisons' confidence intervals, each metric on its own, 0.8-0.999 (default 0.95)"`
 }
 
 // EvaluationRequested is the data of TypeEvaluationRequested: a POST /evaluations body plus an

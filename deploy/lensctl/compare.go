@@ -245,8 +245,9 @@ func (a *app) printComparison(report record) error {
 	return nil
 }
 
-// deltaCell is a metric's change: with repetitions the change of their means, its 95 %
-// interval and the verdict ("-12.5 [-20.1, -4.8] better"), else the delta_percent.
+// deltaCell is a metric's change: with repetitions the change of their means, its
+// interval (at the evaluation's confidence) and the verdict ("-12.5 [-20.1, -4.8] better"),
+// else the delta_percent.
 func deltaCell(delta, significance any) any {
 	sig, _ := significance.(map[string]any)
 	change, ok := sig["change_percent"].(float64)

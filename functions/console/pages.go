@@ -706,9 +706,11 @@ type comparisonView struct {
 	Stages      []matchedStage
 	StageTitles []string
 	Chart       template.HTML
-	// Repetitions says how many repetitions each side's intervals come from.
+	// Repetitions says how many repetitions each side's intervals come from, and how.
 	Repetitions string
-	// Changes are the significance's metrics: the change with its 95 % interval and verdict;
+	// Level is the intervals' confidence level ("95 %").
+	Level string
+	// Changes are the significance's metrics: the change with its interval and verdict;
 	// ChangeChart draws them with error bars, changes inside their noise pale.
 	Changes     []changeView
 	ChangeChart template.HTML
@@ -821,24 +823,41 @@ func comparisonViews(rep map[string]any) []comparisonView {
 				v.Accelerators = or(num(g), "?") + " vs " + or(num(b), "?")
 			}
 		}
-		v.Changes, v.ChangeChart = changeViews(get(cmp, "significance.metrics"))
+		v.Level = confidenceLevel(get(cmp, "significance.confidence"))
+		v.Changes, v.ChangeChart = changeViews(get(cmp, "significance.metrics"), v.Level)
 		if g, b := get(cmp, "significance.guide_repetitions"), get(cmp, "significance.baseline_repetitions"); g != nil && b != nil {
-			v.Repetitions = fmt.Sprintf("%s guide and %s baseline repetitions, %s bootstrap iterations", num(g), num(b), num(get(cmp, "significance.iterations")))
+			// Welch's t needs two repetitions a side; with fewer the requests are the noise.
+			v.Repetitions = fmt.Sprintf("Welch's t over %s guide and %s baseline repetitions", num(g), num(b))
+			gn, _ := g.(float64)
+			if bn, _ := b.(float64); gn < 2 || bn < 2 {
+				v.Repetitions = fmt.Sprintf("a bootstrap over the requests of %s guide and %s baseline repetitions (%s iterations)",
+					num(g), num(b), num(get(cmp, "significance.iterations")))
+			}
 		}
 		out = append(out, v)
 	}
 	return out
 }
 
+// confidenceLevel is a significance's confidence as a percentage ("95 %"; 95 % when the report
+// names none, as reports before the level was a choice).
+func confidenceLevel(c any) string {
+	level, ok := c.(float64)
+	if !ok || level <= 0 || level >= 1 {
+		level = 0.95
+	}
+	return strconv.FormatFloat(math.Round(level*1e4)/100, 'f', -1, 64) + " %"
+}
+
 // changeViews reads a comparison's significance metrics (in the report's order) into rows and
-// the "change versus the baseline" chart: each change with its 95 % interval as an error bar,
-// a change inside its noise pale and kept from setting the chart's range.
-func changeViews(metrics any) ([]changeView, template.HTML) {
+// the "change versus the baseline" chart: each change with its interval (at level) as an error
+// bar, a change inside its noise pale and kept from setting the chart's range.
+func changeViews(metrics any, level string) ([]changeView, template.HTML) {
 	m, ok := metrics.(map[string]any)
 	if !ok || len(m) == 0 {
 		return nil, ""
 	}
-	chart := report.BarChart{Title: "Change versus the baseline, with 95 % intervals", XLabel: "metric", YLabel: "Δ % (guide − baseline) / baseline"}
+	chart := report.BarChart{Title: "Change versus the baseline, with " + level + " intervals", XLabel: "metric", YLabel: "Δ % (guide − baseline) / baseline"}
 	var rows []changeView
 	for _, k := range significanceOrder {
 		e, ok := m[k].(map[string]any)

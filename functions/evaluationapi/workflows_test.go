@@ -709,4 +709,18 @@ func TestWorkflowsCarryTheirOwnerAndTheAppliedDefaults(t *testing.T) {
 		!strings.Contains(mustJSON(bad), "repetitions") {
 		t.Errorf("21 repetitions: %d %v", code, bad)
 	}
+	// The intervals' level: 0.95 unless the evaluation names one from 0.8 to 0.999.
+	if wf["confidence"] != 0.95 {
+		t.Errorf("default confidence %v", wf["confidence"])
+	}
+	if strict := post("/evaluations", strings.Replace(body, `"repetitions":3`, `"repetitions":3,"confidence":0.99`, 1)); strict["confidence"] != 0.99 {
+		t.Errorf("confidence 0.99 stored as %v", strict["confidence"])
+	}
+	for _, level := range []string{"0.5", "1", "0.9999", `"high"`} {
+		bad = nil
+		code := call(t, "POST", w.url+"/evaluations", strings.Replace(body, `"repetitions":3`, `"repetitions":3,"confidence":`+level, 1), &bad)
+		if code != 422 || !strings.Contains(mustJSON(bad), "confidence") {
+			t.Errorf("confidence %s: %d %v", level, code, bad)
+		}
+	}
 }

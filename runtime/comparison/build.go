@@ -66,11 +66,21 @@ func prepare(c Case) *prepared {
 	return p
 }
 
+// Options are an evaluation's choices of what its report holds.
+type Options struct {
+	// CompareConfigurations adds a topology comparison per pair of guides of the same scenario.
+	CompareConfigurations bool
+	// Confidence is the level of the comparisons' intervals (0: DefaultConfidence).
+	Confidence float64
+}
+
 // Build makes the comparison v2 report of an evaluation's cases (lens-evaluation.md §2): one
 // comparison per guide and each of its baselines (one with baseline null for a guide without
-// any), and, when compareConfigurations, a topology comparison per pair of guides of the same
-// scenario. now is the report's generated_at.
-func Build(cases []Case, compareConfigurations bool, now time.Time) Report {
+// any), and the topology comparisons opts asks for. now is the report's generated_at.
+func Build(cases []Case, opts Options, now time.Time) Report {
+	if opts.Confidence == 0 {
+		opts.Confidence = DefaultConfidence
+	}
 	all := make([]*prepared, len(cases))
 	byID := make(map[string]*prepared, len(cases))
 	for i, c := range cases {
@@ -97,10 +107,10 @@ func Build(cases []Case, compareConfigurations bool, now time.Time) Report {
 			baselines = []*prepared{nil}
 		}
 		for _, b := range baselines {
-			r.Comparisons = append(r.Comparisons, compare(g, b))
+			r.Comparisons = append(r.Comparisons, compare(g, b, opts.Confidence))
 		}
 	}
-	if compareConfigurations {
+	if opts.CompareConfigurations {
 		for i, left := range guides {
 			for _, right := range guides[i+1:] {
 				if left.c.ScenarioID == right.c.ScenarioID {
@@ -112,7 +122,7 @@ func Build(cases []Case, compareConfigurations bool, now time.Time) Report {
 	return r
 }
 
-func compare(g, b *prepared) Comparison {
+func compare(g, b *prepared, confidence float64) Comparison {
 	c := Comparison{
 		WorkloadID: g.c.WorkloadID, ScenarioID: nullable(g.c.ScenarioID), ScenarioName: nullable(g.c.ScenarioName),
 		SLA: guideSLA(g), Guide: g.facts.Guide,
@@ -151,7 +161,7 @@ func compare(g, b *prepared) Comparison {
 	}
 	c.Mechanisms = mechanisms(gm, bm)
 	c.MatrixStatistics, c.RateStageStatistics = statistics(g, b)
-	c.Significance = significance(g.c.Bootstrap, b.c.Bootstrap, g.c.ID+"/"+b.c.ID)
+	c.Significance = significance(g.c.Bootstrap, b.c.Bootstrap, g.c.ID+"/"+b.c.ID, confidence)
 	return c
 }
 

@@ -444,7 +444,7 @@ func facts(model string, replicas, tp int) Facts {
 
 func TestComparisonWithoutBaseline(t *testing.T) {
 	r := Build([]Case{{ID: "guide-1", Role: RoleGuide, ProviderRef: "optimized-baseline", ScenarioID: "sc", WorkloadID: "plan--sc",
-		Metrics: map[string]any{"throughput_tps": 10.0}}}, true, time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+		Metrics: map[string]any{"throughput_tps": 10.0}}}, Options{CompareConfigurations: true}, time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
 	if len(r.Comparisons) != 1 {
 		t.Fatalf("%d comparisons, want 1", len(r.Comparisons))
 	}
@@ -471,7 +471,7 @@ func TestComparisonKeysInOrder(t *testing.T) {
 	r := Build([]Case{
 		{ID: "g", Role: RoleGuide, BaselineCaseIDs: []string{"b"}, Facts: facts("m", 4, 1), Metrics: map[string]any{}},
 		{ID: "b", Role: RoleBaseline, Facts: facts("m", 4, 1), Metrics: map[string]any{}},
-	}, true, time.Now())
+	}, Options{CompareConfigurations: true}, time.Now())
 	data, _ := json.Marshal(r.Comparisons[0])
 	var keys Ordered[json.RawMessage]
 	if err := json.Unmarshal(data, &keys); err != nil {
@@ -502,7 +502,7 @@ func TestBaselinesAndTypes(t *testing.T) {
 		{ID: "g", Role: RoleGuide, BaselineCaseIDs: []string{"b1", "missing", "b2"}},
 		{ID: "b1", Role: RoleBaseline},
 		{ID: "b2", Role: RoleBaseline, BaselineType: "kubernetes-service"},
-	}, true, time.Now())
+	}, Options{CompareConfigurations: true}, time.Now())
 	if len(r.Comparisons) != 2 {
 		t.Fatalf("%d comparisons, want 2 (an unknown baseline id is skipped)", len(r.Comparisons))
 	}
@@ -512,7 +512,7 @@ func TestBaselinesAndTypes(t *testing.T) {
 	if *r.Comparisons[1].BaselineCaseID != "b2" {
 		t.Errorf("baseline case id %v", *r.Comparisons[1].BaselineCaseID)
 	}
-	r = Build([]Case{{ID: "g", Role: RoleGuide, BaselineCaseIDs: []string{"missing"}}}, true, time.Now())
+	r = Build([]Case{{ID: "g", Role: RoleGuide, BaselineCaseIDs: []string{"missing"}}}, Options{CompareConfigurations: true}, time.Now())
 	if len(r.Comparisons) != 1 || r.Comparisons[0].BaselineCaseID != nil {
 		t.Errorf("a guide whose baselines are all unknown gets one comparison with baseline null")
 	}
@@ -554,7 +554,7 @@ func TestParity(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := Build([]Case{{ID: "g", Role: RoleGuide, BaselineCaseIDs: []string{"b"}, Facts: c.g}, {ID: "b", Role: RoleBaseline, Facts: c.b}}, true, time.Now())
+			r := Build([]Case{{ID: "g", Role: RoleGuide, BaselineCaseIDs: []string{"b"}, Facts: c.g}, {ID: "b", Role: RoleBaseline, Facts: c.b}}, Options{CompareConfigurations: true}, time.Now())
 			p := r.Comparisons[0].Parity
 			if p.Valid != c.valid || p.Checks == nil || *p.Checks != c.checks || !reflect.DeepEqual(p.GuideAccelerators, c.gAcc) || !reflect.DeepEqual(p.BaselineAccelerators, c.bAcc) {
 				t.Errorf("parity valid=%v checks=%+v accelerators %v/%v; want %v %+v %v/%v", p.Valid, p.Checks, deref2(p.GuideAccelerators), deref2(p.BaselineAccelerators),
@@ -578,7 +578,7 @@ func TestDeltaPercent(t *testing.T) {
 	b := map[string]any{"throughput_tps": 100.0, "ttft_ms": 120.0, "tpot_ms": 0.0, "error_rate": nil, "itl_ms": 1.0,
 		"prefix_cache_hit_rate": 0.2, "token_load_cv": 1.0, "request_latency_ms": 3.0,
 		"mechanism_metrics": map[string]any{"z_hits": 20.0, "a_blocks": 4.0, "label": "y", "zero": 0.0}}
-	r := Build([]Case{{ID: "g", Role: RoleGuide, BaselineCaseIDs: []string{"b"}, Metrics: g}, {ID: "b", Role: RoleBaseline, Metrics: b}}, true, time.Now())
+	r := Build([]Case{{ID: "g", Role: RoleGuide, BaselineCaseIDs: []string{"b"}, Metrics: g}, {ID: "b", Role: RoleBaseline, Metrics: b}}, Options{CompareConfigurations: true}, time.Now())
 	c := r.Comparisons[0]
 	data, _ := json.Marshal(c.DeltaPercent)
 	// tpot (b = 0), error_rate (null), itl (not a number), token_load_cv (bool), maximum_stable_qps
@@ -608,7 +608,7 @@ func TestSLAFromTheGuideMetrics(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := Build([]Case{{ID: "g", Role: RoleGuide, Metrics: m, SLATargets: c.targets}}, true, time.Now())
+			r := Build([]Case{{ID: "g", Role: RoleGuide, Metrics: m, SLATargets: c.targets}}, Options{CompareConfigurations: true}, time.Now())
 			sla := r.Comparisons[0].SLA
 			if sla == nil || !reflect.DeepEqual(sla.Met, c.met) {
 				t.Fatalf("sla %+v, want met %v", sla, c.met)
@@ -638,7 +638,7 @@ func TestTopologyComparisons(t *testing.T) {
 			"rate_stage_results": []any{rateStage(1.0, stageMetrics(10, nil, 10, 1))}}},
 		{ID: "d", Role: RoleGuide, ScenarioID: "s1", Metrics: map[string]any{"rate_stage_results": []any{rateStage(1.0, stageMetrics(5, nil, 10, 2))}}},
 	}
-	r := Build(cases, true, time.Now())
+	r := Build(cases, Options{CompareConfigurations: true}, time.Now())
 	var pairs []string
 	for _, tc := range r.TopologyComparisons {
 		pairs = append(pairs, tc.LeftCaseID+"-"+tc.RightCaseID)
@@ -667,7 +667,7 @@ func TestTopologyComparisons(t *testing.T) {
 	if want := []string{"left_case_id", "right_case_id", "left", "right", "left_metrics", "right_metrics", "ratio", "matrix_statistics", "rate_stage_statistics"}; !reflect.DeepEqual(keys.Keys(), want) {
 		t.Errorf("topology keys %v", keys.Keys())
 	}
-	if r := Build(cases, false, time.Now()); r.TopologyComparisons == nil || len(r.TopologyComparisons) != 0 {
+	if r := Build(cases, Options{CompareConfigurations: false}, time.Now()); r.TopologyComparisons == nil || len(r.TopologyComparisons) != 0 {
 		t.Errorf("compare_configurations false: %v, want []", r.TopologyComparisons)
 	}
 }
@@ -687,7 +687,7 @@ func TestStatisticsPresence(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := Build([]Case{{ID: "g", Role: RoleGuide, BaselineCaseIDs: []string{"b"}, Metrics: map[string]any{"rate_stage_results": c.g}},
-				{ID: "b", Role: RoleBaseline, Metrics: map[string]any{"rate_stage_results": c.b}}}, true, time.Now())
+				{ID: "b", Role: RoleBaseline, Metrics: map[string]any{"rate_stage_results": c.b}}}, Options{CompareConfigurations: true}, time.Now())
 			if got := r.Comparisons[0].RateStageStatistics == nil; got != c.null {
 				t.Errorf("rate_stage_statistics null = %v, want %v", got, c.null)
 			}
@@ -717,7 +717,7 @@ func TestBuildReadsTypedRunMetrics(t *testing.T) {
 		return m
 	}
 	r := Build([]Case{{ID: "g", Role: RoleGuide, BaselineCaseIDs: []string{"b"}, Metrics: run(100), SLATargets: map[string]any{"ttft_ms": 150.0}},
-		{ID: "b", Role: RoleBaseline, Metrics: run(200)}}, true, time.Now())
+		{ID: "b", Role: RoleBaseline, Metrics: run(200)}}, Options{CompareConfigurations: true}, time.Now())
 	c := r.Comparisons[0]
 	if c.SLA.Met == nil || !*c.SLA.Met {
 		t.Errorf("sla %+v, want met (p99 TTFT 100 <= 150)", c.SLA)
@@ -746,7 +746,7 @@ func TestReportRoundTrip(t *testing.T) {
 		{ID: "g", Role: RoleGuide, BaselineCaseIDs: []string{"b"}, ScenarioID: "s", Facts: facts("m", 1, 1), Metrics: map[string]any{"matrix_results": matrix(g1), "rate_stage_results": []any{rateStage(1.0, g1)}}},
 		{ID: "b", Role: RoleBaseline, ScenarioID: "s", Facts: facts("m", 1, 1), Metrics: map[string]any{"matrix_results": matrix(b1), "rate_stage_results": []any{rateStage(1.0, b1)}}},
 		{ID: "g2", Role: RoleGuide, ScenarioID: "s"},
-	}, true, time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC))
+	}, Options{CompareConfigurations: true}, time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC))
 	if r.GeneratedAt != "2026-01-02T03:04:05.000006+00:00" {
 		t.Errorf("generated_at %s", r.GeneratedAt)
 	}
@@ -795,6 +795,8 @@ func TestNeedsRefresh(t *testing.T) {
 		{"a baseline's parity without reasons", `{"comparison_version":2,"comparisons":[{"parity":{"valid":false,"checks":{"model":true}},"mechanism_delta_percent":{}}]}`, true},
 		{"a baseline's parity with reasons", `{"comparison_version":2,"comparisons":[{"parity":{"valid":true,"checks":{"model":true},"reasons":[]},"mechanism_delta_percent":{},"significance":null}]}`, false},
 		{"a comparison from before the intervals", `{"comparison_version":2,"comparisons":[{"parity":{"valid":true,"checks":{"model":true},"reasons":[]},"mechanism_delta_percent":{}}]}`, true},
+		{"intervals from before Welch's t", `{"comparison_version":2,"comparisons":[{"parity":{},"mechanism_delta_percent":{},"significance":{"metrics":{"ttft_ms":{"verdict":"better"}}}}]}`, true},
+		{"intervals that name their method", `{"comparison_version":2,"comparisons":[{"parity":{},"mechanism_delta_percent":{},"significance":{"metrics":{"ttft_ms":{"method":"welch-t","verdict":"better"}}}}]}`, false},
 		{"comparisons not a list", `{"comparison_version":2,"comparisons":{"a":1}}`, true},
 		{"rate rows with both configurations", withRows(both, goodRow), false},
 		{"rate rows without guide_configuration", withRows(`"baseline_configuration":{"model":"m"},`, goodRow), true},
@@ -813,7 +815,7 @@ func TestNeedsRefresh(t *testing.T) {
 }
 
 func TestNonFiniteMetricsStillEncode(t *testing.T) {
-	r := Build([]Case{{ID: "g", Role: RoleGuide, Metrics: map[string]any{"throughput_tps": math.NaN(), "nested": map[string]any{"x": math.Inf(1)}}}}, true, time.Now())
+	r := Build([]Case{{ID: "g", Role: RoleGuide, Metrics: map[string]any{"throughput_tps": math.NaN(), "nested": map[string]any{"x": math.Inf(1)}}}}, Options{CompareConfigurations: true}, time.Now())
 	data, err := json.Marshal(r)
 	if err != nil {
 		t.Fatalf("a NaN in the metrics breaks the report: %v", err)
@@ -879,7 +881,7 @@ func TestParityReasonsNameBothValues(t *testing.T) {
 			`workload matrix differs: guide [{"isl":256,"osl":64}], baseline [{"isl":128,"osl":64}]`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r := Build([]Case{{ID: "g", Role: RoleGuide, BaselineCaseIDs: []string{"b"}, Facts: c.g}, {ID: "b", Role: RoleBaseline, Facts: c.b}}, true, time.Now())
+			r := Build([]Case{{ID: "g", Role: RoleGuide, BaselineCaseIDs: []string{"b"}, Facts: c.g}, {ID: "b", Role: RoleBaseline, Facts: c.b}}, Options{CompareConfigurations: true}, time.Now())
 			p := r.Comparisons[0].Parity
 			if p.Valid || !reflect.DeepEqual(p.Reasons, c.want) {
 				t.Errorf("valid %v, reasons\n%q\nwant\n%q", p.Valid, p.Reasons, c.want)

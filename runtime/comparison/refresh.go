@@ -4,7 +4,8 @@ import "encoding/json"
 
 // NeedsRefresh says whether a stored report must be rebuilt (§2): it is missing, empty or not
 // an object, its comparison_version is not 2, a comparison lacks parity (or, with a baseline,
-// the parity's reasons), mechanism_delta_percent, significance or (with a baseline) mechanisms, or a comparison with rate-stage rows lacks either side's
+// the parity's reasons), mechanism_delta_percent, significance (or its metrics their method) or (with a baseline)
+// mechanisms, or a comparison with rate-stage rows lacks either side's
 // configuration facts or has a row without guide or baseline.
 func NeedsRefresh(stored json.RawMessage) bool {
 	var report map[string]any
@@ -42,8 +43,17 @@ func NeedsRefresh(stored json.RawMessage) bool {
 		if _, ok := c["mechanisms"]; !ok && c["baseline_case_id"] != nil {
 			return true // from before the report named the mechanisms
 		}
-		if _, ok := c["significance"]; !ok {
+		sig, ok := c["significance"]
+		if !ok {
 			return true // from before the confidence intervals (null when the runs keep no replicates)
+		}
+		if s, _ := sig.(map[string]any); s != nil {
+			metrics, _ := s["metrics"].(map[string]any)
+			for _, m := range metrics {
+				if mm, _ := m.(map[string]any); mm["method"] == nil {
+					return true // intervals from before Welch's t over repetitions, too narrow with few
+				}
+			}
 		}
 		stats, _ := c["rate_stage_statistics"].(map[string]any)
 		rows, _ := stats["rows"].([]any)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/runtime/comparison"
 	"github.com/lensfn/lensfn/runtime/deployconfig"
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/inventory"
@@ -118,6 +119,9 @@ func ValidateEvaluation(req events.EvaluationCreateRequest) error {
 		fe.add(fmt.Sprintf("must hold 1-%d plans", MaxPlans), "benchmark_plans")
 	}
 	fe.intRange(req.Repetitions, 1, evalrun.MaxRepetitions, "repetitions")
+	if c := req.Confidence; c != nil && !(*c >= comparison.MinConfidence && *c <= comparison.MaxConfidence) {
+		fe.add(fmt.Sprintf("must be a number from %g to %g", comparison.MinConfidence, comparison.MaxConfidence), "confidence")
+	}
 	if len(req.BenchmarkPlans) > MaxPlans {
 		return problem.Validation(fe...)
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/lensfn/lensfn/events"
+	"github.com/lensfn/lensfn/runtime/comparison"
 	"github.com/lensfn/lensfn/runtime/deployconfig"
 	"github.com/lensfn/lensfn/runtime/evalrun"
 	"github.com/lensfn/lensfn/runtime/inventory"
@@ -67,6 +68,10 @@ func NewEvaluation(ctx context.Context, id string, req events.EvaluationCreateRe
 	w.DeploymentOwnership = rawjson.Some(OwnershipEvaluation)
 	w.Name = rawjson.Some(strOr(req.Name, "Evaluation"))
 	w.CompareConfigurations = rawjson.Some(boolOr(req.CompareConfigurations, true))
+	w.Confidence = rawjson.Some(comparison.DefaultConfidence)
+	if req.Confidence != nil {
+		w.Confidence = rawjson.Some(*req.Confidence)
+	}
 	if w.Runtime == nil {
 		w.Runtime = mustJSON(map[string]string{"http_proxy": "", "https_proxy": "", "no_proxy": ""})
 	}

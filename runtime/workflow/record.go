@@ -164,6 +164,7 @@ type Workflow struct {
 	ClusterID              rawjson.Opt[string]        `json:"cluster_id,omitzero"`
 	ClusterSessionID       rawjson.Opt[string]        `json:"cluster_session_id,omitzero"`
 	CompareConfigurations  rawjson.Opt[bool]          `json:"compare_configurations,omitzero"`
+	Confidence             rawjson.Opt[float64]       `json:"confidence,omitzero" doc:"an evaluation's level of its comparisons' confidence intervals"`
 	ConfigurationArtifacts map[string]json.RawMessage `json:"configuration_artifacts,omitzero" doc:"configuration artifact id -> checksum"`
 	CreatedAt              string                     `json:"created_at" doc:"RFC 3339 UTC"`
 	DeploymentOwnership    rawjson.Opt[string]        `json:"deployment_ownership,omitzero" doc:"evaluation or existing-endpoint"`

@@ -89,11 +89,14 @@ func (w *Workflow) ReportCases() []comparison.Case {
 
 // BuildReport makes the comparison v2 report of the evaluation's cases.
 func (w *Workflow) BuildReport(now time.Time) comparison.Report {
-	compare := true
+	opts := comparison.Options{CompareConfigurations: true, Confidence: comparison.DefaultConfidence}
 	if w.CompareConfigurations.Valid() {
-		compare = w.CompareConfigurations.Get()
+		opts.CompareConfigurations = w.CompareConfigurations.Get()
 	}
-	return comparison.Build(w.ReportCases(), compare, now)
+	if w.Confidence.Valid() {
+		opts.Confidence = w.Confidence.Get()
+	}
+	return comparison.Build(w.ReportCases(), opts, now)
 }
 
 // SetReport stores a comparison report.

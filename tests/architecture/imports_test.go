@@ -177,6 +177,8 @@ var homes = map[string][]string{
 	"sigs.k8s.io/yaml":                         {"runtime/knativeadmission", "runtime/kubeconfig"},
 	"github.com/santhosh-tekuri/jsonschema/v6": {"runtime/knativeadmission"},
 	"golang.org/x/text":                        {"runtime/knativeadmission"},
+	// Student's t quantiles for the comparisons' Welch intervals.
+	"gonum.org/v1/gonum": {"runtime/comparison"},
 }
 
 // knativeAllowed are the only knative.dev/pkg packages a function may use (the rest pull in

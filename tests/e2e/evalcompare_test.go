@@ -34,8 +34,11 @@ func TestEvaluationOfIdenticalConfigurations(t *testing.T) {
 		`"simulator":{"time-to-first-token":"200ms","time-to-first-token-std-dev":"60ms","inter-token-latency":"50ms","inter-token-latency-std-dev":"15ms"}}`)
 	bench := `"benchmark":{"matrix":[{"isl":32,"osl":4}],"warmup_requests":1,"concurrency_stages":[{"concurrency":2,"num_requests":16}]},` +
 		`"sla_targets":{"ttft_ms":2000,"ttft_percentile":"p90","success_rate_min_percent":99}`
-	// Three repetitions of every case, set once for the whole evaluation.
-	body := `{"name":"identical","cluster_session_id":"` + stack.LocalSessionID + `","repetitions":3,"benchmark_plans":[` +
+	// Three repetitions of every case, set once for the whole evaluation, and 99.9 % intervals:
+	// at 95 % each of the eight metrics would be called better or worse in one like-for-like
+	// evaluation in twenty, some metric in one in ten (runtime/comparison's
+	// TestIntervalsHoldTheirConfidence); at 99.9 % hardly ever, unless the intervals are too narrow.
+	body := `{"name":"identical","cluster_session_id":"` + stack.LocalSessionID + `","repetitions":3,"confidence":0.999,"benchmark_plans":[` +
 		`{"id":"same","configuration_artifact_id":"` + cfg + `","baseline_types":["direct-vllm"],` + bench + `},` +
 		`{"id":"smaller-baseline","configuration_artifact_id":"` + cfg + `","baseline_types":["direct-vllm"],` +
 		`"baseline_parameters":{"direct-vllm":{"replicas":1}},` + bench + `}]}`
@@ -66,7 +69,7 @@ func TestEvaluationOfIdenticalConfigurations(t *testing.T) {
 
 	// Identical configurations: no metric differs significantly, and each interval holds 1.
 	sig, ok := same["significance"].(map[string]any)
-	if !ok || sig["guide_repetitions"] != 3.0 || sig["baseline_repetitions"] != 3.0 || sig["confidence"] != 0.95 {
+	if !ok || sig["guide_repetitions"] != 3.0 || sig["baseline_repetitions"] != 3.0 || sig["confidence"] != 0.999 || wf["confidence"] != 0.999 {
 		t.Fatalf("significance %v", same["significance"])
 	}
 	metrics := sig["metrics"].(map[string]any)
@@ -75,6 +78,9 @@ func TestEvaluationOfIdenticalConfigurations(t *testing.T) {
 	}
 	for name, v := range metrics {
 		m := v.(map[string]any)
+		if name != "error_rate" && m["method"] != "welch-t" {
+			t.Errorf("%s: method %v with three repetitions a side", name, m["method"])
+		}
 		if m["verdict"] != "no significant difference" {
 			t.Errorf("%s: %v (ratio %v in [%v, %v])", name, m["verdict"], m["ratio"], m["ratio_ci_low"], m["ratio_ci_high"])
 		}

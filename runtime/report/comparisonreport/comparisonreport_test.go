@@ -58,7 +58,7 @@ func evaluation() comparison.Report {
 			Facts:   comparison.Facts{PrefillReplicas: ptr(2), PrefillTensorParallelSize: ptr(1), DecodeReplicas: ptr(1), DecodeTensorParallelSize: ptr(2)},
 			Metrics: map[string]any{"throughput_tps": 150.0, "ttft_ms": 20.0}},
 	}
-	return comparison.Build(cases, true, time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	return comparison.Build(cases, comparison.Options{CompareConfigurations: true}, time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
 }
 
 func render(t *testing.T, r comparison.Report) string {
@@ -185,7 +185,7 @@ func TestStoredReportRendersTheSame(t *testing.T) {
 }
 
 func TestEmptyAndUnmatchedReports(t *testing.T) {
-	page := render(t, comparison.Build(nil, true, time.Now()))
+	page := render(t, comparison.Build(nil, comparison.Options{CompareConfigurations: true}, time.Now()))
 	wellFormed(t, page)
 	if !strings.Contains(page, "no guide cases") {
 		t.Error("an empty evaluation does not say so")
@@ -194,7 +194,7 @@ func TestEmptyAndUnmatchedReports(t *testing.T) {
 	r := comparison.Build([]comparison.Case{
 		{ID: "g", Role: comparison.RoleGuide, BaselineCaseIDs: []string{"b"}, Metrics: map[string]any{"rate_stage_results": []any{map[string]any{"rate": 1.0, "metrics": stage(1, 1, 1, 1, 1)}}}},
 		{ID: "b", Role: comparison.RoleBaseline, Metrics: map[string]any{"rate_stage_results": []any{map[string]any{"rate": 2.0, "metrics": stage(1, 1, 1, 1, 1)}}}},
-	}, true, time.Now())
+	}, comparison.Options{CompareConfigurations: true}, time.Now())
 	page = render(t, r)
 	wellFormed(t, page)
 	for _, want := range []string{"No per-stage ratios", "SLA verdict: not evaluated", "No SLA targets"} {
@@ -213,7 +213,7 @@ func TestLongStatisticsAreBounded(t *testing.T) {
 	r := comparison.Build([]comparison.Case{
 		{ID: "g", Role: comparison.RoleGuide, BaselineCaseIDs: []string{"b"}, Metrics: map[string]any{"rate_stage_results": g}},
 		{ID: "b", Role: comparison.RoleBaseline, Metrics: map[string]any{"rate_stage_results": b}},
-	}, true, time.Now())
+	}, comparison.Options{CompareConfigurations: true}, time.Now())
 	page := render(t, r)
 	names := wellFormed(t, page)
 	if !strings.Contains(page, "Showing the first 200 of 500 rows") {
@@ -224,7 +224,7 @@ func TestLongStatisticsAreBounded(t *testing.T) {
 	}
 }
 
-// With repetitions the report shows each change with its 95 % interval and verdict, draws the
+// With repetitions the report shows each change with its interval and verdict, draws the
 // intervals as error bars, keeps a change inside its noise pale and cut, and gives the SLA
 // margins and how many repetitions met each target.
 func TestReportShowsIntervalsVerdictsAndMargins(t *testing.T) {
@@ -234,7 +234,7 @@ func TestReportShowsIntervalsVerdictsAndMargins(t *testing.T) {
 			var ttfts, itls []float64
 			for k := range 100 {
 				ttfts = append(ttfts, ttft+float64(k%5)/10)
-				itls = append(itls, itlLo+float64((k*7+r)%90))
+				itls = append(itls, itlLo+float64(8*r)+float64((k*7+r)%90)) // repetitions 8 ms apart: the 5 ms change is noise
 			}
 			b.Repetitions = append(b.Repetitions, evalrun.BootstrapRepetition{Repetition: r,
 				Replicates: map[string][]float64{"ttft_ms": ttfts, "itl_ms": itls}})
@@ -249,14 +249,22 @@ func TestReportShowsIntervalsVerdictsAndMargins(t *testing.T) {
 			SLATargets: map[string]any{"ttft_ms": 50.0}, Repetitions: []evalrun.Metrics{rep(40), rep(60), rep(45)},
 			Metrics: map[string]any{"ttft_ms": 20.0, "latency_distributions": map[string]any{"ttft": map[string]any{"p99_ms": 45.0}}}},
 		{ID: "baseline-1", Role: comparison.RoleBaseline, Bootstrap: boot(40, 5), Metrics: map[string]any{"ttft_ms": 40.0}},
-	}, true, time.Now())
+	}, comparison.Options{CompareConfigurations: true}, time.Now())
 	page := render(t, r)
 	wellFormed(t, page)
 	for _, want := range []string{"Δ % 95 % interval", ">better<", ">no significant difference<", `class="interval"`,
 		`fill-opacity="0.35"`, "Pale bars are changes inside their noise", "repetitions met", ">2 of 3<", ">10<", // margin 50 - 45 = 5 ms, 10 %
-		"2 of 3 repetitions met every target"} {
+		"2 of 3 repetitions met every target", "s t over the repetitions"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %q", want)
 		}
+	}
+	// An evaluation's own level names its intervals.
+	strict := comparison.Build([]comparison.Case{
+		{ID: "guide-1", Role: comparison.RoleGuide, BaselineCaseIDs: []string{"baseline-1"}, Bootstrap: boot(20, 10)},
+		{ID: "baseline-1", Role: comparison.RoleBaseline, Bootstrap: boot(40, 5)},
+	}, comparison.Options{Confidence: 0.999}, time.Now())
+	if page := render(t, strict); !strings.Contains(page, "Δ % 99.9 % interval") || !strings.Contains(page, "error bars are 99.9 % intervals") {
+		t.Error("a 0.999 evaluation's page does not name its level")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -213,7 +214,7 @@ func comparisonSections(n int, c comparison.Comparison) []report.Section {
 	sig := c.Significance
 	tb := &report.Table{Header: []string{"metric", "guide", "baseline", "Δ %"}}
 	if sig != nil {
-		tb.Header = append(tb.Header, "Δ % 95 % interval", "verdict")
+		tb.Header = append(tb.Header, "Δ % "+confidenceLevel(sig.Confidence)+" interval", "verdict")
 	}
 	delta := report.BarChart{Title: "Change versus the baseline", XLabel: "metric", YLabel: "Δ % (guide − baseline) / baseline"}
 	for _, k := range headlineMetrics {
@@ -267,10 +268,13 @@ func comparisonSections(n int, c comparison.Comparison) []report.Section {
 		head.Notes = append(head.Notes, "Green bars favour the guide (more throughput, hit rate or stable load; less latency or errors), orange ones the baseline.")
 	}
 	if sig != nil {
-		head.Notes = append(head.Notes, fmt.Sprintf("Confidence: %d repetitions of the guide and %d of the baseline; the error bars are 95 %% intervals "+
-			"(%s, %d iterations, seed %d). Pale bars are changes inside their noise (no significant difference): they are cut at the "+
-			"range of the significant ones.", sig.GuideRepetitions, sig.BaselineRepetitions, "hierarchical bootstrap over repetitions and requests",
-			sig.Iterations, sig.Seed))
+		how := "Welch's t over the repetitions"
+		if sig.GuideRepetitions < 2 || sig.BaselineRepetitions < 2 {
+			how = fmt.Sprintf("a bootstrap over the requests, %d iterations, seed %d", sig.Iterations, sig.Seed)
+		}
+		head.Notes = append(head.Notes, fmt.Sprintf("Confidence: %d repetitions of the guide and %d of the baseline; the error bars are %s intervals, "+
+			"each metric on its own (%s). Pale bars are changes inside their noise (no significant difference): they are cut at the "+
+			"range of the significant ones.", sig.GuideRepetitions, sig.BaselineRepetitions, confidenceLevel(sig.Confidence), how))
 	}
 	sections := []report.Section{head, slaSection(c)}
 	if len(c.Mechanisms) > 0 {
@@ -613,4 +617,9 @@ func intOrDash(p *int) string {
 		return "–"
 	}
 	return fmt.Sprint(*p)
+}
+
+// confidenceLevel is a confidence level as a percentage ("95 %").
+func confidenceLevel(c float64) string {
+	return strconv.FormatFloat(math.Round(c*1e4)/100, 'f', -1, 64) + " %"
 }
