@@ -32,6 +32,10 @@ func (r *rank) handleGenerate(ctx *fasthttp.RequestCtx, kind engine.Kind, api re
 	if g.req.Params.Stream {
 		ctx.Response.Header.SetContentType("text/event-stream")
 		ctx.Response.Header.Set("Cache-Control", "no-cache")
+		if g.ticket != nil && len(g.ticket.seqs) == 1 {
+			g.dw.attach(ctx.Conn())
+			g.ticket.direct = g
+		}
 		ctx.Response.SetBodyStream(g, -1)
 		return // g is released by Close
 	}
@@ -113,6 +117,7 @@ func (g *genCtx) end() {
 		g.held = 0
 	}
 	g.watch.stop()
+	g.dw.attach(nil)
 	g.req.Reset()
 	g.out.Reset(render.Completions, streamKeepBytes)
 	g.r, g.mm = nil, nil

@@ -39,6 +39,10 @@ type engineTicket struct {
 	prog   []seqProgress
 	cached atomic.Int32 // prefix-cache hit of the first sequence
 	wake   chan struct{}
+	// mode says who owns the stream's state, its goroutine or the loop, and direct is the
+	// stream the loop writes while it does (directwrite.go).
+	mode   atomic.Int32
+	direct *genCtx
 	// ready is when the request reaches the engine: its arrival plus the API server's
 	// per-request time (the step-cost model's request overhead).
 	ready time.Duration
@@ -116,6 +120,11 @@ type engineRank struct {
 	// --max-waiting-queue-length bound; maxQueued that bound.
 	queued    atomic.Int64
 	maxQueued int64
+
+	frame []byte // the loop's chunk being written to a stream (directwrite.go)
+	// directChunks counts the chunks the loop wrote itself, directFallbacks the streams it
+	// handed back because a socket was full (tests read them).
+	directChunks, directFallbacks atomic.Int64
 
 	running, waiting, kvUsage prometheus.Gauge
 	preemptions               prometheus.Counter
@@ -273,6 +282,15 @@ func (e *engineRank) run(p *pacer.Pacer) {
 			}
 			pr.last.Store(at)
 			pr.produced.Store(int32(s.Generated))
+			// A stream whose goroutine is parked is written here, but for its last token
+			// (the goroutine ends the stream) and for a write the socket did not take.
+			if mode := t.mode.Load(); mode == streamLoop || mode == streamParked && s.Generated < s.MaxOutput &&
+				t.mode.CompareAndSwap(streamParked, streamLoop) {
+				if s.Generated < s.MaxOutput && e.writeDirect(t, time.Duration(at)) {
+					continue
+				}
+				t.mode.Store(streamOwned)
+			}
 			select {
 			case t.wake <- struct{}{}:
 			default:
@@ -326,6 +344,9 @@ func (e *engineRank) report() {
 func (g *genCtx) awaitEngine() bool {
 	t := g.ticket
 	if anyProduced(t) {
+		if g.directEligible() {
+			return g.awaitDirect()
+		}
 		<-t.wake
 		return true
 	}

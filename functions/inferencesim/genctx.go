@@ -22,6 +22,8 @@ type genCtx struct {
 	held  int64 // bytes of the simulator's in-flight budget this request holds
 	// ticket is the request in the rank's engine model (enginemode.go), nil otherwise.
 	ticket *engineTicket
+	// dw lets the engine's loop write the stream's chunks itself (directwrite.go).
+	dw directWriter
 }
 
 var genPool = sync.Pool{New: func() any { return &genCtx{} }}

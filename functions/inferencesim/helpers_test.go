@@ -36,6 +36,12 @@ func startSimEnv(t testing.TB, env config.Environment, args ...string) *testSim 
 // hooks go in before the simulator serves, so they need no synchronisation).
 func startSimWith(t testing.TB, env config.Environment, opts []Option, args ...string) *testSim {
 	t.Helper()
+	return startSimListening(t, env, opts, nil, args...)
+}
+
+// startSimListening is startSimWith with each rank's listener passed through wrap (nil: as is).
+func startSimListening(t testing.TB, env config.Environment, opts []Option, wrap func(net.Listener) net.Listener, args ...string) *testSim {
+	t.Helper()
 	joined := " " + strings.Join(args, " ")
 	if !strings.Contains(joined, " --model") {
 		args = append(args, "--model", "fake-model")
@@ -63,6 +69,9 @@ func startSimWith(t testing.TB, env config.Environment, opts []Option, args ...s
 			t.Fatal(err)
 		}
 		lns[i] = ln
+		if wrap != nil {
+			lns[i] = wrap(ln)
+		}
 		ts.urls = append(ts.urls, scheme+ln.Addr().String())
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -20,7 +20,9 @@ func (g *genCtx) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	if g.ticket != nil {
-		return g.readEngine(p)
+		n, err := g.readEngine(p)
+		g.dw.flushed = n > 0 // fasthttp writes and flushes it before reading again
+		return n, err
 	}
 	next, ok := g.req.NextDeadline()
 	if !ok {

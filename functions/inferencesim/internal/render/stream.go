@@ -49,6 +49,14 @@ func (s *Stream) Reset(api API, keep int) {
 // Pending reports whether rendered frames wait to be read.
 func (s *Stream) Pending() bool { return s.off < len(s.out) }
 
+// Take hands out every rendered frame at once and empties the buffer; the slice is valid
+// until the next Emit.
+func (s *Stream) Take() []byte {
+	out := s.out[s.off:]
+	s.out, s.off = s.out[:0], 0
+	return out
+}
+
 // Done reports whether the stream has rendered its last frame (else, when it is closed,
 // the client left first).
 func (s *Stream) Done() bool { return s.done }
