@@ -37,8 +37,8 @@
 // runtime/jsonstr (JSON strings), runtime/sockpeek (the watch on the client's connection),
 // runtime/egress (which Host names /admin answers),
 // runtime/enginemodel, runtime/kvblock and wasm-modules/stepcost (the engine model in real
-// time, enginemode.go, over the prompt's block hashes, priced natively or by a step-cost module;
-// its loop writes the streams' token chunks itself, directwrite.go),
+// time, enginemode.go, over the prompt's block hashes, priced natively or by a step-cost module,
+// its loop writing the streams' token chunks itself in directwrite.go),
 // the latency core wasm-modules/latency
 // (shared with the WASM guests), runtime/wasmhost (WASM calculators),
 // the standard library, client_golang, zmq4 (through engine and kvcache), the
