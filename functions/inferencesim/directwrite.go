@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // Direct writes: in engine mode, once a stream's headers and first chunk are out, its
@@ -53,7 +54,7 @@ type directWriter struct {
 	frame   []byte
 	written int
 	werr    error
-	write   func(fd uintptr) bool
+	write   func(fd uintptr)
 }
 
 // attach readies w for the stream on c; a connection that is not plain TCP gets no direct
@@ -73,21 +74,28 @@ func (w *directWriter) attach(c net.Conn) {
 }
 
 // writeFrame is one non-blocking write(2) of w.frame: the socket is non-blocking (Go's
-// poller), so a full socket answers EAGAIN at once; returning true tells RawConn.Write not to
-// wait for room.
-func (w *directWriter) writeFrame(fd uintptr) bool {
-	w.written, w.werr = syscall.Write(int(fd), w.frame)
-	if w.written < 0 {
-		w.written = 0
+// poller), so a full socket answers EAGAIN at once instead of parking the loop. It runs under
+// RawConn.Control, which keeps the descriptor open while it runs; the stream's goroutine, the
+// only other writer, is parked while the loop owns the stream, so no write lock is needed. The
+// call is a raw system call: it never blocks, so the scheduler need not hand the P over.
+func (w *directWriter) writeFrame(fd uintptr) {
+	w.written, w.werr = 0, nil
+	if len(w.frame) == 0 {
+		return
 	}
-	return true
+	n, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&w.frame[0])), uintptr(len(w.frame)))
+	if errno != 0 {
+		w.werr = errno
+		return
+	}
+	w.written = int(n)
 }
 
 // try writes frame once without waiting; whatever the socket did not take is kept in rest
 // (false), and a failed write in err (false).
 func (w *directWriter) try(frame []byte) bool {
 	w.frame = frame
-	err := w.raw.Write(w.write)
+	err := w.raw.Control(w.write)
 	w.frame = nil
 	if err == nil {
 		err = w.werr
