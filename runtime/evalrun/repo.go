@@ -90,11 +90,14 @@ func (r *Repo) Create(ctx context.Context, run *Run, apiKey string) error {
 		}
 		run.Internal.APIKey = sealed
 	}
-	if err := docs.Create(ctx, run); err != nil {
-		return err
+	// The queued entry goes on the stream first: once the record is stored a runner may claim
+	// the run and append "running", and a watcher must never see running before queued. An id
+	// already taken gets no entry (Create refuses it below); a store that fails the Create
+	// leaves one entry on the stream of a run that never was, which no one reads.
+	if _, err := r.Store.Get(ctx, Kind, run.ID); errors.Is(err, state.ErrNotFound) {
+		r.appendStatus(ctx, run)
 	}
-	r.appendStatus(ctx, run)
-	return nil
+	return docs.Create(ctx, run)
 }
 
 // Load returns the run without its logs (what runners poll).

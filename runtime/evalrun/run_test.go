@@ -284,3 +284,33 @@ func TestStoredFieldsOfAnotherShapeAreKept(t *testing.T) {
 		t.Fatal("an Extra field that is not JSON was written")
 	}
 }
+
+// A new run's stream starts with queued, written before the record a runner could claim; a
+// second Create of the same id is refused and adds nothing to the first run's stream.
+func TestCreateWritesQueuedFirstAndOnce(t *testing.T) {
+	repo := newRepo(t)
+	ctx := context.Background()
+	run := build(t, `{"deployment_execution_id":"exec-1","matrix":[{"isl":16,"osl":8}],"concurrency_stages":[{"concurrency":2,"num_requests":4}]}`)
+	if err := repo.Create(ctx, run, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.Transition(ctx, run.ID, []string{StatusQueued}, StatusRunning, state.Fence{}, func(*Run) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	again := *run
+	again.Status = StatusQueued
+	if err := repo.Create(ctx, &again, ""); !errors.Is(err, state.ErrExists) {
+		t.Fatalf("a second Create of %s: %v", run.ID, err)
+	}
+	entries, err := repo.Store.ReadProgress(ctx, Kind, run.ID, "", 100, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var statuses []string
+	for _, e := range entries {
+		statuses = append(statuses, e.Fields["status"])
+	}
+	if got := strings.Join(statuses, ","); got != "queued,running" {
+		t.Errorf("stream statuses %s, want queued,running", got)
+	}
+}
