@@ -846,7 +846,7 @@ func confidenceLevel(c any) string {
 	if !ok || level <= 0 || level >= 1 {
 		level = 0.95
 	}
-	return strconv.FormatFloat(math.Round(level*1e4)/100, 'f', -1, 64) + " %"
+	return report.Level(level)
 }
 
 // changeViews reads a comparison's significance metrics (in the report's order) into rows and

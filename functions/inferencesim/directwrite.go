@@ -73,16 +73,13 @@ func (w *directWriter) attach(c net.Conn) {
 	w.write = w.writeFrame
 }
 
-// writeFrame is one non-blocking write(2) of w.frame: the socket is non-blocking (Go's
+// writeFrame is one non-blocking write(2) of w.frame (never empty: a chunk has its head): the socket is non-blocking (Go's
 // poller), so a full socket answers EAGAIN at once instead of parking the loop. It runs under
 // RawConn.Control, which keeps the descriptor open while it runs; the stream's goroutine, the
 // only other writer, is parked while the loop owns the stream, so no write lock is needed. The
 // call is a raw system call: it never blocks, so the scheduler need not hand the P over.
 func (w *directWriter) writeFrame(fd uintptr) {
 	w.written, w.werr = 0, nil
-	if len(w.frame) == 0 {
-		return
-	}
 	n, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&w.frame[0])), uintptr(len(w.frame)))
 	if errno != 0 {
 		w.werr = errno
@@ -120,11 +117,12 @@ func appendChunk(dst, data []byte) []byte {
 	return append(dst, '\r', '\n')
 }
 
-// directEligible reports whether g's stream may be written by the loop from now on: one
-// sequence, a plain TCP connection, headers out, and no fall-back yet.
+// directEligible reports whether g's stream may be written by the loop from now on: a plain
+// TCP connection attached (only a one-sequence stream gets one), headers out, and no
+// fall-back yet.
 func (g *genCtx) directEligible() bool {
 	d := &g.dw
-	return d.raw != nil && d.flushed && !d.off && len(g.ticket.seqs) == 1
+	return d.raw != nil && d.flushed && !d.off
 }
 
 // awaitDirect parks g's goroutine with its stream given to the loop until the loop hands it
@@ -158,9 +156,28 @@ func (g *genCtx) awaitDirect() bool {
 	return true
 }
 
+// loopWrites is the loop's part in a stream that got a token at at: when the stream is the
+// loop's, or its goroutine is parked and this is not the last token, the loop takes it and
+// writes the token itself (true). Otherwise, or when the write cannot be made, or for the last
+// token (the goroutine ends the stream), a stream the loop held goes back to its goroutine and
+// the caller wakes it (false).
+func (e *engineRank) loopWrites(t *engineTicket, last bool, at time.Duration) bool {
+	mode := t.mode.Load()
+	if mode == streamParked && !last && t.mode.CompareAndSwap(streamParked, streamLoop) {
+		mode = streamLoop
+	}
+	if mode != streamLoop {
+		return false
+	}
+	if !last && e.writeDirect(t, at) {
+		return true
+	}
+	t.mode.Store(streamOwned)
+	return false
+}
+
 // writeDirect is the loop's turn at a stream it owns: render what the engine produced by at
-// and write it as one chunk. false: hand the stream back (the caller stores streamOwned and
-// wakes the goroutine).
+// and write it as one chunk. false: hand the stream back.
 func (e *engineRank) writeDirect(t *engineTicket, at time.Duration) bool {
 	g := t.direct
 	if !t.sync(&g.req, at) {

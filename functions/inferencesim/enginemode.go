@@ -282,14 +282,8 @@ func (e *engineRank) run(p *pacer.Pacer) {
 			}
 			pr.last.Store(at)
 			pr.produced.Store(int32(s.Generated))
-			// A stream whose goroutine is parked is written here, but for its last token
-			// (the goroutine ends the stream) and for a write the socket did not take.
-			if mode := t.mode.Load(); mode == streamLoop || mode == streamParked && s.Generated < s.MaxOutput &&
-				t.mode.CompareAndSwap(streamParked, streamLoop) {
-				if s.Generated < s.MaxOutput && e.writeDirect(t, time.Duration(at)) {
-					continue
-				}
-				t.mode.Store(streamOwned)
+			if e.loopWrites(t, s.Generated >= s.MaxOutput, time.Duration(at)) {
+				continue
 			}
 			select {
 			case t.wake <- struct{}{}:

@@ -477,6 +477,12 @@ func (h *Histogram) CDF(title, unit string) LineChart {
 	return LineChart{Title: title, XLabel: unit, YLabel: "% of requests at or below", Series: []Series{s}, Step: true}
 }
 
+// Level is a confidence level (a fraction) as a percentage, to a hundredth of a per cent
+// (0.95 is "95 %", 0.999 is "99.9 %").
+func Level(fraction float64) string {
+	return strconv.FormatFloat(math.Round(fraction*1e4)/100, 'f', -1, 64) + " %"
+}
+
 // Num formats a number for people: at most four significant digits, no exponent for the usual
 // range.
 func Num(v float64) string {

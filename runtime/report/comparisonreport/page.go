@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 
@@ -214,7 +213,7 @@ func comparisonSections(n int, c comparison.Comparison) []report.Section {
 	sig := c.Significance
 	tb := &report.Table{Header: []string{"metric", "guide", "baseline", "Δ %"}}
 	if sig != nil {
-		tb.Header = append(tb.Header, "Δ % "+confidenceLevel(sig.Confidence)+" interval", "verdict")
+		tb.Header = append(tb.Header, "Δ % "+report.Level(sig.Confidence)+" interval", "verdict")
 	}
 	delta := report.BarChart{Title: "Change versus the baseline", XLabel: "metric", YLabel: "Δ % (guide − baseline) / baseline"}
 	for _, k := range headlineMetrics {
@@ -274,7 +273,7 @@ func comparisonSections(n int, c comparison.Comparison) []report.Section {
 		}
 		head.Notes = append(head.Notes, fmt.Sprintf("Confidence: %d repetitions of the guide and %d of the baseline; the error bars are %s intervals, "+
 			"each metric on its own (%s). Pale bars are changes inside their noise (no significant difference): they are cut at the "+
-			"range of the significant ones.", sig.GuideRepetitions, sig.BaselineRepetitions, confidenceLevel(sig.Confidence), how))
+			"range of the significant ones.", sig.GuideRepetitions, sig.BaselineRepetitions, report.Level(sig.Confidence), how))
 	}
 	sections := []report.Section{head, slaSection(c)}
 	if len(c.Mechanisms) > 0 {
@@ -617,9 +616,4 @@ func intOrDash(p *int) string {
 		return "–"
 	}
 	return fmt.Sprint(*p)
-}
-
-// confidenceLevel is a confidence level as a percentage ("95 %").
-func confidenceLevel(c float64) string {
-	return strconv.FormatFloat(math.Round(c*1e4)/100, 'f', -1, 64) + " %"
 }
